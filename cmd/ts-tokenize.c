@@ -1,0 +1,333 @@
+/* ts-tokenize: text in, token records out (BERT normalisation + WordPiece). */
+#include "afile.h"
+#include "encode.h"
+#include "err.h"
+#include "labelmap.h"
+#include "opt.h"
+#include "ordered.h"
+#include "progress.h"
+#include "strbuf.h"
+#include "tokinput.h"
+#include "vocab.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *vocab_path, *format, *text_col, *pair_col, *label_col, *id_col, *labels_file;
+static char *output = "-";
+static long max_len = 512, stride, threads;
+static int fold, cased, strict;
+
+static const struct opt opts[] = {
+	{'v', "vocab", OPT_STR, &vocab_path, "FILE", "WordPiece vocabulary (vocab.txt), required", "@file"},
+	{'f', "format", OPT_STR, &format, "FMT", "input format (default: from the file extension; lines for stdin)", "csv|tsv|jsonl|lines"},
+	{0, "text", OPT_STR, &text_col, "COL", "column or field holding the text (default: text)", NULL},
+	{0, "text-pair", OPT_STR, &pair_col, "COL", "column holding the second text of a pair", NULL},
+	{0, "label", OPT_STR, &label_col, "COL", "column holding the label", NULL},
+	{0, "labels", OPT_STR, &labels_file, "FILE", "label names in id order, one per line", "@file"},
+	{0, "id", OPT_STR, &id_col, "COL", "column holding the record id (default: the record number)", NULL},
+	{0, "max-len", OPT_INT, &max_len, "N", "tokens per record including [CLS] and [SEP]; 0 for no limit (default 512)", NULL},
+	{0, "fold", OPT_FLAG, &fold, NULL, "cut long text into several records instead of truncating", NULL},
+	{0, "stride", OPT_INT, &stride, "N", "tokens of overlap between folded pieces (default 0)", NULL},
+	{0, "cased", OPT_FLAG, &cased, NULL, "keep case and accents (for cased vocabularies)", NULL},
+	{0, "strict", OPT_FLAG, &strict, NULL, "refuse invalid UTF-8 instead of replacing it", NULL},
+	{'j', "threads", OPT_INT, &threads, "N", "worker threads (default: all cores)", NULL},
+	{'o', "output", OPT_STR, &output, "FILE", "write records to FILE (default: standard output)", "@file"},
+	{0, NULL, 0, NULL, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec spec = {
+	"ts-tokenize", "Tokenize text into TopSpin token records.", "[FILE...]", "file", opts,
+};
+
+enum { BATCH_RECORDS = 2048 };
+
+struct item {
+	size_t text, text_n, pair, pair_n, id, id_n;  /* offsets into the batch arena */
+	int has_pair, id_is_num;
+	enum label_kind label_kind;
+	int32_t label;
+	double flabel;
+	size_t labels, nlabels;                        /* offsets into the batch's label list */
+	uint64_t line;
+};
+
+struct batch {
+	struct strbuf arena;
+	struct item *items;
+	size_t n, cap;
+	int32_t *lab;
+	size_t nlab, lab_cap;
+	const char *file;
+	msgpack_sbuffer out;
+	uint64_t records, bad_utf8, bad_line;
+};
+
+struct ctx {
+	char **files;
+	int nfiles, cur;
+	enum in_format fmt;
+	struct in_cols cols;
+	struct tokinput *in;
+	struct labelmap *labels;
+	uint64_t next_id;
+	struct vocab *vocab;
+	struct wp_tokenizer **tok;
+	struct encode_opts enc;
+	struct afile *out;
+	FILE *spool;   /* records wait here when label names are found on the way */
+	uint64_t records, bad_utf8;
+	struct progress *prog;
+	uint64_t done_bytes, total_bytes;
+};
+
+static enum in_format format_for(const char *path)
+{
+	if (format)
+		return (enum in_format)format_parse(format);
+	if (!strcmp(path, "-"))
+		return FMT_LINES;
+	int f = format_from_name(path);
+	if (f < 0)
+		die_usage("%s: cannot tell the format from the name; give --format", path);
+	return (enum in_format)f;
+}
+
+static int open_next(struct ctx *c)
+{
+	if (c->in) {
+		c->done_bytes += tokinput_offset(c->in);
+		tokinput_close(c->in);
+		c->in = NULL;
+	}
+	if (c->cur == c->nfiles)
+		return 0;
+	const char *path = c->files[c->cur++];
+	c->in = tokinput_open(path, format_for(path), &c->cols);
+	return 1;
+}
+
+static void set_label(struct ctx *c, struct batch *b, struct item *it, const struct in_record *r)
+{
+	it->label_kind = LABEL_NONE;
+	switch (r->label_kind) {
+	case IN_LABEL_NONE: break;
+	case IN_LABEL_STR:
+		it->label_kind = LABEL_INT;
+		it->label = labelmap_id(c->labels, r->label, r->label_n, tokinput_name(c->in), r->line);
+		break;
+	case IN_LABEL_INT: it->label_kind = LABEL_INT, it->label = (int32_t)r->label_int; break;
+	case IN_LABEL_FLOAT: it->label_kind = LABEL_FLOAT, it->flabel = r->label_float; break;
+	case IN_LABEL_LIST:
+		it->label_kind = LABEL_LIST;
+		grow(&b->lab, &b->lab_cap, b->nlab + r->label_list_n, sizeof *b->lab);
+		it->labels = b->nlab;
+		it->nlabels = r->label_list_n;
+		for (size_t i = 0; i < r->label_list_n; i++)
+			b->lab[b->nlab++] = (int32_t)r->label_list[i];
+		break;
+	}
+}
+
+static size_t stash(struct strbuf *a, const char *s, size_t n)
+{
+	size_t at = a->n;
+	sb_add(a, s, n);
+	sb_addc(a, 0);
+	return at;
+}
+
+static void add_item(struct ctx *c, struct batch *b, const struct in_record *r)
+{
+	grow(&b->items, &b->cap, b->n + 1, sizeof *b->items);
+	struct item *it = &b->items[b->n++];
+	it->line = r->line;
+	it->text = stash(&b->arena, r->text, r->text_n), it->text_n = r->text_n;
+	it->has_pair = r->pair != NULL;
+	if (r->pair)
+		it->pair = stash(&b->arena, r->pair, r->pair_n), it->pair_n = r->pair_n;
+	char num[32];
+	if (r->id) {
+		it->id = stash(&b->arena, r->id, r->id_n), it->id_n = r->id_n, it->id_is_num = r->id_is_num;
+	} else {
+		int n = snprintf(num, sizeof num, "%llu", (unsigned long long)c->next_id);
+		it->id = stash(&b->arena, num, (size_t)n), it->id_n = (size_t)n, it->id_is_num = 1;
+	}
+	c->next_id++;
+	set_label(c, b, it, r);
+}
+
+static int produce(void *slot, void *ctxp)
+{
+	struct ctx *c = ctxp;
+	struct batch *b = slot;
+	b->arena.n = b->n = b->nlab = 0;
+	struct in_record r;
+	while (b->n < BATCH_RECORDS) {
+		if (!c->in || !tokinput_next(c->in, &r)) {
+			if (!open_next(c))
+				break;
+			continue;
+		}
+		if (b->n == 0)
+			b->file = tokinput_name(c->in);
+		add_item(c, b, &r);
+	}
+	if (c->prog)
+		progress_update(c->prog, c->done_bytes + (c->in ? tokinput_offset(c->in) : 0));
+	return b->n > 0;
+}
+
+static void work(void *slot, int worker, void *ctxp)
+{
+	struct ctx *c = ctxp;
+	struct batch *b = slot;
+	struct wp_tokenizer *tok = c->tok[worker];
+	struct ids a = {0}, p = {0};
+	struct tokrec t = {0};
+	msgpack_packer pk;
+	b->out.size = 0;
+	msgpack_packer_init(&pk, &b->out, msgpack_sbuffer_write);
+	b->records = b->bad_utf8 = b->bad_line = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct item *it = &b->items[i];
+		a.n = p.n = 0;
+		size_t bad = wp_encode(tok, b->arena.s + it->text, it->text_n, &a);
+		if (it->has_pair)
+			bad += wp_encode(tok, b->arena.s + it->pair, it->pair_n, &p);
+		if (bad && !b->bad_utf8)
+			b->bad_line = it->line;
+		b->bad_utf8 += bad;
+		tokrec_set_id(&t, b->arena.s + it->id, it->id_n, it->id_is_num);
+		t.label_kind = it->label_kind;
+		t.label = it->label;
+		t.flabel = it->flabel;
+		t.labels = b->lab + it->labels;
+		t.nlabels = it->nlabels;
+		b->records += encode_pack(&c->enc, &a, it->has_pair ? &p : NULL, &t, &pk);
+	}
+	t.labels = NULL;
+	tokrec_free(&t);
+	free(a.v);
+	free(p.v);
+}
+
+static void consume(void *slot, void *ctxp)
+{
+	struct ctx *c = ctxp;
+	struct batch *b = slot;
+	if (strict && b->bad_utf8)
+		die("%s: line %llu: invalid UTF-8", b->file, (unsigned long long)b->bad_line);
+	c->records += b->records;
+	c->bad_utf8 += b->bad_utf8;
+	if (c->spool) {
+		if (fwrite(b->out.data, 1, b->out.size, c->spool) != b->out.size)
+			die("cannot write a temporary file:");
+	} else {
+		afile_write(c->out, b->out.data, b->out.size);
+	}
+}
+
+static void write_header(struct ctx *c)
+{
+	struct stream_header h = {
+		.kind = "tokens", .vocab_sha256 = (char *)vocab_sha256(c->vocab),
+		.max_len = max_len, .lower = !cased,
+	};
+	labelmap_names(c->labels, &h.labels, &h.nlabels);
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	header_pack(&pk, &h);
+	afile_write(c->out, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void copy_spool(struct ctx *c)
+{
+	char buf[1 << 16];
+	size_t n;
+	rewind(c->spool);
+	while ((n = fread(buf, 1, sizeof buf, c->spool)) > 0)
+		afile_write(c->out, buf, n);
+	if (ferror(c->spool))
+		die("cannot read a temporary file:");
+	fclose(c->spool);
+}
+
+static uint64_t total_size(char **files, int n)
+{
+	uint64_t total = 0;
+	struct stat st;
+	for (int i = 0; i < n; i++)
+		if (strcmp(files[i], "-") && stat(files[i], &st) == 0)
+			total += (uint64_t)st.st_size;
+	return total;
+}
+
+static void check_options(void)
+{
+	if (!vocab_path)
+		die_usage("a vocabulary is required: -v FILE");
+	if (format && format_parse(format) < 0)
+		die_usage("unknown format '%s'", format);
+	struct encode_opts e = {.max_len = max_len, .fold = fold, .stride = stride};
+	const char *why = encode_check(&e, pair_col != NULL);
+	if (why)
+		die_usage("%s", why);
+	if (threads < 0 || threads > 1024)
+		die_usage("-j takes 1 to 1024 threads");
+	if (labels_file && !label_col)
+		die_usage("--labels needs --label COL");
+}
+
+int main(int argc, char **argv)
+{
+	struct ctx c = {0};
+	c.nfiles = opt_parse(&spec, argc, argv, &c.files);
+	check_options();
+	static char *dash[] = {"-"};
+	if (c.nfiles == 0)
+		c.files = dash, c.nfiles = 1;
+	c.cols = (struct in_cols){text_col ? text_col : "text", pair_col, label_col, id_col};
+	c.vocab = vocab_load(vocab_path);
+	c.enc = (struct encode_opts){max_len, fold, stride, vocab_special(c.vocab, VOCAB_CLS),
+				     vocab_special(c.vocab, VOCAB_SEP)};
+	c.labels = labels_file ? labelmap_load(labels_file) : labelmap_new();
+	int nthreads = threads ? (int)threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	c.tok = xcalloc((size_t)nthreads, sizeof *c.tok);
+	for (int i = 0; i < nthreads; i++)
+		c.tok[i] = wp_new(c.vocab, cased);
+	c.out = afile_open(output);
+	if (label_col && !labels_file) {
+		if (!(c.spool = tmpfile()))
+			die("cannot create a temporary file:");
+	} else {
+		write_header(&c);
+	}
+	c.total_bytes = total_size(c.files, c.nfiles);
+	c.prog = progress_new("tokenizing", c.total_bytes);
+	int nslots = 2 * nthreads + 2;
+	struct batch *slots = xcalloc((size_t)nslots, sizeof *slots);
+	void **sp = xcalloc((size_t)nslots, sizeof *sp);
+	for (int i = 0; i < nslots; i++) {
+		msgpack_sbuffer_init(&slots[i].out);
+		sp[i] = &slots[i];
+	}
+	struct ordered_job job = {nthreads, nslots, sp, produce, work, consume, &c};
+	ordered_run(&job);
+	progress_done(c.prog);
+	if (c.next_id == 0)
+		die("%s: empty input", c.nfiles == 1 ? (strcmp(c.files[0], "-") ? c.files[0] : "standard input") : "all inputs");
+	if (c.spool) {
+		write_header(&c);
+		copy_spool(&c);
+	}
+	afile_commit(c.out);
+	if (c.bad_utf8)
+		warnx("replaced %llu invalid UTF-8 sequences with U+FFFD", (unsigned long long)c.bad_utf8);
+	return 0;
+}

@@ -1,0 +1,98 @@
+#include "afile.h"
+#include "err.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void remove_tmp(void *arg)
+{
+	struct afile *f = arg;
+	if (f->tmp)
+		unlink(f->tmp);
+}
+
+struct afile *afile_open(const char *path)
+{
+	struct afile *f = xcalloc(1, sizeof *f);
+	f->path = xstrdup(path);
+	if (!strcmp(path, "-")) {
+		f->fd = STDOUT_FILENO;
+		return f;
+	}
+	size_t n = strlen(path) + 32;
+	f->tmp = xmalloc(n);
+	snprintf(f->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (f->fd < 0)
+		die("cannot create %s:", f->tmp);
+	on_die(remove_tmp, f);
+	return f;
+}
+
+void write_all(int fd, const void *buf, size_t n, const char *what)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			die("write %s:", what);
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+void afile_write(struct afile *f, const void *buf, size_t n)
+{
+	write_all(f->fd, buf, n, f->tmp ? f->path : "standard output");
+}
+
+void fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		die("cannot open directory %s:", dir);
+	fsync(fd);   /* some file systems refuse fsync on directories; not an error */
+	close(fd);
+}
+
+static void afile_free(struct afile *f)
+{
+	free(f->path);
+	free(f->tmp);
+	free(f);
+}
+
+void afile_commit(struct afile *f)
+{
+	if (!f->tmp) {
+		afile_free(f);
+		return;
+	}
+	if (fsync(f->fd) < 0)
+		die("cannot write %s:", f->path);
+	if (close(f->fd) < 0)
+		die("cannot write %s:", f->path);
+	if (rename(f->tmp, f->path) < 0)
+		die("cannot rename %s to %s:", f->tmp, f->path);
+	on_die_remove(remove_tmp, f);
+	char *d = xstrdup(f->path);
+	fsync_dir(dirname(d));
+	free(d);
+	afile_free(f);
+}
+
+void afile_abort(struct afile *f)
+{
+	if (f->tmp) {
+		close(f->fd);
+		unlink(f->tmp);
+		on_die_remove(remove_tmp, f);
+	}
+	afile_free(f);
+}

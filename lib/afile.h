@@ -1,0 +1,28 @@
+/* Atomic file writes: data goes to a temp file beside the target, which is
+ * fsynced and renamed over it on commit. If the program dies first, the temp
+ * file is removed and the target is untouched. */
+#ifndef TS_AFILE_H
+#define TS_AFILE_H
+#include <stddef.h>
+
+struct afile {
+	char *path;   /* final name */
+	char *tmp;    /* temp name, beside it */
+	int fd;
+};
+
+/* Opens a temp file for path ("-" means stdout: no temp, nothing to rename). */
+struct afile *afile_open(const char *path);
+/* Writes all of buf or dies naming the file (a full disk is an error). */
+void afile_write(struct afile *f, const void *buf, size_t n);
+/* fsync, close, rename over path, fsync the directory; dies on failure,
+ * leaving the old target in place. Frees f. */
+void afile_commit(struct afile *f);
+/* Removes the temp file. Frees f. */
+void afile_abort(struct afile *f);
+
+/* Writes all of buf to fd or dies with "what:" (errno appended). */
+void write_all(int fd, const void *buf, size_t n, const char *what);
+/* fsyncs a directory so a rename in it is durable. */
+void fsync_dir(const char *dir);
+#endif

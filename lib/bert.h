@@ -1,0 +1,61 @@
+/* The BERT encoder with Hugging Face semantics and its two heads, on the CPU.
+ * Dimension letters: B batch, T sequence length, C hidden size, H heads,
+ * F feed-forward size, V vocab size, L labels. */
+#ifndef TS_BERT_H
+#define TS_BERT_H
+#include "tensor.h"
+#include <stddef.h>
+#include <stdint.h>
+
+enum bert_task { TASK_CLS, TASK_MLM };
+
+struct bert_config {
+	int vocab, hidden, layers, heads, ffn, max_pos, type_vocab;
+	float ln_eps;
+	float hidden_dropout, attn_dropout;
+	enum bert_task task;
+	int num_labels;            /* cls head classes */
+};
+
+struct bert_batch {
+	int B, T;
+	const int32_t *ids;        /* B*T token ids, padded with [PAD] */
+	const int32_t *types;      /* B*T token type ids, or NULL for all 0 */
+	const uint8_t *mask;       /* B*T: 1 real token, 0 padding */
+	const int32_t *labels;     /* cls: B class ids; mlm: B*T, -100 = not predicted */
+};
+
+struct bert;
+
+struct bert *bert_new(const struct bert_config *c);
+void bert_free(struct bert *m);
+const struct bert_config *bert_config_of(const struct bert *m);
+
+/* Parameters and gradients are each one flat fp32 buffer with the same layout. */
+float *bert_params(struct bert *m);
+float *bert_grads(struct bert *m);
+size_t bert_numel(const struct bert *m);
+/* Fills out[] (if not NULL) with every parameter under its HF name
+ * (e.g. "bert.encoder.layer.0.attention.self.query.weight", "classifier.weight",
+ * "cls.predictions.decoder.bias"), in a fixed order, pointing into bert_params();
+ * returns the count. Tied weights (the MLM decoder) are listed once, as the embedding. */
+int bert_tensors(struct bert *m, struct tensor_ref *out);
+/* Whether a parameter takes weight decay (not biases, not LayerNorm). */
+int bert_decays(const char *name);
+
+/* HF initialisation: normal(0, 0.02) weights, zero biases, LayerNorm 1/0. */
+void bert_init(struct bert *m, uint64_t seed);
+
+/* Forward pass; keeps what backward needs. Dropout is on when train is set,
+ * drawn from dropout_seed alone (the same seed gives the same masks whatever
+ * the thread count). Returns the summed loss over predicted items and sets
+ * *count to their number (cls: B; mlm: labels != -100). */
+double bert_forward(struct bert *m, const struct bert_batch *b, int train,
+		    uint64_t dropout_seed, int64_t *count);
+/* Backward of scale * (summed loss) for the last forward; ADDS into the grads
+ * so that micro-batches accumulate. */
+void bert_backward(struct bert *m, float scale);
+/* Logits of the last forward: cls B*L; mlm one row of V per predicted item,
+ * in row-major order of the labelled positions. */
+const float *bert_logits(const struct bert *m);
+#endif

@@ -1,0 +1,94 @@
+#include "labelmap.h"
+#include "err.h"
+#include "textin.h"
+#include <stdlib.h>
+#include <string.h>
+
+struct labelmap {
+	char **names;
+	size_t n, cap;
+	int32_t *slot;    /* open addressing: id + 1, 0 empty */
+	size_t nslots;
+	int fixed;
+	char *source;
+};
+
+static uint64_t hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+struct labelmap *labelmap_new(void)
+{
+	struct labelmap *m = xcalloc(1, sizeof *m);
+	m->nslots = 64;
+	m->slot = xcalloc(m->nslots, sizeof *m->slot);
+	return m;
+}
+
+static size_t find(const struct labelmap *m, const char *s, size_t n)
+{
+	size_t i = hash(s, n) & (m->nslots - 1);
+	while (m->slot[i]) {
+		const char *name = m->names[m->slot[i] - 1];
+		if (strlen(name) == n && !memcmp(name, s, n))
+			break;
+		i = (i + 1) & (m->nslots - 1);
+	}
+	return i;
+}
+
+static int32_t add(struct labelmap *m, const char *s, size_t n)
+{
+	if (2 * (m->n + 1) > m->nslots) {
+		free(m->slot);
+		m->nslots *= 2;
+		m->slot = xcalloc(m->nslots, sizeof *m->slot);
+		for (size_t k = 0; k < m->n; k++)
+			m->slot[find(m, m->names[k], strlen(m->names[k]))] = (int32_t)k + 1;
+	}
+	grow(&m->names, &m->cap, m->n + 1, sizeof *m->names);
+	m->names[m->n] = strndup(s, n);
+	m->slot[find(m, s, n)] = (int32_t)++m->n;
+	return (int32_t)m->n - 1;
+}
+
+struct labelmap *labelmap_load(const char *path)
+{
+	struct labelmap *m = labelmap_new();
+	struct textin *t = textin_open(path);
+	char *line;
+	size_t n;
+	while ((line = textin_line(t, &n))) {
+		if (n == 0)
+			die("%s: line %llu: empty label name", path, (unsigned long long)textin_lineno(t));
+		if (m->slot[find(m, line, n)])
+			die("%s: line %llu: label '%s' appears twice", path, (unsigned long long)textin_lineno(t), line);
+		add(m, line, n);
+	}
+	textin_close(t);
+	if (m->n == 0)
+		die("%s: no label names", path);
+	m->fixed = 1;
+	m->source = xstrdup(path);
+	return m;
+}
+
+int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *file, uint64_t line)
+{
+	size_t i = find(m, name, n);
+	if (m->slot[i])
+		return m->slot[i] - 1;
+	if (m->fixed)
+		die("%s: line %llu: label '%.*s' is not in %s", file, (unsigned long long)line, (int)n, name, m->source);
+	return add(m, name, n);
+}
+
+void labelmap_names(const struct labelmap *m, char ***names, int *n)
+{
+	*names = m->names;
+	*n = (int)m->n;
+}

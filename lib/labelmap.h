@@ -1,0 +1,17 @@
+/* Label names to class ids: in order of first appearance, or fixed by a
+ * file of names (one per line, id = line order). */
+#ifndef TS_LABELMAP_H
+#define TS_LABELMAP_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct labelmap;
+struct labelmap *labelmap_new(void);
+/* Dies on a duplicate or empty name, naming the file and line. */
+struct labelmap *labelmap_load(const char *path);
+/* The id of name; a new name gets the next id, unless the map came from a
+ * file: then it is an error naming file and line. */
+int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *file, uint64_t line);
+/* The names in id order (owned by the map). */
+void labelmap_names(const struct labelmap *m, char ***names, int *n);
+#endif

@@ -1,0 +1,13 @@
+/* Conversion between msgpack objects and JSON, for ts-cat and JSON lines input. */
+#ifndef TS_MPJSON_H
+#define TS_MPJSON_H
+#include "strbuf.h"
+#include <jansson.h>
+#include <msgpack.h>
+
+/* Appends o as compact JSON. Floats keep the shortest text that reads back
+ * the same; NaN and infinities become null (JSON has none). */
+void mp_to_json(const msgpack_object *o, struct strbuf *b);
+/* Packs a JSON value as msgpack (integers stay integers, reals become float64). */
+void json_to_mp(const json_t *j, msgpack_packer *pk);
+#endif

@@ -1,0 +1,355 @@
+#include "opt.h"
+#include "err.h"
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_OPTS 128
+static unsigned char given[MAX_OPTS];
+static const char *source;   /* "FILE: line N: " while reading a config file */
+
+static const struct opt *opts_builtin(void)
+{
+	static const struct opt b[] = {
+		{'h', "help", OPT_FLAG, NULL, NULL, "show this help and exit", NULL},
+		{0, "version", OPT_FLAG, NULL, NULL, "show the version and exit", NULL},
+		{'c', "config", OPT_STR, NULL, "FILE", "read options from FILE (key = value lines)", "@file"},
+		{0, NULL, 0, NULL, NULL, NULL, NULL},
+	};
+	return b;
+}
+
+static _Noreturn void bad(const char *fmt, const char *a, const char *b)
+{
+	char msg[512];
+	snprintf(msg, sizeof msg, fmt, a, b);
+	die_usage("%s%s", source ? source : "", msg);
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(b), row[64];
+	if (n >= 64)
+		return 64;
+	for (size_t j = 0; j <= n; j++)
+		row[j] = j;
+	for (size_t i = 1; a[i - 1]; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= n; j++) {
+			size_t up = row[j];
+			size_t sub = diag + (a[i - 1] != b[j - 1]);
+			size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+			row[j] = sub < best ? sub : best;
+			diag = up;
+		}
+	}
+	return row[n];
+}
+
+static _Noreturn void unknown(const struct cmd_spec *spec, const char *name, const char *what,
+			      const char *dashes)
+{
+	const char *best = NULL;
+	size_t bd = 4;
+	for (const struct opt *o = spec->opts; o->name; o++) {
+		size_t d = edit_distance(name, o->name);
+		if (d < bd || (strstr(o->name, name) && strlen(name) >= 3 && bd > 1)) {
+			bd = d < bd ? d : 1;
+			best = o->name;
+		}
+	}
+	char msg[256];
+	if (best)
+		snprintf(msg, sizeof msg, "unknown %s '%s%s'; did you mean '%s%s'?", what, dashes, name, dashes, best);
+	else
+		snprintf(msg, sizeof msg, "unknown %s '%s%s'", what, dashes, name);
+	die_usage("%s%s", source ? source : "", msg);
+}
+
+static const struct opt *find_long(const struct cmd_spec *spec, const char *name, size_t len)
+{
+	for (const struct opt *o = spec->opts; o->name; o++)
+		if (strlen(o->name) == len && !strncmp(o->name, name, len))
+			return o;
+	return NULL;
+}
+
+static const struct opt *find_short(const struct cmd_spec *spec, char c)
+{
+	for (const struct opt *o = spec->opts; o->name; o++)
+		if (o->shrt == c)
+			return o;
+	return NULL;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
+	for (int i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return *out = 1, 1;
+		if (!strcasecmp(v, no[i]))
+			return *out = 0, 1;
+	}
+	return 0;
+}
+
+static void check_choice(const struct opt *o, const char *v)
+{
+	if (!o->choices || o->choices[0] == '@')
+		return;
+	size_t n = strlen(v);
+	for (const char *p = o->choices; *p;) {
+		const char *e = strchr(p, '|');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, v, n))
+			return;
+		p += len + (e != NULL);
+	}
+	char what[128];
+	snprintf(what, sizeof what, "--%s: '%%s' is not one of %%s", o->name);
+	bad(what, v, o->choices);
+}
+
+static void set_value(const struct opt *o, const char *v)
+{
+	char *end;
+	errno = 0;
+	switch (o->type) {
+	case OPT_FLAG:
+		if (!parse_bool(v, o->dest))
+			bad("--%s takes true or false, not '%s'", o->name, v);
+		break;
+	case OPT_INT: {
+		long x = strtol(v, &end, 10);
+		if (!*v || *end || errno)
+			bad("--%s takes a whole number, not '%s'", o->name, v);
+		*(long *)o->dest = x;
+		break;
+	}
+	case OPT_FLOAT: {
+		double x = strtod(v, &end);
+		if (!*v || *end || errno || !isfinite(x))
+			bad("--%s takes a number, not '%s'", o->name, v);
+		*(double *)o->dest = x;
+		break;
+	}
+	case OPT_STR:
+		check_choice(o, v);
+		*(char **)o->dest = xstrdup(v);
+		break;
+	case OPT_LIST: {
+		struct strlist *l = o->dest;
+		l->v = xrealloc(l->v, (size_t)(l->n + 1) * sizeof *l->v);
+		l->v[l->n++] = xstrdup(v);
+		break;
+	}
+	}
+}
+
+static void mark_given(const struct cmd_spec *spec, const struct opt *o)
+{
+	ptrdiff_t i = o - spec->opts;
+	if (i >= 0 && i < MAX_OPTS)
+		given[i] = 1;
+}
+
+int opt_given(const struct cmd_spec *spec, const char *name)
+{
+	const struct opt *o = find_long(spec, name, strlen(name));
+	return o && given[o - spec->opts];
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+void opt_read_config(const struct cmd_spec *spec, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		die_usage("cannot open config file %s:", path);
+	char line[4096], where[512];
+	for (int ln = 1; fgets(line, sizeof line, f); ln++) {
+		snprintf(where, sizeof where, "%s: line %d: ", path, ln);
+		source = where;
+		char *s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq)
+			bad("expected 'key = value', got '%s'%s", s, "");
+		*eq = 0;
+		char *key = trim(s), *val = trim(eq + 1);
+		const struct opt *o = find_long(spec, key, strlen(key));
+		if (!o)
+			unknown(spec, key, "key", "");
+		set_value(o, val);
+		mark_given(spec, o);
+	}
+	fclose(f);
+	source = NULL;
+}
+
+static void print_help(const struct cmd_spec *spec)
+{
+	printf("usage: %s [OPTION]... %s\n%s\n\n", spec->name, spec->operands, spec->summary);
+	for (int pass = 0; pass < 2; pass++)
+		for (const struct opt *o = pass ? opts_builtin() : spec->opts; o->name; o++) {
+			char left[96];
+			int n = snprintf(left, sizeof left, "  %s%c%s--%s", o->shrt ? "-" : "  ",
+					 o->shrt ? o->shrt : ' ', o->shrt ? ", " : "  ", o->name);
+			if (o->arg)
+				snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg);
+			printf("%-28s %s", left, o->help);
+			if (o->choices && o->choices[0] != '@')
+				printf(" (%s)", o->choices);
+			printf("\n");
+		}
+	printf("\nSee %s(1).\n", spec->name);
+}
+
+/* Hidden: one line per option for tests/gen-completions and the man page check. */
+static void print_table(const struct cmd_spec *spec)
+{
+	printf("operands\t%s\n", spec->complete ? spec->complete : "");
+	for (int pass = 0; pass < 2; pass++)
+		for (const struct opt *o = pass ? opts_builtin() : spec->opts; o->name; o++)
+			printf("%c\t%s\t%s\t%s\t%s\n", o->shrt ? o->shrt : '-', o->name, o->arg ? o->arg : "",
+			       o->choices ? o->choices : "", o->help);
+}
+
+static int builtin(const struct cmd_spec *spec, const char *name)
+{
+	if (!strcmp(name, "help")) {
+		print_help(spec);
+		exit(0);
+	}
+	if (!strcmp(name, "version")) {
+		printf("%s %s\n", spec->name, TS_VERSION);
+		exit(0);
+	}
+	if (!strcmp(name, "ts-options")) {
+		print_table(spec);
+		exit(0);
+	}
+	return 0;
+}
+
+/* Config files come first so that the command line wins. */
+static void read_configs(const struct cmd_spec *spec, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return;
+		const char *a = argv[i];
+		if (!strcmp(a, "-c") || !strcmp(a, "--config")) {
+			if (i + 1 >= argc)
+				die_usage("%s needs a value", a);
+			opt_read_config(spec, argv[++i]);
+		} else if (!strncmp(a, "--config=", 9)) {
+			opt_read_config(spec, a + 9);
+		} else if (!strncmp(a, "-c", 2) && a[2]) {
+			opt_read_config(spec, a + 2);
+		}
+	}
+}
+
+static int take_value(const struct opt *o, const char *inline_val, int *i, int argc, char **argv,
+		      const char *shown)
+{
+	if (o->type == OPT_FLAG && !inline_val)
+		return *(int *)o->dest = 1, 0;
+	if (inline_val)
+		return set_value(o, inline_val), 0;
+	if (*i + 1 >= argc)
+		bad("%s needs a value%s", shown, "");
+	set_value(o, argv[++*i]);
+	return 0;
+}
+
+int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands)
+{
+	ts_prog = spec->name;
+	read_configs(spec, argc, argv);
+	char **ops = xcalloc((size_t)argc + 1, sizeof *ops);
+	int nops = 0, only_ops = 0;
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i];
+		if (only_ops || a[0] != '-' || !a[1]) {
+			ops[nops++] = a;
+		} else if (!strcmp(a, "--")) {
+			only_ops = 1;
+		} else if (a[1] == '-') {
+			char *eq = strchr(a + 2, '=');
+			size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			char name[128];
+			snprintf(name, sizeof name, "%.*s", (int)len, a + 2);
+			if (builtin(spec, name))
+				continue;
+			if (!strcmp(name, "config")) {
+				i += !eq;
+				continue;
+			}
+			const struct opt *o = find_long(spec, name, len);
+			if (!o)
+				unknown(spec, name, "option", "--");
+			take_value(o, eq ? eq + 1 : NULL, &i, argc, argv, a);
+			mark_given(spec, o);
+		} else {
+			for (char *p = a + 1; *p; p++) {
+				if (*p == 'h')
+					builtin(spec, "help");
+				if (*p == 'c') {
+					i += !p[1];
+					break;
+				}
+				const struct opt *o = find_short(spec, *p);
+				if (!o) {
+					char s[3] = {'-', *p, 0};
+					bad("unknown option '%s'%s", s, "");
+				}
+				char shown[3] = {'-', *p, 0};
+				if (o->type != OPT_FLAG) {
+					take_value(o, p[1] ? p + 1 : NULL, &i, argc, argv, shown);
+					mark_given(spec, o);
+					break;
+				}
+				*(int *)o->dest = 1;
+				mark_given(spec, o);
+			}
+		}
+	}
+	*operands = ops;
+	return nops;
+}
+
+void opt_write_config(const struct cmd_spec *spec, FILE *f)
+{
+	for (const struct opt *o = spec->opts; o->name; o++) {
+		switch (o->type) {
+		case OPT_FLAG: fprintf(f, "%s = %s\n", o->name, *(int *)o->dest ? "true" : "false"); break;
+		case OPT_INT: fprintf(f, "%s = %ld\n", o->name, *(long *)o->dest); break;
+		case OPT_FLOAT: fprintf(f, "%s = %.17g\n", o->name, *(double *)o->dest); break;
+		case OPT_STR:
+			if (*(char **)o->dest)
+				fprintf(f, "%s = %s\n", o->name, *(char **)o->dest);
+			break;
+		case OPT_LIST: {
+			const struct strlist *l = o->dest;
+			for (int k = 0; k < l->n; k++)
+				fprintf(f, "%s = %s\n", o->name, l->v[k]);
+			break;
+		}
+		}
+	}
+}

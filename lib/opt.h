@@ -1,0 +1,39 @@
+/* One option table per command. It drives parsing of the command line and of
+ * config files (-c FILE, "key = value" lines with the long option names; the
+ * command line wins), --help, the man page check and the shell completions. */
+#ifndef TS_OPT_H
+#define TS_OPT_H
+#include <stdio.h>
+
+enum opt_type { OPT_FLAG, OPT_INT, OPT_FLOAT, OPT_STR, OPT_LIST };
+
+struct strlist { char **v; int n; };
+
+struct opt {
+	char shrt;            /* short letter or 0 */
+	const char *name;     /* long name, also the config key */
+	enum opt_type type;
+	void *dest;           /* int* (flag), long*, double*, char**, struct strlist* */
+	const char *arg;      /* value name in --help, e.g. "FILE" */
+	const char *help;
+	const char *choices;  /* "a|b|c" for a fixed set, "@file" or "@dir" for completion */
+};
+
+struct cmd_spec {
+	const char *name;       /* ts-xxx */
+	const char *summary;    /* one line */
+	const char *operands;   /* e.g. "[FILE...]" */
+	const char *complete;   /* operand completion: "file", "dir" or NULL */
+	const struct opt *opts; /* ends with an entry whose name is NULL */
+};
+
+/* Parses config file(s) and argv; dies with exit 2 on bad usage. Returns the
+ * operands (argv order) in *operands, their count as the result. */
+int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands);
+/* Whether the option was given (on the command line or in a config file). */
+int opt_given(const struct cmd_spec *spec, const char *name);
+/* Writes every option as "key = value" (a config file that reproduces the run). */
+void opt_write_config(const struct cmd_spec *spec, FILE *f);
+/* Parses a config file into the table (used by opt_parse and by --resume). */
+void opt_read_config(const struct cmd_spec *spec, const char *path);
+#endif

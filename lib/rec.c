@@ -1,0 +1,172 @@
+#include "rec.h"
+#include "afile.h"
+#include "err.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { READ_CHUNK = 1 << 16, WRITE_BUF = 1 << 20 };
+
+struct rec_reader {
+	int fd;
+	char *name;
+	msgpack_unpacker up;
+	msgpack_unpacked res;
+	uint64_t n;
+	int eof;
+};
+
+struct rec_reader *rec_open(const char *path)
+{
+	struct rec_reader *r = xcalloc(1, sizeof *r);
+	if (!strcmp(path, "-")) {
+		r->fd = STDIN_FILENO;
+		r->name = xstrdup("standard input");
+	} else {
+		r->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (r->fd < 0)
+			die("cannot open %s:", path);
+		r->name = xstrdup(path);
+	}
+	if (!msgpack_unpacker_init(&r->up, READ_CHUNK))
+		die("out of memory");
+	msgpack_unpacked_init(&r->res);
+	return r;
+}
+
+void rec_die(const struct rec_reader *r, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	die("%s: record %llu: %s", r->name, (unsigned long long)r->n, msg);
+}
+
+static void fill(struct rec_reader *r)
+{
+	if (!msgpack_unpacker_reserve_buffer(&r->up, READ_CHUNK))
+		die("out of memory");
+	ssize_t got;
+	do
+		got = read(r->fd, msgpack_unpacker_buffer(&r->up), msgpack_unpacker_buffer_capacity(&r->up));
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		die("read %s:", r->name);
+	if (got == 0)
+		r->eof = 1;
+	else
+		msgpack_unpacker_buffer_consumed(&r->up, (size_t)got);
+}
+
+const msgpack_object *rec_next(struct rec_reader *r)
+{
+	for (;;) {
+		msgpack_unpack_return ret = msgpack_unpacker_next(&r->up, &r->res);
+		if (ret == MSGPACK_UNPACK_SUCCESS) {
+			r->n++;
+			if (r->res.data.type != MSGPACK_OBJECT_MAP)
+				rec_die(r, "not a map");
+			return &r->res.data;
+		}
+		if (ret == MSGPACK_UNPACK_PARSE_ERROR) {
+			r->n++;
+			rec_die(r, "malformed msgpack");
+		}
+		if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
+			die("%s: out of memory", r->name);
+		if (r->eof) {
+			if (msgpack_unpacker_message_size(&r->up) > 0) {
+				r->n++;
+				rec_die(r, "truncated stream");
+			}
+			return NULL;
+		}
+		fill(r);
+	}
+}
+
+uint64_t rec_number(const struct rec_reader *r) { return r->n; }
+const char *rec_name(const struct rec_reader *r) { return r->name; }
+
+void rec_close(struct rec_reader *r)
+{
+	if (r->fd != STDIN_FILENO)
+		close(r->fd);
+	msgpack_unpacked_destroy(&r->res);
+	msgpack_unpacker_destroy(&r->up);
+	free(r->name);
+	free(r);
+}
+
+struct rec_writer {
+	struct afile *f;
+	char *buf;
+	size_t len;
+	msgpack_packer pk;
+};
+
+static void wflush(struct rec_writer *w)
+{
+	afile_write(w->f, w->buf, w->len);
+	w->len = 0;
+}
+
+static int wappend(void *data, const char *p, size_t n)
+{
+	struct rec_writer *w = data;
+	if (w->len + n > WRITE_BUF)
+		wflush(w);
+	if (n > WRITE_BUF) {
+		afile_write(w->f, p, n);
+		return 0;
+	}
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+	return 0;
+}
+
+struct rec_writer *rec_create(const char *path)
+{
+	struct rec_writer *w = xcalloc(1, sizeof *w);
+	w->f = afile_open(path);
+	w->buf = xmalloc(WRITE_BUF);
+	msgpack_packer_init(&w->pk, w, wappend);
+	return w;
+}
+
+msgpack_packer *rec_packer(struct rec_writer *w) { return &w->pk; }
+
+void rec_commit(struct rec_writer *w)
+{
+	wflush(w);
+	afile_commit(w->f);
+	free(w->buf);
+	free(w);
+}
+
+const msgpack_object *mp_get(const msgpack_object *map, const char *key)
+{
+	if (map->type != MSGPACK_OBJECT_MAP)
+		return NULL;
+	size_t n = strlen(key);
+	for (uint32_t i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &map->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n && !memcmp(k->via.str.ptr, key, n))
+			return &map->via.map.ptr[i].val;
+	}
+	return NULL;
+}
+
+void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n)
+{
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+void mp_pack_str(msgpack_packer *pk, const char *s) { mp_pack_strn(pk, s, strlen(s)); }

@@ -1,0 +1,34 @@
+/* Record streams: a sequence of msgpack maps over a file descriptor, read
+ * and written incrementally. Token records and the stream header live here too. */
+#ifndef TS_REC_H
+#define TS_REC_H
+#include <msgpack.h>
+#include <stdint.h>
+
+struct rec_reader;
+/* path "-" is standard input. */
+struct rec_reader *rec_open(const char *path);
+/* The next record, or NULL at a clean end of stream. Dies naming the file and
+ * record number on truncated or malformed input, or a record that is not a map. */
+const msgpack_object *rec_next(struct rec_reader *r);
+/* 1-based number of the record last returned, and the stream's name. */
+uint64_t rec_number(const struct rec_reader *r);
+const char *rec_name(const struct rec_reader *r);
+void rec_close(struct rec_reader *r);
+/* Dies with "NAME: record N: why". */
+_Noreturn void rec_die(const struct rec_reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+struct rec_writer;
+/* Writes to path atomically (temp + rename on rec_commit), or to stdout for "-". */
+struct rec_writer *rec_create(const char *path);
+msgpack_packer *rec_packer(struct rec_writer *w);
+/* Flushes, and for a file renames it into place; frees w. */
+void rec_commit(struct rec_writer *w);
+
+/* Lookup of a key in a msgpack map; NULL if absent. */
+const msgpack_object *mp_get(const msgpack_object *map, const char *key);
+void mp_pack_str(msgpack_packer *pk, const char *s);
+void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,14 @@
+/* A growable byte buffer. */
+#ifndef TS_STRBUF_H
+#define TS_STRBUF_H
+#include <stddef.h>
+
+struct strbuf { char *s; size_t n, cap; };
+
+void sb_add(struct strbuf *b, const void *p, size_t n);
+void sb_addc(struct strbuf *b, char c);
+void sb_addf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a JSON string literal (quotes, escapes; bad UTF-8 becomes U+FFFD). */
+void sb_add_json_str(struct strbuf *b, const char *s, size_t n);
+void sb_free(struct strbuf *b);
+#endif

@@ -1,0 +1,238 @@
+#include "tokinput.h"
+#include "csv.h"
+#include "err.h"
+#include "strbuf.h"
+#include "textin.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tokinput {
+	enum in_format fmt;
+	struct in_cols cols;
+	struct csv *csv;
+	int col[4];                 /* CSV column of text, pair, label, id; -1 none */
+	int ncols;
+	struct textin *lines;
+	json_t *json;
+	long *list;
+	size_t list_cap;
+	uint64_t bytes;
+	char num[32];
+};
+
+static const char *format_names[] = {"csv", "tsv", "jsonl", "lines"};
+
+int format_parse(const char *name)
+{
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(name, format_names[i]))
+			return i;
+	return -1;
+}
+
+int format_from_name(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+	if (!dot || strchr(dot, '/'))
+		return -1;
+	if (!strcmp(dot, ".json") || !strcmp(dot, ".ndjson"))
+		return FMT_JSONL;
+	if (!strcmp(dot, ".txt"))
+		return FMT_LINES;
+	return format_parse(dot + 1);
+}
+
+static const char **wanted(struct tokinput *in, int i)
+{
+	const char **w[] = {&in->cols.text, &in->cols.pair, &in->cols.label, &in->cols.id};
+	return w[i];
+}
+
+static void read_csv_header(struct tokinput *in)
+{
+	struct csv_field *f;
+	int nf = csv_next(in->csv, &f);
+	if (nf < 0)
+		die("%s: empty input", csv_name(in->csv));
+	in->ncols = nf;
+	for (int k = 0; k < 4; k++) {
+		const char *name = *wanted(in, k);
+		in->col[k] = -1;
+		for (int i = 0; name && i < nf && in->col[k] < 0; i++)
+			if (!strcmp(f[i].s, name))
+				in->col[k] = i;
+		if (name && in->col[k] < 0) {
+			struct strbuf b = {0};
+			for (int i = 0; i < nf; i++)
+				sb_addf(&b, "%s%s", i ? ", " : "", f[i].s);
+			die("%s: no column '%s' (columns: %s)", csv_name(in->csv), name, b.s);
+		}
+	}
+}
+
+struct tokinput *tokinput_open(const char *path, enum in_format fmt, const struct in_cols *cols)
+{
+	struct tokinput *in = xcalloc(1, sizeof *in);
+	in->fmt = fmt;
+	in->cols = *cols;
+	if (fmt == FMT_CSV || fmt == FMT_TSV) {
+		in->csv = csv_open(path, fmt == FMT_CSV ? ',' : '\t');
+		read_csv_header(in);
+	} else {
+		in->lines = textin_open(path);
+	}
+	return in;
+}
+
+static int next_csv(struct tokinput *in, struct in_record *r)
+{
+	struct csv_field *f;
+	int nf = csv_next(in->csv, &f);
+	if (nf < 0)
+		return 0;
+	r->line = csv_line(in->csv);
+	if (nf != in->ncols)
+		die("%s: line %llu: %d fields, expected %d", csv_name(in->csv), (unsigned long long)r->line, nf,
+		    in->ncols);
+	r->text = f[in->col[0]].s, r->text_n = f[in->col[0]].n;
+	if (in->col[1] >= 0)
+		r->pair = f[in->col[1]].s, r->pair_n = f[in->col[1]].n;
+	if (in->col[2] >= 0) {
+		r->label_kind = IN_LABEL_STR;
+		r->label = f[in->col[2]].s, r->label_n = f[in->col[2]].n;
+	}
+	if (in->col[3] >= 0)
+		r->id = f[in->col[3]].s, r->id_n = f[in->col[3]].n;
+	in->bytes = csv_offset(in->csv);
+	return 1;
+}
+
+static _Noreturn void json_bad(struct tokinput *in, const char *fmt, const char *key)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg, fmt, key);
+	die("%s: line %llu: %s", textin_name(in->lines), (unsigned long long)textin_lineno(in->lines), msg);
+}
+
+static const char *json_text(struct tokinput *in, const char *key, size_t *n)
+{
+	json_t *v = json_object_get(in->json, key);
+	if (!v) {
+		struct strbuf b = {0};
+		const char *k;
+		json_t *x;
+		json_object_foreach(in->json, k, x)
+			sb_addf(&b, "%s%s", b.n ? ", " : "", k);
+		char msg[512];
+		snprintf(msg, sizeof msg, "no field '%%s' (fields: %s)", b.n ? b.s : "none");
+		sb_free(&b);
+		json_bad(in, msg, key);
+	}
+	if (!json_is_string(v))
+		json_bad(in, "field '%s' is not a string", key);
+	*n = json_string_length(v);
+	return json_string_value(v);
+}
+
+static void json_label(struct tokinput *in, struct in_record *r)
+{
+	json_t *v = json_object_get(in->json, in->cols.label);
+	if (!v) {
+		json_text(in, in->cols.label, &r->label_n);   /* dies naming the fields */
+	} else if (json_is_string(v)) {
+		r->label_kind = IN_LABEL_STR;
+		r->label = json_string_value(v), r->label_n = json_string_length(v);
+	} else if (json_is_integer(v)) {
+		r->label_kind = IN_LABEL_INT, r->label_int = (long)json_integer_value(v);
+	} else if (json_is_real(v)) {
+		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_real_value(v);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *x;
+		grow(&in->list, &in->list_cap, json_array_size(v), sizeof *in->list);
+		json_array_foreach(v, i, x) {
+			if (!json_is_integer(x))
+				json_bad(in, "field '%s' is a list of something other than integers", in->cols.label);
+			in->list[i] = (long)json_integer_value(x);
+		}
+		r->label_kind = IN_LABEL_LIST, r->label_list = in->list, r->label_list_n = json_array_size(v);
+	} else {
+		json_bad(in, "field '%s' is not a string, number or list", in->cols.label);
+	}
+}
+
+static void json_id(struct tokinput *in, struct in_record *r)
+{
+	json_t *v = json_object_get(in->json, in->cols.id);
+	if (v && json_is_integer(v)) {
+		r->id_n = (size_t)snprintf(in->num, sizeof in->num, "%lld", (long long)json_integer_value(v));
+		r->id = in->num, r->id_is_num = 1;
+	} else {
+		r->id = json_text(in, in->cols.id, &r->id_n);
+	}
+}
+
+static int next_jsonl(struct tokinput *in, struct in_record *r)
+{
+	size_t n;
+	char *line;
+	do
+		if (!(line = textin_line(in->lines, &n)))
+			return 0;
+	while (strspn(line, " \t") == n);
+	in->bytes += n + 1;
+	r->line = textin_lineno(in->lines);
+	json_decref(in->json);
+	json_error_t err;
+	in->json = json_loadb(line, n, 0, &err);
+	if (!in->json)
+		json_bad(in, "not JSON: %s", err.text);
+	if (!json_is_object(in->json))
+		json_bad(in, "not a JSON object%s", "");
+	r->text = json_text(in, in->cols.text, &r->text_n);
+	if (in->cols.pair)
+		r->pair = json_text(in, in->cols.pair, &r->pair_n);
+	if (in->cols.label)
+		json_label(in, r);
+	if (in->cols.id)
+		json_id(in, r);
+	return 1;
+}
+
+static int next_line(struct tokinput *in, struct in_record *r)
+{
+	size_t n;
+	char *line = textin_line(in->lines, &n);
+	if (!line)
+		return 0;
+	in->bytes += n + 1;
+	r->line = textin_lineno(in->lines);
+	r->text = line, r->text_n = n;
+	return 1;
+}
+
+int tokinput_next(struct tokinput *in, struct in_record *r)
+{
+	memset(r, 0, sizeof *r);
+	return in->fmt == FMT_JSONL ? next_jsonl(in, r)
+		 : in->fmt == FMT_LINES ? next_line(in, r) : next_csv(in, r);
+}
+
+uint64_t tokinput_offset(const struct tokinput *in) { return in->bytes; }
+
+const char *tokinput_name(const struct tokinput *in)
+{
+	return in->csv ? csv_name(in->csv) : textin_name(in->lines);
+}
+
+void tokinput_close(struct tokinput *in)
+{
+	if (in->csv)
+		csv_close(in->csv);
+	else
+		textin_close(in->lines);
+	json_decref(in->json);
+	free(in->list);
+	free(in);
+}

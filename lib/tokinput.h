@@ -1,0 +1,37 @@
+/* Text records for ts-tokenize from CSV, TSV, JSON lines or plain lines:
+ * the text, an optional text pair, label and id, by column or field name. */
+#ifndef TS_TOKINPUT_H
+#define TS_TOKINPUT_H
+#include <stddef.h>
+#include <stdint.h>
+
+enum in_format { FMT_CSV, FMT_TSV, FMT_JSONL, FMT_LINES };
+
+struct in_cols { const char *text, *pair, *label, *id; };   /* NULL: not wanted */
+
+enum in_label { IN_LABEL_NONE, IN_LABEL_STR, IN_LABEL_INT, IN_LABEL_FLOAT, IN_LABEL_LIST };
+
+struct in_record {
+	const char *text, *pair, *id, *label;   /* pair, id: NULL when absent */
+	size_t text_n, pair_n, id_n, label_n;
+	int id_is_num;
+	enum in_label label_kind;
+	long label_int;
+	double label_float;
+	const long *label_list;
+	size_t label_list_n;
+	uint64_t line;                          /* where the record began */
+};
+
+/* Format from a file name's extension, or -1 when it has none we know. */
+int format_from_name(const char *path);
+int format_parse(const char *name);   /* "csv", "tsv", "jsonl", "lines"; -1 if none */
+
+struct tokinput;
+struct tokinput *tokinput_open(const char *path, enum in_format fmt, const struct in_cols *cols);
+/* The next record; 0 at the end. Fields stay valid until the next call. */
+int tokinput_next(struct tokinput *in, struct in_record *r);
+uint64_t tokinput_offset(const struct tokinput *in);   /* bytes consumed, for progress */
+const char *tokinput_name(const struct tokinput *in);
+void tokinput_close(struct tokinput *in);
+#endif

@@ -1,0 +1,216 @@
+#include "tokrec.h"
+#include "err.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { HEADER_VERSION = 1 };
+
+void header_pack(msgpack_packer *pk, const struct stream_header *h)
+{
+	msgpack_pack_map(pk, 6 + (h->vocab_sha256 != NULL));
+	mp_pack_str(pk, "kind");
+	mp_pack_str(pk, h->kind);
+	mp_pack_str(pk, "version");
+	msgpack_pack_int(pk, HEADER_VERSION);
+	if (h->vocab_sha256) {
+		mp_pack_str(pk, "vocab");
+		mp_pack_str(pk, h->vocab_sha256);
+	}
+	mp_pack_str(pk, "labels");
+	msgpack_pack_array(pk, (size_t)h->nlabels);
+	for (int i = 0; i < h->nlabels; i++)
+		mp_pack_str(pk, h->labels[i]);
+	mp_pack_str(pk, "max_len");
+	msgpack_pack_long(pk, h->max_len);
+	mp_pack_str(pk, "lower");
+	if (h->lower)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
+static char *dup_str(const struct rec_reader *r, const msgpack_object *o, const char *key)
+{
+	if (o->type != MSGPACK_OBJECT_STR)
+		rec_die(r, "header field '%s' is not a string", key);
+	return strndup(o->via.str.ptr, o->via.str.size);
+}
+
+int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct stream_header *h)
+{
+	const msgpack_object *kind = mp_get(o, "kind"), *v;
+	if (!kind)
+		return 0;
+	memset(h, 0, sizeof *h);
+	h->kind = dup_str(r, kind, "kind");
+	if ((v = mp_get(o, "version")) && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		h->version = (int)v->via.u64;
+	if (h->version > HEADER_VERSION)
+		rec_die(r, "stream version %d is newer than this TopSpin understands (%d)", h->version,
+			HEADER_VERSION);
+	if ((v = mp_get(o, "vocab")))
+		h->vocab_sha256 = dup_str(r, v, "vocab");
+	if ((v = mp_get(o, "labels"))) {
+		if (v->type != MSGPACK_OBJECT_ARRAY)
+			rec_die(r, "header field 'labels' is not a list");
+		h->nlabels = (int)v->via.array.size;
+		h->labels = xcalloc((size_t)h->nlabels, sizeof *h->labels);
+		for (int i = 0; i < h->nlabels; i++)
+			h->labels[i] = dup_str(r, &v->via.array.ptr[i], "labels");
+	}
+	if ((v = mp_get(o, "max_len")) && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		h->max_len = (long)v->via.u64;
+	if ((v = mp_get(o, "lower")) && v->type == MSGPACK_OBJECT_BOOLEAN)
+		h->lower = v->via.boolean;
+	return 1;
+}
+
+void header_free(struct stream_header *h)
+{
+	free(h->kind);
+	free(h->vocab_sha256);
+	for (int i = 0; i < h->nlabels; i++)
+		free(h->labels[i]);
+	free(h->labels);
+	memset(h, 0, sizeof *h);
+}
+
+static void pack_int_array(msgpack_packer *pk, const int32_t *v, size_t n)
+{
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		msgpack_pack_int32(pk, v[i]);
+}
+
+void tokrec_pack(msgpack_packer *pk, const struct tokrec *t)
+{
+	size_t n = 2 + (t->types != NULL) + (t->label_kind != LABEL_NONE) + (t->fold >= 0);
+	msgpack_pack_map(pk, n);
+	mp_pack_str(pk, "id");
+	if (t->id_is_num)
+		msgpack_pack_int64(pk, strtoll(t->id, NULL, 10));
+	else
+		mp_pack_str(pk, t->id);
+	mp_pack_str(pk, "ids");
+	pack_int_array(pk, t->ids, t->n);
+	if (t->types) {
+		mp_pack_str(pk, "types");
+		msgpack_pack_array(pk, t->n);
+		for (size_t i = 0; i < t->n; i++)
+			msgpack_pack_uint8(pk, t->types[i]);
+	}
+	if (t->label_kind != LABEL_NONE) {
+		mp_pack_str(pk, "label");
+		if (t->label_kind == LABEL_INT)
+			msgpack_pack_int32(pk, t->label);
+		else if (t->label_kind == LABEL_FLOAT)
+			msgpack_pack_double(pk, t->flabel);
+		else
+			pack_int_array(pk, t->labels, t->nlabels);
+	}
+	if (t->fold >= 0) {
+		mp_pack_str(pk, "fold");
+		msgpack_pack_int(pk, t->fold);
+	}
+}
+
+void tokrec_set_id(struct tokrec *t, const char *id, size_t len, int is_num)
+{
+	grow(&t->id, &t->cap_id, len + 1, 1);
+	memcpy(t->id, id, len);
+	t->id[len] = 0;
+	t->id_is_num = is_num;
+}
+
+static int64_t get_int(const struct rec_reader *r, const msgpack_object *o, const char *what)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT32_MAX)
+		return (int64_t)o->via.u64;
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 >= INT32_MIN)
+		return o->via.i64;
+	rec_die(r, "%s is not an integer", what);
+}
+
+static size_t unpack_ints(const struct rec_reader *r, const msgpack_object *o, int32_t **v,
+			  size_t *cap, const char *what)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		rec_die(r, "'%s' is not a list", what);
+	size_t n = o->via.array.size;
+	grow(v, cap, n, sizeof **v);
+	for (size_t i = 0; i < n; i++)
+		(*v)[i] = (int32_t)get_int(r, &o->via.array.ptr[i], what);
+	return n;
+}
+
+static void unpack_id(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t)
+{
+	char num[32];
+	if (!o) {
+		int n = snprintf(num, sizeof num, "%llu", (unsigned long long)rec_number(r) - 1);
+		tokrec_set_id(t, num, (size_t)n, 1);
+	} else if (o->type == MSGPACK_OBJECT_STR) {
+		tokrec_set_id(t, o->via.str.ptr, o->via.str.size, 0);
+	} else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER || o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		int n = o->type == MSGPACK_OBJECT_POSITIVE_INTEGER
+			? snprintf(num, sizeof num, "%llu", (unsigned long long)o->via.u64)
+			: snprintf(num, sizeof num, "%lld", (long long)o->via.i64);
+		tokrec_set_id(t, num, (size_t)n, 1);
+	} else {
+		rec_die(r, "'id' is neither a string nor an integer");
+	}
+}
+
+static void unpack_label(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t)
+{
+	t->label_kind = LABEL_NONE;
+	if (!o || o->type == MSGPACK_OBJECT_NIL)
+		return;
+	if (o->type == MSGPACK_OBJECT_ARRAY) {
+		t->label_kind = LABEL_LIST;
+		t->nlabels = unpack_ints(r, o, &t->labels, &t->cap_labels, "label");
+	} else if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64) {
+		t->label_kind = LABEL_FLOAT;
+		t->flabel = o->via.f64;
+	} else {
+		t->label_kind = LABEL_INT;
+		t->label = (int32_t)get_int(r, o, "label");
+	}
+}
+
+void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t)
+{
+	const msgpack_object *ids = mp_get(o, "ids"), *types = mp_get(o, "types"), *fold = mp_get(o, "fold");
+	if (!ids)
+		rec_die(r, "no 'ids' field (is this a token stream?)");
+	unpack_id(r, mp_get(o, "id"), t);
+	t->n = unpack_ints(r, ids, &t->ids, &t->cap_ids, "ids");
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ids[i] < 0)
+			rec_die(r, "negative token id %d", t->ids[i]);
+	t->types = NULL;
+	if (types && types->type != MSGPACK_OBJECT_NIL) {
+		if (types->type != MSGPACK_OBJECT_ARRAY || types->via.array.size != t->n)
+			rec_die(r, "'types' is not a list as long as 'ids'");
+		grow(&t->types_buf, &t->cap_types, t->n, 1);
+		t->types = t->types_buf;
+		for (size_t i = 0; i < t->n; i++) {
+			int64_t v = get_int(r, &types->via.array.ptr[i], "types");
+			if (v < 0 || v > 255)
+				rec_die(r, "type id %lld out of range", (long long)v);
+			t->types[i] = (uint8_t)v;
+		}
+	}
+	unpack_label(r, mp_get(o, "label"), t);
+	t->fold = fold ? (int)get_int(r, fold, "fold") : -1;
+}
+
+void tokrec_free(struct tokrec *t)
+{
+	free(t->id);
+	free(t->ids);
+	free(t->types_buf);
+	free(t->labels);
+	memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,45 @@
+/* Token records and the stream header that describes them (DESIGN.md). */
+#ifndef TS_TOKREC_H
+#define TS_TOKREC_H
+#include "rec.h"
+
+/* A stream header: the first map of a stream may carry "kind". */
+struct stream_header {
+	char *kind;              /* "tokens" */
+	int version;
+	char *vocab_sha256;      /* hex, or NULL */
+	char **labels;           /* label names in id order */
+	int nlabels;
+	long max_len;
+	int lower;               /* lowercasing on */
+};
+void header_pack(msgpack_packer *pk, const struct stream_header *h);
+/* Returns 1 and fills h if o is a header map, 0 if it is a plain record. */
+int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct stream_header *h);
+void header_free(struct stream_header *h);
+
+enum label_kind { LABEL_NONE, LABEL_INT, LABEL_LIST, LABEL_FLOAT };
+
+/* A token record. Pointers from tokrec_unpack point into reused buffers owned
+ * by the record; they stay valid until the next unpack into it. */
+struct tokrec {
+	char *id;                /* text of the id */
+	int id_is_num;           /* pack the id as an integer */
+	int32_t *ids;
+	uint8_t *types;          /* NULL when the record has no type ids */
+	size_t n;
+	enum label_kind label_kind;
+	int32_t label;
+	double flabel;
+	int32_t *labels;         /* LABEL_LIST */
+	size_t nlabels;
+	int fold;                /* piece index, -1 when not folded */
+	uint8_t *types_buf;      /* storage behind types */
+	size_t cap_ids, cap_types, cap_labels, cap_id;
+};
+void tokrec_pack(msgpack_packer *pk, const struct tokrec *t);
+void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t);
+void tokrec_free(struct tokrec *t);
+/* Renders the id of record number n (0-based) when the input has no id column. */
+void tokrec_set_id(struct tokrec *t, const char *id, size_t len, int is_num);
+#endif

@@ -1,0 +1,29 @@
+# Shell test vocabulary for tests/cli/*.sh: each check prints one PASS, FAIL
+# or SKIP line that tests/run counts. Source it; $BIN holds the commands.
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=$TOP/bin
+FIX=$TOP/tests/fixtures
+DATA=$TOP/../shared/data
+[ -d "$DATA" ] || DATA=$TOP/examples
+export PATH=$BIN:$PATH
+T=$(mktemp -d "${TMPDIR:-/tmp}/ts-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+failed=0
+
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; failed=1; }
+skip() { echo "SKIP $*"; }
+
+# check NAME CMD...: passes when CMD exits 0
+check() { local n=$1; shift; if "$@" >"$T/out" 2>"$T/err"; then pass "$n"; else fail "$n"; sed 's/^/    /' "$T/err" | head -5; fi; }
+# expect_eq NAME GOT WANT
+expect_eq() { if [ "$2" == "$3" ]; then pass "$1"; else fail "$1"; printf '    got:  %s\n    want: %s\n' "$2" "$3" | head -10; fi; }
+# expect_fail NAME CODE PATTERN CMD...: CMD exits CODE with one stderr line matching PATTERN
+expect_fail() {
+	local n=$1 code=$2 pat=$3; shift 3
+	"$@" >"$T/out" 2>"$T/err"; local rc=$?
+	local lines; lines=$(wc -l <"$T/err")
+	if [ "$rc" = "$code" ] && grep -qE -- "$pat" "$T/err" && { [ "$code" = 2 ] || [ "$lines" = 1 ]; }; then pass "$n"
+	else fail "$n"; echo "    exit $rc (want $code); stderr:"; sed 's/^/    /' "$T/err" | head -5; fi
+}
+finish() { exit $failed; }
