@@ -8,7 +8,7 @@ enum { HEADER_VERSION = 1 };
 
 void header_pack(msgpack_packer *pk, const struct stream_header *h)
 {
-	msgpack_pack_map(pk, 6 + (h->vocab_sha256 != NULL));
+	msgpack_pack_map(pk, 5 + (h->vocab_sha256 != NULL));
 	mp_pack_str(pk, "kind");
 	mp_pack_str(pk, h->kind);
 	mp_pack_str(pk, "version");

@@ -1,0 +1,210 @@
+#include "batcher.h"
+#include "err.h"
+#include "rng.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { BUCKET_BATCHES = 64, IGNORE = -100 };
+
+static void shuffle(uint64_t *v, uint64_t n, struct rng *r)
+{
+	for (uint64_t i = n; i > 1; i--) {
+		uint64_t j = rng_below(r, i), t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+}
+
+static int by_length(const void *a, const void *b, void *s)
+{
+	uint32_t la = shard_ntokens(s, *(const uint64_t *)a), lb = shard_ntokens(s, *(const uint64_t *)b);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return *(const uint64_t *)a < *(const uint64_t *)b ? -1 : *(const uint64_t *)a > *(const uint64_t *)b;
+}
+
+/* Sorts chunks of BUCKET_BATCHES batches by length, then shuffles the full
+ * batches; a short last batch stays last. */
+static void bucket_order(const struct shard *s, uint64_t *order, uint64_t n, uint64_t B, struct rng *r)
+{
+	uint64_t chunk = B * BUCKET_BATCHES;
+	for (uint64_t at = 0; at < n; at += chunk)
+		qsort_r(order + at, n - at < chunk ? n - at : chunk, sizeof *order, by_length, (void *)s);
+	uint64_t full = n / B;
+	uint64_t *perm = xmalloc(full * sizeof *perm), *copy = xmalloc(full * B * sizeof *copy);
+	for (uint64_t i = 0; i < full; i++)
+		perm[i] = i;
+	shuffle(perm, full, r);
+	for (uint64_t i = 0; i < full; i++)
+		memcpy(copy + i * B, order + perm[i] * B, B * sizeof *copy);
+	memcpy(order, copy, full * B * sizeof *copy);
+	free(perm);
+	free(copy);
+}
+
+void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bucket, uint64_t *order)
+{
+	uint64_t n = shard_count(s);
+	struct rng r;
+	rng_seed(&r, rng_derive(seed, (uint64_t)epoch));
+	for (uint64_t i = 0; i < n; i++)
+		order[i] = i;
+	shuffle(order, n, &r);
+	if (bucket && n > (uint64_t)B)
+		bucket_order(s, order, n, (uint64_t)B, &r);
+}
+
+/* n-gram length k in [1, max] with probability proportional to 1/k. */
+static int ngram_length(struct rng *r, int max)
+{
+	double total = 0, u;
+	for (int k = 1; k <= max; k++)
+		total += 1.0 / k;
+	u = rng_uniform(r) * total;
+	for (int k = 1; k < max; k++)
+		if ((u -= 1.0 / k) < 0)
+			return k;
+	return max;
+}
+
+/* Picks word-aligned spans until the budget of predicted tokens is used, in
+ * the manner of Hugging Face's whole-word collator; marks labels[i] = 1. */
+static void pick_spans(const struct mlm_config *c, struct rng *r, const int32_t *ids, int32_t *pick, int n)
+{
+	int *start = xmalloc(((size_t)n + 1) * sizeof *start), nw = 0, maskable = 0;
+	for (int i = 0; i < n; i++) {
+		if (c->special[ids[i]])
+			continue;
+		maskable++;
+		if (!(c->whole_word && c->continues[ids[i]] && nw && i > 0 && !c->special[ids[i - 1]]))
+			start[nw++] = i;
+	}
+	start[nw] = n;
+	int budget = (int)lround(maskable * c->prob), used = 0;
+	if (budget < 1)
+		budget = 1;
+	uint64_t *order = xmalloc((size_t)nw * sizeof *order);
+	for (int w = 0; w < nw; w++)
+		order[w] = (uint64_t)w;
+	shuffle(order, (uint64_t)nw, r);
+	for (int k = 0; k < nw && used < budget; k++) {
+		int w = (int)order[k], len = ngram_length(r, c->max_ngram), last = w + len < nw ? w + len : nw;
+		int lo = start[w], hi = start[last], taken = 0, size = 0;
+		for (int i = lo; i < hi; i++)
+			if (!c->special[ids[i]])
+				size++, taken |= pick[i];
+		if (taken || used + size > budget)
+			continue;
+		for (int i = lo; i < hi; i++)
+			if (!c->special[ids[i]])
+				pick[i] = 1;
+		used += size;
+	}
+	free(order);
+	free(start);
+}
+
+int64_t mlm_mask(const struct mlm_config *c, uint64_t seed, int32_t *ids, int32_t *labels, int n)
+{
+	struct rng r;
+	rng_seed(&r, seed);
+	for (int i = 0; i < n; i++)
+		labels[i] = 0;
+	if (c->whole_word || c->max_ngram > 1)
+		pick_spans(c, &r, ids, labels, n);
+	else
+		for (int i = 0; i < n; i++)
+			labels[i] = !c->special[ids[i]] && rng_uniform(&r) < c->prob;
+	int64_t count = 0;
+	for (int i = 0; i < n; i++) {
+		if (!labels[i]) {
+			labels[i] = IGNORE;
+			continue;
+		}
+		labels[i] = ids[i];
+		count++;
+		float u = rng_uniform(&r);
+		if (u < 0.8f)
+			ids[i] = c->mask_id;
+		else if (u < 0.9f)
+			ids[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab);
+	}
+	return count;
+}
+
+static void fill_row(struct batch *b, int row, const struct tokrec *t, enum bert_task task)
+{
+	int32_t *ids = b->ids + (size_t)row * b->T, *types = b->types + (size_t)row * b->T;
+	uint8_t *mask = b->mask + (size_t)row * b->T;
+	for (size_t i = 0; i < t->n; i++) {
+		ids[i] = t->ids[i];
+		types[i] = t->types ? t->types[i] : 0;
+		mask[i] = 1;
+	}
+	for (int i = (int)t->n; i < b->T; i++)
+		ids[i] = types[i] = mask[i] = 0;
+	if (task == TASK_MLM)
+		for (int i = 0; i < b->T; i++)
+			b->labels[(size_t)row * b->T + i] = IGNORE;
+}
+
+static int32_t class_label(const struct batch_source *src, uint64_t row, const struct tokrec *t)
+{
+	if (t->label_kind == LABEL_NONE)
+		die("%s: record %llu: no label (cls training needs labelled data)", src->name, (unsigned long long)row + 1);
+	if (t->label_kind != LABEL_INT)
+		die("%s: record %llu: the cls head takes one class per record, not a %s label", src->name,
+		    (unsigned long long)row + 1, t->label_kind == LABEL_FLOAT ? "float" : "list");
+	if (t->label < 0 || t->label >= src->num_labels)
+		die("%s: record %llu: label %d is beyond the head's %d classes", src->name, (unsigned long long)row + 1,
+		    t->label, src->num_labels);
+	return t->label;
+}
+
+void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t *rows, int n, long epoch)
+{
+	int T = 1;
+	for (int i = 0; i < n; i++)
+		if ((int)shard_ntokens(src->shard, rows[i]) > T)
+			T = (int)shard_ntokens(src->shard, rows[i]);
+	b->B = n;
+	b->T = T;
+	size_t cells = (size_t)n * T;
+	grow(&b->ids, &b->cap_ids, cells, sizeof *b->ids);
+	grow(&b->types, &b->cap_types, cells, sizeof *b->types);
+	grow(&b->labels, &b->cap_labels, cells, sizeof *b->labels);
+	grow(&b->mask, &b->cap_mask, cells, sizeof *b->mask);
+	grow(&b->rows, &b->cap_rows, (size_t)n, sizeof *b->rows);
+	b->count = b->tokens = 0;
+	uint64_t epoch_seed = rng_derive(src->seed, (uint64_t)epoch);
+	for (int i = 0; i < n; i++) {
+		shard_get(src->shard, rows[i], &b->rec);
+		b->rows[i] = rows[i];
+		fill_row(b, i, &b->rec, src->task);
+		b->tokens += (int64_t)b->rec.n;
+		if (src->task == TASK_CLS) {
+			b->labels[i] = class_label(src, rows[i], &b->rec);
+			b->count++;
+		} else {
+			b->count += mlm_mask(src->mlm, rng_derive(epoch_seed, rows[i]), b->ids + (size_t)i * T,
+					     b->labels + (size_t)i * T, (int)b->rec.n);
+		}
+	}
+}
+
+struct bert_batch batch_view(const struct batch *b)
+{
+	return (struct bert_batch){b->B, b->T, b->ids, b->types, b->mask, b->labels};
+}
+
+void batch_free(struct batch *b)
+{
+	free(b->ids);
+	free(b->types);
+	free(b->labels);
+	free(b->mask);
+	free(b->rows);
+	tokrec_free(&b->rec);
+	memset(b, 0, sizeof *b);
+}

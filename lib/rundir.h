@@ -1,0 +1,47 @@
+/* A run dir (DESIGN.md): its files, the lock that keeps one trainer in it,
+ * stop requests, and checkpoints (model dir + optimizer state + training state). */
+#ifndef TS_RUNDIR_H
+#define TS_RUNDIR_H
+#include "bert.h"
+#include "optim.h"
+#include <stdint.h>
+
+/* Where a run stands; saved in every checkpoint as state.json. */
+struct train_state {
+	long step;            /* optimizer steps done */
+	long epoch;           /* current epoch (0-based) */
+	long batch;           /* next batch within the epoch */
+	int64_t samples, tokens;
+	double best;          /* best value of the chosen metric so far */
+	long best_step;       /* -1: no evaluation yet */
+	long bad_evals;       /* evaluations since the best one (for --patience) */
+	long skipped;         /* steps skipped for a non-finite loss or gradient */
+	long optim_steps;     /* updates the optimizer made (skipped steps make none) */
+	int64_t events_size;  /* bytes of events.msgpack at the checkpoint */
+	double elapsed_s;     /* training time so far */
+};
+
+/* Makes a new run dir (and log/, ckpt/), taking its lock. Refuses a dir
+ * that already holds a run. */
+void rundir_create(const char *dir);
+/* Takes the lock of an existing run (for --resume). */
+void rundir_attach(const char *dir);
+/* DIR/name, malloc'd. */
+char *rundir_path(const char *dir, const char *name);
+
+/* A stop request: ts-stop writes DIR/stop and signals the trainer. */
+int rundir_stop_requested(const char *dir);
+void rundir_clear_stop(const char *dir);
+/* Writes the stop file and sends SIGTERM to the trainer holding the lock, if
+ * it runs on this machine; returns its pid or 0 when none holds the lock. */
+long rundir_request_stop(const char *dir);
+
+/* DIR/ckpt/step-N, written whole or not at all; then all but the newest keep
+ * checkpoints are removed. */
+void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
+		     char *const *labels, int nlabels, const char *vocab, int keep);
+/* The newest complete checkpoint dir (malloc'd), or NULL. */
+char *checkpoint_latest(const char *dir);
+/* Loads optimizer moments and the training state (the model loads as a model dir). */
+void checkpoint_load(const char *ckpt, struct optim *o, struct train_state *st);
+#endif

@@ -1,0 +1,90 @@
+/* CSV/TSV reader: RFC 4180 quoting, line numbers, bad input. */
+#include "check.h"
+#include "csv.h"
+#include "expect_die.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	strcpy(path, "/tmp/ts-csv-XXXXXX");
+	int fd = mkstemp(path);
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		abort();
+	close(fd);
+	return path;
+}
+
+/* Reads all records and renders them as "a|b;c|d;" with line numbers. */
+static char *render(const char *text, char delim)
+{
+	static char out[4096];
+	char *path = write_tmp(text);
+	struct csv *c = csv_open(path, delim);
+	struct csv_field *f;
+	int nf;
+	out[0] = 0;
+	while ((nf = csv_next(c, &f)) >= 0) {
+		char rec[512];
+		snprintf(rec, sizeof rec, "%llu:", (unsigned long long)csv_line(c));
+		strcat(out, rec);
+		for (int i = 0; i < nf; i++) {
+			strcat(out, f[i].s);
+			strcat(out, i + 1 < nf ? "|" : ";");
+			if (strlen(f[i].s) != f[i].n)
+				strcat(out, "<len mismatch>");
+		}
+	}
+	csv_close(c);
+	unlink(path);
+	return out;
+}
+
+static void read_all(const void *path)
+{
+	struct csv *c = csv_open(path, ',');
+	struct csv_field *f;
+	while (csv_next(c, &f) >= 0)
+		;
+}
+
+int main(void)
+{
+	CHECK(!strcmp(render("a,b\n1,2\n", ','), "1:a|b;2:1|2;"), "plain records");
+	CHECK(!strcmp(render("a,b\r\n1,2\r\n", ','), "1:a|b;2:1|2;"), "CR LF line ends");
+	CHECK(!strcmp(render("a,b\n1,2", ','), "1:a|b;2:1|2;"), "no newline at the end");
+	CHECK(!strcmp(render("a,b\n\"x,y\",\"he said \"\"hi\"\"\"\n", ','), "1:a|b;2:x,y|he said \"hi\";"),
+	      "quoted delimiter and doubled quotes");
+	CHECK(!strcmp(render("a,b\n\"two\nlines\",z\nq,r\n", ','), "1:a|b;2:two\nlines|z;4:q|r;"),
+	      "embedded newline keeps line numbers right");
+	CHECK(!strcmp(render("a,b\n\n1,\n,\n", ','), "1:a|b;3:1|;4:|;"), "blank lines skipped, empty fields kept");
+	CHECK(!strcmp(render("a\tb\nx y\t\"q\tz\"\n", '\t'), "1:a|b;2:x y|q\tz;"), "TSV with a quoted tab");
+	CHECK(!strcmp(render("a,\"\"\n", ','), "1:a|;"), "empty quoted field");
+	CHECK(!strcmp(render("a,b\"c\n", ','), "1:a|b\"c;"), "quote inside an unquoted field is literal");
+
+	/* a record longer than the read chunk */
+	size_t big = 3 << 20;
+	char *s = malloc(big + 16);
+	strcpy(s, "t\n\"");
+	memset(s + 3, 'x', big);
+	strcpy(s + 3 + big, "\"\n");
+	char *path = write_tmp(s);
+	struct csv *c = csv_open(path, ',');
+	struct csv_field *f;
+	csv_next(c, &f);
+	int nf = csv_next(c, &f);
+	CHECK(nf == 1 && f[0].n == big, "a 3 MB field spanning read chunks");
+	csv_close(c);
+	unlink(path);
+	free(s);
+
+	path = write_tmp("a,b\n1,\"open\n2,3\n");
+	expect_die("unterminated quote names the line", read_all, path, "line 2: unterminated quote");
+	unlink(path);
+	path = write_tmp("a,b\n\"x\"y,3\n");
+	expect_die("text after a closing quote", read_all, path, "line 2: text after a closing quote");
+	unlink(path);
+	CHECK_DONE();
+}
