@@ -71,6 +71,7 @@ struct ctx {
 	enum in_format fmt;
 	struct in_cols cols;
 	struct tokinput *in;
+	const char *in_name;   /* outlives the input, for errors found later */
 	struct labelmap *labels;
 	uint64_t next_id;
 	struct vocab *vocab;
@@ -106,6 +107,7 @@ static int open_next(struct ctx *c)
 		return 0;
 	const char *path = c->files[c->cur++];
 	c->in = tokinput_open(path, format_for(path), &c->cols);
+	c->in_name = strcmp(path, "-") ? path : "standard input";
 	return 1;
 }
 
@@ -172,7 +174,7 @@ static int produce(void *slot, void *ctxp)
 			continue;
 		}
 		if (b->n == 0)
-			b->file = tokinput_name(c->in);
+			b->file = c->in_name;
 		add_item(c, b, &r);
 	}
 	if (c->prog)

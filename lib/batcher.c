@@ -151,6 +151,8 @@ static void fill_row(struct batch *b, int row, const struct tokrec *t, enum bert
 
 static int32_t class_label(const struct batch_source *src, uint64_t row, const struct tokrec *t)
 {
+	if (src->unlabelled)
+		return 0;
 	if (t->label_kind == LABEL_NONE)
 		die("%s: record %llu: no label (cls training needs labelled data)", src->name, (unsigned long long)row + 1);
 	if (t->label_kind != LABEL_INT)

@@ -36,6 +36,7 @@ struct batch_source {
 	int num_labels;            /* cls: classes of the head */
 	const struct mlm_config *mlm;
 	uint64_t seed;
+	int unlabelled;            /* cls records without labels: predictions only */
 };
 
 /* The record order of an epoch: batch b holds order[b*B, (b+1)*B). With

@@ -43,6 +43,9 @@ int bert_tensors(struct bert *m, struct tensor_ref *out);
 /* Whether a parameter takes weight decay (not biases, not LayerNorm). */
 int bert_decays(const char *name);
 
+/* Changes the dropout of hidden states and attention probabilities. */
+void bert_set_dropout(struct bert *m, float hidden, float attn);
+
 /* HF initialisation: normal(0, 0.02) weights, zero biases, LayerNorm 1/0. */
 void bert_init(struct bert *m, uint64_t seed);
 

@@ -4,31 +4,23 @@
 #include "mpjson.h"
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 struct events {
 	int fd;
 	char *path;
-	int64_t size;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 };
 
-struct events *events_open(const char *path, int64_t size)
+struct events *events_open(const char *path)
 {
 	struct events *e = xcalloc(1, sizeof *e);
 	e->path = xstrdup(path);
 	e->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (e->fd < 0)
 		die("cannot open %s:", path);
-	if (size >= 0 && ftruncate(e->fd, size) < 0)
-		die("cannot truncate %s:", path);
-	struct stat st;
-	if (fstat(e->fd, &st) < 0)
-		die("cannot stat %s:", path);
-	e->size = st.st_size;
 	msgpack_sbuffer_init(&e->sb);
 	msgpack_packer_init(&e->pk, &e->sb, msgpack_sbuffer_write);
 	return e;
@@ -47,10 +39,7 @@ void events_add(struct events *e, const char *type, json_t *fields)
 	json_to_mp(ev, &e->pk);
 	json_decref(ev);
 	write_all(e->fd, e->sb.data, e->sb.size, e->path);
-	e->size += (int64_t)e->sb.size;
 }
-
-int64_t events_size(const struct events *e) { return e->size; }
 
 void events_close(struct events *e)
 {

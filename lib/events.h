@@ -6,12 +6,10 @@
 #include <stdint.h>
 
 struct events;
-/* Opens path for appending, first cutting it to size bytes when size is not
- * -1 (a resumed run drops events written after its checkpoint). */
-struct events *events_open(const char *path, int64_t size);
+/* Opens path for appending. A resumed run appends after a "resume" event;
+ * after a crash, steps past the checkpoint appear again and the later count. */
+struct events *events_open(const char *path);
 /* Appends {"event": type, "time": unix seconds, ...fields}; steals fields. */
 void events_add(struct events *e, const char *type, json_t *fields);
-/* Bytes written so far (what a checkpoint records). */
-int64_t events_size(const struct events *e);
 void events_close(struct events *e);
 #endif

@@ -92,3 +92,13 @@ void labelmap_names(const struct labelmap *m, char ***names, int *n)
 	*names = m->names;
 	*n = (int)m->n;
 }
+
+void labelmap_free(struct labelmap *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->names[i]);
+	free(m->names);
+	free(m->slot);
+	free(m->source);
+	free(m);
+}

@@ -14,4 +14,5 @@ struct labelmap *labelmap_load(const char *path);
 int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *file, uint64_t line);
 /* The names in id order (owned by the map). */
 void labelmap_names(const struct labelmap *m, char ***names, int *n);
+void labelmap_free(struct labelmap *m);
 #endif

@@ -103,3 +103,8 @@ void json_to_mp(const json_t *j, msgpack_packer *pk)
 	}
 	}
 }
+
+json_t *json_number(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}

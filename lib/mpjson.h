@@ -10,4 +10,6 @@
 void mp_to_json(const msgpack_object *o, struct strbuf *b);
 /* Packs a JSON value as msgpack (integers stay integers, reals become float64). */
 void json_to_mp(const json_t *j, msgpack_packer *pk);
+/* A JSON real, or null for NaN and infinities (JSON has none). */
+json_t *json_number(double v);
 #endif

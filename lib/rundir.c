@@ -129,12 +129,11 @@ long rundir_request_stop(const char *dir)
 
 static json_t *state_json(const struct train_state *s)
 {
-	return json_pack("{sI sI sI sI sI sf sI sI sI sI sI sf}", "step", (json_int_t)s->step, "epoch",
+	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf}", "step", (json_int_t)s->step, "epoch",
 			 (json_int_t)s->epoch, "batch", (json_int_t)s->batch, "samples", (json_int_t)s->samples,
 			 "tokens", (json_int_t)s->tokens, "best", s->best, "best_step", (json_int_t)s->best_step,
 			 "bad_evals", (json_int_t)s->bad_evals, "skipped", (json_int_t)s->skipped, "optim_steps",
-			 (json_int_t)s->optim_steps, "events_size", (json_int_t)s->events_size, "elapsed_s",
-			 s->elapsed_s);
+			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s);
 }
 
 static void state_read(const char *path, struct train_state *s)
@@ -143,15 +142,15 @@ static void state_read(const char *path, struct train_state *s)
 	json_t *j = json_load_file(path, 0, &err);
 	if (!j)
 		die("%s: line %d: %s", path, err.line, err.text);
-	json_int_t step, epoch, batch, samples, tokens, best_step, bad, skipped, osteps, evsize;
-	if (json_unpack_ex(j, &err, JSON_STRICT, "{sI sI sI sI sI sF sI sI sI sI sI sF}", "step", &step, "epoch",
+	json_int_t step, epoch, batch, samples, tokens, best_step, bad, skipped, osteps;
+	if (json_unpack_ex(j, &err, JSON_STRICT, "{sI sI sI sI sI sF sI sI sI sI sF}", "step", &step, "epoch",
 			   &epoch, "batch", &batch, "samples", &samples, "tokens", &tokens, "best", &s->best,
 			   "best_step", &best_step, "bad_evals", &bad, "skipped", &skipped, "optim_steps", &osteps,
-			   "events_size", &evsize, "elapsed_s", &s->elapsed_s) < 0)
+			   "elapsed_s", &s->elapsed_s) < 0)
 		die("%s: not a training state: %s", path, err.text);
 	s->step = (long)step, s->epoch = (long)epoch, s->batch = (long)batch;
 	s->samples = samples, s->tokens = tokens, s->best_step = (long)best_step;
-	s->bad_evals = (long)bad, s->skipped = (long)skipped, s->events_size = evsize;
+	s->bad_evals = (long)bad, s->skipped = (long)skipped;
 	s->optim_steps = (long)osteps;
 	json_decref(j);
 }

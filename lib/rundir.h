@@ -17,7 +17,6 @@ struct train_state {
 	long bad_evals;       /* evaluations since the best one (for --patience) */
 	long skipped;         /* steps skipped for a non-finite loss or gradient */
 	long optim_steps;     /* updates the optimizer made (skipped steps make none) */
-	int64_t events_size;  /* bytes of events.msgpack at the checkpoint */
 	double elapsed_s;     /* training time so far */
 };
 

@@ -1,0 +1,189 @@
+/* ts-eval: evaluate a model dir on a data split or token streams: metrics,
+ * a readable report, or per-record predictions. */
+#include "afile.h"
+#include "err.h"
+#include "evaluate.h"
+#include "hfconfig.h"
+#include "manifest.h"
+#include "modeldir.h"
+#include "opt.h"
+#include "predictions.h"
+#include "rundir.h"
+#include "streamshard.h"
+#include "vocab.h"
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *model, *data, *split = "test", *output = "-";
+static long batch = 64, threads, seed;
+static int predict, csv, report, merge_folds;
+
+static const struct opt opts[] = {
+	{'m', "model", OPT_STR, &model, "DIR", "model dir (Hugging Face format), required", "@dir"},
+	{0, "data", OPT_STR, &data, "DIR", "data dir made by ts-shard", "@dir"},
+	{0, "split", OPT_STR, &split, "NAME", "split of the data dir (default test)", NULL},
+	{0, "predict", OPT_FLAG, &predict, NULL, "write a prediction record per input record", NULL},
+	{0, "csv", OPT_FLAG, &csv, NULL, "with --predict, write CSV", NULL},
+	{0, "report", OPT_FLAG, &report, NULL, "print a readable report with the confusion matrix", NULL},
+	{0, "merge-folds", OPT_FLAG, &merge_folds, NULL, "merge folded pieces per id (mean of logits)", NULL},
+	{0, "batch", OPT_INT, &batch, "N", "records a batch (default 64)", NULL},
+	{0, "seed", OPT_INT, &seed, "N", "mlm: seed of the masking (default 0)", NULL},
+	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL},
+	{'o', "output", OPT_STR, &output, "FILE", "write predictions to FILE (default: standard output)", "@file"},
+	{0, NULL, 0, NULL, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec spec = {
+	"ts-eval", "Evaluate a model on a data split or token records.", "[FILE...]", "file", opts,
+};
+
+struct input {
+	struct shard *shard;
+	char *name, *vocab_sha256;
+	char **labels;
+	int nlabels;
+};
+
+static void open_input(struct input *in, char **files, int nfiles)
+{
+	if (data) {
+		struct manifest *m = manifest_read(data);
+		const struct manifest_split *sp = manifest_split(m, split);
+		if (!sp)
+			die("%s: no split '%s'", data, split);
+		in->name = manifest_shard_path(data, sp);
+		in->shard = shard_open(in->name);
+		if (shard_count(in->shard) == 0)
+			die("%s: the %s split is empty", data, split);
+		in->vocab_sha256 = m->vocab_sha256;
+		in->labels = m->labels;
+		in->nlabels = m->nlabels;
+		return;
+	}
+	static char *dash[] = {"-"};
+	in->shard = shard_from_streams(nfiles ? files : dash, nfiles ? nfiles : 1, &in->vocab_sha256, &in->labels,
+				       &in->nlabels);
+	in->name = xstrdup(nfiles == 1 ? files[0] : "the input records");
+}
+
+static void check_vocab(const struct input *in)
+{
+	char *path = rundir_path(model, "vocab.txt");
+	struct vocab *v = vocab_load(path);
+	if (in->vocab_sha256 && strcmp(in->vocab_sha256, vocab_sha256(v)))
+		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", in->name,
+		    in->vocab_sha256, path, vocab_sha256(v));
+	vocab_free(v);
+	free(path);
+}
+
+/* Whether every record has a class label (else only predictions are possible). */
+static int all_labelled(const struct shard *s)
+{
+	struct tokrec t = {0};
+	int yes = 1;
+	for (uint64_t i = 0; yes && i < shard_count(s); i++) {
+		shard_get(s, i, &t);
+		yes = t.label_kind == LABEL_INT;
+	}
+	tokrec_free(&t);
+	return yes;
+}
+
+static void print_json(json_t *j)
+{
+	char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("%s\n", text);
+	free(text);
+}
+
+static int eval_mlm(struct bert *m, const struct input *in)
+{
+	if (predict || merge_folds)
+		die_usage("--predict and --merge-folds are for cls models");
+	struct mlm_config mlm;
+	char *vpath = rundir_path(model, "vocab.txt");
+	struct vocab *v = vocab_load(vpath);
+	int V = vocab_size(v);
+	uint8_t *special = xcalloc((size_t)V, 1), *cont = xcalloc((size_t)V, 1);
+	special[vocab_special(v, VOCAB_CLS)] = special[vocab_special(v, VOCAB_SEP)] = special[vocab_special(v, VOCAB_PAD)] = 1;
+	mlm = (struct mlm_config){0.15f, 0, 1, vocab_special(v, VOCAB_MASK), V, special, cont};
+	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0};
+	struct eval_result r;
+	evaluate(m, &src, (int)batch, NULL, NULL, &r);
+	json_t *j = eval_json(&r, TASK_MLM, NULL);
+	if (report)
+		printf("records %lld, predicted tokens %lld, loss %.4f, perplexity %.2f\n", (long long)r.records,
+		       (long long)r.count, r.loss, exp(r.loss));
+	else
+		print_json(j);
+	json_decref(j);
+	free(vpath);
+	return 0;
+}
+
+static int eval_cls(struct bert *m, const struct input *in, char **names, int nnames)
+{
+	int L = bert_config_of(m)->num_labels, labelled = all_labelled(in->shard);
+	if (!labelled && !predict)
+		die("%s: some records have no label: only --predict works without labels", in->name);
+	struct batch_source src = {in->shard, in->name, TASK_CLS, L, NULL, (uint64_t)seed, !labelled};
+	struct predictions *p = predictions_new(in->shard, L, labelled);
+	struct eval_result r;
+	evaluate(m, &src, (int)batch, predictions_hook, p, &r);
+	if (merge_folds)
+		predictions_merge_folds(p);
+	if (predict)
+		predictions_write(p, output, csv, names, nnames);
+	if (labelled && (!predict || strcmp(output, "-"))) {
+		struct confusion *c = predictions_confusion(p);
+		struct cls_metrics *cm = metrics_compute(c);
+		if (report) {
+			metrics_report(stdout, cm, c, names);
+		} else {
+			json_t *j = metrics_json(cm, c, names);
+			if (!merge_folds)
+				json_object_set_new(j, "loss", json_real(r.loss));
+			json_object_set_new(j, "records", json_integer((json_int_t)p->n));
+			print_json(j);
+			json_decref(j);
+		}
+		metrics_free(cm);
+		confusion_free(c);
+	}
+	eval_result_free(&r);
+	predictions_free(p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char **files;
+	int nfiles = opt_parse(&spec, argc, argv, &files);
+	if (!model)
+		die_usage("a model dir is required: -m DIR");
+	if (data && nfiles)
+		die_usage("give either --data DIR or record files, not both");
+	if (batch < 1)
+		die_usage("--batch must be at least 1");
+	if (csv && !predict)
+		die_usage("--csv goes with --predict");
+	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
+	char *config = rundir_path(model, "config.json"), **names = NULL;
+	struct bert_config bc;
+	int nnames = 0;
+	hfconfig_read(config, &bc, &names, &nnames);
+	struct input in = {0};
+	open_input(&in, files, nfiles);
+	check_vocab(&in);
+	struct bert *m = modeldir_load(model, bc.task, 0, 0, NULL, NULL);
+	if (!nnames && in.nlabels)
+		names = in.labels, nnames = in.nlabels;
+	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_cls(m, &in, names, nnames);
+	if (fflush(stdout) || ferror(stdout))
+		die("write standard output:");
+	return rc;
+}

@@ -1,0 +1,282 @@
+/* ts-shard: shuffle token records with a seed, optionally drop duplicates,
+ * split them and write a data dir of indexed shards and a manifest, in
+ * bounded memory (an external sort keyed by a hash of the seed). */
+#include "adir.h"
+#include "err.h"
+#include "extsort.h"
+#include "manifest.h"
+#include "opt.h"
+#include "rng.h"
+#include "shard.h"
+#include "splitspec.h"
+#include "tokrec.h"
+#include <stdlib.h>
+#include <string.h>
+
+static char *output, *split = "train=0.8,valid=0.1,test=0.1";
+static long seed, mem_mib = 256;
+static int dedupe, force;
+
+static const struct opt opts[] = {
+	{'o', "output", OPT_STR, &output, "DIR", "write the data dir DIR (required)", "@dir"},
+	{'s', "split", OPT_STR, &split, "SPEC",
+	 "NAME=FRACTION,... or NAME=COUNT,...[,NAME=rest] (default train=0.8,valid=0.1,test=0.1)", NULL},
+	{0, "seed", OPT_INT, &seed, "N", "shuffle seed (default 0)", NULL},
+	{0, "dedupe", OPT_FLAG, &dedupe, NULL, "drop records whose tokens repeat those of an earlier record", NULL},
+	{0, "mem", OPT_INT, &mem_mib, "MIB", "memory for the shuffle in MiB (default 256)", NULL},
+	{'f', "force", OPT_FLAG, &force, NULL, "replace an existing data dir", NULL},
+	{0, NULL, 0, NULL, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec spec = {
+	"ts-shard", "Shuffle, dedupe and split token records into a data dir of shards.", "[FILE...]", "file",
+	opts,
+};
+
+/* Reading the inputs: the header fields go into the manifest (first_header
+ * names the stream they came from), the records into the sort. */
+struct inputs {
+	struct manifest *m;
+	char *first_header;
+	struct extsort *sort;
+	struct tokrec t;
+	void *buf;
+	size_t cap;
+};
+
+static int same_labels(const struct manifest *m, const struct stream_header *h)
+{
+	if (m->nlabels != h->nlabels)
+		return 0;
+	for (int i = 0; i < h->nlabels; i++)
+		if (strcmp(m->labels[i], h->labels[i]))
+			return 0;
+	return 1;
+}
+
+/* Takes over h's fields where the data dir has none yet; refuses a stream made
+ * with another vocab, label names or lowercasing. */
+static void agree_header(struct inputs *in, const struct rec_reader *r, struct stream_header *h)
+{
+	struct manifest *m = in->m;
+	const char *name = rec_name(r), *from = in->first_header;
+	if (strcmp(h->kind, "tokens"))
+		rec_die(r, "a '%s' stream, not token records", h->kind);
+	if (from && h->vocab_sha256 && m->vocab_sha256 && strcmp(h->vocab_sha256, m->vocab_sha256))
+		die("%s: vocab sha256 %.12s\u2026 differs from %s's %.12s\u2026", name, h->vocab_sha256, from,
+		    m->vocab_sha256);
+	if (from && h->nlabels && m->nlabels && !same_labels(m, h))
+		die("%s: label names differ from %s's", name, from);
+	if (from && h->lower != m->lower)
+		die("%s: lowercasing %s, but %s's is %s", name, h->lower ? "on" : "off", from, m->lower ? "on" : "off");
+	if (!from) {
+		in->first_header = xstrdup(name);
+		m->lower = h->lower;
+	}
+	if (!m->vocab_sha256 && h->vocab_sha256)
+		m->vocab_sha256 = xstrdup(h->vocab_sha256);
+	if (!m->nlabels && h->nlabels) {
+		m->labels = h->labels;
+		m->nlabels = h->nlabels;
+		h->labels = NULL;
+		h->nlabels = 0;
+	}
+	if (h->max_len > m->max_len)
+		m->max_len = h->max_len;
+}
+
+static const char *kind_text(enum label_kind k)
+{
+	static const char *const text[] = {"no", "class", "list", "float"};
+	return text[k];
+}
+
+/* What shards cannot hold, and labels that do not fit the data dir. */
+static void check_record(const struct rec_reader *r, const struct tokrec *t, struct manifest *m)
+{
+	if (strlen(t->id) > SHARD_MAX_ID)
+		rec_die(r, "id is %zu bytes long; shards hold ids of at most %d bytes", strlen(t->id), SHARD_MAX_ID);
+	if (t->label_kind == LABEL_NONE)
+		return;
+	if (m->label_kind == LABEL_NONE)
+		m->label_kind = t->label_kind;
+	if (t->label_kind != m->label_kind)
+		rec_die(r, "a %s label, but earlier records have %s labels", kind_text(t->label_kind),
+			kind_text(m->label_kind));
+	const int32_t *v = t->label_kind == LABEL_LIST ? t->labels : &t->label;
+	size_t n = t->label_kind == LABEL_LIST ? t->nlabels : t->label_kind == LABEL_INT;
+	for (size_t i = 0; i < n && m->nlabels; i++)
+		if (v[i] < 0 || v[i] >= m->nlabels)
+			rec_die(r, "label %d is out of range (%d label names)", v[i], m->nlabels);
+}
+
+/* With --dedupe the key hashes the tokens, so copies meet in the sort. */
+static uint64_t content_hash(const struct tokrec *t)
+{
+	uint64_t h = rng_mix64(t->n * 2 + (t->types != NULL));
+	for (size_t i = 0; i < t->n; i++)
+		h = rng_mix64(h ^ (uint32_t)t->ids[i] ^ (t->types ? (uint64_t)t->types[i] << 32 : 0));
+	return h;
+}
+
+static void add_record(struct inputs *in)
+{
+	uint64_t i = extsort_count(in->sort);
+	size_t size = shard_rec_size(&in->t);
+	grow(&in->buf, &in->cap, size, 1);
+	shard_rec_encode(&in->t, in->buf);
+	uint64_t key = rng_hash((uint64_t)seed, dedupe ? content_hash(&in->t) : i);
+	extsort_add(in->sort, key, i, in->buf, (uint32_t)size);
+}
+
+static void read_file(struct inputs *in, const char *path)
+{
+	struct rec_reader *r = rec_open(path);
+	const msgpack_object *o;
+	struct stream_header h;
+	while ((o = rec_next(r))) {
+		if (header_unpack(r, o, &h)) {
+			agree_header(in, r, &h);
+			header_free(&h);
+			continue;
+		}
+		tokrec_unpack(r, o, &in->t);
+		check_record(r, &in->t, in->m);
+		add_record(in);
+	}
+	rec_close(r);
+}
+
+/* Reads every record of the sorted output once; with --dedupe, skips records
+ * whose tokens equal those of one already kept under the same key. */
+struct reader {
+	struct extsort *sort;
+	struct tokrec t, other;
+	uint64_t key;
+	struct { void *data; uint32_t len; } *kept;   /* records kept under key */
+	size_t nkept, cap;
+};
+
+static int same_tokens(const struct tokrec *a, const struct tokrec *b)
+{
+	return a->n == b->n && !a->types == !b->types && !memcmp(a->ids, b->ids, a->n * sizeof *a->ids) &&
+	       (!a->types || !memcmp(a->types, b->types, a->n));
+}
+
+static void decode(const void *data, uint32_t len, struct tokrec *t)
+{
+	const char *why = shard_rec_decode(data, len, t);
+	if (why)
+		die("the sort's temp file is corrupt: %s", why);
+}
+
+static void forget_kept(struct reader *rd)
+{
+	while (rd->nkept)
+		free(rd->kept[--rd->nkept].data);
+}
+
+static int is_duplicate(struct reader *rd, const struct extsort_item *it)
+{
+	if (it->key != rd->key)
+		forget_kept(rd);
+	rd->key = it->key;
+	for (size_t i = 0; i < rd->nkept; i++) {
+		decode(rd->kept[i].data, rd->kept[i].len, &rd->other);
+		if (same_tokens(&rd->t, &rd->other))
+			return 1;
+	}
+	grow(&rd->kept, &rd->cap, rd->nkept + 1, sizeof *rd->kept);
+	rd->kept[rd->nkept].data = xmalloc(it->len);
+	memcpy(rd->kept[rd->nkept].data, it->data, it->len);
+	rd->kept[rd->nkept++].len = it->len;
+	return 0;
+}
+
+static int next_record(struct reader *rd)
+{
+	struct extsort_item it;
+	while (extsort_next(rd->sort, &it)) {
+		decode(it.data, it.len, &rd->t);
+		if (!dedupe || !is_duplicate(rd, &it))
+			return 1;
+	}
+	return 0;
+}
+
+static void rewind_records(struct reader *rd)
+{
+	extsort_rewind(rd->sort);
+	forget_kept(rd);
+}
+
+static uint64_t count_kept(struct reader *rd)
+{
+	uint64_t n = 0;
+	rewind_records(rd);
+	while (next_record(rd))
+		n++;
+	return n;
+}
+
+static void write_splits(struct reader *rd, const struct splitspec *sp, uint64_t kept, const char *dir,
+			 struct manifest *m)
+{
+	uint64_t *counts = xcalloc((size_t)sp->n, sizeof *counts), used = 0;
+	splitspec_counts(sp, kept, counts);
+	m->splits = xcalloc((size_t)sp->n, sizeof *m->splits);
+	rewind_records(rd);
+	for (int i = 0; i < sp->n; i++, m->nsplits++) {
+		struct manifest_split *s = &m->splits[i];
+		s->name = xstrdup(sp->parts[i].name);
+		s->file = xmalloc(strlen(s->name) + 8);
+		sprintf(s->file, "%s.shard", s->name);
+		char *path = manifest_shard_path(dir, s);
+		struct shard_writer *w = shard_create(path);
+		for (uint64_t j = 0; j < counts[i] && next_record(rd); j++) {
+			shard_append(w, &rd->t);
+			manifest_split_add(s, &rd->t);
+		}
+		shard_commit(w);
+		used += s->count;
+		free(path);
+	}
+	m->records_left_out = kept - used;
+	free(counts);
+}
+
+int main(int argc, char **argv)
+{
+	char **files;
+	int nfiles = opt_parse(&spec, argc, argv, &files);
+	static char *std_input[] = {"-"};
+	if (!nfiles) {
+		files = std_input;
+		nfiles = 1;
+	}
+	if (!output || !*output)
+		die_usage("no output dir: -o DIR is required");
+	if (mem_mib < 1)
+		die_usage("--mem takes a size in MiB of at least 1, not %ld", mem_mib);
+	struct splitspec sp;
+	splitspec_parse(split, &sp);
+	struct adir *dir = adir_begin(output, force, "manifest.json");
+
+	struct manifest *m = xcalloc(1, sizeof *m);
+	struct inputs in = {.m = m, .sort = extsort_new(adir_tmp(dir), (size_t)mem_mib << 20)};
+	for (int i = 0; i < nfiles; i++)
+		read_file(&in, files[i]);
+	m->records_in = extsort_count(in.sort);
+	if (!m->records_in)
+		die("no records in the input");
+
+	struct reader rd = {.sort = in.sort};
+	uint64_t kept = dedupe ? count_kept(&rd) : m->records_in;
+	m->seed = seed;
+	m->dedupe = dedupe;
+	m->duplicates_dropped = m->records_in - kept;
+	write_splits(&rd, &sp, kept, adir_tmp(dir), m);
+	manifest_write(adir_tmp(dir), m);
+	adir_commit(dir);
+	return 0;
+}

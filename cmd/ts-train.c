@@ -1,0 +1,169 @@
+/* ts-train: train a BERT encoder (cls or mlm) on a data dir into a run dir. */
+#include "err.h"
+#include "opt.h"
+#include "schedule.h"
+#include "train.h"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *data, *run, *resume, *init, *vocab, *replay, *metric;
+static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
+static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
+static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
+static long eval_every, save_every, keep = 3, patience, max_ngram = 1;
+static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
+static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15;
+static int eval_test, bucket, whole_word;
+
+static const struct opt opts[] = {
+	{0, "data", OPT_STR, &data, "DIR", "data dir made by ts-shard (train, valid, test)", "@dir"},
+	{0, "run", OPT_STR, &run, "DIR", "run dir to create", "@dir"},
+	{0, "resume", OPT_STR, &resume, "DIR", "continue the run in DIR where it stopped", "@dir"},
+	{0, "task", OPT_STR, &task, "TASK", "cls (sequence classification) or mlm (masked LM)", "cls|mlm"},
+	{0, "init", OPT_STR, &init, "DIR", "start from a Hugging Face BERT model dir", "@dir"},
+	{'v', "vocab", OPT_STR, &vocab, "FILE", "vocab.txt of the data, when training from scratch", "@file"},
+	{0, "layers", OPT_INT, &layers, "N", "encoder layers, from scratch (default 4)", NULL},
+	{0, "hidden", OPT_INT, &hidden, "N", "hidden size, from scratch (default 256)", NULL},
+	{0, "heads", OPT_INT, &heads, "N", "attention heads, from scratch (default 4)", NULL},
+	{0, "ffn", OPT_INT, &ffn, "N", "feed-forward size, from scratch (default 4 x hidden)", NULL},
+	{0, "max-pos", OPT_INT, &max_pos, "N", "positions, from scratch (default 512)", NULL},
+	{0, "dropout", OPT_FLOAT, &dropout, "P", "dropout on hidden states and attention (default: the checkpoint's, or 0.1)", NULL},
+	{0, "optimizer", OPT_STR, &optimizer, "NAME", "optimizer (default adamw)", "adamw|adam|sgd|lamb"},
+	{0, "lr", OPT_FLOAT, &lr, "LR", "peak learning rate (default 1e-4)", NULL},
+	{0, "weight-decay", OPT_FLOAT, &weight_decay, "W", "weight decay, not on biases and LayerNorm (default 0.01)", NULL},
+	{0, "momentum", OPT_FLOAT, &momentum, "M", "SGD momentum (default 0.9)", NULL},
+	{0, "betas", OPT_STR, &betas, "B1,B2", "Adam betas (default 0.9,0.999)", NULL},
+	{0, "eps", OPT_FLOAT, &eps, "E", "Adam epsilon (default 1e-8)", NULL},
+	{0, "warmup", OPT_FLOAT, &warmup, "W", "warmup: a ratio of all steps if below 1, else steps (default 0.06)", NULL},
+	{0, "decay", OPT_STR, &decay, "KIND", "learning-rate decay after warmup (default linear)", "linear|cosine|poly|constant"},
+	{0, "end-lr-ratio", OPT_FLOAT, &end_lr_ratio, "R", "decay to this share of the peak lr (default 0)", NULL},
+	{0, "clip", OPT_FLOAT, &clip, "N", "clip the global gradient norm to N; 0 for none (default 1)", NULL},
+	{0, "batch", OPT_INT, &batch, "N", "records a micro-batch (default 32)", NULL},
+	{0, "accum", OPT_INT, &accum, "N", "micro-batches an optimizer step (default 1)", NULL},
+	{0, "epochs", OPT_INT, &epochs, "N", "epochs to train (default 3)", NULL},
+	{0, "max-steps", OPT_INT, &max_steps, "N", "optimizer steps to train, instead of --epochs", NULL},
+	{0, "seed", OPT_INT, &seed, "N", "seed of initialisation, order, masking and dropout (default 0)", NULL},
+	{0, "bucket", OPT_FLAG, &bucket, NULL, "batch records of similar length together", NULL},
+	{0, "mask-prob", OPT_FLOAT, &mask_prob, "P", "mlm: share of tokens to predict (default 0.15)", NULL},
+	{0, "whole-word", OPT_FLAG, &whole_word, NULL, "mlm: mask all pieces of a word together", NULL},
+	{0, "max-ngram", OPT_INT, &max_ngram, "N", "mlm: mask spans of up to N words (default 1)", NULL},
+	{0, "eval-every", OPT_INT, &eval_every, "N", "evaluate every N steps as well as at each epoch end", NULL},
+	{0, "eval-test", OPT_FLAG, &eval_test, NULL, "evaluate on the test split too", NULL},
+	{0, "metric", OPT_STR, &metric, "NAME", "what best/ means (default accuracy for cls, loss for mlm)", "accuracy|macro-f1|loss|ppl"},
+	{0, "save-every", OPT_INT, &save_every, "N", "checkpoint every N steps (default: at each evaluation point)", NULL},
+	{0, "keep", OPT_INT, &keep, "N", "checkpoints to keep (default 3)", NULL},
+	{0, "patience", OPT_INT, &patience, "N", "stop after N evaluations without a better metric", NULL},
+	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL},
+	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
+	{0, NULL, 0, NULL, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec spec = {
+	"ts-train", "Train a BERT encoder on a data dir.", "", NULL, opts,
+};
+
+/* The run's config file records every option but the ones naming the run. */
+static void write_config(FILE *f)
+{
+	char *saved_run = run, *saved_resume = resume;
+	run = resume = NULL;
+	opt_write_config(&spec, f);
+	run = saved_run, resume = saved_resume;
+}
+
+static void need_positive(const char *name, long v)
+{
+	if (v <= 0)
+		die_usage("--%s must be at least 1", name);
+}
+
+static void check_options(void)
+{
+	if (!data)
+		die_usage("a data dir is required: --data DIR");
+	if (!run)
+		die_usage("a run dir is required: --run DIR");
+	need_positive("batch", batch);
+	need_positive("accum", accum);
+	need_positive("keep", keep);
+	need_positive("layers", layers);
+	need_positive("hidden", hidden);
+	need_positive("heads", heads);
+	need_positive("max-ngram", max_ngram);
+	if (!max_steps)
+		need_positive("epochs", epochs);
+	if (hidden % heads)
+		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
+	if (dropout >= 1 || (dropout < 0 && dropout != -1))
+		die_usage("--dropout must be in [0, 1)");
+	if (mask_prob <= 0 || mask_prob >= 1)
+		die_usage("--mask-prob must be in (0, 1)");
+	if (lr <= 0)
+		die_usage("--lr must be positive");
+	if (warmup < 0 || end_lr_ratio < 0 || end_lr_ratio > 1 || clip < 0 || weight_decay < 0)
+		die_usage("--warmup, --clip and --weight-decay must not be negative; --end-lr-ratio is in [0, 1]");
+	if (eval_every < 0 || save_every < 0 || patience < 0 || max_steps < 0 || threads < 0)
+		die_usage("counts must not be negative");
+}
+
+/* Paths in the run's config must hold from any working directory. */
+static void absolute(char **path)
+{
+	char *abs;
+	if (*path && (abs = realpath(*path, NULL)))
+		*path = abs;
+}
+
+static void parse_betas(double *b1, double *b2)
+{
+	char *end;
+	*b1 = strtod(betas, &end);
+	if (*end != ',' || (*b2 = strtod(end + 1, &end), *end) || *b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
+		die_usage("--betas takes two numbers in [0, 1) such as 0.9,0.999, not '%s'", betas);
+}
+
+int main(int argc, char **argv)
+{
+	char **operands;
+	if (opt_parse(&spec, argc, argv, &operands) > 0)
+		die_usage("unexpected argument '%s'", operands[0]);
+	if (replay)
+		return train_replay(replay);
+	if (resume) {
+		/* the run's own config, then nothing else: the run goes on as it began */
+		if (argc > 3)
+			die_usage("--resume takes no other options: the run's config decides");
+		char *path = malloc(strlen(resume) + 8);
+		sprintf(path, "%s/config", resume);
+		opt_read_config(&spec, path);
+		free(path);
+		run = resume;
+	}
+	check_options();
+	absolute(&data);
+	absolute(&init);
+	absolute(&vocab);
+	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
+	struct train_config c = {
+		.data = data, .run = run, .init = init, .vocab = vocab,
+		.task = strcmp(task, "mlm") ? TASK_CLS : TASK_MLM,
+		.model = {.hidden = (int)hidden, .layers = (int)layers, .heads = (int)heads,
+			  .ffn = (int)(ffn ? ffn : 4 * hidden), .max_pos = (int)max_pos, .type_vocab = 2,
+			  .ln_eps = 1e-12f, .hidden_dropout = (float)(dropout < 0 ? 0.1 : dropout),
+			  .attn_dropout = (float)(dropout < 0 ? 0.1 : dropout)},
+		.dropout_given = dropout >= 0,
+		.optim = {.kind = (enum optim_kind)optim_kind_parse(optimizer), .weight_decay = weight_decay,
+			  .momentum = momentum, .eps = eps},
+		.lr = lr, .warmup = warmup, .end_lr_ratio = end_lr_ratio, .clip = clip,
+		.decay = decay_kind_parse(decay),
+		.accum = accum, .batch = batch, .epochs = epochs, .max_steps = max_steps, .seed = seed,
+		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
+		.eval_test = eval_test, .bucket = bucket, .metric = metric,
+		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
+		.resume = resume != NULL, .write_config = write_config,
+	};
+	parse_betas(&c.optim.beta1, &c.optim.beta2);
+	return train_run(&c);
+}

@@ -1,0 +1,11 @@
+/* Token streams copied into a temporary shard, for commands that take
+ * records from pipes but need random access (ts-eval). */
+#ifndef TS_STREAMSHARD_H
+#define TS_STREAMSHARD_H
+#include "shard.h"
+
+/* Reads every record of the streams into an unlinked temporary shard and
+ * opens it. *vocab_sha256 and *labels and *nlabels get the streams' header
+ * values (NULL/0 when none); the streams must agree. */
+struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char ***labels, int *nlabels);
+#endif

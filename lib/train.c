@@ -1,0 +1,674 @@
+#include "train.h"
+#include "afile.h"
+#include "batcher.h"
+#include "err.h"
+#include "evaluate.h"
+#include "hfconfig.h"
+#include "events.h"
+#include "manifest.h"
+#include "modeldir.h"
+#include "mpjson.h"
+#include "rec.h"
+#include "rng.h"
+#include "rundir.h"
+#include "schedule.h"
+#include "vocab.h"
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+enum { MAX_BUG_DUMPS = 3 };
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_signal = 1;
+}
+
+struct split {
+	struct shard *shard;
+	struct batch_source src;
+	char *path;
+};
+
+struct trainer {
+	const struct train_config *c;
+	struct manifest *man;
+	struct split train, valid, test;
+	struct vocab *vocab;
+	char *vocab_path;
+	uint8_t *special, *continues;
+	struct mlm_config mlm;
+	char **labels;
+	int nlabels, num_labels;
+	struct bert *m;
+	struct optim *o;
+	struct schedule sched;
+	struct train_state st;
+	struct events *ev;
+	FILE *log;
+	uint64_t *order;
+	long order_epoch;      /* the epoch order holds, -1 for none */
+	long nbatches, steps_per_epoch, total_steps;
+	struct batch *micro;
+	const char *metric;
+	double t0;
+	long steps_this_process;
+	long saved_step;       /* step of the last checkpoint written, -1 for none */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void logf_(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct trainer *t, const char *fmt, ...)
+{
+	time_t now_t = time(NULL);
+	char stamp[32];
+	strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now_t));
+	fprintf(t->log, "%s ", stamp);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(t->log, fmt, ap);
+	va_end(ap);
+	fputc('\n', t->log);
+	fflush(t->log);
+}
+
+/* --- data --- */
+
+static void open_split(struct trainer *t, const char *name, struct split *sp)
+{
+	const struct manifest_split *ms = manifest_split(t->man, name);
+	if (!ms || ms->count == 0)
+		return;
+	sp->path = manifest_shard_path(t->c->data, ms);
+	sp->shard = shard_open(sp->path);
+	sp->src = (struct batch_source){sp->shard, sp->path, t->c->task, 0, &t->mlm, (uint64_t)t->c->seed, 0};
+}
+
+static void open_data(struct trainer *t)
+{
+	t->man = manifest_read(t->c->data);
+	open_split(t, "train", &t->train);
+	if (!t->train.shard)
+		die("%s: the train split is empty or missing", t->c->data);
+	open_split(t, "valid", &t->valid);
+	open_split(t, "test", &t->test);
+}
+
+/* The vocab must be the one the data was tokenized with. */
+static void check_vocab(struct trainer *t)
+{
+	t->vocab = vocab_load(t->vocab_path);
+	const char *want = t->man->vocab_sha256, *have = vocab_sha256(t->vocab);
+	if (want && strcmp(want, have))
+		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", t->c->data, want,
+		    t->vocab_path, have);
+	int V = vocab_size(t->vocab);
+	t->special = xcalloc((size_t)V, 1);
+	t->continues = xcalloc((size_t)V, 1);
+	t->special[vocab_special(t->vocab, VOCAB_CLS)] = 1;
+	t->special[vocab_special(t->vocab, VOCAB_SEP)] = 1;
+	t->special[vocab_special(t->vocab, VOCAB_PAD)] = 1;
+	for (int32_t i = 0; i < V; i++)
+		t->continues[i] = !strncmp(vocab_token(t->vocab, i), "##", 2);
+	t->mlm = (struct mlm_config){t->c->mask_prob, t->c->whole_word, (int)t->c->max_ngram,
+				     vocab_special(t->vocab, VOCAB_MASK), V, t->special, t->continues};
+}
+
+/* Classes of the head: the label names of the data, or the largest id + 1. */
+static int data_classes(const struct manifest *m)
+{
+	if (m->nlabels > 0)
+		return m->nlabels;
+	int k = 0;
+	for (int s = 0; s < m->nsplits; s++)
+		for (size_t i = 0; i < m->splits[s].nlabel_counts; i++)
+			if (m->splits[s].label_counts[i].label + 1 > k)
+				k = m->splits[s].label_counts[i].label + 1;
+	return k;
+}
+
+/* --- model and optimizer --- */
+
+static void build_model(struct trainer *t, const char *from)
+{
+	const struct train_config *c = t->c;
+	if (c->task == TASK_CLS) {
+		t->num_labels = data_classes(t->man);
+		if (t->num_labels < 2)
+			die("%s: cls training needs labels of at least two classes", c->data);
+	}
+	if (from) {
+		char **names = NULL;
+		int n = 0;
+		t->m = modeldir_load(from, c->task, t->num_labels, (uint64_t)c->seed, &names, &n);
+		hfconfig_free_labels(names, n);
+		if (c->dropout_given)
+			bert_set_dropout(t->m, c->model.hidden_dropout, c->model.attn_dropout);
+	} else {
+		struct bert_config mc = c->model;
+		mc.vocab = vocab_size(t->vocab);
+		mc.task = c->task;
+		mc.num_labels = t->num_labels;
+		t->m = bert_new(&mc);
+		bert_init(t->m, (uint64_t)c->seed);
+	}
+	const struct bert_config *mc = bert_config_of(t->m);
+	if (mc->vocab < vocab_size(t->vocab))
+		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from ? from : "model",
+		    mc->vocab, vocab_size(t->vocab));
+	if ((long)t->man->max_len > mc->max_pos)
+		die("%s holds records of up to %ld tokens but the model has %d positions", c->data, t->man->max_len,
+		    mc->max_pos);
+	t->labels = t->man->labels;
+	t->nlabels = t->man->nlabels;
+	t->train.src.num_labels = t->valid.src.num_labels = t->test.src.num_labels = t->num_labels;
+}
+
+static void build_optimizer(struct trainer *t)
+{
+	int n = bert_tensors(t->m, NULL);
+	struct tensor_ref *refs = xcalloc((size_t)n, sizeof *refs);
+	unsigned char *decays = xcalloc((size_t)n, 1);
+	bert_tensors(t->m, refs);
+	for (int i = 0; i < n; i++)
+		decays[i] = (unsigned char)bert_decays(refs[i].name);
+	t->o = optim_new(&t->c->optim, refs, decays, n, bert_grads(t->m), bert_params(t->m));
+	free(refs);
+	free(decays);
+}
+
+static void plan_steps(struct trainer *t)
+{
+	const struct train_config *c = t->c;
+	uint64_t n = shard_count(t->train.shard);
+	t->nbatches = (long)((n + (uint64_t)c->batch - 1) / (uint64_t)c->batch);
+	t->steps_per_epoch = (t->nbatches + c->accum - 1) / c->accum;
+	t->total_steps = c->max_steps > 0 ? c->max_steps : c->epochs * t->steps_per_epoch;
+	t->sched = (struct schedule){c->lr, t->total_steps, warmup_steps_from(c->warmup, t->total_steps),
+				     (enum decay_kind)c->decay, c->end_lr_ratio, 1.0};
+	t->order = xmalloc(n * sizeof *t->order);
+	t->order_epoch = -1;
+	t->micro = xcalloc((size_t)c->accum, sizeof *t->micro);
+}
+
+/* The log's table of parameters, largest first, with their share. */
+static int by_size(const void *a, const void *b)
+{
+	int64_t x = tensor_numel(a), y = tensor_numel(b);
+	return x < y ? 1 : x > y ? -1 : strcmp(((const struct tensor_ref *)a)->name, ((const struct tensor_ref *)b)->name);
+}
+
+static void log_parameters(struct trainer *t)
+{
+	int n = bert_tensors(t->m, NULL);
+	struct tensor_ref *refs = xcalloc((size_t)n, sizeof *refs);
+	bert_tensors(t->m, refs);
+	qsort(refs, (size_t)n, sizeof *refs, by_size);
+	double total = (double)bert_numel(t->m);
+	fprintf(t->log, "%-64s %-16s %12s %7s\n", "parameter", "shape", "count", "share");
+	for (int i = 0; i < n; i++) {
+		char shape[48] = "";
+		for (int d = 0; d < refs[i].ndim; d++)
+			snprintf(shape + strlen(shape), sizeof shape - strlen(shape), d ? "x%lld" : "%lld",
+				 (long long)refs[i].shape[d]);
+		int64_t k = tensor_numel(&refs[i]);
+		fprintf(t->log, "%-64s %-16s %12lld %6.2f%%\n", refs[i].name, shape, (long long)k, 100.0 * (double)k / total);
+	}
+	fprintf(t->log, "%-64s %-16s %12.0f %6.2f%%\n", "total", "", total, 100.0);
+	free(refs);
+}
+
+/* --- evaluation, checkpoints, bug dumps --- */
+
+static void save_checkpoint(struct trainer *t)
+{
+	if (t->saved_step == t->st.step)
+		return;
+	t->saved_step = t->st.step;
+	checkpoint_save(t->c->run, t->m, t->o, &t->st, t->labels, t->nlabels, t->vocab_path, (int)t->c->keep);
+	char name[32];
+	snprintf(name, sizeof name, "ckpt/step-%ld", t->st.step);
+	events_add(t->ev, "checkpoint", json_pack("{sI ss}", "step", (json_int_t)t->st.step, "path", name));
+}
+
+static void save_model(struct trainer *t, const char *name)
+{
+	char *dir = rundir_path(t->c->run, name);
+	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
+	free(dir);
+}
+
+static json_t *eval_split(struct trainer *t, struct split *sp, const char *name, struct eval_result *r)
+{
+	evaluate(t->m, &sp->src, (int)t->c->batch, NULL, NULL, r);
+	json_t *j = eval_json(r, t->c->task, t->labels);
+	json_object_set_new(j, "step", json_integer(t->st.step));
+	json_object_set_new(j, "epoch", json_integer(t->st.epoch));
+	json_object_set_new(j, "split", json_string(name));
+	events_add(t->ev, "eval", json_deep_copy(j));
+	return j;
+}
+
+/* Evaluates on valid (and test); keeps best/ and counts towards patience.
+ * Returns 1 when patience has run out. */
+static int evaluate_now(struct trainer *t)
+{
+	if (!t->valid.shard)
+		return 0;
+	struct eval_result r;
+	json_t *j = eval_split(t, &t->valid, "valid", &r);
+	double v = metric_value(&r, t->metric);
+	char *text = json_dumps(j, JSON_COMPACT);
+	logf_(t, "step %ld eval valid %s %.6g: %s", t->st.step, t->metric, v, text);
+	free(text);
+	json_decref(j);
+	eval_result_free(&r);
+	if (t->c->eval_test && t->test.shard) {
+		json_decref(eval_split(t, &t->test, "test", &r));
+		eval_result_free(&r);
+	}
+	int better = t->st.best_step < 0 || (metric_higher_is_better(t->metric) ? v > t->st.best : v < t->st.best);
+	if (better) {
+		t->st.best = v;
+		t->st.best_step = t->st.step;
+		t->st.bad_evals = 0;
+		save_model(t, "best");
+		logf_(t, "step %ld: new best %s %.6g, saved best/", t->st.step, t->metric, v);
+		return 0;
+	}
+	t->st.bad_evals++;
+	return t->c->patience > 0 && t->st.bad_evals >= t->c->patience;
+}
+
+static void pack_ints(msgpack_packer *pk, const char *key, const int32_t *v, size_t n)
+{
+	mp_pack_str(pk, key);
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		msgpack_pack_int32(pk, v[i]);
+}
+
+/* bug/step-N/: the model before the step and its micro-batches, for --replay. */
+static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float scale)
+{
+	char name[48];
+	snprintf(name, sizeof name, "bug/step-%ld", t->st.step);
+	char *bug = rundir_path(t->c->run, "bug"), *dir = rundir_path(t->c->run, name);
+	mkdir(bug, 0755);
+	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
+	char *path = rundir_path(dir, "batch.msgpack");
+	struct rec_writer *w = rec_create(path);
+	msgpack_packer *pk = rec_packer(w);
+	for (int k = 0; k < nmicro; k++) {
+		const struct batch *b = &t->micro[k];
+		size_t cells = (size_t)b->B * b->T;
+		msgpack_pack_map(pk, 11);
+		mp_pack_str(pk, "step"), msgpack_pack_long(pk, t->st.step);
+		mp_pack_str(pk, "task"), mp_pack_str(pk, t->c->task == TASK_CLS ? "cls" : "mlm");
+		mp_pack_str(pk, "num_labels"), msgpack_pack_int(pk, t->num_labels);
+		mp_pack_str(pk, "B"), msgpack_pack_int(pk, b->B);
+		mp_pack_str(pk, "T"), msgpack_pack_int(pk, b->T);
+		mp_pack_str(pk, "seed"), msgpack_pack_uint64(pk, seeds[k]);
+		mp_pack_str(pk, "scale"), msgpack_pack_float(pk, scale);
+		pack_ints(pk, "ids", b->ids, cells);
+		pack_ints(pk, "types", b->types, cells);
+		mp_pack_str(pk, "mask");
+		msgpack_pack_array(pk, cells);
+		for (size_t i = 0; i < cells; i++)
+			msgpack_pack_uint8(pk, b->mask[i]);
+		pack_ints(pk, "labels", b->labels, t->c->task == TASK_CLS ? (size_t)b->B : cells);
+	}
+	rec_commit(w);
+	logf_(t, "step %ld: non-finite loss or gradient; batch saved in %s", t->st.step, name);
+	free(path);
+	free(dir);
+	free(bug);
+}
+
+/* --- the step --- */
+
+/* Gathers the micro-batches of one optimizer step; an epoch's last step may
+ * have fewer. Returns their number. */
+static int gather(struct trainer *t, int64_t *count)
+{
+	const struct train_config *c = t->c;
+	int n = 0;
+	*count = 0;
+	if (t->st.batch == t->nbatches) {
+		t->st.epoch++;
+		t->st.batch = 0;
+	}
+	if (t->order_epoch != t->st.epoch) {
+		epoch_order(t->train.shard, (uint64_t)c->seed, t->st.epoch, (int)c->batch, c->bucket, t->order);
+		t->order_epoch = t->st.epoch;
+	}
+	uint64_t total = shard_count(t->train.shard);
+	while (n < c->accum && t->st.batch < t->nbatches) {
+		uint64_t at = (uint64_t)t->st.batch * (uint64_t)c->batch;
+		int nb = (int)(total - at < (uint64_t)c->batch ? total - at : (uint64_t)c->batch);
+		batch_fill(&t->micro[n], &t->train.src, t->order + at, nb, t->st.epoch);
+		*count += t->micro[n].count;
+		n++;
+		t->st.batch++;
+	}
+	return n;
+}
+
+struct step_result {
+	double loss, grad_norm, lr;
+	int skipped;
+	int64_t samples, tokens;
+};
+
+static void train_step(struct trainer *t, struct step_result *r)
+{
+	int64_t count;
+	int n = gather(t, &count);
+	uint64_t seeds[n];
+	float *grads = bert_grads(t->m);
+	size_t numel = bert_numel(t->m);
+	memset(grads, 0, numel * sizeof *grads);
+	memset(r, 0, sizeof *r);
+	float scale = count ? 1.0f / (float)count : 0;
+	double loss = 0;
+	for (int k = 0; k < n; k++) {
+		struct bert_batch v = batch_view(&t->micro[k]);
+		int64_t cnt;
+		seeds[k] = rng_derive((uint64_t)t->c->seed ^ 0x64726f706f7574ull, (uint64_t)(t->st.step * t->c->accum + k));
+		loss += bert_forward(t->m, &v, 1, seeds[k], &cnt);
+		if (count)
+			bert_backward(t->m, scale);
+		r->samples += t->micro[k].B;
+		r->tokens += t->micro[k].tokens;
+	}
+	r->loss = count ? loss / (double)count : 0;
+	r->grad_norm = grad_global_norm(grads, numel);
+	r->lr = schedule_lr(&t->sched, t->st.step);
+	if (!count || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
+		r->skipped = 1;
+		if (count && t->st.skipped < MAX_BUG_DUMPS)
+			dump_bug(t, n, seeds, scale);
+		t->st.skipped++;
+		return;
+	}
+	if (t->c->clip > 0 && r->grad_norm > t->c->clip)
+		grad_scale(grads, numel, (float)(t->c->clip / r->grad_norm));
+	optim_step(t->o, r->lr);
+	t->st.optim_steps++;
+}
+
+static void log_step(struct trainer *t, const struct step_result *r, double step_s)
+{
+	double elapsed = now() - t->t0;
+	double per_step = elapsed / (double)t->steps_this_process;
+	double eta = per_step * (double)(t->total_steps - t->st.step);
+	json_t *j = json_pack("{sI sI sI sI so so so sf so sI}", "step", (json_int_t)t->st.step, "epoch",
+			      (json_int_t)t->st.epoch, "samples", (json_int_t)t->st.samples, "tokens",
+			      (json_int_t)t->st.tokens, "loss", json_number(r->loss), "lr", json_number(r->lr),
+			      "grad_norm", json_number(r->grad_norm), "step_ms", step_s * 1e3, "tokens_per_s",
+			      json_number((double)r->tokens / step_s), "eta_s", (json_int_t)eta);
+	if (r->skipped)
+		json_object_set_new(j, "skipped", json_true());
+	events_add(t->ev, "step", j);
+	if (t->steps_this_process == 3 || t->st.step == t->total_steps) {
+		time_t finish = time(NULL) + (time_t)eta;
+		char when[32];
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&finish));
+		logf_(t, "step %ld/%ld: %.0f ms a step; predicted finish %s", t->st.step, t->total_steps,
+		      per_step * 1e3, when);
+	}
+}
+
+/* --- the run --- */
+
+static void write_config(struct trainer *t)
+{
+	char *path = rundir_path(t->c->run, "config"), *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	t->c->write_config(f);
+	fclose(f);
+	struct afile *a = afile_open(path);
+	afile_write(a, text, len);
+	afile_commit(a);
+	free(text);
+	free(path);
+}
+
+static void open_run(struct trainer *t, const char **from)
+{
+	const struct train_config *c = t->c;
+	char *ckpt = NULL;
+	if (c->resume) {
+		rundir_attach(c->run);
+		ckpt = checkpoint_latest(c->run);
+		if (!ckpt)
+			die("%s: no checkpoint to resume from", c->run);
+		rundir_clear_stop(c->run);
+	} else {
+		rundir_create(c->run);
+		write_config(t);
+	}
+	*from = ckpt ? ckpt : c->init;
+	t->vocab_path = ckpt ? rundir_path(ckpt, "vocab.txt") : c->init ? rundir_path(c->init, "vocab.txt") : xstrdup(c->vocab ? c->vocab : "");
+	if (!*t->vocab_path)
+		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
+	char *logpath = rundir_path(c->run, "log/rank-0.log");
+	t->log = fopen(logpath, "a");
+	if (!t->log)
+		die("cannot open %s:", logpath);
+	free(logpath);
+}
+
+static void start_state(struct trainer *t, const char *from)
+{
+	char *events = rundir_path(t->c->run, "events.msgpack");
+	memset(&t->st, 0, sizeof t->st);
+	t->st.best_step = -1;
+	if (t->c->resume) {
+		checkpoint_load(from, t->o, &t->st);
+		t->ev = events_open(events);
+		events_add(t->ev, "resume", json_pack("{sI ss}", "step", (json_int_t)t->st.step, "from", from));
+		logf_(t, "resumed from %s at step %ld", from, t->st.step);
+	} else {
+		t->ev = events_open(events);
+		events_add(t->ev, "start", json_pack("{sI sI sI sI}", "total_steps", (json_int_t)t->total_steps,
+						     "steps_per_epoch", (json_int_t)t->steps_per_epoch, "params",
+						     (json_int_t)bert_numel(t->m), "train_records",
+						     (json_int_t)shard_count(t->train.shard)));
+		log_parameters(t);
+	}
+	free(events);
+	logf_(t, "%ld steps (%ld a epoch), batch %ld x %ld accumulation, %zu parameters", t->total_steps,
+	      t->steps_per_epoch, t->c->batch, t->c->accum, bert_numel(t->m));
+}
+
+/* At an evaluation point (every eval-every steps and at each epoch end):
+ * evaluate, checkpoint unless --save-every says otherwise. Returns 1 to stop early. */
+static int at_step_end(struct trainer *t)
+{
+	const struct train_config *c = t->c;
+	int epoch_end = t->st.batch == t->nbatches;
+	int eval_point = epoch_end || (c->eval_every > 0 && t->st.step % c->eval_every == 0);
+	int early = eval_point ? evaluate_now(t) : 0;
+	int last = t->st.step == t->total_steps || early;
+	if (last || (c->save_every > 0 ? t->st.step % c->save_every == 0 : eval_point))
+		save_checkpoint(t);
+	if (early)
+		events_add(t->ev, "early_stop", json_pack("{sI sI}", "step", (json_int_t)t->st.step, "patience",
+							  (json_int_t)c->patience));
+	return early;
+}
+
+static void finish(struct trainer *t)
+{
+	save_model(t, "final");
+	if (!t->valid.shard)
+		save_model(t, "best");
+	events_add(t->ev, "done", json_pack("{sI sI sI sf}", "step", (json_int_t)t->st.step, "skipped",
+					    (json_int_t)t->st.skipped, "best_step", (json_int_t)t->st.best_step,
+					    "elapsed_s", t->st.elapsed_s));
+	logf_(t, "done at step %ld (%ld skipped); final/ and best/ written", t->st.step, t->st.skipped);
+}
+
+static void stop_now(struct trainer *t)
+{
+	save_checkpoint(t);
+	events_add(t->ev, "stop", json_pack("{sI}", "step", (json_int_t)t->st.step));
+	logf_(t, "stopped at step %ld on request; resume with ts-train --resume %s", t->st.step, t->c->run);
+}
+
+int train_run(const struct train_config *c)
+{
+	struct trainer t = {.c = c, .saved_step = -1};
+	const char *from;
+	open_data(&t);
+	open_run(&t, &from);
+	check_vocab(&t);
+	build_model(&t, from);
+	t.metric = c->metric ? c->metric : c->task == TASK_CLS ? "accuracy" : "loss";
+	if (!metric_known(t.metric, c->task))
+		die("--metric %s does not apply to the %s task", t.metric, c->task == TASK_CLS ? "cls" : "mlm");
+	build_optimizer(&t);
+	plan_steps(&t);
+	start_state(&t, from);
+	if (t.st.step >= t.total_steps) {
+		warnx("%s: the run already finished at step %ld", c->run, t.st.step);
+		return 0;
+	}
+	signal(SIGINT, on_stop_signal);
+	signal(SIGTERM, on_stop_signal);
+	t.t0 = now();
+	double elapsed0 = t.st.elapsed_s;
+	int stopped = 0;
+	while (t.st.step < t.total_steps) {
+		double s0 = now();
+		struct step_result r;
+		train_step(&t, &r);
+		t.st.step++;
+		t.st.samples += r.samples;
+		t.st.tokens += r.tokens;
+		t.steps_this_process++;
+		t.st.elapsed_s = elapsed0 + (now() - t.t0);
+		log_step(&t, &r, now() - s0);
+		if (at_step_end(&t))
+			break;
+		if ((stop_signal || rundir_stop_requested(c->run)) && t.st.step < t.total_steps) {
+			stop_now(&t);
+			stopped = 1;
+			break;
+		}
+	}
+	if (!stopped)
+		finish(&t);
+	events_close(t.ev);
+	fclose(t.log);
+	return 0;
+}
+
+/* --- replay of a bug/ dump --- */
+
+static int32_t *read_ints(const struct rec_reader *r, const msgpack_object *rec, const char *key, size_t want)
+{
+	const msgpack_object *o = mp_get(rec, key);
+	if (!o || o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != want)
+		rec_die(r, "'%s' is missing or has the wrong length", key);
+	int32_t *v = xmalloc((want ? want : 1) * sizeof *v);
+	for (size_t i = 0; i < want; i++)
+		v[i] = (int32_t)o->via.array.ptr[i].via.i64;
+	return v;
+}
+
+static int64_t read_int(const struct rec_reader *r, const msgpack_object *rec, const char *key)
+{
+	const msgpack_object *o = mp_get(rec, key);
+	if (!o || (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER && o->type != MSGPACK_OBJECT_NEGATIVE_INTEGER))
+		rec_die(r, "'%s' is missing", key);
+	return o->via.i64;
+}
+
+/* Runs one saved micro-batch forward and backward; returns its share of the step's mean loss. */
+static double replay_micro(struct bert **m, const char *dir, const struct rec_reader *r, const msgpack_object *rec)
+{
+	const msgpack_object *task = mp_get(rec, "task"), *scale = mp_get(rec, "scale");
+	if (!task || task->type != MSGPACK_OBJECT_STR || !scale)
+		rec_die(r, "not a bug record");
+	enum bert_task tk = task->via.str.size == 3 && !memcmp(task->via.str.ptr, "mlm", 3) ? TASK_MLM : TASK_CLS;
+	int B = (int)read_int(r, rec, "B"), T = (int)read_int(r, rec, "T");
+	if (!*m) {
+		char **names = NULL;
+		int n = 0;
+		*m = modeldir_load(dir, tk, (int)read_int(r, rec, "num_labels"), 0, &names, &n);
+		hfconfig_free_labels(names, n);
+		memset(bert_grads(*m), 0, bert_numel(*m) * sizeof(float));
+	}
+	size_t cells = (size_t)B * T;
+	int32_t *ids = read_ints(r, rec, "ids", cells), *types = read_ints(r, rec, "types", cells);
+	int32_t *mask32 = read_ints(r, rec, "mask", cells);
+	int32_t *labels = read_ints(r, rec, "labels", tk == TASK_CLS ? (size_t)B : cells);
+	uint8_t *mask = xmalloc(cells);
+	for (size_t i = 0; i < cells; i++)
+		mask[i] = (uint8_t)mask32[i];
+	struct bert_batch b = {B, T, ids, types, mask, labels};
+	int64_t count;
+	double loss = bert_forward(*m, &b, 1, (uint64_t)read_int(r, rec, "seed"), &count);
+	bert_backward(*m, (float)scale->via.f64);
+	free(ids), free(types), free(mask32), free(labels), free(mask);
+	return loss * scale->via.f64;
+}
+
+int train_replay(const char *bugdir)
+{
+	char *path = rundir_path(bugdir, "batch.msgpack");
+	struct rec_reader *r = rec_open(path);
+	struct bert *m = NULL;
+	double loss = 0;
+	int64_t step = -1;
+	const msgpack_object *rec;
+	while ((rec = rec_next(r))) {
+		step = read_int(r, rec, "step");
+		loss += replay_micro(&m, bugdir, r, rec);
+	}
+	if (!m)
+		die("%s: no batch to replay", path);
+	double norm = grad_global_norm(bert_grads(m), bert_numel(m));
+	json_t *bad = json_array();
+	int n = bert_tensors(m, NULL);
+	struct tensor_ref *refs = xcalloc((size_t)n, sizeof *refs);
+	bert_tensors(m, refs);
+	const float *g = bert_grads(m), *p0 = bert_params(m);
+	for (int i = 0; i < n; i++) {
+		const float *gi = g + (refs[i].data - p0);
+		for (int64_t k = 0; k < tensor_numel(&refs[i]); k++)
+			if (!isfinite(gi[k])) {
+				json_array_append_new(bad, json_string(refs[i].name));
+				break;
+			}
+	}
+	int reproduced = !isfinite(loss) || !isfinite(norm);
+	json_t *j = json_pack("{sI so so sb so}", "step", (json_int_t)step, "loss", json_number(loss), "grad_norm",
+			      json_number(norm), "reproduced", reproduced, "nonfinite_grads", bad);
+	char *text = json_dumps(j, JSON_COMPACT);
+	printf("%s\n", text);
+	free(text);
+	json_decref(j);
+	free(refs);
+	rec_close(r);
+	bert_free(m);
+	free(path);
+	if (!reproduced)
+		warnx("%s: the loss and gradient are finite this time", bugdir);
+	return reproduced ? 0 : 1;
+}

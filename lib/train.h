@@ -1,0 +1,33 @@
+/* The training loop of ts-train: data, model, optimizer and schedule, with
+ * evaluation, checkpoints, early stop, stop requests and exact resume. */
+#ifndef TS_TRAIN_H
+#define TS_TRAIN_H
+#include "bert.h"
+#include "optim.h"
+#include <stdio.h>
+
+struct train_config {
+	const char *data, *run, *init, *vocab;
+	enum bert_task task;
+	struct bert_config model;      /* from scratch; heads and dropout also apply to --init */
+	int dropout_given;             /* override the checkpoint's dropout */
+	struct optim_config optim;
+	double lr, warmup, end_lr_ratio, clip;
+	int decay;                     /* enum decay_kind */
+	long accum, batch, epochs, max_steps, seed;
+	long eval_every, save_every, keep, patience;
+	int eval_test, bucket;
+	const char *metric;
+	float mask_prob;
+	int whole_word;
+	long max_ngram;
+	int resume;
+	void (*write_config)(FILE *f);   /* the resolved options, for RUN/config */
+};
+
+/* Runs (or resumes) a run to its end or a stop request; returns the exit code. */
+int train_run(const struct train_config *c);
+/* Re-runs the step saved in a bug/ dir and reports whether the loss or the
+ * gradient is again not finite; returns the exit code. */
+int train_replay(const char *bugdir);
+#endif

@@ -1,0 +1,76 @@
+# ts-tokenize from the command line: formats, labels, pairs, truncation and
+# folding (expected ids made with Hugging Face tokenizers), ordering, bad input.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+tok() { ts-tokenize -v "$V" "$@"; }
+body() { ts-cat --no-header; }
+
+expect_eq "lines from stdin" "$(echo 'Hello, World!' | tok | body)" '{"id":0,"ids":[101,7592,1010,2088,999,102]}'
+expect_eq "header carries vocab hash, labels, max_len" "$(echo hi | tok | ts-cat | head -1)" \
+	'{"kind":"tokens","version":1,"vocab":"07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3","labels":[],"max_len":512,"lower":true}'
+
+# folding: the pieces Hugging Face returns as overflowing tokens with stride 2
+expect_eq "fold with stride matches HF overflow" \
+	"$(echo 'one two three four five six seven eight nine ten eleven twelve' | tok --max-len 8 --fold --stride 2 | body | tr '\n' ' ')" \
+	'{"id":0,"ids":[101,2028,2048,2093,2176,2274,2416,102],"fold":0} {"id":0,"ids":[101,2274,2416,2698,2809,3157,2702,102],"fold":1} {"id":0,"ids":[101,3157,2702,5408,4376,102],"fold":2} '
+expect_eq "truncation keeps [SEP]" "$(echo 'one two three four five six' | tok --max-len 5 | body)" '{"id":0,"ids":[101,2028,2048,2093,102]}'
+expect_eq "--max-len 0 means no limit" "$(printf 'a %.0s' $(seq 600) | tok --max-len 0 | body | tr -cd , | wc -c)" 602
+
+# pairs: longest-first truncation and type ids as HF gives them
+printf 'text,pair\n"a b c d e f g","h i"\n"a b c","d e f g h i j k"\n"a b c d e f","g h i j k l m"\n' >"$T/p.csv"
+expect_eq "pairs: longest-first truncation and type ids" "$(tok --max-len 10 --text-pair pair "$T/p.csv" | body | tr '\n' ' ')" \
+	'{"id":0,"ids":[101,1037,1038,1039,1040,1041,102,1044,1045,102],"types":[0,0,0,0,0,0,0,1,1,1]} {"id":1,"ids":[101,1037,1038,1039,102,1040,1041,1042,1043,102],"types":[0,0,0,0,0,1,1,1,1,1]} {"id":2,"ids":[101,1037,1038,1039,102,1043,1044,1045,1046,102],"types":[0,0,0,0,0,1,1,1,1,1]} '
+expect_eq "pairs: --fold folds the second text" "$(printf 'text,pair\nq,"a b c d e"\n' | tok -f csv --max-len 6 --fold --text-pair pair | body | tr '\n' ' ')" \
+	'{"id":0,"ids":[101,1053,102,1037,1038,102],"types":[0,0,0,1,1,1],"fold":0} {"id":0,"ids":[101,1053,102,1039,1040,102],"types":[0,0,0,1,1,1],"fold":1} {"id":0,"ids":[101,1053,102,1041,102],"types":[0,0,0,1,1],"fold":2} '
+
+# labels and ids
+printf 'id,text,label\nx1,good,pos\nx2,bad,neg\nx3,fine,pos\n' >"$T/l.csv"
+expect_eq "labels in order of first appearance" "$(tok --label label --id id "$T/l.csv" | ts-cat | tr '\n' ' ')" \
+	'{"kind":"tokens","version":1,"vocab":"07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3","labels":["pos","neg"],"max_len":512,"lower":true} {"id":"x1","ids":[101,2204,102],"label":0} {"id":"x2","ids":[101,2919,102],"label":1} {"id":"x3","ids":[101,2986,102],"label":0} '
+printf 'neg\npos\n' >"$T/names"
+expect_eq "--labels fixes the order" "$(tok --label label --labels "$T/names" "$T/l.csv" | ts-cat | cut -c1-200 | tr '\n' ' ' | grep -o '"labels":\[[^]]*\]\|"label":[0-9]' | tr '\n' ' ')" \
+	'"labels":["neg","pos"] "label":1 "label":0 "label":1 '
+printf 'id,text,label\nx1,good,pos\nx2,bad,meh\n' >"$T/l2.csv"
+expect_fail "a label not in --labels" 1 "l2.csv: line 3: label 'meh' is not in" tok --label label --labels "$T/names" "$T/l2.csv"
+printf '{"text":"hi","label":3,"id":7}\n{"text":"yo","label":[1,0],"id":"b"}\n{"text":"ok","label":0.5,"id":9}\n' >"$T/j.jsonl"
+expect_eq "JSONL: int, list and float labels; int and string ids" "$(tok --label label --id id "$T/j.jsonl" | body | tr '\n' ' ')" \
+	'{"id":7,"ids":[101,7632,102],"label":3} {"id":"b","ids":[101,10930,102],"label":[1,0]} {"id":9,"ids":[101,7929,102],"label":0.5} '
+printf 'text\tlabel\n"tab\tinside"\tz\n' >"$T/t.tsv"
+expect_eq "TSV with a quoted tab" "$(tok "$T/t.tsv" | body)" '{"id":0,"ids":[101,21628,2503,102]}'
+expect_eq "--cased keeps case" "$(echo 'Hello' | tok --cased | body)" '{"id":0,"ids":[101,100,102]}'
+
+# many threads give the same bytes as one
+tok -j 1 --label label --id id "$TOP/examples/spamassassin.csv" >"$T/one"
+tok -j 3 --label label --id id "$TOP/examples/spamassassin.csv" >"$T/three"
+check "-j 3 writes the same records in the same order as -j 1" cmp "$T/one" "$T/three"
+expect_eq "one record per CSV row" "$(ts-cat --no-header "$T/one" | wc -l)" 6046
+tok -o "$T/out.msgpack" --label label --id id "$TOP/examples/spamassassin.csv"
+check "-o writes the same bytes as standard output" cmp "$T/out.msgpack" "$T/one"
+
+# bad input: one line, exit 1, no output file left behind
+expect_fail "missing column names the columns" 1 "no column 'txt' \(columns: id, text, label\)" tok --text txt "$T/l.csv"
+printf 'text,label\n"open,x\n' >"$T/bad.csv"
+expect_fail "unterminated quote" 1 "bad.csv: line 2: unterminated quote" tok -o "$T/o1" "$T/bad.csv"
+expect_eq "no half-written output" "$(ls "$T" | grep -c '^o1')" 0
+: >"$T/empty.csv"
+expect_fail "empty input" 1 "empty input" tok "$T/empty.csv"
+printf 'text\n' >"$T/hdr.csv"
+expect_fail "header but no records" 1 "empty input" tok -o "$T/o2" "$T/hdr.csv"
+expect_eq "no output file for an empty input" "$(ls "$T" | grep -c '^o2')" 0
+printf 'text\nok \xff\xfe bytes\n' >"$T/utf.csv"
+expect_eq "invalid UTF-8 is replaced and counted" "$(tok "$T/utf.csv" 2>"$T/w" | body; cat "$T/w")" \
+	"$(printf '{"id":0,"ids":[101,7929,27507,102]}\nts-tokenize: replaced 2 invalid UTF-8 sequences with U+FFFD')"
+expect_fail "--strict refuses invalid UTF-8" 1 "utf.csv: line 2: invalid UTF-8" tok --strict "$T/utf.csv"
+printf 'hello\nworld\n' >"$T/notvocab.txt"
+expect_fail "a vocab that is not one" 1 "notvocab.txt" ts-tokenize -v "$T/notvocab.txt" "$T/l.csv"
+printf '{"text": 5}\n' >"$T/num.jsonl"
+expect_fail "JSONL text that is not a string" 1 "num.jsonl: line 1: field 'text' is not a string" tok "$T/num.jsonl"
+printf '{"txt": "a"}\n' >"$T/miss.jsonl"
+expect_fail "JSONL missing field names the fields" 1 "line 1: no field 'text' \(fields: txt\)" tok "$T/miss.jsonl"
+printf 'text,label\na,b,c\n' >"$T/ragged.csv"
+expect_fail "a row with too many fields" 1 "ragged.csv: line 2: 3 fields, expected 2" tok "$T/ragged.csv"
+expect_fail "no vocab" 2 "a vocabulary is required" ts-tokenize "$T/l.csv"
+expect_fail "unknown format" 2 "--format: 'xml' is not one of" tok -f xml "$T/l.csv"
+expect_fail "stride too large" 2 "--stride must be smaller" tok --fold --max-len 8 --stride 6 "$T/l.csv"
+expect_fail "unknown extension" 2 "cannot tell the format" tok "$T/notvocab.txt.gz"
+finish
