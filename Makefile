@@ -8,10 +8,10 @@ OPENBLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-openmp
 
 VERSION := 0.1.0
 DEPS := libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev libncurses-dev \
-        libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev pkg-config tmux
+        libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev pkg-config tmux jq zsh
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -Ilib -I$(OPENBLAS_INC) \
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-math-errno -fopenmp -Ilib -I$(OPENBLAS_INC) \
           -DTS_VERSION='"$(VERSION)"'
 LIBNAMES := -lmsgpackc -lpcre2-8 -lutf8proc -ljansson -lnettle -lncursesw -ltinfo
 ifeq ($(STATIC),1)
@@ -67,7 +67,8 @@ completions: $(CMDS) tests/gen-completions
 test: all $(UNIT)
 	@tests/run
 
-demo: deps-if-missing all
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@examples/demo
 
 deps:
@@ -76,8 +77,6 @@ deps:
 	  echo "installing: $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-
-deps-if-missing: deps
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
@@ -92,5 +91,5 @@ install: all
 clean:
 	rm -rf build bin
 
-.PHONY: all test demo deps deps-if-missing install clean completions
+.PHONY: all test demo deps install clean completions
 .SECONDARY:

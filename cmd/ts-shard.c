@@ -159,8 +159,11 @@ struct reader {
 
 static int same_tokens(const struct tokrec *a, const struct tokrec *b)
 {
-	return a->n == b->n && !a->types == !b->types && !memcmp(a->ids, b->ids, a->n * sizeof *a->ids) &&
-	       (!a->types || !memcmp(a->types, b->types, a->n));
+	if (a->n != b->n || !a->types != !b->types)
+		return 0;
+	if (a->n == 0)
+		return 1;
+	return !memcmp(a->ids, b->ids, a->n * sizeof *a->ids) && (!a->types || !memcmp(a->types, b->types, a->n));
 }
 
 static void decode(const void *data, uint32_t len, struct tokrec *t)

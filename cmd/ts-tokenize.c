@@ -178,7 +178,7 @@ static int produce(void *slot, void *ctxp)
 		add_item(c, b, &r);
 	}
 	if (c->prog)
-		progress_update(c->prog, c->done_bytes + (c->in ? tokinput_offset(c->in) : 0));
+		progress_update(c->prog, c->done_bytes + (c->in ? tokinput_offset(c->in) : 0), NULL);
 	return b->n > 0;
 }
 
@@ -286,6 +286,14 @@ static void check_options(void)
 		die_usage("--labels needs --label COL");
 }
 
+/* Every input's format is known before any output is written. */
+static void check_formats(char **files, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (format_for(files[i]) == FMT_LINES && (text_col || pair_col || label_col || id_col))
+			die_usage("%s: --text, --text-pair, --label and --id need csv, tsv or jsonl input", files[i]);
+}
+
 int main(int argc, char **argv)
 {
 	struct ctx c = {0};
@@ -294,6 +302,7 @@ int main(int argc, char **argv)
 	static char *dash[] = {"-"};
 	if (c.nfiles == 0)
 		c.files = dash, c.nfiles = 1;
+	check_formats(c.files, c.nfiles);
 	c.cols = (struct in_cols){text_col ? text_col : "text", pair_col, label_col, id_col};
 	c.vocab = vocab_load(vocab_path);
 	c.enc = (struct encode_opts){max_len, fold, stride, vocab_special(c.vocab, VOCAB_CLS),
@@ -311,7 +320,7 @@ int main(int argc, char **argv)
 		write_header(&c);
 	}
 	c.total_bytes = total_size(c.files, c.nfiles);
-	c.prog = progress_new("tokenizing", c.total_bytes);
+	c.prog = progress_new("tokenizing", c.total_bytes, PROGRESS_BYTES);
 	int nslots = 2 * nthreads + 2;
 	struct batch *slots = xcalloc((size_t)nslots, sizeof *slots);
 	void **sp = xcalloc((size_t)nslots, sizeof *sp);

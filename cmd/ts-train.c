@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *data, *run, *resume, *init, *vocab, *replay, *metric;
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
@@ -137,6 +138,8 @@ int main(int argc, char **argv)
 			die_usage("--resume takes no other options: the run's config decides");
 		char *path = malloc(strlen(resume) + 8);
 		sprintf(path, "%s/config", resume);
+		if (access(path, F_OK) < 0)
+			die("%s: not a run dir (no config file)", resume);
 		opt_read_config(&spec, path);
 		free(path);
 		run = resume;

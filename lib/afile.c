@@ -96,3 +96,19 @@ void afile_abort(struct afile *f)
 	}
 	afile_free(f);
 }
+
+void afile_copy(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		die("cannot open %s:", from);
+	struct afile *f = afile_open(to);
+	char buf[1 << 16];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		afile_write(f, buf, (size_t)n);
+	if (n < 0)
+		die("read %s:", from);
+	close(in);
+	afile_commit(f);
+}

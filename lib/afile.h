@@ -21,6 +21,9 @@ void afile_commit(struct afile *f);
 /* Removes the temp file. Frees f. */
 void afile_abort(struct afile *f);
 
+/* Copies a file atomically. */
+void afile_copy(const char *from, const char *to);
+
 /* Writes all of buf to fd or dies with "what:" (errno appended). */
 void write_all(int fd, const void *buf, size_t n, const char *what);
 /* fsyncs a directory so a rename in it is durable. */

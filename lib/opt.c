@@ -206,7 +206,7 @@ static void print_help(const struct cmd_spec *spec)
 	for (int pass = 0; pass < 2; pass++)
 		for (const struct opt *o = pass ? opts_builtin() : spec->opts; o->name; o++) {
 			char left[96];
-			int n = snprintf(left, sizeof left, "  %s%c%s--%s", o->shrt ? "-" : "  ",
+			int n = snprintf(left, sizeof left, "  %s%c%s--%s", o->shrt ? "-" : " ",
 					 o->shrt ? o->shrt : ' ', o->shrt ? ", " : "  ", o->name);
 			if (o->arg)
 				snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg);

@@ -8,6 +8,7 @@
 struct progress {
 	const char *what;
 	uint64_t total;
+	enum progress_unit unit;
 	double start, last;
 };
 
@@ -18,41 +19,51 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-struct progress *progress_new(const char *what, uint64_t total)
+struct progress *progress_new(const char *what, uint64_t total, enum progress_unit unit)
 {
 	if (!isatty(STDERR_FILENO))
 		return NULL;
 	struct progress *p = xcalloc(1, sizeof *p);
 	p->what = what;
 	p->total = total;
+	p->unit = unit;
 	p->start = now();
 	return p;
 }
 
-void progress_update(struct progress *p, uint64_t done)
+void progress_update(struct progress *p, uint64_t done, const char *note)
 {
 	if (!p)
 		return;
 	double t = now();
-	if (t - p->last < 0.1)
+	if (t - p->last < 0.1 && done < p->total)
 		return;
 	p->last = t;
-	double mb = (double)done / 1e6, rate = mb / (t - p->start + 1e-9);
+	double scale = p->unit == PROGRESS_BYTES ? 1e-6 : 1, rate = (double)done / (t - p->start + 1e-9);
+	const char *u = p->unit == PROGRESS_BYTES ? "MB" : "steps";
+	fprintf(stderr, "\r\033[K%s", p->what);
 	if (p->total) {
 		double f = (double)done / (double)p->total;
-		int w = 30, fill = (int)(f * w + 0.5);
-		fprintf(stderr, "\r%s %5.1f%% [%.*s%*s] %.1f MB %.1f MB/s eta %.0fs  ", p->what, 100 * f, fill,
-			"##############################", w - fill, "", mb, rate,
-			rate > 0 ? ((double)p->total / 1e6 - mb) / rate : 0);
-	} else {
-		fprintf(stderr, "\r%s %.1f MB %.1f MB/s  ", p->what, mb, rate);
+		int w = 24, fill = (int)(f * w + 0.5);
+		fprintf(stderr, " %5.1f%% [%.*s%*s]", 100 * f, fill, "########################", w - fill, "");
+	}
+	fprintf(stderr, " %.1f %s, %.1f %s/s", (double)done * scale, u, rate * scale, u);
+	if (p->total && rate > 0)
+		fprintf(stderr, ", eta %.0fs", (double)(p->total - done) / rate);
+	if (note)
+		fprintf(stderr, " %s", note);
+}
+
+void progress_clear(struct progress *p)
+{
+	if (p) {
+		fprintf(stderr, "\r\033[K");
+		p->last = 0;
 	}
 }
 
 void progress_done(struct progress *p)
 {
-	if (!p)
-		return;
-	fprintf(stderr, "\r\033[K");
+	progress_clear(p);
 	free(p);
 }

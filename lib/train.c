@@ -8,6 +8,7 @@
 #include "manifest.h"
 #include "modeldir.h"
 #include "mpjson.h"
+#include "progress.h"
 #include "rec.h"
 #include "rng.h"
 #include "rundir.h"
@@ -60,6 +61,7 @@ struct trainer {
 	double t0;
 	long steps_this_process;
 	long saved_step;       /* step of the last checkpoint written, -1 for none */
+	struct progress *prog;
 };
 
 static double now(void)
@@ -168,9 +170,12 @@ static void build_model(struct trainer *t, const char *from)
 	if (mc->vocab < vocab_size(t->vocab))
 		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from ? from : "model",
 		    mc->vocab, vocab_size(t->vocab));
-	if ((long)t->man->max_len > mc->max_pos)
-		die("%s holds records of up to %ld tokens but the model has %d positions", c->data, t->man->max_len,
-		    mc->max_pos);
+	uint32_t longest = 0;
+	for (int i = 0; i < t->man->nsplits; i++)
+		if (t->man->splits[i].max_tokens > longest)
+			longest = t->man->splits[i].max_tokens;
+	if ((int64_t)longest > mc->max_pos)
+		die("%s holds records of up to %u tokens but the model has %d positions", c->data, longest, mc->max_pos);
 	t->labels = t->man->labels;
 	t->nlabels = t->man->nlabels;
 	t->train.src.num_labels = t->valid.src.num_labels = t->test.src.num_labels = t->num_labels;
@@ -270,6 +275,9 @@ static int evaluate_now(struct trainer *t)
 	struct eval_result r;
 	json_t *j = eval_split(t, &t->valid, "valid", &r);
 	double v = metric_value(&r, t->metric);
+	progress_clear(t->prog);
+	fprintf(stderr, "%s: step %ld/%ld: valid %s %.4f, loss %.4f\n", ts_prog, t->st.step, t->total_steps, t->metric, v,
+		r.loss);
 	char *text = json_dumps(j, JSON_COMPACT);
 	logf_(t, "step %ld eval valid %s %.6g: %s", t->st.step, t->metric, v, text);
 	free(text);
@@ -422,6 +430,9 @@ static void log_step(struct trainer *t, const struct step_result *r, double step
 	if (r->skipped)
 		json_object_set_new(j, "skipped", json_true());
 	events_add(t->ev, "step", j);
+	char note[96];
+	snprintf(note, sizeof note, "loss %.4f lr %.3g epoch %ld", r->loss, r->lr, t->st.epoch + 1);
+	progress_update(t->prog, (uint64_t)t->st.step, note);
 	if (t->steps_this_process == 3 || t->st.step == t->total_steps) {
 		time_t finish = time(NULL) + (time_t)eta;
 		char when[32];
@@ -447,6 +458,15 @@ static void write_config(struct trainer *t)
 	free(path);
 }
 
+/* The run keeps its own copy of the vocab, so checkpoints can come and go. */
+static void keep_vocab(struct trainer *t, const char *src)
+{
+	if (!src)
+		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
+	t->vocab_path = rundir_path(t->c->run, "vocab.txt");
+	afile_copy(src, t->vocab_path);
+}
+
 static void open_run(struct trainer *t, const char **from)
 {
 	const struct train_config *c = t->c;
@@ -457,14 +477,15 @@ static void open_run(struct trainer *t, const char **from)
 		if (!ckpt)
 			die("%s: no checkpoint to resume from", c->run);
 		rundir_clear_stop(c->run);
+		t->vocab_path = rundir_path(c->run, "vocab.txt");
 	} else {
 		rundir_create(c->run);
 		write_config(t);
+		char *init_vocab = c->init ? rundir_path(c->init, "vocab.txt") : NULL;
+		keep_vocab(t, init_vocab ? init_vocab : c->vocab);
+		free(init_vocab);
 	}
 	*from = ckpt ? ckpt : c->init;
-	t->vocab_path = ckpt ? rundir_path(ckpt, "vocab.txt") : c->init ? rundir_path(c->init, "vocab.txt") : xstrdup(c->vocab ? c->vocab : "");
-	if (!*t->vocab_path)
-		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
 	char *logpath = rundir_path(c->run, "log/rank-0.log");
 	t->log = fopen(logpath, "a");
 	if (!t->log)
@@ -521,6 +542,8 @@ static void finish(struct trainer *t)
 					    (json_int_t)t->st.skipped, "best_step", (json_int_t)t->st.best_step,
 					    "elapsed_s", t->st.elapsed_s));
 	logf_(t, "done at step %ld (%ld skipped); final/ and best/ written", t->st.step, t->st.skipped);
+	progress_clear(t->prog);
+	fprintf(stderr, "%s: done at step %ld; the model is in %s/best\n", ts_prog, t->st.step, t->c->run);
 }
 
 static void stop_now(struct trainer *t)
@@ -528,6 +551,8 @@ static void stop_now(struct trainer *t)
 	save_checkpoint(t);
 	events_add(t->ev, "stop", json_pack("{sI}", "step", (json_int_t)t->st.step));
 	logf_(t, "stopped at step %ld on request; resume with ts-train --resume %s", t->st.step, t->c->run);
+	progress_clear(t->prog);
+	fprintf(stderr, "%s: stopped at step %ld; continue with ts-train --resume %s\n", ts_prog, t->st.step, t->c->run);
 }
 
 int train_run(const struct train_config *c)
@@ -550,6 +575,7 @@ int train_run(const struct train_config *c)
 	}
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
+	t.prog = progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS);
 	t.t0 = now();
 	double elapsed0 = t.st.elapsed_s;
 	int stopped = 0;
@@ -573,6 +599,7 @@ int train_run(const struct train_config *c)
 	}
 	if (!stopped)
 		finish(&t);
+	progress_done(t.prog);
 	events_close(t.ev);
 	fclose(t.log);
 	return 0;

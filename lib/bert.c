@@ -1,0 +1,755 @@
+/* BERT on the CPU with Hugging Face semantics (modeling_bert.py): post-LN
+ * encoder layers, the sequence-classification head (pooler, dropout,
+ * classifier) and the masked-LM head (transform, decoder tied to the word
+ * embeddings). One function per block forward and backward, top to bottom.
+ * Dimension letters: B batch, T sequence, N = B*T rows, C hidden, H heads,
+ * F feed-forward, V vocab, L labels, M rows the head predicts. */
+#include "bert.h"
+#include "cpu_ops.h"
+#include "err.h"
+#include "rng.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* BERT's [PAD]: HF's padding_idx, whose word embedding starts at zero and
+ * gets no gradient from the embedding lookup. */
+enum { PAD_ID = 0, IGNORE_LABEL = -100 };
+
+struct layer_weights {
+	float *qkv_w, *qkv_b;      /* query, key, value stacked: [3C, C], [3C] */
+	float *attn_out_w, *attn_out_b, *attn_ln_w, *attn_ln_b;
+	float *ffn_in_w, *ffn_in_b, *ffn_out_w, *ffn_out_b, *ffn_ln_w, *ffn_ln_b;
+};
+
+/* Pointers into the flat parameter buffer, or the same places in the grads. */
+struct weights {
+	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
+	struct layer_weights *layer;
+	float *pool_w, *pool_b, *cls_w, *cls_b;             /* TASK_CLS */
+	float *tr_w, *tr_b, *tr_ln_w, *tr_ln_b, *decoder_b; /* TASK_MLM */
+};
+
+/* What a layer's backward needs from its forward. R rows are computed after
+ * the attention: all N, or in the last layer only the M the head reads. */
+struct layer_acts {
+	float *qkv;                          /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
+	float *probs;                        /* [R, H, T] softmax before dropout */
+	float *ctx;                          /* [R, C] attention output per head */
+	float *attn_sum, *attn_mean, *attn_rstd, *attn_ln; /* residual sum, LN */
+	float *ffn_pre, *ffn_act;            /* [N, F] before and after GELU */
+	float *ffn_sum, *ffn_mean, *ffn_rstd, *out;        /* out: next layer's input */
+};
+
+/* The rows a layer computes after attention: all, or the head's. */
+struct layer_rows {
+	int R;
+	const int32_t *rows;       /* NULL: all N */
+	const int32_t *q_start;    /* B+1 offsets of each sequence's rows */
+};
+
+/* The head over M gathered rows: cls M = B ([CLS] rows), mlm M = labelled. */
+struct head_acts {
+	const float *in;       /* [M, C] final hidden states of the rows */
+	float *dense;          /* [M, C] cls: tanh(pooler); mlm: transform pre-GELU */
+	float *act;            /* [M, C] cls: dropout of it; mlm: GELU of it */
+	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
+	float *logits, *dlogits;   /* [M, L or V] */
+	float *lse;            /* [M] */
+};
+
+struct acts {
+	float *emb_sum, *emb_mean, *emb_rstd, *emb_out;
+	struct layer_acts *layer;
+	float *rows_in;        /* [M, C] the last layer's input at the head's rows */
+	struct head_acts head;
+	/* activation gradients, shared by all layers */
+	float *dh, *dbranch, *dctx, *dqkv, *dffn, *dhead, *dhead_in;
+};
+
+struct bert {
+	struct bert_config c;
+	size_t numel;
+	float *params, *grads;
+	struct weights w, g;
+	struct tensor_ref *tensors;
+	int ntensors;
+
+	/* the last forward's batch, copied so backward never reads freed memory */
+	int B, T, M, train;
+	uint64_t dropout_seed;
+	int32_t *ids, *types, *rows, *labels, *q_start;
+	uint8_t *mask;
+	size_t ids_cap, types_cap, rows_cap, labels_cap, q_start_cap, mask_cap;
+
+	struct acts a;
+	float *work;           /* every activation, carved into a */
+	size_t work_cap;
+};
+
+/* ---- parameter layout ---- */
+
+/* Walks the parameters in their fixed order, placing each at the next free
+ * float of base; with a list, also names them. Listing order is memory order,
+ * so the tensors tile bert_params() exactly. */
+struct layout {
+	float *base;
+	size_t used;
+	struct tensor_ref *list;
+	int count;
+};
+
+static float *add_tensor(struct layout *l, int64_t rows, int64_t cols, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static float *add_tensor(struct layout *l, int64_t rows, int64_t cols, const char *fmt, ...)
+{
+	float *p = l->base ? l->base + l->used : NULL;
+	if (l->list) {
+		char name[128];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(name, sizeof name, fmt, ap);
+		va_end(ap);
+		struct tensor_ref *t = &l->list[l->count];
+		t->name = xstrdup(name);
+		t->ndim = cols ? 2 : 1;
+		t->shape[0] = rows;
+		t->shape[1] = cols;
+		t->data = p;
+	}
+	l->used += (size_t)rows * (cols ? cols : 1);
+	l->count++;
+	return p;
+}
+
+static void lay_out_layer(struct layout *l, const struct bert_config *c, int i,
+			  struct layer_weights *w)
+{
+	const char *pre = "bert.encoder.layer";
+	int C = c->hidden, F = c->ffn;
+	/* query, key and value side by side make one [3C, C] product */
+	w->qkv_w = add_tensor(l, C, C, "%s.%d.attention.self.query.weight", pre, i);
+	add_tensor(l, C, C, "%s.%d.attention.self.key.weight", pre, i);
+	add_tensor(l, C, C, "%s.%d.attention.self.value.weight", pre, i);
+	w->qkv_b = add_tensor(l, C, 0, "%s.%d.attention.self.query.bias", pre, i);
+	add_tensor(l, C, 0, "%s.%d.attention.self.key.bias", pre, i);
+	add_tensor(l, C, 0, "%s.%d.attention.self.value.bias", pre, i);
+	w->attn_out_w = add_tensor(l, C, C, "%s.%d.attention.output.dense.weight", pre, i);
+	w->attn_out_b = add_tensor(l, C, 0, "%s.%d.attention.output.dense.bias", pre, i);
+	w->attn_ln_w = add_tensor(l, C, 0, "%s.%d.attention.output.LayerNorm.weight", pre, i);
+	w->attn_ln_b = add_tensor(l, C, 0, "%s.%d.attention.output.LayerNorm.bias", pre, i);
+	w->ffn_in_w = add_tensor(l, F, C, "%s.%d.intermediate.dense.weight", pre, i);
+	w->ffn_in_b = add_tensor(l, F, 0, "%s.%d.intermediate.dense.bias", pre, i);
+	w->ffn_out_w = add_tensor(l, C, F, "%s.%d.output.dense.weight", pre, i);
+	w->ffn_out_b = add_tensor(l, C, 0, "%s.%d.output.dense.bias", pre, i);
+	w->ffn_ln_w = add_tensor(l, C, 0, "%s.%d.output.LayerNorm.weight", pre, i);
+	w->ffn_ln_b = add_tensor(l, C, 0, "%s.%d.output.LayerNorm.bias", pre, i);
+}
+
+static void lay_out(struct layout *l, const struct bert_config *c, struct weights *w)
+{
+	int C = c->hidden;
+	w->word = add_tensor(l, c->vocab, C, "bert.embeddings.word_embeddings.weight");
+	w->pos = add_tensor(l, c->max_pos, C, "bert.embeddings.position_embeddings.weight");
+	w->type = add_tensor(l, c->type_vocab, C, "bert.embeddings.token_type_embeddings.weight");
+	w->emb_ln_w = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.weight");
+	w->emb_ln_b = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.bias");
+	for (int i = 0; i < c->layers; i++)
+		lay_out_layer(l, c, i, &w->layer[i]);
+	if (c->task == TASK_CLS) {
+		w->pool_w = add_tensor(l, C, C, "bert.pooler.dense.weight");
+		w->pool_b = add_tensor(l, C, 0, "bert.pooler.dense.bias");
+		w->cls_w = add_tensor(l, c->num_labels, C, "classifier.weight");
+		w->cls_b = add_tensor(l, c->num_labels, 0, "classifier.bias");
+	} else {
+		w->tr_w = add_tensor(l, C, C, "cls.predictions.transform.dense.weight");
+		w->tr_b = add_tensor(l, C, 0, "cls.predictions.transform.dense.bias");
+		w->tr_ln_w = add_tensor(l, C, 0, "cls.predictions.transform.LayerNorm.weight");
+		w->tr_ln_b = add_tensor(l, C, 0, "cls.predictions.transform.LayerNorm.bias");
+		w->decoder_b = add_tensor(l, c->vocab, 0, "cls.predictions.bias");
+	}
+}
+
+static void check_config(const struct bert_config *c)
+{
+	if (c->vocab < 1 || c->hidden < 1 || c->layers < 0 || c->heads < 1 || c->ffn < 1 ||
+	    c->max_pos < 1 || c->type_vocab < 1)
+		die("bert: config sizes must be positive");
+	if (c->hidden % c->heads)
+		die("bert: hidden size %d is not a multiple of %d heads", c->hidden, c->heads);
+	if (!(c->hidden_dropout >= 0 && c->hidden_dropout < 1 && c->attn_dropout >= 0 &&
+	      c->attn_dropout < 1))
+		die("bert: dropout must be in [0, 1)");
+	if (!(c->ln_eps > 0))
+		die("bert: layer norm eps must be positive");
+	if (c->task != TASK_CLS && c->task != TASK_MLM)
+		die("bert: unknown task %d", (int)c->task);
+	if (c->task == TASK_CLS && c->num_labels < 2)
+		die("bert: the cls task needs at least 2 labels, not %d", c->num_labels);
+}
+
+struct bert *bert_new(const struct bert_config *c)
+{
+	check_config(c);
+	struct bert *m = xcalloc(1, sizeof *m);
+	m->c = *c;
+	m->w.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->w.layer);
+	m->g.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->g.layer);
+	m->a.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->a.layer);
+
+	struct layout count = { 0 };
+	lay_out(&count, c, &m->w);
+	m->numel = count.used;
+	m->ntensors = count.count;
+	m->params = xcalloc(m->numel, sizeof(float));
+	m->grads = xcalloc(m->numel, sizeof(float));
+	m->tensors = xcalloc(m->ntensors, sizeof *m->tensors);
+	struct layout params = { m->params, 0, m->tensors, 0 };
+	lay_out(&params, c, &m->w);
+	struct layout grads = { m->grads, 0, NULL, 0 };
+	lay_out(&grads, c, &m->g);
+	return m;
+}
+
+void bert_free(struct bert *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->ntensors; i++)
+		free((char *)m->tensors[i].name);
+	free(m->tensors);
+	free(m->params);
+	free(m->grads);
+	free(m->w.layer);
+	free(m->g.layer);
+	free(m->a.layer);
+	free(m->ids);
+	free(m->types);
+	free(m->rows);
+	free(m->labels);
+	free(m->q_start);
+	free(m->mask);
+	free(m->work);
+	free(m);
+}
+
+const struct bert_config *bert_config_of(const struct bert *m)
+{
+	return &m->c;
+}
+
+float *bert_params(struct bert *m)
+{
+	return m->params;
+}
+
+float *bert_grads(struct bert *m)
+{
+	return m->grads;
+}
+
+size_t bert_numel(const struct bert *m)
+{
+	return m->numel;
+}
+
+int bert_tensors(struct bert *m, struct tensor_ref *out)
+{
+	if (out)
+		memcpy(out, m->tensors, sizeof *out * m->ntensors);
+	return m->ntensors;
+}
+
+int bert_decays(const char *name)
+{
+	return !strstr(name, "bias") && !strstr(name, "LayerNorm");
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+void bert_init(struct bert *m, uint64_t seed)
+{
+	for (int i = 0; i < m->ntensors; i++) {
+		const struct tensor_ref *t = &m->tensors[i];
+		int64_t n = tensor_numel(t);
+		float *p = t->data;
+		if (ends_with(t->name, "LayerNorm.weight")) {
+			for (int64_t j = 0; j < n; j++)
+				p[j] = 1.0f;
+		} else if (ends_with(t->name, "bias")) {
+			memset(p, 0, sizeof(float) * n);
+		} else {
+			uint64_t s = rng_derive(seed, i);
+#pragma omp parallel for schedule(static)
+			for (int64_t j = 0; j < n; j++)
+				p[j] = 0.02f * rng_normal_at(s, j);
+		}
+	}
+	memset(m->w.word + (size_t)PAD_ID * m->c.hidden, 0, sizeof(float) * m->c.hidden);
+}
+
+/* ---- workspace ---- */
+
+/* Hands out consecutive pieces of the workspace, 64-byte aligned relative to
+ * its start; with no base it only measures. */
+struct carver {
+	float *base;
+	size_t used;
+};
+
+static float *carve(struct carver *k, size_t n)
+{
+	float *p = k->base ? k->base + k->used : NULL;
+	k->used += (n + 15) & ~(size_t)15;
+	return p;
+}
+
+static void carve_layer(struct carver *k, const struct bert_config *c, int B, int T,
+			struct layer_acts *a)
+{
+	size_t N = (size_t)B * T, C = c->hidden, F = c->ffn;
+	a->qkv = carve(k, N * 3 * C);
+	a->probs = carve(k, (size_t)B * c->heads * T * T);
+	a->ctx = carve(k, N * C);
+	a->attn_sum = carve(k, N * C);
+	a->attn_mean = carve(k, N);
+	a->attn_rstd = carve(k, N);
+	a->attn_ln = carve(k, N * C);
+	a->ffn_pre = carve(k, N * F);
+	a->ffn_act = carve(k, N * F);
+	a->ffn_sum = carve(k, N * C);
+	a->ffn_mean = carve(k, N);
+	a->ffn_rstd = carve(k, N);
+	a->out = carve(k, N * C);
+}
+
+static void carve_head(struct carver *k, const struct bert_config *c, int M,
+		       struct head_acts *h)
+{
+	size_t C = c->hidden;
+	size_t width = c->task == TASK_CLS ? (size_t)c->num_labels : (size_t)c->vocab;
+	h->dense = carve(k, M * C);
+	h->act = carve(k, M * C);
+	h->norm = carve(k, M * C);
+	h->mean = carve(k, M);
+	h->rstd = carve(k, M);
+	h->logits = carve(k, M * width);
+	h->dlogits = carve(k, M * width);
+	h->lse = carve(k, M);
+}
+
+static size_t carve_all(struct carver *k, const struct bert_config *c, int B, int T, int M,
+			struct acts *a)
+{
+	size_t N = (size_t)B * T, C = c->hidden;
+	a->emb_sum = carve(k, N * C);
+	a->emb_mean = carve(k, N);
+	a->emb_rstd = carve(k, N);
+	a->emb_out = carve(k, N * C);
+	for (int i = 0; i < c->layers; i++)
+		carve_layer(k, c, B, T, &a->layer[i]);
+	a->rows_in = carve(k, (size_t)M * C);
+	carve_head(k, c, M, &a->head);
+	a->dh = carve(k, N * C);
+	a->dbranch = carve(k, N * C);
+	a->dctx = carve(k, N * C);
+	a->dqkv = carve(k, N * 3 * C);
+	a->dffn = carve(k, N * c->ffn);
+	a->dhead = carve(k, (size_t)M * C);
+	a->dhead_in = carve(k, (size_t)M * C);
+	return k->used;
+}
+
+/* Grows the workspace to the batch's size; never shrinks it. */
+static void reserve(struct bert *m)
+{
+	struct carver measure = { NULL, 0 };
+	size_t need = carve_all(&measure, &m->c, m->B, m->T, m->M, &m->a);
+	if (need > m->work_cap) {
+		free(m->work);
+		m->work = xmalloc(need * sizeof(float));
+		m->work_cap = need;
+	}
+	struct carver place = { m->work, 0 };
+	carve_all(&place, &m->c, m->B, m->T, m->M, &m->a);
+}
+
+/* ---- the batch ---- */
+
+static void check_batch(const struct bert *m, const struct bert_batch *b)
+{
+	const struct bert_config *c = &m->c;
+	if (b->B < 1 || b->T < 1)
+		die("bert: empty batch (B %d, T %d)", b->B, b->T);
+	if (b->T > c->max_pos)
+		die("bert: sequence length %d exceeds max positions %d", b->T, c->max_pos);
+	for (int i = 0; i < b->B * b->T; i++) {
+		if (b->ids[i] < 0 || b->ids[i] >= c->vocab)
+			die("bert: token id %d out of range [0, %d)", b->ids[i], c->vocab);
+		if (b->types && (b->types[i] < 0 || b->types[i] >= c->type_vocab))
+			die("bert: token type %d out of range [0, %d)", b->types[i],
+			    c->type_vocab);
+	}
+	int nlabels = c->task == TASK_CLS ? b->B : b->B * b->T;
+	int classes = c->task == TASK_CLS ? c->num_labels : c->vocab;
+	for (int i = 0; i < nlabels; i++) {
+		int y = b->labels[i];
+		if ((y < 0 || y >= classes) && !(c->task == TASK_MLM && y == IGNORE_LABEL))
+			die("bert: label %d out of range [0, %d)", y, classes);
+	}
+}
+
+/* Copies the batch and lists the rows the head predicts: the [CLS] row of
+ * each sequence, or the labelled positions in row-major order. */
+static void keep_batch(struct bert *m, const struct bert_batch *b)
+{
+	size_t N = (size_t)b->B * b->T;
+	m->B = b->B;
+	m->T = b->T;
+	grow(&m->ids, &m->ids_cap, N, sizeof *m->ids);
+	grow(&m->types, &m->types_cap, N, sizeof *m->types);
+	grow(&m->mask, &m->mask_cap, N, sizeof *m->mask);
+	grow(&m->rows, &m->rows_cap, N, sizeof *m->rows);
+	grow(&m->labels, &m->labels_cap, N, sizeof *m->labels);
+	grow(&m->q_start, &m->q_start_cap, b->B + 1, sizeof *m->q_start);
+	memcpy(m->ids, b->ids, N * sizeof *m->ids);
+	if (b->types)
+		memcpy(m->types, b->types, N * sizeof *m->types);
+	else
+		memset(m->types, 0, N * sizeof *m->types);
+	if (b->mask)
+		memcpy(m->mask, b->mask, N);
+	else
+		memset(m->mask, 1, N);
+	m->M = 0;
+	if (m->c.task == TASK_CLS) {
+		for (int i = 0; i < b->B; i++) {
+			m->rows[m->M] = i * b->T;
+			m->labels[m->M++] = b->labels[i];
+		}
+	} else {
+		for (size_t i = 0; i < N; i++)
+			if (b->labels[i] != IGNORE_LABEL) {
+				m->rows[m->M] = (int32_t)i;
+				m->labels[m->M++] = b->labels[i];
+			}
+	}
+	/* rows are in order: each sequence's are a run */
+	for (int i = 0, r = 0; i <= b->B; i++) {
+		while (r < m->M && m->rows[r] < i * b->T)
+			r++;
+		m->q_start[i] = r;
+	}
+}
+
+/* ---- dropout sites ---- */
+
+enum { SITE_ATTN_PROBS, SITE_ATTN_OUT, SITE_FFN_OUT, SITES_PER_LAYER };
+
+/* Every dropout site draws from its own stream of the step's seed. */
+static uint64_t site_seed(const struct bert *m, int layer, int site)
+{
+	return rng_derive(m->dropout_seed, 1 + (uint64_t)layer * SITES_PER_LAYER + site);
+}
+
+static uint64_t embeddings_seed(const struct bert *m)
+{
+	return rng_derive(m->dropout_seed, 0);
+}
+
+static uint64_t classifier_seed(const struct bert *m)
+{
+	return rng_derive(m->dropout_seed, 1 + (uint64_t)m->c.layers * SITES_PER_LAYER);
+}
+
+static float hidden_p(const struct bert *m)
+{
+	return m->train ? m->c.hidden_dropout : 0.0f;
+}
+
+static float attn_p(const struct bert *m)
+{
+	return m->train ? m->c.attn_dropout : 0.0f;
+}
+
+/* ---- embeddings ---- */
+
+static void embeddings_forward(struct bert *m)
+{
+	struct acts *a = &m->a;
+	int N = m->B * m->T, C = m->c.hidden;
+	embedding_forward(a->emb_sum, m->ids, m->types, m->w.word, m->w.pos, m->w.type, m->B,
+			  m->T, C);
+	layernorm_forward(a->emb_out, a->emb_mean, a->emb_rstd, a->emb_sum, m->w.emb_ln_w,
+			  m->w.emb_ln_b, N, C, m->c.ln_eps);
+	dropout_apply(a->emb_out, a->emb_out, (size_t)N * C, hidden_p(m), embeddings_seed(m));
+}
+
+/* dh: the gradient of the embeddings' output, consumed. */
+static void embeddings_backward(struct bert *m, float *dh)
+{
+	struct acts *a = &m->a;
+	int N = m->B * m->T, C = m->c.hidden;
+	dropout_apply(dh, dh, (size_t)N * C, hidden_p(m), embeddings_seed(m));
+	layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum, a->emb_mean,
+			   a->emb_rstd, m->w.emb_ln_w, N, C);
+	embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->ids, m->types, m->B, m->T, C,
+			   PAD_ID);
+}
+
+/* ---- encoder layer ---- */
+
+/* The last layer needs queries, and everything after the attention, only at
+ * the rows its head reads: the same loss and gradients for far less work. */
+static struct layer_rows all_rows(const struct bert *m)
+{
+	struct layer_rows r = { m->B * m->T, NULL, NULL };
+	return r;
+}
+
+static struct layer_rows head_rows(const struct bert *m)
+{
+	struct layer_rows r = { m->M, m->rows, m->q_start };
+	return r;
+}
+
+/* Where layer l's attention finds Q, K and V: in the fused [N, 3C] product,
+ * or K|V over all rows and Q over the selected ones. */
+static struct attention layer_attention(const struct bert *m, int l, const struct layer_rows *r)
+{
+	const float *qkv = m->a.layer[l].qkv;
+	int N = m->B * m->T, C = m->c.hidden;
+	struct attention att = { m->B, m->T, C, m->c.heads, qkv, qkv + C, qkv + 2 * C, 3 * C,
+				 3 * C, NULL, m->mask, attn_p(m), site_seed(m, l, SITE_ATTN_PROBS) };
+	if (r->rows) {
+		att.k = qkv, att.v = qkv + C, att.ldkv = 2 * C;
+		att.q = qkv + (size_t)N * 2 * C, att.ldq = C;
+		att.q_start = r->q_start;
+	}
+	return att;
+}
+
+static void layer_forward(struct bert *m, int l, const float *x, const struct layer_rows *r)
+{
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_acts *a = &m->a.layer[l];
+	int N = m->B * m->T, R = r->R, C = m->c.hidden, F = m->c.ffn;
+	float eps = m->c.ln_eps;
+	struct attention att = layer_attention(m, l, r);
+	const float *res = x;   /* the residual stream at the R rows */
+
+	if (!r->rows) {
+		linear_forward(a->qkv, x, w->qkv_w, w->qkv_b, N, C, 3 * C);
+	} else {
+		linear_forward(a->qkv, x, w->qkv_w + C * C, w->qkv_b + C, N, C, 2 * C);
+		gather_rows(m->a.rows_in, x, r->rows, R, C);
+		res = m->a.rows_in;
+		linear_forward(a->qkv + (size_t)N * 2 * C, res, w->qkv_w, w->qkv_b, R, C, C);
+	}
+	attention_forward(a->ctx, a->probs, &att);
+	linear_forward(a->attn_sum, a->ctx, w->attn_out_w, NULL, R, C, C);
+	residual_layernorm_forward(a->attn_ln, a->attn_sum, a->attn_mean, a->attn_rstd, res,
+				   w->attn_out_b, w->attn_ln_w, w->attn_ln_b, R, C, eps,
+				   hidden_p(m), site_seed(m, l, SITE_ATTN_OUT));
+	linear_forward(a->ffn_pre, a->attn_ln, w->ffn_in_w, NULL, R, C, F);
+	bias_gelu_forward(a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
+	linear_forward(a->ffn_sum, a->ffn_act, w->ffn_out_w, NULL, R, F, C);
+	residual_layernorm_forward(a->out, a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->attn_ln,
+				   w->ffn_out_b, w->ffn_ln_w, w->ffn_ln_b, R, C, eps,
+				   hidden_p(m), site_seed(m, l, SITE_FFN_OUT));
+}
+
+/* The gradient of a dropped-out branch from that of its residual sum. */
+static const float *through_dropout(struct bert *m, const float *dsum, int rows, uint64_t seed)
+{
+	if (hidden_p(m) == 0.0f)
+		return dsum;
+	dropout_apply(m->a.dbranch, dsum, (size_t)rows * m->c.hidden, hidden_p(m), seed);
+	return m->a.dbranch;
+}
+
+/* Into the fused QKV product, or its two parts for the last layer; dh holds
+ * the gradient of the residual stream at the R rows, dx gets that of x. */
+static void qkv_backward(struct bert *m, int l, const float *x, const struct layer_rows *r,
+			 const float *dq, float *dh, float *dx)
+{
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_weights *g = &m->g.layer[l];
+	int N = m->B * m->T, C = m->c.hidden;
+	if (!r->rows) {
+		linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, x, w->qkv_w, N, C, 3 * C, 1);
+		return;
+	}
+	linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_in, w->qkv_w, r->R, C, C, 1);
+	linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, x, w->qkv_w + C * C, N,
+			C, 2 * C, 0);
+	scatter_add_rows(dx, dh, r->rows, r->R, C);
+}
+
+/* dh: in, the gradient of the layer's R output rows, overwritten; dx: out,
+ * that of its input x (dx is dh when all rows are computed). */
+static void layer_backward(struct bert *m, int l, const float *x, const struct layer_rows *r,
+			   float *dh, float *dx)
+{
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_weights *g = &m->g.layer[l];
+	struct layer_acts *a = &m->a.layer[l];
+	struct acts *d = &m->a;
+	int N = m->B * m->T, R = r->R, C = m->c.hidden, F = m->c.ffn;
+
+	layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum, a->ffn_mean,
+			   a->ffn_rstd, w->ffn_ln_w, R, C);
+	const float *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
+	linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act, w->ffn_out_w,
+			R, F, C, 0);
+	gelu_backward(d->dffn, d->dffn, a->ffn_pre, (size_t)R * F);
+	/* the residual: dh already holds the sum's gradient, the FFN's adds to it */
+	linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_ln, w->ffn_in_w, R, C, F,
+			1);
+
+	layernorm_backward(dh, g->attn_ln_w, g->attn_ln_b, dh, a->attn_sum, a->attn_mean,
+			   a->attn_rstd, w->attn_ln_w, R, C);
+	dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_ATTN_OUT));
+	linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx, w->attn_out_w,
+			R, C, C, 0);
+	struct attention att = layer_attention(m, l, r);
+	float *dq = r->rows ? d->dqkv + (size_t)N * 2 * C : d->dqkv;
+	float *dk = r->rows ? d->dqkv : d->dqkv + C;
+	attention_backward(dq, dk, dk + C, d->dctx, a->probs, &att);
+	qkv_backward(m, l, x, r, dq, dh, dx);
+}
+
+/* ---- sequence classification head ---- */
+
+static double cls_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int B = m->B, C = m->c.hidden, L = m->c.num_labels;
+	linear_forward(h->dense, h->in, m->w.pool_w, m->w.pool_b, B, C, C);
+	tanh_forward(h->dense, h->dense, (size_t)B * C);
+	dropout_apply(h->act, h->dense, (size_t)B * C, hidden_p(m), classifier_seed(m));
+	linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, B, C, L);
+	return crossentropy_forward(h->lse, h->logits, m->labels, B, L);
+}
+
+/* Leaves the gradient of the head's input rows in dhead_in. */
+static void cls_head_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int B = m->B, C = m->c.hidden, L = m->c.num_labels;
+	crossentropy_backward(h->dlogits, h->logits, h->lse, m->labels, B, L, scale);
+	linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->act, m->w.cls_w, B, C,
+			L, 0);
+	dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m), classifier_seed(m));
+	tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
+	linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in, m->w.pool_w, B,
+			C, C, 0);
+}
+
+/* ---- masked language model head ---- */
+
+static double mlm_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, C = m->c.hidden, V = m->c.vocab;
+	linear_forward(h->dense, h->in, m->w.tr_w, NULL, M, C, C);
+	bias_gelu_forward(h->act, h->dense, m->w.tr_b, M, C);
+	layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w, m->w.tr_ln_b, M, C,
+			  m->c.ln_eps);
+	linear_forward(h->logits, h->norm, m->w.word, m->w.decoder_b, M, C, V);
+	return crossentropy_forward(h->lse, h->logits, m->labels, M, V);
+}
+
+static void mlm_head_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int M = m->M, C = m->c.hidden, V = m->c.vocab;
+	crossentropy_backward(h->dlogits, h->logits, h->lse, m->labels, M, V, scale);
+	/* the decoder is the word embedding matrix: its gradient adds there */
+	linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->norm, m->w.word, M,
+			C, V, 0);
+	layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act, h->mean,
+			   h->rstd, m->w.tr_ln_w, M, C);
+	gelu_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
+	linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in, m->w.tr_w, M, C, C,
+			0);
+}
+
+/* ---- the whole model ---- */
+
+double bert_forward(struct bert *m, const struct bert_batch *b, int train,
+		    uint64_t dropout_seed, int64_t *count)
+{
+	check_batch(m, b);
+	keep_batch(m, b);
+	reserve(m);
+	m->train = train;
+	m->dropout_seed = dropout_seed;
+	*count = m->M;
+	if (m->M == 0)
+		return 0.0;    /* nothing to predict */
+
+	embeddings_forward(m);
+	const float *x = m->a.emb_out;
+	int L = m->c.layers;
+	struct layer_rows all = all_rows(m), head = head_rows(m);
+	for (int l = 0; l + 1 < L; l++) {
+		layer_forward(m, l, x, &all);
+		x = m->a.layer[l].out;
+	}
+	if (L) {
+		layer_forward(m, L - 1, x, &head);
+		m->a.head.in = m->a.layer[L - 1].out;
+	} else {
+		gather_rows(m->a.rows_in, x, m->rows, m->M, m->c.hidden);
+		m->a.head.in = m->a.rows_in;
+	}
+	return m->c.task == TASK_CLS ? cls_head_forward(m) : mlm_head_forward(m);
+}
+
+static const float *layer_input(const struct bert *m, int l)
+{
+	return l ? m->a.layer[l - 1].out : m->a.emb_out;
+}
+
+void bert_backward(struct bert *m, float scale)
+{
+	int N = m->B * m->T, C = m->c.hidden, L = m->c.layers;
+	if (m->M == 0)
+		return;    /* nothing predicted: every gradient is zero */
+	if (m->c.task == TASK_CLS)
+		cls_head_backward(m, scale);
+	else
+		mlm_head_backward(m, scale);
+	float *dh = m->a.dh;
+	struct layer_rows all = all_rows(m), head = head_rows(m);
+	if (L) {
+		layer_backward(m, L - 1, layer_input(m, L - 1), &head, m->a.dhead_in, dh);
+	} else {
+		memset(dh, 0, sizeof(float) * N * C);
+		scatter_add_rows(dh, m->a.dhead_in, m->rows, m->M, C);
+	}
+	for (int l = L - 2; l >= 0; l--)
+		layer_backward(m, l, layer_input(m, l), &all, dh, dh);
+	embeddings_backward(m, dh);
+}
+
+const float *bert_logits(const struct bert *m)
+{
+	return m->a.head.logits;
+}
+
+void bert_set_dropout(struct bert *m, float hidden, float attn)
+{
+	m->c.hidden_dropout = hidden;
+	m->c.attn_dropout = attn;
+	check_config(&m->c);
+}

@@ -1,0 +1,249 @@
+/* Multi-head self-attention on the CPU: one (sequence, head) pair per task,
+ * single-threaded sgemm inside (OpenBLAS runs serially inside an OpenMP
+ * region), heads read and written in place in the [B*T, 3C] QKV layout.
+ * Each pair's result depends on nothing but its own data, so any schedule
+ * gives the same bits. */
+#include "cpu_ops.h"
+#include "cpu_simd.h"
+#include "err.h"
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What every (sequence, head) task needs, worked out once. */
+struct heads {
+	const struct attention *a;
+	const uint8_t *mask;       /* a->mask, or all ones */
+	int d;                     /* head width C/H */
+	float scale;               /* 1/sqrt(d) */
+	uint32_t threshold, key;   /* dropout on the probabilities; threshold 0: none */
+	float keep_scale;
+};
+
+static struct heads heads_of(const struct attention *a, const uint8_t *mask)
+{
+	int d = a->C / a->H;
+	struct heads s = { a, mask, d, 1.0f / sqrtf((float)d), dropout_threshold(a->p),
+			   dropout_key(a->seed), 1.0f / (1.0f - a->p) };
+	return s;
+}
+
+/* Sequence b's query rows: *first and the count. */
+static int query_rows(const struct attention *a, int b, int *first)
+{
+	if (!a->q_start) {
+		*first = b * a->T;
+		return a->T;
+	}
+	*first = a->q_start[b];
+	return a->q_start[b + 1] - a->q_start[b];
+}
+
+/* Keys past the last real one have zero weight, so the products stop there.
+ * Returns 0 for a sequence with no real key: it attends to all T uniformly
+ * (as HF's additive mask gives), and its scores get no gradient since that
+ * output does not depend on them. */
+static int real_keys(const uint8_t *mask, int T)
+{
+	for (int j = T; j > 0; j--)
+		if (mask[j - 1])
+			return j;
+	return 0;
+}
+
+static uint8_t *mask_or_ones(const uint8_t *mask, int n)
+{
+	if (mask)
+		return NULL;
+	uint8_t *ones = xmalloc(n);
+	memset(ones, 1, n);
+	return ones;
+}
+
+/* Scores p[0..n) in, probabilities p[0..T) out. */
+HOT static void masked_softmax_row(float *p, const uint8_t *mask, int n, int T)
+{
+#pragma omp simd
+	for (int j = 0; j < n; j++)
+		p[j] = select_float(mask[j], p[j], -INFINITY);
+	float mx = row_max(p, n);
+	if (mx == -INFINITY) {
+		for (int j = 0; j < T; j++)
+			p[j] = 1.0f / T;
+		return;
+	}
+	float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+	for (int j = 0; j < n; j++) {
+		p[j] = select_float(mask[j], exp_approx(p[j] - mx), 0.0f);
+		s += p[j];
+	}
+	float inv = 1.0f / s;
+#pragma omp simd
+	for (int j = 0; j < n; j++)
+		p[j] *= inv;
+	for (int j = n; j < T; j++)
+		p[j] = 0.0f;
+}
+
+HOT static void dropout_row(float *out, const float *in, int n, const struct heads *s,
+			    uint32_t base)
+{
+#pragma omp simd
+	for (int j = 0; j < n; j++)
+		out[j] = in[j] * dropout_factor(s->key, base + (uint32_t)j, s->threshold, s->keep_scale);
+}
+
+/* Through dropout (dp *= mask, dropped = p * mask) and then the softmax:
+ * ds = p * (dp - sum(p * dp)), or 0 where no key is real; ds overwrites dp. */
+HOT static void softmax_dropout_backward_row(float *dp, float *dropped, const float *p,
+					     int n, int real, const struct heads *s, uint32_t base)
+{
+	if (s->threshold) {
+#pragma omp simd
+		for (int j = 0; j < n; j++) {
+			float f = dropout_factor(s->key, base + (uint32_t)j, s->threshold, s->keep_scale);
+			dropped[j] = p[j] * f;
+			dp[j] *= f;
+		}
+	}
+	if (!real) {
+		memset(dp, 0, sizeof(float) * n);
+		return;
+	}
+	float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+	for (int j = 0; j < n; j++)
+		dot += p[j] * dp[j];
+#pragma omp simd
+	for (int j = 0; j < n; j++)
+		dp[j] = p[j] * (dp[j] - dot);
+}
+
+/* Sequence b, head h: its queries q0.. (nq of them), its n keys and its
+ * block of probabilities, nq x T at ((q0 * H + h * nq) * T); the block's
+ * element offsets number the dropout draws. */
+struct head_task {
+	int b, h, q0, nq, n, real;
+	size_t probs;
+};
+
+static struct head_task head_task(const struct heads *s, int bh)
+{
+	const struct attention *a = s->a;
+	struct head_task t = { .b = bh / a->H, .h = bh % a->H };
+	t.nq = query_rows(a, t.b, &t.q0);
+	t.real = real_keys(s->mask + (size_t)t.b * a->T, a->T);
+	t.n = t.real ? t.real : a->T;
+	t.probs = ((size_t)t.q0 * a->H + (size_t)t.h * t.nq) * a->T;
+	return t;
+}
+
+static void head_forward(float *ctx, float *probs, float *dropped, const struct heads *s,
+			 int bh)
+{
+	const struct attention *a = s->a;
+	struct head_task t = head_task(s, bh);
+	int T = a->T, d = s->d;
+	if (!t.nq)
+		return;
+	const float *q = a->q + (size_t)t.q0 * a->ldq + t.h * d;
+	const float *k = a->k + (size_t)t.b * T * a->ldkv + t.h * d;
+	const float *v = a->v + (size_t)t.b * T * a->ldkv + t.h * d;
+	const uint8_t *m = s->mask + (size_t)t.b * T;
+	float *pr = probs + t.probs;
+
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t.nq, t.n, d, s->scale, q, a->ldq,
+		    k, a->ldkv, 0.0f, pr, T);
+	for (int i = 0; i < t.nq; i++)
+		masked_softmax_row(pr + (size_t)i * T, m, t.n, T);
+	const float *pv = pr;
+	if (s->threshold) {
+		for (int i = 0; i < t.nq; i++)
+			dropout_row(dropped + (size_t)i * T, pr + (size_t)i * T, t.n, s,
+				    (uint32_t)(t.probs + (size_t)i * T));
+		pv = dropped;
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, 1.0f, pv, T, v,
+		    a->ldkv, 0.0f, ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
+}
+
+void attention_forward(float *ctx, float *probs, const struct attention *a)
+{
+	int T = a->T;
+	uint8_t *ones = mask_or_ones(a->mask, a->B * T);
+	struct heads s = heads_of(a, ones ? ones : a->mask);
+#pragma omp parallel
+	{
+		float *dropped = s.threshold ? xmalloc(sizeof(float) * T * T) : NULL;
+#pragma omp for schedule(dynamic)
+		for (int bh = 0; bh < a->B * a->H; bh++)
+			head_forward(ctx, probs, dropped, &s, bh);
+		free(dropped);
+	}
+	free(ones);
+}
+
+static void zero_rows(float *x, int from, int to, int ld, int width)
+{
+	for (int j = from; j < to; j++)
+		memset(x + (size_t)j * ld, 0, sizeof(float) * width);
+}
+
+static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dropped,
+			  const float *dctx, const float *probs, const struct heads *s, int bh)
+{
+	const struct attention *a = s->a;
+	struct head_task t = head_task(s, bh);
+	int T = a->T, d = s->d;
+	size_t kv = (size_t)t.b * T * a->ldkv + t.h * d;
+	dk += kv, dv += kv;
+	if (!t.nq) {
+		/* no queries, so nothing reaches these keys and values */
+		zero_rows(dk, 0, T, a->ldkv, d);
+		zero_rows(dv, 0, T, a->ldkv, d);
+		return;
+	}
+	const float *q = a->q + (size_t)t.q0 * a->ldq + t.h * d, *k = a->k + kv, *v = a->v + kv;
+	const float *dc = dctx + (size_t)t.q0 * a->C + t.h * d, *pr = probs + t.probs;
+	dq += (size_t)t.q0 * a->ldq + t.h * d;
+
+	/* d(dropped probs) = dctx V^T */
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t.nq, t.n, d, 1.0f, dc, a->C, v,
+		    a->ldkv, 0.0f, dp, T);
+	for (int i = 0; i < t.nq; i++)
+		softmax_dropout_backward_row(dp + (size_t)i * T,
+					     dropped ? dropped + (size_t)i * T : NULL,
+					     pr + (size_t)i * T, t.n, t.real, s,
+					     (uint32_t)(t.probs + (size_t)i * T));
+	const float *pv = s->threshold ? dropped : pr;
+	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, 1.0f, pv, T, dc,
+		    a->C, 0.0f, dv, a->ldkv);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, s->scale, dp, T, k,
+		    a->ldkv, 0.0f, dq, a->ldq);
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, s->scale, dp, T, q,
+		    a->ldq, 0.0f, dk, a->ldkv);
+	zero_rows(dv, t.n, T, a->ldkv, d);
+	zero_rows(dk, t.n, T, a->ldkv, d);
+}
+
+void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+			const float *probs, const struct attention *a)
+{
+	int T = a->T;
+	uint8_t *ones = mask_or_ones(a->mask, a->B * T);
+	struct heads s = heads_of(a, ones ? ones : a->mask);
+#pragma omp parallel
+	{
+		float *dp = xmalloc(sizeof(float) * T * T);
+		float *dropped = s.threshold ? xmalloc(sizeof(float) * T * T) : NULL;
+#pragma omp for schedule(dynamic)
+		for (int bh = 0; bh < a->B * a->H; bh++)
+			head_backward(dq, dk, dv, dp, dropped, dctx, probs, &s, bh);
+		free(dp);
+		free(dropped);
+	}
+	free(ones);
+}

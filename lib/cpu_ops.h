@@ -1,0 +1,101 @@
+/* The CPU ops of the BERT graph: fp32, OpenBLAS sgemm for matrix work,
+ * OpenMP for the rest. Row-major throughout: N rows of activations; a linear
+ * layer's weight is [out, in] as in PyTorch. Each backward ADDS into
+ * parameter gradients and WRITES activation gradients (unless told to add).
+ * Results are deterministic for a fixed thread count: reductions run in a
+ * fixed order, and dropout masks come from a hash of (seed, element index). */
+#ifndef TS_CPU_OPS_H
+#define TS_CPU_OPS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* out[N,Cout] = in[N,Cin] w[Cout,Cin]^T + bias (bias may be NULL). */
+void linear_forward(float *out, const float *in, const float *w, const float *bias,
+		    int N, int Cin, int Cout);
+/* din[N,Cin] = dout w (added to din when accumulate; skipped when din is
+ * NULL), dw += dout^T in, dbias += column sums of dout (skipped when NULL). */
+void linear_backward(float *din, float *dw, float *dbias, const float *dout,
+		     const float *in, const float *w, int N, int Cin, int Cout,
+		     int accumulate);
+/* acc[Cout] += column sums of x[N,Cout], rows summed in order. */
+void colsum_add(float *acc, const float *x, int N, int Cout);
+
+/* out[b,t] = word[ids] + pos[t] + type[types] (types NULL: type 0). */
+void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
+		       const float *word, const float *pos, const float *type,
+		       int B, int T, int C);
+/* Scatter-add of dout into the three tables; tokens equal to pad_id add
+ * nothing to dword (PyTorch's padding_idx); pad_id < 0 for none. */
+void embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
+			const int32_t *ids, const int32_t *types, int B, int T, int C,
+			int pad_id);
+
+/* Biased variance, eps inside the square root, as torch.nn.LayerNorm. */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *in,
+		       const float *w, const float *b, int N, int C, float eps);
+/* Post-LN residual block tail: on entry sum holds the branch output without
+ * its bias; on return sum = res + dropout(sum + bias) (kept for backward)
+ * and out = LayerNorm(sum). */
+void residual_layernorm_forward(float *out, float *sum, float *mean, float *rstd,
+				const float *res, const float *bias, const float *w,
+				const float *b, int N, int C, float eps, float p,
+				uint64_t seed);
+/* din may be dout (computed in place). */
+void layernorm_backward(float *din, float *dw, float *db, const float *dout,
+			const float *in, const float *mean, const float *rstd,
+			const float *w, int N, int C);
+
+/* Exact (erf) GELU, x * Phi(x), accurate to about 1e-7 relative. */
+float gelu(float x);
+/* pre += bias (kept for backward), out = gelu(pre), over N rows of F. */
+void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F);
+/* dpre = dout * gelu'(pre); dpre may be dout. */
+void gelu_backward(float *dpre, const float *dout, const float *pre, size_t n);
+
+void tanh_forward(float *out, const float *in, size_t n);
+/* din = dout * (1 - out^2); din may be dout. */
+void tanh_backward(float *din, const float *dout, const float *out, size_t n);
+
+/* Multi-head self-attention core. Sequence b's keys and values are the T
+ * rows b*T.. of k and v; its queries are rows q_start[b] .. q_start[b+1]-1
+ * of q, or all its T rows b*T.. when q_start is NULL (the last layer asks
+ * only for the rows its head reads). Heads are C/H columns wide.
+ * ctx (rows as q, stride C) = dropout(softmax(QK^T/sqrt(d) + mask)) V.
+ * mask[B*T] (NULL: all real): keys with 0 get exactly zero weight; a row with
+ * no real key is uniform, as with Hugging Face's additive dtype-min mask (and
+ * its scores, which then do not matter, get zero gradient).
+ * probs (query rows x H x T) keeps the softmax before dropout for backward. */
+struct attention {
+	int B, T, C, H;
+	const float *q, *k, *v;
+	int ldq, ldkv;             /* row strides of q and of k, v */
+	const int32_t *q_start;    /* B+1 offsets into the rows of q, or NULL */
+	const uint8_t *mask;
+	float p;                   /* dropout on the probabilities */
+	uint64_t seed;
+};
+void attention_forward(float *ctx, float *probs, const struct attention *a);
+/* Writes dq (stride ldq), dk and dv (stride ldkv) from dctx. */
+void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+			const float *probs, const struct attention *a);
+
+/* Softmax cross-entropy per row of logits[N,V]: returns the summed loss over
+ * rows whose label is >= 0 (e.g. -100 is ignored) and keeps each row's
+ * log-sum-exp in lse[N] for backward. */
+double crossentropy_forward(float *lse, const float *logits, const int32_t *labels,
+			    int N, int V);
+/* dlogits = scale * (softmax - onehot) on labelled rows, 0 on the others. */
+void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
+			   const int32_t *labels, int N, int V, float scale);
+
+/* out[i] = in[i] * keep(seed, i) / (1 - p), each element kept with
+ * probability 1 - p; the same call is its own backward. out may be in. */
+void dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
+/* Whether element i survives dropout p under seed: the mask, for tests. */
+int dropout_keeps(uint64_t seed, uint64_t i, float p);
+
+/* out[m] = in[rows[m]], and its backward out[rows[m]] += in[m], for rows of
+ * C floats. */
+void gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+void scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+#endif

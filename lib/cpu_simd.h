@@ -1,0 +1,110 @@
+/* Building blocks shared by the CPU op files: how hot loops are compiled,
+ * branch-free selects, a vectorisable exp and row max, and the dropout mask.
+ * Internal to lib/cpu_*.c. */
+#ifndef TS_CPU_SIMD_H
+#define TS_CPU_SIMD_H
+#include "rng.h"
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Hot loops get an AVX2+FMA clone chosen when the program loads, so one
+ * portable binary still runs them 8 floats wide where the CPU allows; GCC,
+ * which contracts nothing under -std=c11, may fuse multiply-adds there
+ * (Clang does so by default). */
+#if defined(__x86_64__) && defined(__clang__)
+#define HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#elif defined(__x86_64__) && defined(__GNUC__)
+#define HOT __attribute__((target_clones("arch=x86-64-v3", "default"), \
+			   optimize("fp-contract=fast")))
+#else
+#define HOT
+#endif
+
+/* cond ? a : b as bit masks. GCC (with the default -ftrapping-math) will
+ * not vectorise a loop where a float ternary feeds later arithmetic, since
+ * jump threading turns it into branches; masks stay branch-free. */
+static inline float select_float(int cond, float a, float b)
+{
+	int32_t ai, bi, m = -(int32_t)(cond != 0);
+	memcpy(&ai, &a, sizeof ai);
+	memcpy(&bi, &b, sizeof bi);
+	ai = (ai & m) | (bi & ~m);
+	memcpy(&a, &ai, sizeof a);
+	return a;
+}
+
+/* exp(x) in plain arithmetic that vectorises inside "omp simd" loops
+ * (libm's expf does not): Cody-Waite reduction and Cephes' polynomial,
+ * about 2 ulp. Inputs are clamped to [-87, 88]: tiny results come out as
+ * about 1.6e-38 instead of 0, huge ones as 1.65e38 instead of inf. */
+static inline float exp_approx(float x)
+{
+	x = select_float(x > 88.0f, 88.0f, x);
+	x = select_float(x < -87.0f, -87.0f, x);
+	float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+	float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	int32_t bits = ((int32_t)n + 127) << 23;
+	float scale;
+	memcpy(&scale, &bits, sizeof scale);
+	return p * scale;
+}
+
+/* The largest x[j], j < n (-INFINITY for none). Eight running maxima let
+ * GCC and Clang vectorise it without reassociating a reduction. */
+static inline float row_max(const float *x, int n)
+{
+	float lane[8];
+	for (int k = 0; k < 8; k++)
+		lane[k] = -INFINITY;
+	int j = 0;
+	for (; j + 8 <= n; j += 8)
+		for (int k = 0; k < 8; k++)
+			lane[k] = select_float(x[j + k] > lane[k], x[j + k], lane[k]);
+	for (; j < n; j++)
+		lane[0] = select_float(x[j] > lane[0], x[j], lane[0]);
+	float mx = lane[0];
+	for (int k = 1; k < 8; k++)
+		mx = select_float(lane[k] > mx, lane[k], mx);
+	return mx;
+}
+
+/* Dropout masks hash a 32-bit element counter with a key from the seed
+ * (Wellons's triple32 mixer): 32-bit multiplies vectorise 8 wide where the
+ * 64-bit ones of rng_hash do not. Masks would repeat after 2^32 elements of
+ * one tensor, 16 GiB of floats. */
+static inline uint32_t dropout_key(uint64_t seed)
+{
+	return (uint32_t)(rng_mix64(seed) >> 32);
+}
+
+static inline uint32_t dropout_hash(uint32_t key, uint32_t i)
+{
+	uint32_t x = i * 0x9e3779b9u + key;
+	x ^= x >> 17;
+	x *= 0xed5ad4bbu;
+	x ^= x >> 11;
+	x *= 0xac4c1b51u;
+	x ^= x >> 15;
+	x *= 0x31848babu;
+	return x ^ (x >> 14);
+}
+
+/* Element i is kept when its hash reaches p * 2^32. */
+static inline uint32_t dropout_threshold(float p)
+{
+	return (uint32_t)((double)p * 4294967296.0);
+}
+
+static inline float dropout_factor(uint32_t key, uint32_t i, uint32_t threshold, float scale)
+{
+	return select_float(dropout_hash(key, i) >= threshold, scale, 0.0f);
+}
+#endif

@@ -1,0 +1,31 @@
+/* Hugging Face model dirs: config.json + model.safetensors + vocab.txt, read
+ * into and written from a struct bert under HF tensor names. */
+#ifndef TS_MODELDIR_H
+#define TS_MODELDIR_H
+#include "bert.h"
+#include <stdint.h>
+
+/* Loads DIR as a model for task. Tensor names are matched with or without the
+ * "bert." prefix (sentence-transformers saves without), with LayerNorm
+ * gamma/beta as weight/bias, and "cls.predictions.decoder.bias" as
+ * "cls.predictions.bias"; tensors the model does not use are ignored. A missing
+ * head (pooler and classifier for cls, cls.predictions.* for mlm) gets
+ * bert_init's values for seed, with one line on stderr; a missing encoder or
+ * embedding tensor, or one of another shape, is an error naming it.
+ * num_labels 0 takes the config's; another count than the config's gives a
+ * new classifier (said on stderr) and no label names. If labels is not NULL,
+ * *labels and *nlabels get the config's label names (see hfconfig_read). */
+struct bert *modeldir_load(const char *dir, enum bert_task task, int num_labels, uint64_t seed,
+			   char ***labels, int *nlabels);
+
+/* Writes model.safetensors, config.json and a copy of vocab_path (none when
+ * NULL) as DIR, atomically as a whole: the files go to DIR.tmp.PID, are
+ * fsynced, and that dir then takes DIR's place; an existing DIR is replaced
+ * only once the new one is complete. */
+void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
+		   const char *vocab_path);
+
+/* The name transformers saves a tensor under: "bert." prefixed to the
+ * encoder's names, LayerNorm weight/bias, "cls.predictions.bias". */
+void modeldir_hf_name(const char *name, char *out, size_t size);
+#endif

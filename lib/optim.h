@@ -1,0 +1,49 @@
+/* Optimizers over parameters kept in one flat fp32 buffer, with a gradient
+ * buffer of the same layout. The updates equal PyTorch 1.13's torch.optim
+ * AdamW, Adam and SGD, and NVIDIA apex's FusedLAMB, element for element. */
+#ifndef TS_OPTIM_H
+#define TS_OPTIM_H
+#include "tensor.h"
+#include <stddef.h>
+
+enum optim_kind { OPTIM_ADAMW, OPTIM_ADAM, OPTIM_SGD, OPTIM_LAMB };
+
+struct optim_config {
+	enum optim_kind kind;
+	double weight_decay;        /* only on tensors whose decays[] flag is set */
+	double momentum;            /* SGD; 0 keeps no buffer */
+	double beta1, beta2, eps;   /* AdamW, Adam, LAMB */
+};
+
+/* "adamw", "adam", "sgd" or "lamb" as an enum optim_kind; -1 for anything else. */
+int optim_kind_parse(const char *name);
+const char *optim_kind_name(enum optim_kind kind);
+
+/* An optimizer for the n tensors params[], whose data lie in the buffer at
+ * params_base; the gradient of a value at params_base[i] is grads_base[i].
+ * decays[t] says whether tensor t gets weight decay (not biases, LayerNorm).
+ * Keeps pointers to the buffers and copies of the names. */
+struct optim *optim_new(const struct optim_config *c, const struct tensor_ref *params,
+			const unsigned char *decays, int n, const float *grads_base,
+			const float *params_base);
+void optim_free(struct optim *o);
+
+/* One update of every tensor from the current gradients with learning rate lr;
+ * counts the step first, as PyTorch does, so bias correction sees 1, 2, ... */
+void optim_step(struct optim *o, double lr);
+long optim_steps(const struct optim *o);
+void optim_set_steps(struct optim *o, long steps);
+
+/* The moment buffers as named tensors for checkpoints: "exp_avg.<param>" and
+ * "exp_avg_sq.<param>" (Adam family, LAMB) or "momentum_buffer.<param>" (SGD).
+ * Fills out[] (when not NULL) with views into the optimizer's own memory, so
+ * loading a checkpoint is copying into them; returns their number. Together
+ * with optim_set_steps, a resumed run continues bit for bit. */
+int optim_state(const struct optim *o, struct tensor_ref *out);
+
+/* The L2 norm of g, summed in double in a fixed order: the same bits for any
+ * thread count. */
+double grad_global_norm(const float *g, size_t n);
+/* g *= s, e.g. to clip gradients to a maximum global norm. */
+void grad_scale(float *g, size_t n, float s);
+#endif

@@ -1,0 +1,27 @@
+/* How ts-shard divides a data set: named parts given as fractions that sum to
+ * 1 ("train=0.8,valid=0.1,test=0.1") or as record counts
+ * ("valid=500,test=500"); the last part may be "rest" (what the others leave).
+ * Fractions round down for every part but the last, which takes the remainder. */
+#ifndef TS_SPLITSPEC_H
+#define TS_SPLITSPEC_H
+#include <stdint.h>
+
+struct split_part {
+	char *name;
+	int is_rest;
+	uint64_t count;           /* a count */
+	uint64_t num, den;        /* a fraction num/den (den 0 for a count) */
+};
+
+struct splitspec {
+	struct split_part *parts;
+	int n;
+};
+
+/* Dies with a usage error (exit 2) naming what is wrong. */
+void splitspec_parse(const char *text, struct splitspec *s);
+/* Records for each part out of total; counts[] has s->n entries. Dies (exit 1)
+ * when the counts ask for more records than there are. */
+void splitspec_counts(const struct splitspec *s, uint64_t total, uint64_t *counts);
+void splitspec_free(struct splitspec *s);
+#endif

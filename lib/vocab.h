@@ -1,0 +1,33 @@
+/* A WordPiece vocabulary: vocab.txt, one token per line, id = line index (0-based). */
+#ifndef TS_VOCAB_H
+#define TS_VOCAB_H
+#include <stddef.h>
+#include <stdint.h>
+
+enum vocab_special { VOCAB_PAD, VOCAB_UNK, VOCAB_CLS, VOCAB_SEP, VOCAB_MASK, VOCAB_NSPECIAL };
+
+struct vocab;
+
+/* Dies with "PATH: line N: why" or "PATH: not a WordPiece vocab: why" on a file that is
+ * not one: empty, binary, not UTF-8, an empty or duplicate token, whitespace in a token,
+ * or one of [PAD] [UNK] [CLS] [SEP] [MASK] missing. Accepts CRLF and a last line
+ * without a newline. */
+struct vocab *vocab_load(const char *path);
+void vocab_free(struct vocab *v);
+
+int vocab_size(const struct vocab *v);
+/* The id of the token tok[0..len), or -1 if absent. */
+int32_t vocab_id(const struct vocab *v, const char *tok, size_t len);
+/* The token of id (0 <= id < vocab_size), NUL-terminated. */
+const char *vocab_token(const struct vocab *v, int32_t id);
+/* Lowercase hex SHA-256 of the file's bytes. */
+const char *vocab_sha256(const struct vocab *v);
+int32_t vocab_special(const struct vocab *v, enum vocab_special which);
+/* The text of a special token, e.g. "[CLS]". */
+const char *vocab_special_name(enum vocab_special which);
+
+/* WordPiece's lookup: the id of s[0..len) as a word start, or of "##" s[0..len) when
+ * cont is set; -1 if absent. No piece is longer than vocab_max_piece bytes. */
+int32_t vocab_piece_id(const struct vocab *v, int cont, const char *s, size_t len);
+size_t vocab_max_piece(const struct vocab *v);
+#endif

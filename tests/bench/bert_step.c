@@ -1,0 +1,169 @@
+/* Benchmark driver for tests/bench/train_cpu: times training steps
+ * (forward, backward, plain SGD) of lib/bert on random full-length batches,
+ * or measures the machine's sgemm peak. Prints "key value" lines.
+ *   bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]
+ *             [--seq T] [--batch B] [--labels L] [--task cls|mlm]
+ *             [--steps S] [--warmup W]
+ *   bert_step --sgemm-peak [--size N] */
+#include "bert.h"
+#include "err.h"
+#include "rng.h"
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct options {
+	struct bert_config c;
+	int B, T, steps, warmup, sgemm_peak, size;
+};
+
+static struct options parse(int argc, char **argv)
+{
+	struct options o = { .c = { .vocab = 30522, .hidden = 256, .layers = 4, .heads = 4,
+				    .ffn = 1024, .max_pos = 512, .type_vocab = 2,
+				    .ln_eps = 1e-12f, .hidden_dropout = 0.1f,
+				    .attn_dropout = 0.1f, .task = TASK_CLS, .num_labels = 2 },
+			     .B = 32, .T = 128, .steps = 10, .warmup = 2, .size = 3072 };
+	struct { const char *name; int *value; } ints[] = {
+		{ "--layers", &o.c.layers }, { "--hidden", &o.c.hidden }, { "--heads", &o.c.heads },
+		{ "--ffn", &o.c.ffn }, { "--vocab", &o.c.vocab }, { "--labels", &o.c.num_labels },
+		{ "--seq", &o.T }, { "--batch", &o.B }, { "--steps", &o.steps },
+		{ "--warmup", &o.warmup }, { "--size", &o.size },
+	};
+	for (int i = 1; i < argc; i++) {
+		int known = 0;
+		for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+			if (!strcmp(argv[i], ints[k].name) && i + 1 < argc) {
+				*ints[k].value = atoi(argv[++i]);
+				known = 1;
+			}
+		if (!strcmp(argv[i], "--task") && i + 1 < argc) {
+			o.c.task = !strcmp(argv[++i], "mlm") ? TASK_MLM : TASK_CLS;
+			known = 1;
+		} else if (!strcmp(argv[i], "--sgemm-peak")) {
+			o.sgemm_peak = known = 1;
+		}
+		if (!known)
+			die_usage("unknown or incomplete option '%s'", argv[i]);
+	}
+	return o;
+}
+
+static void sgemm_peak(int n)
+{
+	float *a = xmalloc(sizeof(float) * n * n), *b = xmalloc(sizeof(float) * n * n),
+	      *c = xmalloc(sizeof(float) * n * n);
+	for (size_t i = 0; i < (size_t)n * n; i++)
+		a[i] = b[i] = 1e-3f * (float)(i % 1000);
+	double best = 1e30;
+	for (int rep = 0; rep < 6; rep++) {
+		double t = omp_get_wtime();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n,
+			    0.0f, c, n);
+		t = omp_get_wtime() - t;
+		best = t < best ? t : best;
+	}
+	printf("sgemm_size %d\nsgemm_gflops %.1f\n", n, 2.0 * n * n * n / best / 1e9);
+	free(a), free(b), free(c);
+}
+
+/* Matmul FLOPs of one step, 2 per multiply-add forward and twice that
+ * backward, for a layer whose queries and everything after the attention
+ * run on R of its N rows. */
+static double layer_flops(const struct options *o, double R)
+{
+	double C = o->c.hidden, F = o->c.ffn, T = o->T, N = (double)o->B * o->T;
+	return 6 * 2 * C * C * N + 6 * (2 * C * C + 2 * C * F) * R + 12 * T * C * R;
+}
+
+/* model: what Hugging Face computes; done: what lib/bert computes, whose
+ * last layer works only on the rows its head reads. */
+static void step_flops(const struct options *o, int64_t predicted, double *model, double *done)
+{
+	double C = o->c.hidden, N = (double)o->B * o->T;
+	double head = o->c.task == TASK_CLS ? 6 * (C * C + C * o->c.num_labels) * o->B
+					    : 6 * (C * C + C * o->c.vocab) * predicted;
+	*model = o->c.layers * layer_flops(o, N) + head;
+	*done = o->c.layers ? (o->c.layers - 1) * layer_flops(o, N) +
+				      layer_flops(o, (double)predicted) + head
+			    : head;
+}
+
+/* Random full-length sequences; mlm labels 15% of positions. */
+static void fill_batch(const struct options *o, struct rng *r, int32_t *ids, int32_t *labels)
+{
+	int N = o->B * o->T;
+	for (int i = 0; i < N; i++)
+		ids[i] = 1 + (int32_t)rng_below(r, o->c.vocab - 1);
+	if (o->c.task == TASK_CLS)
+		for (int i = 0; i < o->B; i++)
+			labels[i] = (int32_t)rng_below(r, o->c.num_labels);
+	else
+		for (int i = 0; i < N; i++)
+			labels[i] = rng_uniform(r) < 0.15f ? ids[i] : -100;
+}
+
+static void sgd(struct bert *m, float lr)
+{
+	float *p = bert_params(m), *g = bert_grads(m);
+	size_t n = bert_numel(m);
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		p[i] -= lr * g[i];
+		g[i] = 0.0f;
+	}
+}
+
+static void train(const struct options *o)
+{
+	struct bert *m = bert_new(&o->c);
+	bert_init(m, 1);
+	int N = o->B * o->T;
+	int32_t *ids = xmalloc(sizeof(int32_t) * N), *labels = xmalloc(sizeof(int32_t) * N);
+	struct bert_batch b = { o->B, o->T, ids, NULL, NULL, labels };
+	struct rng r;
+	rng_seed(&r, 7);
+	double fwd = 0, bwd = 0, upd = 0, model_flops = 0, done_flops = 0, loss = 0;
+	for (int step = 0; step < o->warmup + o->steps; step++) {
+		fill_batch(o, &r, ids, labels);
+		int64_t count;
+		double t0 = omp_get_wtime();
+		loss = bert_forward(m, &b, 1, (uint64_t)step, &count);
+		double t1 = omp_get_wtime();
+		bert_backward(m, 1.0f / (float)(count ? count : 1));
+		double t2 = omp_get_wtime();
+		sgd(m, 1e-3f);
+		double t3 = omp_get_wtime();
+		if (step < o->warmup)
+			continue;
+		fwd += t1 - t0, bwd += t2 - t1, upd += t3 - t2;
+		double model, done;
+		step_flops(o, count, &model, &done);
+		model_flops += model, done_flops += done;
+		loss /= count ? count : 1;
+	}
+	double total = fwd + bwd + upd;
+	printf("threads %d\nparams %zu\nsamples_per_s %.2f\nstep_ms %.1f\n", omp_get_max_threads(),
+	       bert_numel(m), o->steps * o->B / total, 1e3 * total / o->steps);
+	printf("forward_ms %.1f\nbackward_ms %.1f\nupdate_ms %.1f\n", 1e3 * fwd / o->steps,
+	       1e3 * bwd / o->steps, 1e3 * upd / o->steps);
+	printf("model_gflop_per_step %.2f\nmodel_gflops %.1f\n", model_flops / o->steps / 1e9,
+	       model_flops / total / 1e9);
+	printf("matmul_gflop_per_step %.2f\nmatmul_gflops %.1f\nlast_loss %.4f\n",
+	       done_flops / o->steps / 1e9, done_flops / total / 1e9, loss);
+	free(ids), free(labels);
+	bert_free(m);
+}
+
+int main(int argc, char **argv)
+{
+	ts_prog = "bert_step";
+	struct options o = parse(argc, argv);
+	if (o.sgemm_peak)
+		sgemm_peak(o.size);
+	else
+		train(&o);
+	return 0;
+}

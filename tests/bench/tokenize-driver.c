@@ -1,0 +1,99 @@
+/* Benchmark driver for tests/bench/tokenize: wp_encode over the lines of a file with N
+ * threads (one wp_tokenizer each), ids written in line order.
+ * usage: tokenize-driver VOCAB TEXT THREADS REPEAT [IDS-OUT]
+ * Prints "MB/s seconds peak-RSS-MiB" for the fastest of REPEAT timed passes. */
+#include "wordpiece.h"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+struct line { const char *s; size_t len; struct ids ids; };
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die("%s:", path);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	char *s = xmalloc(*len + 1);
+	if (fread(s, 1, *len, f) != *len)
+		die("%s: short read", path);
+	fclose(f);
+	return s;
+}
+
+static struct line *split_lines(char *text, size_t len, size_t *n)
+{
+	size_t cap = 0;
+	struct line *lines = NULL;
+	*n = 0;
+	for (char *p = text, *end = text + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *eol = nl ? nl : end;
+		grow(&lines, &cap, *n + 1, sizeof *lines);
+		lines[(*n)++] = (struct line){ p, (size_t)(eol - p), { 0 } };
+		p = eol + 1;
+	}
+	return lines;
+}
+
+static double encode_all(const struct vocab *v, struct line *lines, size_t n, int threads)
+{
+	double t0 = omp_get_wtime();
+	#pragma omp parallel num_threads(threads)
+	{
+		struct wp_tokenizer *t = wp_new(v, 0);
+		#pragma omp for schedule(dynamic, 16)
+		for (size_t i = 0; i < n; i++) {
+			lines[i].ids.n = 0;
+			wp_encode(t, lines[i].s, lines[i].len, &lines[i].ids);
+		}
+		wp_free(t);
+	}
+	return omp_get_wtime() - t0;
+}
+
+static void write_ids(const char *path, const struct line *lines, size_t n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		die("%s:", path);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < lines[i].ids.n; k++)
+			fprintf(f, k ? " %d" : "%d", lines[i].ids.v[k]);
+		fputc('\n', f);
+	}
+	if (fclose(f))
+		die("%s:", path);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 5)
+		die_usage("usage: tokenize-driver VOCAB TEXT THREADS REPEAT [IDS-OUT]");
+	struct vocab *v = vocab_load(argv[1]);
+	size_t len, n;
+	char *text = slurp(argv[2], &len);
+	struct line *lines = split_lines(text, len, &n);
+	int threads = atoi(argv[3]), repeat = atoi(argv[4]);
+	double best = 1e30;
+	for (int r = 0; r < repeat; r++) {
+		double dt = encode_all(v, lines, n, threads);
+		best = dt < best ? dt : best;
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%.1f %.3f %.1f\n", (double)len / best / 1e6, best, ru.ru_maxrss / 1024.0);
+	if (argc > 5)
+		write_ids(argv[5], lines, n);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i].ids.v);
+	free(lines);
+	free(text);
+	vocab_free(v);
+	return 0;
+}

@@ -1,0 +1,178 @@
+# Documentation stays true: every command's man page, --help, --version and
+# completions agree with its option table; man pages render without warnings;
+# the examples marked in README.md and the man pages run.
+. "$(dirname "$0")/../lib.sh"
+MAN=$TOP/man
+COMP=$TOP/completions
+
+# The option table a command prints with its hidden --ts-options flag:
+# "short<TAB>long<TAB>arg<TAB>choices<TAB>help" after an "operands" line. This
+# prints "long<US>arg<US>choices": unlike a tab, US never merges empty fields in read.
+US=$'\x1f'
+options_of() { "$1" --ts-options | awk -F'\t' -v OFS="$US" 'NR > 1 { print $2, $3, $4 }'; }
+
+# names FILE OPT: FILE names --OPT (roff writes it \-\-opt), not just a longer option.
+names() { sed 's/\\-/-/g' "$1" | grep -qE -- "--$2([^A-Za-z0-9-]|$)"; }
+
+# not_named FILE OPT...: the options FILE does not name, as "--a --b".
+not_named() {
+	local f=$1 o out=""; shift
+	for o; do names "$f" "$o" || out+=" --$o"; done
+	echo "${out# }"
+}
+
+# The options named by the entry tags (the line after .TP) of a page's OPTIONS section.
+documented_options() {
+	sed -n '/^\.SH OPTIONS/,/^\.SH /p' "$1" | sed 's/\\-/-/g' | awk '/^\.TP/ { getline; print }' |
+		grep -oE -- '--[a-z0-9][a-z0-9-]*' | sed 's/^--//' | sort -u
+}
+
+# complete_bash CMD WORD...: the words bash completion offers for the last WORD.
+complete_bash() {
+	local cmd=$1; shift
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		"_${1//-/_}"; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/$cmd.bash" "$cmd" "$@" | sort
+}
+
+check_page() {   # CMD OPTS...
+	local cmd=$1 page=$MAN/$1.1 o; shift
+	if [ ! -f "$page" ]; then fail "$cmd: man/$cmd.1 exists"; return; fi
+	pass "$cmd: man/$cmd.1 exists"
+	local documented missing="" stale=""
+	documented=$(documented_options "$page")
+	for o; do grep -qxF -- "$o" <<<"$documented" || missing+=" --$o"; done
+	expect_eq "$cmd(1): OPTIONS has an entry for every option" "${missing# }" ""
+	for o in $documented; do
+		printf '%s\n' "$@" | grep -qxF -- "$o" || stale+=" --$o"
+	done
+	expect_eq "$cmd(1): OPTIONS documents no option the command lacks" "${stale# }" ""
+	local sec lacks=""
+	for sec in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+		grep -qxE "\.SH \"?$sec\"?" "$page" || lacks+=", $sec"
+	done
+	expect_eq "$cmd(1) has the usual sections" "${lacks#, }" ""
+}
+
+check_help() {
+	local cmd=$1
+	check "$cmd --help exits 0" "$BIN/$cmd" --help
+	expect_eq "$cmd --help starts with its usage" "$(head -1 "$T/out" | cut -d' ' -f1-2)" "usage: $cmd"
+	check "$cmd --version exits 0" "$BIN/$cmd" --version
+	expect_eq "$cmd --version names it and a version" \
+		"$(grep -cE "^$cmd [0-9]+\.[0-9]+\.[0-9]+$" "$T/out")" 1
+}
+
+check_completions() {   # CMD, with the option table in $T/table
+	local cmd=$1 bash_c=$COMP/$1.bash zsh_c=$COMP/_$1 long arg choices
+	local -a all
+	mapfile -t all < <(cut -d"$US" -f1 "$T/table")
+	for f in "$bash_c" "$zsh_c"; do
+		if [ ! -f "$f" ]; then fail "$cmd: ${f#"$TOP"/} exists"; continue; fi
+		expect_eq "$cmd: ${f#"$TOP"/} names every option" "$(not_named "$f" "${all[@]}")" ""
+	done
+	[ -f "$bash_c" ] || return
+	check "$cmd: bash accepts its completion" bash -n "$bash_c"
+	if command -v zsh >/dev/null; then
+		check "$cmd: zsh accepts its completion" zsh -n "$zsh_c"
+	else
+		skip "$cmd: zsh accepts its completion (zsh is not installed)"
+	fi
+	local every wrong_flag="" wrong_zsh="" wrong_value=""
+	every=$(printf -- '--%s\n' "${all[@]}" | sort)
+	expect_eq "$cmd: bash completes every option after --" "$(complete_bash "$cmd" --)" "$every"
+	while IFS=$US read -r long arg choices; do
+		if [ -z "$arg" ]; then
+			[ "$(complete_bash "$cmd" "--$long" --)" = "$every" ] || wrong_flag+=" --$long"
+			grep -E -- ",--$long\}|'--$long\[" "$zsh_c" | grep -q ']:' && wrong_zsh+=" --$long"
+		elif [ "${choices#@}" = "$choices" ]; then   # fixed choices, or a free value
+			[ "$(complete_bash "$cmd" "--$long" "")" = "$(tr '|' '\n' <<<"$choices" | grep . | sort)" ] ||
+				wrong_value+=" --$long"
+		fi
+	done <"$T/table"
+	expect_eq "$cmd: bash completes options, not values, after a flag" "${wrong_flag# }" ""
+	expect_eq "$cmd: zsh takes no value after a flag" "${wrong_zsh# }" ""
+	expect_eq "$cmd: bash offers an option's choices, or no words for a free value" "${wrong_value# }" ""
+}
+
+ncmds=0
+for exe in "$BIN"/ts-*; do
+	[ -x "$exe" ] || continue
+	cmd=$(basename "$exe")
+	ncmds=$((ncmds + 1))
+	if ! options_of "$exe" >"$T/table" || [ ! -s "$T/table" ]; then
+		fail "$cmd --ts-options prints its option table"
+		continue
+	fi
+	mapfile -t opts < <(cut -d"$US" -f1 "$T/table")
+	check_page "$cmd" "${opts[@]}"
+	check_help "$cmd"
+	check_completions "$cmd"
+	check "topspin(7) lists $cmd" grep -qF ".BR $cmd (1)" "$MAN/topspin.7"
+	check "README.md lists $cmd" grep -qF "| \`$cmd\` |" "$TOP/README.md"
+done
+[ "$ncmds" -gt 0 ] || fail "bin/ holds commands to check (run make)"
+
+if command -v groff >/dev/null; then
+	for page in "$MAN"/*.[1-8]; do
+		expect_eq "${page#"$TOP"/} renders without groff warnings" \
+			"$(groff -man -Tutf8 -wall -z "$page" 2>&1)" ""
+	done
+else
+	skip "man pages render without groff warnings (groff is not installed)"
+fi
+
+# Examples that run: in README.md a ```sh block right after a "<!-- test -->"
+# line; in a man page an .EX block right after a '.\" test' line (.RS between
+# them is fine). A file's blocks run in order in one scratch dir beside the
+# bundled examples/, as a user would run them from the top of the tree.
+extract_readme() {   # FILE OUTDIR: writes OUTDIR/N.sh, prints the count
+	awk -v dir="$2" '
+		marked && /^```sh$/ { n++; inblock = 1; marked = 0; next }
+		inblock && /^```$/ { inblock = 0; next }
+		inblock { print > (dir "/" n ".sh"); next }
+		{ marked = /^<!-- test -->$/ }
+		END { print n + 0 }' "$1"
+}
+extract_man() {   # the same for a man page, turning roff escapes back into shell text
+	local n
+	n=$(awk -v dir="$2" '
+		marked && /^\.EX/ { n++; inblock = 1; marked = 0; next }
+		inblock && /^\.EE/ { inblock = 0; next }
+		inblock { print > (dir "/" n ".sh"); next }
+		/^\.\\" test$/ { marked = 1; next }
+		/^\.RS/ { next }
+		{ marked = 0 }
+		END { print n + 0 }' "$1")
+	[ "$n" -gt 0 ] && sed -i -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\(dq/"/g' -e 's/\\e/\\/g' -e 's/\\&//g' "$2"/*.sh
+	echo "$n"
+}
+
+run_examples() {   # NAME COUNT DIR
+	local name=$1 n=$2 dir=$3 i block what missing c
+	mkdir -p "$dir/run"
+	ln -s "$TOP/examples" "$dir/run/examples"
+	for i in $(seq 1 "$n"); do
+		block=$dir/$i.sh
+		what="$name example $i ($(head -1 "$block" | cut -c1-50))"
+		missing=""
+		for c in $(grep -oE '(^|[^[:alnum:]_/.-])ts-[a-z]+' "$block" | grep -oE 'ts-[a-z]+' | sort -u); do
+			[ -x "$BIN/$c" ] || missing+=" $c"
+		done
+		if [ -n "$missing" ]; then skip "$what: not built yet:$missing"; continue; fi
+		if grep -qw jq "$block" && ! command -v jq >/dev/null; then skip "$what: jq is not installed"; continue; fi
+		if (cd "$dir/run" && bash -e -o pipefail "$block") >"$T/out" 2>"$T/err"; then pass "$what"
+		else fail "$what"; sed 's/^/    /' "$T/err" | head -5; fi
+	done
+}
+
+mkdir -p "$T/ex/README"
+n=$(extract_readme "$TOP/README.md" "$T/ex/README")
+[ "$n" -gt 0 ] || fail "README.md has examples marked <!-- test -->"
+run_examples README.md "$n" "$T/ex/README"
+for page in "$MAN"/*.[1-8]; do
+	base=$(basename "$page")
+	mkdir -p "$T/ex/$base"
+	n=$(extract_man "$page" "$T/ex/$base")
+	[ "$n" -gt 0 ] && run_examples "$base" "$n" "$T/ex/$base"
+done
+finish

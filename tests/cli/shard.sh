@@ -1,0 +1,150 @@
+# ts-shard: splits, seeded shuffle, dedupe, refusals, atomic output, bounded memory.
+. "$(dirname "$0")/../lib.sh"
+if ! command -v jq >/dev/null; then skip "ts-shard tests need jq"; finish; fi
+
+# gen N [FIRST]: token records FIRST.. as JSON lines; record k has id k,
+# tokens [101, k, k*7 % 997, 102] and label k % 2.
+gen() {
+	awk -v n="$1" -v first="${2:-0}" 'BEGIN { for (k = first; k < first + n; k++)
+		printf "{\"id\":%d,\"ids\":[101,%d,%d,102],\"label\":%d}\n", k, k, k * 7 % 997, k % 2 }'
+}
+header() {   # header VOCAB [LABELS]
+	printf '{"kind":"tokens","version":1,"vocab":"%s","labels":%s,"max_len":64,"lower":true}\n' "$1" "${2:-[\"neg\",\"pos\"]}"
+}
+records() { ts-cat --from-json -o "$1"; }       # records FILE: JSON lines on stdin to FILE
+m() { jq -r "$1" "$2/manifest.json"; }          # m FILTER DIR: a manifest value
+ids_of() { for f in "$@"; do ts-cat "$f"; done | jq -r .id; }   # ids_of SHARD...: ids in shard order
+# expect_ne NAME GOT NOT
+expect_ne() { if [ "$2" != "$3" ]; then pass "$1"; else fail "$1"; printf '    got what it must not: %s\n' "$2" | head -3; fi; }
+
+{ header "$(printf 'ab%.0s' {1..32})"; gen 1000; } | records "$T/a.msgpack"
+
+check "shards 1000 records" ts-shard -o "$T/d" "$T/a.msgpack"
+expect_eq "default split is 800/100/100" "$(m '[.splits[].count] | join(" ")' "$T/d")" "800 100 100"
+expect_eq "the data dir holds a shard per split and the manifest" "$(ls "$T/d" | tr '\n' ' ')" \
+	"manifest.json test.shard train.shard valid.shard "
+expect_eq "every record is in exactly one split" "$(ids_of "$T"/d/{train,valid,test}.shard | sort -n)" "$(seq 0 999)"
+expect_ne "records are shuffled" "$(ids_of "$T/d/train.shard")" "$(ids_of "$T/d/train.shard" | sort -n)"
+expect_eq "records keep their tokens and labels" \
+	"$(ts-cat "$T/d/valid.shard" | jq -c 'select(.ids != [101, .id, .id * 7 % 997, 102] or .label != .id % 2)')" ""
+expect_eq "manifest: vocab, labels, max_len, lower from the header" \
+	"$(m '[.vocab_sha256[0:4], (.labels | join("/")), .max_len, .lower, .label_kind] | join(" ")' "$T/d")" \
+	"abab neg/pos 64 true int"
+expect_eq "manifest: counts add up" "$(m '[.records_in, .duplicates_dropped, .records_left_out,
+	([.splits[].tokens] | add)] | join(" ")' "$T/d")" "1000 0 0 4000"
+expect_eq "manifest: label counts by name" \
+	"$(m '.splits | [.[].label_counts.neg] | add' "$T/d") $(m '.splits | [.[].label_counts.pos] | add' "$T/d")" "500 500"
+expect_eq "manifest: length histogram" "$(m '.splits.train.length_hist | tostring' "$T/d")" "[[4,800]]"
+expect_eq "the label counts match the shard" "$(ts-cat "$T/d/train.shard" | jq -s 'map(select(.label == 0)) | length')" \
+	"$(m .splits.train.label_counts.neg "$T/d")"
+
+# Determinism: the same seed gives the same bytes, another seed another order.
+ts-shard -o "$T/d2" "$T/a.msgpack"
+check "the same seed gives identical shards" cmp "$T/d/train.shard" "$T/d2/train.shard"
+check "the same seed gives an identical manifest" cmp "$T/d/manifest.json" "$T/d2/manifest.json"
+ts-shard -o "$T/d3" --seed 1 "$T/a.msgpack"
+expect_ne "another seed gives another order" "$(ids_of "$T/d3/train.shard")" "$(ids_of "$T/d/train.shard")"
+expect_eq "another seed keeps the same records" "$(ids_of "$T"/d3/*.shard | sort -n)" "$(seq 0 999)"
+ts-cat "$T/a.msgpack" | ts-cat --from-json | ts-shard -o "$T/d4"
+check "standard input gives the same shards" cmp "$T/d/train.shard" "$T/d4/train.shard"
+ts-cat --no-header "$T/a.msgpack" | head -400 | records "$T/p1.msgpack"
+ts-cat --no-header "$T/a.msgpack" | tail -600 | records "$T/p2.msgpack"
+ts-shard -o "$T/d5" "$T/p1.msgpack" - <"$T/p2.msgpack"
+expect_eq "several inputs are one stream (same order as one file)" \
+	"$(ids_of "$T/d5/train.shard" | head -50)" "$(ids_of "$T/d/train.shard" | head -50)"
+
+# The order is independent of the memory budget: --mem 1 holds 8192 records,
+# so 41000 records make 6 runs, more than one merge reads at that budget.
+gen 40000 1000 | records "$T/mid.msgpack"
+ts-shard -o "$T/big-mem" --mem 256 "$T/a.msgpack" "$T/mid.msgpack"
+ts-shard -o "$T/small-mem" --mem 1 "$T/a.msgpack" "$T/mid.msgpack"
+for f in train.shard valid.shard test.shard manifest.json; do
+	check "--mem 1 and --mem 256 give the same $f" cmp "$T/big-mem/$f" "$T/small-mem/$f"
+done
+
+# Dedupe: exact token duplicates go, the first in input order stays.
+{
+	gen 100
+	gen 100 | jq -c '.id += 1000 | .label = 1 - .label'            # the same tokens again, later
+	gen 10 | jq -c '.id += 2000 | .ids[2] += 1'                      # one token differs
+	gen 10 | jq -c '.id += 3000 | .types = [0, 0, 1, 1]'             # type ids differ
+} | records "$T/dup.msgpack"
+ts-shard -o "$T/dd" --dedupe --split all=1.0 "$T/dup.msgpack"
+expect_eq "--dedupe drops exact duplicates only" "$(m '[.records_in, .duplicates_dropped, .splits.all.count] | join(" ")' "$T/dd")" "220 100 120"
+expect_eq "--dedupe keeps the first of each" "$(ids_of "$T/dd/all.shard" | awk '$1 < 1000' | sort -n)" "$(seq 0 99)"
+expect_eq "--dedupe records the choice" "$(m .dedupe "$T/dd")" true
+ts-shard -o "$T/dd2" --dedupe --mem 1 --split all=1.0 "$T/dup.msgpack" "$T/mid.msgpack" "$T/mid.msgpack"
+ts-shard -o "$T/dd3" --dedupe --mem 64 --split all=1.0 "$T/dup.msgpack" "$T/mid.msgpack" "$T/mid.msgpack"
+check "--dedupe is independent of --mem too" cmp "$T/dd2/all.shard" "$T/dd3/all.shard"
+expect_eq "--dedupe over files" "$(m '[.records_in, .splits.all.count] | join(" ")' "$T/dd2")" "80220 40120"
+
+# Counts and rest.
+ts-shard -o "$T/c1" --split valid=10,test=20,train=rest "$T/a.msgpack"
+expect_eq "counts and rest" "$(m '[.splits[].count] | join(" ")' "$T/c1")" "10 20 970"
+ts-shard -o "$T/c2" --split a=10,b=20 "$T/a.msgpack"
+expect_eq "counts below the records leave the rest out" "$(m '[.splits[].count, .records_left_out] | join(" ")' "$T/c2")" "10 20 970"
+expect_eq "a split's file is named after it" "$(ls "$T/c2" | tr '\n' ' ')" "a.shard b.shard manifest.json "
+ts-shard -o "$T/c3" --split valid=0.0005,train=0.9995 "$T/a.msgpack"
+expect_eq "fractions round down, the last split takes the rest" "$(m '[.splits[].count] | join(" ")' "$T/c3")" "0 1000"
+ts-shard -o "$T/c4" --split train=1.0,test=0.0 "$T/a.msgpack"
+expect_eq "an empty split gets a valid empty shard" "$(stat -c %s "$T/c4/test.shard") $(ts-cat "$T/c4/test.shard" | wc -l)" "64 0"
+
+# Refusals: one line, exit 1 (2 for usage), nothing left behind.
+{ header "$(printf 'cd%.0s' {1..32})"; gen 5; } | records "$T/b.msgpack"
+expect_fail "streams with another vocab are refused" 1 \
+	"ts-shard: $T/b.msgpack: vocab sha256 cdcdcdcdcdcd… differs from $T/a.msgpack's abababababab…" \
+	ts-shard -o "$T/x" "$T/a.msgpack" "$T/b.msgpack"
+{ header "$(printf 'ab%.0s' {1..32})" '["neg","pos","mixed"]'; gen 5; } | records "$T/l.msgpack"
+expect_fail "streams with other label names are refused" 1 "l.msgpack: label names differ from .*a.msgpack's" \
+	ts-shard -o "$T/x" "$T/a.msgpack" "$T/l.msgpack"
+{ header ab; gen 5 | jq -c '.label = 2'; } | records "$T/range.msgpack"
+expect_fail "a label out of range names the record" 1 "range.msgpack: record 2: label 2 is out of range \(2 label names\)" \
+	ts-shard -o "$T/x" "$T/range.msgpack"
+{ gen 3; gen 1 | jq -c '.label = 0.5'; } | records "$T/kinds.msgpack"
+expect_fail "mixed label kinds are refused" 1 "kinds.msgpack: record 4: a float label, but earlier records have class labels" \
+	ts-shard -o "$T/x" "$T/kinds.msgpack"
+header ab | records "$T/empty.msgpack"
+expect_fail "an input without records is refused" 1 "ts-shard: no records in the input" ts-shard -o "$T/x" "$T/empty.msgpack"
+expect_fail "an empty standard input is refused" 1 "no records in the input" ts-shard -o "$T/x" </dev/null
+head -c -5 "$T/a.msgpack" >"$T/trunc.msgpack"
+expect_fail "a truncated stream names the record" 1 "trunc.msgpack: record 1001: truncated stream" \
+	ts-shard -o "$T/x" "$T/trunc.msgpack"
+expect_fail "a missing file" 1 "cannot open $T/nope.msgpack" ts-shard -o "$T/x" "$T/nope.msgpack"
+expect_eq "no data dir and no temp dir left after failures" "$(ls -d "$T"/x* 2>/dev/null)" ""
+expect_fail "fractions that do not sum to 1" 2 "--split: the fractions sum to 0.9, not 1" \
+	ts-shard -o "$T/x" --split train=0.8,test=0.1 "$T/a.msgpack"
+expect_fail "a malformed --split" 2 "--split: 'x' of 'train' is neither" ts-shard -o "$T/x" --split train=x "$T/a.msgpack"
+expect_fail "counts above the records" 1 "--split asks for 2000 records but there are only 1000" \
+	ts-shard -o "$T/x" --split a=1000,b=1000 "$T/a.msgpack"
+expect_fail "-o is required" 2 "-o DIR is required" ts-shard "$T/a.msgpack"
+expect_fail "--mem must be positive" 2 "--mem takes a size in MiB of at least 1" ts-shard -o "$T/x" --mem 0 "$T/a.msgpack"
+expect_eq "still nothing left behind" "$(ls -d "$T"/x* 2>/dev/null)" ""
+
+# An existing dir: refused when not empty, replaced with --force only when it is a data dir.
+expect_fail "an existing data dir is refused" 1 "$T/d exists and is not empty \(--force replaces it\)" \
+	ts-shard -o "$T/d" "$T/a.msgpack"
+check "--force replaces a data dir" ts-shard -f -o "$T/d" --split all=1.0 "$T/a.msgpack"
+expect_eq "--force leaves only the new data" "$(ls "$T/d" | tr '\n' ' ')" "all.shard manifest.json "
+mkdir "$T/home" && touch "$T/home/precious"
+expect_fail "--force does not replace a dir that is not a data dir" 1 "holds no manifest.json; not replacing it" \
+	ts-shard --force -o "$T/home" "$T/a.msgpack"
+expect_eq "the other dir is untouched" "$(ls "$T/home")" precious
+mkdir "$T/emptydir"
+check "an existing empty dir is filled" ts-shard -o "$T/emptydir/" "$T/a.msgpack"
+expect_eq "no temp dirs left beside the outputs" "$(ls "$T" | grep -c '\.tmp\.\|\.old\.')" 0
+
+# Bounded memory: an input several times larger than --mem (50 MB, 125k records).
+if [ ! -x /usr/bin/time ]; then skip "bounded memory (needs /usr/bin/time)"; finish; fi
+awk 'BEGIN { for (k = 0; k < 1000; k++) { s = "{\"id\":" k ",\"ids\":[101"
+	for (i = 0; i < 124; i++) s = s "," (k * 131 + i * 17) % 30000 + 200
+	print s ",102],\"label\":" k % 2 "}" } }' | records "$T/chunk.msgpack"
+for i in $(seq 125); do cat "$T/chunk.msgpack"; done >"$T/large.msgpack"
+size=$(stat -c %s "$T/large.msgpack")
+/usr/bin/time -f %M ts-shard --help >/dev/null 2>"$T/rss0"
+/usr/bin/time -f %M ts-shard -o "$T/large" --mem 8 "$T/large.msgpack" 2>"$T/rss"
+base=$(tail -1 "$T/rss0") rss=$(tail -1 "$T/rss")
+echo "    input $((size / 1048576)) MiB, --mem 8: max RSS $((rss / 1024)) MiB (idle $((base / 1024)) MiB)"
+if [ "$size" -gt 40000000 ] && [ "$rss" -lt $((base + 16 * 1024)) ]; then pass "RSS stays within --mem plus 8 MiB on a 6x larger input"
+else fail "RSS stays within --mem plus 8 MiB on a 6x larger input (input $size bytes, RSS $rss KiB, idle $base KiB)"; fi
+expect_eq "the large input is all there" "$(m '[.splits[].count] | add' "$T/large")" 125000
+finish

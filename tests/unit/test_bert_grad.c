@@ -1,0 +1,382 @@
+/* The whole model: gradients of both heads against central differences of
+ * the summed loss (dropout off, and on with a fixed seed), repeatability,
+ * padding invariance, parameter names and initialisation. */
+#include "bert.h"
+#include "check.h"
+#include "rng.h"
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { B = 3, T = 7, V = 50, L = 3, SEED = 11 };
+
+static const int lengths[B] = { 7, 5, 3 };
+
+struct sample {
+	int32_t ids[B * T], types[B * T], cls_labels[B], mlm_labels[B * T];
+	uint8_t mask[B * T];
+};
+
+static struct sample make_sample(void)
+{
+	struct sample s;
+	struct rng r;
+	rng_seed(&r, 3);
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++) {
+			int i = b * T + t, real = t < lengths[b];
+			s.ids[i] = real ? 1 + (int32_t)rng_below(&r, V - 1) : 0;
+			s.types[i] = real && b == 0 && t >= 4;  /* a sentence pair */
+			s.mask[i] = (uint8_t)real;
+			/* sequence 1 has nothing to predict */
+			s.mlm_labels[i] = real && t % 2 && b != 1 ? (int32_t)rng_below(&r, V) : -100;
+		}
+	s.cls_labels[0] = 2, s.cls_labels[1] = 0, s.cls_labels[2] = 1;
+	return s;
+}
+
+static struct bert_batch batch_of(const struct sample *s, enum bert_task task)
+{
+	struct bert_batch b = { B, T, s->ids, s->types, s->mask,
+				task == TASK_CLS ? s->cls_labels : s->mlm_labels };
+	return b;
+}
+
+static struct bert_config tiny_config(enum bert_task task, float dropout)
+{
+	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
+				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f,
+				 .hidden_dropout = dropout, .attn_dropout = dropout,
+				 .task = task, .num_labels = L };
+	return c;
+}
+
+/* HF's init, then every parameter moved by normal(0, 0.2) so that the check
+ * also sees non-trivial biases and LayerNorm weights and far-from-linear
+ * activations; the [PAD] row stays at zero as HF keeps it. */
+static struct bert *tiny_model(enum bert_task task, float dropout)
+{
+	struct bert_config c = tiny_config(task, dropout);
+	struct bert *m = bert_new(&c);
+	bert_init(m, 1);
+	float *p = bert_params(m);
+	struct rng r;
+	rng_seed(&r, 2);
+	for (size_t i = c.hidden; i < bert_numel(m); i++)
+		p[i] += 0.2f * rng_normal(&r);
+	return m;
+}
+
+static double loss_of(struct bert *m, const struct bert_batch *b, int train)
+{
+	int64_t count;
+	return bert_forward(m, b, train, SEED, &count);
+}
+
+static double central_difference(struct bert *m, const struct bert_batch *b, int train,
+				 float *x, float h)
+{
+	float x0 = *x, up = x0 + h, down = x0 - h;
+	*x = up;
+	double lu = loss_of(m, b, train);
+	*x = down;
+	double ld = loss_of(m, b, train);
+	*x = x0;
+	return (lu - ld) / ((double)up - down);
+}
+
+/* Checks a sample of coordinates of every tensor: most where the analytic
+ * gradient is non-zero, a few anywhere (where it may rightly be zero). */
+static void check_gradients(enum bert_task task, float dropout, int train)
+{
+	struct bert *m = tiny_model(task, dropout);
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	loss_of(m, &b, train);
+	memset(bert_grads(m), 0, sizeof(float) * bert_numel(m));
+	bert_backward(m, 1.0f);
+
+	int n = bert_tensors(m, NULL), bad = 0, checked = 0, big = 0;
+	struct tensor_ref *t = malloc(sizeof *t * n);
+	bert_tensors(m, t);
+	float *grads = bert_grads(m), *params = bert_params(m);
+	struct rng r;
+	rng_seed(&r, 5);
+	double worst = 0;
+	for (int k = 0; k < n; k++) {
+		size_t off = t[k].data - params, size = tensor_numel(&t[k]);
+		for (int j = 0; j < 8; j++) {
+			size_t i = rng_below(&r, size);
+			for (int tries = 0; j < 6 && grads[off + i] == 0 && tries < 1000; tries++)
+				i = rng_below(&r, size);
+			double analytic = grads[off + i];
+			double numeric = central_difference(m, &b, train, params + off + i, 1e-2f);
+			/* fp32 activations put about 1e-4 of noise on the differences */
+			double excess = fabs(analytic - numeric) - (2e-2 * fabs(numeric) + 2e-4);
+			worst = fmax(worst, fabs(analytic - numeric));
+			checked++;
+			big += fabs(numeric) > 1e-2;
+			if (excess > 0 && bad++ < 5)
+				printf("    %s[%zu]: analytic %.6g numeric %.6g\n", t[k].name, i,
+				       analytic, numeric);
+		}
+	}
+	CHECK(!bad, "%s gradients, dropout %.1f%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
+	      task == TASK_CLS ? "cls" : "mlm", dropout, train ? " on" : " off", bad, checked, big,
+	      worst);
+	free(t);
+	bert_free(m);
+}
+
+/* ---- repeatability ---- */
+
+struct run {
+	double loss;
+	float *grads, *logits;
+	size_t n;
+};
+
+static struct run forward_backward(enum bert_task task, int threads)
+{
+	int saved = omp_get_max_threads();
+	omp_set_num_threads(threads);
+	struct bert *m = tiny_model(task, 0.1f);
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	struct run r = { loss_of(m, &b, 1), NULL, NULL, bert_numel(m) };
+	bert_backward(m, 0.5f);
+	r.grads = malloc(sizeof(float) * r.n);
+	memcpy(r.grads, bert_grads(m), sizeof(float) * r.n);
+	size_t nl = task == TASK_CLS ? B * L : 0;
+	r.logits = malloc(sizeof(float) * (nl + 1));
+	memcpy(r.logits, bert_logits(m), sizeof(float) * nl);
+	bert_free(m);
+	omp_set_num_threads(saved);
+	return r;
+}
+
+static int same_run(const struct run *a, const struct run *b)
+{
+	return a->loss == b->loss && !memcmp(a->grads, b->grads, sizeof(float) * a->n);
+}
+
+static void check_repeatable(enum bert_task task)
+{
+	const char *name = task == TASK_CLS ? "cls" : "mlm";
+	struct run a = forward_backward(task, 2), b = forward_backward(task, 2);
+	CHECK(same_run(&a, &b), "%s: forward+backward twice on 2 threads gives the same bits", name);
+	struct run c = forward_backward(task, 1), d = forward_backward(task, 1);
+	CHECK(same_run(&c, &d), "%s: forward+backward twice on 1 thread gives the same bits", name);
+	/* not promised, reported for information */
+	printf("note %s: 1 and 2 threads give %s results\n", name,
+	       same_run(&a, &c) ? "bitwise identical" : "different");
+	free(a.grads), free(a.logits), free(b.grads), free(b.logits);
+	free(c.grads), free(c.logits), free(d.grads), free(d.logits);
+}
+
+static void check_accumulates(void)
+{
+	struct bert *m = tiny_model(TASK_MLM, 0.1f);
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, TASK_MLM);
+	size_t n = bert_numel(m);
+	loss_of(m, &b, 1);
+	bert_backward(m, 1.0f);
+	float *once = malloc(sizeof(float) * n);
+	memcpy(once, bert_grads(m), sizeof(float) * n);
+	loss_of(m, &b, 1);
+	bert_backward(m, 1.0f);
+	int twice = 1;
+	for (size_t i = 0; i < n; i++)
+		twice &= close_enough(bert_grads(m)[i], 2 * once[i], 1e-7, 1e-5);
+	CHECK(twice, "a second backward adds to the grads");
+	free(once);
+	bert_free(m);
+}
+
+/* ---- padding, eval mode, loss ---- */
+
+static void check_padding(enum bert_task task)
+{
+	struct bert *m = tiny_model(task, 0.1f);
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	int64_t count;
+	double loss = bert_forward(m, &b, 0, SEED, &count);
+	int nl = task == TASK_CLS ? B * L : (int)count * V;
+	float *before = malloc(sizeof(float) * nl);
+	memcpy(before, bert_logits(m), sizeof(float) * nl);
+
+	enum { TP = T + 4 };
+	int32_t ids[B * TP] = { 0 }, types[B * TP] = { 0 }, labels[B * TP];
+	uint8_t mask[B * TP] = { 0 };
+	for (int i = 0; i < B * TP; i++)
+		labels[i] = -100;
+	for (int i = 0; i < B; i++) {
+		memcpy(ids + i * TP, s.ids + i * T, sizeof(int32_t) * T);
+		memcpy(types + i * TP, s.types + i * T, sizeof(int32_t) * T);
+		memcpy(mask + i * TP, s.mask + i * T, T);
+		memcpy(labels + i * TP, s.mlm_labels + i * T, sizeof(int32_t) * T);
+	}
+	struct bert_batch padded = { B, TP, ids, types, mask,
+				     task == TASK_CLS ? s.cls_labels : labels };
+	int64_t count2;
+	double loss2 = bert_forward(m, &padded, 0, SEED, &count2);
+	double diff = 0;
+	for (int i = 0; i < nl; i++)
+		diff = fmax(diff, fabs(bert_logits(m)[i] - before[i]));
+	CHECK(count == count2 && diff < 1e-5 && close_enough(loss, loss2, 1e-5, 1e-6),
+	      "%s: appending padding leaves logits and loss unchanged (max diff %.1e)",
+	      task == TASK_CLS ? "cls" : "mlm", diff);
+	free(before);
+	bert_free(m);
+}
+
+/* The summed loss recomputed from the logits in double. */
+static double loss_from_logits(const float *logits, const int32_t *labels, int rows, int width)
+{
+	double sum = 0;
+	for (int r = 0; r < rows; r++) {
+		const float *x = logits + (size_t)r * width;
+		double mx = x[0], s = 0;
+		for (int j = 1; j < width; j++)
+			mx = fmax(mx, x[j]);
+		for (int j = 0; j < width; j++)
+			s += exp(x[j] - mx);
+		sum += mx + log(s) - x[labels[r]];
+	}
+	return sum;
+}
+
+static void check_loss_and_eval(void)
+{
+	struct sample s = make_sample();
+	struct bert *m = tiny_model(TASK_MLM, 0.3f);
+	struct bert_batch b = batch_of(&s, TASK_MLM);
+	int64_t count;
+	double loss = bert_forward(m, &b, 0, SEED, &count);
+	int32_t labels[B * T];
+	int expected = 0;
+	for (int i = 0; i < B * T; i++)
+		if (s.mlm_labels[i] != -100)
+			labels[expected++] = s.mlm_labels[i];
+	CHECK(count == expected, "mlm count is the number of labelled positions (%lld)",
+	      (long long)count);
+	double ref = loss_from_logits(bert_logits(m), labels, expected, V);
+	CHECK(close_enough(loss, ref, 1e-4, 1e-5), "mlm loss is the summed CE of its logits (%.5f vs %.5f)",
+	      loss, ref);
+
+	struct bert_config c = tiny_config(TASK_MLM, 0.0f);
+	struct bert *plain = bert_new(&c);
+	memcpy(bert_params(plain), bert_params(m), sizeof(float) * bert_numel(m));
+	int64_t count2;
+	CHECK(bert_forward(plain, &b, 1, SEED, &count2) == loss,
+	      "eval mode ignores dropout (same loss as a model without it)");
+	CHECK(bert_forward(m, &b, 1, SEED, &count2) != loss, "train mode applies dropout");
+	bert_free(plain);
+	bert_free(m);
+
+	m = tiny_model(TASK_CLS, 0.0f);
+	b = batch_of(&s, TASK_CLS);
+	loss = bert_forward(m, &b, 0, SEED, &count);
+	ref = loss_from_logits(bert_logits(m), s.cls_labels, B, L);
+	CHECK(count == B && close_enough(loss, ref, 1e-4, 1e-5),
+	      "cls loss is the summed CE of B logit rows (%.5f vs %.5f)", loss, ref);
+	bert_free(m);
+}
+
+/* ---- names, layout and init ---- */
+
+static int has_tensor(const struct tensor_ref *t, int n, const char *name, int64_t d0, int64_t d1)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return t[i].shape[0] == d0 && (t[i].ndim == 1 ? d1 == 0 : t[i].shape[1] == d1);
+	return 0;
+}
+
+static void check_tensors(enum bert_task task)
+{
+	struct bert_config c = tiny_config(task, 0.1f);
+	struct bert *m = bert_new(&c);
+	int n = bert_tensors(m, NULL);
+	struct tensor_ref *t = malloc(sizeof *t * n);
+	bert_tensors(m, t);
+	size_t at = 0;
+	int tiled = 1, unique = 1;
+	for (int i = 0; i < n; i++) {
+		tiled &= t[i].data == bert_params(m) + at;
+		at += tensor_numel(&t[i]);
+		for (int j = 0; j < i; j++)
+			unique &= strcmp(t[i].name, t[j].name) != 0;
+	}
+	const char *name = task == TASK_CLS ? "cls" : "mlm";
+	CHECK(tiled && at == bert_numel(m), "%s: tensors tile the parameter buffer in order", name);
+	CHECK(unique, "%s: tensor names are unique", name);
+	CHECK(n == 5 + 16 * c.layers + 4 + (task == TASK_MLM), "%s: %d tensors", name, n);
+	int C = c.hidden;
+	int common = has_tensor(t, n, "bert.embeddings.word_embeddings.weight", V, C) &&
+		     has_tensor(t, n, "bert.embeddings.position_embeddings.weight", c.max_pos, C) &&
+		     has_tensor(t, n, "bert.embeddings.token_type_embeddings.weight", 2, C) &&
+		     has_tensor(t, n, "bert.embeddings.LayerNorm.bias", C, 0) &&
+		     has_tensor(t, n, "bert.encoder.layer.1.attention.self.key.weight", C, C) &&
+		     has_tensor(t, n, "bert.encoder.layer.0.attention.self.value.bias", C, 0) &&
+		     has_tensor(t, n, "bert.encoder.layer.1.attention.output.LayerNorm.weight", C, 0) &&
+		     has_tensor(t, n, "bert.encoder.layer.0.intermediate.dense.weight", c.ffn, C) &&
+		     has_tensor(t, n, "bert.encoder.layer.1.output.dense.weight", C, c.ffn);
+	int head = task == TASK_CLS
+		? has_tensor(t, n, "bert.pooler.dense.weight", C, C) &&
+		  has_tensor(t, n, "classifier.weight", L, C) && has_tensor(t, n, "classifier.bias", L, 0)
+		: has_tensor(t, n, "cls.predictions.transform.dense.weight", C, C) &&
+		  has_tensor(t, n, "cls.predictions.transform.LayerNorm.weight", C, 0) &&
+		  has_tensor(t, n, "cls.predictions.bias", V, 0) &&
+		  !has_tensor(t, n, "bert.pooler.dense.weight", C, C);
+	CHECK(common && head, "%s: HF names and shapes are there", name);
+
+	bert_init(m, 9);
+	double sum = 0, sum2 = 0;
+	size_t count = 0;
+	int ln_ones = 1, zero_biases = 1, pad_zero = 1;
+	for (int i = 0; i < n; i++) {
+		int64_t k = tensor_numel(&t[i]);
+		const char *nm = t[i].name;
+		for (int64_t j = 0; j < k; j++) {
+			float x = t[i].data[j];
+			if (strstr(nm, "LayerNorm.weight"))
+				ln_ones &= x == 1.0f;
+			else if (strstr(nm, "bias"))
+				zero_biases &= x == 0.0f;
+			else if (!strstr(nm, "word_embeddings") || j >= C) {
+				sum += x, sum2 += (double)x * x, count++;
+			} else
+				pad_zero &= x == 0.0f;
+		}
+	}
+	double sd = sqrt(sum2 / count - (sum / count) * (sum / count));
+	CHECK(ln_ones && zero_biases && pad_zero && fabs(sd - 0.02) < 0.001 && fabs(sum / count) < 0.001,
+	      "%s: init is HF's (LayerNorm 1/0, biases 0, [PAD] row 0, weights sd %.4f)", name, sd);
+	CHECK(bert_decays("bert.encoder.layer.0.output.dense.weight") &&
+	      bert_decays("bert.embeddings.word_embeddings.weight") &&
+	      !bert_decays("bert.encoder.layer.0.output.LayerNorm.weight") &&
+	      !bert_decays("classifier.bias") && !bert_decays("cls.predictions.bias"),
+	      "weight decay skips biases and LayerNorm");
+	free(t);
+	bert_free(m);
+}
+
+int main(void)
+{
+	check_tensors(TASK_CLS);
+	check_tensors(TASK_MLM);
+	check_gradients(TASK_CLS, 0.0f, 0);
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_MLM, 0.0f, 0);
+	check_gradients(TASK_MLM, 0.1f, 1);
+	check_repeatable(TASK_CLS);
+	check_repeatable(TASK_MLM);
+	check_accumulates();
+	check_padding(TASK_CLS);
+	check_padding(TASK_MLM);
+	check_loss_and_eval();
+	CHECK_DONE();
+}

@@ -1,0 +1,607 @@
+/* Every CPU op against a naive double-precision reference written here:
+ * forward outputs directly, backward against central differences of the
+ * reference (loss = sum of w * output for fixed random w). */
+#include "check.h"
+#include "cpu_ops.h"
+#include "rng.h"
+#include <float.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+static struct rng gen;
+
+static double *rand_doubles(int n, double scale)
+{
+	double *x = malloc(sizeof(double) * n);
+	for (int i = 0; i < n; i++)
+		x[i] = scale * rng_normal(&gen);
+	return x;
+}
+
+static float *to_floats(const double *x, int n)
+{
+	float *f = malloc(sizeof(float) * n);
+	for (int i = 0; i < n; i++)
+		f[i] = (float)x[i];
+	return f;
+}
+
+static double max_abs_diff(const float *a, const double *b, int n)
+{
+	double worst = 0;
+	for (int i = 0; i < n; i++)
+		worst = fmax(worst, fabs(a[i] - b[i]));
+	return worst;
+}
+
+/* The loss every gradient check uses: sum of w[i] * out[i]. */
+static double weighted_sum(const double *w, const double *out, int n)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += w[i] * out[i];
+	return s;
+}
+
+typedef double (*loss_fn)(const double *theta, const void *ctx);
+
+/* Largest |analytic - numeric| over the largest |numeric|, central
+ * differences of the double reference at every coordinate of theta. */
+static double grad_error(loss_fn f, const void *ctx, const double *theta,
+			 const float *analytic, int n)
+{
+	double *t = malloc(sizeof(double) * n), worst = 0, scale = 1e-12;
+	memcpy(t, theta, sizeof(double) * n);
+	for (int i = 0; i < n; i++) {
+		double h = 1e-5 * fmax(1, fabs(theta[i]));
+		t[i] = theta[i] + h;
+		double up = f(t, ctx);
+		t[i] = theta[i] - h;
+		double down = f(t, ctx);
+		t[i] = theta[i];
+		double numeric = (up - down) / (2 * h);
+		worst = fmax(worst, fabs(analytic[i] - numeric));
+		scale = fmax(scale, fabs(numeric));
+	}
+	free(t);
+	return worst / scale;
+}
+
+#define GRAD_TOL 1e-4
+
+static double ref_layernorm_row(double *out, const double *x, const double *g,
+				const double *b, int C)
+{
+	double mean = 0, var = 0;
+	for (int j = 0; j < C; j++)
+		mean += x[j] / C;
+	for (int j = 0; j < C; j++)
+		var += (x[j] - mean) * (x[j] - mean) / C;
+	double rstd = 1 / sqrt(var + 1e-5);
+	for (int j = 0; j < C; j++)
+		out[j] = (x[j] - mean) * rstd * g[j] + b[j];
+	return rstd;
+}
+
+static double ref_gelu(double x)
+{
+	return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+}
+
+/* ---- linear ---- */
+
+struct linear_case {
+	int N, Cin, Cout;
+	const double *w;
+};
+
+static void ref_linear(double *out, const double *theta, const struct linear_case *k)
+{
+	const double *x = theta, *W = x + k->N * k->Cin, *b = W + k->Cout * k->Cin;
+	for (int r = 0; r < k->N; r++)
+		for (int o = 0; o < k->Cout; o++) {
+			double s = b[o];
+			for (int i = 0; i < k->Cin; i++)
+				s += x[r * k->Cin + i] * W[o * k->Cin + i];
+			out[r * k->Cout + o] = s;
+		}
+}
+
+static double linear_loss(const double *theta, const void *ctx)
+{
+	const struct linear_case *k = ctx;
+	double out[64];
+	ref_linear(out, theta, k);
+	return weighted_sum(k->w, out, k->N * k->Cout);
+}
+
+static void test_linear(void)
+{
+	struct linear_case k = { 5, 7, 3, NULL };
+	int nx = k.N * k.Cin, nw = k.Cout * k.Cin, n = nx + nw + k.Cout, nout = k.N * k.Cout;
+	double *theta = rand_doubles(n, 1), *w = rand_doubles(nout, 1), ref[64];
+	k.w = w;
+	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[64];
+	linear_forward(out, t, t + nx, t + nx + nw, k.N, k.Cin, k.Cout);
+	ref_linear(ref, theta, &k);
+	CHECK(max_abs_diff(out, ref, nout) < 1e-5, "linear forward matches the reference");
+
+	float *grad = calloc(n, sizeof(float));
+	linear_backward(grad, grad + nx, grad + nx + nw, dout, t, t + nx, k.N, k.Cin, k.Cout, 0);
+	double err = grad_error(linear_loss, &k, theta, grad, n);
+	CHECK(err < GRAD_TOL, "linear gradients (input, weight, bias) match finite differences (%.1e)",
+	      err);
+
+	/* a second backward adds to the parameter grads and, when asked, to din */
+	float *again = malloc(sizeof(float) * n);
+	memcpy(again, grad, sizeof(float) * n);
+	linear_backward(again, again + nx, again + nx + nw, dout, t, t + nx, k.N, k.Cin, k.Cout, 1);
+	int doubled = 1;
+	for (int i = 0; i < n; i++)
+		doubled &= close_enough(again[i], 2 * grad[i], 1e-6, 1e-5);
+	CHECK(doubled, "linear backward accumulates into grads");
+	free(theta), free(w), free(t), free(dout), free(grad), free(again);
+}
+
+/* ---- embeddings ---- */
+
+enum { EV = 6, ET = 4, EC = 3, EB = 2, ETYPES = 2 };
+static const int32_t emb_ids[EB * ET] = { 2, 5, 0, 0, 2, 1, 3, 0 };
+static const int32_t emb_types[EB * ET] = { 0, 0, 1, 1, 0, 1, 1, 0 };
+
+static void ref_embedding(double *out, const double *theta)
+{
+	const double *word = theta, *pos = word + EV * EC, *type = pos + ET * EC;
+	for (int r = 0; r < EB * ET; r++)
+		for (int c = 0; c < EC; c++)
+			out[r * EC + c] = word[emb_ids[r] * EC + c] + pos[(r % ET) * EC + c] +
+					  type[emb_types[r] * EC + c];
+}
+
+static double embedding_loss(const double *theta, const void *ctx)
+{
+	double out[EB * ET * EC];
+	ref_embedding(out, theta);
+	return weighted_sum(ctx, out, EB * ET * EC);
+}
+
+static void test_embedding(void)
+{
+	int n = (EV + ET + ETYPES) * EC, nout = EB * ET * EC;
+	double *theta = rand_doubles(n, 1), *w = rand_doubles(nout, 1), ref[EB * ET * EC];
+	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[EB * ET * EC];
+	embedding_forward(out, emb_ids, emb_types, t, t + EV * EC, t + (EV + ET) * EC, EB, ET, EC);
+	ref_embedding(ref, theta);
+	CHECK(max_abs_diff(out, ref, nout) < 1e-6, "embedding forward matches the reference");
+
+	float *grad = calloc(n, sizeof(float));
+	embedding_backward(grad, grad + EV * EC, grad + (EV + ET) * EC, dout, emb_ids, emb_types,
+			   EB, ET, EC, -1);
+	double err = grad_error(embedding_loss, w, theta, grad, n);
+	CHECK(err < GRAD_TOL, "embedding scatter-add matches finite differences (%.1e)", err);
+
+	/* with pad_id 0 the [PAD] row gets nothing and every other row the same */
+	float *padded = calloc(n, sizeof(float));
+	embedding_backward(padded, padded + EV * EC, padded + (EV + ET) * EC, dout, emb_ids,
+			   emb_types, EB, ET, EC, 0);
+	int pad_zero = 1, rest_same = 1;
+	for (int i = 0; i < n; i++) {
+		if (i < EC)
+			pad_zero &= padded[i] == 0;
+		else
+			rest_same &= padded[i] == grad[i];
+	}
+	CHECK(pad_zero && rest_same, "the padding id's word row gets no gradient, as padding_idx");
+	free(theta), free(w), free(t), free(dout), free(grad), free(padded);
+}
+
+/* ---- layernorm, plain and as a residual block's tail ---- */
+
+enum { LN = 4, LC = 16 };
+
+static double layernorm_loss(const double *theta, const void *ctx)
+{
+	const double *x = theta, *g = x + LN * LC, *b = g + LC;
+	double out[LN * LC];
+	for (int r = 0; r < LN; r++)
+		ref_layernorm_row(out + r * LC, x + r * LC, g, b, LC);
+	return weighted_sum(ctx, out, LN * LC);
+}
+
+static void test_layernorm(void)
+{
+	int n = LN * LC + 2 * LC, nout = LN * LC;
+	double *theta = rand_doubles(n, 1), *w = rand_doubles(nout, 1), ref[LN * LC];
+	for (int j = 0; j < LN * LC; j++)
+		theta[j] += 3;  /* an offset the mean must remove */
+	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[LN * LC], mean[LN], rstd[LN];
+	layernorm_forward(out, mean, rstd, t, t + LN * LC, t + LN * LC + LC, LN, LC, 1e-5f);
+	for (int r = 0; r < LN; r++)
+		ref_layernorm_row(ref + r * LC, theta + r * LC, theta + LN * LC, theta + LN * LC + LC, LC);
+	CHECK(max_abs_diff(out, ref, nout) < 1e-5, "layernorm forward matches the reference");
+
+	float *grad = calloc(n, sizeof(float));
+	layernorm_backward(grad, grad + LN * LC, grad + LN * LC + LC, dout, t, mean, rstd,
+			   t + LN * LC, LN, LC);
+	double err = grad_error(layernorm_loss, w, theta, grad, n);
+	CHECK(err < GRAD_TOL, "layernorm gradients match finite differences (%.1e)", err);
+
+	/* in place, as the model calls it */
+	float *inplace = malloc(sizeof(float) * nout), dw[LC] = { 0 }, db[LC] = { 0 };
+	memcpy(inplace, dout, sizeof(float) * nout);
+	layernorm_backward(inplace, dw, db, inplace, t, mean, rstd, t + LN * LC, LN, LC);
+	CHECK(!memcmp(inplace, grad, sizeof(float) * nout) && !memcmp(dw, grad + LN * LC, sizeof dw),
+	      "layernorm backward in place gives the same bits");
+	free(theta), free(w), free(t), free(dout), free(grad), free(inplace);
+}
+
+struct residual_case {
+	const double *w;
+	float p;
+	uint64_t seed;
+};
+
+/* theta = res, branch, bias, gamma, beta: sum = res + dropout(branch + bias) */
+static void ref_residual_layernorm(double *out, const double *theta, const struct residual_case *k)
+{
+	const double *res = theta, *x = res + LN * LC, *bias = x + LN * LC, *g = bias + LC,
+		     *b = g + LC;
+	double sum[LN * LC];
+	for (int i = 0; i < LN * LC; i++) {
+		double keep = k->p ? dropout_keeps(k->seed, i, k->p) / (1.0 - k->p) : 1;
+		sum[i] = res[i] + (x[i] + bias[i % LC]) * keep;
+	}
+	for (int r = 0; r < LN; r++)
+		ref_layernorm_row(out + r * LC, sum + r * LC, g, b, LC);
+}
+
+static double residual_loss(const double *theta, const void *ctx)
+{
+	const struct residual_case *k = ctx;
+	double out[LN * LC];
+	ref_residual_layernorm(out, theta, k);
+	return weighted_sum(k->w, out, LN * LC);
+}
+
+static void test_residual_layernorm(float p)
+{
+	int nx = LN * LC, n = 2 * nx + 3 * LC;
+	double *theta = rand_doubles(n, 1), *w = rand_doubles(nx, 1), ref[LN * LC];
+	struct residual_case k = { w, p, 99 };
+	float *t = to_floats(theta, n), *dout = to_floats(w, nx), out[LN * LC], mean[LN], rstd[LN];
+	float *sum = malloc(sizeof(float) * nx);
+	memcpy(sum, t + nx, sizeof(float) * nx);
+	residual_layernorm_forward(out, sum, mean, rstd, t, t + 2 * nx, t + 2 * nx + LC,
+				   t + 2 * nx + 2 * LC, LN, LC, 1e-5f, p, k.seed);
+	ref_residual_layernorm(ref, theta, &k);
+	CHECK(max_abs_diff(out, ref, nx) < 1e-5, "residual+dropout(%.1f)+layernorm forward matches",
+	      p);
+
+	/* the backward the model composes: LN back, then through dropout */
+	float *grad = calloc(n, sizeof(float));
+	layernorm_backward(grad, grad + 2 * nx + LC, grad + 2 * nx + 2 * LC, dout, sum, mean, rstd,
+			   t + 2 * nx + LC, LN, LC);
+	dropout_apply(grad + nx, grad, nx, p, k.seed);
+	colsum_add(grad + 2 * nx, grad + nx, LN, LC);
+	double err = grad_error(residual_loss, &k, theta, grad, n);
+	CHECK(err < GRAD_TOL, "residual+dropout(%.1f)+layernorm gradients match (%.1e)", p, err);
+	free(theta), free(w), free(t), free(dout), free(sum), free(grad);
+}
+
+/* ---- GELU and tanh ---- */
+
+static void test_gelu_accuracy(void)
+{
+	double worst = 0, worst_grad = 0;
+	for (double x = -12; x <= 12; x += 1e-3) {
+		float g = gelu((float)x);
+		worst = fmax(worst, fabs(g - ref_gelu(x)) / fmax(1, fabs(x)));
+		float one = 1, d;
+		float pre = (float)x;
+		gelu_backward(&d, &one, &pre, 1);
+		double exact = 0.5 * (1 + erf(pre / sqrt(2.0))) + pre * exp(-0.5 * pre * pre) / sqrt(2 * M_PI);
+		worst_grad = fmax(worst_grad, fabs(d - exact));
+	}
+	CHECK(worst < 3e-7, "gelu matches the erf form to %.1e over [-12, 12]", worst);
+	CHECK(worst_grad < 1e-6, "gelu's derivative matches to %.1e", worst_grad);
+}
+
+enum { GN = 3, GF = 10 };
+
+static double gelu_loss(const double *theta, const void *ctx)
+{
+	double out[GN * GF];
+	for (int i = 0; i < GN * GF; i++)
+		out[i] = ref_gelu(theta[i] + theta[GN * GF + i % GF]);
+	return weighted_sum(ctx, out, GN * GF);
+}
+
+static void test_bias_gelu(void)
+{
+	int nx = GN * GF, n = nx + GF;
+	double *theta = rand_doubles(n, 2), *w = rand_doubles(nx, 1), ref[GN * GF];
+	float *t = to_floats(theta, n), *dout = to_floats(w, nx), out[GN * GF];
+	for (int i = 0; i < nx; i++)
+		ref[i] = ref_gelu(theta[i] + theta[nx + i % GF]);
+	bias_gelu_forward(out, t, t + nx, GN, GF);
+	CHECK(max_abs_diff(out, ref, nx) < 1e-5, "bias+gelu forward matches the reference");
+
+	float *grad = calloc(n, sizeof(float));
+	gelu_backward(grad, dout, t, nx);   /* t now holds pre + bias */
+	colsum_add(grad + nx, grad, GN, GF);
+	double err = grad_error(gelu_loss, w, theta, grad, n);
+	CHECK(err < GRAD_TOL, "bias+gelu gradients match finite differences (%.1e)", err);
+	free(theta), free(w), free(t), free(dout), free(grad);
+}
+
+/* ---- the pooler: [CLS] rows, dense, tanh ---- */
+
+enum { PB = 3, PT = 4, PC = 5 };
+static const int32_t cls_rows[PB] = { 0, PT, 2 * PT };
+
+static void ref_pooler(double *out, const double *theta)
+{
+	const double *hidden = theta, *W = hidden + PB * PT * PC, *b = W + PC * PC;
+	for (int i = 0; i < PB; i++)
+		for (int o = 0; o < PC; o++) {
+			double s = b[o];
+			for (int c = 0; c < PC; c++)
+				s += W[o * PC + c] * hidden[cls_rows[i] * PC + c];
+			out[i * PC + o] = tanh(s);
+		}
+}
+
+static double pooler_loss(const double *theta, const void *ctx)
+{
+	double out[PB * PC];
+	ref_pooler(out, theta);
+	return weighted_sum(ctx, out, PB * PC);
+}
+
+static void test_pooler(void)
+{
+	int nh = PB * PT * PC, n = nh + PC * PC + PC;
+	double *theta = rand_doubles(n, 0.7), *w = rand_doubles(PB * PC, 1), ref[PB * PC];
+	float *t = to_floats(theta, n), *dout = to_floats(w, PB * PC), in[PB * PC], out[PB * PC];
+	gather_rows(in, t, cls_rows, PB, PC);
+	linear_forward(out, in, t + nh, t + nh + PC * PC, PB, PC, PC);
+	tanh_forward(out, out, PB * PC);
+	ref_pooler(ref, theta);
+	CHECK(max_abs_diff(out, ref, PB * PC) < 1e-6, "tanh pooler forward matches the reference");
+
+	float *grad = calloc(n, sizeof(float)), dpre[PB * PC], din[PB * PC];
+	tanh_backward(dpre, dout, out, PB * PC);
+	linear_backward(din, grad + nh, grad + nh + PC * PC, dpre, in, t + nh, PB, PC, PC, 0);
+	scatter_add_rows(grad, din, cls_rows, PB, PC);
+	double err = grad_error(pooler_loss, w, theta, grad, n);
+	CHECK(err < GRAD_TOL, "tanh pooler gradients match finite differences (%.1e)", err);
+	free(theta), free(w), free(t), free(dout), free(grad);
+}
+
+/* ---- attention ---- */
+
+enum { AB = 3, AT = 5, AC = 8, AH = 2, AD = AC / AH, AN = AB * AT };
+/* sequence 0 is full, 1 has a padded middle key and two padded at the end,
+ * 2 has no real token at all (HF: uniform weights) */
+static const uint8_t att_mask[AN] = { 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0 };
+/* queries at every row, or (as the last layer asks) at a few */
+static const int32_t all_rows[AN] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 };
+static const int32_t all_start[AB + 1] = { 0, AT, 2 * AT, 3 * AT };
+static const int32_t some_rows[3] = { 0, 3, AT + 2 };   /* none in sequence 2 */
+static const int32_t some_start[AB + 1] = { 0, 2, 3, 3 };
+
+struct attention_case {
+	const double *w;
+	float p;
+	uint64_t seed;
+	const int32_t *rows, *start;   /* query rows, grouped by sequence */
+};
+
+/* HF's way: scores/sqrt(d) + (1 - mask) * (most negative float), softmax,
+ * dropout, over theta = qkv [AN, 3C]; ctx has one row per query row. */
+static void ref_attention(double *ctx, const double *qkv, const struct attention_case *k)
+{
+	for (int b = 0; b < AB; b++) {
+		int q0 = k->start[b], nq = k->start[b + 1] - q0;
+		for (int h = 0; h < AH; h++)
+			for (int i = 0; i < nq; i++) {
+				double s[AT], mx = -INFINITY, sum = 0;
+				const double *q = qkv + k->rows[q0 + i] * 3 * AC + h * AD;
+				for (int j = 0; j < AT; j++) {
+					const double *kk = qkv + (b * AT + j) * 3 * AC + AC + h * AD;
+					s[j] = 0;
+					for (int c = 0; c < AD; c++)
+						s[j] += q[c] * kk[c] / sqrt(AD);
+					if (!att_mask[b * AT + j])
+						s[j] += -FLT_MAX;
+					mx = fmax(mx, s[j]);
+				}
+				for (int j = 0; j < AT; j++)
+					sum += s[j] = exp(s[j] - mx);
+				double *out = ctx + (q0 + i) * AC + h * AD;
+				for (int c = 0; c < AD; c++)
+					out[c] = 0;
+				for (int j = 0; j < AT; j++) {
+					uint64_t e = ((uint64_t)q0 * AH + h * nq + i) * AT + j;
+					double keep = k->p ? dropout_keeps(k->seed, e, k->p) / (1.0 - k->p) : 1;
+					const double *v = qkv + (b * AT + j) * 3 * AC + 2 * AC + h * AD;
+					for (int c = 0; c < AD; c++)
+						out[c] += s[j] / sum * keep * v[c];
+				}
+			}
+	}
+}
+
+static double attention_loss(const double *theta, const void *ctx)
+{
+	const struct attention_case *k = ctx;
+	double out[AN * AC];
+	ref_attention(out, theta, k);
+	return weighted_sum(k->w, out, k->start[AB] * AC);
+}
+
+/* Queries read in place from qkv, or gathered into their own matrix. */
+static void test_attention(float p, int subset)
+{
+	int n = AN * 3 * AC, nq = subset ? 3 : AN, nout = nq * AC;
+	double *theta = rand_doubles(n, 1), *w = rand_doubles(nout, 1), ref[AN * AC];
+	struct attention_case k = { w, p, 1234, subset ? some_rows : all_rows,
+				    subset ? some_start : all_start };
+	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[AN * AC], q[AN * AC];
+	float probs[AN * AH * AT];
+	struct attention a = { AB, AT, AC, AH, t, t + AC, t + 2 * AC, 3 * AC, 3 * AC, NULL,
+			       att_mask, p, k.seed };
+	if (subset) {
+		for (int i = 0; i < nq; i++)
+			memcpy(q + i * AC, t + some_rows[i] * 3 * AC, sizeof(float) * AC);
+		a.q = q, a.ldq = AC, a.q_start = some_start;
+	}
+	const char *what = subset ? "attention for some queries" : "attention";
+	attention_forward(out, probs, &a);
+	ref_attention(ref, theta, &k);
+	CHECK(max_abs_diff(out, ref, nout) < 1e-5,
+	      "%s, with padding and dropout %.1f, matches the reference", what, p);
+	int masked_zero = 1;
+	for (int i = 0; i < nq * AH; i++)
+		for (int j = 0; j < AT; j++)
+			if (i >= k.start[1] * AH && i < k.start[2] * AH && !att_mask[AT + j])
+				masked_zero &= probs[i * AT + j] == 0.0f;
+	CHECK(masked_zero, "%s: padded keys get exactly zero weight", what);
+
+	/* backward writes every gradient it owns, whatever was there */
+	float *grad = malloc(sizeof(float) * n), dq[AN * AC];
+	for (int i = 0; i < n; i++)
+		grad[i] = subset && i % (3 * AC) < AC ? 0.0f : 7.0f;
+	attention_backward(subset ? dq : grad, grad + AC, grad + 2 * AC, dout, probs, &a);
+	if (subset)
+		for (int i = 0; i < nq; i++)
+			memcpy(grad + some_rows[i] * 3 * AC, dq + i * AC, sizeof(float) * AC);
+	double err = grad_error(attention_loss, &k, theta, grad, n);
+	CHECK(err < GRAD_TOL, "%s gradients (dropout %.1f) match finite differences (%.1e)", what,
+	      p, err);
+	free(theta), free(w), free(t), free(dout), free(grad);
+}
+
+/* ---- softmax cross-entropy ---- */
+
+enum { CN = 4, CV = 7 };
+static const int32_t ce_labels[CN] = { 3, -100, 0, 6 };
+
+static double ce_loss(const double *logits, const void *ctx)
+{
+	(void)ctx;
+	double loss = 0;
+	for (int r = 0; r < CN; r++) {
+		if (ce_labels[r] < 0)
+			continue;
+		double mx = -INFINITY, s = 0;
+		for (int j = 0; j < CV; j++)
+			mx = fmax(mx, logits[r * CV + j]);
+		for (int j = 0; j < CV; j++)
+			s += exp(logits[r * CV + j] - mx);
+		loss += mx + log(s) - logits[r * CV + ce_labels[r]];
+	}
+	return loss;
+}
+
+static void test_crossentropy(void)
+{
+	int n = CN * CV;
+	double *theta = rand_doubles(n, 3);
+	float *t = to_floats(theta, n), lse[CN], *grad = calloc(n, sizeof(float));
+	double loss = crossentropy_forward(lse, t, ce_labels, CN, CV);
+	CHECK(close_enough(loss, ce_loss(theta, NULL), 1e-5, 1e-6),
+	      "cross-entropy sums the loss of labelled rows (%.6f vs %.6f)", loss, ce_loss(theta, NULL));
+	float scale = 0.25f;
+	crossentropy_backward(grad, t, lse, ce_labels, CN, CV, scale);
+	for (int i = 0; i < n; i++)
+		grad[i] /= scale;
+	double err = grad_error(ce_loss, NULL, theta, grad, n);
+	CHECK(err < GRAD_TOL, "cross-entropy gradient matches finite differences (%.1e)", err);
+	int ignored = 1;
+	for (int j = 0; j < CV; j++)
+		ignored &= grad[CV + j] == 0;
+	CHECK(ignored, "rows labelled -100 get no gradient");
+
+	float big[2] = { 1000.0f, -1000.0f }, blse;
+	int32_t first = 0;
+	CHECK(crossentropy_forward(&blse, big, &first, 1, 2) == 0.0,
+	      "cross-entropy is stable for logits of +-1000");
+	free(theta), free(t), free(grad);
+}
+
+/* ---- dropout ---- */
+
+static void test_dropout(void)
+{
+	enum { n = 200000 };
+	float *x = malloc(sizeof(float) * n), *one = malloc(sizeof(float) * n),
+	      *two = malloc(sizeof(float) * n);
+	for (int i = 0; i < n; i++)
+		x[i] = 1.0f + (float)(i % 7);
+	float p = 0.1f;
+	int saved = omp_get_max_threads();
+	omp_set_num_threads(1);
+	dropout_apply(one, x, n, p, 77);
+	omp_set_num_threads(2);
+	dropout_apply(two, x, n, p, 77);
+	omp_set_num_threads(saved);
+	CHECK(!memcmp(one, two, sizeof(float) * n), "dropout masks are the same on 1 and 2 threads");
+
+	int kept = 0, consistent = 1;
+	for (int i = 0; i < n; i++) {
+		int k = one[i] != 0;
+		kept += k;
+		consistent &= k == dropout_keeps(77, i, p) &&
+			      (!k || close_enough(one[i], x[i] / (1 - p), 1e-6, 1e-6));
+	}
+	double rate = 1.0 - (double)kept / n;
+	CHECK(fabs(rate - p) < 6 * sqrt(p * (1 - p) / n), "dropout drops %.4f of elements (p %.1f)",
+	      rate, p);
+	CHECK(consistent, "kept elements are scaled by 1/(1-p) and match dropout_keeps");
+
+	dropout_apply(two, x, n, p, 78);
+	CHECK(memcmp(one, two, sizeof(float) * n), "another seed gives another mask");
+	dropout_apply(two, x, n, 0.0f, 77);
+	CHECK(!memcmp(two, x, sizeof(float) * n), "dropout 0 copies its input");
+
+	/* attention dropout too: same bits on 1 and 2 threads */
+	enum { B = 4, T = 16, C = 16, H = 2 };
+	float *qkv = malloc(sizeof(float) * B * T * 3 * C), *ctx1 = malloc(sizeof(float) * B * T * C),
+	      *ctx2 = malloc(sizeof(float) * B * T * C), *probs = malloc(sizeof(float) * B * H * T * T);
+	for (int i = 0; i < B * T * 3 * C; i++)
+		qkv[i] = rng_normal(&gen);
+	struct attention a = { B, T, C, H, qkv, qkv + C, qkv + 2 * C, 3 * C, 3 * C, NULL, NULL,
+			       0.3f, 5 };
+	omp_set_num_threads(1);
+	attention_forward(ctx1, probs, &a);
+	omp_set_num_threads(2);
+	attention_forward(ctx2, probs, &a);
+	omp_set_num_threads(saved);
+	CHECK(!memcmp(ctx1, ctx2, sizeof(float) * B * T * C),
+	      "attention with dropout gives the same bits on 1 and 2 threads");
+	free(x), free(one), free(two), free(qkv), free(ctx1), free(ctx2), free(probs);
+}
+
+int main(void)
+{
+	rng_seed(&gen, 2024);
+	test_linear();
+	test_embedding();
+	test_layernorm();
+	test_residual_layernorm(0.0f);
+	test_residual_layernorm(0.3f);
+	test_gelu_accuracy();
+	test_bias_gelu();
+	test_pooler();
+	test_attention(0.0f, 0);
+	test_attention(0.2f, 0);
+	test_attention(0.0f, 1);
+	test_attention(0.2f, 1);
+	test_crossentropy();
+	test_dropout();
+	CHECK_DONE();
+}

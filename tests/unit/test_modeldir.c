@@ -1,0 +1,411 @@
+/* Model dirs: config.json, loading under HF names and their aliases, new heads,
+ * atomic saving, and refusal of bad dirs.
+ * usage: test_modeldir [FIXTURE_DIR]   (default tests/fixtures/hf) */
+#include "check.h"
+#include "err.h"
+#include "expect_die.h"
+#include "hfconfig.h"
+#include "modeldir.h"
+#include "safetensors.h"
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { SEED = 7 };
+static char tmpdir[] = "/tmp/ts-test-md.XXXXXX";
+static const char *fixdir = "tests/fixtures/hf";
+
+static char *path_in(const char *dir, const char *name)
+{
+	char *p = xmalloc(strlen(dir) + strlen(name) + 2);
+	sprintf(p, "%s/%s", dir, name);
+	return p;
+}
+
+static int ntensors(struct bert *m, struct tensor_ref **t)
+{
+	int n = bert_tensors(m, NULL);
+	*t = xmalloc((size_t)n * sizeof **t);
+	return bert_tensors(m, *t);
+}
+
+static int same_floats(const float *a, const float *b, int64_t n)
+{
+	return !memcmp(a, b, (size_t)n * sizeof *a);
+}
+
+/* Whether name starts with one of the space-separated prefixes. */
+static int starts_with_any(const char *name, const char *prefixes)
+{
+	for (const char *p = prefixes; p && *p; p += strcspn(p, " "), p += *p == ' ')
+		if (!strncmp(name, p, strcspn(p, " ")))
+			return 1;
+	return 0;
+}
+
+/* "" when every tensor of m (but those starting with a prefix in skip) holds
+ * exactly the values the safetensors file has under its HF name or an alias;
+ * else the first that does not, as " (first differs: NAME)". */
+static const char *differences(struct bert *m, const char *weights, const char *skip)
+{
+	static char first[300];
+	struct st_file *st = st_open(weights);
+	struct tensor_ref *t;
+	int n = ntensors(m, &t);
+	first[0] = 0;
+	for (int i = 0; !first[0] && i < n; i++) {
+		char hf[256];
+		modeldir_hf_name(t[i].name, hf, sizeof hf);
+		if (starts_with_any(hf, skip))
+			continue;
+		const struct st_tensor *s = NULL;
+		for (int j = 0; !s && j < st_count(st); j++) {
+			char alias[256];
+			modeldir_hf_name(st_get(st, j)->name, alias, sizeof alias);
+			if (!strcmp(alias, hf))
+				s = st_get(st, j);
+		}
+		float *want = xmalloc((size_t)tensor_numel(&t[i]) * sizeof *want);
+		int same = s && s->nbytes == (size_t)tensor_numel(&t[i]) * 4;
+		if (same) {
+			st_to_f32(s, want);
+			same = same_floats(t[i].data, want, tensor_numel(&t[i]));
+		}
+		if (!same)
+			snprintf(first, sizeof first, " (first differs: %s)", hf);
+		free(want);
+	}
+	free(t);
+	st_close(st);
+	return first;
+}
+
+/* Whether m's tensors starting with prefix hold bert_init's values for seed. */
+static int is_init(struct bert *m, const char *prefix, uint64_t seed)
+{
+	struct bert *fresh = bert_new(bert_config_of(m));
+	bert_init(fresh, seed);
+	struct tensor_ref *a, *b;
+	int n = ntensors(m, &a), found = 0, ok = 1;
+	ntensors(fresh, &b);
+	for (int i = 0; i < n; i++)
+		if (!strncmp(a[i].name, prefix, strlen(prefix))) {
+			found = 1;
+			ok &= same_floats(a[i].data, b[i].data, tensor_numel(&a[i]));
+		}
+	free(a);
+	free(b);
+	bert_free(fresh);
+	return found && ok;
+}
+
+static void test_load_cls(void)
+{
+	char *dir = path_in(fixdir, "tiny-cls"), *weights = path_in(dir, "model.safetensors");
+	char **labels;
+	int nlabels;
+	struct bert *m = modeldir_load(dir, TASK_CLS, 0, SEED, &labels, &nlabels);
+	const struct bert_config *c = bert_config_of(m);
+	CHECK(c->vocab == 64 && c->hidden == 32 && c->layers == 2 && c->heads == 4 && c->ffn == 64 &&
+	      c->max_pos == 32 && c->type_vocab == 2 && c->ln_eps == 1e-12f && c->num_labels == 3 &&
+	      c->task == TASK_CLS && c->hidden_dropout == 0 && c->attn_dropout == 0,
+	      "tiny-cls: config read");
+	CHECK(nlabels == 3 && !strcmp(labels[0], "neg") && !strcmp(labels[1], "neu") &&
+	      !strcmp(labels[2], "pos"), "tiny-cls: labels in id order");
+	const char *diff = differences(m, weights, NULL);
+	CHECK(!*diff, "tiny-cls: every tensor as in the file%s", diff);
+	hfconfig_free_labels(labels, nlabels);
+	bert_free(m);
+	free(weights);
+	free(dir);
+}
+
+static void load_quietly(const void *dir)
+{
+	bert_free(modeldir_load(dir, TASK_CLS, 0, SEED, NULL, NULL));
+}
+
+/* Loads dir, catching what the load says on stderr in said. */
+static struct bert *load_telling(const char *dir, enum bert_task task, int num_labels, char *said, size_t size)
+{
+	FILE *caught = tmpfile();
+	int saved = dup(2);
+	fflush(stderr);
+	dup2(fileno(caught), 2);
+	struct bert *m = modeldir_load(dir, task, num_labels, SEED, NULL, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(caught);
+	size_t n = fread(said, 1, size - 1, caught);
+	said[n] = 0;
+	if (n && said[n - 1] == '\n')
+		said[n - 1] = 0;
+	fclose(caught);
+	return m;
+}
+
+/* Whether what was said is one line (its newline taken off by load_telling). */
+static int one_line(const char *said)
+{
+	return *said && !strchr(said, '\n');
+}
+
+static void test_heads(void)
+{
+	char *cls = path_in(fixdir, "tiny-cls"), *alias = path_in(fixdir, "tiny-cls-alias");
+	char *mlm = path_in(fixdir, "tiny-mlm"), *cls_weights = path_in(cls, "model.safetensors");
+	char *mlm_weights = path_in(mlm, "model.safetensors");
+	char said[4096];
+	const char *diff;
+
+	struct bert *m = load_telling(cls, TASK_CLS, 0, said, sizeof said);
+	CHECK(!*said, "a complete checkpoint loads without a word (said: %s)", said);
+	bert_free(m);
+
+	m = load_telling(alias, TASK_CLS, 0, said, sizeof said);
+	diff = differences(m, cls_weights, "classifier.");
+	CHECK(!*diff, "alias names (no bert. prefix, gamma/beta) load the same encoder and pooler%s", diff);
+	CHECK(is_init(m, "classifier.", SEED), "alias: missing classifier is bert_init's for the seed");
+	CHECK(one_line(said) && strstr(said, "no classifier.weight, classifier.bias: new head from seed 7"),
+	      "alias: one line tells of the new head: %s", said);
+	bert_free(m);
+
+	m = load_telling(cls, TASK_CLS, 5, said, sizeof said);
+	CHECK(bert_config_of(m)->num_labels == 5 && is_init(m, "classifier.", SEED) &&
+	      !*differences(m, cls_weights, "classifier."),
+	      "another label count: a new 5-class classifier on the checkpoint's encoder");
+	CHECK(one_line(said) && strstr(said, "5 labels instead of the checkpoint's 3"),
+	      "another label count is told: %s", said);
+	bert_free(m);
+
+	m = load_telling(mlm, TASK_CLS, 0, said, sizeof said);
+	CHECK(!*differences(m, mlm_weights, "bert.pooler. classifier.") &&
+	      is_init(m, "bert.pooler.", SEED) && is_init(m, "classifier.", SEED),
+	      "mlm checkpoint as cls: encoder loaded, pooler new");
+	CHECK(one_line(said) && strstr(said, "bert.pooler.dense.weight"), "mlm as cls tells: %s", said);
+	bert_free(m);
+
+	m = load_telling(cls, TASK_MLM, 0, said, sizeof said);
+	CHECK(!*differences(m, cls_weights, "cls.") && is_init(m, "cls.predictions.", SEED),
+	      "cls checkpoint as mlm: encoder loaded, mlm head new");
+	CHECK(one_line(said) && strstr(said, "cls.predictions.bias"), "cls as mlm tells: %s", said);
+	bert_free(m);
+
+	m = modeldir_load(mlm, TASK_MLM, 0, SEED, NULL, NULL);
+	diff = differences(m, mlm_weights, NULL);
+	CHECK(!*diff, "tiny-mlm: every tensor as in the file%s", diff);
+	bert_free(m);
+	free(cls), free(alias), free(mlm), free(cls_weights), free(mlm_weights);
+}
+
+static char *read_all(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t cap = 0;
+	*n = 0;
+	for (size_t r; grow(&buf, &cap, *n + 4096, 1), (r = fread(buf + *n, 1, 4096, f)) > 0;)
+		*n += r;
+	fclose(f);
+	buf[*n] = 0;
+	return buf;
+}
+
+static int dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_save(void)
+{
+	char *mlm = path_in(fixdir, "tiny-mlm"), *vocab = path_in(mlm, "vocab.txt");
+	char *out = path_in(tmpdir, "saved"), *weights = path_in(out, "model.safetensors");
+	struct bert *m = modeldir_load(mlm, TASK_MLM, 0, SEED, NULL, NULL);
+	bert_params(m)[5] = 123.5f;
+	mkdir(out, 0755);
+	char *stale = path_in(out, "stale-file");
+	fclose(fopen(stale, "w"));
+	modeldir_save(out, m, NULL, 0, vocab);
+	CHECK(access(stale, F_OK) && dir_entries(out) == 3, "save replaces the old dir whole (3 files)");
+	CHECK(dir_entries(tmpdir) == 1, "save leaves no temp dir beside it");
+
+	struct bert *back = modeldir_load(out, TASK_MLM, 0, SEED, NULL, NULL);
+	CHECK(bert_numel(back) == bert_numel(m) &&
+	      same_floats(bert_params(back), bert_params(m), (int64_t)bert_numel(m)),
+	      "saved mlm model loads back bit for bit");
+	const char *diff = differences(m, weights, NULL);
+	CHECK(!*diff, "saved tensors are under their HF names%s", diff);
+	struct st_file *st = st_open(weights);
+	CHECK(st_find(st, "cls.predictions.bias") && !st_find(st, "cls.predictions.decoder.bias") &&
+	      !st_find(st, "cls.predictions.decoder.weight") &&
+	      st_find(st, "bert.encoder.layer.1.output.LayerNorm.weight"),
+	      "saved names are those transformers writes (decoder tied, not stored)");
+	st_close(st);
+
+	size_t n1, n2;
+	char *v_in = read_all(vocab, &n1), *vout = path_in(out, "vocab.txt"), *v_out = read_all(vout, &n2);
+	CHECK(v_out && n1 == n2 && !memcmp(v_in, v_out, n1), "vocab.txt copied");
+	free(v_in), free(v_out), free(vout);
+	bert_free(back);
+	bert_free(m);
+	free(mlm), free(vocab), free(out), free(weights), free(stale);
+}
+
+static void test_config_round_trip(void)
+{
+	struct bert_config c = {.vocab = 30522, .hidden = 384, .layers = 6, .heads = 12, .ffn = 1536,
+				.max_pos = 512, .type_vocab = 2, .ln_eps = 1e-12f, .hidden_dropout = 0.1f,
+				.attn_dropout = 0.15f, .task = TASK_CLS, .num_labels = 3}, r;
+	char *names[] = {"bad", "so-so", "good \"quoted\""};
+	char *path = path_in(tmpdir, "config.json");
+	hfconfig_write(path, &c, names, 3);
+	char **labels;
+	int n;
+	hfconfig_read(path, &r, &labels, &n);
+	CHECK(!memcmp(&c, &r, sizeof c), "config.json round trip keeps every field");
+	CHECK(n == 3 && !strcmp(labels[2], names[2]), "config.json round trip keeps the labels");
+	hfconfig_free_labels(labels, n);
+	size_t len;
+	char *text = read_all(path, &len);
+	CHECK(strstr(text, "\"layer_norm_eps\": 1e-12,") && strstr(text, "\"hidden_dropout_prob\": 0.1,") &&
+	      strstr(text, "\"model_type\": \"bert\"") &&
+	      strstr(text, "\"BertForSequenceClassification\""),
+	      "config.json writes floats short and names the architecture");
+	free(text);
+
+	c.task = TASK_MLM;
+	hfconfig_write(path, &c, NULL, 0);
+	hfconfig_read(path, &r, &labels, &n);
+	text = read_all(path, &len);
+	CHECK(r.task == TASK_MLM && n == 0 && strstr(text, "\"BertForMaskedLM\"") && !strstr(text, "id2label"),
+	      "mlm config.json: BertForMaskedLM, no labels");
+	free(text);
+	free(path);
+}
+
+/* A copy of tiny-cls named name in tmpdir, with config key set to value (JSON
+ * text; NULL deletes the key). */
+static char *bad_dir(const char *name, const char *key, const char *value)
+{
+	char *src = path_in(fixdir, "tiny-cls"), *dir = path_in(tmpdir, name);
+	struct bert *m = modeldir_load(src, TASK_CLS, 0, SEED, NULL, NULL);
+	modeldir_save(dir, m, NULL, 0, NULL);
+	bert_free(m);
+	char *cfg_path = path_in(dir, "config.json");
+	json_t *cfg = json_load_file(cfg_path, 0, NULL);
+	if (!value)
+		json_object_del(cfg, key);
+	else if (key)
+		json_object_set_new(cfg, key, json_loads(value, JSON_DECODE_ANY, NULL));
+	json_dump_file(cfg, cfg_path, 0);
+	json_decref(cfg);
+	free(cfg_path);
+	free(src);
+	return dir;
+}
+
+/* Rewrites dir's weights without tensor drop, and with tensor reshape's two
+ * dimensions swapped. */
+static void rewrite_weights(const char *dir, const char *drop, const char *reshape)
+{
+	struct bert *m = modeldir_load(dir, TASK_CLS, 0, SEED, NULL, NULL);
+	struct tensor_ref *t;
+	int n = ntensors(m, &t), k = 0;
+	for (int i = 0; i < n; i++) {
+		if (drop && !strcmp(t[i].name, drop))
+			continue;
+		struct tensor_ref r = t[i];
+		if (reshape && !strcmp(r.name, reshape)) {
+			r.shape[0] = t[i].shape[1];
+			r.shape[1] = t[i].shape[0];
+		}
+		t[k++] = r;
+	}
+	char *weights = path_in(dir, "model.safetensors");
+	st_write(weights, t, k);
+	free(weights);
+	free(t);
+	bert_free(m);
+}
+
+static void test_bad_dirs(void)
+{
+	char *d = bad_dir("no-hidden", "hidden_size", NULL);
+	expect_die("config without hidden_size", load_quietly, d, "config.json: missing key hidden_size");
+	free(d);
+	d = bad_dir("relu", "hidden_act", "\"relu\"");
+	expect_die("hidden_act relu", load_quietly, d, "hidden_act relu is not supported (only \"gelu\"");
+	free(d);
+	d = bad_dir("heads", "num_attention_heads", "5");
+	expect_die("hidden not a multiple of heads", load_quietly, d, "not a multiple of num_attention_heads 5");
+	free(d);
+	d = bad_dir("id2label", "id2label", "{\"0\": \"a\", \"2\": \"b\"}");
+	expect_die("id2label with a gap", load_quietly, d, "id2label must map the ids 0..1");
+	free(d);
+	d = bad_dir("roberta", "model_type", "\"roberta\"");
+	expect_die("another model type", load_quietly, d, "model_type roberta is not supported");
+	free(d);
+
+	d = bad_dir("no-tensor", NULL, NULL);
+	rewrite_weights(d, "bert.encoder.layer.1.attention.self.key.bias", NULL);
+	expect_die("missing encoder tensor", load_quietly, d,
+		   "model.safetensors: missing tensor bert.encoder.layer.1.attention.self.key.bias");
+	free(d);
+	d = bad_dir("misshaped", NULL, NULL);
+	rewrite_weights(d, NULL, "bert.encoder.layer.0.intermediate.dense.weight");
+	expect_die("mis-shaped tensor", load_quietly, d,
+		   "tensor bert.encoder.layer.0.intermediate.dense.weight has shape [32, 64], expected [64, 32]");
+	free(d);
+
+	d = bad_dir("pytorch", NULL, NULL);
+	char *w = path_in(d, "model.safetensors"), *bin = path_in(d, "pytorch_model.bin");
+	rename(w, bin);
+	expect_die("pytorch_model.bin only", load_quietly, d, "PyTorch pickles are not supported");
+	unlink(bin);
+	expect_die("no weights at all", load_quietly, d, "model.safetensors: No such file");
+	free(w), free(bin), free(d);
+
+	d = bad_dir("notjson", NULL, NULL);
+	char *cfg = path_in(d, "config.json");
+	FILE *f = fopen(cfg, "w");
+	fputs("{\"hidden_size\": 32,\n oops}", f);
+	fclose(f);
+	expect_die("config.json not JSON", load_quietly, d, "config.json:2:");
+	free(cfg), free(d);
+}
+
+static void remove_all(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		fixdir = argv[1];
+	if (!mkdtemp(tmpdir))
+		die("cannot create %s:", tmpdir);
+	test_load_cls();
+	test_heads();
+	test_save();
+	test_config_round_trip();
+	test_bad_dirs();
+	remove_all(tmpdir);
+	CHECK_DONE();
+}

@@ -1,0 +1,196 @@
+/* safetensors: round trip, the dtypes Python writes, and refusal of corrupt files.
+ * usage: test_safetensors [FIXTURE_DIR]   (default tests/fixtures/hf) */
+#include "check.h"
+#include "expect_die.h"
+#include "safetensors.h"
+#include "err.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/ts-test-st.XXXXXX";
+static const char *fixdir = "tests/fixtures/hf";
+
+static char *path_in(const char *dir, const char *name)
+{
+	char *p = xmalloc(strlen(dir) + strlen(name) + 2);
+	sprintf(p, "%s/%s", dir, name);
+	return p;
+}
+
+static void write_bytes(const char *path, const void *buf, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, n, f) != n || fclose(f))
+		die("cannot write %s:", path);
+}
+
+/* A file with the given JSON header and n zero bytes of data. */
+static void write_raw(const char *path, const char *header, size_t n)
+{
+	uint64_t len = strlen(header);
+	unsigned char *buf = xcalloc(8 + len + n, 1);
+	memcpy(buf, &len, 8);
+	memcpy(buf + 8, header, len);
+	write_bytes(path, buf, 8 + len + n);
+	free(buf);
+}
+
+static void test_round_trip(void)
+{
+	float a[6] = {1, -2, 3.5f, 1e-30f, -0.0f, 7}, b[3] = {0.25f, 0.5f, 0.75f}, c[1] = {42};
+	struct tensor_ref t[3] = {
+		{"encoder.a.weight", 2, {2, 3}, a},
+		{"b", 1, {3}, b},
+		{"scalar", 0, {0}, c},
+	};
+	char *path = path_in(tmpdir, "rt.safetensors");
+	st_write(path, t, 3);
+	struct st_file *f = st_open(path);
+	CHECK(st_count(f) == 3, "round trip: 3 tensors (got %d)", st_count(f));
+	for (int i = 0; i < 3 && i < st_count(f); i++) {
+		const struct st_tensor *s = st_get(f, i);
+		int same = !strcmp(s->name, t[i].name) && s->dtype == ST_F32 && s->ndim == t[i].ndim &&
+			   s->nbytes == (size_t)tensor_numel(&t[i]) * 4 &&
+			   !memcmp(s->data, t[i].data, s->nbytes);
+		for (int d = 0; same && d < s->ndim; d++)
+			same = s->shape[d] == t[i].shape[d];
+		CHECK(same, "round trip: %s keeps its place, name, shape and bits", t[i].name);
+	}
+	CHECK(st_find(f, "b") == st_get(f, 1) && !st_find(f, "c"), "st_find by name");
+	float back[3];
+	st_to_f32(st_find(f, "b"), back);
+	CHECK(!memcmp(back, b, sizeof b), "st_to_f32 of F32 copies the values");
+	st_close(f);
+
+	FILE *raw = fopen(path, "rb");
+	uint64_t hlen = 0;
+	char header[1024] = {0};
+	CHECK(raw && fread(&hlen, 8, 1, raw) == 1 && hlen < sizeof header &&
+	      fread(header, 1, hlen, raw) == hlen, "round trip: header readable");
+	if (raw)
+		fclose(raw);
+	CHECK(hlen % 8 == 0, "header length %llu is a multiple of 8", (unsigned long long)hlen);
+	CHECK(strstr(header, "\"__metadata__\":{\"format\":\"pt\"}") != NULL,
+	      "header carries format pt for transformers");
+	unlink(path);
+	free(path);
+}
+
+/* F16, BF16 and F64 written by torch, against torch's own conversion to F32. */
+static void test_python_dtypes(void)
+{
+	char *path = path_in(fixdir, "dtypes.safetensors");
+	struct st_file *f = st_open(path);
+	const char *names[] = {"f16", "bf16", "f64"};
+	const int want_dtype[] = {ST_F16, ST_BF16, ST_F64};
+	for (int k = 0; k < 3; k++) {
+		char ref_name[32];
+		snprintf(ref_name, sizeof ref_name, "%s_as_f32", names[k]);
+		const struct st_tensor *t = st_find(f, names[k]), *ref = st_find(f, ref_name);
+		if (!t || !ref || t->dtype != want_dtype[k] || ref->dtype != ST_F32) {
+			CHECK(0, "%s: tensors %s and %s present with their dtypes", path, names[k], ref_name);
+			continue;
+		}
+		size_t n = ref->nbytes / 4;
+		float *got = xmalloc(n * 4), *want = xmalloc(n * 4);
+		st_to_f32(t, got);
+		st_to_f32(ref, want);
+		int same = 1;
+		for (size_t i = 0; i < n; i++)
+			same &= isnan(want[i]) ? isnan(got[i]) : !memcmp(&got[i], &want[i], 4);
+		CHECK(same, "%s to f32 matches torch bit for bit (%zu values incl. subnormals, inf, nan, -0)",
+		      names[k], n);
+		free(got);
+		free(want);
+	}
+	const struct st_tensor *i64 = st_find(f, "i64");
+	CHECK(i64 && i64->dtype == ST_I64 && i64->ndim == 2 && i64->shape[0] == 2 && i64->shape[1] == 3,
+	      "an I64 tensor is read with its shape");
+	st_close(f);
+	free(path);
+}
+
+static void open_file(const void *path)
+{
+	st_open(path);
+}
+
+static void convert_i64(const void *path)
+{
+	struct st_file *f = st_open(path);
+	float out[6];
+	st_to_f32(st_find(f, "i64"), out);
+}
+
+struct corruption { const char *what, *header; size_t datasize; const char *why; };
+
+static void test_corrupt_files(void)
+{
+	static const struct corruption cases[] = {
+		{"header not JSON", "{\"a\": {\"dtype\": \"F32\",", 0, "not JSON"},
+		{"header a JSON array", "[1, 2]", 0, "not a JSON object"},
+		{"unknown dtype", "{\"a\":{\"dtype\":\"F31\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+		 "unknown dtype F31"},
+		{"offsets beyond the data", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4,
+		 "out of range"},
+		{"offsets reversed", "{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,0]}}", 4,
+		 "out of range"},
+		{"size not shape*dtype", "{\"a\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8,
+		 "8 bytes for 3 values of F16"},
+		{"overlapping tensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+		 "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "overlap"},
+		{"negative size", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4,
+		 "non-size"},
+		{"duplicate names", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+		 "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "not JSON"},
+		{"no data_offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "data_offsets"},
+	};
+	char *path = path_in(tmpdir, "bad.safetensors");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		write_raw(path, cases[i].header, cases[i].datasize);
+		char what[128];
+		snprintf(what, sizeof what, "corrupt file refused: %s", cases[i].what);
+		expect_die(what, open_file, path, cases[i].why);
+	}
+
+	write_bytes(path, "\x10\0\0\0", 4);
+	expect_die("corrupt file refused: 4-byte file", open_file, path, "shorter than the 8-byte");
+	uint64_t huge = 1000;
+	write_bytes(path, &huge, 8);
+	expect_die("corrupt file refused: header length beyond the file", open_file, path,
+		   "beyond the end of the file");
+	expect_die("missing file refused", open_file, "/nonexistent/x.safetensors",
+		   "cannot open /nonexistent/x.safetensors: No such file");
+
+	/* a real file cut short: the last tensor's range runs past the end */
+	float w[64] = {0};
+	struct tensor_ref t = {"w", 2, {8, 8}, w};
+	st_write(path, &t, 1);
+	struct stat sb;
+	if (stat(path, &sb) < 0 || truncate(path, sb.st_size - 10) < 0)
+		die("cannot truncate %s:", path);
+	expect_die("truncated file refused", open_file, path, "corrupt safetensors header: tensor w");
+	unlink(path);
+	free(path);
+
+	char *dt = path_in(fixdir, "dtypes.safetensors");
+	expect_die("st_to_f32 refuses an integer tensor", convert_i64, dt, "tensor i64 has dtype I64");
+	free(dt);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		fixdir = argv[1];
+	if (!mkdtemp(tmpdir))
+		die("cannot create %s:", tmpdir);
+	test_round_trip();
+	test_python_dtypes();
+	test_corrupt_files();
+	rmdir(tmpdir);
+	CHECK_DONE();
+}
