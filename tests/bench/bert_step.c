@@ -14,6 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char usage[] =
+	"usage: bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]\n"
+	"                 [--seq T] [--batch B] [--labels L] [--task cls|mlm]\n"
+	"                 [--steps S] [--warmup W]\n"
+	"       bert_step --sgemm-peak [--size N]";
+
 struct options {
 	struct bert_config c;
 	int B, T, steps, warmup, sgemm_peak, size;
@@ -44,6 +50,9 @@ static struct options parse(int argc, char **argv)
 			known = 1;
 		} else if (!strcmp(argv[i], "--sgemm-peak")) {
 			o.sgemm_peak = known = 1;
+		} else if (!strcmp(argv[i], "--help")) {
+			puts(usage);
+			exit(0);
 		}
 		if (!known)
 			die_usage("unknown or incomplete option '%s'", argv[i]);

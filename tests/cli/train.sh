@@ -70,6 +70,20 @@ bug=$(ls -d "$T"/nan/bug/step-* 2>/dev/null | head -n 1)
 [ -n "$bug" ] && pass "the bad batch is saved in bug/" || fail "the bad batch is saved in bug/"
 expect_eq "--replay reproduces the non-finite step" "$(ts-train --replay "$bug" | jq -r .reproduced)" true
 
+# every optimizer and decay runs from the command line
+for o in adamw:linear adam:cosine sgd:poly lamb:constant; do
+	check "--optimizer ${o%:*} --decay ${o#*:}" ts-train "${TINY[@]}" --run "$T/o-${o%:*}" --max-steps 3 --optimizer "${o%:*}" --decay "${o#*:}" --warmup 1 --end-lr-ratio 0.1
+done
+
+# a tiny model memorises 64 examples
+printf 'id,text,label\n' >"$T/64.csv"; sed -n '2,65p' "$T/small.csv" >>"$T/64.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/64.csv" | ts-shard -o "$T/d64" --split train=1 >/dev/null
+ts-train --data "$T/d64" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 16 --dropout 0 \
+	--lr 3e-3 --warmup 0 --decay constant --epochs 60 --run "$T/fit" -j 2 >/dev/null 2>&1
+last=$(ts-cat "$T/fit/events.msgpack" | jq -r 'select(.event=="step") | .loss' | tail -n 4 | awk '{s+=$1} END {print s/NR}')
+awk -v l="$last" 'BEGIN {exit !(l < 0.01)}' && pass "overfit: 64 examples memorised (loss $last)" || fail "overfit: 64 examples memorised (loss $last)"
+expect_eq "overfit: every training example right" "$(ts-eval -m "$T/fit/final" --data "$T/d64" --split train | jq .accuracy)" 1
+
 # ts-eval
 expect_eq "ts-eval prints metrics" "$(ts-eval -m "$T/r1/final" --data "$T/data" | jq -r 'has("accuracy") and has("mcc") and has("confusion") and has("macro")')" true
 expect_eq "--predict writes a record per input" "$(ts-eval -m "$T/r1/final" --data "$T/data" --predict | ts-cat | wc -l)" "$(ts-cat --no-header "$T/data/test.shard" | wc -l)"
