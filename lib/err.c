@@ -1,5 +1,6 @@
 #include "err.h"
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +40,33 @@ static void vmsg(const char *fmt, va_list ap, int err)
 		fprintf(stderr, "%s: %s\n", ts_prog, buf);
 }
 
-static _Noreturn void finish(int code)
+static void run_hooks(void)
 {
 	while (nhooks > 0) {
 		nhooks--;
 		hooks[nhooks].fn(hooks[nhooks].arg);
 	}
+}
+
+static _Noreturn void finish(int code)
+{
+	run_hooks();
 	exit(code);
+}
+
+/* Cleans up as die() does, then lets the signal end the process as usual. */
+static void on_signal(int sig)
+{
+	run_hooks();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void cleanup_on_signals(void)
+{
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		signal(sigs[i], on_signal);
 }
 
 void die(const char *fmt, ...)

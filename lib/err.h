@@ -16,6 +16,8 @@ void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Cleanup run by die() before exit, e.g. removing a half-written temp file. */
 void on_die(void (*fn)(void *), void *arg);
 void on_die_remove(void (*fn)(void *), void *arg);
+/* SIGINT, SIGTERM and SIGHUP run the cleanup hooks before ending the process. */
+void cleanup_on_signals(void);
 
 /* Allocation that never returns NULL. */
 void *xmalloc(size_t n);

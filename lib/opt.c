@@ -280,6 +280,7 @@ static int take_value(const struct opt *o, const char *inline_val, int *i, int a
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands)
 {
 	ts_prog = spec->name;
+	cleanup_on_signals();
 	read_configs(spec, argc, argv);
 	char **ops = xcalloc((size_t)argc + 1, sizeof *ops);
 	int nops = 0, only_ops = 0;

@@ -73,4 +73,14 @@ expect_fail "no vocab" 2 "a vocabulary is required" ts-tokenize "$T/l.csv"
 expect_fail "unknown format" 2 "--format: 'xml' is not one of" tok -f xml "$T/l.csv"
 expect_fail "stride too large" 2 "--stride must be smaller" tok --fold --max-len 8 --stride 6 "$T/l.csv"
 expect_fail "unknown extension" 2 "cannot tell the format" tok "$T/notvocab.txt.gz"
+mkfifo "$T/fifo"
+sleep 10 >"$T/fifo" &
+writer=$!
+ts-tokenize -v "$V" -f lines -o "$T/o3" "$T/fifo" &
+reader=$!
+for _ in $(seq 100); do ls "$T" | grep -q '^o3.tmp' && break; sleep 0.02; done
+kill -INT $reader; wait $reader; rc=$?
+kill $writer 2>/dev/null
+expect_eq "interrupted: exits by the signal" "$rc" 130
+expect_eq "interrupted: no temp file left" "$(ls "$T" | grep -c '^o3')" 0
 finish
