@@ -37,6 +37,7 @@ static const struct cmd_spec spec = {
  * names the stream they came from), the records into the sort. */
 struct inputs {
 	struct manifest *m;
+	struct stream_header header;   /* the streams' headers, merged */
 	char *first_header;
 	struct extsort *sort;
 	struct tokrec t;
@@ -44,45 +45,16 @@ struct inputs {
 	size_t cap;
 };
 
-static int same_labels(const struct manifest *m, const struct stream_header *h)
-{
-	if (m->nlabels != h->nlabels)
-		return 0;
-	for (int i = 0; i < h->nlabels; i++)
-		if (strcmp(m->labels[i], h->labels[i]))
-			return 0;
-	return 1;
-}
-
-/* Takes over h's fields where the data dir has none yet; refuses a stream made
- * with another vocab, label names or lowercasing. */
+/* The streams' headers agree, and fill the manifest's fields. */
 static void agree_header(struct inputs *in, const struct rec_reader *r, struct stream_header *h)
 {
+	header_merge(&in->header, &in->first_header, r, h);
 	struct manifest *m = in->m;
-	const char *name = rec_name(r), *from = in->first_header;
-	if (strcmp(h->kind, "tokens"))
-		rec_die(r, "a '%s' stream, not token records", h->kind);
-	if (from && h->vocab_sha256 && m->vocab_sha256 && strcmp(h->vocab_sha256, m->vocab_sha256))
-		die("%s: vocab sha256 %.12s\u2026 differs from %s's %.12s\u2026", name, h->vocab_sha256, from,
-		    m->vocab_sha256);
-	if (from && h->nlabels && m->nlabels && !same_labels(m, h))
-		die("%s: label names differ from %s's", name, from);
-	if (from && h->lower != m->lower)
-		die("%s: lowercasing %s, but %s's is %s", name, h->lower ? "on" : "off", from, m->lower ? "on" : "off");
-	if (!from) {
-		in->first_header = xstrdup(name);
-		m->lower = h->lower;
-	}
-	if (!m->vocab_sha256 && h->vocab_sha256)
-		m->vocab_sha256 = xstrdup(h->vocab_sha256);
-	if (!m->nlabels && h->nlabels) {
-		m->labels = h->labels;
-		m->nlabels = h->nlabels;
-		h->labels = NULL;
-		h->nlabels = 0;
-	}
-	if (h->max_len > m->max_len)
-		m->max_len = h->max_len;
+	m->vocab_sha256 = in->header.vocab_sha256;
+	m->labels = in->header.labels;
+	m->nlabels = in->header.nlabels;
+	m->lower = in->header.lower;
+	m->max_len = in->header.max_len;
 }
 
 static const char *kind_text(enum label_kind k)

@@ -1,8 +1,8 @@
 /* Multi-head self-attention on the CPU: one (sequence, head) pair per task,
  * single-threaded sgemm inside (OpenBLAS runs serially inside an OpenMP
- * region), heads read and written in place in the [B*T, 3C] QKV layout.
- * Each pair's result depends on nothing but its own data, so any schedule
- * gives the same bits. */
+ * region), heads read and written in place through row strides, so the
+ * fused [B*T, 3C] QKV product needs no reshuffling. Each pair's result
+ * depends on nothing but its own data, so any schedule gives the same bits. */
 #include "cpu_ops.h"
 #include "cpu_simd.h"
 #include "err.h"
@@ -52,7 +52,8 @@ static int real_keys(const uint8_t *mask, int T)
 	return 0;
 }
 
-static uint8_t *mask_or_ones(const uint8_t *mask, int n)
+/* An all-ones stand-in when there is no mask; NULL when there is one. */
+static uint8_t *ones_for_no_mask(const uint8_t *mask, int n)
 {
 	if (mask)
 		return NULL;
@@ -172,7 +173,7 @@ static void head_forward(float *ctx, float *probs, float *dropped, const struct 
 void attention_forward(float *ctx, float *probs, const struct attention *a)
 {
 	int T = a->T;
-	uint8_t *ones = mask_or_ones(a->mask, a->B * T);
+	uint8_t *ones = ones_for_no_mask(a->mask, a->B * T);
 	struct heads s = heads_of(a, ones ? ones : a->mask);
 #pragma omp parallel
 	{
@@ -233,7 +234,7 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 			const float *probs, const struct attention *a)
 {
 	int T = a->T;
-	uint8_t *ones = mask_or_ones(a->mask, a->B * T);
+	uint8_t *ones = ones_for_no_mask(a->mask, a->B * T);
 	struct heads s = heads_of(a, ones ? ones : a->mask);
 #pragma omp parallel
 	{

@@ -76,6 +76,47 @@ void header_free(struct stream_header *h)
 	memset(h, 0, sizeof *h);
 }
 
+static int same_labels(const struct stream_header *a, const struct stream_header *b)
+{
+	if (a->nlabels != b->nlabels)
+		return 0;
+	for (int i = 0; i < a->nlabels; i++)
+		if (strcmp(a->labels[i], b->labels[i]))
+			return 0;
+	return 1;
+}
+
+void header_merge(struct stream_header *acc, char **from, const struct rec_reader *r, struct stream_header *h)
+{
+	const char *name = rec_name(r);
+	if (strcmp(h->kind, "tokens"))
+		rec_die(r, "a '%s' stream, not token records", h->kind);
+	if (*from && h->vocab_sha256 && acc->vocab_sha256 && strcmp(h->vocab_sha256, acc->vocab_sha256))
+		die("%s: vocab sha256 %.12s\u2026 differs from %s's %.12s\u2026", name, h->vocab_sha256, *from,
+		    acc->vocab_sha256);
+	if (*from && h->nlabels && acc->nlabels && !same_labels(acc, h))
+		die("%s: label names differ from %s's", name, *from);
+	if (*from && h->lower != acc->lower)
+		die("%s: lowercasing %s, but %s's is %s", name, h->lower ? "on" : "off", *from,
+		    acc->lower ? "on" : "off");
+	if (!*from) {
+		*from = xstrdup(name);
+		acc->lower = h->lower;
+	}
+	if (!acc->vocab_sha256 && h->vocab_sha256) {
+		acc->vocab_sha256 = h->vocab_sha256;
+		h->vocab_sha256 = NULL;
+	}
+	if (!acc->nlabels && h->nlabels) {
+		acc->labels = h->labels;
+		acc->nlabels = h->nlabels;
+		h->labels = NULL;
+		h->nlabels = 0;
+	}
+	if (h->max_len > acc->max_len)
+		acc->max_len = h->max_len;
+}
+
 static void pack_int_array(msgpack_packer *pk, const int32_t *v, size_t n)
 {
 	msgpack_pack_array(pk, n);

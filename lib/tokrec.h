@@ -17,6 +17,11 @@ void header_pack(msgpack_packer *pk, const struct stream_header *h);
 /* Returns 1 and fills h if o is a header map, 0 if it is a plain record. */
 int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct stream_header *h);
 void header_free(struct stream_header *h);
+/* Streams read together must agree. Takes header h of stream r into acc
+ * (*from names the stream acc's first header came from, NULL before any):
+ * what acc lacks comes from h, and another vocab, other label names or other
+ * lowercasing is an error naming both streams. */
+void header_merge(struct stream_header *acc, char **from, const struct rec_reader *r, struct stream_header *h);
 
 enum label_kind { LABEL_NONE, LABEL_INT, LABEL_LIST, LABEL_FLOAT };
 
