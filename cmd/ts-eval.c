@@ -18,8 +18,9 @@
 #include <string.h>
 
 static char *model, *data, *split = "test", *output = "-";
-static long batch = 64, threads, seed;
-static int predict, csv, report, merge_folds;
+static long batch = 64, threads, seed, max_ngram = 1;
+static double mask_prob = 0.15;
+static int predict, csv, report, merge_folds, whole_word;
 
 static const struct opt opts[] = {
 	{'m', "model", OPT_STR, &model, "DIR", "model dir (Hugging Face format), required", "@dir"},
@@ -31,6 +32,9 @@ static const struct opt opts[] = {
 	{0, "merge-folds", OPT_FLAG, &merge_folds, NULL, "merge folded pieces per id (mean of logits)", NULL},
 	{0, "batch", OPT_INT, &batch, "N", "records a batch (default 64)", NULL},
 	{0, "seed", OPT_INT, &seed, "N", "mlm: seed of the masking (default 0)", NULL},
+	{0, "mask-prob", OPT_FLOAT, &mask_prob, "P", "mlm: share of tokens to predict (default 0.15)", NULL},
+	{0, "whole-word", OPT_FLAG, &whole_word, NULL, "mlm: mask all pieces of a word together", NULL},
+	{0, "max-ngram", OPT_INT, &max_ngram, "N", "mlm: mask spans of up to N words (default 1)", NULL},
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL},
 	{'o', "output", OPT_STR, &output, "FILE", "write predictions to FILE (default: standard output)", "@file"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
@@ -95,7 +99,7 @@ static int all_labelled(const struct shard *s)
 
 static void print_json(json_t *j)
 {
-	char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 	printf("%s\n", text);
 	free(text);
 }
@@ -107,10 +111,7 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	struct mlm_config mlm;
 	char *vpath = rundir_path(model, "vocab.txt");
 	struct vocab *v = vocab_load(vpath);
-	int V = vocab_size(v);
-	uint8_t *special = xcalloc((size_t)V, 1), *cont = xcalloc((size_t)V, 1);
-	special[vocab_special(v, VOCAB_CLS)] = special[vocab_special(v, VOCAB_SEP)] = special[vocab_special(v, VOCAB_PAD)] = 1;
-	mlm = (struct mlm_config){0.15f, 0, 1, vocab_special(v, VOCAB_MASK), V, special, cont};
+	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0};
 	struct eval_result r;
 	evaluate(m, &src, (int)batch, NULL, NULL, &r);
@@ -171,6 +172,8 @@ int main(int argc, char **argv)
 		die_usage("--batch must be at least 1");
 	if (csv && !predict)
 		die_usage("--csv goes with --predict");
+	if (mask_prob <= 0 || mask_prob >= 1 || max_ngram < 1)
+		die_usage("--mask-prob must be in (0, 1) and --max-ngram at least 1");
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 	char *config = rundir_path(model, "config.json"), **names = NULL;
 	struct bert_config bc;

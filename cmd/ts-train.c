@@ -109,6 +109,15 @@ static void check_options(void)
 		die_usage("counts must not be negative");
 }
 
+/* --resume and --replay take (almost) no other options. */
+static void only_with(const char *mode, const char *allowed)
+{
+	for (const struct opt *o = opts; o->name; o++)
+		if (opt_given(&spec, o->name) && strcmp(o->name, mode) && !(allowed && !strcmp(o->name, allowed)))
+			die_usage("--%s takes no other options%s%s (not --%s)", mode, allowed ? " but --" : "",
+				  allowed ? allowed : "", o->name);
+}
+
 /* Paths in the run's config must hold from any working directory. */
 static void absolute(char **path)
 {
@@ -130,12 +139,14 @@ int main(int argc, char **argv)
 	char **operands;
 	if (opt_parse(&spec, argc, argv, &operands) > 0)
 		die_usage("unexpected argument '%s'", operands[0]);
-	if (replay)
+	if (replay) {
+		only_with("replay", "threads");
+		omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 		return train_replay(replay);
+	}
 	if (resume) {
 		/* the run's own config, then nothing else: the run goes on as it began */
-		if (argc > 3)
-			die_usage("--resume takes no other options: the run's config decides");
+		only_with("resume", NULL);
 		char *path = malloc(strlen(resume) + 8);
 		sprintf(path, "%s/config", resume);
 		if (access(path, F_OK) < 0)
@@ -148,12 +159,17 @@ int main(int argc, char **argv)
 	absolute(&data);
 	absolute(&init);
 	absolute(&vocab);
+	/* the config file records resolved values */
+	if (!ffn)
+		ffn = 4 * hidden;
+	if (dropout < 0 && !init)
+		dropout = 0.1;
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,
 		.task = strcmp(task, "mlm") ? TASK_CLS : TASK_MLM,
 		.model = {.hidden = (int)hidden, .layers = (int)layers, .heads = (int)heads,
-			  .ffn = (int)(ffn ? ffn : 4 * hidden), .max_pos = (int)max_pos, .type_vocab = 2,
+			  .ffn = (int)ffn, .max_pos = (int)max_pos, .type_vocab = 2,
 			  .ln_eps = 1e-12f, .hidden_dropout = (float)(dropout < 0 ? 0.1 : dropout),
 			  .attn_dropout = (float)(dropout < 0 ? 0.1 : dropout)},
 		.dropout_given = dropout >= 0,

@@ -80,6 +80,7 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 	size_t n = strlen(d->path) + 32;
 	d->tmp = xmalloc(n);
 	snprintf(d->tmp, n, "%s.tmp.%ld", d->path, (long)getpid());
+	make_parents(d->tmp);
 	if (mkdir(d->tmp, 0755) < 0)
 		die("cannot create %s:", d->tmp);
 	on_die(remove_tmp, d);

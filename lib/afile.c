@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,4 +112,18 @@ void afile_copy(const char *from, const char *to)
 		die("read %s:", from);
 	close(in);
 	afile_commit(f);
+}
+
+void make_parents(const char *path)
+{
+	char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			die("cannot create %s:", p);
+		*s = '/';
+	}
+	free(p);
 }

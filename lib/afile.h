@@ -21,6 +21,8 @@ void afile_commit(struct afile *f);
 /* Removes the temp file. Frees f. */
 void afile_abort(struct afile *f);
 
+/* Creates the directories leading to path (not path itself), as mkdir -p. */
+void make_parents(const char *path);
 /* Copies a file atomically. */
 void afile_copy(const char *from, const char *to);
 

@@ -1,11 +1,23 @@
 #include "batcher.h"
 #include "err.h"
 #include "rng.h"
+#include "vocab.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { BUCKET_BATCHES = 64, IGNORE = -100 };
+
+void mlm_config_init(struct mlm_config *c, const struct vocab *v, float prob, int whole_word, int max_ngram)
+{
+	int V = vocab_size(v);
+	uint8_t *special = xcalloc((size_t)V, 1), *continues = xcalloc((size_t)V, 1);
+	special[vocab_special(v, VOCAB_CLS)] = special[vocab_special(v, VOCAB_SEP)] = 1;
+	special[vocab_special(v, VOCAB_PAD)] = 1;
+	for (int32_t i = 0; i < V; i++)
+		continues[i] = !strncmp(vocab_token(v, i), "##", 2);
+	*c = (struct mlm_config){prob, whole_word, max_ngram, vocab_special(v, VOCAB_MASK), V, special, continues};
+}
 
 static void shuffle(uint64_t *v, uint64_t n, struct rng *r)
 {

@@ -17,6 +17,11 @@ struct mlm_config {
 	const uint8_t *continues; /* per id: a "##" piece that continues a word */
 };
 
+struct vocab;
+/* Masking for a vocab: [CLS], [SEP] and [PAD] are never masked, and "##"
+ * pieces continue words. The tables it allocates live as long as the process. */
+void mlm_config_init(struct mlm_config *c, const struct vocab *v, float prob, int whole_word, int max_ngram);
+
 struct batch {
 	int B, T;
 	int32_t *ids, *types, *labels;

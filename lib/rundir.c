@@ -66,6 +66,7 @@ void rundir_create(const char *dir)
 	if (access(config, F_OK) == 0)
 		die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
 	free(config);
+	make_parents(dir);
 	make_dir(dir);
 	take_lock(dir);
 	const char *subdirs[] = {"log", "ckpt"};
@@ -104,10 +105,9 @@ long rundir_request_stop(const char *dir)
 {
 	char *lock = rundir_path(dir, "lock"), *stop = rundir_path(dir, "stop");
 	int fd = open(lock, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		die("%s: not a run dir, or no run has started there (no lock file)", dir);
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		close(fd);
+	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		if (fd >= 0)
+			close(fd);
 		free(lock);
 		free(stop);
 		return 0;
@@ -117,7 +117,7 @@ long rundir_request_stop(const char *dir)
 	buf[n > 0 ? n : 0] = 0;
 	close(fd);
 	long pid = 0;
-	sscanf(buf, "%ld %255s", &pid, their);
+	sscanf(buf, "%ld %64s", &pid, their);
 	write_text(stop, "stop\n");
 	gethostname(host, sizeof host);
 	if (pid > 0 && !strcmp(host, their) && kill((pid_t)pid, SIGTERM) < 0 && errno != ESRCH)
@@ -129,11 +129,11 @@ long rundir_request_stop(const char *dir)
 
 static json_t *state_json(const struct train_state *s)
 {
-	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf}", "step", (json_int_t)s->step, "epoch",
+	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb}", "step", (json_int_t)s->step, "epoch",
 			 (json_int_t)s->epoch, "batch", (json_int_t)s->batch, "samples", (json_int_t)s->samples,
 			 "tokens", (json_int_t)s->tokens, "best", s->best, "best_step", (json_int_t)s->best_step,
 			 "bad_evals", (json_int_t)s->bad_evals, "skipped", (json_int_t)s->skipped, "optim_steps",
-			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s);
+			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s, "finished", s->finished);
 }
 
 static void state_read(const char *path, struct train_state *s)
@@ -143,10 +143,10 @@ static void state_read(const char *path, struct train_state *s)
 	if (!j)
 		die("%s: line %d: %s", path, err.line, err.text);
 	json_int_t step, epoch, batch, samples, tokens, best_step, bad, skipped, osteps;
-	if (json_unpack_ex(j, &err, JSON_STRICT, "{sI sI sI sI sI sF sI sI sI sI sF}", "step", &step, "epoch",
+	if (json_unpack_ex(j, &err, JSON_STRICT, "{sI sI sI sI sI sF sI sI sI sI sF sb}", "step", &step, "epoch",
 			   &epoch, "batch", &batch, "samples", &samples, "tokens", &tokens, "best", &s->best,
 			   "best_step", &best_step, "bad_evals", &bad, "skipped", &skipped, "optim_steps", &osteps,
-			   "elapsed_s", &s->elapsed_s) < 0)
+			   "elapsed_s", &s->elapsed_s, "finished", &s->finished) < 0)
 		die("%s: not a training state: %s", path, err.text);
 	s->step = (long)step, s->epoch = (long)epoch, s->batch = (long)batch;
 	s->samples = samples, s->tokens = tokens, s->best_step = (long)best_step;

@@ -17,6 +17,7 @@ struct train_state {
 	long bad_evals;       /* evaluations since the best one (for --patience) */
 	long skipped;         /* steps skipped for a non-finite loss or gradient */
 	long optim_steps;     /* updates the optimizer made (skipped steps make none) */
+	int finished;         /* the run reached its end or stopped early */
 	double elapsed_s;     /* training time so far */
 };
 
@@ -32,7 +33,7 @@ char *rundir_path(const char *dir, const char *name);
 int rundir_stop_requested(const char *dir);
 void rundir_clear_stop(const char *dir);
 /* Writes the stop file and sends SIGTERM to the trainer holding the lock, if
- * it runs on this machine; returns its pid or 0 when none holds the lock. */
+ * it runs on this machine; returns its pid, or 0 when no trainer runs there. */
 long rundir_request_stop(const char *dir);
 
 /* DIR/ckpt/step-N, written whole or not at all; then all but the newest keep

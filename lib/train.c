@@ -43,7 +43,6 @@ struct trainer {
 	struct split train, valid, test;
 	struct vocab *vocab;
 	char *vocab_path;
-	uint8_t *special, *continues;
 	struct mlm_config mlm;
 	char **labels;
 	int nlabels, num_labels;
@@ -116,16 +115,7 @@ static void check_vocab(struct trainer *t)
 	if (want && strcmp(want, have))
 		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", t->c->data, want,
 		    t->vocab_path, have);
-	int V = vocab_size(t->vocab);
-	t->special = xcalloc((size_t)V, 1);
-	t->continues = xcalloc((size_t)V, 1);
-	t->special[vocab_special(t->vocab, VOCAB_CLS)] = 1;
-	t->special[vocab_special(t->vocab, VOCAB_SEP)] = 1;
-	t->special[vocab_special(t->vocab, VOCAB_PAD)] = 1;
-	for (int32_t i = 0; i < V; i++)
-		t->continues[i] = !strncmp(vocab_token(t->vocab, i), "##", 2);
-	t->mlm = (struct mlm_config){t->c->mask_prob, t->c->whole_word, (int)t->c->max_ngram,
-				     vocab_special(t->vocab, VOCAB_MASK), V, t->special, t->continues};
+	mlm_config_init(&t->mlm, t->vocab, t->c->mask_prob, t->c->whole_word, (int)t->c->max_ngram);
 }
 
 /* Classes of the head: the label names of the data, or the largest id + 1. */
@@ -312,7 +302,7 @@ static void pack_ints(msgpack_packer *pk, const char *key, const int32_t *v, siz
 static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float scale)
 {
 	char name[48];
-	snprintf(name, sizeof name, "bug/step-%ld", t->st.step);
+	snprintf(name, sizeof name, "bug/step-%ld", t->st.step + 1);
 	char *bug = rundir_path(t->c->run, "bug"), *dir = rundir_path(t->c->run, name);
 	mkdir(bug, 0755);
 	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
@@ -323,7 +313,7 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 		const struct batch *b = &t->micro[k];
 		size_t cells = (size_t)b->B * b->T;
 		msgpack_pack_map(pk, 11);
-		mp_pack_str(pk, "step"), msgpack_pack_long(pk, t->st.step);
+		mp_pack_str(pk, "step"), msgpack_pack_long(pk, t->st.step + 1);
 		mp_pack_str(pk, "task"), mp_pack_str(pk, t->c->task == TASK_CLS ? "cls" : "mlm");
 		mp_pack_str(pk, "num_labels"), msgpack_pack_int(pk, t->num_labels);
 		mp_pack_str(pk, "B"), msgpack_pack_int(pk, b->B);
@@ -339,7 +329,7 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 		pack_ints(pk, "labels", b->labels, t->c->task == TASK_CLS ? (size_t)b->B : cells);
 	}
 	rec_commit(w);
-	logf_(t, "step %ld: non-finite loss or gradient; batch saved in %s", t->st.step, name);
+	logf_(t, "step %ld: non-finite loss or gradient; batch saved in %s", t->st.step + 1, name);
 	free(path);
 	free(dir);
 	free(bug);
@@ -521,10 +511,11 @@ static void start_state(struct trainer *t, const char *from)
 static int at_step_end(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	int epoch_end = t->st.batch == t->nbatches;
-	int eval_point = epoch_end || (c->eval_every > 0 && t->st.step % c->eval_every == 0);
+	int last = t->st.step == t->total_steps;
+	int eval_point = last || t->st.batch == t->nbatches || (c->eval_every > 0 && t->st.step % c->eval_every == 0);
 	int early = eval_point ? evaluate_now(t) : 0;
-	int last = t->st.step == t->total_steps || early;
+	t->st.finished = last || early;
+	last |= early;
 	if (last || (c->save_every > 0 ? t->st.step % c->save_every == 0 : eval_point))
 		save_checkpoint(t);
 	if (early)
@@ -535,6 +526,7 @@ static int at_step_end(struct trainer *t)
 
 static void finish(struct trainer *t)
 {
+	rundir_clear_stop(t->c->run);   /* a request that came with the last step */
 	save_model(t, "final");
 	if (!t->valid.shard)
 		save_model(t, "best");
@@ -559,6 +551,8 @@ int train_run(const struct train_config *c)
 {
 	struct trainer t = {.c = c, .saved_step = -1};
 	const char *from;
+	signal(SIGINT, on_stop_signal);
+	signal(SIGTERM, on_stop_signal);
 	open_data(&t);
 	open_run(&t, &from);
 	check_vocab(&t);
@@ -569,12 +563,10 @@ int train_run(const struct train_config *c)
 	build_optimizer(&t);
 	plan_steps(&t);
 	start_state(&t, from);
-	if (t.st.step >= t.total_steps) {
+	if (t.st.finished) {
 		warnx("%s: the run already finished at step %ld", c->run, t.st.step);
 		return 0;
 	}
-	signal(SIGINT, on_stop_signal);
-	signal(SIGTERM, on_stop_signal);
 	t.prog = progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS);
 	t.t0 = now();
 	double elapsed0 = t.st.elapsed_s;

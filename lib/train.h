@@ -9,7 +9,7 @@
 struct train_config {
 	const char *data, *run, *init, *vocab;
 	enum bert_task task;
-	struct bert_config model;      /* from scratch; heads and dropout also apply to --init */
+	struct bert_config model;      /* from scratch; its dropout also applies to --init when given */
 	int dropout_given;             /* override the checkpoint's dropout */
 	struct optim_config optim;
 	double lr, warmup, end_lr_ratio, clip;

@@ -70,6 +70,20 @@ bug=$(ls -d "$T"/nan/bug/step-* 2>/dev/null | head -n 1)
 [ -n "$bug" ] && pass "the bad batch is saved in bug/" || fail "the bad batch is saved in bug/"
 expect_eq "--replay reproduces the non-finite step" "$(ts-train --replay "$bug" | jq -r .reproduced)" true
 
+# evaluation choices
+ts-train "${TINY[@]}" --run "$T/e1" --max-steps 4 --eval-every 2 --eval-test >/dev/null 2>&1
+expect_eq "--eval-test evaluates the test split too" "$(ts-cat "$T/e1/events.msgpack" | jq -c 'select(.event=="eval") | [.step, .split]' | tr '\n' ' ')" \
+	'[2,"valid"] [2,"test"] [4,"valid"] [4,"test"] '
+ts-tokenize -v "$V" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/novalid" --split train=0.9,test=0.1 >/dev/null
+ts-train "${TINY[@]}" --data "$T/novalid" --run "$T/e2" --max-steps 4 --eval-every 2 >/dev/null 2>&1
+expect_eq "no valid split: no evaluation" "$(ts-cat "$T/e2/events.msgpack" | jq -c 'select(.event=="eval")' | wc -l)" 0
+check "no valid split: best/ is the final model" cmp "$T/e2/best/model.safetensors" "$T/e2/final/model.safetensors"
+ts-train "${TINY[@]}" --run "$T/e3" --max-steps 50 --eval-every 1 --patience 2 --lr 1e-9 --metric loss --warmup 0 >/dev/null 2>&1
+es=$(ts-cat "$T/e3/events.msgpack" | jq -c 'select(.event=="early_stop") | .step')
+[ -n "$es" ] && [ "$es" -lt 50 ] && pass "--patience stops early (step $es)" || fail "--patience stops early (got '$es')"
+expect_eq "--metric ppl is known" "$(ts-train "${TINY[@]}" --run "$T/e4" --max-steps 1 --metric ppl 2>&1 >/dev/null | grep -c 'does not apply')" 0
+expect_fail "a metric that does not fit the task" 1 "--metric accuracy does not apply to the mlm task" ts-train "${TINY[@]}" --run "$T/e5" --task mlm --metric accuracy --max-steps 1
+
 # every optimizer and decay runs from the command line
 for o in adamw:linear adam:cosine sgd:poly lamb:constant; do
 	check "--optimizer ${o%:*} --decay ${o#*:}" ts-train "${TINY[@]}" --run "$T/o-${o%:*}" --max-steps 3 --optimizer "${o%:*}" --decay "${o#*:}" --warmup 1 --end-lr-ratio 0.1
