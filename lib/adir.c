@@ -16,21 +16,7 @@ struct adir {
 	int replace_old;   /* DIR holds an old dir of the same kind */
 };
 
-/* Removes the files in dir, then dir; -1 (errno set) if something stays. */
-static int remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
-	return rmdir(dir);
-}
-
-static void remove_tmp(void *arg) { remove_dir(((struct adir *)arg)->tmp); }
+static void remove_tmp(void *arg) { remove_tree(((struct adir *)arg)->tmp); }
 
 static int is_empty_dir(const char *path)
 {
@@ -80,6 +66,7 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 	size_t n = strlen(d->path) + 32;
 	d->tmp = xmalloc(n);
 	snprintf(d->tmp, n, "%s.tmp.%ld", d->path, (long)getpid());
+	remove_tree(d->tmp);   /* a leftover of a crashed process with our pid */
 	make_parents(d->tmp);
 	if (mkdir(d->tmp, 0755) < 0)
 		die("cannot create %s:", d->tmp);
@@ -89,27 +76,41 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 
 const char *adir_tmp(const struct adir *d) { return d->tmp; }
 
+/* Puts tmp in path's place: one exchange swaps them where the file system
+ * can; elsewhere the old dir steps aside first. The old one is then removed. */
+static void replace(const char *tmp, const char *path)
+{
+	if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE)) {
+		remove_tree(tmp);   /* now holds the old dir */
+		return;
+	}
+	if (errno != EINVAL && errno != ENOSYS)
+		die("cannot replace %s with %s:", path, tmp);
+	size_t n = strlen(path) + 32;
+	char *old = xmalloc(n);
+	snprintf(old, n, "%s.old.%ld", path, (long)getpid());
+	if (rename(path, old) < 0)
+		die("cannot move the old %s aside:", path);
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		rename(old, path);
+		errno = e;
+		die("cannot rename %s to %s:", tmp, path);
+	}
+	remove_tree(old);
+	free(old);
+}
+
 void adir_commit(struct adir *d)
 {
-	size_t n = strlen(d->path) + 32;
-	char *old = xmalloc(n);
-	snprintf(old, n, "%s.old.%ld", d->path, (long)getpid());
-	if (d->replace_old && rename(d->path, old) < 0)
-		die("cannot move the old %s aside:", d->path);
-	if (rename(d->tmp, d->path) < 0) {
-		int e = errno;
-		if (d->replace_old)
-			rename(old, d->path);
-		errno = e;
+	if (d->replace_old)
+		replace(d->tmp, d->path);
+	else if (rename(d->tmp, d->path) < 0)
 		die("cannot rename %s to %s:", d->tmp, d->path);
-	}
 	on_die_remove(remove_tmp, d);
 	char *parent = xstrdup(d->path);
 	fsync_dir(dirname(parent));
-	if (d->replace_old && remove_dir(old) < 0)
-		warnx("cannot remove the old data in %s:", old);
 	free(parent);
-	free(old);
 	free(d->tmp);
 	free(d->path);
 	free(d);

@@ -2,6 +2,7 @@
 #include "err.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -126,4 +127,16 @@ void make_parents(const char *path)
 		*s = '/';
 	}
 	free(p);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+void remove_tree(const char *path)
+{
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -21,6 +21,8 @@ void afile_commit(struct afile *f);
 /* Removes the temp file. Frees f. */
 void afile_abort(struct afile *f);
 
+/* Removes a file or a directory and everything in it; errors are ignored. */
+void remove_tree(const char *path);
 /* Creates the directories leading to path (not path itself), as mkdir -p. */
 void make_parents(const char *path);
 /* Copies a file atomically. */

@@ -18,15 +18,6 @@ static int by_length(const void *a, const void *b)
 	return *(const uint64_t *)a < *(const uint64_t *)b ? -1 : 1;
 }
 
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 void evaluate(struct bert *m, const struct batch_source *src, int batch_size, eval_hook hook, void *ctx,
 	      struct eval_result *out)
 {
@@ -53,7 +44,7 @@ void evaluate(struct bert *m, const struct batch_source *src, int batch_size, ev
 		const float *logits = bert_logits(m);
 		if (src->task == TASK_CLS)
 			for (int i = 0; i < nb; i++)
-				confusion_add(out->conf, b.labels[i], argmax(logits + (size_t)i * L, L));
+				confusion_add(out->conf, b.labels[i], predicted_class(logits + (size_t)i * L, L));
 		if (hook)
 			hook(&b, logits, ctx);
 	}

@@ -222,3 +222,12 @@ void metrics_report(FILE *f, const struct cls_metrics *m, const struct confusion
 	report_table(f, m, names, width);
 	report_confusion(f, c, names, width);
 }
+
+int predicted_class(const float *logits, int k)
+{
+	int best = 0;
+	for (int i = 1; i < k; i++)
+		if (logits[i] > logits[best])
+			best = i;
+	return best;
+}

@@ -13,6 +13,9 @@ struct confusion {
 	int64_t *m;
 };
 
+/* The class with the largest logit (the first of equals). */
+int predicted_class(const float *logits, int k);
+
 struct confusion *confusion_new(int k);
 /* Counts one example; dies on a class outside 0..k-1. */
 void confusion_add(struct confusion *c, int truth, int pred);

@@ -1,4 +1,5 @@
 #include "modeldir.h"
+#include "adir.h"
 #include "afile.h"
 #include "err.h"
 #include "hfconfig.h"
@@ -177,36 +178,6 @@ struct bert *modeldir_load(const char *dir, enum bert_task task, int num_labels,
 	return m;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
-static void remove_tree(void *dir)
-{
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void copy_file(const char *from, const char *to)
-{
-	int fd = open(from, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		die("cannot open %s:", from);
-	struct afile *out = afile_open(to);
-	char buf[65536];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof buf)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			die("cannot read %s:", from);
-		afile_write(out, buf, (size_t)n);
-	}
-	close(fd);
-	afile_commit(out);
-}
-
 /* The parameters under the names transformers saves them as. */
 static void write_weights(const char *path, struct bert *m)
 {
@@ -223,56 +194,19 @@ static void write_weights(const char *path, struct bert *m)
 	free(t);
 }
 
-/* Puts the complete dir tmp in dir's place. An exchange swaps them in one
- * step; where the file system cannot, the old dir steps aside first. */
-static void replace_dir(const char *tmp, const char *dir)
-{
-	if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE)) {
-		remove_tree((void *)tmp);          /* now holds the old dir */
-		return;
-	}
-	if (errno == ENOENT) {
-		if (rename(tmp, dir) < 0)
-			die("cannot rename %s to %s:", tmp, dir);
-		return;
-	}
-	if (errno != EINVAL && errno != ENOSYS)
-		die("cannot replace %s with %s:", dir, tmp);
-	size_t n = strlen(dir) + 32;
-	char *old = xmalloc(n);
-	snprintf(old, n, "%s.old.%ld", dir, (long)getpid());
-	if (rename(dir, old) < 0)
-		die("cannot rename %s to %s:", dir, old);
-	if (rename(tmp, dir) < 0)
-		die("cannot rename %s to %s (the old model is in %s):", tmp, dir, old);
-	remove_tree(old);
-	free(old);
-}
-
 void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		   const char *vocab_path)
 {
-	size_t n = strlen(dir) + 32;
-	char *tmp = xmalloc(n);
-	snprintf(tmp, n, "%s.tmp.%ld", dir, (long)getpid());
-	remove_tree(tmp);                          /* a leftover of an earlier crash */
-	if (mkdir(tmp, 0755) < 0)
-		die("cannot create %s:", tmp);
-	on_die(remove_tree, tmp);
-	char *weights = path_join(tmp, "model.safetensors"), *cfg = path_join(tmp, "config.json");
+	struct adir *d = adir_begin(dir, 1, "config.json");
+	char *weights = path_join(adir_tmp(d), "model.safetensors"), *cfg = path_join(adir_tmp(d), "config.json");
 	write_weights(weights, m);
 	hfconfig_write(cfg, bert_config_of(m), labels, nlabels);
 	if (vocab_path) {
-		char *vocab = path_join(tmp, "vocab.txt");
-		copy_file(vocab_path, vocab);
+		char *vocab = path_join(adir_tmp(d), "vocab.txt");
+		afile_copy(vocab_path, vocab);
 		free(vocab);
 	}
-	replace_dir(tmp, dir);
-	on_die_remove(remove_tree, tmp);
-	char *parent = xstrdup(dir);
-	fsync_dir(dirname(parent));
-	free(parent);
+	adir_commit(d);
 	free(weights);
 	free(cfg);
-	free(tmp);
 }

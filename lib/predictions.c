@@ -67,27 +67,18 @@ void predictions_merge_folds(struct predictions *p)
 	labelmap_free(groups);
 }
 
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 struct confusion *predictions_confusion(const struct predictions *p)
 {
 	struct confusion *c = confusion_new(p->L);
 	for (uint64_t i = 0; i < p->n; i++)
 		if (p->labels[i] >= 0)
-			confusion_add(c, p->labels[i], argmax(p->logits + i * (size_t)p->L, p->L));
+			confusion_add(c, p->labels[i], predicted_class(p->logits + i * (size_t)p->L, p->L));
 	return c;
 }
 
 static void softmax(const float *x, float *out, int n)
 {
-	float max = x[argmax(x, n)];
+	float max = x[predicted_class(x, n)];
 	double sum = 0;
 	for (int i = 0; i < n; i++)
 		sum += out[i] = expf(x[i] - max);
@@ -106,7 +97,7 @@ static void write_csv(const struct predictions *p, struct afile *f, char *const 
 	for (uint64_t i = 0; i < p->n; i++) {
 		const float *lg = p->logits + i * (size_t)p->L;
 		softmax(lg, probs, p->L);
-		int pred = argmax(lg, p->L);
+		int pred = predicted_class(lg, p->L);
 		sb_addc(&b, '"');
 		for (const char *c = p->ids[i]; *c; c++)
 			*c == '"' ? sb_add(&b, "\"\"", 2) : sb_addc(&b, *c);
@@ -144,7 +135,7 @@ static void write_records(const struct predictions *p, const char *path, char *c
 	float *probs = xmalloc((size_t)p->L * sizeof *probs);
 	for (uint64_t i = 0; i < p->n; i++) {
 		const float *lg = p->logits + i * (size_t)p->L;
-		int pred = argmax(lg, p->L);
+		int pred = predicted_class(lg, p->L);
 		softmax(lg, probs, p->L);
 		msgpack_pack_map(pk, 4 + (p->labels[i] >= 0) + (pred < nnames));
 		mp_pack_str(pk, "id");

@@ -189,24 +189,6 @@ static int list_steps(const char *ckdir, int **steps)
 	return n;
 }
 
-static void remove_tree(const char *path)
-{
-	DIR *d = opendir(path);
-	if (d) {
-		for (struct dirent *e; (e = readdir(d));) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			char *p = rundir_path(path, e->d_name);
-			remove_tree(p);
-			free(p);
-		}
-		closedir(d);
-		rmdir(path);
-	} else {
-		unlink(path);
-	}
-}
-
 static void prune(const char *ckdir, int keep)
 {
 	int *steps, n = list_steps(ckdir, &steps);

@@ -236,10 +236,12 @@ static void test_save(void)
 	struct bert *m = modeldir_load(mlm, TASK_MLM, 0, SEED, NULL, NULL);
 	bert_params(m)[5] = 123.5f;
 	mkdir(out, 0755);
-	char *stale = path_in(out, "stale-file");
+	char *stale = path_in(out, "stale-file"), *old_config = path_in(out, "config.json");
 	fclose(fopen(stale, "w"));
+	fclose(fopen(old_config, "w"));
 	modeldir_save(out, m, NULL, 0, vocab);
-	CHECK(access(stale, F_OK) && dir_entries(out) == 3, "save replaces the old dir whole (3 files)");
+	CHECK(access(stale, F_OK) && dir_entries(out) == 3, "save replaces the old model dir whole (3 files)");
+	free(old_config);
 	CHECK(dir_entries(tmpdir) == 1, "save leaves no temp dir beside it");
 
 	struct bert *back = modeldir_load(out, TASK_MLM, 0, SEED, NULL, NULL);
