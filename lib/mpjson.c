@@ -11,15 +11,10 @@ static void add_double(struct strbuf *b, double v, int is_f32)
 		sb_add(b, "null", 4);
 		return;
 	}
-	char s[40];
-	for (int prec = is_f32 ? 6 : 15; prec <= 17; prec++) {
-		snprintf(s, sizeof s, "%.*g", prec, v);
-		if (is_f32 ? (float)strtod(s, NULL) == (float)v : strtod(s, NULL) == v)
-			break;
-	}
-	sb_addf(b, "%s", s);
+	size_t at = b->n;
+	sb_add_double(b, v, is_f32);
 	/* keep a float recognisable as one when it reads back */
-	if (!strpbrk(s, ".eEn"))
+	if (!strpbrk(b->s + at, ".eEn"))
 		sb_add(b, ".0", 2);
 }
 

@@ -1,5 +1,6 @@
 #include "opt.h"
 #include "err.h"
+#include "strbuf.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -340,7 +341,13 @@ void opt_write_config(const struct cmd_spec *spec, FILE *f)
 		switch (o->type) {
 		case OPT_FLAG: fprintf(f, "%s = %s\n", o->name, *(int *)o->dest ? "true" : "false"); break;
 		case OPT_INT: fprintf(f, "%s = %ld\n", o->name, *(long *)o->dest); break;
-		case OPT_FLOAT: fprintf(f, "%s = %.17g\n", o->name, *(double *)o->dest); break;
+		case OPT_FLOAT: {
+			struct strbuf b = {0};
+			sb_add_double(&b, *(double *)o->dest, 0);
+			fprintf(f, "%s = %s\n", o->name, b.s);
+			sb_free(&b);
+			break;
+		}
 		case OPT_STR:
 			if (*(char **)o->dest)
 				fprintf(f, "%s = %s\n", o->name, *(char **)o->dest);

@@ -70,6 +70,17 @@ void sb_add_json_str(struct strbuf *b, const char *s, size_t n)
 	sb_addc(b, '"');
 }
 
+void sb_add_double(struct strbuf *b, double v, int is_f32)
+{
+	char s[40];
+	for (int prec = is_f32 ? 6 : 15; prec <= 17; prec++) {
+		snprintf(s, sizeof s, "%.*g", prec, v);
+		if (is_f32 ? (float)strtod(s, NULL) == (float)v : strtod(s, NULL) == v)
+			break;
+	}
+	sb_add(b, s, strlen(s));
+}
+
 void sb_free(struct strbuf *b)
 {
 	free(b->s);

@@ -268,7 +268,7 @@ static int evaluate_now(struct trainer *t)
 	progress_clear(t->prog);
 	fprintf(stderr, "%s: step %ld/%ld: valid %s %.4f, loss %.4f\n", ts_prog, t->st.step, t->total_steps, t->metric, v,
 		r.loss);
-	char *text = json_dumps(j, JSON_COMPACT);
+	char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	logf_(t, "step %ld eval valid %s %.6g: %s", t->st.step, t->metric, v, text);
 	free(text);
 	json_decref(j);
@@ -427,7 +427,7 @@ static void log_step(struct trainer *t, const struct step_result *r, double step
 		time_t finish = time(NULL) + (time_t)eta;
 		char when[32];
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&finish));
-		logf_(t, "step %ld/%ld: %.0f ms a step; predicted finish %s", t->st.step, t->total_steps,
+		logf_(t, "step %ld/%ld: %.0f ms per step; predicted finish %s", t->st.step, t->total_steps,
 		      per_step * 1e3, when);
 	}
 }
@@ -502,7 +502,7 @@ static void start_state(struct trainer *t, const char *from)
 		log_parameters(t);
 	}
 	free(events);
-	logf_(t, "%ld steps (%ld a epoch), batch %ld x %ld accumulation, %zu parameters", t->total_steps,
+	logf_(t, "%ld steps (%ld per epoch), batch %ld x %ld accumulation, %zu parameters", t->total_steps,
 	      t->steps_per_epoch, t->c->batch, t->c->accum, bert_numel(t->m));
 }
 
