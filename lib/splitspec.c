@@ -33,7 +33,8 @@ static int parse_fraction(const char *v, uint64_t *num, uint64_t *den)
 		if (dot)
 			d *= 10;
 	}
-	if (!dot || !digits)
+	/* a bare 1 is all of the data: "train=1" means the whole set, not one record */
+	if ((!dot && strcmp(v, "1")) || !digits)
 		return 0;
 	*num = n;
 	*den = d;

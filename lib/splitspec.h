@@ -1,5 +1,5 @@
 /* How ts-shard divides a data set: named parts given as fractions that sum to
- * 1 ("train=0.8,valid=0.1,test=0.1") or as record counts
+ * 1 ("train=0.8,valid=0.1,test=0.1", or "train=1" for all) or as record counts
  * ("valid=500,test=500"); the last part may be "rest" (what the others leave).
  * Fractions round down for every part but the last, which takes the remainder. */
 #ifndef TS_SPLITSPEC_H
