@@ -54,7 +54,7 @@ build/libtopspin.a: $(LIB_OBJ)
 bin/%: build/cmd/%.o build/libtopspin.a | bin
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/tests/%: tests/unit/%.c tests/unit/check.h build/libtopspin.a | build/tests
+build/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) build/libtopspin.a | build/tests
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< build/libtopspin.a $(LDLIBS)
 
 build/lib build/cmd build/tests bin:

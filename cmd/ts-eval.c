@@ -75,7 +75,7 @@ static void open_input(struct input *in, char **files, int nfiles)
 
 static void check_vocab(const struct input *in)
 {
-	char *path = rundir_path(model, "vocab.txt");
+	char *path = path_join(model, "vocab.txt");
 	struct vocab *v = vocab_load(path);
 	if (in->vocab_sha256 && strcmp(in->vocab_sha256, vocab_sha256(v)))
 		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", in->name,
@@ -109,7 +109,7 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	if (predict || merge_folds)
 		die_usage("--predict and --merge-folds are for cls models");
 	struct mlm_config mlm;
-	char *vpath = rundir_path(model, "vocab.txt");
+	char *vpath = path_join(model, "vocab.txt");
 	struct vocab *v = vocab_load(vpath);
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0};
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 	if (mask_prob <= 0 || mask_prob >= 1 || max_ngram < 1)
 		die_usage("--mask-prob must be in (0, 1) and --max-ngram at least 1");
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
-	char *config = rundir_path(model, "config.json"), **names = NULL;
+	char *config = path_join(model, "config.json"), **names = NULL;
 	struct bert_config bc;
 	int nnames = 0;
 	hfconfig_read(config, &bc, &names, &nnames);

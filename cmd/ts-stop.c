@@ -1,4 +1,5 @@
 /* ts-stop: ask a training run to checkpoint and stop. */
+#include "afile.h"
 #include "err.h"
 #include "opt.h"
 #include "rundir.h"
@@ -25,7 +26,7 @@ static const struct cmd_spec spec = {
 /* Whether a trainer still holds the run's lock. */
 static int running(const char *dir)
 {
-	char *lock = rundir_path(dir, "lock");
+	char *lock = path_join(dir, "lock");
 	int fd = open(lock, O_RDONLY | O_CLOEXEC), held = 0;
 	if (fd >= 0) {
 		held = flock(fd, LOCK_SH | LOCK_NB) < 0;

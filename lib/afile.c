@@ -140,3 +140,11 @@ void remove_tree(const char *path)
 {
 	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+char *path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = xmalloc(n);
+	snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}

@@ -21,6 +21,8 @@ void afile_commit(struct afile *f);
 /* Removes the temp file. Frees f. */
 void afile_abort(struct afile *f);
 
+/* DIR/name, malloc'd. */
+char *path_join(const char *dir, const char *name);
 /* Removes a file or a directory and everything in it; errors are ignored. */
 void remove_tree(const char *path);
 /* Creates the directories leading to path (not path itself), as mkdir -p. */

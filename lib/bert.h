@@ -37,7 +37,7 @@ float *bert_grads(struct bert *m);
 size_t bert_numel(const struct bert *m);
 /* Fills out[] (if not NULL) with every parameter under its HF name
  * (e.g. "bert.encoder.layer.0.attention.self.query.weight", "classifier.weight",
- * "cls.predictions.decoder.bias"), in a fixed order, pointing into bert_params();
+ * "cls.predictions.bias"), in a fixed order, pointing into bert_params();
  * returns the count. Tied weights (the MLM decoder) are listed once, as the embedding. */
 int bert_tensors(struct bert *m, struct tensor_ref *out);
 /* Whether a parameter takes weight decay (not biases, not LayerNorm). */

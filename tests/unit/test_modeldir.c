@@ -1,7 +1,9 @@
 /* Model dirs: config.json, loading under HF names and their aliases, new heads,
  * atomic saving, and refusal of bad dirs.
  * usage: test_modeldir [FIXTURE_DIR]   (default tests/fixtures/hf) */
+#include "afile.h"
 #include "check.h"
+#include "testfiles.h"
 #include "err.h"
 #include "expect_die.h"
 #include "hfconfig.h"
@@ -18,13 +20,6 @@
 enum { SEED = 7 };
 static char tmpdir[] = "/tmp/ts-test-md.XXXXXX";
 static const char *fixdir = "tests/fixtures/hf";
-
-static char *path_in(const char *dir, const char *name)
-{
-	char *p = xmalloc(strlen(dir) + strlen(name) + 2);
-	sprintf(p, "%s/%s", dir, name);
-	return p;
-}
 
 static int ntensors(struct bert *m, struct tensor_ref **t)
 {
@@ -105,7 +100,7 @@ static int is_init(struct bert *m, const char *prefix, uint64_t seed)
 
 static void test_load_cls(void)
 {
-	char *dir = path_in(fixdir, "tiny-cls"), *weights = path_in(dir, "model.safetensors");
+	char *dir = path_join(fixdir, "tiny-cls"), *weights = path_join(dir, "model.safetensors");
 	char **labels;
 	int nlabels;
 	struct bert *m = modeldir_load(dir, TASK_CLS, 0, SEED, &labels, &nlabels);
@@ -157,9 +152,9 @@ static int one_line(const char *said)
 
 static void test_heads(void)
 {
-	char *cls = path_in(fixdir, "tiny-cls"), *alias = path_in(fixdir, "tiny-cls-alias");
-	char *mlm = path_in(fixdir, "tiny-mlm"), *cls_weights = path_in(cls, "model.safetensors");
-	char *mlm_weights = path_in(mlm, "model.safetensors");
+	char *cls = path_join(fixdir, "tiny-cls"), *alias = path_join(fixdir, "tiny-cls-alias");
+	char *mlm = path_join(fixdir, "tiny-mlm"), *cls_weights = path_join(cls, "model.safetensors");
+	char *mlm_weights = path_join(mlm, "model.safetensors");
 	char said[4096];
 	const char *diff;
 
@@ -218,25 +213,14 @@ static char *read_all(const char *path, size_t *n)
 	return buf;
 }
 
-static int dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static void test_save(void)
 {
-	char *mlm = path_in(fixdir, "tiny-mlm"), *vocab = path_in(mlm, "vocab.txt");
-	char *out = path_in(tmpdir, "saved"), *weights = path_in(out, "model.safetensors");
+	char *mlm = path_join(fixdir, "tiny-mlm"), *vocab = path_join(mlm, "vocab.txt");
+	char *out = path_join(tmpdir, "saved"), *weights = path_join(out, "model.safetensors");
 	struct bert *m = modeldir_load(mlm, TASK_MLM, 0, SEED, NULL, NULL);
 	bert_params(m)[5] = 123.5f;
 	mkdir(out, 0755);
-	char *stale = path_in(out, "stale-file"), *old_config = path_in(out, "config.json");
+	char *stale = path_join(out, "stale-file"), *old_config = path_join(out, "config.json");
 	fclose(fopen(stale, "w"));
 	fclose(fopen(old_config, "w"));
 	modeldir_save(out, m, NULL, 0, vocab);
@@ -258,7 +242,7 @@ static void test_save(void)
 	st_close(st);
 
 	size_t n1, n2;
-	char *v_in = read_all(vocab, &n1), *vout = path_in(out, "vocab.txt"), *v_out = read_all(vout, &n2);
+	char *v_in = read_all(vocab, &n1), *vout = path_join(out, "vocab.txt"), *v_out = read_all(vout, &n2);
 	CHECK(v_out && n1 == n2 && !memcmp(v_in, v_out, n1), "vocab.txt copied");
 	free(v_in), free(v_out), free(vout);
 	bert_free(back);
@@ -272,7 +256,7 @@ static void test_config_round_trip(void)
 				.max_pos = 512, .type_vocab = 2, .ln_eps = 1e-12f, .hidden_dropout = 0.1f,
 				.attn_dropout = 0.15f, .task = TASK_CLS, .num_labels = 3}, r;
 	char *names[] = {"bad", "so-so", "good \"quoted\""};
-	char *path = path_in(tmpdir, "config.json");
+	char *path = path_join(tmpdir, "config.json");
 	hfconfig_write(path, &c, names, 3);
 	char **labels;
 	int n;
@@ -302,11 +286,11 @@ static void test_config_round_trip(void)
  * text; NULL deletes the key). */
 static char *bad_dir(const char *name, const char *key, const char *value)
 {
-	char *src = path_in(fixdir, "tiny-cls"), *dir = path_in(tmpdir, name);
+	char *src = path_join(fixdir, "tiny-cls"), *dir = path_join(tmpdir, name);
 	struct bert *m = modeldir_load(src, TASK_CLS, 0, SEED, NULL, NULL);
 	modeldir_save(dir, m, NULL, 0, NULL);
 	bert_free(m);
-	char *cfg_path = path_in(dir, "config.json");
+	char *cfg_path = path_join(dir, "config.json");
 	json_t *cfg = json_load_file(cfg_path, 0, NULL);
 	if (!value)
 		json_object_del(cfg, key);
@@ -336,7 +320,7 @@ static void rewrite_weights(const char *dir, const char *drop, const char *resha
 		}
 		t[k++] = r;
 	}
-	char *weights = path_in(dir, "model.safetensors");
+	char *weights = path_join(dir, "model.safetensors");
 	st_write(weights, t, k);
 	free(weights);
 	free(t);
@@ -373,7 +357,7 @@ static void test_bad_dirs(void)
 	free(d);
 
 	d = bad_dir("pytorch", NULL, NULL);
-	char *w = path_in(d, "model.safetensors"), *bin = path_in(d, "pytorch_model.bin");
+	char *w = path_join(d, "model.safetensors"), *bin = path_join(d, "pytorch_model.bin");
 	rename(w, bin);
 	expect_die("pytorch_model.bin only", load_quietly, d, "PyTorch pickles are not supported");
 	unlink(bin);
@@ -381,7 +365,7 @@ static void test_bad_dirs(void)
 	free(w), free(bin), free(d);
 
 	d = bad_dir("notjson", NULL, NULL);
-	char *cfg = path_in(d, "config.json");
+	char *cfg = path_join(d, "config.json");
 	FILE *f = fopen(cfg, "w");
 	fputs("{\"hidden_size\": 32,\n oops}", f);
 	fclose(f);

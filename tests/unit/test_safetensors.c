@@ -1,6 +1,8 @@
 /* safetensors: round trip, the dtypes Python writes, and refusal of corrupt files.
  * usage: test_safetensors [FIXTURE_DIR]   (default tests/fixtures/hf) */
+#include "afile.h"
 #include "check.h"
+#include "testfiles.h"
 #include "expect_die.h"
 #include "safetensors.h"
 #include "err.h"
@@ -14,20 +16,6 @@
 static char tmpdir[] = "/tmp/ts-test-st.XXXXXX";
 static const char *fixdir = "tests/fixtures/hf";
 
-static char *path_in(const char *dir, const char *name)
-{
-	char *p = xmalloc(strlen(dir) + strlen(name) + 2);
-	sprintf(p, "%s/%s", dir, name);
-	return p;
-}
-
-static void write_bytes(const char *path, const void *buf, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(buf, 1, n, f) != n || fclose(f))
-		die("cannot write %s:", path);
-}
-
 /* A file with the given JSON header and n zero bytes of data. */
 static void write_raw(const char *path, const char *header, size_t n)
 {
@@ -35,7 +23,7 @@ static void write_raw(const char *path, const char *header, size_t n)
 	unsigned char *buf = xcalloc(8 + len + n, 1);
 	memcpy(buf, &len, 8);
 	memcpy(buf + 8, header, len);
-	write_bytes(path, buf, 8 + len + n);
+	write_file(path, buf, 8 + len + n);
 	free(buf);
 }
 
@@ -47,7 +35,7 @@ static void test_round_trip(void)
 		{"b", 1, {3}, b},
 		{"scalar", 0, {0}, c},
 	};
-	char *path = path_in(tmpdir, "rt.safetensors");
+	char *path = path_join(tmpdir, "rt.safetensors");
 	st_write(path, t, 3);
 	struct st_file *f = st_open(path);
 	CHECK(st_count(f) == 3, "round trip: 3 tensors (got %d)", st_count(f));
@@ -83,7 +71,7 @@ static void test_round_trip(void)
 /* F16, BF16 and F64 written by torch, against torch's own conversion to F32. */
 static void test_python_dtypes(void)
 {
-	char *path = path_in(fixdir, "dtypes.safetensors");
+	char *path = path_join(fixdir, "dtypes.safetensors");
 	struct st_file *f = st_open(path);
 	const char *names[] = {"f16", "bf16", "f64"};
 	const int want_dtype[] = {ST_F16, ST_BF16, ST_F64};
@@ -149,7 +137,7 @@ static void test_corrupt_files(void)
 		 "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "not JSON"},
 		{"no data_offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "data_offsets"},
 	};
-	char *path = path_in(tmpdir, "bad.safetensors");
+	char *path = path_join(tmpdir, "bad.safetensors");
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		write_raw(path, cases[i].header, cases[i].datasize);
 		char what[128];
@@ -157,10 +145,10 @@ static void test_corrupt_files(void)
 		expect_die(what, open_file, path, cases[i].why);
 	}
 
-	write_bytes(path, "\x10\0\0\0", 4);
+	write_file(path, "\x10\0\0\0", 4);
 	expect_die("corrupt file refused: 4-byte file", open_file, path, "shorter than the 8-byte");
 	uint64_t huge = 1000;
-	write_bytes(path, &huge, 8);
+	write_file(path, &huge, 8);
 	expect_die("corrupt file refused: header length beyond the file", open_file, path,
 		   "beyond the end of the file");
 	expect_die("missing file refused", open_file, "/nonexistent/x.safetensors",
@@ -177,7 +165,7 @@ static void test_corrupt_files(void)
 	unlink(path);
 	free(path);
 
-	char *dt = path_in(fixdir, "dtypes.safetensors");
+	char *dt = path_join(fixdir, "dtypes.safetensors");
 	expect_die("st_to_f32 refuses an integer tensor", convert_i64, dt, "tensor i64 has dtype I64");
 	free(dt);
 }

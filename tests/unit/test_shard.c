@@ -1,6 +1,8 @@
 /* Shard files: round trip of varied records, the byte layout against the
  * documented format, atomic writes, and refusal of corrupt shards. */
+#include "afile.h"
 #include "check.h"
+#include "testfiles.h"
 #include "expect_die.h"
 #include "err.h"
 #include "rng.h"
@@ -13,13 +15,6 @@
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/ts-test-shard.XXXXXX";
-
-static char *path_in(const char *name)
-{
-	char *p = xmalloc(strlen(tmpdir) + strlen(name) + 2);
-	sprintf(p, "%s/%s", tmpdir, name);
-	return p;
-}
 
 static size_t read_file(const char *path, unsigned char **buf)
 {
@@ -34,13 +29,6 @@ static size_t read_file(const char *path, unsigned char **buf)
 		die("cannot read %s:", path);
 	fclose(f);
 	return n;
-}
-
-static void write_file(const char *path, const void *buf, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(buf, 1, n, f) != n || fclose(f))
-		die("cannot write %s:", path);
 }
 
 /* Record k of the varied set: every label kind, with and without types,
@@ -100,7 +88,7 @@ enum { NREC = 3000 };
 
 static void test_round_trip(void)
 {
-	char *path = path_in("rt.shard");
+	char *path = path_join(tmpdir, "rt.shard");
 	struct rng g;
 	struct tokrec *t = xcalloc(NREC, sizeof *t), back = {0};
 	rng_seed(&g, 7);
@@ -150,7 +138,7 @@ static uint64_t u64_at(const unsigned char *p) { return u32_at(p) | (uint64_t)u3
 /* The bytes of a small shard, spelled out from the format description. */
 static void test_layout(void)
 {
-	char *path = path_in("layout.shard");
+	char *path = path_join(tmpdir, "layout.shard");
 	struct tokrec t = {0};
 	struct shard_writer *w = shard_create(path);
 	int32_t ids[3] = {101, 0x01020304, 102};
@@ -219,7 +207,7 @@ static void test_layout(void)
 
 static void test_empty(void)
 {
-	char *path = path_in("empty.shard");
+	char *path = path_join(tmpdir, "empty.shard");
 	shard_commit(shard_create(path));
 	struct stat st;
 	CHECK(stat(path, &st) == 0 && st.st_size == 64, "an empty shard is its 64-byte header");
@@ -249,7 +237,7 @@ static void expect_corrupt(const char *what, size_t off, const void *patch, size
 	size_t n = read_file(victim, &b);
 	if (patch)
 		memcpy(b + off, patch, plen);
-	char *path = path_in("bad.shard");
+	char *path = path_join(tmpdir, "bad.shard");
 	write_file(path, b, cut >= 0 ? (size_t)cut : n);
 	expect_die(what, open_and_read_all, path, pattern);
 	free(path);
@@ -258,7 +246,7 @@ static void expect_corrupt(const char *what, size_t off, const void *patch, size
 
 static void test_corrupt(void)
 {
-	char *good = path_in("good.shard");
+	char *good = path_join(tmpdir, "good.shard");
 	struct rng g;
 	struct tokrec t = {0};
 	rng_seed(&g, 3);
@@ -289,7 +277,7 @@ static void test_corrupt(void)
 		       "bad.shard: record 3: corrupt shard: token ids run past the record");
 	expect_corrupt("index count differs from the record", index + 3 * 16 + 8, &big, 4, -1,
 		       "bad.shard: record 3: corrupt shard");
-	char *missing = path_in("nope.shard");
+	char *missing = path_join(tmpdir, "nope.shard");
 	expect_die("missing file", open_and_read_all, missing, "cannot open");
 	free(missing);
 	free(good);
@@ -306,17 +294,6 @@ static void die_mid_write(const void *arg)
 	t.fold = -1;
 	shard_append(w, &t);
 	die("stopped on purpose");
-}
-
-static int dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
 }
 
 static void test_atomic(void)
