@@ -3,8 +3,6 @@
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$TOP/bin
 FIX=$TOP/tests/fixtures
-DATA=$TOP/../shared/data
-[ -d "$DATA" ] || DATA=$TOP/examples
 export PATH=$BIN:$PATH
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define REAL_VOCAB "../shared/data/bert-base-uncased-vocab.txt"
+#define REAL_VOCAB "examples/vocab.txt"   /* the bert-base-uncased vocab, bundled */
 #define REAL_SHA256 "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
 
 static char tmpdir[] = "/tmp/test_vocab.XXXXXX";

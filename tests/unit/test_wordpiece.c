@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <utf8proc.h>
 
-#define REAL_VOCAB "../shared/data/bert-base-uncased-vocab.txt"
+#define REAL_VOCAB "examples/vocab.txt"   /* the bert-base-uncased vocab, bundled */
 #define CASES "tests/fixtures/tokenize/cases.tsv"
 #define CODEPOINTS "tests/fixtures/tokenize/codepoints.txt"
 #define NORMALIZED "tests/fixtures/tokenize/normalized.tsv"
