@@ -45,6 +45,6 @@ struct tokrec {
 void tokrec_pack(msgpack_packer *pk, const struct tokrec *t);
 void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t);
 void tokrec_free(struct tokrec *t);
-/* Renders the id of record number n (0-based) when the input has no id column. */
+/* Sets the id text (len bytes); is_num packs it as an integer. */
 void tokrec_set_id(struct tokrec *t, const char *id, size_t len, int is_num);
 #endif
