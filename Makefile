@@ -7,18 +7,26 @@ OPENBLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 OPENBLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-openmp
 
 VERSION := 0.1.0
-DEPS := libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev libncurses-dev \
-        libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev pkg-config tmux jq zsh
+DEPS := gcc libc6-dev libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev libncurses-dev \
+        libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev pkg-config tmux jq zsh \
+        groff-base time python3-venv python3-torch clang libclang-rt-14-dev
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-math-errno -fopenmp -Ilib -I$(OPENBLAS_INC) \
           -DTS_VERSION='"$(VERSION)"'
+# option tables give ranges (struct opt's last fields) to numeric options only
+CFLAGS += -Wno-missing-field-initializers
+# Every command is linked against the libraries any command uses; --as-needed (not
+# every compiler's default, nor gcc's with -fsanitize) keeps only those it calls.
 LIBNAMES := -lmsgpackc -lpcre2-8 -lutf8proc -ljansson -lnettle -lncursesw -ltinfo
 ifeq ($(STATIC),1)
-LDLIBS := -Wl,-Bstatic $(LIBNAMES) $(OPENBLAS_DIR)/libopenblas.a -lgfortran -lquadmath \
-          -Wl,-Bdynamic -fopenmp -lm -lpthread
+# libgomp.a too, so that only the C library is left to the system; the libgomp
+# that -fopenmp names after it is then not needed.
+LDLIBS := -Wl,--as-needed -Wl,-Bstatic $(LIBNAMES) $(OPENBLAS_DIR)/libopenblas.a -lgfortran -lquadmath \
+          -lgomp -Wl,-Bdynamic -fopenmp -lm -lpthread
 else
-LDLIBS := $(LIBNAMES) -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas -fopenmp -lm -lpthread
+LDLIBS := -Wl,--as-needed $(LIBNAMES) -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas -fopenmp \
+          -lm -lpthread
 endif
 
 ifeq ($(GPU),auto)
@@ -34,38 +42,76 @@ LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart
 endif
 endif
 
+# SAN=1 builds with AddressSanitizer and UBSan into build-san/ and bin-san/, so that
+# sanitized objects never mix with normal ones; `make test SAN=1` tests those commands.
+SAN ?= 0
+ifeq ($(SAN),1)
+B := build-san
+BINDIR := bin-san
+# float-cast-overflow is not in GCC's "undefined": it catches a NaN or an out-of-range
+# float converted to an integer. CC=clang works too and checks a little more (arithmetic
+# on a null pointer).
+CFLAGS += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer \
+          -fno-sanitize-recover=undefined,float-cast-overflow
+else
+B := build
+BINDIR := bin
+endif
+
 LIB_SRC := $(wildcard lib/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=build/%.o) $(if $(filter -DTS_GPU=1,$(CFLAGS)),$(CU_SRC:%.cu=build/%.o))
-CMDS := $(patsubst cmd/%.c,bin/%,$(wildcard cmd/*.c))
-UNIT := $(patsubst tests/unit/%.c,build/tests/%,$(wildcard tests/unit/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(if $(filter -DTS_GPU=1,$(CFLAGS)),$(CU_SRC:%.cu=$(B)/%.o))
+CMDS := $(patsubst cmd/%.c,$(BINDIR)/%,$(wildcard cmd/*.c))
+UNIT := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 
 all: $(CMDS) completions
 
-build/%.o: %.c $(wildcard lib/*.h) | build/lib build/cmd
+$(B)/%.o: %.c $(wildcard lib/*.h) | $(B)/lib $(B)/cmd
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-build/kernels/%.o: kernels/%.cu $(wildcard lib/*.h kernels/*.h)
-	@mkdir -p build/kernels
+$(B)/kernels/%.o: kernels/%.cu $(wildcard lib/*.h kernels/*.h)
+	@mkdir -p $(B)/kernels
 	$(NVCC) -O3 -arch=sm_90 -Ilib -c -o $@ $<
 
-build/libtopspin.a: $(LIB_OBJ)
+$(B)/libtopspin.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-bin/%: build/cmd/%.o build/libtopspin.a | bin
+$(BINDIR)/%: $(B)/cmd/%.o $(B)/libtopspin.a | $(BINDIR)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) build/libtopspin.a | build/tests
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< build/libtopspin.a $(LDLIBS)
+$(B)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libtopspin.a | $(B)/tests
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/libtopspin.a $(LDLIBS)
 
-build/lib build/cmd build/tests bin:
+$(B)/lib $(B)/cmd $(B)/tests $(BINDIR):
 	mkdir -p $@
 
 # Completions are generated from each command's option table, so they cannot drift.
 completions: $(CMDS) tests/gen-completions
-	@tests/gen-completions bin completions
+	@tests/gen-completions $(BINDIR) completions
 
-test: all $(UNIT)
-	@tests/run
+# The reference the parity tests compare against, made once: a venv over Debian's
+# python3 and python3-torch 1.13 (PyPI's torch brings gigabytes of CUDA libraries)
+# with the PyPI packages pinned in tests/requirements.txt. `make demo` never makes it.
+VENV := build/venv
+$(VENV)/ready: tests/requirements.txt
+	@echo "making $(VENV): Debian's torch and the PyPI packages of $<"
+	rm -rf $(VENV)
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $<
+	@$(VENV)/bin/python -c 'import torch, transformers, tokenizers, safetensors' || \
+	  { echo "$(VENV): cannot import the references; make deps installs python3-torch"; exit 1; }
+	touch $@
+
+# Under SAN=1 a sanitizer report from any process a test runs fails that test:
+# ASan's go to files in $(B)/san-log that tests/run looks at (see there for UBSan's),
+# and both exit 99, which no test takes for success or an expected failure. Leak
+# checking is off: die() exits from deep inside a command without freeing what it
+# holds, by design, and every such exit would count as a leak.
+SAN_LOG := $(CURDIR)/$(B)/san-log
+SAN_ENV := TS_SAN_LOG=$(SAN_LOG) \
+           ASAN_OPTIONS=detect_leaks=0:exitcode=99:log_path=$(SAN_LOG)/asan \
+           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
+test: all $(UNIT) $(VENV)/ready
+	@TS_BIN=$(CURDIR)/$(BINDIR) TS_BUILD=$(B) $(if $(filter 1,$(SAN)),$(SAN_ENV)) tests/run
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -89,7 +135,47 @@ install: all
 	  install -m 644 completions/_$$c $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$c; done
 
 clean:
-	rm -rf build bin
+	rm -rf build bin build-san bin-san
 
-.PHONY: all test demo deps install clean completions
+.PHONY: all test demo deps install clean completions fuzz fuzz-smoke
 .SECONDARY:
+
+# Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over a
+# copy of lib/ built the same way in build/fuzz/lib, apart from the gcc build.
+FUZZ_CC ?= clang
+FUZZ_SECS ?= 60
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fopenmp -Wno-pass-failed -Ilib -I$(OPENBLAS_INC) \
+               -DTS_VERSION='"$(VERSION)"' $(FUZZ_SAN)
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
+FUZZ_LIB_OBJ := $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
+
+build/fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
+	@mkdir -p build/fuzz/lib
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/libtopspin.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) build/fuzz/libtopspin.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_VOCAB='"$(CURDIR)/examples/vocab.txt"' \
+	  -o $@ $< build/fuzz/libtopspin.a $(LIBNAMES) -lm
+
+fuzz: $(FUZZ_BINS)
+
+# Each target on the inputs that once crashed it (tests/fuzz/regress/), then
+# on its corpus for FUZZ_SECS seconds; any crash fails. New inputs go to
+# build/fuzz/new/, leaving the committed corpus as it is. -close_fd_mask=2
+# hides die()'s messages, not the sanitizers' reports.
+fuzz-smoke: fuzz
+	@for n in $(FUZZ_NAMES); do \
+	  log=build/fuzz/$$n.log; mkdir -p build/fuzz/new/$$n; \
+	  if [ -d tests/fuzz/regress/$$n ]; then \
+	    build/fuzz/fuzz_$$n -close_fd_mask=2 tests/fuzz/regress/$$n/* >$$log 2>&1 || \
+	    { tail -40 $$log; echo "fuzz_$$n: a regression input crashes it"; exit 1; }; fi; \
+	  build/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECS) -timeout=10 -close_fd_mask=2 \
+	    -artifact_prefix=build/fuzz/$$n- build/fuzz/new/$$n tests/fuzz/corpus/$$n/ >$$log 2>&1 || \
+	    { tail -40 $$log; echo "fuzz_$$n: crashed; the input is in build/fuzz/$$n-*"; exit 1; }; \
+	  echo "fuzz_$$n: $$(grep -o 'cov: [0-9]* ft: [0-9]*' $$log | tail -1), $(FUZZ_SECS) s, no crash"; \
+	done

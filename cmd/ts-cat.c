@@ -4,6 +4,7 @@
 #include "catfile.h"
 #include "err.h"
 #include "opt.h"
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@ static int from_json, no_header;
 static char *output = "-";
 
 static const struct opt opts[] = {
-	{'n', "records", OPT_INT, &max_records, "N", "stop after N records", NULL},
+	{'n', "records", OPT_INT, &max_records, "N", "stop after N records", NULL,
+	 .min = 0, .max = LONG_MAX},
 	{0, "from-json", OPT_FLAG, &from_json, NULL, "read JSON lines, write msgpack records", NULL},
 	{0, "no-header", OPT_FLAG, &no_header, NULL, "leave out stream headers", NULL},
 	{'o', "output", OPT_STR, &output, "FILE", "write to FILE instead of standard output", "@file"},
@@ -41,5 +43,6 @@ int main(int argc, char **argv)
 			cat_to_json(files[i], out, &co);
 	}
 	afile_commit(out);
+	close_stdout();
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "rundir.h"
 #include "streamshard.h"
 #include "vocab.h"
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -30,12 +31,17 @@ static const struct opt opts[] = {
 	{0, "csv", OPT_FLAG, &csv, NULL, "with --predict, write CSV", NULL},
 	{0, "report", OPT_FLAG, &report, NULL, "print a readable report with the confusion matrix", NULL},
 	{0, "merge-folds", OPT_FLAG, &merge_folds, NULL, "merge folded pieces per id (mean of logits)", NULL},
-	{0, "batch", OPT_INT, &batch, "N", "records a batch (default 64)", NULL},
-	{0, "seed", OPT_INT, &seed, "N", "mlm: seed of the masking (default 0)", NULL},
-	{0, "mask-prob", OPT_FLOAT, &mask_prob, "P", "mlm: share of tokens to predict (default 0.15)", NULL},
+	{0, "batch", OPT_INT, &batch, "N", "records a batch (default 64)", NULL,
+	 .min = 1, .max = 32768},
+	{0, "seed", OPT_INT, &seed, "N", "mlm: seed of the masking (default 0)", NULL,
+	 .min = 0, .max = LONG_MAX},
+	{0, "mask-prob", OPT_FLOAT, &mask_prob, "P", "mlm: share of tokens to predict (default 0.15)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
 	{0, "whole-word", OPT_FLAG, &whole_word, NULL, "mlm: mask all pieces of a word together", NULL},
-	{0, "max-ngram", OPT_INT, &max_ngram, "N", "mlm: mask spans of up to N words (default 1)", NULL},
-	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL},
+	{0, "max-ngram", OPT_INT, &max_ngram, "N", "mlm: mask spans of up to N words (default 1)", NULL,
+	 .min = 1, .max = 32},
+	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
+	 .min = 0, .max = 1024},
 	{'o', "output", OPT_STR, &output, "FILE", "write predictions to FILE (default: standard output)", "@file"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -49,6 +55,8 @@ struct input {
 	char *name, *vocab_sha256;
 	char **labels;
 	int nlabels;
+	const struct manifest_split *split;   /* with --data */
+	int32_t vocab;                        /* token ids must be below this */
 };
 
 static void open_input(struct input *in, char **files, int nfiles)
@@ -65,6 +73,7 @@ static void open_input(struct input *in, char **files, int nfiles)
 		in->vocab_sha256 = m->vocab_sha256;
 		in->labels = m->labels;
 		in->nlabels = m->nlabels;
+		in->split = sp;
 		return;
 	}
 	static char *dash[] = {"-"};
@@ -73,13 +82,18 @@ static void open_input(struct input *in, char **files, int nfiles)
 	in->name = xstrdup(nfiles == 1 ? files[0] : "the input records");
 }
 
-static void check_vocab(const struct input *in)
+/* The data's vocab is the model's, and its token ids fit the vocab and the
+ * model's embeddings (the manifest's word first, then every record batched). */
+static void check_vocab(struct input *in, int32_t model_vocab)
 {
 	char *path = path_join(model, "vocab.txt");
 	struct vocab *v = vocab_load(path);
 	if (in->vocab_sha256 && strcmp(in->vocab_sha256, vocab_sha256(v)))
 		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", in->name,
 		    in->vocab_sha256, path, vocab_sha256(v));
+	in->vocab = vocab_size(v) < model_vocab ? vocab_size(v) : model_vocab;
+	if (in->split)
+		manifest_check_ids(data, in->split, in->vocab);
 	vocab_free(v);
 	free(path);
 }
@@ -112,7 +126,7 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	char *vpath = path_join(model, "vocab.txt");
 	struct vocab *v = vocab_load(vpath);
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
-	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0};
+	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0, in->vocab};
 	struct eval_result r;
 	evaluate(m, &src, (int)batch, NULL, NULL, &r);
 	json_t *j = eval_json(&r, TASK_MLM, NULL);
@@ -131,7 +145,7 @@ static int eval_cls(struct bert *m, const struct input *in, char **names, int nn
 	int L = bert_config_of(m)->num_labels, labelled = all_labelled(in->shard);
 	if (!labelled && !predict)
 		die("%s: some records have no label: only --predict works without labels", in->name);
-	struct batch_source src = {in->shard, in->name, TASK_CLS, L, NULL, (uint64_t)seed, !labelled};
+	struct batch_source src = {in->shard, in->name, TASK_CLS, L, NULL, (uint64_t)seed, !labelled, in->vocab};
 	struct predictions *p = predictions_new(in->shard, L, labelled);
 	struct eval_result r;
 	evaluate(m, &src, (int)batch, predictions_hook, p, &r);
@@ -168,12 +182,8 @@ int main(int argc, char **argv)
 		die_usage("a model dir is required: -m DIR");
 	if (data && nfiles)
 		die_usage("give either --data DIR or record files, not both");
-	if (batch < 1)
-		die_usage("--batch must be at least 1");
 	if (csv && !predict)
 		die_usage("--csv goes with --predict");
-	if (mask_prob <= 0 || mask_prob >= 1 || max_ngram < 1)
-		die_usage("--mask-prob must be in (0, 1) and --max-ngram at least 1");
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 	char *config = path_join(model, "config.json"), **names = NULL;
 	struct bert_config bc;
@@ -181,12 +191,11 @@ int main(int argc, char **argv)
 	hfconfig_read(config, &bc, &names, &nnames);
 	struct input in = {0};
 	open_input(&in, files, nfiles);
-	check_vocab(&in);
+	check_vocab(&in, bc.vocab);
 	struct bert *m = modeldir_load(model, bc.task, 0, 0, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;
 	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_cls(m, &in, names, nnames);
-	if (fflush(stdout) || ferror(stdout))
-		die("write standard output:");
+	close_stdout();
 	return rc;
 }

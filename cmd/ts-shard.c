@@ -2,6 +2,7 @@
  * split them and write a data dir of indexed shards and a manifest, in
  * bounded memory (an external sort keyed by a hash of the seed). */
 #include "adir.h"
+#include "afile.h"
 #include "err.h"
 #include "extsort.h"
 #include "manifest.h"
@@ -10,20 +11,28 @@
 #include "shard.h"
 #include "splitspec.h"
 #include "tokrec.h"
+#include "vocab.h"
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static char *output, *split = "train=0.8,valid=0.1,test=0.1";
+static char *output, *vocab_path, *split = "train=0.8,valid=0.1,test=0.1";
 static long seed, mem_mib = 256;
 static int dedupe, force;
 
 static const struct opt opts[] = {
 	{'o', "output", OPT_STR, &output, "DIR", "write the data dir DIR (required)", "@dir"},
+	{'v', "vocab", OPT_STR, &vocab_path, "FILE",
+	 "vocab.txt the records were made with (default: the file their header names)", "@file"},
 	{'s', "split", OPT_STR, &split, "SPEC",
 	 "NAME=FRACTION,... or NAME=COUNT,...[,NAME=rest] (default train=0.8,valid=0.1,test=0.1)", NULL},
-	{0, "seed", OPT_INT, &seed, "N", "shuffle seed (default 0)", NULL},
+	{0, "seed", OPT_INT, &seed, "N", "shuffle seed (default 0)", NULL,
+	 .min = 0, .max = LONG_MAX},
 	{0, "dedupe", OPT_FLAG, &dedupe, NULL, "drop records whose tokens repeat those of an earlier record", NULL},
-	{0, "mem", OPT_INT, &mem_mib, "MIB", "memory for the shuffle in MiB (default 256)", NULL},
+	{0, "mem", OPT_INT, &mem_mib, "MIB", "memory for the shuffle in MiB (default 256)", NULL,
+	 .min = 1, .max = 16777216},
 	{'f', "force", OPT_FLAG, &force, NULL, "replace an existing data dir", NULL},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -40,15 +49,37 @@ struct inputs {
 	struct stream_header header;   /* the streams' headers, merged */
 	char *first_header;
 	struct extsort *sort;
+	struct vocab *vocab;           /* NULL while unknown */
+	const char *vocab_file;
 	struct tokrec t;
 	void *buf;
 	size_t cap;
 };
 
-/* The streams' headers agree, and fill the manifest's fields. */
+/* The vocab a header names, where -v gave none: it goes into the data dir, so
+ * that ts-train needs no --vocab. Only a header with the vocab's hash names
+ * one: no file is taken that the hash does not vouch for. */
+static void open_header_vocab(struct inputs *in, const struct rec_reader *r)
+{
+	const char *path = in->header.vocab_file;
+	if (access(path, R_OK))
+		die("%s: cannot read %s, the vocab the header names: %s (give it with -v FILE)", rec_name(r), path,
+		    strerror(errno));
+	in->vocab = vocab_load(path);
+	in->vocab_file = path;
+}
+
+/* The streams' headers agree with each other and with the vocab, and fill
+ * the manifest's fields. */
 static void agree_header(struct inputs *in, const struct rec_reader *r, struct stream_header *h)
 {
 	header_merge(&in->header, &in->first_header, r, h);
+	if (!in->vocab && in->header.vocab_file && in->header.vocab_sha256)
+		open_header_vocab(in, r);
+	const char *want = in->header.vocab_sha256;
+	if (in->vocab && want && strcmp(want, vocab_sha256(in->vocab)))
+		die("%s: made with the vocab of sha256 %.12s\u2026, but %s has sha256 %.12s\u2026", rec_name(r), want,
+		    in->vocab_file, vocab_sha256(in->vocab));
 	struct manifest *m = in->m;
 	m->vocab_sha256 = in->header.vocab_sha256;
 	m->labels = in->header.labels;
@@ -63,9 +94,15 @@ static const char *kind_text(enum label_kind k)
 	return text[k];
 }
 
-/* What shards cannot hold, and labels that do not fit the data dir. */
-static void check_record(const struct rec_reader *r, const struct tokrec *t, struct manifest *m)
+/* What shards cannot hold, token ids beyond the vocab, and labels that do
+ * not fit the data dir. */
+static void check_record(const struct rec_reader *r, const struct inputs *in)
 {
+	const struct tokrec *t = &in->t;
+	struct manifest *m = in->m;
+	for (size_t i = 0; in->vocab && i < t->n; i++)
+		if (t->ids[i] >= vocab_size(in->vocab))
+			rec_die(r, "token id %d is beyond the vocab's %d tokens", t->ids[i], vocab_size(in->vocab));
 	if (strlen(t->id) > SHARD_MAX_ID)
 		rec_die(r, "id is %zu bytes long; shards hold ids of at most %d bytes", strlen(t->id), SHARD_MAX_ID);
 	if (t->label_kind == LABEL_NONE)
@@ -113,7 +150,7 @@ static void read_file(struct inputs *in, const char *path)
 			continue;
 		}
 		tokrec_unpack(r, o, &in->t);
-		check_record(r, &in->t, in->m);
+		check_record(r, in);
 		add_record(in);
 	}
 	rec_close(r);
@@ -231,14 +268,14 @@ int main(int argc, char **argv)
 	}
 	if (!output || !*output)
 		die_usage("no output dir: -o DIR is required");
-	if (mem_mib < 1)
-		die_usage("--mem takes a size in MiB of at least 1, not %ld", mem_mib);
 	struct splitspec sp;
 	splitspec_parse(split, &sp);
 	struct adir *dir = adir_begin(output, force, "manifest.json");
 
 	struct manifest *m = xcalloc(1, sizeof *m);
 	struct inputs in = {.m = m, .sort = extsort_new(adir_tmp(dir), (size_t)mem_mib << 20)};
+	if (vocab_path)
+		in.vocab = vocab_load(vocab_path), in.vocab_file = vocab_path;
 	for (int i = 0; i < nfiles; i++)
 		read_file(&in, files[i]);
 	m->records_in = extsort_count(in.sort);
@@ -251,7 +288,15 @@ int main(int argc, char **argv)
 	m->dedupe = dedupe;
 	m->duplicates_dropped = m->records_in - kept;
 	write_splits(&rd, &sp, kept, adir_tmp(dir), m);
+	if (in.vocab) {
+		char *copy = path_join(adir_tmp(dir), "vocab.txt");
+		afile_copy(in.vocab_file, copy);
+		free(copy);
+		if (!m->vocab_sha256)
+			m->vocab_sha256 = (char *)vocab_sha256(in.vocab);
+	}
 	manifest_write(adir_tmp(dir), m);
 	adir_commit(dir);
+	close_stdout();
 	return 0;
 }

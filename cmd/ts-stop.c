@@ -15,7 +15,8 @@ static long timeout_s = 600;
 
 static const struct opt opts[] = {
 	{'w', "wait", OPT_FLAG, &wait_stop, NULL, "wait until the run has stopped", NULL},
-	{0, "timeout", OPT_INT, &timeout_s, "S", "with --wait, give up after S seconds (default 600)", NULL},
+	{0, "timeout", OPT_INT, &timeout_s, "S", "with --wait, give up after S seconds (default 600)", NULL,
+	 .min = 0, .max = 86400},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
 
@@ -61,5 +62,6 @@ int main(int argc, char **argv)
 			usleep(100000);
 		}
 	}
+	close_stdout();
 	return failed;
 }

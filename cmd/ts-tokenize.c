@@ -28,12 +28,15 @@ static const struct opt opts[] = {
 	{0, "label", OPT_STR, &label_col, "COL", "column holding the label", NULL},
 	{0, "labels", OPT_STR, &labels_file, "FILE", "label names in id order, one per line", "@file"},
 	{0, "id", OPT_STR, &id_col, "COL", "column holding the record id (default: the record number)", NULL},
-	{0, "max-len", OPT_INT, &max_len, "N", "tokens per record including [CLS] and [SEP]; 0 for no limit (default 512)", NULL},
+	{0, "max-len", OPT_INT, &max_len, "N", "tokens per record including [CLS] and [SEP]; 0 for no limit (default 512)", NULL,
+	 .min = 0, .max = 1048576},
 	{0, "fold", OPT_FLAG, &fold, NULL, "cut long text into several records instead of truncating", NULL},
-	{0, "stride", OPT_INT, &stride, "N", "tokens of overlap between folded pieces (default 0)", NULL},
+	{0, "stride", OPT_INT, &stride, "N", "tokens of overlap between folded pieces (default 0)", NULL,
+	 .min = 0, .max = 1048576},
 	{0, "cased", OPT_FLAG, &cased, NULL, "keep case and accents (for cased vocabularies)", NULL},
 	{0, "strict", OPT_FLAG, &strict, NULL, "refuse invalid UTF-8 instead of replacing it", NULL},
-	{'j', "threads", OPT_INT, &threads, "N", "worker threads (default: all cores)", NULL},
+	{'j', "threads", OPT_INT, &threads, "N", "worker threads (default: all cores)", NULL,
+	 .min = 0, .max = 1024},
 	{'o', "output", OPT_STR, &output, "FILE", "write records to FILE (default: standard output)", "@file"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -145,7 +148,7 @@ static void add_item(struct ctx *c, struct batch *b, const struct in_record *r)
 {
 	grow(&b->items, &b->cap, b->n + 1, sizeof *b->items);
 	struct item *it = &b->items[b->n++];
-	it->line = r->line;
+	*it = (struct item){.line = r->line};   /* work() reads every field, and grow() leaves them unset */
 	it->text = stash(&b->arena, r->text, r->text_n), it->text_n = r->text_n;
 	it->has_pair = r->pair != NULL;
 	if (r->pair)
@@ -206,7 +209,7 @@ static void work(void *slot, int worker, void *ctxp)
 		t.label_kind = it->label_kind;
 		t.label = it->label;
 		t.flabel = it->flabel;
-		t.labels = b->lab + it->labels;
+		t.labels = it->nlabels ? b->lab + it->labels : NULL;   /* b->lab is NULL until a list label */
 		t.nlabels = it->nlabels;
 		b->records += encode_pack(&c->enc, &a, it->has_pair ? &p : NULL, &t, &pk);
 	}
@@ -236,7 +239,7 @@ static void write_header(struct ctx *c)
 {
 	struct stream_header h = {
 		.kind = "tokens", .vocab_sha256 = (char *)vocab_sha256(c->vocab),
-		.max_len = max_len, .lower = !cased,
+		.vocab_file = realpath(vocab_path, NULL), .max_len = max_len, .lower = !cased,
 	};
 	labelmap_names(c->labels, &h.labels, &h.nlabels);
 	msgpack_sbuffer sb;
@@ -246,6 +249,7 @@ static void write_header(struct ctx *c)
 	header_pack(&pk, &h);
 	afile_write(c->out, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
+	free(h.vocab_file);
 }
 
 static void copy_spool(struct ctx *c)
@@ -280,8 +284,6 @@ static void check_options(void)
 	const char *why = encode_check(&e, pair_col != NULL);
 	if (why)
 		die_usage("%s", why);
-	if (threads < 0 || threads > 1024)
-		die_usage("-j takes 1 to 1024 threads");
 	if (labels_file && !label_col)
 		die_usage("--labels needs --label COL");
 }
@@ -340,5 +342,6 @@ int main(int argc, char **argv)
 	afile_commit(c.out);
 	if (c.bad_utf8)
 		warnx("replaced %llu invalid UTF-8 sequences with U+FFFD", (unsigned long long)c.bad_utf8);
+	close_stdout();
 	return 0;
 }

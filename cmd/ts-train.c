@@ -1,8 +1,10 @@
 /* ts-train: train a BERT encoder (cls or mlm) on a data dir into a run dir. */
+#include "afile.h"
 #include "err.h"
 #include "opt.h"
 #include "schedule.h"
 #include "train.h"
+#include <limits.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,38 +27,63 @@ static const struct opt opts[] = {
 	{0, "task", OPT_STR, &task, "TASK", "cls (sequence classification) or mlm (masked LM)", "cls|mlm"},
 	{0, "init", OPT_STR, &init, "DIR", "start from a Hugging Face BERT model dir", "@dir"},
 	{'v', "vocab", OPT_STR, &vocab, "FILE", "vocab.txt of the data, when training from scratch", "@file"},
-	{0, "layers", OPT_INT, &layers, "N", "encoder layers, from scratch (default 4)", NULL},
-	{0, "hidden", OPT_INT, &hidden, "N", "hidden size, from scratch (default 256)", NULL},
-	{0, "heads", OPT_INT, &heads, "N", "attention heads, from scratch (default 4)", NULL},
-	{0, "ffn", OPT_INT, &ffn, "N", "feed-forward size, from scratch (default 4 x hidden)", NULL},
-	{0, "max-pos", OPT_INT, &max_pos, "N", "positions, from scratch (default 512)", NULL},
-	{0, "dropout", OPT_FLOAT, &dropout, "P", "dropout on hidden states and attention (default: the checkpoint's, or 0.1)", NULL},
+	{0, "layers", OPT_INT, &layers, "N", "encoder layers, from scratch (default 4)", NULL,
+	 .min = 1, .max = 1000},
+	{0, "hidden", OPT_INT, &hidden, "N", "hidden size, from scratch (default 256)", NULL,
+	 .min = 1, .max = 65536},
+	{0, "heads", OPT_INT, &heads, "N", "attention heads, from scratch (default 4)", NULL,
+	 .min = 1, .max = 65536},
+	{0, "ffn", OPT_INT, &ffn, "N", "feed-forward size, from scratch (default 4 x hidden)", NULL,
+	 .min = 0, .max = 262144},
+	{0, "max-pos", OPT_INT, &max_pos, "N", "positions, from scratch (default 512)", NULL,
+	 .min = 1, .max = 32768},
+	{0, "dropout", OPT_FLOAT, &dropout, "P", "dropout on hidden states and attention (default: the checkpoint's, or 0.1)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MAX},
 	{0, "optimizer", OPT_STR, &optimizer, "NAME", "optimizer (default adamw)", "adamw|adam|sgd|lamb"},
-	{0, "lr", OPT_FLOAT, &lr, "LR", "peak learning rate (default 1e-4)", NULL},
-	{0, "weight-decay", OPT_FLOAT, &weight_decay, "W", "weight decay, not on biases and LayerNorm (default 0.01)", NULL},
-	{0, "momentum", OPT_FLOAT, &momentum, "M", "SGD momentum (default 0.9)", NULL},
+	{0, "lr", OPT_FLOAT, &lr, "LR", "peak learning rate (default 1e-4)", NULL,
+	 .fmin = 0, .fmax = 1e12, .open = OPEN_MIN},
+	{0, "weight-decay", OPT_FLOAT, &weight_decay, "W", "weight decay, not on biases and LayerNorm (default 0.01)", NULL,
+	 .fmin = 0, .fmax = 1},
+	{0, "momentum", OPT_FLOAT, &momentum, "M", "SGD momentum (default 0.9)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MAX},
 	{0, "betas", OPT_STR, &betas, "B1,B2", "Adam betas (default 0.9,0.999)", NULL},
-	{0, "eps", OPT_FLOAT, &eps, "E", "Adam epsilon (default 1e-8)", NULL},
-	{0, "warmup", OPT_FLOAT, &warmup, "W", "warmup: a ratio of all steps if below 1, else steps (default 0.06)", NULL},
+	{0, "eps", OPT_FLOAT, &eps, "E", "Adam epsilon (default 1e-8)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MIN},
+	{0, "warmup", OPT_FLOAT, &warmup, "W", "warmup: a ratio of all steps if below 1, else steps (default 0.06)", NULL,
+	 .fmin = 0, .fmax = 1e12},
 	{0, "decay", OPT_STR, &decay, "KIND", "learning-rate decay after warmup (default linear)", "linear|cosine|poly|constant"},
-	{0, "end-lr-ratio", OPT_FLOAT, &end_lr_ratio, "R", "decay to this share of the peak lr (default 0)", NULL},
-	{0, "clip", OPT_FLOAT, &clip, "N", "clip the global gradient norm to N; 0 for none (default 1)", NULL},
-	{0, "batch", OPT_INT, &batch, "N", "records a micro-batch (default 32)", NULL},
-	{0, "accum", OPT_INT, &accum, "N", "micro-batches an optimizer step (default 1)", NULL},
-	{0, "epochs", OPT_INT, &epochs, "N", "epochs to train (default 3)", NULL},
-	{0, "max-steps", OPT_INT, &max_steps, "N", "optimizer steps to train, instead of --epochs", NULL},
-	{0, "seed", OPT_INT, &seed, "N", "seed of initialisation, order, masking and dropout (default 0)", NULL},
+	{0, "end-lr-ratio", OPT_FLOAT, &end_lr_ratio, "R", "decay to this share of the peak lr (default 0)", NULL,
+	 .fmin = 0, .fmax = 1},
+	{0, "clip", OPT_FLOAT, &clip, "N", "clip the global gradient norm to N; 0 for none (default 1)", NULL,
+	 .fmin = 0, .fmax = 1e6},
+	{0, "batch", OPT_INT, &batch, "N", "records a micro-batch (default 32)", NULL,
+	 .min = 1, .max = 32768},
+	{0, "accum", OPT_INT, &accum, "N", "micro-batches an optimizer step (default 1)", NULL,
+	 .min = 1, .max = 65536},
+	{0, "epochs", OPT_INT, &epochs, "N", "epochs to train (default 3)", NULL,
+	 .min = 1, .max = 1000000},
+	{0, "max-steps", OPT_INT, &max_steps, "N", "optimizer steps to train, instead of --epochs", NULL,
+	 .min = 0, .max = 1000000000000},
+	{0, "seed", OPT_INT, &seed, "N", "seed of initialisation, order, masking and dropout (default 0)", NULL,
+	 .min = 0, .max = LONG_MAX},
 	{0, "bucket", OPT_FLAG, &bucket, NULL, "batch records of similar length together", NULL},
-	{0, "mask-prob", OPT_FLOAT, &mask_prob, "P", "mlm: share of tokens to predict (default 0.15)", NULL},
+	{0, "mask-prob", OPT_FLOAT, &mask_prob, "P", "mlm: share of tokens to predict (default 0.15)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
 	{0, "whole-word", OPT_FLAG, &whole_word, NULL, "mlm: mask all pieces of a word together", NULL},
-	{0, "max-ngram", OPT_INT, &max_ngram, "N", "mlm: mask spans of up to N words (default 1)", NULL},
-	{0, "eval-every", OPT_INT, &eval_every, "N", "evaluate every N steps as well as at each epoch end", NULL},
+	{0, "max-ngram", OPT_INT, &max_ngram, "N", "mlm: mask spans of up to N words (default 1)", NULL,
+	 .min = 1, .max = 32},
+	{0, "eval-every", OPT_INT, &eval_every, "N", "evaluate every N steps as well as at each epoch end", NULL,
+	 .min = 0, .max = 1000000000000},
 	{0, "eval-test", OPT_FLAG, &eval_test, NULL, "evaluate on the test split too", NULL},
 	{0, "metric", OPT_STR, &metric, "NAME", "what best/ means (default accuracy for cls, loss for mlm)", "accuracy|macro-f1|loss|ppl"},
-	{0, "save-every", OPT_INT, &save_every, "N", "checkpoint every N steps (default: at each evaluation point)", NULL},
-	{0, "keep", OPT_INT, &keep, "N", "checkpoints to keep (default 3)", NULL},
-	{0, "patience", OPT_INT, &patience, "N", "stop after N evaluations without a better metric", NULL},
-	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL},
+	{0, "save-every", OPT_INT, &save_every, "N", "checkpoint every N steps (default: at each evaluation point)", NULL,
+	 .min = 0, .max = 1000000000000},
+	{0, "keep", OPT_INT, &keep, "N", "checkpoints to keep (default 3)", NULL,
+	 .min = 1, .max = 1000000},
+	{0, "patience", OPT_INT, &patience, "N", "stop after N evaluations without a better metric", NULL,
+	 .min = 0, .max = 1000000},
+	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
+	 .min = 0, .max = 1024},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -74,39 +101,15 @@ static void write_config(FILE *f)
 	run = saved_run, resume = saved_resume;
 }
 
-static void need_positive(const char *name, long v)
-{
-	if (v <= 0)
-		die_usage("--%s must be at least 1", name);
-}
-
+/* Each number is in its range already (opt.c); these are the rules across options. */
 static void check_options(void)
 {
 	if (!data)
 		die_usage("a data dir is required: --data DIR");
 	if (!run)
 		die_usage("a run dir is required: --run DIR");
-	need_positive("batch", batch);
-	need_positive("accum", accum);
-	need_positive("keep", keep);
-	need_positive("layers", layers);
-	need_positive("hidden", hidden);
-	need_positive("heads", heads);
-	need_positive("max-ngram", max_ngram);
-	if (!max_steps)
-		need_positive("epochs", epochs);
 	if (hidden % heads)
 		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
-	if (dropout >= 1 || (dropout < 0 && dropout != -1))
-		die_usage("--dropout must be in [0, 1)");
-	if (mask_prob <= 0 || mask_prob >= 1)
-		die_usage("--mask-prob must be in (0, 1)");
-	if (lr <= 0)
-		die_usage("--lr must be positive");
-	if (warmup < 0 || end_lr_ratio < 0 || end_lr_ratio > 1 || clip < 0 || weight_decay < 0)
-		die_usage("--warmup, --clip and --weight-decay must not be negative; --end-lr-ratio is in [0, 1]");
-	if (eval_every < 0 || save_every < 0 || patience < 0 || max_steps < 0 || threads < 0)
-		die_usage("counts must not be negative");
 }
 
 /* --resume and --replay take (almost) no other options. */
@@ -126,11 +129,21 @@ static void absolute(char **path)
 		*path = abs;
 }
 
+/* From scratch, the vocab ts-shard kept in the data dir, if it did. */
+static void default_vocab(void)
+{
+	char *path = path_join(data, "vocab.txt");
+	if (access(path, F_OK))
+		free(path);
+	else
+		vocab = path;
+}
+
 static void parse_betas(double *b1, double *b2)
 {
 	char *end;
 	*b1 = strtod(betas, &end);
-	if (*end != ',' || (*b2 = strtod(end + 1, &end), *end) || *b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
+	if (*end != ',' || (*b2 = strtod(end + 1, &end), *end) || !(*b1 >= 0 && *b1 < 1 && *b2 >= 0 && *b2 < 1))
 		die_usage("--betas takes two numbers in [0, 1) such as 0.9,0.999, not '%s'", betas);
 }
 
@@ -142,7 +155,9 @@ int main(int argc, char **argv)
 	if (replay) {
 		only_with("replay", "threads");
 		omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
-		return train_replay(replay);
+		int rc = train_replay(replay);
+		close_stdout();
+		return rc;
 	}
 	if (resume) {
 		/* the run's own config, then nothing else: the run goes on as it began */
@@ -156,6 +171,8 @@ int main(int argc, char **argv)
 		run = resume;
 	}
 	check_options();
+	if (!vocab && !init && !resume)
+		default_vocab();
 	absolute(&data);
 	absolute(&init);
 	absolute(&vocab);
@@ -184,5 +201,7 @@ int main(int argc, char **argv)
 		.resume = resume != NULL, .write_config = write_config,
 	};
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
-	return train_run(&c);
+	int rc = train_run(&c);
+	close_stdout();
+	return rc;
 }

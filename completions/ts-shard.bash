@@ -3,12 +3,13 @@ _ts_shard() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $prev in
 	-o|--output) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	-v|--vocab) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-s|--split) COMPREPLY=(); return ;;
 	--seed) COMPREPLY=(); return ;;
 	--mem) COMPREPLY=(); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--output --split --seed --dedupe --mem --force --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--output --vocab --split --seed --dedupe --mem --force --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _ts_shard ts-shard

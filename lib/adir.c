@@ -1,5 +1,6 @@
 #include "adir.h"
 #include "afile.h"
+#include "cleanup.h"
 #include "err.h"
 #include <dirent.h>
 #include <errno.h>
@@ -15,8 +16,6 @@ struct adir {
 	char *path, *tmp;
 	int replace_old;   /* DIR holds an old dir of the same kind */
 };
-
-static void remove_tmp(void *arg) { remove_tree(((struct adir *)arg)->tmp); }
 
 static int is_empty_dir(const char *path)
 {
@@ -59,9 +58,11 @@ static int check_target(const char *path, int replace, const char *marker)
 struct adir *adir_begin(const char *dir, int replace, const char *marker)
 {
 	struct adir *d = xcalloc(1, sizeof *d);
-	d->path = xstrdup(dir);
-	for (size_t n = strlen(d->path); n > 1 && d->path[n - 1] == '/'; n--)
-		d->path[n - 1] = 0;
+	char *given = xstrdup(dir);
+	for (size_t n = strlen(given); n > 1 && given[n - 1] == '/'; n--)
+		given[n - 1] = 0;
+	d->path = resolve_links(given);   /* a rename over a link would replace the link */
+	free(given);
 	d->replace_old = check_target(d->path, replace, marker);
 	size_t n = strlen(d->path) + 32;
 	d->tmp = xmalloc(n);
@@ -70,7 +71,7 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 	make_parents(d->tmp);
 	if (mkdir(d->tmp, 0755) < 0)
 		die("cannot create %s:", d->tmp);
-	on_die(remove_tmp, d);
+	cleanup_add(d->tmp);
 	return d;
 }
 
@@ -107,7 +108,7 @@ void adir_commit(struct adir *d)
 		replace(d->tmp, d->path);
 	else if (rename(d->tmp, d->path) < 0)
 		die("cannot rename %s to %s:", d->tmp, d->path);
-	on_die_remove(remove_tmp, d);
+	cleanup_forget(d->tmp);
 	char *parent = xstrdup(d->path);
 	fsync_dir(dirname(parent));
 	free(parent);

@@ -1,37 +1,74 @@
 #include "afile.h"
+#include "cleanup.h"
 #include "err.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <libgen.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void remove_tmp(void *arg)
+static int is_stdout(const struct afile *f) { return !strcmp(f->path, "-"); }
+
+/* The path a symlink names, relative to the link's own dir. Malloc'd. */
+static char *link_target(const char *link)
 {
-	struct afile *f = arg;
-	if (f->tmp)
-		unlink(f->tmp);
+	char buf[PATH_MAX];
+	ssize_t n = readlink(link, buf, sizeof buf - 1);
+	if (n < 0)
+		die("cannot read the link %s:", link);
+	buf[n] = 0;
+	if (buf[0] == '/')
+		return xstrdup(buf);
+	char *d = xstrdup(link), *p = path_join(dirname(d), buf);
+	free(d);
+	return p;
+}
+
+char *resolve_links(const char *path)
+{
+	char *p = xstrdup(path);
+	struct stat st;
+	for (int hops = 0; lstat(p, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		if (hops == 40) {
+			errno = ELOOP;
+			die("cannot resolve %s:", path);
+		}
+		char *next = link_target(p);
+		free(p);
+		p = next;
+	}
+	return p;
 }
 
 struct afile *afile_open(const char *path)
 {
 	struct afile *f = xcalloc(1, sizeof *f);
-	f->path = xstrdup(path);
 	if (!strcmp(path, "-")) {
+		f->path = xstrdup(path);
 		f->fd = STDOUT_FILENO;
 		return f;
 	}
-	size_t n = strlen(path) + 32;
+	f->path = resolve_links(path);
+	struct stat st;
+	if (stat(f->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a FIFO, device or socket is written in place: a rename would replace it */
+		f->fd = open(f->path, O_WRONLY | O_CLOEXEC);
+		if (f->fd < 0)
+			die("cannot open %s:", f->path);
+		return f;
+	}
+	size_t n = strlen(f->path) + 32;
 	f->tmp = xmalloc(n);
-	snprintf(f->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+	snprintf(f->tmp, n, "%s.tmp.%ld", f->path, (long)getpid());
+	cleanup_add(f->tmp);   /* first, so that no signal can come between */
 	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (f->fd < 0)
 		die("cannot create %s:", f->tmp);
-	on_die(remove_tmp, f);
 	return f;
 }
 
@@ -51,7 +88,7 @@ void write_all(int fd, const void *buf, size_t n, const char *what)
 
 void afile_write(struct afile *f, const void *buf, size_t n)
 {
-	write_all(f->fd, buf, n, f->tmp ? f->path : "standard output");
+	write_all(f->fd, buf, n, is_stdout(f) ? "standard output" : f->path);
 }
 
 void fsync_dir(const char *dir)
@@ -73,6 +110,8 @@ static void afile_free(struct afile *f)
 void afile_commit(struct afile *f)
 {
 	if (!f->tmp) {
+		if (!is_stdout(f) && close(f->fd) < 0)
+			die("cannot write %s:", f->path);
 		afile_free(f);
 		return;
 	}
@@ -82,7 +121,7 @@ void afile_commit(struct afile *f)
 		die("cannot write %s:", f->path);
 	if (rename(f->tmp, f->path) < 0)
 		die("cannot rename %s to %s:", f->tmp, f->path);
-	on_die_remove(remove_tmp, f);
+	cleanup_forget(f->tmp);
 	char *d = xstrdup(f->path);
 	fsync_dir(dirname(d));
 	free(d);
@@ -94,7 +133,9 @@ void afile_abort(struct afile *f)
 	if (f->tmp) {
 		close(f->fd);
 		unlink(f->tmp);
-		on_die_remove(remove_tmp, f);
+		cleanup_forget(f->tmp);
+	} else if (!is_stdout(f)) {
+		close(f->fd);
 	}
 	afile_free(f);
 }

@@ -1,18 +1,22 @@
 /* Atomic file writes: data goes to a temp file beside the target, which is
  * fsynced and renamed over it on commit. If the program dies first, the temp
- * file is removed and the target is untouched. */
+ * file is removed and the target is untouched. A symlink is followed and its
+ * target written so; a FIFO, device or socket is written directly. */
 #ifndef TS_AFILE_H
 #define TS_AFILE_H
 #include <stddef.h>
 
 struct afile {
-	char *path;   /* final name */
-	char *tmp;    /* temp name, beside it */
+	char *path;   /* final name, symlinks followed */
+	char *tmp;    /* temp name, beside it; NULL when written directly */
 	int fd;
 };
 
 /* Opens a temp file for path ("-" means stdout: no temp, nothing to rename). */
 struct afile *afile_open(const char *path);
+/* The path with every symlink along its last component followed, also to a
+ * target that does not exist yet (malloc'd). */
+char *resolve_links(const char *path);
 /* Writes all of buf or dies naming the file (a full disk is an error). */
 void afile_write(struct afile *f, const void *buf, size_t n);
 /* fsync, close, rename over path, fsync the directory; dies on failure,

@@ -176,6 +176,16 @@ static int32_t class_label(const struct batch_source *src, uint64_t row, const s
 	return t->label;
 }
 
+/* The manifest may not tell the truth about the shard: an id beyond the
+ * embeddings would read outside them. */
+static void check_ids(const struct batch_source *src, uint64_t row, const struct tokrec *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ids[i] >= src->vocab)
+			die("%s: record %llu: token id %d is beyond the vocab's %d tokens", src->name,
+			    (unsigned long long)row + 1, t->ids[i], src->vocab);
+}
+
 void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t *rows, int n, long epoch)
 {
 	int T = 1;
@@ -194,6 +204,7 @@ void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t 
 	uint64_t epoch_seed = rng_derive(src->seed, (uint64_t)epoch);
 	for (int i = 0; i < n; i++) {
 		shard_get(src->shard, rows[i], &b->rec);
+		check_ids(src, rows[i], &b->rec);
 		b->rows[i] = rows[i];
 		fill_row(b, i, &b->rec, src->task);
 		b->tokens += (int64_t)b->rec.n;

@@ -42,6 +42,7 @@ struct batch_source {
 	const struct mlm_config *mlm;
 	uint64_t seed;
 	int unlabelled;            /* cls records without labels: predictions only */
+	int32_t vocab;             /* token ids must be below this: the model's embeddings */
 };
 
 /* The record order of an epoch: batch b holds order[b*B, (b+1)*B). With
@@ -52,7 +53,7 @@ void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bu
 /* Fills b with the n records rows[0..n) of the source. For cls the labels
  * are the records' classes, checked against the head; for mlm the masking is
  * drawn from (seed, epoch, record index). Dies naming the shard and record on
- * a label the head cannot take. */
+ * a label the head cannot take or a token id beyond the vocab. */
 void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t *rows, int n, long epoch);
 /* The view the model takes. */
 struct bert_batch batch_view(const struct batch *b);

@@ -213,6 +213,15 @@ struct bert *bert_new(const struct bert_config *c)
 	return m;
 }
 
+size_t bert_config_numel(const struct bert_config *c)
+{
+	struct weights w = { .layer = xcalloc(c->layers ? c->layers : 1, sizeof *w.layer) };
+	struct layout count = { 0 };
+	lay_out(&count, c, &w);
+	free(w.layer);
+	return count.used;
+}
+
 void bert_free(struct bert *m)
 {
 	if (!m)
@@ -364,6 +373,17 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, int B, in
 	a->dhead = carve(k, (size_t)M * C);
 	a->dhead_in = carve(k, (size_t)M * C);
 	return k->used;
+}
+
+double bert_batch_bytes(const struct bert_config *c, int B, int T, int M)
+{
+	/* carve_all's buffers: per layer and row, then the embeddings, the
+	 * backward's rows and the head's M rows */
+	double N = (double)B * T, C = c->hidden, F = c->ffn;
+	double width = c->task == TASK_CLS ? c->num_labels : c->vocab;
+	double layer = N * (8 * C + 2 * F + 4) + (double)B * c->heads * T * T;
+	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 3);
+	return sizeof(float) * (c->layers * layer + rows);
 }
 
 /* Grows the workspace to the batch's size; never shrinks it. */

@@ -35,6 +35,11 @@ const struct bert_config *bert_config_of(const struct bert *m);
 float *bert_params(struct bert *m);
 float *bert_grads(struct bert *m);
 size_t bert_numel(const struct bert *m);
+/* The parameters a model of config c would have, without making it. */
+size_t bert_config_numel(const struct bert_config *c);
+/* Bytes of the activations and their gradients for a batch of B sequences of
+ * T tokens with M rows predicted, counted in double so that nothing overflows. */
+double bert_batch_bytes(const struct bert_config *c, int B, int T, int M);
 /* Fills out[] (if not NULL) with every parameter under its HF name
  * (e.g. "bert.encoder.layer.0.attention.self.query.weight", "classifier.weight",
  * "cls.predictions.bias"), in a fixed order, pointing into bert_params();

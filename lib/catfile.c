@@ -1,12 +1,16 @@
 #include "catfile.h"
 #include "err.h"
 #include "mpjson.h"
-#include "rec.h"
+#include "mpprint.h"
+#include "safetensors.h"
 #include "shard.h"
 #include "textin.h"
 #include "tokrec.h"
+#include <ctype.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { FLUSH_AT = 1 << 16 };
@@ -28,22 +32,25 @@ static int take(struct cat_opts *co)
 	return 1;
 }
 
+/* Records print as they are read, in bounded memory. Whether the first is a
+ * stream header is known only at its end: where that matters (to leave it
+ * out, or not to count it), it is held until then; headers are small. */
 static void cat_stream(const char *path, struct afile *out, struct cat_opts *co)
 {
-	struct rec_reader *r = rec_open(path);
+	struct mpprint *p = mpprint_open(path);
+	mpprint_allow_torn_tail(p);   /* an event log whose trainer was killed mid-append */
 	struct strbuf b = {0};
-	const msgpack_object *o;
-	while (co->left != 0 && (o = rec_next(r))) {
-		int is_header = rec_number(r) == 1 && mp_get(o, "kind");
-		if (is_header ? co->no_header : !take(co))
-			continue;
-		mp_to_json(o, &b);
-		sb_addc(&b, '\n');
-		emit(&b, out, 0);
+	if (co->left != 0 && mpprint_more(p)) {
+		int hold = co->no_header || co->left >= 0;
+		int is_header = mpprint_record(p, &b, hold ? NULL : out);
+		if (is_header < 0 || (is_header ? co->no_header : !take(co)))
+			b.n = 0;
 	}
+	while (co->left != 0 && mpprint_more(p) && take(co) && mpprint_record(p, &b, out) >= 0)
+		;
 	emit(&b, out, 1);
 	sb_free(&b);
-	rec_close(r);
+	mpprint_close(p);
 }
 
 /* A shard prints as the token records it holds. */
@@ -75,38 +82,156 @@ static void cat_shard(const char *path, struct afile *out, struct cat_opts *co)
 	shard_close(s);
 }
 
-/* A JSON file (a manifest) prints as one compact line. */
+static void print_line(const char *s, size_t n, struct afile *out, struct cat_opts *co)
+{
+	if (take(co)) {
+		afile_write(out, s, n);
+		afile_write(out, "\n", 1);
+	}
+}
+
+static void print_json(json_t *j, struct afile *out, struct cat_opts *co)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!s)
+		die("out of memory");
+	print_line(s, strlen(s), out, co);
+	free(s);
+}
+
+/* A JSON file (a manifest, a checkpoint's state.json) prints as one compact line. */
 static void cat_json(const char *path, struct afile *out, struct cat_opts *co)
 {
 	json_error_t err;
 	json_t *j = json_load_file(path, 0, &err);
 	if (!j)
 		die("%s: line %d: not JSON: %s", path, err.line, err.text);
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (take(co)) {
-		afile_write(out, s, strlen(s));
-		afile_write(out, "\n", 1);
-	}
-	free(s);
+	print_json(j, out, co);
 	json_decref(j);
+}
+
+/* A safetensors file prints as its JSON header: each tensor's dtype, shape
+ * and data_offsets, and __metadata__; never the data. */
+static void cat_safetensors(const char *path, struct afile *out, struct cat_opts *co)
+{
+	st_close(st_open(path));   /* dies saying what is wrong with a bad header */
+	FILE *f = fopen(path, "rb");
+	uint64_t n;
+	if (!f || fread(&n, 8, 1, f) != 1)
+		die("read %s:", path);
+	char *text = xmalloc(n);
+	if (fread(text, 1, n, f) != n)
+		die("read %s:", path);
+	fclose(f);
+	json_error_t err;
+	json_t *j = json_loadb(text, n, 0, &err);
+	if (!j)
+		die("%s: header is not JSON: %s", path, err.text);
+	print_json(j, out, co);
+	json_decref(j);
+	free(text);
+}
+
+/* Whether s is a JSON number: such a config value prints as it is. */
+static int is_json_number(const char *s)
+{
+	s += *s == '-';
+	if (!isdigit((unsigned char)*s))
+		return 0;
+	if (*s == '0')
+		s++;
+	while (isdigit((unsigned char)*s))
+		s++;
+	if (*s == '.' && isdigit((unsigned char)s[1]))
+		for (s++; isdigit((unsigned char)*s); s++)
+			;
+	if (*s == 'e' || *s == 'E') {
+		s += 1 + (s[1] == '+' || s[1] == '-');
+		if (!isdigit((unsigned char)*s))
+			return 0;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return !*s;
+}
+
+/* s[0, *n) without the blanks around it. */
+static char *trim(char *s, size_t *n)
+{
+	while (*n && isspace((unsigned char)s[*n - 1]))
+		s[--*n] = 0;
+	while (*n && isspace((unsigned char)*s))
+		s++, --*n;
+	return s;
+}
+
+/* A config file of "key = value" lines (a run's config) prints as one JSON
+ * object; numbers and true/false keep their type, other values are strings. */
+static void cat_config(const char *path, struct afile *out, struct cat_opts *co)
+{
+	struct textin *in = textin_open(path);
+	struct strbuf b = {0};
+	char *line;
+	size_t n;
+	sb_addc(&b, '{');
+	while ((line = textin_line(in, &n))) {
+		char *s = trim(line, &n), *eq = memchr(s, '=', n);
+		if (!n || *s == '#')
+			continue;
+		if (!eq)
+			die("%s: line %llu: not 'key = value'", path, (unsigned long long)textin_lineno(in));
+		size_t nk = (size_t)(eq - s), nv = n - nk - 1;
+		char *key = trim(s, &nk), *val = trim(eq + 1, &nv);
+		if (b.n > 1)
+			sb_addc(&b, ',');
+		sb_add_json_str(&b, key, nk);
+		sb_addc(&b, ':');
+		if (is_json_number(val) || !strcmp(val, "true") || !strcmp(val, "false"))
+			sb_add(&b, val, nv);
+		else
+			sb_add_json_str(&b, val, nv);
+	}
+	sb_addc(&b, '}');
+	print_line(b.s, b.n, out, co);
+	sb_free(&b);
+	textin_close(in);
+}
+
+/* A safetensors file starts with its header's length (little-endian), and
+ * the header with '{'. */
+static int is_safetensors(const unsigned char *head, size_t n, off_t size)
+{
+	uint64_t len = 0;
+	for (int i = 7; n > 8 && i >= 0; i--)
+		len = len << 8 | head[i];
+	return n > 8 && head[8] == '{' && len <= (uint64_t)size - 8;
 }
 
 void cat_to_json(const char *path, struct afile *out, struct cat_opts *co)
 {
-	char magic[8] = {0};
+	unsigned char head[9] = {0};
+	ssize_t n = 0;
+	struct stat sb = {0};
 	if (strcmp(path, "-")) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			die("cannot open %s:", path);
-		ssize_t n = read(fd, magic, sizeof magic);
+		n = pread(fd, head, sizeof head, 0);
+		if (n < 0 || fstat(fd, &sb) < 0)
+			die("read %s:", path);
 		close(fd);
 		if (n == 0)
 			return;
 	}
-	if (!memcmp(magic, SHARD_MAGIC, 8))
+	/* msgpack streams start with a map: never '{' (fixint 123), a letter or '#' */
+	if (n >= 8 && !memcmp(head, SHARD_MAGIC, 8))
 		cat_shard(path, out, co);
-	else if (magic[0] == '{')   /* msgpack streams never start with '{' (fixint 123) */
+	else if (is_safetensors(head, (size_t)n, sb.st_size))
+		cat_safetensors(path, out, co);
+	else if (head[0] == '{')
 		cat_json(path, out, co);
+	else if (isalpha(head[0]) || head[0] == '#')
+		cat_config(path, out, co);
 	else
 		cat_stream(path, out, co);
 }
@@ -124,7 +249,8 @@ void cat_from_json(const char *path, struct afile *out, struct cat_opts *co)
 		if (strspn(line, " \t") == n)
 			continue;
 		json_error_t err;
-		json_t *j = json_loadb(line, n, 0, &err);
+		/* NUL is allowed: ts-cat writes a string holding one as \u0000 */
+		json_t *j = json_loadb(line, n, JSON_ALLOW_NUL, &err);
 		if (!j)
 			die("%s: line %llu: not JSON: %s", textin_name(in), (unsigned long long)textin_lineno(in), err.text);
 		if (!json_is_object(j))

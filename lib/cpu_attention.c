@@ -8,6 +8,7 @@
 #include "err.h"
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,13 @@ static int real_keys(const uint8_t *mask, int T)
 		if (mask[j - 1])
 			return j;
 	return 0;
+}
+
+/* n floats for each thread of the coming parallel region, allocated before it:
+ * die() must not run inside one (it would exit under the other threads). */
+static float *thread_scratch(size_t n)
+{
+	return xmalloc(sizeof(float) * n * (size_t)omp_get_max_threads());
 }
 
 /* An all-ones stand-in when there is no mask; NULL when there is one. */
@@ -175,14 +183,16 @@ void attention_forward(float *ctx, float *probs, const struct attention *a)
 	int T = a->T;
 	uint8_t *ones = ones_for_no_mask(a->mask, a->B * T);
 	struct heads s = heads_of(a, ones ? ones : a->mask);
+	size_t tt = (size_t)T * T;
+	float *scratch = s.threshold ? thread_scratch(tt) : NULL;
 #pragma omp parallel
 	{
-		float *dropped = s.threshold ? xmalloc(sizeof(float) * T * T) : NULL;
+		float *dropped = scratch ? scratch + (size_t)omp_get_thread_num() * tt : NULL;
 #pragma omp for schedule(dynamic)
 		for (int bh = 0; bh < a->B * a->H; bh++)
 			head_forward(ctx, probs, dropped, &s, bh);
-		free(dropped);
 	}
+	free(scratch);
 	free(ones);
 }
 
@@ -236,15 +246,16 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 	int T = a->T;
 	uint8_t *ones = ones_for_no_mask(a->mask, a->B * T);
 	struct heads s = heads_of(a, ones ? ones : a->mask);
+	size_t tt = (size_t)T * T, per_thread = s.threshold ? 2 * tt : tt;
+	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
-		float *dp = xmalloc(sizeof(float) * T * T);
-		float *dropped = s.threshold ? xmalloc(sizeof(float) * T * T) : NULL;
+		float *dp = scratch + (size_t)omp_get_thread_num() * per_thread;
+		float *dropped = s.threshold ? dp + tt : NULL;
 #pragma omp for schedule(dynamic)
 		for (int bh = 0; bh < a->B * a->H; bh++)
 			head_backward(dq, dk, dv, dp, dropped, dctx, probs, &s, bh);
-		free(dp);
-		free(dropped);
 	}
+	free(scratch);
 	free(ones);
 }

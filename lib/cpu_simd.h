@@ -37,9 +37,14 @@ static inline float select_float(int cond, float a, float b)
 /* exp(x) in plain arithmetic that vectorises inside "omp simd" loops
  * (libm's expf does not): Cody-Waite reduction and Cephes' polynomial,
  * about 2 ulp. Inputs are clamped to [-87, 88]: tiny results come out as
- * about 1.6e-38 instead of 0, huge ones as 1.65e38 instead of inf. */
+ * about 1.6e-38 instead of 0, huge ones as 1.65e38 instead of inf. A NaN
+ * is computed as 0, since converting a NaN n to int is undefined, and
+ * comes back out as NaN, so that NaN checks downstream still see it. */
 static inline float exp_approx(float x)
 {
+	float in = x;
+	int nan = x != x;
+	x = select_float(nan, 0.0f, x);
 	x = select_float(x > 88.0f, 88.0f, x);
 	x = select_float(x < -87.0f, -87.0f, x);
 	float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -54,7 +59,7 @@ static inline float exp_approx(float x)
 	int32_t bits = ((int32_t)n + 127) << 23;
 	float scale;
 	memcpy(&scale, &bits, sizeof scale);
-	return p * scale;
+	return select_float(nan, in, p * scale);
 }
 
 /* The largest x[j], j < n (-INFINITY for none). Eight running maxima let

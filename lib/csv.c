@@ -8,6 +8,8 @@
 
 enum { CHUNK = 1 << 20 };
 
+enum scan_state { START, PLAIN, QUOTED, QUOTE };
+
 struct csv {
 	int fd, eof;
 	char *name;
@@ -15,6 +17,12 @@ struct csv {
 	char *buf;
 	size_t cap, pos, end;     /* unparsed bytes are buf[pos, end) */
 	uint64_t line, rec_line, consumed;
+	/* How far the record at buf[pos] has been scanned for its end: kept
+	 * across refills, so that a long record read in small pieces (from a
+	 * pipe) is scanned once, not once per piece. */
+	size_t scanned;
+	enum scan_state st;
+	uint64_t lines;       /* newlines inside quotes so far */
 	struct csv_field *f;
 	size_t fcap;
 };
@@ -42,9 +50,11 @@ static int refill(struct csv *c)
 {
 	if (c->eof)
 		return 0;
-	memmove(c->buf, c->buf + c->pos, c->end - c->pos);
-	c->end -= c->pos;
-	c->pos = 0;
+	if (c->pos) {
+		memmove(c->buf, c->buf + c->pos, c->end - c->pos);
+		c->end -= c->pos;
+		c->pos = 0;
+	}
 	if (c->end == c->cap) {
 		c->cap *= 2;
 		c->buf = xrealloc(c->buf, c->cap + 1);
@@ -70,13 +80,13 @@ static void add_field(struct csv *c, int *nf, char *s, size_t n)
 }
 
 /* Finds the newline that ends the record at buf[pos] (outside quotes) without
- * changing the buffer. Returns its offset, or end when the input ends first
- * (*complete says whether that is the true end), counting newlines in *lines. */
-static size_t record_end(const struct csv *c, int *complete, uint64_t *lines)
+ * changing the buffer, going on from where the last call stopped. Returns its
+ * offset, or end when the input ends first (*complete says whether that is
+ * the true end), counting newlines inside quotes in c->lines. */
+static size_t record_end(struct csv *c, int *complete)
 {
-	enum { START, PLAIN, QUOTED, QUOTE } st = START;
-	*lines = 0;
-	for (size_t i = c->pos; i < c->end; i++) {
+	enum scan_state st = c->st;
+	for (size_t i = c->pos + c->scanned; i < c->end; i++) {
 		char ch = c->buf[i];
 		switch (st) {
 		case START:
@@ -86,7 +96,7 @@ static size_t record_end(const struct csv *c, int *complete, uint64_t *lines)
 			st = ch == c->delim ? START : (st == START && ch == '"') ? QUOTED : PLAIN;
 			break;
 		case QUOTED:
-			*lines += ch == '\n';
+			c->lines += ch == '\n';
 			if (ch == '"')
 				st = QUOTE;
 			break;
@@ -100,6 +110,8 @@ static size_t record_end(const struct csv *c, int *complete, uint64_t *lines)
 	if (st == QUOTED && c->eof)
 		die("%s: line %llu: unterminated quote", c->name, (unsigned long long)c->line);
 	*complete = c->eof;
+	c->st = st;
+	c->scanned = c->end - c->pos;
 	return c->end;
 }
 
@@ -142,13 +154,13 @@ static int split(struct csv *c, size_t e)
 static int parse(struct csv *c)
 {
 	int complete;
-	uint64_t lines;
-	size_t e = record_end(c, &complete, &lines);
+	size_t e = record_end(c, &complete);
 	if (!complete)
 		return 0;
 	int nf = split(c, e);
 	c->rec_line = c->line;
-	c->line += lines + (e < c->end);
+	c->line += c->lines + (e < c->end);
+	c->st = START, c->scanned = 0, c->lines = 0;
 	size_t next = e < c->end ? e + 1 : e;
 	c->consumed += next - c->pos;
 	c->pos = next;

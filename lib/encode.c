@@ -5,12 +5,8 @@
 const char *encode_check(const struct encode_opts *o, int pair)
 {
 	long specials = pair ? 3 : 2;
-	if (o->max_len < 0)
-		return "--max-len must not be negative";
 	if (o->max_len && o->max_len <= specials + (pair && o->fold))
 		return pair ? "--max-len leaves no room for the text pair" : "--max-len must be at least 3";
-	if (o->stride < 0)
-		return "--stride must not be negative";
 	if (o->fold && !o->max_len)
 		return "--fold needs a --max-len";
 	/* a pair's second text always keeps at least half the room */
@@ -37,21 +33,27 @@ void truncate_longest_first(size_t *na, size_t *nb, size_t budget)
 	*nb = swap ? n1 : n2;
 }
 
-/* Fills t with [CLS] a[0,na) [SEP] (b[b0,b0+nb) [SEP]) and packs it. */
-static void pack_one(const struct encode_opts *o, const struct ids *a, size_t na, const struct ids *b,
-		     size_t b0, size_t nb, struct tokrec *t, msgpack_packer *pk)
+/* Copies v[from, from+n) to p; v is NULL for an empty text, and then n is 0. */
+static int32_t *put_ids(int32_t *p, const int32_t *v, size_t from, size_t n)
+{
+	if (n)
+		memcpy(p, v + from, n * sizeof *p);
+	return p + n;
+}
+
+/* Fills t with [CLS] a[a0,a0+na) [SEP] (b[b0,b0+nb) [SEP]) and packs it. */
+static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0, size_t na,
+		     const struct ids *b, size_t b0, size_t nb, struct tokrec *t, msgpack_packer *pk)
 {
 	size_t n = na + 2 + (b ? nb + 1 : 0);
 	grow(&t->ids, &t->cap_ids, n, sizeof *t->ids);
 	int32_t *p = t->ids;
 	*p++ = o->cls;
-	memcpy(p, a->v, na * sizeof *p);
-	p += na;
+	p = put_ids(p, a->v, a0, na);
 	*p++ = o->sep;
 	t->types = NULL;
 	if (b) {
-		memcpy(p, b->v + b0, nb * sizeof *p);
-		p += nb;
+		p = put_ids(p, b->v, b0, nb);
 		*p++ = o->sep;
 		grow(&t->types_buf, &t->cap_types, n, 1);
 		t->types = t->types_buf;
@@ -82,9 +84,9 @@ static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const
 		size_t len = cut->n - start < room ? cut->n - start : room;
 		t->fold = (int)pieces++;
 		if (b)
-			pack_one(o, a, na, b, start, len, t, pk);
+			pack_one(o, a, 0, na, b, start, len, t, pk);
 		else
-			pack_one(o, &(struct ids){a->v + start, len, len}, len, NULL, 0, 0, t, pk);
+			pack_one(o, a, start, len, NULL, 0, 0, t, pk);
 		if (start + len >= cut->n)
 			break;
 	}
@@ -105,6 +107,6 @@ size_t encode_pack(const struct encode_opts *o, const struct ids *a, const struc
 		else if (na > budget)
 			na = budget;
 	}
-	pack_one(o, a, na, b, 0, nb, t, pk);
+	pack_one(o, a, 0, na, b, 0, nb, t, pk);
 	return 1;
 }

@@ -1,80 +1,66 @@
 #include "err.h"
+#include "cleanup.h"
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *ts_prog = "topspin";
 
-#define MAX_HOOKS 16
-static struct { void (*fn)(void *); void *arg; } hooks[MAX_HOOKS];
-static int nhooks;
+static void (*hook)(void);
 
-void on_die(void (*fn)(void *), void *arg)
-{
-	if (nhooks == MAX_HOOKS)
-		abort();
-	hooks[nhooks].fn = fn;
-	hooks[nhooks++].arg = arg;
-}
+void die_hook(void (*fn)(void)) { hook = fn; }
 
-void on_die_remove(void (*fn)(void *), void *arg)
-{
-	for (int i = 0; i < nhooks; i++)
-		if (hooks[i].fn == fn && hooks[i].arg == arg) {
-			hooks[i] = hooks[--nhooks];
-			return;
-		}
-}
-
-static void vmsg(const char *fmt, va_list ap, int err)
+/* One line: "prog: message[: errno text][hint]". */
+static void vmsg(const char *fmt, va_list ap, int err, const char *hint)
 {
 	char buf[2048];
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	size_t n = strlen(buf);
 	if (n && buf[n - 1] == ':')
-		fprintf(stderr, "%s: %s %s\n", ts_prog, buf, strerror(err));
+		fprintf(stderr, "%s: %s %s%s\n", ts_prog, buf, strerror(err), hint);
 	else
-		fprintf(stderr, "%s: %s\n", ts_prog, buf);
+		fprintf(stderr, "%s: %s%s\n", ts_prog, buf, hint);
 }
 
-static void run_hooks(void)
+/* die() may run on any thread: a failed allocation on a worker, a write error
+ * on ts-tokenize's writer thread. The first call wins: it prints its line,
+ * removes the temp paths and exits. A later call from another thread waits
+ * for that exit, so the process prints one error and exit() runs once; one
+ * from the winning thread itself (a failure while exiting) ends at once. */
+static atomic_flag ending = ATOMIC_FLAG_INIT;
+static atomic_int ender;
+
+static void begin_ending(int code)
 {
-	while (nhooks > 0) {
-		nhooks--;
-		hooks[nhooks].fn(hooks[nhooks].arg);
+	if (!atomic_flag_test_and_set(&ending)) {
+		atomic_store(&ender, (int)gettid());
+		return;
 	}
+	if (atomic_load(&ender) == (int)gettid())
+		_exit(code);
+	for (;;)
+		pause();
 }
 
 static _Noreturn void finish(int code)
 {
-	run_hooks();
+	cleanup_run();
 	exit(code);
-}
-
-/* Cleans up as die() does, then lets the signal end the process as usual. */
-static void on_signal(int sig)
-{
-	run_hooks();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-void cleanup_on_signals(void)
-{
-	int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-		signal(sigs[i], on_signal);
 }
 
 void die(const char *fmt, ...)
 {
 	int err = errno;
+	if (hook)
+		hook();
+	begin_ending(EXIT_BAD_INPUT);
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, err);
+	vmsg(fmt, ap, err, "");
 	va_end(ap);
 	finish(EXIT_BAD_INPUT);
 }
@@ -82,11 +68,13 @@ void die(const char *fmt, ...)
 void die_usage(const char *fmt, ...)
 {
 	int err = errno;
+	begin_ending(EXIT_USAGE);
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, err);
+	char hint[128];
+	snprintf(hint, sizeof hint, "; see '%s --help'", ts_prog);
+	vmsg(fmt, ap, err, hint);
 	va_end(ap);
-	fprintf(stderr, "Try '%s --help' for more information.\n", ts_prog);
 	finish(EXIT_USAGE);
 }
 
@@ -95,8 +83,15 @@ void warnx(const char *fmt, ...)
 	int err = errno;
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, err);
+	vmsg(fmt, ap, err, "");
 	va_end(ap);
+}
+
+void close_stdout(void)
+{
+	/* EBADF: stdout was closed to begin with and nothing was written to it */
+	if (fflush(stdout) || ferror(stdout) || (fclose(stdout) && errno != EBADF))
+		die("write standard output:");
 }
 
 void *xmalloc(size_t n)

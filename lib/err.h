@@ -8,16 +8,19 @@ extern const char *ts_prog;   /* set by each command's main */
 
 enum { EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 
-/* die: exit 1 after running cleanup hooks; die_usage: exit 2 */
+/* die: exit 1 after removing the temp paths of cleanup.h; die_usage: exit 2,
+ * the line ending with a pointer to --help. Either may run on any thread; the
+ * first call ends the process. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A function die() calls first (NULL: none): the fuzz targets jump back from
+ * it, so that bad input does not end the fuzzer. */
+void die_hook(void (*fn)(void));
 
-/* Cleanup run by die() before exit, e.g. removing a half-written temp file. */
-void on_die(void (*fn)(void *), void *arg);
-void on_die_remove(void (*fn)(void *), void *arg);
-/* SIGINT, SIGTERM and SIGHUP run the cleanup hooks before ending the process. */
-void cleanup_on_signals(void);
+/* Flushes and closes standard output; dies if a write to it failed, so a
+ * full disk is an error, not silent truncation. Every command calls it last. */
+void close_stdout(void);
 
 /* Allocation that never returns NULL. */
 void *xmalloc(size_t n);

@@ -7,9 +7,14 @@
 
 struct events;
 /* Opens path for appending. A resumed run appends after a "resume" event;
- * after a crash, steps past the checkpoint appear again and the later count. */
+ * after a crash, steps past the checkpoint appear again and the later count.
+ * A last record torn by a crash mid-append is cut off first. */
 struct events *events_open(const char *path);
 /* Appends {"event": type, "time": unix seconds, ...fields}; steals fields. */
 void events_add(struct events *e, const char *type, json_t *fields);
+/* Whether the last event in the log, old or new, is of this type. */
+int events_last_is(const struct events *e, const char *type);
+/* Makes the events so far durable (at a checkpoint, which they describe). */
+void events_sync(struct events *e);
 void events_close(struct events *e);
 #endif

@@ -32,8 +32,9 @@ static float number_in(const char *path, json_t *cfg, const char *key, double df
 	json_t *v = json_object_get(cfg, key);
 	if (!v)
 		return (float)dflt;
+	/* the float the model uses must be in range too: 0.99999999 is 1.0f */
 	double d = json_number_value(v);
-	if (!json_is_number(v) || d < lo || d >= hi)
+	if (!json_is_number(v) || d < lo || d >= hi || (float)d < lo || (float)d >= hi)
 		die("%s: %s must be a number in [%g, %g)", path, key, lo, hi);
 	return (float)d;
 }

@@ -87,6 +87,11 @@ int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *
 	return add(m, name, n);
 }
 
+int32_t labelmap_find(const struct labelmap *m, const char *name, size_t n)
+{
+	return m->slot[find(m, name, n)] - 1;
+}
+
 void labelmap_names(const struct labelmap *m, char ***names, int *n)
 {
 	*names = m->names;

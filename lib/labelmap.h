@@ -12,6 +12,8 @@ struct labelmap *labelmap_load(const char *path);
 /* The id of name; a new name gets the next id, unless the map came from a
  * file: then it is an error naming file and line. */
 int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *file, uint64_t line);
+/* The id of name, or -1 if the map lacks it. */
+int32_t labelmap_find(const struct labelmap *m, const char *name, size_t n);
 /* The names in id order (owned by the map). */
 void labelmap_names(const struct labelmap *m, char ***names, int *n);
 void labelmap_free(struct labelmap *m);

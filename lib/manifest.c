@@ -1,6 +1,7 @@
 #include "manifest.h"
 #include "afile.h"
 #include "err.h"
+#include "labelmap.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,37 +30,47 @@ static int hist_bin(uint64_t n)
 	return k;
 }
 
-/* The first entry whose label is >= label. */
+/* The index slot of label: where its entry is, or the empty slot it would take.
+ * A hash index keeps counting linear in the number of labels (a data set
+ * may have a hundred thousand). */
 static size_t label_slot(const struct manifest_split *sp, int32_t label)
 {
-	size_t lo = 0, hi = sp->nlabel_counts;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sp->label_counts[mid].label < label)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	size_t mask = sp->nslots - 1, i = (size_t)(((uint32_t)label * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+	while (sp->slot[i] && sp->label_counts[sp->slot[i] - 1].label != label)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Keeps the index at most half full. */
+static void grow_index(struct manifest_split *sp)
+{
+	if (2 * (sp->nlabel_counts + 1) <= sp->nslots)
+		return;
+	free(sp->slot);
+	sp->nslots = sp->nslots ? 2 * sp->nslots : 64;
+	sp->slot = xcalloc(sp->nslots, sizeof *sp->slot);
+	for (size_t k = 0; k < sp->nlabel_counts; k++)
+		sp->slot[label_slot(sp, sp->label_counts[k].label)] = k + 1;
 }
 
 static void add_label_count(struct manifest_split *sp, int32_t label, uint64_t count)
 {
+	grow_index(sp);
 	size_t i = label_slot(sp, label);
-	if (i == sp->nlabel_counts || sp->label_counts[i].label != label) {
+	if (!sp->slot[i]) {
 		grow(&sp->label_counts, &sp->cap_label_counts, sp->nlabel_counts + 1, sizeof *sp->label_counts);
-		memmove(sp->label_counts + i + 1, sp->label_counts + i,
-			(sp->nlabel_counts - i) * sizeof *sp->label_counts);
-		sp->label_counts[i] = (struct label_count){label, 0};
-		sp->nlabel_counts++;
+		sp->label_counts[sp->nlabel_counts++] = (struct label_count){label, 0};
+		sp->slot[i] = sp->nlabel_counts;
 	}
-	sp->label_counts[i].count += count;
+	sp->label_counts[sp->slot[i] - 1].count += count;
 }
 
 uint64_t manifest_label_count(const struct manifest_split *sp, int32_t label)
 {
+	if (!sp->nslots)
+		return 0;
 	size_t i = label_slot(sp, label);
-	return i < sp->nlabel_counts && sp->label_counts[i].label == label ? sp->label_counts[i].count : 0;
+	return sp->slot[i] ? sp->label_counts[sp->slot[i] - 1].count : 0;
 }
 
 void manifest_split_add(struct manifest_split *sp, const struct tokrec *t)
@@ -69,10 +80,20 @@ void manifest_split_add(struct manifest_split *sp, const struct tokrec *t)
 	if (t->n > sp->max_tokens)
 		sp->max_tokens = (uint32_t)t->n;
 	sp->length_hist[hist_bin(t->n)]++;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ids[i] > sp->max_id)
+			sp->max_id = t->ids[i];
 	if (t->label_kind == LABEL_INT)
 		add_label_count(sp, t->label, 1);
 	for (size_t i = 0; t->label_kind == LABEL_LIST && i < t->nlabels; i++)
 		add_label_count(sp, t->labels[i], 1);
+}
+
+void manifest_check_ids(const char *dir, const struct manifest_split *sp, int32_t vocab)
+{
+	if (sp->max_id >= vocab)
+		die("%s: the %s split holds token id %lld, beyond the vocab's %d tokens", dir, sp->name,
+		    (long long)sp->max_id, vocab);
 }
 
 static json_t *jstr(const char *s)
@@ -91,18 +112,30 @@ static void set(json_t *o, const char *key, json_t *v)
 		die("manifest: cannot store '%s' (not valid UTF-8?)", key);
 }
 
+static int by_label(const void *a, const void *b)
+{
+	int32_t x = ((const struct label_count *)a)->label, y = ((const struct label_count *)b)->label;
+	return (x > y) - (x < y);
+}
+
+/* Named labels in name order, then the others by id. */
 static json_t *label_counts_json(const struct manifest *m, const struct manifest_split *sp)
 {
 	json_t *o = json_object();
 	for (int i = 0; i < m->nlabels; i++)
 		set(o, m->labels[i], json_integer((json_int_t)manifest_label_count(sp, i)));
-	for (size_t i = 0; i < sp->nlabel_counts; i++) {
-		const struct label_count *c = &sp->label_counts[i];
+	struct label_count *unnamed = xmalloc((sp->nlabel_counts + 1) * sizeof *unnamed);
+	size_t n = 0;
+	for (size_t i = 0; i < sp->nlabel_counts; i++)
+		if (sp->label_counts[i].label < 0 || sp->label_counts[i].label >= m->nlabels)
+			unnamed[n++] = sp->label_counts[i];
+	qsort(unnamed, n, sizeof *unnamed, by_label);
+	for (size_t i = 0; i < n; i++) {
 		char id[16];
-		snprintf(id, sizeof id, "%d", c->label);
-		if (c->label < 0 || c->label >= m->nlabels)
-			set(o, id, json_integer((json_int_t)c->count));
+		snprintf(id, sizeof id, "%d", unnamed[i].label);
+		set(o, id, json_integer((json_int_t)unnamed[i].count));
 	}
+	free(unnamed);
 	return o;
 }
 
@@ -113,6 +146,8 @@ static json_t *split_json(const struct manifest *m, const struct manifest_split 
 	set(o, "count", json_integer((json_int_t)sp->count));
 	set(o, "tokens", json_integer((json_int_t)sp->tokens));
 	set(o, "max_tokens", json_integer(sp->max_tokens));
+	if (sp->max_id >= 0)   /* unknown in a manifest made before max_id was kept */
+		set(o, "max_id", json_integer(sp->max_id));
 	if (m->label_kind == LABEL_INT || m->label_kind == LABEL_LIST)
 		set(o, "label_counts", label_counts_json(m, sp));
 	for (int k = 0; k < MANIFEST_HIST_BINS; k++)
@@ -201,12 +236,13 @@ static void read_hist(const char *path, const char *where, json_t *a, struct man
 	}
 }
 
-/* Keys are label names where the manifest has them, else ids in decimal. */
-static int32_t label_id(const char *path, const char *where, const struct manifest *m, const char *key)
+/* Keys are label names where the manifest has them (names finds them), else
+ * ids in decimal. */
+static int32_t label_id(const char *path, const char *where, const struct labelmap *names, const char *key)
 {
-	for (int i = 0; i < m->nlabels; i++)
-		if (!strcmp(m->labels[i], key))
-			return i;
+	int32_t id = labelmap_find(names, key, strlen(key));
+	if (id >= 0)
+		return id;
 	char *end;
 	long v = strtol(key, &end, 10);
 	if (!*key || *end || v < INT32_MIN || v > INT32_MAX)
@@ -214,7 +250,7 @@ static int32_t label_id(const char *path, const char *where, const struct manife
 	return (int32_t)v;
 }
 
-static void read_split(const char *path, const struct manifest *m, const char *name, json_t *o,
+static void read_split(const char *path, const struct labelmap *names, const char *name, json_t *o,
 		       struct manifest_split *sp)
 {
 	char where[128];
@@ -228,13 +264,14 @@ static void read_split(const char *path, const struct manifest *m, const char *n
 	sp->count = count_field(path, where, o, "count");
 	sp->tokens = count_field(path, where, o, "tokens");
 	sp->max_tokens = (uint32_t)count_field(path, where, o, "max_tokens");
+	sp->max_id = json_object_get(o, "max_id") ? (int64_t)count_field(path, where, o, "max_id") : -1;
 	read_hist(path, where, field(path, where, o, "length_hist", JSON_ARRAY), sp);
 	if (!json_object_get(o, "label_counts"))
 		return;
 	const char *key;
 	json_t *v, *counts = field(path, where, o, "label_counts", JSON_OBJECT);
 	json_object_foreach(counts, key, v)
-		add_label_count(sp, label_id(path, where, m, key), count_field(path, where, counts, key));
+		add_label_count(sp, label_id(path, where, names, key), count_field(path, where, counts, key));
 }
 
 static enum label_kind read_label_kind(const char *path, json_t *root)
@@ -250,12 +287,17 @@ static void read_labels(const char *path, json_t *root, struct manifest *m)
 {
 	json_t *a = field(path, "", root, "labels", JSON_ARRAY), *v;
 	size_t i;
+	if (!json_array_size(a))
+		return;   /* labels stay NULL: classes are then named by number */
 	m->labels = xcalloc(json_array_size(a), sizeof *m->labels);
 	json_array_foreach(a, i, v) {
 		if (!json_is_string(v))
 			die("%s: label %zu is not a string", path, i + 1);
 		m->labels[m->nlabels++] = xstrdup(json_string_value(v));
 	}
+	int k = labels_repeat(m->labels, m->nlabels);
+	if (k >= 0)
+		die("%s: label '%s' appears twice", path, m->labels[k]);
 }
 
 static void read_top(const char *path, json_t *root, struct manifest *m)
@@ -281,6 +323,16 @@ static void read_top(const char *path, json_t *root, struct manifest *m)
 	m->records_left_out = count_field(path, "", root, "records_left_out");
 }
 
+/* The label names by name, for reading label_counts in linear time (read_labels
+ * refused a name given twice). */
+static struct labelmap *name_index(const char *path, const struct manifest *m)
+{
+	struct labelmap *names = labelmap_new();
+	for (int i = 0; i < m->nlabels; i++)
+		labelmap_id(names, m->labels[i], strlen(m->labels[i]), path, 0);
+	return names;
+}
+
 struct manifest *manifest_read(const char *dir)
 {
 	char *path = join(dir, MANIFEST_FILE);
@@ -296,11 +348,13 @@ struct manifest *manifest_read(const char *dir)
 		die("%s: not a JSON object", path);
 	struct manifest *m = xcalloc(1, sizeof *m);
 	read_top(path, root, m);
+	struct labelmap *names = name_index(path, m);
 	json_t *splits = field(path, "", root, "splits", JSON_OBJECT), *v;
 	const char *name;
 	m->splits = xcalloc(json_object_size(splits), sizeof *m->splits);
 	json_object_foreach(splits, name, v)
-		read_split(path, m, name, v, &m->splits[m->nsplits++]);
+		read_split(path, names, name, v, &m->splits[m->nsplits++]);
+	labelmap_free(names);
 	json_decref(root);
 	free(path);
 	return m;
@@ -322,6 +376,7 @@ void manifest_free(struct manifest *m)
 		free(m->splits[i].name);
 		free(m->splits[i].file);
 		free(m->splits[i].label_counts);
+		free(m->splits[i].slot);
 	}
 	free(m->splits);
 	for (int i = 0; i < m->nlabels; i++)

@@ -186,19 +186,25 @@ static void write_weights(const char *path, struct bert *m)
 	free(t);
 }
 
+void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nlabels,
+		    const char *vocab_path)
+{
+	char *weights = path_join(dir, "model.safetensors"), *cfg = path_join(dir, "config.json");
+	write_weights(weights, m);
+	hfconfig_write(cfg, bert_config_of(m), labels, nlabels);
+	if (vocab_path) {
+		char *vocab = path_join(dir, "vocab.txt");
+		afile_copy(vocab_path, vocab);
+		free(vocab);
+	}
+	free(weights);
+	free(cfg);
+}
+
 void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		   const char *vocab_path)
 {
 	struct adir *d = adir_begin(dir, 1, "config.json");
-	char *weights = path_join(adir_tmp(d), "model.safetensors"), *cfg = path_join(adir_tmp(d), "config.json");
-	write_weights(weights, m);
-	hfconfig_write(cfg, bert_config_of(m), labels, nlabels);
-	if (vocab_path) {
-		char *vocab = path_join(adir_tmp(d), "vocab.txt");
-		afile_copy(vocab_path, vocab);
-		free(vocab);
-	}
+	modeldir_write(adir_tmp(d), m, labels, nlabels, vocab_path);
 	adir_commit(d);
-	free(weights);
-	free(cfg);
 }

@@ -24,6 +24,10 @@ struct bert *modeldir_load(const char *dir, enum bert_task task, int num_labels,
  * only once the new one is complete. */
 void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		   const char *vocab_path);
+/* Writes those files into dir, a temp dir that a larger atomic dir (a
+ * checkpoint) is being made in. */
+void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nlabels,
+		    const char *vocab_path);
 
 /* The name transformers saves a tensor under: "bert." prefixed to the
  * encoder's names, LayerNorm weight/bias, "cls.predictions.bias". */

@@ -1,11 +1,12 @@
 #include "mpjson.h"
+#include "err.h"
 #include "rec.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void add_double(struct strbuf *b, double v, int is_f32)
+void json_add_double(struct strbuf *b, double v, int is_f32)
 {
 	if (!isfinite(v)) {
 		sb_add(b, "null", 4);
@@ -25,8 +26,8 @@ void mp_to_json(const msgpack_object *o, struct strbuf *b)
 	case MSGPACK_OBJECT_BOOLEAN: o->via.boolean ? sb_add(b, "true", 4) : sb_add(b, "false", 5); break;
 	case MSGPACK_OBJECT_POSITIVE_INTEGER: sb_addf(b, "%llu", (unsigned long long)o->via.u64); break;
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER: sb_addf(b, "%lld", (long long)o->via.i64); break;
-	case MSGPACK_OBJECT_FLOAT32: add_double(b, o->via.f64, 1); break;
-	case MSGPACK_OBJECT_FLOAT64: add_double(b, o->via.f64, 0); break;
+	case MSGPACK_OBJECT_FLOAT32: json_add_double(b, o->via.f64, 1); break;
+	case MSGPACK_OBJECT_FLOAT64: json_add_double(b, o->via.f64, 0); break;
 	case MSGPACK_OBJECT_STR: sb_add_json_str(b, o->via.str.ptr, o->via.str.size); break;
 	case MSGPACK_OBJECT_BIN:
 	case MSGPACK_OBJECT_EXT: {
@@ -55,6 +56,9 @@ void mp_to_json(const msgpack_object *o, struct strbuf *b)
 				sb_addc(b, ',');
 			if (k->type == MSGPACK_OBJECT_STR) {
 				mp_to_json(k, b);
+			} else if (k->type == MSGPACK_OBJECT_MAP || k->type == MSGPACK_OBJECT_ARRAY) {
+				/* as in mpprint: nested keys would be escaped again at every level */
+				die("msgpack: a map key is a map or a list, which JSON cannot hold");
 			} else {
 				struct strbuf kb = {0};
 				mp_to_json(k, &kb);

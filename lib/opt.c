@@ -1,4 +1,5 @@
 #include "opt.h"
+#include "cleanup.h"
 #include "err.h"
 #include "strbuf.h"
 #include <ctype.h>
@@ -115,6 +116,35 @@ static void check_choice(const struct opt *o, const char *v)
 	bad(what, v, o->choices);
 }
 
+static int int_in_range(const struct opt *o, long x)
+{
+	return x >= o->min && x <= o->max;
+}
+
+static int float_in_range(const struct opt *o, double x)
+{
+	return (o->open & OPEN_MIN ? x > o->fmin : x >= o->fmin) &&
+	       (o->open & OPEN_MAX ? x < o->fmax : x <= o->fmax);
+}
+
+/* e.g. "--keep: 4294967296 is out of range (1 to 1000000)" */
+static _Noreturn void out_of_range(const struct opt *o, const char *v)
+{
+	char range[96], what[160];
+	if (o->type == OPT_INT)
+		snprintf(range, sizeof range, "%ld to %ld", o->min, o->max);
+	else
+		snprintf(range, sizeof range, "%s%g to %s%g", o->open & OPEN_MIN ? "above " : "", o->fmin,
+			 o->open & OPEN_MAX ? "below " : "", o->fmax);
+	snprintf(what, sizeof what, "--%s: %%s is out of range (%s)%%s", o->name, range);
+	bad(what, v, "");
+}
+
+static int names_path(const struct opt *o)
+{
+	return o->choices && o->choices[0] == '@';
+}
+
 static void set_value(const struct opt *o, const char *v)
 {
 	char *end;
@@ -126,19 +156,25 @@ static void set_value(const struct opt *o, const char *v)
 		break;
 	case OPT_INT: {
 		long x = strtol(v, &end, 10);
-		if (!*v || *end || errno)
+		if (!*v || *end)
 			bad("--%s takes a whole number, not '%s'", o->name, v);
+		if (errno || !int_in_range(o, x))
+			out_of_range(o, v);
 		*(long *)o->dest = x;
 		break;
 	}
 	case OPT_FLOAT: {
 		double x = strtod(v, &end);
-		if (!*v || *end || errno || !isfinite(x))
+		if (!*v || *end || isnan(x))
 			bad("--%s takes a number, not '%s'", o->name, v);
+		if (errno || !float_in_range(o, x))
+			out_of_range(o, v);
 		*(double *)o->dest = x;
 		break;
 	}
 	case OPT_STR:
+		if (!*v && names_path(o))
+			bad("--%s: the path is empty%s", o->name, "");
 		check_choice(o, v);
 		*(char **)o->dest = xstrdup(v);
 		break;
@@ -176,11 +212,14 @@ static char *trim(char *s)
 
 void opt_read_config(const struct cmd_spec *spec, const char *path)
 {
+	if (!*path)
+		die_usage("--config: the path is empty");
 	FILE *f = fopen(path, "r");
 	if (!f)
 		die_usage("cannot open config file %s:", path);
-	char line[4096], where[512];
-	for (int ln = 1; fgets(line, sizeof line, f); ln++) {
+	char *line = NULL, where[512];
+	size_t cap = 0;
+	for (int ln = 1; getline(&line, &cap, f) >= 0; ln++) {
 		snprintf(where, sizeof where, "%s: line %d: ", path, ln);
 		source = where;
 		char *s = trim(line);
@@ -197,24 +236,44 @@ void opt_read_config(const struct cmd_spec *spec, const char *path)
 		set_value(o, val);
 		mark_given(spec, o);
 	}
+	free(line);
 	fclose(f);
 	source = NULL;
 }
 
+/* Prints words from column `at` on, breaking lines before column 80 and
+ * starting each new one at column `indent`. */
+static void print_wrapped(const char *text, int at, int indent)
+{
+	int start = at;
+	for (const char *p = text + strspn(text, " "); *p; p += strspn(p, " ")) {
+		int n = (int)strcspn(p, " ");
+		if (at > start && at + 1 + n > 80) {
+			printf("\n%*s", indent, "");
+			at = start = indent;
+		}
+		at += printf("%s%.*s", at > start ? " " : "", n, p);
+		p += n;
+	}
+	printf("\n");
+}
+
 static void print_help(const struct cmd_spec *spec)
 {
-	printf("usage: %s [OPTION]... %s\n%s\n\n", spec->name, spec->operands, spec->summary);
+	printf("usage: %s [OPTION]... %s\n", spec->name, spec->operands);
+	print_wrapped(spec->summary, 0, 0);
+	printf("\n");
 	for (int pass = 0; pass < 2; pass++)
 		for (const struct opt *o = pass ? opts_builtin() : spec->opts; o->name; o++) {
-			char left[96];
+			char left[96], text[512];
 			int n = snprintf(left, sizeof left, "  %s%c%s--%s", o->shrt ? "-" : " ",
 					 o->shrt ? o->shrt : ' ', o->shrt ? ", " : "  ", o->name);
 			if (o->arg)
 				snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg);
-			printf("%-28s %s", left, o->help);
-			if (o->choices && o->choices[0] != '@')
-				printf(" (%s)", o->choices);
-			printf("\n");
+			int has_choices = o->choices && o->choices[0] != '@';
+			snprintf(text, sizeof text, "%s%s%s%s", o->help, has_choices ? " (" : "",
+				 has_choices ? o->choices : "", has_choices ? ")" : "");
+			print_wrapped(text, printf("%-28s ", left), 29);
 		}
 	printf("\nSee %s(1).\n", spec->name);
 }
@@ -231,19 +290,16 @@ static void print_table(const struct cmd_spec *spec)
 
 static int builtin(const struct cmd_spec *spec, const char *name)
 {
-	if (!strcmp(name, "help")) {
+	if (!strcmp(name, "help"))
 		print_help(spec);
-		exit(0);
-	}
-	if (!strcmp(name, "version")) {
+	else if (!strcmp(name, "version"))
 		printf("%s %s\n", spec->name, TS_VERSION);
-		exit(0);
-	}
-	if (!strcmp(name, "ts-options")) {
+	else if (!strcmp(name, "ts-options"))
 		print_table(spec);
-		exit(0);
-	}
-	return 0;
+	else
+		return 0;
+	close_stdout();
+	exit(0);
 }
 
 /* Config files come first so that the command line wins. */
@@ -278,9 +334,18 @@ static int take_value(const struct opt *o, const char *inline_val, int *i, int a
 	return 0;
 }
 
+/* A numeric option without a range is a mistake in the table. */
+static void check_ranges(const struct cmd_spec *spec)
+{
+	for (const struct opt *o = spec->opts; o->name; o++)
+		if ((o->type == OPT_INT && !(o->min < o->max)) || (o->type == OPT_FLOAT && !(o->fmin < o->fmax)))
+			die("option table: --%s has no range", o->name);
+}
+
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands)
 {
 	ts_prog = spec->name;
+	check_ranges(spec);
 	cleanup_on_signals();
 	read_configs(spec, argc, argv);
 	char **ops = xcalloc((size_t)argc + 1, sizeof *ops);
@@ -288,6 +353,8 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
 		if (only_ops || a[0] != '-' || !a[1]) {
+			if (!*a && spec->complete)
+				die_usage("an argument is an empty path");
 			ops[nops++] = a;
 		} else if (!strcmp(a, "--")) {
 			only_ops = 1;
@@ -340,8 +407,13 @@ void opt_write_config(const struct cmd_spec *spec, FILE *f)
 	for (const struct opt *o = spec->opts; o->name; o++) {
 		switch (o->type) {
 		case OPT_FLAG: fprintf(f, "%s = %s\n", o->name, *(int *)o->dest ? "true" : "false"); break;
-		case OPT_INT: fprintf(f, "%s = %ld\n", o->name, *(long *)o->dest); break;
+		case OPT_INT:
+			if (int_in_range(o, *(long *)o->dest))
+				fprintf(f, "%s = %ld\n", o->name, *(long *)o->dest);
+			break;
 		case OPT_FLOAT: {
+			if (!float_in_range(o, *(double *)o->dest))
+				break;
 			struct strbuf b = {0};
 			sb_add_double(&b, *(double *)o->dest, 0);
 			fprintf(f, "%s = %s\n", o->name, b.s);

@@ -17,7 +17,15 @@ struct opt {
 	const char *arg;      /* value name in --help, e.g. "FILE" */
 	const char *help;
 	const char *choices;  /* "a|b|c" for a fixed set, "@file" or "@dir" for completion */
+	/* The range a numeric option's value must lie in, both ends included but
+	 * for a float's ends that `open` marks. A default outside the range means
+	 * "not set": it is never written to a config file. */
+	long min, max;        /* OPT_INT */
+	double fmin, fmax;    /* OPT_FLOAT */
+	int open;             /* OPT_FLOAT: OPEN_MIN, OPEN_MAX or both */
 };
+
+enum { OPEN_MIN = 1, OPEN_MAX = 2 };
 
 struct cmd_spec {
 	const char *name;       /* ts-xxx */
@@ -27,12 +35,14 @@ struct cmd_spec {
 	const struct opt *opts; /* ends with an entry whose name is NULL */
 };
 
-/* Parses config file(s) and argv; dies with exit 2 on bad usage. Returns the
- * operands (argv order) in *operands, their count as the result. */
+/* Parses config file(s) and argv; dies with exit 2 on bad usage, such as a
+ * number out of its option's range or an empty path (an option with choices
+ * "@file" or "@dir", or an operand of a command that completes files or dirs).
+ * Returns the operands (argv order) in *operands, their count as the result. */
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands);
 /* Whether the option was given (on the command line or in a config file). */
 int opt_given(const struct cmd_spec *spec, const char *name);
-/* Writes every option as "key = value" (a config file that reproduces the run). */
+/* Writes every set option as "key = value" (a config file that reproduces the run). */
 void opt_write_config(const struct cmd_spec *spec, FILE *f);
 /* Parses a config file into the table (used by opt_parse and by --resume). */
 void opt_read_config(const struct cmd_spec *spec, const char *path);

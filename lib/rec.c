@@ -18,6 +18,8 @@ struct rec_reader {
 	msgpack_unpacked res;
 	uint64_t n;
 	int eof;
+	int torn_ok;        /* a torn last record ends the stream */
+	int64_t read, torn_at;
 };
 
 struct rec_reader *rec_open(const char *path)
@@ -35,8 +37,12 @@ struct rec_reader *rec_open(const char *path)
 	if (!msgpack_unpacker_init(&r->up, READ_CHUNK))
 		die("out of memory");
 	msgpack_unpacked_init(&r->res);
+	r->torn_at = -1;
 	return r;
 }
+
+void rec_allow_torn_tail(struct rec_reader *r) { r->torn_ok = 1; }
+int64_t rec_torn_at(const struct rec_reader *r) { return r->torn_at; }
 
 void rec_die(const struct rec_reader *r, const char *fmt, ...)
 {
@@ -62,6 +68,7 @@ static void fill(struct rec_reader *r)
 		r->eof = 1;
 	else
 		msgpack_unpacker_buffer_consumed(&r->up, (size_t)got);
+	r->read += got;
 }
 
 const msgpack_object *rec_next(struct rec_reader *r)
@@ -81,9 +88,15 @@ const msgpack_object *rec_next(struct rec_reader *r)
 		if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
 			die("%s: out of memory", r->name);
 		if (r->eof) {
-			if (msgpack_unpacker_message_size(&r->up) > 0) {
+			size_t tail = msgpack_unpacker_message_size(&r->up);
+			if (tail > 0 && !r->torn_ok) {
 				r->n++;
 				rec_die(r, "truncated stream");
+			}
+			if (tail > 0) {
+				r->torn_at = r->read - (int64_t)tail;
+				warnx("%s: record %llu is cut short (a torn write); ignoring it", r->name,
+				      (unsigned long long)r->n + 1);
 			}
 			return NULL;
 		}

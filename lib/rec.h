@@ -14,6 +14,11 @@ const msgpack_object *rec_next(struct rec_reader *r);
 /* 1-based number of the record last returned, and the stream's name. */
 uint64_t rec_number(const struct rec_reader *r);
 const char *rec_name(const struct rec_reader *r);
+/* For append-only logs, whose writer may die mid-append: a cut-short last
+ * record ends the stream with a warning instead of an error. */
+void rec_allow_torn_tail(struct rec_reader *r);
+/* Where that torn record begins (bytes from the start), or -1 for none. */
+int64_t rec_torn_at(const struct rec_reader *r);
 void rec_close(struct rec_reader *r);
 /* Dies with "NAME: record N: why". */
 _Noreturn void rec_die(const struct rec_reader *r, const char *fmt, ...)

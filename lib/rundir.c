@@ -1,4 +1,5 @@
 #include "rundir.h"
+#include "adir.h"
 #include "afile.h"
 #include "err.h"
 #include "modeldir.h"
@@ -8,6 +9,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,32 @@ void rundir_create(const char *dir)
 	}
 }
 
+/* Whether name is a temp file or dir of afile or adir, or an old dir adir
+ * moves aside: NAME.tmp.PID or NAME.old.PID. */
+static int is_leftover(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	if (!dot || dot - name < 5 || !dot[1] || dot[strspn(dot + 1, "0123456789") + 1])
+		return 0;
+	return !strncmp(dot - 4, ".tmp", 4) || !strncmp(dot - 4, ".old", 4);
+}
+
+/* Removes what a trainer killed in the middle of a write left in dir: with
+ * the lock held, no other process is writing there. */
+static void remove_leftovers(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));)
+		if (is_leftover(e->d_name)) {
+			char *p = path_join(dir, e->d_name);
+			remove_tree(p);
+			free(p);
+		}
+	closedir(d);
+}
+
 void rundir_attach(const char *dir)
 {
 	char *config = path_join(dir, "config");
@@ -76,6 +104,10 @@ void rundir_attach(const char *dir)
 		die("%s: not a run dir (no config file)", dir);
 	free(config);
 	take_lock(dir);
+	char *ckpt = path_join(dir, "ckpt");
+	remove_leftovers(dir);
+	remove_leftovers(ckpt);
+	free(ckpt);
 }
 
 int rundir_stop_requested(const char *dir)
@@ -128,22 +160,72 @@ static json_t *state_json(const struct train_state *s)
 			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s, "finished", s->finished);
 }
 
-static void state_read(const char *path, struct train_state *s)
+static json_t *state_field(const char *path, json_t *j, const char *key)
 {
+	json_t *v = json_object_get(j, key);
+	if (!v)
+		die("%s: no '%s'", path, key);
+	return v;
+}
+
+/* A count in state.json, which indexes the data and the schedule: out of
+ * range, a tampered or corrupt file would read past them. */
+static long state_int(const char *path, json_t *j, const char *key, long min, long max)
+{
+	json_t *v = state_field(path, j, key);
+	if (!json_is_integer(v))
+		die("%s: '%s' is not a whole number", path, key);
+	json_int_t x = json_integer_value(v);
+	if (x < min || x > max)
+		die("%s: '%s' is %lld, outside [%ld, %ld]", path, key, (long long)x, min, max);
+	return (long)x;
+}
+
+static double state_real(const char *path, json_t *j, const char *key, double min)
+{
+	json_t *v = state_field(path, j, key);
+	if (!json_is_number(v))
+		die("%s: '%s' is not a number", path, key);
+	double x = json_number_value(v);
+	if (x < min)
+		die("%s: '%s' is %g, below %g", path, key, x, min);
+	return x;
+}
+
+static void state_read(const char *path, long nbatches, struct train_state *s)
+{
+	static const char *const keys[] = {"step", "epoch", "batch", "samples", "tokens", "best", "best_step",
+					   "bad_evals", "skipped", "optim_steps", "elapsed_s", "finished"};
 	json_error_t err;
 	json_t *j = json_load_file(path, 0, &err);
 	if (!j)
 		die("%s: line %d: %s", path, err.line, err.text);
-	json_int_t step, epoch, batch, samples, tokens, best_step, bad, skipped, osteps;
-	if (json_unpack_ex(j, &err, JSON_STRICT, "{sI sI sI sI sI sF sI sI sI sI sF sb}", "step", &step, "epoch",
-			   &epoch, "batch", &batch, "samples", &samples, "tokens", &tokens, "best", &s->best,
-			   "best_step", &best_step, "bad_evals", &bad, "skipped", &skipped, "optim_steps", &osteps,
-			   "elapsed_s", &s->elapsed_s, "finished", &s->finished) < 0)
-		die("%s: not a training state: %s", path, err.text);
-	s->step = (long)step, s->epoch = (long)epoch, s->batch = (long)batch;
-	s->samples = samples, s->tokens = tokens, s->best_step = (long)best_step;
-	s->bad_evals = (long)bad, s->skipped = (long)skipped;
-	s->optim_steps = (long)osteps;
+	if (!json_is_object(j))
+		die("%s: not a training state (a JSON object)", path);
+	const char *key;
+	json_t *v;
+	json_object_foreach(j, key, v) {
+		size_t i = 0;
+		while (i < sizeof keys / sizeof *keys && strcmp(key, keys[i]))
+			i++;
+		if (i == sizeof keys / sizeof *keys)
+			die("%s: unknown field '%s'", path, key);
+	}
+	s->step = state_int(path, j, "step", 0, LONG_MAX);
+	s->epoch = state_int(path, j, "epoch", 0, s->step);
+	s->batch = state_int(path, j, "batch", 0, nbatches);
+	s->samples = state_int(path, j, "samples", 0, LONG_MAX);
+	s->tokens = state_int(path, j, "tokens", 0, LONG_MAX);
+	s->best = state_real(path, j, "best", -HUGE_VAL);
+	s->best_step = state_int(path, j, "best_step", -1, s->step);
+	s->bad_evals = state_int(path, j, "bad_evals", 0, s->step);
+	s->skipped = state_int(path, j, "skipped", 0, s->step);
+	s->optim_steps = state_int(path, j, "optim_steps", 0, s->step);
+	s->elapsed_s = state_real(path, j, "elapsed_s", 0);
+	v = state_field(path, j, "finished");
+	if (!json_is_boolean(v))
+		die("%s: 'finished' is not true or false", path);
+	s->finished = json_is_true(v);
 	json_decref(j);
 }
 
@@ -197,12 +279,12 @@ static void prune(const char *ckdir, int keep)
 void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
 		     char *const *labels, int nlabels, const char *vocab, int keep)
 {
-	char name[64], tmpname[64];
+	char name[64];
 	snprintf(name, sizeof name, "ckpt/step-%ld", st->step);
-	snprintf(tmpname, sizeof tmpname, "ckpt/.step-%ld.tmp", st->step);
-	char *final = path_join(dir, name), *tmp = path_join(dir, tmpname);
-	remove_tree(tmp);
-	modeldir_save(tmp, m, labels, nlabels, vocab);
+	char *final = path_join(dir, name);
+	struct adir *d = adir_begin(final, 1, "state.json");
+	const char *tmp = adir_tmp(d);
+	modeldir_write(tmp, m, labels, nlabels, vocab);
 	int n = optim_state(o, NULL);
 	struct tensor_ref *t = xcalloc((size_t)n, sizeof *t);
 	optim_state(o, t);
@@ -213,18 +295,14 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	write_text(state, text);
 	free(text);
 	json_decref(j);
-	remove_tree(final);
-	if (rename(tmp, final) < 0)
-		die("cannot rename %s to %s:", tmp, final);
+	adir_commit(d);
 	char *ck = path_join(dir, "ckpt");
-	fsync_dir(ck);
 	prune(ck, keep);
 	free(ck);
 	free(opt);
 	free(state);
 	free(t);
 	free(final);
-	free(tmp);
 }
 
 char *checkpoint_latest(const char *dir)
@@ -242,7 +320,7 @@ char *checkpoint_latest(const char *dir)
 	return found;
 }
 
-void checkpoint_load(const char *ckpt, struct optim *o, struct train_state *st)
+void checkpoint_load(const char *ckpt, long nbatches, struct optim *o, struct train_state *st)
 {
 	char *opt = path_join(ckpt, "optimizer.safetensors"), *state = path_join(ckpt, "state.json");
 	struct st_file *f = st_open(opt);
@@ -256,7 +334,7 @@ void checkpoint_load(const char *ckpt, struct optim *o, struct train_state *st)
 		st_to_f32(s, t[i].data);
 	}
 	st_close(f);
-	state_read(state, st);
+	state_read(state, nbatches, st);
 	optim_set_steps(o, st->optim_steps);
 	free(t);
 	free(opt);

@@ -24,7 +24,8 @@ struct train_state {
 /* Makes a new run dir (and log/, ckpt/), taking its lock. Refuses a dir
  * that already holds a run. */
 void rundir_create(const char *dir);
-/* Takes the lock of an existing run (for --resume). */
+/* Takes the lock of an existing run (for --resume) and removes the temp
+ * files and dirs a killed trainer left there. */
 void rundir_attach(const char *dir);
 
 /* A stop request: ts-stop writes DIR/stop and signals the trainer. */
@@ -40,6 +41,8 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 		     char *const *labels, int nlabels, const char *vocab, int keep);
 /* The newest complete checkpoint dir (malloc'd), or NULL. */
 char *checkpoint_latest(const char *dir);
-/* Loads optimizer moments and the training state (the model loads as a model dir). */
-void checkpoint_load(const char *ckpt, struct optim *o, struct train_state *st);
+/* Loads optimizer moments and the training state (the model loads as a model
+ * dir); dies naming the file and field of a state out of range for a run of
+ * nbatches batches an epoch. */
+void checkpoint_load(const char *ckpt, long nbatches, struct optim *o, struct train_state *st);
 #endif

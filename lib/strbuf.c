@@ -31,8 +31,14 @@ void sb_addf(struct strbuf *b, const char *fmt, ...)
 
 void sb_add_json_str(struct strbuf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	sb_addc(b, '"');
+	sb_add_json_chars(b, s, n);
+	sb_addc(b, '"');
+}
+
+void sb_add_json_chars(struct strbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
 	size_t i = 0;
 	while (i < n) {
 		unsigned char c = (unsigned char)s[i];
@@ -67,7 +73,6 @@ void sb_add_json_str(struct strbuf *b, const char *s, size_t n)
 			}
 		}
 	}
-	sb_addc(b, '"');
 }
 
 void sb_add_double(struct strbuf *b, double v, int is_f32)

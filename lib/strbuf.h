@@ -10,6 +10,8 @@ void sb_addc(struct strbuf *b, char c);
 void sb_addf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s as a JSON string literal (quotes, escapes; bad UTF-8 becomes U+FFFD). */
 void sb_add_json_str(struct strbuf *b, const char *s, size_t n);
+/* The same without the quotes: a piece of a string literal. */
+void sb_add_json_chars(struct strbuf *b, const char *s, size_t n);
 /* Appends the shortest decimal text that reads back as v (as float when is_f32). */
 void sb_add_double(struct strbuf *b, double v, int is_f32);
 void sb_free(struct strbuf *b);

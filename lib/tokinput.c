@@ -102,8 +102,12 @@ static int next_csv(struct tokinput *in, struct in_record *r)
 		r->label_kind = IN_LABEL_STR;
 		r->label = f[in->col[2]].s, r->label_n = f[in->col[2]].n;
 	}
-	if (in->col[3] >= 0)
+	if (in->col[3] >= 0) {
 		r->id = f[in->col[3]].s, r->id_n = f[in->col[3]].n;
+		/* ids are C strings downstream: a NUL would cut them short */
+		if (memchr(r->id, 0, r->id_n))
+			die("%s: line %llu: the id holds a NUL byte", csv_name(in->csv), (unsigned long long)r->line);
+	}
 	in->bytes = csv_offset(in->csv);
 	return 1;
 }
@@ -124,15 +128,27 @@ static const char *json_text(struct tokinput *in, const char *key, size_t *n)
 		json_t *x;
 		json_object_foreach(in->json, k, x)
 			sb_addf(&b, "%s%s", b.n ? ", " : "", k);
-		char msg[512];
-		snprintf(msg, sizeof msg, "no field '%%s' (fields: %s)", b.n ? b.s : "none");
+		char msg[512];   /* the field names are the input's: never a format */
+		snprintf(msg, sizeof msg, "no field '%s' (fields: %s)", key, b.n ? b.s : "none");
 		sb_free(&b);
-		json_bad(in, msg, key);
+		json_bad(in, "%s", msg);
 	}
 	if (!json_is_string(v))
 		json_bad(in, "field '%s' is not a string", key);
 	*n = json_string_length(v);
 	return json_string_value(v);
+}
+
+/* A class id: records carry them as int32, and none is negative. */
+static long json_class(struct tokinput *in, const json_t *x)
+{
+	json_int_t v = json_integer_value(x);
+	if (v < 0 || v > INT32_MAX) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "label %lld is out of range (0 to %d)", (long long)v, INT32_MAX);
+		json_bad(in, "%s", msg);
+	}
+	return (long)v;
 }
 
 static void json_label(struct tokinput *in, struct in_record *r)
@@ -144,7 +160,7 @@ static void json_label(struct tokinput *in, struct in_record *r)
 		r->label_kind = IN_LABEL_STR;
 		r->label = json_string_value(v), r->label_n = json_string_length(v);
 	} else if (json_is_integer(v)) {
-		r->label_kind = IN_LABEL_INT, r->label_int = (long)json_integer_value(v);
+		r->label_kind = IN_LABEL_INT, r->label_int = json_class(in, v);
 	} else if (json_is_real(v)) {
 		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_real_value(v);
 	} else if (json_is_array(v)) {
@@ -154,7 +170,7 @@ static void json_label(struct tokinput *in, struct in_record *r)
 		json_array_foreach(v, i, x) {
 			if (!json_is_integer(x))
 				json_bad(in, "field '%s' is a list of something other than integers", in->cols.label);
-			in->list[i] = (long)json_integer_value(x);
+			in->list[i] = json_class(in, x);
 		}
 		r->label_kind = IN_LABEL_LIST, r->label_list = in->list, r->label_list_n = json_array_size(v);
 	} else {

@@ -1,5 +1,6 @@
 #include "tokrec.h"
 #include "err.h"
+#include "labelmap.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,7 @@ enum { HEADER_VERSION = 1 };
 
 void header_pack(msgpack_packer *pk, const struct stream_header *h)
 {
-	msgpack_pack_map(pk, 5 + (h->vocab_sha256 != NULL));
+	msgpack_pack_map(pk, 5 + (h->vocab_sha256 != NULL) + (h->vocab_file != NULL));
 	mp_pack_str(pk, "kind");
 	mp_pack_str(pk, h->kind);
 	mp_pack_str(pk, "version");
@@ -16,6 +17,10 @@ void header_pack(msgpack_packer *pk, const struct stream_header *h)
 	if (h->vocab_sha256) {
 		mp_pack_str(pk, "vocab");
 		mp_pack_str(pk, h->vocab_sha256);
+	}
+	if (h->vocab_file) {
+		mp_pack_str(pk, "vocab_file");
+		mp_pack_str(pk, h->vocab_file);
 	}
 	mp_pack_str(pk, "labels");
 	msgpack_pack_array(pk, (size_t)h->nlabels);
@@ -51,6 +56,8 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 			HEADER_VERSION);
 	if ((v = mp_get(o, "vocab")))
 		h->vocab_sha256 = dup_str(r, v, "vocab");
+	if ((v = mp_get(o, "vocab_file")))
+		h->vocab_file = dup_str(r, v, "vocab_file");
 	if ((v = mp_get(o, "labels"))) {
 		if (v->type != MSGPACK_OBJECT_ARRAY)
 			rec_die(r, "header field 'labels' is not a list");
@@ -58,6 +65,9 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 		h->labels = xcalloc((size_t)h->nlabels, sizeof *h->labels);
 		for (int i = 0; i < h->nlabels; i++)
 			h->labels[i] = dup_str(r, &v->via.array.ptr[i], "labels");
+		int k = labels_repeat(h->labels, h->nlabels);
+		if (k >= 0)
+			rec_die(r, "header label '%s' appears twice", h->labels[k]);
 	}
 	if ((v = mp_get(o, "max_len")) && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 		h->max_len = (long)v->via.u64;
@@ -66,10 +76,22 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 	return 1;
 }
 
+int labels_repeat(char *const *names, int n)
+{
+	struct labelmap *seen = labelmap_new();   /* hashed: a header may name 100k labels */
+	int k = -1;
+	for (int i = 0; i < n && k < 0; i++)
+		if (labelmap_id(seen, names[i], strlen(names[i]), "", 0) != i)
+			k = i;
+	labelmap_free(seen);
+	return k;
+}
+
 void header_free(struct stream_header *h)
 {
 	free(h->kind);
 	free(h->vocab_sha256);
+	free(h->vocab_file);
 	for (int i = 0; i < h->nlabels; i++)
 		free(h->labels[i]);
 	free(h->labels);
@@ -106,6 +128,10 @@ void header_merge(struct stream_header *acc, char **from, const struct rec_reade
 	if (!acc->vocab_sha256 && h->vocab_sha256) {
 		acc->vocab_sha256 = h->vocab_sha256;
 		h->vocab_sha256 = NULL;
+	}
+	if (!acc->vocab_file && h->vocab_file) {
+		acc->vocab_file = h->vocab_file;
+		h->vocab_file = NULL;
 	}
 	if (!acc->nlabels && h->nlabels) {
 		acc->labels = h->labels;
@@ -164,24 +190,36 @@ void tokrec_set_id(struct tokrec *t, const char *id, size_t len, int is_num)
 	t->id_is_num = is_num;
 }
 
-static int64_t get_int(const struct rec_reader *r, const msgpack_object *o, const char *what)
+/* An integer field in [lo, hi]; what names it in errors. A value out of range
+ * is reported as such, however large, not as something else. */
+static int64_t get_int(const struct rec_reader *r, const msgpack_object *o, const char *what, int64_t lo,
+		       int64_t hi)
 {
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT32_MAX)
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 > (uint64_t)hi)
+			rec_die(r, "%s %llu is out of range (%lld to %lld)", what, (unsigned long long)o->via.u64,
+				(long long)lo, (long long)hi);
 		return (int64_t)o->via.u64;
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 >= INT32_MIN)
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		if (o->via.i64 < lo)
+			rec_die(r, "%s %lld is out of range (%lld to %lld)", what, (long long)o->via.i64, (long long)lo,
+				(long long)hi);
 		return o->via.i64;
+	}
 	rec_die(r, "%s is not an integer", what);
 }
 
-static size_t unpack_ints(const struct rec_reader *r, const msgpack_object *o, int32_t **v,
-			  size_t *cap, const char *what)
+/* A list of integers in [0, INT32_MAX] under key; what names one in errors. */
+static size_t unpack_ints(const struct rec_reader *r, const msgpack_object *o, int32_t **v, size_t *cap,
+			  const char *key, const char *what)
 {
 	if (o->type != MSGPACK_OBJECT_ARRAY)
-		rec_die(r, "'%s' is not a list", what);
+		rec_die(r, "'%s' is not a list", key);
 	size_t n = o->via.array.size;
 	grow(v, cap, n, sizeof **v);
 	for (size_t i = 0; i < n; i++)
-		(*v)[i] = (int32_t)get_int(r, &o->via.array.ptr[i], what);
+		(*v)[i] = (int32_t)get_int(r, &o->via.array.ptr[i], what, 0, INT32_MAX);
 	return n;
 }
 
@@ -192,6 +230,9 @@ static void unpack_id(const struct rec_reader *r, const msgpack_object *o, struc
 		int n = snprintf(num, sizeof num, "%llu", (unsigned long long)rec_number(r) - 1);
 		tokrec_set_id(t, num, (size_t)n, 1);
 	} else if (o->type == MSGPACK_OBJECT_STR) {
+		/* ids are C strings from here on: a NUL would cut them short */
+		if (memchr(o->via.str.ptr, 0, o->via.str.size))
+			rec_die(r, "'id' holds a NUL byte");
 		tokrec_set_id(t, o->via.str.ptr, o->via.str.size, 0);
 	} else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER || o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
 		int n = o->type == MSGPACK_OBJECT_POSITIVE_INTEGER
@@ -210,13 +251,13 @@ static void unpack_label(const struct rec_reader *r, const msgpack_object *o, st
 		return;
 	if (o->type == MSGPACK_OBJECT_ARRAY) {
 		t->label_kind = LABEL_LIST;
-		t->nlabels = unpack_ints(r, o, &t->labels, &t->cap_labels, "label");
+		t->nlabels = unpack_ints(r, o, &t->labels, &t->cap_labels, "label", "label");
 	} else if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64) {
 		t->label_kind = LABEL_FLOAT;
 		t->flabel = o->via.f64;
 	} else {
 		t->label_kind = LABEL_INT;
-		t->label = (int32_t)get_int(r, o, "label");
+		t->label = (int32_t)get_int(r, o, "label", 0, INT32_MAX);
 	}
 }
 
@@ -226,25 +267,18 @@ void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct t
 	if (!ids)
 		rec_die(r, "no 'ids' field (is this a token stream?)");
 	unpack_id(r, mp_get(o, "id"), t);
-	t->n = unpack_ints(r, ids, &t->ids, &t->cap_ids, "ids");
-	for (size_t i = 0; i < t->n; i++)
-		if (t->ids[i] < 0)
-			rec_die(r, "negative token id %d", t->ids[i]);
+	t->n = unpack_ints(r, ids, &t->ids, &t->cap_ids, "ids", "token id");
 	t->types = NULL;
 	if (types && types->type != MSGPACK_OBJECT_NIL) {
 		if (types->type != MSGPACK_OBJECT_ARRAY || types->via.array.size != t->n)
 			rec_die(r, "'types' is not a list as long as 'ids'");
 		grow(&t->types_buf, &t->cap_types, t->n, 1);
 		t->types = t->types_buf;
-		for (size_t i = 0; i < t->n; i++) {
-			int64_t v = get_int(r, &types->via.array.ptr[i], "types");
-			if (v < 0 || v > 255)
-				rec_die(r, "type id %lld out of range", (long long)v);
-			t->types[i] = (uint8_t)v;
-		}
+		for (size_t i = 0; i < t->n; i++)
+			t->types[i] = (uint8_t)get_int(r, &types->via.array.ptr[i], "type id", 0, 255);
 	}
 	unpack_label(r, mp_get(o, "label"), t);
-	t->fold = fold ? (int)get_int(r, fold, "fold") : -1;
+	t->fold = fold ? (int)get_int(r, fold, "fold", 0, INT32_MAX) : -1;
 }
 
 void tokrec_free(struct tokrec *t)

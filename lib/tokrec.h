@@ -8,6 +8,7 @@ struct stream_header {
 	char *kind;              /* "tokens" */
 	int version;
 	char *vocab_sha256;      /* hex, or NULL */
+	char *vocab_file;        /* absolute path of that vocab, or NULL: where ts-shard finds it */
 	char **labels;           /* label names in id order */
 	int nlabels;
 	long max_len;
@@ -17,6 +18,9 @@ void header_pack(msgpack_packer *pk, const struct stream_header *h);
 /* Returns 1 and fills h if o is a header map, 0 if it is a plain record. */
 int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct stream_header *h);
 void header_free(struct stream_header *h);
+/* The index of the first label name that repeats an earlier one, or -1: a
+ * name must say which class it is. */
+int labels_repeat(char *const *names, int n);
 /* Streams read together must agree. Takes header h of stream r into acc
  * (*from names the stream acc's first header came from, NULL before any):
  * what acc lacks comes from h, and another vocab, other label names or other

@@ -8,6 +8,7 @@
 #include "manifest.h"
 #include "modeldir.h"
 #include "mpjson.h"
+#include "physmem.h"
 #include "progress.h"
 #include "rec.h"
 #include "rng.h"
@@ -33,6 +34,7 @@ static void on_stop_signal(int sig)
 
 struct split {
 	struct shard *shard;
+	const struct manifest_split *ms;
 	struct batch_source src;
 	char *path;
 };
@@ -92,9 +94,10 @@ static void open_split(struct trainer *t, const char *name, struct split *sp)
 	const struct manifest_split *ms = manifest_split(t->man, name);
 	if (!ms || ms->count == 0)
 		return;
+	sp->ms = ms;
 	sp->path = manifest_shard_path(t->c->data, ms);
 	sp->shard = shard_open(sp->path);
-	sp->src = (struct batch_source){sp->shard, sp->path, t->c->task, 0, &t->mlm, (uint64_t)t->c->seed, 0};
+	sp->src = (struct batch_source){sp->shard, sp->path, t->c->task, 0, &t->mlm, (uint64_t)t->c->seed, 0, 0};
 }
 
 static void open_data(struct trainer *t)
@@ -131,7 +134,43 @@ static int data_classes(const struct manifest *m)
 	return k;
 }
 
+/* Token ids index the vocab's tables and the model's embeddings (at least as
+ * large): the manifest's word is checked before step 1, every record as it
+ * is batched. */
+static void check_ids(struct trainer *t, struct split *sp)
+{
+	if (!sp->shard)
+		return;
+	manifest_check_ids(t->c->data, sp->ms, vocab_size(t->vocab));
+	sp->src.vocab = vocab_size(t->vocab);
+}
+
 /* --- model and optimizer --- */
+
+static uint32_t longest_record(const struct manifest *m)
+{
+	uint32_t longest = 0;
+	for (int i = 0; i < m->nsplits; i++)
+		if (m->splits[i].max_tokens > longest)
+			longest = m->splits[i].max_tokens;
+	return longest;
+}
+
+/* Refuses a model, or a model with a batch of the longest records, that
+ * would not fit in memory: fp32 parameters, gradients and two optimizer
+ * moments, then the activations. */
+static void check_memory(const struct trainer *t, const struct bert_config *mc, size_t numel)
+{
+	const struct train_config *c = t->c;
+	double state = 4.0 * sizeof(float) * (double)numel;
+	physmem_check("model", state, "parameters, gradients and optimizer state");
+	uint32_t longest = longest_record(t->man);
+	int B = (int)c->batch, T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;
+	int M = c->task == TASK_CLS ? B : (int)ceil((double)B * T * c->mask_prob);
+	char purpose[128];
+	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
+	physmem_check("batch", state + bert_batch_bytes(mc, B, T, M), purpose);
+}
 
 static void build_model(struct trainer *t, const char *from)
 {
@@ -146,6 +185,7 @@ static void build_model(struct trainer *t, const char *from)
 		int n = 0;
 		t->m = modeldir_load(from, c->task, t->num_labels, (uint64_t)c->seed, &names, &n);
 		hfconfig_free_labels(names, n);
+		check_memory(t, bert_config_of(t->m), bert_numel(t->m));
 		if (c->dropout_given)
 			bert_set_dropout(t->m, c->model.hidden_dropout, c->model.attn_dropout);
 	} else {
@@ -153,6 +193,7 @@ static void build_model(struct trainer *t, const char *from)
 		mc.vocab = vocab_size(t->vocab);
 		mc.task = c->task;
 		mc.num_labels = t->num_labels;
+		check_memory(t, &mc, bert_config_numel(&mc));
 		t->m = bert_new(&mc);
 		bert_init(t->m, (uint64_t)c->seed);
 	}
@@ -160,15 +201,13 @@ static void build_model(struct trainer *t, const char *from)
 	if (mc->vocab < vocab_size(t->vocab))
 		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from ? from : "model",
 		    mc->vocab, vocab_size(t->vocab));
-	uint32_t longest = 0;
-	for (int i = 0; i < t->man->nsplits; i++)
-		if (t->man->splits[i].max_tokens > longest)
-			longest = t->man->splits[i].max_tokens;
+	uint32_t longest = longest_record(t->man);
 	if ((int64_t)longest > mc->max_pos)
 		die("%s holds records of up to %u tokens but the model has %d positions", c->data, longest, mc->max_pos);
 	t->labels = t->man->labels;
 	t->nlabels = t->man->nlabels;
 	t->train.src.num_labels = t->valid.src.num_labels = t->test.src.num_labels = t->num_labels;
+	check_ids(t, &t->train), check_ids(t, &t->valid), check_ids(t, &t->test);
 }
 
 static void build_optimizer(struct trainer *t)
@@ -236,6 +275,7 @@ static void save_checkpoint(struct trainer *t)
 	char name[32];
 	snprintf(name, sizeof name, "ckpt/step-%ld", t->st.step);
 	events_add(t->ev, "checkpoint", json_pack("{sI ss}", "step", (json_int_t)t->st.step, "path", name));
+	events_sync(t->ev);
 }
 
 static void save_model(struct trainer *t, const char *name)
@@ -448,34 +488,39 @@ static void write_config(struct trainer *t)
 	free(path);
 }
 
-/* The run keeps its own copy of the vocab, so checkpoints can come and go. */
-static void keep_vocab(struct trainer *t, const char *src)
-{
-	if (!src)
-		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
-	t->vocab_path = path_join(t->c->run, "vocab.txt");
-	afile_copy(src, t->vocab_path);
-}
-
-static void open_run(struct trainer *t, const char **from)
+/* The run keeps its own copy of the vocab, so checkpoints can come and go.
+ * A run started again keeps the copy it made before it was killed. */
+static void keep_vocab(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	char *ckpt = NULL;
+	t->vocab_path = path_join(c->run, "vocab.txt");
+	if (c->resume && access(t->vocab_path, F_OK) == 0)
+		return;
+	char *src = c->init ? path_join(c->init, "vocab.txt") : c->vocab ? xstrdup(c->vocab) : NULL;
+	if (!src)
+		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
+	afile_copy(src, t->vocab_path);
+	free(src);
+}
+
+/* Sets *ckpt to the checkpoint a resumed run goes on from: NULL for a new
+ * run, and for one killed before its first checkpoint, which starts again. */
+static void open_run(struct trainer *t, char **ckpt)
+{
+	const struct train_config *c = t->c;
+	*ckpt = NULL;
 	if (c->resume) {
 		rundir_attach(c->run);
-		ckpt = checkpoint_latest(c->run);
-		if (!ckpt)
-			die("%s: no checkpoint to resume from", c->run);
+		*ckpt = checkpoint_latest(c->run);
 		rundir_clear_stop(c->run);
-		t->vocab_path = path_join(c->run, "vocab.txt");
 	} else {
 		rundir_create(c->run);
 		write_config(t);
-		char *init_vocab = c->init ? path_join(c->init, "vocab.txt") : NULL;
-		keep_vocab(t, init_vocab ? init_vocab : c->vocab);
-		free(init_vocab);
 	}
-	*from = ckpt ? ckpt : c->init;
+	if (*ckpt)
+		t->vocab_path = path_join(c->run, "vocab.txt");
+	else
+		keep_vocab(t);
 	char *logpath = path_join(c->run, "log/rank-0.log");
 	t->log = fopen(logpath, "a");
 	if (!t->log)
@@ -483,18 +528,16 @@ static void open_run(struct trainer *t, const char **from)
 	free(logpath);
 }
 
-static void start_state(struct trainer *t, const char *from)
+static void start_state(struct trainer *t, const char *ckpt)
 {
 	char *events = path_join(t->c->run, "events.msgpack");
 	memset(&t->st, 0, sizeof t->st);
 	t->st.best_step = -1;
-	if (t->c->resume) {
-		checkpoint_load(from, t->o, &t->st);
-		t->ev = events_open(events);
-		events_add(t->ev, "resume", json_pack("{sI ss}", "step", (json_int_t)t->st.step, "from", from));
-		logf_(t, "resumed from %s at step %ld", from, t->st.step);
+	t->ev = events_open(events);
+	if (ckpt) {
+		checkpoint_load(ckpt, t->nbatches, t->o, &t->st);
+		logf_(t, "resumed from %s at step %ld", ckpt, t->st.step);
 	} else {
-		t->ev = events_open(events);
 		events_add(t->ev, "start", json_pack("{sI sI sI sI}", "total_steps", (json_int_t)t->total_steps,
 						     "steps_per_epoch", (json_int_t)t->steps_per_epoch, "params",
 						     (json_int_t)bert_numel(t->m), "train_records",
@@ -550,28 +593,31 @@ static void stop_now(struct trainer *t)
 int train_run(const struct train_config *c)
 {
 	struct trainer t = {.c = c, .saved_step = -1};
-	const char *from;
+	char *ckpt;
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	open_data(&t);
-	open_run(&t, &from);
+	open_run(&t, &ckpt);
 	check_vocab(&t);
-	build_model(&t, from);
+	build_model(&t, ckpt ? ckpt : c->init);
 	t.metric = c->metric ? c->metric : c->task == TASK_CLS ? "accuracy" : "loss";
 	if (!metric_known(t.metric, c->task))
 		die("--metric %s does not apply to the %s task", t.metric, c->task == TASK_CLS ? "cls" : "mlm");
 	build_optimizer(&t);
 	plan_steps(&t);
-	start_state(&t, from);
-	if (t.st.finished) {
+	start_state(&t, ckpt);
+	/* killed after its last checkpoint, a finished run still lacks final/ or its done event */
+	if (t.st.finished && events_last_is(t.ev, "done")) {
 		warnx("%s: the run already finished at step %ld", c->run, t.st.step);
 		return 0;
 	}
+	if (ckpt)
+		events_add(t.ev, "resume", json_pack("{sI ss}", "step", (json_int_t)t.st.step, "from", ckpt));
 	t.prog = progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS);
 	t.t0 = now();
 	double elapsed0 = t.st.elapsed_s;
 	int stopped = 0;
-	while (t.st.step < t.total_steps) {
+	while (!t.st.finished && t.st.step < t.total_steps) {
 		double s0 = now();
 		struct step_result r;
 		train_step(&t, &r);

@@ -1,7 +1,7 @@
 # Shell test vocabulary for tests/cli/*.sh: each check prints one PASS, FAIL
 # or SKIP line that tests/run counts. Source it; $BIN holds the commands.
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BIN=$TOP/bin
+BIN=${TS_BIN:-$TOP/bin}
 FIX=$TOP/tests/fixtures
 export PATH=$BIN:$PATH
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts-test.XXXXXX")
@@ -10,7 +10,7 @@ failed=0
 
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; failed=1; }
-skip() { echo "SKIP $*"; }
+skip() { echo "SKIP $*"; }    # only where a GPU is needed: tests/run fails any other skip
 
 # check NAME CMD...: passes when CMD exits 0
 check() { local n=$1; shift; if "$@" >"$T/out" 2>"$T/err"; then pass "$n"; else fail "$n"; sed 's/^/    /' "$T/err" | head -5; fi; }
@@ -24,4 +24,10 @@ expect_fail() {
 	if [ "$rc" = "$code" ] && grep -qE -- "$pat" "$T/err" && { [ "$code" = 2 ] || [ "$lines" = 1 ]; }; then pass "$n"
 	else fail "$n"; echo "    exit $rc (want $code); stderr:"; sed 's/^/    /' "$T/err" | head -5; fi
 }
+# wait_for NAME CMD...: waits (20 s at most) until CMD succeeds; fails NAME if it never does
+wait_for() { local n=$1; shift; for _ in $(seq 400); do "$@" 2>/dev/null && { pass "$n"; return; }; sleep 0.05; done; fail "$n"; }
+# train ARGS...: ts-train under a time limit, so a hung run fails its test instead of hanging it
+train() { timeout 300 ts-train "$@"; }
+# kill_trainer RUNDIR: a crash: SIGKILL to the ts-train holding the run's lock, if one does
+kill_trainer() { flock -n "$1/lock" true || kill -9 "$(cut -d' ' -f1 "$1/lock")"; wait; }
 finish() { exit $failed; }

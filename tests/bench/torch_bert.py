@@ -3,9 +3,14 @@ BertForSequenceClassification / BertForMaskedLM (written out here, since the
 Debian torch has no matching transformers), trained with plain SGD on random
 full-length batches. Prints "key value" lines like bert_step.
 
+Like Hugging Face it runs the last layer on every row; with --head-rows-only it
+takes TopSpin's shortcut instead (lib/bert.c): there the last layer computes
+keys and values for every row but queries, attention output and feed-forward
+only for the rows the head reads, so that both sides do the same work.
+
 usage: torch_bert.py [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]
                      [--seq T] [--batch B] [--labels L] [--task cls|mlm]
-                     [--steps S] [--warmup W] [--threads N]
+                     [--steps S] [--warmup W] [--threads N] [--head-rows-only]
 """
 import argparse
 import math
@@ -54,13 +59,15 @@ class Layer(nn.Module):
         B, T, C = x.shape
         return x.view(B, T, self.heads, C // self.heads).permute(0, 2, 1, 3)
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, rows=None):
+        """rows: [B, R] positions to compute the layer's output at; None: all."""
         B, T, C = x.shape
-        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        xq = x if rows is None else x.gather(1, rows[..., None].expand(-1, -1, C))
+        q, k, v = self.split(self.query(xq)), self.split(self.key(x)), self.split(self.value(x))
         scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.heads) + mask
         probs = self.attn_dropout(scores.softmax(-1))
-        ctx = (probs @ v).permute(0, 2, 1, 3).reshape(B, T, C)
-        x = self.attn_ln(x + self.dropout(self.attn_out(ctx)))
+        ctx = (probs @ v).permute(0, 2, 1, 3).reshape(B, xq.shape[1], C)
+        x = self.attn_ln(xq + self.dropout(self.attn_out(ctx)))
         h = F.gelu(self.ffn_in(x))
         return self.ffn_ln(x + self.dropout(self.ffn_out(h)))
 
@@ -69,6 +76,7 @@ class Bert(nn.Module):
     def __init__(self, a):
         super().__init__()
         self.task = a.task
+        self.head_rows_only = a.head_rows_only
         self.embeddings = Embeddings(a)
         self.layers = nn.ModuleList(Layer(a) for _ in range(a.layers))
         C = a.hidden
@@ -89,16 +97,26 @@ class Bert(nn.Module):
     def forward(self, ids, attention_mask, labels):
         mask = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
         x = self.embeddings(ids)
-        for layer in self.layers:
+        for layer in self.layers[:-1]:
             x = layer(x, mask)
+        picked = labels != -100
+        if not self.head_rows_only:
+            x = self.layers[-1](x, mask)
+        elif self.task == "cls":
+            x = self.layers[-1](x, mask, torch.zeros(x.shape[0], 1, dtype=torch.long))
+        else:
+            # each sequence's picked positions first, in order, padded to the longest list
+            counts = picked.sum(1)
+            rows = torch.sort((~picked).int(), dim=1, stable=True).indices[:, :int(counts.max())]
+            x = self.layers[-1](x, mask, rows)
+            picked = torch.arange(rows.shape[1])[None, :] < counts[:, None]
         if self.task == "cls":
             pooled = torch.tanh(self.pooler(x[:, 0]))
             return F.cross_entropy(self.classifier(self.dropout(pooled)), labels)
         # like the C side, only labelled positions go through the head
-        picked = labels != -100
         h = self.transform_ln(F.gelu(self.transform(x[picked])))
         logits = h @ self.embeddings.word_embeddings.weight.t() + self.decoder_bias
-        return F.cross_entropy(logits, labels[picked])
+        return F.cross_entropy(logits, labels[labels != -100])
 
 
 def batch(a, gen):
@@ -120,6 +138,7 @@ def main():
                           ("threads", int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))]:
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--task", default="cls", choices=["cls", "mlm"])
+    p.add_argument("--head-rows-only", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)

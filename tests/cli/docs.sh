@@ -122,15 +122,20 @@ else
 fi
 
 # Examples that run: in README.md a ```sh block right after a "<!-- test -->"
-# line; in a man page an .EX block right after a '.\" test' line (.RS between
-# them is fine). A file's blocks run in order in one scratch dir beside the
-# bundled examples/, as a user would run them from the top of the tree.
-extract_readme() {   # FILE OUTDIR: writes OUTDIR/N.sh, prints the count
+# line, and the ```text block right after a "<!-- output -->" line that follows
+# it, its standard output ("..." in a line stands for any text); in a man page an
+# .EX block right after a '.\" test' line (.RS between them is fine). A file's
+# blocks run in order in one scratch dir beside the bundled examples/, as a user
+# would run them from the top of the tree.
+extract_readme() {   # FILE OUTDIR: writes OUTDIR/N.sh and OUTDIR/N.out, prints the count
 	awk -v dir="$2" '
-		marked && /^```sh$/ { n++; inblock = 1; marked = 0; next }
-		inblock && /^```$/ { inblock = 0; next }
-		inblock { print > (dir "/" n ".sh"); next }
-		{ marked = /^<!-- test -->$/ }
+		marked == "test" && /^```sh$/ { n++; block = n ".sh"; marked = ""; next }
+		marked == "output" && /^```text$/ { block = n ".out"; marked = ""; next }
+		block && /^```$/ { block = ""; next }
+		block { print > (dir "/" block); next }
+		/^<!-- test -->$/ { marked = "test"; next }
+		/^<!-- output -->$/ && n { marked = "output"; next }
+		{ marked = "" }
 		END { print n + 0 }' "$1"
 }
 extract_man() {   # the same for a man page, turning roff escapes back into shell text
@@ -147,7 +152,18 @@ extract_man() {   # the same for a man page, turning roff escapes back into shel
 	echo "$n"
 }
 
-run_examples() {   # NAME COUNT DIR
+# same_output GOT WANT: the files agree line by line, "..." in WANT matching any text.
+same_output() {
+	local got want
+	[ "$(wc -l <"$1")" = "$(wc -l <"$2")" ] || return 1
+	while IFS= read -r got <&3 && IFS= read -r want <&4; do
+		want=$(sed -e 's/[][*?\\]/\\&/g' -e 's/\.\.\./*/g' <<<"$want")
+		# unquoted: WANT is a pattern
+		[[ $got == $want ]] || return 1
+	done 3<"$1" 4<"$2"
+}
+
+run_examples() {   # NAME COUNT DIR: runs DIR/N.sh, checks its output against DIR/N.out if there is one
 	local name=$1 n=$2 dir=$3 i block what missing c
 	mkdir -p "$dir/run"
 	ln -s "$TOP/examples" "$dir/run/examples"
@@ -160,14 +176,19 @@ run_examples() {   # NAME COUNT DIR
 		done
 		if [ -n "$missing" ]; then skip "$what: not built yet:$missing"; continue; fi
 		if grep -qw jq "$block" && ! command -v jq >/dev/null; then skip "$what: jq is not installed"; continue; fi
-		if (cd "$dir/run" && bash -e -o pipefail "$block") >"$T/out" 2>"$T/err"; then pass "$what"
-		else fail "$what"; sed 's/^/    /' "$T/err" | head -5; fi
+		# bounded: an example that waits on a command that failed would wait forever
+		if ! (cd "$dir/run" && timeout 600 bash -e -o pipefail "$block") >"$T/out" 2>"$T/err"; then
+			fail "$what"; sed 's/^/    /' "$T/err" | head -5
+		elif [ -f "$dir/$i.out" ] && ! same_output "$T/out" "$dir/$i.out"; then
+			fail "$what: its output"; diff "$dir/$i.out" "$T/out" | head -10 | sed 's/^/    /'
+		else pass "$what"; fi
 	done
 }
 
 mkdir -p "$T/ex/README"
 n=$(extract_readme "$TOP/README.md" "$T/ex/README")
 [ "$n" -gt 0 ] || fail "README.md has examples marked <!-- test -->"
+expect_eq "every README.md example shows its output" "$(ls "$T/ex/README" | grep -c '\.out$')" "$n"
 run_examples README.md "$n" "$T/ex/README"
 for page in "$MAN"/*.[1-8]; do
 	base=$(basename "$page")

@@ -5,7 +5,7 @@
 # - the model dirs we write load in transformers unchanged, with no missing or
 #   unexpected tensors, and give our logits.
 . "$(dirname "$0")/../lib.sh"
-parity=$TOP/build/tests/test_hf_parity
+parity=$TOP/${TS_BUILD:-build}/tests/test_hf_parity
 
 for py in ${TS_PYTHON:-} /usr/bin/python3 python3; do
 	if "$py" -c 'import torch, transformers, safetensors' 2>/dev/null; then found=$py; break; fi

@@ -6,8 +6,8 @@ tok() { ts-tokenize -v "$V" "$@"; }
 body() { ts-cat --no-header; }
 
 expect_eq "lines from stdin" "$(echo 'Hello, World!' | tok | body)" '{"id":0,"ids":[101,7592,1010,2088,999,102]}'
-expect_eq "header carries vocab hash, labels, max_len" "$(echo hi | tok | ts-cat | head -1)" \
-	'{"kind":"tokens","version":1,"vocab":"07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3","labels":[],"max_len":512,"lower":true}'
+expect_eq "header carries vocab hash and file, labels, max_len" "$(echo hi | tok | ts-cat | head -1)" \
+	'{"kind":"tokens","version":1,"vocab":"07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3","vocab_file":"'"$(realpath "$V")"'","labels":[],"max_len":512,"lower":true}'
 
 # folding: the pieces Hugging Face returns as overflowing tokens with stride 2
 expect_eq "fold with stride matches HF overflow" \
@@ -26,7 +26,7 @@ expect_eq "pairs: --fold folds the second text" "$(printf 'text,pair\nq,"a b c d
 # labels and ids
 printf 'id,text,label\nx1,good,pos\nx2,bad,neg\nx3,fine,pos\n' >"$T/l.csv"
 expect_eq "labels in order of first appearance" "$(tok --label label --id id "$T/l.csv" | ts-cat | tr '\n' ' ')" \
-	'{"kind":"tokens","version":1,"vocab":"07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3","labels":["pos","neg"],"max_len":512,"lower":true} {"id":"x1","ids":[101,2204,102],"label":0} {"id":"x2","ids":[101,2919,102],"label":1} {"id":"x3","ids":[101,2986,102],"label":0} '
+	'{"kind":"tokens","version":1,"vocab":"07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3","vocab_file":"'"$(realpath "$V")"'","labels":["pos","neg"],"max_len":512,"lower":true} {"id":"x1","ids":[101,2204,102],"label":0} {"id":"x2","ids":[101,2919,102],"label":1} {"id":"x3","ids":[101,2986,102],"label":0} '
 printf 'neg\npos\n' >"$T/names"
 expect_eq "--labels fixes the order" "$(tok --label label --labels "$T/names" "$T/l.csv" | ts-cat | cut -c1-200 | tr '\n' ' ' | grep -o '"labels":\[[^]]*\]\|"label":[0-9]' | tr '\n' ' ')" \
 	'"labels":["neg","pos"] "label":1 "label":0 "label":1 '
@@ -51,12 +51,12 @@ check "-o writes the same bytes as standard output" cmp "$T/out.msgpack" "$T/one
 expect_fail "missing column names the columns" 1 "no column 'txt' \(columns: id, text, label\)" tok --text txt "$T/l.csv"
 printf 'text,label\n"open,x\n' >"$T/bad.csv"
 expect_fail "unterminated quote" 1 "bad.csv: line 2: unterminated quote" tok -o "$T/o1" "$T/bad.csv"
-expect_eq "no half-written output" "$(ls "$T" | grep -c '^o1')" 0
+expect_eq "no half-written output" "$(ls -A "$T" | grep -c '^\.\?o1')" 0
 : >"$T/empty.csv"
 expect_fail "empty input" 1 "empty input" tok "$T/empty.csv"
 printf 'text\n' >"$T/hdr.csv"
 expect_fail "header but no records" 1 "empty input" tok -o "$T/o2" "$T/hdr.csv"
-expect_eq "no output file for an empty input" "$(ls "$T" | grep -c '^o2')" 0
+expect_eq "no output file for an empty input" "$(ls -A "$T" | grep -c '^\.\?o2')" 0
 printf 'text\nok \xff\xfe bytes\n' >"$T/utf.csv"
 expect_eq "invalid UTF-8 is replaced and counted" "$(tok "$T/utf.csv" 2>"$T/w" | body; cat "$T/w")" \
 	"$(printf '{"id":0,"ids":[101,7929,27507,102]}\nts-tokenize: replaced 2 invalid UTF-8 sequences with U+FFFD')"
@@ -67,6 +67,8 @@ printf '{"text": 5}\n' >"$T/num.jsonl"
 expect_fail "JSONL text that is not a string" 1 "num.jsonl: line 1: field 'text' is not a string" tok "$T/num.jsonl"
 printf '{"txt": "a"}\n' >"$T/miss.jsonl"
 expect_fail "JSONL missing field names the fields" 1 "line 1: no field 'text' \(fields: txt\)" tok "$T/miss.jsonl"
+echo '{"%s%n%s": 1}' >"$T/pct.jsonl"
+expect_fail "JSONL field names are shown as they are" 1 "line 1: no field 'text' \(fields: %s%n%s\)" tok "$T/pct.jsonl"
 printf 'text,label\na,b,c\n' >"$T/ragged.csv"
 expect_fail "a row with too many fields" 1 "ragged.csv: line 2: 3 fields, expected 2" tok "$T/ragged.csv"
 expect_fail "no vocab" 2 "a vocabulary is required" ts-tokenize "$T/l.csv"
@@ -78,9 +80,11 @@ sleep 10 >"$T/fifo" &
 writer=$!
 ts-tokenize -v "$V" -f lines -o "$T/o3" "$T/fifo" &
 reader=$!
-for _ in $(seq 100); do ls "$T" | grep -q '^o3.tmp' && break; sleep 0.02; done
+writing=no
+for _ in $(seq 100); do ls -A "$T" | grep -q '^\.\?o3.*tmp' && { writing=yes; break; }; sleep 0.02; done
 kill -INT $reader; wait $reader; rc=$?
 kill $writer 2>/dev/null
+expect_eq "interrupted: it was writing its temp file" "$writing" yes
 expect_eq "interrupted: exits by the signal" "$rc" 130
-expect_eq "interrupted: no temp file left" "$(ls "$T" | grep -c '^o3')" 0
+expect_eq "interrupted: no temp file left" "$(ls -A "$T" | grep -c '^\.\?o3')" 0
 finish

@@ -8,14 +8,16 @@ head -n 301 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
 TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 2)
 # step losses of a run, one per line, the last record of each step winning
+# at_step DIR N: the run has logged N steps
+at_step() { [ "$(ts-cat "$1/events.msgpack" | jq -c 'select(.event=="step")' | wc -l)" -ge "$2" ]; }
 losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 
-check "a short run finishes" ts-train "${TINY[@]}" --run "$T/r1" --max-steps 12 --eval-every 4
+check "a short run finishes" train "${TINY[@]}" --run "$T/r1" --max-steps 12 --eval-every 4
 for f in config events.msgpack log/rank-0.log ckpt/step-12/model.safetensors ckpt/step-12/optimizer.safetensors \
 	ckpt/step-12/state.json best/config.json final/model.safetensors final/vocab.txt; do
 	[ -e "$T/r1/$f" ] && pass "run dir has $f" || fail "run dir has $f"
 done
-expect_eq "--keep 3 keeps the newest checkpoints" "$(ls "$T/r1/ckpt" | tr '\n' ' ')" "step-12 step-4 step-8 "
+expect_eq "--keep 3 keeps the newest checkpoints" "$(ls -A "$T/r1/ckpt" | tr '\n' ' ')" "step-12 step-4 step-8 "
 expect_eq "a step event for every step" "$(ts-cat "$T/r1/events.msgpack" | jq -c 'select(.event=="step") | .step' | tr '\n' ' ')" "1 2 3 4 5 6 7 8 9 10 11 12 "
 expect_eq "step events carry the fields" "$(ts-cat "$T/r1/events.msgpack" | jq -c 'select(.event=="step") | keys' | sort -u)" \
 	'["epoch","eta_s","event","grad_norm","loss","lr","samples","step","step_ms","time","tokens","tokens_per_s"]'
@@ -24,76 +26,80 @@ expect_eq "eval events at steps 4, 8, 12" "$(ts-cat "$T/r1/events.msgpack" | jq 
 expect_eq "the run ends with a done event" "$(ts-cat "$T/r1/events.msgpack" | tail -n 1 | jq -r .event)" done
 check "the log has the parameter table" grep -q "bert.embeddings.word_embeddings.weight *30522x32 *976704" "$T/r1/log/rank-0.log"
 check "the log predicts the finish" grep -q "predicted finish" "$T/r1/log/rank-0.log"
-expect_eq "the same seed gives the same losses" "$(ts-train "${TINY[@]}" --run "$T/r1b" --max-steps 12 --eval-every 4 2>/dev/null && losses "$T/r1b")" "$(losses "$T/r1")"
+expect_eq "the same seed gives the same losses" "$(train "${TINY[@]}" --run "$T/r1b" --max-steps 12 --eval-every 4 2>/dev/null && losses "$T/r1b")" "$(losses "$T/r1")"
 
 # stop before the first step ends, then resume: bitwise the same losses
 mkdir -p "$T/r2" && touch "$T/r2/stop"
-check "a stop request ends the run with exit 0" ts-train "${TINY[@]}" --run "$T/r2" --max-steps 12 --eval-every 4
+check "a stop request ends the run with exit 0" train "${TINY[@]}" --run "$T/r2" --max-steps 12 --eval-every 4
 expect_eq "a stop event at step 1" "$(ts-cat "$T/r2/events.msgpack" | jq -c 'select(.event=="stop") | .step')" 1
-check "resume continues the run" ts-train --resume "$T/r2"
+check "resume continues the run" train --resume "$T/r2"
 expect_eq "stopped and resumed: the same losses, step for step" "$(losses "$T/r2")" "$(losses "$T/r1")"
 check "the resumed model is the same bytes" cmp "$T/r2/final/model.safetensors" "$T/r1/final/model.safetensors"
 
 # ts-stop on a live run, then resume
-ts-train "${TINY[@]}" --run "$T/r3" --max-steps 300 --eval-every 100 --keep 1 >"$T/r3.out" 2>&1 &
+train "${TINY[@]}" --run "$T/r3" --max-steps 300 --eval-every 100 --keep 1 >"$T/r3.out" 2>&1 &
 pid=$!
-for _ in $(seq 200); do [ -s "$T/r3/events.msgpack" ] && [ "$(ts-cat "$T/r3/events.msgpack" | grep -c '"step"')" -ge 3 ] && break; sleep 0.05; done
-check "ts-stop asks the run to stop" ts-stop --wait "$T/r3"
+wait_for "a run to stop is under way" at_step "$T/r3" 3
+check "ts-stop asks the run to stop" ts-stop --wait --timeout 60 "$T/r3"
 wait $pid; rc=$?
 expect_eq "the stopped trainer exits 0" "$rc" 0
 stopped=$(ts-cat "$T/r3/events.msgpack" | jq -c 'select(.event=="stop") | .step')
 [ -n "$stopped" ] && [ "$stopped" -lt 300 ] && pass "stopped mid-run at step $stopped" || fail "stopped mid-run (got '$stopped')"
 [ -d "$T/r3/ckpt/step-$stopped" ] && pass "a checkpoint at the stop" || fail "a checkpoint at the stop"
 expect_fail "ts-stop on a run that is not running" 1 "no ts-train is running there" ts-stop "$T/r3"
-ts-train "${TINY[@]}" --run "$T/r3full" --max-steps 300 --eval-every 100 --keep 1 >/dev/null 2>&1
-check "resume after ts-stop" ts-train --resume "$T/r3"
+check "a run never stopped, to compare with" train "${TINY[@]}" --run "$T/r3full" --max-steps 300 --eval-every 100 --keep 1
+check "resume after ts-stop" train --resume "$T/r3"
 expect_eq "ts-stop and resume: the same losses as a run never stopped" "$(losses "$T/r3")" "$(losses "$T/r3full")"
 
 # a crash (SIGKILL) loses only the steps after the last checkpoint
-ts-train "${TINY[@]}" --run "$T/r4" --max-steps 300 --save-every 5 >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 200); do [ -d "$T/r4/ckpt/step-10" ] && break; sleep 0.05; done
-kill -9 $pid; wait $pid 2>/dev/null
-check "resume after a crash" ts-train --resume "$T/r4"
+train "${TINY[@]}" --run "$T/r4" --max-steps 300 --save-every 5 >/dev/null 2>&1 &
+wait_for "a run to crash reaches its second checkpoint" test -d "$T/r4/ckpt/step-10"
+kill_trainer "$T/r4"
+expect_eq "killed mid-run: not finished" "$(ts-cat "$T/r4/events.msgpack" | jq -c 'select(.event=="done")')" ""
+check "resume after a crash" train --resume "$T/r4"
 expect_eq "crashed and resumed: the same losses" "$(losses "$T/r4")" "$(losses "$T/r3full" | head -n 300)"
 
 # gradient accumulation: 2 x 8 is one batch of 16 ("true gradient" over both)
-ts-train "${TINY[@]}" --run "$T/a1" --max-steps 4 --dropout 0 --batch 16 >/dev/null 2>&1
-ts-train "${TINY[@]}" --run "$T/a2" --max-steps 4 --dropout 0 --batch 8 --accum 2 >/dev/null 2>&1
+check "one batch of 16" train "${TINY[@]}" --run "$T/a1" --max-steps 4 --dropout 0 --batch 16
+check "2 accumulated batches of 8" train "${TINY[@]}" --run "$T/a2" --max-steps 4 --dropout 0 --batch 8 --accum 2
+expect_eq "accumulation: a loss for every step" "$(losses "$T/a2" | wc -l)" 4
 expect_eq "accumulation matches the big batch" "$(losses "$T/a2" | awk '{printf "%d %.5f\n", $1, $2}')" "$(losses "$T/a1" | awk '{printf "%d %.5f\n", $1, $2}')"
 
 # NaN: the step is skipped, the batch saved, and --replay reproduces it
-ts-train "${TINY[@]}" --run "$T/nan" --max-steps 6 --optimizer sgd --lr 1e12 --clip 0 --warmup 0 >/dev/null 2>&1
+check "a run with non-finite steps ends" train "${TINY[@]}" --run "$T/nan" --max-steps 6 --optimizer sgd --lr 1e12 --clip 0 --warmup 0
 skipped=$(ts-cat "$T/nan/events.msgpack" | jq -c 'select(.event=="done") | .skipped')
 [ "${skipped:-0}" -gt 0 ] && pass "non-finite steps are skipped and counted ($skipped)" || fail "non-finite steps are skipped and counted"
 bug=$(ls -d "$T"/nan/bug/step-* 2>/dev/null | head -n 1)
 [ -n "$bug" ] && pass "the bad batch is saved in bug/" || fail "the bad batch is saved in bug/"
-expect_eq "--replay reproduces the non-finite step" "$(ts-train --replay "$bug" | jq -r .reproduced)" true
+expect_eq "--replay reproduces the non-finite step" "$(train --replay "$bug" | jq -r .reproduced)" true
+expect_fail "--replay: a failed write to standard output" 1 "write standard output: No space left on device" \
+	sh -c "timeout 300 ts-train --replay '$bug' >/dev/full"
 
 # evaluation choices
-ts-train "${TINY[@]}" --run "$T/e1" --max-steps 4 --eval-every 2 --eval-test >/dev/null 2>&1
+check "--eval-test runs" train "${TINY[@]}" --run "$T/e1" --max-steps 4 --eval-every 2 --eval-test
 expect_eq "--eval-test evaluates the test split too" "$(ts-cat "$T/e1/events.msgpack" | jq -c 'select(.event=="eval") | [.step, .split]' | tr '\n' ' ')" \
 	'[2,"valid"] [2,"test"] [4,"valid"] [4,"test"] '
 ts-tokenize -v "$V" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/novalid" --split train=0.9,test=0.1 >/dev/null
-ts-train "${TINY[@]}" --data "$T/novalid" --run "$T/e2" --max-steps 4 --eval-every 2 >/dev/null 2>&1
+check "no valid split: the run ends" train "${TINY[@]}" --data "$T/novalid" --run "$T/e2" --max-steps 4 --eval-every 2
 expect_eq "no valid split: no evaluation" "$(ts-cat "$T/e2/events.msgpack" | jq -c 'select(.event=="eval")' | wc -l)" 0
 check "no valid split: best/ is the final model" cmp "$T/e2/best/model.safetensors" "$T/e2/final/model.safetensors"
-ts-train "${TINY[@]}" --run "$T/e3" --max-steps 50 --eval-every 1 --patience 2 --lr 1e-9 --metric loss --warmup 0 >/dev/null 2>&1
+check "--patience: the run ends" train "${TINY[@]}" --run "$T/e3" --max-steps 50 --eval-every 1 --patience 2 --lr 1e-9 --metric loss --warmup 0
 es=$(ts-cat "$T/e3/events.msgpack" | jq -c 'select(.event=="early_stop") | .step')
 [ -n "$es" ] && [ "$es" -lt 50 ] && pass "--patience stops early (step $es)" || fail "--patience stops early (got '$es')"
-expect_eq "--metric ppl is known" "$(ts-train "${TINY[@]}" --run "$T/e4" --max-steps 1 --metric ppl 2>&1 >/dev/null | grep -c 'does not apply')" 0
-expect_fail "a metric that does not fit the task" 1 "--metric accuracy does not apply to the mlm task" ts-train "${TINY[@]}" --run "$T/e5" --task mlm --metric accuracy --max-steps 1
+check "--metric ppl is known" train "${TINY[@]}" --run "$T/e4" --max-steps 1 --metric ppl
+check "--metric ppl chooses best/" grep -q "new best ppl" "$T/e4/log/rank-0.log"
+expect_fail "a metric that does not fit the task" 1 "--metric accuracy does not apply to the mlm task" train "${TINY[@]}" --run "$T/e5" --task mlm --metric accuracy --max-steps 1
 
 # every optimizer and decay runs from the command line
 for o in adamw:linear adam:cosine sgd:poly lamb:constant; do
-	check "--optimizer ${o%:*} --decay ${o#*:}" ts-train "${TINY[@]}" --run "$T/o-${o%:*}" --max-steps 3 --optimizer "${o%:*}" --decay "${o#*:}" --warmup 1 --end-lr-ratio 0.1
+	check "--optimizer ${o%:*} --decay ${o#*:}" train "${TINY[@]}" --run "$T/o-${o%:*}" --max-steps 3 --optimizer "${o%:*}" --decay "${o#*:}" --warmup 1 --end-lr-ratio 0.1
 done
 
 # a tiny model memorises 64 examples
 printf 'id,text,label\n' >"$T/64.csv"; sed -n '2,65p' "$T/small.csv" >>"$T/64.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/64.csv" | ts-shard -o "$T/d64" --split train=1 >/dev/null
-ts-train --data "$T/d64" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 16 --dropout 0 \
-	--lr 3e-3 --warmup 0 --decay constant --epochs 60 --run "$T/fit" -j 2 >/dev/null 2>&1
+check "overfit: the run ends" train --data "$T/d64" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 \
+	--batch 16 --dropout 0 --lr 3e-3 --warmup 0 --decay constant --epochs 60 --run "$T/fit" -j 2
 last=$(ts-cat "$T/fit/events.msgpack" | jq -r 'select(.event=="step") | .loss' | tail -n 4 | awk '{s+=$1} END {print s/NR}')
 awk -v l="$last" 'BEGIN {exit !(l < 0.01)}' && pass "overfit: 64 examples memorised (loss $last)" || fail "overfit: 64 examples memorised (loss $last)"
 expect_eq "overfit: every training example right" "$(ts-eval -m "$T/fit/final" --data "$T/d64" --split train | jq .accuracy)" 1
@@ -108,30 +114,30 @@ expect_eq "--merge-folds gives one prediction per id" "$(ts-eval -m "$T/r1/final
 expect_eq "streams work as input" "$(ts-eval -m "$T/r1/final" "$T/folds.msgpack" | jq .records)" "$(ts-cat --no-header "$T/folds.msgpack" | wc -l)"
 
 # mlm
-check "mlm with whole-word n-gram masking trains" ts-train "${TINY[@]}" --run "$T/m1" --task mlm --whole-word --max-ngram 3 --max-steps 6 --eval-every 3
+check "mlm with whole-word n-gram masking trains" train "${TINY[@]}" --run "$T/m1" --task mlm --whole-word --max-ngram 3 --max-steps 6 --eval-every 3
 expect_eq "mlm eval reports perplexity" "$(ts-eval -m "$T/m1/final" --data "$T/data" | jq -r '(.ppl > 1) and (.loss > 0)')" true
 
 # bad input
 sed '2000s/.*/notaword/' "$V" >"$T/vocab2.txt"
-expect_fail "data made with another vocab" 1 "tokenized with another vocab" ts-train "${TINY[@]}" --vocab "$T/vocab2.txt" --run "$T/b1" --max-steps 1
+expect_fail "data made with another vocab" 1 "tokenized with another vocab" train "${TINY[@]}" --vocab "$T/vocab2.txt" --run "$T/b1" --max-steps 1
 ts-tokenize -v "$V" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/notrain" --split valid=0.5,test=0.5 >/dev/null
-expect_fail "an empty train split" 1 "train split is empty or missing" ts-train "${TINY[@]}" --data "$T/notrain" --run "$T/b2" --max-steps 1
+expect_fail "an empty train split" 1 "train split is empty or missing" train "${TINY[@]}" --data "$T/notrain" --run "$T/b2" --max-steps 1
 printf 'text,label\na,x\nb,y\nc,z\n' >"$T/three.csv"
 ts-tokenize -v "$V" --label label "$T/three.csv" | ts-shard -o "$T/three" --split train=1 >/dev/null
 expect_fail "labels beyond the head's classes" 1 "label 2 is beyond the head's 2 classes" ts-eval -m "$T/r1/final" --data "$T/three" --split train
-expect_fail "an unknown option suggests the nearest" 2 "unknown option '--epoch'; did you mean '--epochs'" ts-train --epoch 3
+expect_fail "an unknown option suggests the nearest" 2 "unknown option '--epoch'; did you mean '--epochs'" train --epoch 3
 printf 'layer = 2\n' >"$T/bad.conf"
-expect_fail "an unknown config key" 2 "bad.conf: line 1: unknown key 'layer'; did you mean 'layers'" ts-train -c "$T/bad.conf"
-expect_fail "a run dir that holds a run" 1 "already holds a run" ts-train "${TINY[@]}" --run "$T/r1" --max-steps 1
+expect_fail "an unknown config key" 2 "bad.conf: line 1: unknown key 'layer'; did you mean 'layers'" train -c "$T/bad.conf"
+expect_fail "a run dir that holds a run" 1 "already holds a run" train "${TINY[@]}" --run "$T/r1" --max-steps 1
 mkdir -p "$T/broken" && cp "$T/r1/final/config.json" "$T/r1/final/vocab.txt" "$T/broken/" && printf 'garbage' >"$T/broken/model.safetensors"
-expect_fail "a corrupt safetensors header" 1 "corrupt safetensors header" ts-train "${TINY[@]}" --init "$T/broken" --run "$T/b3" --max-steps 1
-expect_fail "resume of a dir without a run" 1 "not a run dir" ts-train --resume "$T/data"
+expect_fail "a corrupt safetensors header" 1 "corrupt safetensors header" train "${TINY[@]}" --init "$T/broken" --run "$T/b3" --max-steps 1
+expect_fail "resume of a dir without a run" 1 "not a run dir" train --resume "$T/data"
 # a full disk: the first checkpoint fits, the second does not
 if mkdir -p "$T/full" && mount -t tmpfs -o size=18m tmpfs "$T/full" 2>/dev/null; then
-	ts-train "${TINY[@]}" --run "$T/full/r" --max-steps 3 --save-every 1 --keep 1 >/dev/null 2>"$T/full.err"; rc=$?
+	train "${TINY[@]}" --run "$T/full/r" --max-steps 3 --save-every 1 --keep 1 >/dev/null 2>"$T/full.err"; rc=$?
 	expect_eq "a full disk at checkpoint time fails the run" "$rc" 1
 	check "and says so in one line" sh -c "[ \$(wc -l <'$T/full.err') = 1 ] && grep -q 'No space left on device' '$T/full.err'"
-	expect_eq "the last good checkpoint is untouched" "$(ls "$T/full/r/ckpt")" "step-1"
+	expect_eq "the last good checkpoint is untouched" "$(ls -A "$T/full/r/ckpt")" "step-1"
 	check "and still loads" sh -c "ts-eval -m '$T/full/r/ckpt/step-1' --data '$T/data' >/dev/null"
 	umount "$T/full"
 else

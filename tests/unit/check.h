@@ -13,6 +13,7 @@ static int check_failed;
 	       printf("  (%s:%d: %s)\n", __FILE__, __LINE__, #cond); } \
 	fflush(stdout); } while (0)
 
+/* Only where a GPU is needed and missing: tests/run fails any other skip. */
 #define SKIP(...) do { printf("SKIP "); printf(__VA_ARGS__); printf("\n"); } while (0)
 
 /* |a-b| <= atol + rtol*|b| */

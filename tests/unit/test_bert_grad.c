@@ -121,7 +121,9 @@ static void check_gradients(enum bert_task task, float dropout, int train)
 				       analytic, numeric);
 		}
 	}
-	CHECK(!bad, "%s gradients, dropout %.1f%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
+	/* most sampled gradients must be large: zeros everywhere would agree too */
+	CHECK(!bad && big >= checked / 2,
+	      "%s gradients, dropout %.1f%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
 	      task == TASK_CLS ? "cls" : "mlm", dropout, train ? " on" : " off", bad, checked, big,
 	      worst);
 	free(t);

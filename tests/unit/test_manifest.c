@@ -202,6 +202,61 @@ static void test_ids_without_names(void)
 	      "unknown vocab, names and max_len read back as unknown");
 	CHECK(manifest_label_count(&r->splits[0], 7) == 2 && manifest_label_count(&r->splits[0], -2) == 1 &&
 	      r->splits[0].nlabel_counts == 2, "list labels counted by id");
+	CHECK(!r->labels, "no names: labels NULL, so classes are named by number");
+	manifest_free(r);
+	manifest_free(m);
+	char path[256];
+	snprintf(path, sizeof path, "%s/manifest.json", tmpdir);
+	json_t *j = json_load_file(path, 0, NULL);
+	const char *first = json_object_iter_key(json_object_iter(
+		json_object_get(json_object_get(json_object_get(j, "splits"), "all"), "label_counts")));
+	CHECK(first && !strcmp(first, "-2"), "ids without names are written in id order, not as first seen");
+	json_decref(j);
+}
+
+/* Thousands of labels, seen in no order, count as they should (in linear time). */
+static void test_many_labels(void)
+{
+	struct manifest_split sp = {0};
+	for (int32_t k = 0; k < 3; k++)
+		for (int32_t i = 0; i < 20000; i++) {
+			struct tokrec t = rec((i * 7919 + k) % 20000, 1);
+			manifest_split_add(&sp, &t);
+		}
+	uint64_t total = 0;
+	for (int32_t i = 0; i < 20000; i++)
+		total += manifest_label_count(&sp, i);
+	CHECK(sp.nlabel_counts == 20000 && total == 60000 && manifest_label_count(&sp, 20000) == 0,
+	      "20000 labels counted: %zu, %llu records", sp.nlabel_counts, (unsigned long long)total);
+	free(sp.label_counts);
+	free(sp.slot);
+}
+
+/* The largest token id goes into the manifest; one written before it was kept reads as unknown. */
+static void test_max_id(void)
+{
+	struct manifest *m = sample();
+	int32_t ids[3] = {101, 30521, 102};
+	struct tokrec t = rec(0, 3);
+	t.ids = ids;
+	manifest_split_add(&m->splits[1], &t);
+	manifest_write(tmpdir, m);
+	struct manifest *r = manifest_read(tmpdir);
+	CHECK(manifest_split(r, "test")->max_id == 30521 && manifest_split(r, "train")->max_id == 0,
+	      "max_id read back");
+	manifest_free(r);
+	char path[256];
+	snprintf(path, sizeof path, "%s/manifest.json", tmpdir);
+	json_t *j = json_load_file(path, 0, NULL);
+	json_object_del(json_object_get(json_object_get(j, "splits"), "test"), "max_id");
+	json_dump_file(j, path, 0);
+	json_decref(j);
+	r = manifest_read(tmpdir);
+	CHECK(manifest_split(r, "test")->max_id == -1, "a manifest without max_id reads it as unknown (-1)");
+	manifest_write(tmpdir, r);   /* unknown stays unknown, not a -1 that reads as an error */
+	manifest_free(r);
+	r = manifest_read(tmpdir);
+	CHECK(manifest_split(r, "test")->max_id == -1, "an unknown max_id writes back and reads again");
 	manifest_free(r);
 	manifest_free(m);
 }
@@ -249,6 +304,8 @@ static void test_bad(void)
 	snprintf(text, sizeof text, "%s,\"splits\":{\"t\":{\"file\":\"t.shard\",\"count\":1,\"tokens\":1,"
 		 "\"max_tokens\":1,\"length_hist\":[],\"label_counts\":{\"zz\":1}}}}", head);
 	expect_bad(text, "'label_counts' has unknown label 'zz'");
+	expect_bad("{\"format\":\"topspin-data\",\"version\":1,\"labels\":[\"a\",\"b\",\"a\"]}",
+		   "manifest.json: label 'a' appears twice");
 }
 
 int main(void)
@@ -258,6 +315,8 @@ int main(void)
 	test_splitspec();
 	test_write_read();
 	test_ids_without_names();
+	test_many_labels();
+	test_max_id();
 	test_bad();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

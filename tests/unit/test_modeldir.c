@@ -344,6 +344,9 @@ static void test_bad_dirs(void)
 	d = bad_dir("roberta", "model_type", "\"roberta\"");
 	expect_die("another model type", load_quietly, d, "model_type roberta is not supported");
 	free(d);
+	d = bad_dir("dropout", "hidden_dropout_prob", "0.99999999");
+	expect_die("a dropout that is 1 as a float", load_quietly, d, "hidden_dropout_prob must be a number in [0, 1)");
+	free(d);
 
 	d = bad_dir("no-tensor", NULL, NULL);
 	rewrite_weights(d, "bert.encoder.layer.1.attention.self.key.bias", NULL);

@@ -65,6 +65,7 @@ int main(int argc, char **argv)
 	if (!cases)
 		die("%s:%d: %s", path, err.line, err.text);
 	size_t i;
+	CHECK(json_array_size(cases) >= 9, "%s holds its %zu cases", path, json_array_size(cases));
 	json_array_foreach(cases, i, c)
 		test_case(c);
 	test_past_the_end();

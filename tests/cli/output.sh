@@ -1,0 +1,79 @@
+# Where outputs go: -o through a symlink, into a FIFO or a device, and a
+# write error on standard output, for every command.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMP_NUM_THREADS=2
+head -n 41 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+TOK=(ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv")
+"${TOK[@]}" >"$T/tok.msgpack"
+ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack"
+train --data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 \
+	--batch 8 --max-steps 2 -j 2 --run "$T/run" 2>/dev/null || fail "a model to predict with"
+
+# out CMD FILE: CMD's output written with -o FILE; want/CMD holds what it must be
+out() {
+	case $1 in
+	cat) timeout 60 ts-cat -o "$2" "$T/tok.msgpack" ;;
+	tokenize) timeout 60 "${TOK[@]}" -o "$2" ;;
+	eval) timeout 60 ts-eval -m "$T/run/final" --data "$T/data" --predict -o "$2" >/dev/null ;;
+	esac
+}
+mkdir "$T/want"
+for c in cat tokenize eval; do out $c "$T/want/$c"; done
+[ -s "$T/want/eval" ] && pass "outputs to compare with" || fail "outputs to compare with"
+
+for c in cat tokenize eval; do
+	echo old >"$T/$c.target" && ln -s "$c.target" "$T/$c.link"
+	check "$c -o a symlink" out $c "$T/$c.link"
+	check "$c -o a symlink: the link stays a link" test -L "$T/$c.link"
+	check "$c -o a symlink: its target is written" cmp "$T/$c.target" "$T/want/$c"
+	ln -s "$c.new" "$T/$c.dangling"
+	check "$c -o a dangling symlink" out $c "$T/$c.dangling"
+	check "$c -o a dangling symlink: the link stays a link" test -L "$T/$c.dangling"
+	check "$c -o a dangling symlink: its target is created" cmp "$T/$c.new" "$T/want/$c"
+
+	mkfifo "$T/$c.fifo"
+	cat "$T/$c.fifo" >"$T/$c.got" & reader=$!
+	check "$c -o a FIFO" out $c "$T/$c.fifo"
+	for _ in $(seq 100); do kill -0 $reader 2>/dev/null || break; sleep 0.05; done
+	kill $reader 2>/dev/null; wait $reader 2>/dev/null
+	check "$c -o a FIFO: the reader gets the data" cmp "$T/$c.got" "$T/want/$c"
+	check "$c -o a FIFO: it is still a FIFO" test -p "$T/$c.fifo"
+done
+
+mkdir "$T/dir" && ln -s dir "$T/dirlink"
+check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
+check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"
+check "ts-shard -o a symlink: the dir it names is written" test -f "$T/dir/manifest.json"
+
+# Copies of /dev/null and /dev/full in $T: a regression replaces these, not the real ones.
+if mknod "$T/null" c 1 3 2>/dev/null && mknod "$T/full" c 1 7 2>/dev/null && echo x >"$T/null" 2>/dev/null; then
+	for c in cat tokenize eval; do
+		check "$c -o /dev/null" out $c "$T/null"
+		check "$c -o /dev/null: still a character device" test -c "$T/null"
+		expect_fail "$c -o /dev/full fails in one line" 1 "write $T/full: No space left on device" out $c "$T/full"
+		check "$c -o /dev/full: still a character device" test -c "$T/full"
+	done
+else
+	skip "-o to a device: mknod needs root and a file system that allows devices"
+fi
+
+# Standard output: a failed write is an error, whatever the command printed.
+to_full() { "$@" >/dev/full; }
+for c in ts-cat ts-tokenize ts-shard ts-train ts-eval ts-stop; do
+	for o in --help --version; do
+		expect_fail "$c $o >/dev/full" 1 "write standard output: No space left on device" to_full $c $o
+	done
+done
+expect_fail "ts-cat >/dev/full" 1 "write standard output: No space left on device" to_full ts-cat "$T/tok.msgpack"
+expect_fail "ts-tokenize >/dev/full" 1 "write standard output: No space left on device" to_full "${TOK[@]}"
+expect_fail "ts-eval >/dev/full" 1 "write standard output: No space left on device" to_full ts-eval -m "$T/run/final" --data "$T/data"
+expect_fail "ts-eval --report >/dev/full" 1 "write standard output: No space left on device" \
+	to_full ts-eval -m "$T/run/final" --data "$T/data" --report
+expect_fail "ts-eval --predict >/dev/full" 1 "write standard output: No space left on device" \
+	to_full ts-eval -m "$T/run/final" --data "$T/data" --predict
+# ts-stop prints when it finds a trainer: the lock held here stands in for one
+mkdir "$T/held" && exec 9>"$T/held/lock" && flock 9
+expect_fail "ts-stop >/dev/full" 1 "write standard output: No space left on device" to_full ts-stop "$T/held"
+exec 9>&-
+finish

@@ -1,0 +1,105 @@
+# ts-train --resume of runs killed at every stage: before the first
+# checkpoint, after the last one, mid-append to the event log; and refusal
+# of a tampered checkpoint state. Crash states are mostly made by hand from a
+# finished run, so that no test depends on when a kill lands.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMP_NUM_THREADS=2
+head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" >"$T/tok.msgpack"
+ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack"
+ts-shard -o "$T/novalid" --seed 3 --split train=0.9,test=0.1 "$T/tok.msgpack"
+TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 2)
+# step losses of a run, one per line, the last record of each step winning
+losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
+events() { ts-cat "$1/events.msgpack" | jq -r .event | tr '\n' ' '; }
+count() { events "$1" 2>/dev/null | grep -ow "$2" | wc -l; }   # count DIR TYPE: events of a type
+has() { [ "$(count "$1" "$2")" -ge "$3" ]; }                     # has DIR TYPE N: at least N such events
+# keep_events DIR AWK: DIR's event log cut down to the records (as JSON lines) the awk program prints
+keep_events() { ts-cat "$1/events.msgpack" | awk "$2" | ts-cat --from-json -o "$T/ev" && mv "$T/ev" "$1/events.msgpack"; }
+
+check "a run to crash in copies" train "${TINY[@]}" --run "$T/r0" --max-steps 6 --eval-every 3
+expect_eq "checkpoints at the evaluations, no temp dir beside them" "$(ls -A "$T/r0/ckpt" | tr '\n' ' ')" "step-3 step-6 "
+
+# killed right after the run dir was made: config, no checkpoint
+mkdir -p "$T/a/log" "$T/a/ckpt" && cp "$T/r0/config" "$T/a/"
+expect_fail "killed before its first checkpoint: the run cannot be made again" 1 "already holds a run" \
+	train "${TINY[@]}" --run "$T/a" --max-steps 6 --eval-every 3
+check "killed before its first checkpoint: --resume starts it from step 0" train --resume "$T/a"
+expect_eq "started again: the same losses as the run never killed" "$(losses "$T/a")" "$(losses "$T/r0")"
+check "started again: the same final model" cmp "$T/a/final/model.safetensors" "$T/r0/final/model.safetensors"
+check "started again: its own vocab copy" cmp "$T/a/vocab.txt" "$V"
+
+# killed after some steps but before the first checkpoint
+cp -r "$T/r0" "$T/b" && rm -rf "$T/b/ckpt/"* "$T/b/best" "$T/b/final"
+keep_events "$T/b" '/"event":"checkpoint"/ {exit} {print}'
+check "killed after steps, before any checkpoint: --resume" train --resume "$T/b"
+expect_eq "from step 0: the same losses" "$(losses "$T/b")" "$(losses "$T/r0")"
+check "from step 0: the same final model" cmp "$T/b/final/model.safetensors" "$T/r0/final/model.safetensors"
+
+# the same with a real crash: SIGKILL while no checkpoint is due
+train "${TINY[@]}" --run "$T/k" --max-steps 100000 --save-every 100000 >/dev/null 2>&1 &
+wait_for "a long run under way" has "$T/k" step 2
+kill_trainer "$T/k"
+expect_eq "killed mid-run: no checkpoint, no done event" "$(ls -A "$T/k/ckpt" | wc -l) $(count "$T/k" done)" "0 0"
+train --resume "$T/k" >/dev/null 2>&1 &
+wait_for "killed with no checkpoint: the resumed run starts again" has "$T/k" start 2
+check "killed with no checkpoint: the resumed run goes on, and stops on request" ts-stop --wait --timeout 60 "$T/k"
+kill_trainer "$T/k"
+expect_eq "killed with no checkpoint: the resumed run stops with a checkpoint" "$(ls -A "$T/k/ckpt" | wc -l)" 1
+
+# killed after the last checkpoint, before final/ and the done event
+cp -r "$T/r0" "$T/c" && rm -rf "$T/c/final"
+keep_events "$T/c" '!/"event":"done"/'
+# and what a kill in the middle of writing final/ and a checkpoint would leave
+mkdir "$T/c/final.tmp.99999" "$T/c/ckpt/step-9.tmp.99999" && touch "$T/c/ckpt/step-9.tmp.99999/model.safetensors"
+check "killed before final/: --resume finishes the run" train --resume "$T/c"
+expect_eq "killed while writing: resume removes the temp dirs" "$(ls -A "$T/c" "$T/c/ckpt" | grep -c "\.tmp\.")" 0
+check "killed before final/: final/ is the last checkpoint's model" cmp "$T/c/final/model.safetensors" "$T/r0/final/model.safetensors"
+expect_eq "killed before final/: the log ends with resume, done" "$(events "$T/c" | awk '{print $(NF-1), $NF}')" "resume done"
+expect_eq "killed before final/: one done event" "$(count "$T/c" done)" 1
+check "no valid split: a run to crash" train "${TINY[@]}" --data "$T/novalid" --run "$T/n0" --max-steps 4
+cp -r "$T/n0" "$T/n" && rm -rf "$T/n/final" "$T/n/best"
+keep_events "$T/n" '!/"event":"done"/'
+check "no valid split, killed before final/ and best/: --resume" train --resume "$T/n"
+check "no valid split: best/ is written too" cmp "$T/n/best/model.safetensors" "$T/n0/best/model.safetensors"
+cp "$T/r0/events.msgpack" "$T/r0.events"
+check "a finished run: --resume exits 0" train --resume "$T/r0"
+expect_eq "a finished run: --resume says it is finished" "$(cat "$T/err")" "ts-train: $T/r0: the run already finished at step 6"
+check "a finished run: its event log is untouched" cmp "$T/r0/events.msgpack" "$T/r0.events"
+
+# killed mid-append to the event log, after the checkpoint at step 3
+cp -r "$T/r0" "$T/e" && rm -rf "$T/e/final" "$T/e/ckpt/step-6"
+keep_events "$T/e" '{print} /"event":"checkpoint"/ {c = 1} c && /"event":"step"/ && ++n == 2 {exit}'
+ts-cat "$T/e/events.msgpack" | grep '"step"' | head -n 1 | ts-cat --from-json | head -c 30 >>"$T/e/events.msgpack"
+check "a torn event record: ts-cat exits 0" ts-cat "$T/e/events.msgpack"
+expect_eq "a torn event record: ts-cat warns in one line" "$(cat "$T/err")" \
+	"ts-cat: $T/e/events.msgpack: record 9 is cut short (a torn write); ignoring it"
+check "a torn event record: --resume" train --resume "$T/e"
+expect_eq "a torn event record: resume says it drops it" "$(grep -c "record 9 is cut short" "$T/err")" 1
+check "a torn event record: resume cuts it off, so ts-cat reads the log clean" ts-cat "$T/e/events.msgpack"
+expect_eq "a torn event record: no warning left" "$(cat "$T/err")" ""
+expect_eq "a torn event record: the same losses" "$(losses "$T/e")" "$(losses "$T/r0")"
+check "a torn event record: the same final model" cmp "$T/e/final/model.safetensors" "$T/r0/final/model.safetensors"
+
+# a tampered training state: refused in one line naming the file and the field
+tamper() {   # tamper NAME JQ PATTERN
+	rm -rf "$T/t" && cp -r "$T/r0" "$T/t" && rm -rf "$T/t/final"
+	jq "$2" "$T/r0/ckpt/step-6/state.json" >"$T/t/ckpt/step-6/state.json"
+	expect_fail "a tampered state.json: $1" 1 "ckpt/step-6/state.json: $3" train --resume "$T/t"
+}
+tamper "a batch beyond the epoch" '.batch = 999999' "'batch' is 999999, outside \[0, 10\]"
+tamper "a negative step" '.step = -1' "'step' is -1, outside"
+tamper "a negative epoch" '.epoch = -2' "'epoch' is -2, outside"
+tamper "a step as a string" '.step = "6"' "'step' is not a whole number"
+tamper "a fractional batch" '.batch = 1.5' "'batch' is not a whole number"
+tamper "a best step after the step" '.best_step = 7' "'best_step' is 7, outside \[-1, 6\]"
+tamper "more skipped steps than steps" '.skipped = 7' "'skipped' is 7, outside"
+tamper "negative samples" '.samples = -5' "'samples' is -5, outside"
+tamper "best as a string" '.best = "x"' "'best' is not a number"
+tamper "negative elapsed time" '.elapsed_s = -1' "'elapsed_s' is -1, below 0"
+tamper "finished as a number" '.finished = 1' "'finished' is not true or false"
+tamper "a field missing" 'del(.optim_steps)' "no 'optim_steps'"
+tamper "an unknown field" '.extra = 1' "unknown field 'extra'"
+tamper "not an object" '[1]' "not a training state"
+finish

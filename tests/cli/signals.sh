@@ -1,0 +1,67 @@
+# Signals: SIGINT, SIGTERM and SIGHUP end a command promptly even while it is
+# blocked reading a pipe, and leave no temp file or dir behind; ts-train stops
+# with a checkpoint on SIGINT as it does on SIGTERM.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMP_NUM_THREADS=2
+head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --label label --max-len 32 "$T/small.csv" >"$T/tok.msgpack"
+
+# wait_for COND...: polls COND every 0.1 s for at most 30 s
+wait_for() { for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done; return 1; }
+alive() { kill -0 "$1" 2>/dev/null; }
+gone() { ! alive "$1"; }
+has_tmp() { compgen -G "$1.tmp.*" >/dev/null; }
+
+# blocked NAME SIG OUT CMD...: runs CMD reading a FIFO that is fed the input
+# and then held open, so that CMD waits in read(); once OUT's temp exists, sends
+# SIG and expects CMD to be gone within 5 s with exit 128+SIG and no OUT at all.
+blocked() {
+	local name=$1 sig=$2 out=$3; shift 3
+	local fifo=$T/fifo.$RANDOM
+	mkfifo "$fifo"
+	"$@" <"$fifo" >/dev/null 2>"$T/err" &
+	local pid=$!
+	exec 3>"$fifo"
+	cat "$T/tok.msgpack" >&3
+	if ! wait_for has_tmp "$out"; then fail "$name: the temp output appears"; kill -9 $pid; exec 3>&-; wait $pid; return; fi
+	kill -"$sig" $pid
+	local ended=0
+	for _ in $(seq 50); do gone $pid && { ended=1; break; }; sleep 0.1; done
+	[ $ended = 1 ] || kill -9 $pid
+	wait $pid; local rc=$?
+	exec 3>&-
+	rm -f "$fifo"
+	[ $ended = 1 ] && pass "$name: SIG$sig ends it within 5 s while it waits for input" || fail "$name: SIG$sig ends it within 5 s"
+	expect_eq "$name: SIG$sig: exit status 128+signal" "$rc" $((128 + $(kill -l "$sig")))
+	expect_eq "$name: SIG$sig: no temp left, no output" "$(ls -d "$out" "$out".tmp.* 2>/dev/null)" ""
+}
+
+blocked "ts-shard" INT "$T/d1" ts-shard -o "$T/d1"
+blocked "ts-shard" TERM "$T/d2" ts-shard -o "$T/d2"
+blocked "ts-shard" HUP "$T/d3" ts-shard -o "$T/d3"
+blocked "ts-cat" TERM "$T/c.msgpack" ts-cat --no-header -o "$T/c.msgpack"
+blocked "ts-tokenize" INT "$T/t.msgpack" ts-tokenize -v "$V" -j 2 -o "$T/t.msgpack"
+blocked "ts-tokenize" TERM "$T/t2.msgpack" ts-tokenize -v "$V" -j 2 -o "$T/t2.msgpack"
+
+# ts-train: SIGINT (Control-C) stops a live run with a checkpoint, and it resumes
+ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack" >/dev/null
+ts-train --data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 \
+	--batch 8 -j 2 --run "$T/r" --max-steps 5000 --eval-every 5000 >/dev/null 2>"$T/train.err" &
+pid=$!
+steps() { [ -s "$T/r/events.msgpack" ] && [ "$(ts-cat "$T/r/events.msgpack" | grep -c '"step"')" -ge 2 ]; }
+wait_for steps || fail "ts-train: the run gets going"
+kill -INT $pid
+for _ in $(seq 300); do gone $pid && break; sleep 0.1; done
+alive $pid && kill -9 $pid
+wait $pid; rc=$?
+expect_eq "ts-train: SIGINT stops the run with exit 0" "$rc" 0
+stopped=$(ts-cat "$T/r/events.msgpack" | jq -c 'select(.event=="stop") | .step')
+[ -n "$stopped" ] && [ -d "$T/r/ckpt/step-$stopped" ] && pass "ts-train: SIGINT leaves a checkpoint at the stop (step $stopped)" \
+	|| fail "ts-train: SIGINT leaves a checkpoint at the stop (got '$stopped')"
+# the resumed run gets a SIGINT after 3 s, so it stops again a few steps on
+check "ts-train: the run resumes after SIGINT" timeout --preserve-status -k 300 -s INT 3 ts-train --resume "$T/r"
+again=$(ts-cat "$T/r/events.msgpack" | jq -c 'select(.event=="stop") | .step' | tail -n 1)
+[ "$again" -gt "$stopped" ] && pass "ts-train: the resumed run went on from step $stopped to $again" \
+	|| fail "ts-train: the resumed run went on from step $stopped (stopped at '$again')"
+finish
