@@ -8,7 +8,6 @@
 #include "modeldir.h"
 #include "opt.h"
 #include "predictions.h"
-#include "rundir.h"
 #include "streamshard.h"
 #include "vocab.h"
 #include <limits.h>

@@ -140,6 +140,16 @@ void afile_abort(struct afile *f)
 	afile_free(f);
 }
 
+void afile_put_text(const char *path, const char *text)
+{
+	size_t n = strlen(text);
+	struct afile *f = afile_open(path);
+	afile_write(f, text, n);
+	if (!n || text[n - 1] != '\n')
+		afile_write(f, "\n", 1);
+	afile_commit(f);
+}
+
 void afile_copy(const char *from, const char *to)
 {
 	int in = open(from, O_RDONLY | O_CLOEXEC);

@@ -24,6 +24,8 @@ void afile_write(struct afile *f, const void *buf, size_t n);
 void afile_commit(struct afile *f);
 /* Removes the temp file. Frees f. */
 void afile_abort(struct afile *f);
+/* Writes text, ending in a newline, as the whole of path. */
+void afile_put_text(const char *path, const char *text);
 
 /* DIR/name, malloc'd. */
 char *path_join(const char *dir, const char *name);

@@ -69,6 +69,7 @@ static char **read_labels(const char *path, json_t *cfg, int *n)
 		die("%s: id2label must be an object", path);
 	*n = (int)json_object_size(id2label);
 	char **names = xcalloc((size_t)*n + 1, sizeof *names);
+	json_t *seen = json_object();
 	const char *key;
 	json_t *v;
 	json_object_foreach(id2label, key, v) {
@@ -79,7 +80,11 @@ static char **read_labels(const char *path, json_t *cfg, int *n)
 			die("%s: id2label must map the ids 0..%d once each to names (at \"%s\")",
 			    path, *n - 1, key);
 		names[id] = xstrdup(json_string_value(v));
+		if (json_object_get(seen, names[id]))
+			die("%s: id2label names \"%s\" twice", path, names[id]);
+		json_object_set_new(seen, names[id], json_true());
 	}
+	json_decref(seen);
 	for (int id = 0; label2id && id < *n; id++) {
 		json_t *back = json_object_get(label2id, names[id]);
 		if (!json_is_integer(back) || json_integer_value(back) != id)
@@ -197,9 +202,6 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 	json_decref(cfg);
 	if (!text)
 		die("%s: cannot encode the config", path);
-	struct afile *f = afile_open(path);
-	afile_write(f, text, strlen(text));
-	afile_write(f, "\n", 1);
-	afile_commit(f);
+	afile_put_text(path, text);
 	free(text);
 }

@@ -187,10 +187,7 @@ void manifest_write(const char *dir, const struct manifest *m)
 	if (!text)
 		die("out of memory");
 	char *path = join(dir, MANIFEST_FILE);
-	struct afile *f = afile_open(path);
-	afile_write(f, text, strlen(text));
-	afile_write(f, "\n", 1);
-	afile_commit(f);
+	afile_put_text(path, text);
 	free(path);
 	free(text);
 	json_decref(root);

@@ -1,25 +1,7 @@
 /* A run dir (DESIGN.md): its files, the lock that keeps one trainer in it,
- * stop requests, and checkpoints (model dir + optimizer state + training state). */
+ * and stop requests. */
 #ifndef TS_RUNDIR_H
 #define TS_RUNDIR_H
-#include "bert.h"
-#include "optim.h"
-#include <stdint.h>
-
-/* Where a run stands; saved in every checkpoint as state.json. */
-struct train_state {
-	long step;            /* optimizer steps done */
-	long epoch;           /* current epoch (0-based) */
-	long batch;           /* next batch within the epoch */
-	int64_t samples, tokens;
-	double best;          /* best value of the chosen metric so far */
-	long best_step;       /* -1: no evaluation yet */
-	long bad_evals;       /* evaluations since the best one (for --patience) */
-	long skipped;         /* steps skipped for a non-finite loss or gradient */
-	long optim_steps;     /* updates the optimizer made (skipped steps make none) */
-	int finished;         /* the run reached its end or stopped early */
-	double elapsed_s;     /* training time so far */
-};
 
 /* Makes a new run dir (and log/, ckpt/), taking its lock. Refuses a dir
  * that already holds a run. */
@@ -35,14 +17,4 @@ void rundir_clear_stop(const char *dir);
  * it runs on this machine; returns its pid, or 0 when no trainer runs there. */
 long rundir_request_stop(const char *dir);
 
-/* DIR/ckpt/step-N, written whole or not at all; then all but the newest keep
- * checkpoints are removed. */
-void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
-		     char *const *labels, int nlabels, const char *vocab, int keep);
-/* The newest complete checkpoint dir (malloc'd), or NULL. */
-char *checkpoint_latest(const char *dir);
-/* Loads optimizer moments and the training state (the model loads as a model
- * dir); dies naming the file and field of a state out of range for a run of
- * nbatches batches an epoch. */
-void checkpoint_load(const char *ckpt, long nbatches, struct optim *o, struct train_state *st);
 #endif

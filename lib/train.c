@@ -12,6 +12,7 @@
 #include "progress.h"
 #include "rec.h"
 #include "rng.h"
+#include "checkpoint.h"
 #include "rundir.h"
 #include "schedule.h"
 #include "vocab.h"
@@ -481,9 +482,7 @@ static void write_config(struct trainer *t)
 	FILE *f = open_memstream(&text, &len);
 	t->c->write_config(f);
 	fclose(f);
-	struct afile *a = afile_open(path);
-	afile_write(a, text, len);
-	afile_commit(a);
+	afile_put_text(path, text);
 	free(text);
 	free(path);
 }

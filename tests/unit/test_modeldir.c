@@ -341,6 +341,9 @@ static void test_bad_dirs(void)
 	d = bad_dir("id2label", "id2label", "{\"0\": \"a\", \"2\": \"b\"}");
 	expect_die("id2label with a gap", load_quietly, d, "id2label must map the ids 0..1");
 	free(d);
+	d = bad_dir("id2label-twice", "id2label", "{\"0\": \"neg\", \"1\": \"neg\"}");
+	expect_die("id2label naming a label twice", load_quietly, d, "id2label names \"neg\" twice");
+	free(d);
 	d = bad_dir("roberta", "model_type", "\"roberta\"");
 	expect_die("another model type", load_quietly, d, "model_type roberta is not supported");
 	free(d);
