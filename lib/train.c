@@ -85,7 +85,8 @@ static void logf_(struct trainer *t, const char *fmt, ...)
 	vfprintf(t->log, fmt, ap);
 	va_end(ap);
 	fputc('\n', t->log);
-	fflush(t->log);
+	if (fflush(t->log) || ferror(t->log))
+		die("%s/log/rank-0.log: cannot write:", t->c->run);
 }
 
 /* --- data --- */
@@ -638,7 +639,8 @@ int train_run(const struct train_config *c)
 		finish(&t);
 	progress_done(t.prog);
 	events_close(t.ev);
-	fclose(t.log);
+	if (fclose(t.log))
+		die("%s/log/rank-0.log: cannot write:", c->run);
 	return 0;
 }
 
