@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 	struct input in = {0};
 	open_input(&in, files, nfiles);
 	check_vocab(&in, bc.vocab);
-	struct bert *m = modeldir_load(model, bc.task, 0, 0, NULL, NULL);
+	struct bert *m = modeldir_load(model, backend_cpu(), bc.task, 0, 0, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;
 	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_cls(m, &in, names, nnames);

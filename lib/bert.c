@@ -1,13 +1,14 @@
-/* BERT on the CPU with Hugging Face semantics (modeling_bert.py): post-LN
- * encoder layers, the sequence-classification head (pooler, dropout,
- * classifier) and the masked-LM head (transform, decoder tied to the word
- * embeddings). One function per block forward and backward, top to bottom.
+/* BERT with Hugging Face semantics (modeling_bert.py): post-LN encoder
+ * layers, the sequence-classification head (pooler, dropout, classifier) and
+ * the masked-LM head (transform, decoder tied to the word embeddings). One
+ * function per block forward and backward, top to bottom, each calling the
+ * ops of the model's backend on buffers in the backend's memory.
  * Dimension letters: B batch, T sequence, N = B*T rows, C hidden, H heads,
  * F feed-forward, V vocab, L labels, M rows the head predicts. */
 #include "bert.h"
-#include "cpu_ops.h"
 #include "err.h"
 #include "rng.h"
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,8 @@ struct layer_weights {
 	float *ffn_in_w, *ffn_in_b, *ffn_out_w, *ffn_out_b, *ffn_ln_w, *ffn_ln_b;
 };
 
-/* Pointers into the flat parameter buffer, or the same places in the grads. */
+/* Pointers into the backend's flat parameter buffer, or the same places in
+ * its grads. */
 struct weights {
 	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
 	struct layer_weights *layer;
@@ -68,12 +70,26 @@ struct acts {
 	float *dh, *dbranch, *dctx, *dqkv, *dffn, *dhead, *dhead_in;
 };
 
+/* A buffer in the backend's memory that grows to fit. */
+struct on_backend {
+	void *p;
+	size_t cap;
+};
+
+/* The batch as the ops read it: the host arrays themselves on a host backend. */
+struct batch_arrays {
+	const int32_t *ids, *types, *rows, *labels, *q_start;
+	const uint8_t *mask;
+};
+
 struct bert {
 	struct bert_config c;
+	const struct backend *be;
 	size_t numel;
-	float *params, *grads;
-	struct weights w, g;
-	struct tensor_ref *tensors;
+	float *dparams, *dgrads;   /* in the backend's memory */
+	float *params, *grads;     /* their host copies: the same buffers on a host backend */
+	struct weights w, g;       /* into dparams and dgrads */
+	struct tensor_ref *tensors; /* into params */
 	int ntensors;
 
 	/* the last forward's batch, copied so backward never reads freed memory */
@@ -82,10 +98,13 @@ struct bert {
 	int32_t *ids, *types, *rows, *labels, *q_start;
 	uint8_t *mask;
 	size_t ids_cap, types_cap, rows_cap, labels_cap, q_start_cap, mask_cap;
+	struct batch_arrays d;
+	struct on_backend d_ids, d_types, d_rows, d_labels, d_q_start, d_mask;
 
 	struct acts a;
-	float *work;           /* every activation, carved into a */
-	size_t work_cap;
+	struct on_backend work;    /* every activation, carved into a */
+	float *logits;             /* a host copy of the last logits (not on a host backend) */
+	size_t logits_cap;
 };
 
 /* ---- parameter layout ---- */
@@ -190,11 +209,18 @@ static void check_config(const struct bert_config *c)
 		die("bert: the cls task needs at least 2 labels, not %d", c->num_labels);
 }
 
-struct bert *bert_new(const struct bert_config *c)
+/* A host copy of a backend buffer: the buffer itself on a host backend. */
+static float *host_copy(const struct backend *be, float *buf, size_t n)
+{
+	return be->host ? buf : xcalloc(n ? n : 1, sizeof(float));
+}
+
+struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 {
 	check_config(c);
 	struct bert *m = xcalloc(1, sizeof *m);
 	m->c = *c;
+	m->be = be;
 	m->w.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->w.layer);
 	m->g.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->g.layer);
 	m->a.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->a.layer);
@@ -203,12 +229,16 @@ struct bert *bert_new(const struct bert_config *c)
 	lay_out(&count, c, &m->w);
 	m->numel = count.used;
 	m->ntensors = count.count;
-	m->params = xcalloc(m->numel, sizeof(float));
-	m->grads = xcalloc(m->numel, sizeof(float));
+	m->dparams = be->alloc(m->numel * sizeof(float));
+	m->dgrads = be->alloc(m->numel * sizeof(float));
+	m->params = host_copy(be, m->dparams, m->numel);
+	m->grads = host_copy(be, m->dgrads, m->numel);
 	m->tensors = xcalloc(m->ntensors, sizeof *m->tensors);
-	struct layout params = { m->params, 0, m->tensors, 0 };
+	struct layout params = { m->dparams, 0, m->tensors, 0 };
 	lay_out(&params, c, &m->w);
-	struct layout grads = { m->grads, 0, NULL, 0 };
+	for (int i = 0; i < m->ntensors; i++)   /* the names go with the host copy */
+		m->tensors[i].data = m->params + (m->tensors[i].data - m->dparams);
+	struct layout grads = { m->dgrads, 0, NULL, 0 };
 	lay_out(&grads, c, &m->g);
 	return m;
 }
@@ -229,8 +259,12 @@ void bert_free(struct bert *m)
 	for (int i = 0; i < m->ntensors; i++)
 		free((char *)m->tensors[i].name);
 	free(m->tensors);
-	free(m->params);
-	free(m->grads);
+	if (!m->be->host) {
+		free(m->params);
+		free(m->grads);
+	}
+	m->be->release(m->dparams);
+	m->be->release(m->dgrads);
 	free(m->w.layer);
 	free(m->g.layer);
 	free(m->a.layer);
@@ -240,7 +274,12 @@ void bert_free(struct bert *m)
 	free(m->labels);
 	free(m->q_start);
 	free(m->mask);
-	free(m->work);
+	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_rows, &m->d_labels,
+				      &m->d_q_start, &m->d_mask, &m->work };
+	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+		if (bufs[i]->p)
+			m->be->release(bufs[i]->p);
+	free(m->logits);
 	free(m);
 }
 
@@ -257,6 +296,47 @@ float *bert_params(struct bert *m)
 float *bert_grads(struct bert *m)
 {
 	return m->grads;
+}
+
+void bert_pull(struct bert *m)
+{
+	m->be->download(m->params, m->dparams, m->numel * sizeof(float));
+	m->be->download(m->grads, m->dgrads, m->numel * sizeof(float));
+}
+
+void bert_push(struct bert *m)
+{
+	m->be->upload(m->dparams, m->params, m->numel * sizeof(float));
+}
+
+const struct backend *bert_backend(const struct bert *m)
+{
+	return m->be;
+}
+
+float *bert_backend_params(struct bert *m)
+{
+	return m->dparams;
+}
+
+const float *bert_backend_grads(const struct bert *m)
+{
+	return m->dgrads;
+}
+
+void bert_zero_grads(struct bert *m)
+{
+	m->be->zero(m->dgrads, m->numel * sizeof(float));
+}
+
+double bert_grad_norm(const struct bert *m)
+{
+	return sqrt(m->be->sum_squares(m->dgrads, m->numel));
+}
+
+void bert_scale_grads(struct bert *m, float s)
+{
+	m->be->scale(m->dgrads, m->numel, s);
 }
 
 size_t bert_numel(const struct bert *m)
@@ -300,7 +380,9 @@ void bert_init(struct bert *m, uint64_t seed)
 				p[j] = 0.02f * rng_normal_at(s, j);
 		}
 	}
-	memset(m->w.word + (size_t)PAD_ID * m->c.hidden, 0, sizeof(float) * m->c.hidden);
+	float *word = m->tensors[0].data;   /* the embeddings come first */
+	memset(word + (size_t)PAD_ID * m->c.hidden, 0, sizeof(float) * m->c.hidden);
+	bert_push(m);
 }
 
 /* ---- workspace ---- */
@@ -386,17 +468,24 @@ double bert_batch_bytes(const struct bert_config *c, int B, int T, int M)
 	return sizeof(float) * (c->layers * layer + rows);
 }
 
-/* Grows the workspace to the batch's size; never shrinks it. */
+/* b's memory on the backend, grown to bytes; never shrinks. */
+static void *fit(const struct backend *be, struct on_backend *b, size_t bytes)
+{
+	if (bytes > b->cap || !b->p) {
+		if (b->p)
+			be->release(b->p);
+		b->p = be->alloc(bytes);
+		b->cap = bytes;
+	}
+	return b->p;
+}
+
+/* Grows the workspace to the batch's size. */
 static void reserve(struct bert *m)
 {
 	struct carver measure = { NULL, 0 };
 	size_t need = carve_all(&measure, &m->c, m->B, m->T, m->M, &m->a);
-	if (need > m->work_cap) {
-		free(m->work);
-		m->work = xmalloc(need * sizeof(float));
-		m->work_cap = need;
-	}
-	struct carver place = { m->work, 0 };
+	struct carver place = { fit(m->be, &m->work, need * sizeof(float)), 0 };
 	carve_all(&place, &m->c, m->B, m->T, m->M, &m->a);
 }
 
@@ -468,6 +557,30 @@ static void keep_batch(struct bert *m, const struct bert_batch *b)
 	}
 }
 
+/* base's copy on the backend, in b; base itself on a host backend. */
+static const void *to_backend(const struct backend *be, struct on_backend *b, const void *base,
+			      size_t bytes)
+{
+	if (be->host)
+		return base;
+	void *p = fit(be, b, bytes);
+	be->upload(p, base, bytes);
+	return p;
+}
+
+/* The kept batch where the ops read it. */
+static void upload_batch(struct bert *m)
+{
+	const struct backend *be = m->be;
+	size_t N = (size_t)m->B * m->T, M = (size_t)m->M, i32 = sizeof(int32_t);
+	m->d.ids = to_backend(be, &m->d_ids, m->ids, N * i32);
+	m->d.types = to_backend(be, &m->d_types, m->types, N * i32);
+	m->d.mask = to_backend(be, &m->d_mask, m->mask, N);
+	m->d.rows = to_backend(be, &m->d_rows, m->rows, M * i32);
+	m->d.labels = to_backend(be, &m->d_labels, m->labels, M * i32);
+	m->d.q_start = to_backend(be, &m->d_q_start, m->q_start, (size_t)(m->B + 1) * i32);
+}
+
 /* ---- dropout sites ---- */
 
 enum { SITE_ATTN_PROBS, SITE_ATTN_OUT, SITE_FFN_OUT, SITES_PER_LAYER };
@@ -504,11 +617,12 @@ static void embeddings_forward(struct bert *m)
 {
 	struct acts *a = &m->a;
 	int N = m->B * m->T, C = m->c.hidden;
-	embedding_forward(a->emb_sum, m->ids, m->types, m->w.word, m->w.pos, m->w.type, m->B,
-			  m->T, C);
-	layernorm_forward(a->emb_out, a->emb_mean, a->emb_rstd, a->emb_sum, m->w.emb_ln_w,
-			  m->w.emb_ln_b, N, C, m->c.ln_eps);
-	dropout_apply(a->emb_out, a->emb_out, (size_t)N * C, hidden_p(m), embeddings_seed(m));
+	m->be->embedding_forward(a->emb_sum, m->d.ids, m->d.types, m->w.word, m->w.pos,
+				 m->w.type, m->B, m->T, C);
+	m->be->layernorm_forward(a->emb_out, a->emb_mean, a->emb_rstd, a->emb_sum,
+				 m->w.emb_ln_w, m->w.emb_ln_b, N, C, m->c.ln_eps);
+	m->be->dropout_apply(a->emb_out, a->emb_out, (size_t)N * C, hidden_p(m),
+			     embeddings_seed(m));
 }
 
 /* dh: the gradient of the embeddings' output, consumed. */
@@ -516,11 +630,11 @@ static void embeddings_backward(struct bert *m, float *dh)
 {
 	struct acts *a = &m->a;
 	int N = m->B * m->T, C = m->c.hidden;
-	dropout_apply(dh, dh, (size_t)N * C, hidden_p(m), embeddings_seed(m));
-	layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum, a->emb_mean,
-			   a->emb_rstd, m->w.emb_ln_w, N, C);
-	embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->ids, m->types, m->B, m->T, C,
-			   PAD_ID);
+	m->be->dropout_apply(dh, dh, (size_t)N * C, hidden_p(m), embeddings_seed(m));
+	m->be->layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum,
+				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, C);
+	m->be->embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->d.ids, m->d.types,
+				  m->B, m->T, C, PAD_ID);
 }
 
 /* ---- encoder layer ---- */
@@ -535,7 +649,7 @@ static struct layer_rows all_rows(const struct bert *m)
 
 static struct layer_rows head_rows(const struct bert *m)
 {
-	struct layer_rows r = { m->M, m->rows, m->q_start };
+	struct layer_rows r = { m->M, m->d.rows, m->d.q_start };
 	return r;
 }
 
@@ -546,7 +660,7 @@ static struct attention layer_attention(const struct bert *m, int l, const struc
 	const float *qkv = m->a.layer[l].qkv;
 	int N = m->B * m->T, C = m->c.hidden;
 	struct attention att = { m->B, m->T, C, m->c.heads, qkv, qkv + C, qkv + 2 * C, 3 * C,
-				 3 * C, NULL, m->mask, attn_p(m), site_seed(m, l, SITE_ATTN_PROBS) };
+				 3 * C, NULL, m->d.mask, attn_p(m), site_seed(m, l, SITE_ATTN_PROBS) };
 	if (r->rows) {
 		att.k = qkv, att.v = qkv + C, att.ldkv = 2 * C;
 		att.q = qkv + (size_t)N * 2 * C, att.ldq = C;
@@ -565,24 +679,28 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct la
 	const float *res = x;   /* the residual stream at the R rows */
 
 	if (!r->rows) {
-		linear_forward(a->qkv, x, w->qkv_w, w->qkv_b, N, C, 3 * C);
+		m->be->linear_forward(a->qkv, x, w->qkv_w, w->qkv_b, N, C, 3 * C);
 	} else {
-		linear_forward(a->qkv, x, w->qkv_w + C * C, w->qkv_b + C, N, C, 2 * C);
-		gather_rows(m->a.rows_in, x, r->rows, R, C);
+		m->be->linear_forward(a->qkv, x, w->qkv_w + C * C, w->qkv_b + C, N, C,
+				      2 * C);
+		m->be->gather_rows(m->a.rows_in, x, r->rows, R, C);
 		res = m->a.rows_in;
-		linear_forward(a->qkv + (size_t)N * 2 * C, res, w->qkv_w, w->qkv_b, R, C, C);
+		m->be->linear_forward(a->qkv + (size_t)N * 2 * C, res, w->qkv_w, w->qkv_b,
+				      R, C, C);
 	}
-	attention_forward(a->ctx, a->probs, &att);
-	linear_forward(a->attn_sum, a->ctx, w->attn_out_w, NULL, R, C, C);
-	residual_layernorm_forward(a->attn_ln, a->attn_sum, a->attn_mean, a->attn_rstd, res,
-				   w->attn_out_b, w->attn_ln_w, w->attn_ln_b, R, C, eps,
-				   hidden_p(m), site_seed(m, l, SITE_ATTN_OUT));
-	linear_forward(a->ffn_pre, a->attn_ln, w->ffn_in_w, NULL, R, C, F);
-	bias_gelu_forward(a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
-	linear_forward(a->ffn_sum, a->ffn_act, w->ffn_out_w, NULL, R, F, C);
-	residual_layernorm_forward(a->out, a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->attn_ln,
-				   w->ffn_out_b, w->ffn_ln_w, w->ffn_ln_b, R, C, eps,
-				   hidden_p(m), site_seed(m, l, SITE_FFN_OUT));
+	m->be->attention_forward(a->ctx, a->probs, &att);
+	m->be->linear_forward(a->attn_sum, a->ctx, w->attn_out_w, NULL, R, C, C);
+	m->be->residual_layernorm_forward(a->attn_ln, a->attn_sum, a->attn_mean,
+					  a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
+					  w->attn_ln_b, R, C, eps, hidden_p(m),
+					  site_seed(m, l, SITE_ATTN_OUT));
+	m->be->linear_forward(a->ffn_pre, a->attn_ln, w->ffn_in_w, NULL, R, C, F);
+	m->be->bias_gelu_forward(a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
+	m->be->linear_forward(a->ffn_sum, a->ffn_act, w->ffn_out_w, NULL, R, F, C);
+	m->be->residual_layernorm_forward(a->out, a->ffn_sum, a->ffn_mean, a->ffn_rstd,
+					  a->attn_ln, w->ffn_out_b, w->ffn_ln_w,
+					  w->ffn_ln_b, R, C, eps, hidden_p(m),
+					  site_seed(m, l, SITE_FFN_OUT));
 }
 
 /* The gradient of a dropped-out branch from that of its residual sum. */
@@ -590,7 +708,8 @@ static const float *through_dropout(struct bert *m, const float *dsum, int rows,
 {
 	if (hidden_p(m) == 0.0f)
 		return dsum;
-	dropout_apply(m->a.dbranch, dsum, (size_t)rows * m->c.hidden, hidden_p(m), seed);
+	m->be->dropout_apply(m->a.dbranch, dsum, (size_t)rows * m->c.hidden, hidden_p(m),
+			     seed);
 	return m->a.dbranch;
 }
 
@@ -603,13 +722,15 @@ static void qkv_backward(struct bert *m, int l, const float *x, const struct lay
 	struct layer_weights *g = &m->g.layer[l];
 	int N = m->B * m->T, C = m->c.hidden;
 	if (!r->rows) {
-		linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, x, w->qkv_w, N, C, 3 * C, 1);
+		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, x, w->qkv_w, N,
+				       C, 3 * C, 1);
 		return;
 	}
-	linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_in, w->qkv_w, r->R, C, C, 1);
-	linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, x, w->qkv_w + C * C, N,
-			C, 2 * C, 0);
-	scatter_add_rows(dx, dh, r->rows, r->R, C);
+	m->be->linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_in, w->qkv_w, r->R,
+			       C, C, 1);
+	m->be->linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, x,
+			       w->qkv_w + C * C, N, C, 2 * C, 0);
+	m->be->scatter_add_rows(dx, dh, r->rows, r->R, C);
 }
 
 /* dh: in, the gradient of the layer's R output rows, overwritten; dx: out,
@@ -623,25 +744,25 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 	struct acts *d = &m->a;
 	int N = m->B * m->T, R = r->R, C = m->c.hidden, F = m->c.ffn;
 
-	layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum, a->ffn_mean,
-			   a->ffn_rstd, w->ffn_ln_w, R, C);
+	m->be->layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum,
+				  a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, C);
 	const float *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
-	linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act, w->ffn_out_w,
-			R, F, C, 0);
-	gelu_backward(d->dffn, d->dffn, a->ffn_pre, (size_t)R * F);
+	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
+			       w->ffn_out_w, R, F, C, 0);
+	m->be->gelu_backward(d->dffn, d->dffn, a->ffn_pre, (size_t)R * F);
 	/* the residual: dh already holds the sum's gradient, the FFN's adds to it */
-	linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_ln, w->ffn_in_w, R, C, F,
-			1);
+	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_ln,
+			       w->ffn_in_w, R, C, F, 1);
 
-	layernorm_backward(dh, g->attn_ln_w, g->attn_ln_b, dh, a->attn_sum, a->attn_mean,
-			   a->attn_rstd, w->attn_ln_w, R, C);
+	m->be->layernorm_backward(dh, g->attn_ln_w, g->attn_ln_b, dh, a->attn_sum,
+				  a->attn_mean, a->attn_rstd, w->attn_ln_w, R, C);
 	dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_ATTN_OUT));
-	linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx, w->attn_out_w,
-			R, C, C, 0);
+	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
+			       w->attn_out_w, R, C, C, 0);
 	struct attention att = layer_attention(m, l, r);
 	float *dq = r->rows ? d->dqkv + (size_t)N * 2 * C : d->dqkv;
 	float *dk = r->rows ? d->dqkv : d->dqkv + C;
-	attention_backward(dq, dk, dk + C, d->dctx, a->probs, &att);
+	m->be->attention_backward(dq, dk, dk + C, d->dctx, a->probs, &att);
 	qkv_backward(m, l, x, r, dq, dh, dx);
 }
 
@@ -651,11 +772,12 @@ static double cls_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int B = m->B, C = m->c.hidden, L = m->c.num_labels;
-	linear_forward(h->dense, h->in, m->w.pool_w, m->w.pool_b, B, C, C);
-	tanh_forward(h->dense, h->dense, (size_t)B * C);
-	dropout_apply(h->act, h->dense, (size_t)B * C, hidden_p(m), classifier_seed(m));
-	linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, B, C, L);
-	return crossentropy_forward(h->lse, h->logits, m->labels, B, L);
+	m->be->linear_forward(h->dense, h->in, m->w.pool_w, m->w.pool_b, B, C, C);
+	m->be->tanh_forward(h->dense, h->dense, (size_t)B * C);
+	m->be->dropout_apply(h->act, h->dense, (size_t)B * C, hidden_p(m),
+			     classifier_seed(m));
+	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, B, C, L);
+	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, B, L);
 }
 
 /* Leaves the gradient of the head's input rows in dhead_in. */
@@ -664,13 +786,15 @@ static void cls_head_backward(struct bert *m, float scale)
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
 	int B = m->B, C = m->c.hidden, L = m->c.num_labels;
-	crossentropy_backward(h->dlogits, h->logits, h->lse, m->labels, B, L, scale);
-	linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->act, m->w.cls_w, B, C,
-			L, 0);
-	dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m), classifier_seed(m));
-	tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
-	linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in, m->w.pool_w, B,
-			C, C, 0);
+	m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, B, L,
+				     scale);
+	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->act,
+			       m->w.cls_w, B, C, L, 0);
+	m->be->dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m),
+			     classifier_seed(m));
+	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
+	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in,
+			       m->w.pool_w, B, C, C, 0);
 }
 
 /* ---- masked language model head ---- */
@@ -679,12 +803,12 @@ static double mlm_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
-	linear_forward(h->dense, h->in, m->w.tr_w, NULL, M, C, C);
-	bias_gelu_forward(h->act, h->dense, m->w.tr_b, M, C);
-	layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w, m->w.tr_ln_b, M, C,
-			  m->c.ln_eps);
-	linear_forward(h->logits, h->norm, m->w.word, m->w.decoder_b, M, C, V);
-	return crossentropy_forward(h->lse, h->logits, m->labels, M, V);
+	m->be->linear_forward(h->dense, h->in, m->w.tr_w, NULL, M, C, C);
+	m->be->bias_gelu_forward(h->act, h->dense, m->w.tr_b, M, C);
+	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
+				 m->w.tr_ln_b, M, C, m->c.ln_eps);
+	m->be->linear_forward(h->logits, h->norm, m->w.word, m->w.decoder_b, M, C, V);
+	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, V);
 }
 
 static void mlm_head_backward(struct bert *m, float scale)
@@ -692,15 +816,16 @@ static void mlm_head_backward(struct bert *m, float scale)
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
-	crossentropy_backward(h->dlogits, h->logits, h->lse, m->labels, M, V, scale);
+	m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, M, V,
+				     scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
-	linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->norm, m->w.word, M,
-			C, V, 0);
-	layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act, h->mean,
-			   h->rstd, m->w.tr_ln_w, M, C);
-	gelu_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
-	linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in, m->w.tr_w, M, C, C,
-			0);
+	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->norm,
+			       m->w.word, M, C, V, 0);
+	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
+				  h->mean, h->rstd, m->w.tr_ln_w, M, C);
+	m->be->gelu_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
+	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in,
+			       m->w.tr_w, M, C, C, 0);
 }
 
 /* ---- the whole model ---- */
@@ -710,6 +835,7 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 {
 	check_batch(m, b);
 	keep_batch(m, b);
+	upload_batch(m);
 	reserve(m);
 	m->train = train;
 	m->dropout_seed = dropout_seed;
@@ -729,7 +855,7 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 		layer_forward(m, L - 1, x, &head);
 		m->a.head.in = m->a.layer[L - 1].out;
 	} else {
-		gather_rows(m->a.rows_in, x, m->rows, m->M, m->c.hidden);
+		m->be->gather_rows(m->a.rows_in, x, m->d.rows, m->M, m->c.hidden);
 		m->a.head.in = m->a.rows_in;
 	}
 	return m->c.task == TASK_CLS ? cls_head_forward(m) : mlm_head_forward(m);
@@ -754,17 +880,23 @@ void bert_backward(struct bert *m, float scale)
 	if (L) {
 		layer_backward(m, L - 1, layer_input(m, L - 1), &head, m->a.dhead_in, dh);
 	} else {
-		memset(dh, 0, sizeof(float) * N * C);
-		scatter_add_rows(dh, m->a.dhead_in, m->rows, m->M, C);
+		m->be->zero(dh, sizeof(float) * N * C);
+		m->be->scatter_add_rows(dh, m->a.dhead_in, m->d.rows, m->M, C);
 	}
 	for (int l = L - 2; l >= 0; l--)
 		layer_backward(m, l, layer_input(m, l), &all, dh, dh);
 	embeddings_backward(m, dh);
 }
 
-const float *bert_logits(const struct bert *m)
+const float *bert_logits(struct bert *m)
 {
-	return m->a.head.logits;
+	if (m->be->host)
+		return m->a.head.logits;
+	const struct bert_config *c = &m->c;
+	size_t n = (size_t)m->M * (c->task == TASK_CLS ? c->num_labels : c->vocab);
+	grow(&m->logits, &m->logits_cap, n, sizeof *m->logits);
+	m->be->download(m->logits, m->a.head.logits, n * sizeof *m->logits);
+	return m->logits;
 }
 
 void bert_set_dropout(struct bert *m, float hidden, float attn)

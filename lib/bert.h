@@ -1,8 +1,11 @@
-/* The BERT encoder with Hugging Face semantics and its two heads, on the CPU.
+/* The BERT encoder with Hugging Face semantics and its two heads, on a
+ * backend (backend.h): its parameters, gradients and activations live in the
+ * backend's memory.
  * Dimension letters: B batch, T sequence length, C hidden size, H heads,
  * F feed-forward size, V vocab size, L labels. */
 #ifndef TS_BERT_H
 #define TS_BERT_H
+#include "backend.h"
 #include "tensor.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -27,13 +30,27 @@ struct bert_batch {
 
 struct bert;
 
-struct bert *bert_new(const struct bert_config *c);
+struct bert *bert_new(const struct bert_config *c, const struct backend *be);
 void bert_free(struct bert *m);
 const struct bert_config *bert_config_of(const struct bert *m);
 
-/* Parameters and gradients are each one flat fp32 buffer with the same layout. */
+/* Parameters and gradients are each one flat fp32 buffer with the same
+ * layout, in the backend's memory. bert_params and bert_grads are their host
+ * copies, for files and tests: bert_pull brings both up to date, bert_push
+ * gives the parameters back to the backend. On the CPU the copies are the
+ * buffers themselves and both calls do nothing. */
 float *bert_params(struct bert *m);
 float *bert_grads(struct bert *m);
+void bert_pull(struct bert *m);
+void bert_push(struct bert *m);
+const struct backend *bert_backend(const struct bert *m);
+/* The buffers in the backend's memory, for the optimizer. */
+float *bert_backend_params(struct bert *m);
+const float *bert_backend_grads(const struct bert *m);
+void bert_zero_grads(struct bert *m);
+/* The L2 norm of all gradients, summed in double in a fixed order. */
+double bert_grad_norm(const struct bert *m);
+void bert_scale_grads(struct bert *m, float s);
 size_t bert_numel(const struct bert *m);
 /* The parameters a model of config c would have, without making it. */
 size_t bert_config_numel(const struct bert_config *c);
@@ -42,7 +59,7 @@ size_t bert_config_numel(const struct bert_config *c);
 double bert_batch_bytes(const struct bert_config *c, int B, int T, int M);
 /* Fills out[] (if not NULL) with every parameter under its HF name
  * (e.g. "bert.encoder.layer.0.attention.self.query.weight", "classifier.weight",
- * "cls.predictions.bias"), in a fixed order, pointing into bert_params();
+ * "cls.predictions.bias"), in a fixed order, pointing into the host copy bert_params();
  * returns the count. Tied weights (the MLM decoder) are listed once, as the embedding. */
 int bert_tensors(struct bert *m, struct tensor_ref *out);
 /* Whether a parameter takes weight decay (not biases, not LayerNorm). */
@@ -51,7 +68,8 @@ int bert_decays(const char *name);
 /* Changes the dropout of hidden states and attention probabilities. */
 void bert_set_dropout(struct bert *m, float hidden, float attn);
 
-/* HF initialisation: normal(0, 0.02) weights, zero biases, LayerNorm 1/0. */
+/* HF initialisation: normal(0, 0.02) weights, zero biases, LayerNorm 1/0;
+ * pushed to the backend. */
 void bert_init(struct bert *m, uint64_t seed);
 
 /* Forward pass; keeps what backward needs. Dropout is on when train is set,
@@ -63,7 +81,7 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 /* Backward of scale * (summed loss) for the last forward; ADDS into the grads
  * so that micro-batches accumulate. */
 void bert_backward(struct bert *m, float scale);
-/* Logits of the last forward: cls B*L; mlm one row of V per predicted item,
- * in row-major order of the labelled positions. */
-const float *bert_logits(const struct bert *m);
+/* Logits of the last forward, on the host: cls B*L; mlm one row of V per
+ * predicted item, in row-major order of the labelled positions. */
+const float *bert_logits(struct bert *m);
 #endif

@@ -149,6 +149,7 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	int n = optim_state(o, NULL);
 	struct tensor_ref *t = xcalloc((size_t)n, sizeof *t);
 	optim_state(o, t);
+	optim_pull(o);
 	char *opt = path_join(tmp, "optimizer.safetensors"), *state = path_join(tmp, "state.json");
 	st_write(opt, t, n);
 	json_t *j = state_json(st);
@@ -195,6 +196,7 @@ void checkpoint_load(const char *ckpt, long nbatches, struct optim *o, struct tr
 		st_to_f32(s, t[i].data);
 	}
 	st_close(f);
+	optim_push(o);
 	state_read(state, nbatches, st);
 	optim_set_steps(o, st->optim_steps);
 	free(t);

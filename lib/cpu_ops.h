@@ -6,6 +6,7 @@
  * fixed order, and dropout masks come from a hash of (seed, element index). */
 #ifndef TS_CPU_OPS_H
 #define TS_CPU_OPS_H
+#include "backend.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,16 +65,8 @@ void tanh_backward(float *din, const float *dout, const float *out, size_t n);
  * mask[B*T] (NULL: all real): keys with 0 get exactly zero weight; a row with
  * no real key is uniform, as with Hugging Face's additive dtype-min mask (and
  * its scores, which then do not matter, get zero gradient).
- * probs (query rows x H x T) keeps the softmax before dropout for backward. */
-struct attention {
-	int B, T, C, H;
-	const float *q, *k, *v;
-	int ldq, ldkv;             /* row strides of q and of k, v */
-	const int32_t *q_start;    /* B+1 offsets into the rows of q, or NULL */
-	const uint8_t *mask;
-	float p;                   /* dropout on the probabilities */
-	uint64_t seed;
-};
+ * probs (query rows x H x T) keeps the softmax before dropout for backward.
+ * struct attention (backend.h) describes the batch. */
 void attention_forward(float *ctx, float *probs, const struct attention *a);
 /* Writes dq (stride ldq), dk and dv (stride ldkv) from dctx. */
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
@@ -98,4 +91,16 @@ int dropout_keeps(uint64_t seed, uint64_t i, float p);
  * C floats. */
 void gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
 void scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+
+/* The optimizer's ops (cpu_optim.c), whose meaning backend.h gives. Sums run
+ * over fixed chunks added in order: the same bits for any thread count. */
+double sum_squares(const float *x, size_t n);
+void scale_floats(float *x, size_t n, float s);
+void adam_update(float *p, const float *g, float *m, float *v, size_t n,
+		 const struct adam_coef *c);
+void sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum, float wd);
+void lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,
+		  const struct lamb_coef *c, double *sums);
+void lamb_apply(float *p, const float *m, const float *v, size_t n, const struct lamb_coef *c,
+		float step);
 #endif

@@ -131,8 +131,8 @@ static void copy_tensors(struct bert *m, const struct st_file *st, const char *p
 	free(t);
 }
 
-struct bert *modeldir_load(const char *dir, enum bert_task task, int num_labels, uint64_t seed,
-			   char ***labels, int *nlabels)
+struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
+			   int num_labels, uint64_t seed, char ***labels, int *nlabels)
 {
 	char *cfg_path = path_join(dir, "config.json"), *weights = path_join(dir, "model.safetensors");
 	refuse_unsupported_format(dir, weights);
@@ -151,10 +151,11 @@ struct bert *modeldir_load(const char *dir, enum bert_task task, int num_labels,
 		nnames = 0;
 	}
 	struct st_file *st = st_open(weights);
-	struct bert *m = bert_new(&c);
+	struct bert *m = bert_new(&c, be);
 	bert_init(m, seed);
 	struct strbuf missing = {0};
 	copy_tensors(m, st, weights, new_classifier, &missing);
+	bert_push(m);
 	if (missing.n)
 		warnx("%s: no %s: new head from seed %llu", weights, missing.s, (unsigned long long)seed);
 	sb_free(&missing);
@@ -173,6 +174,7 @@ struct bert *modeldir_load(const char *dir, enum bert_task task, int num_labels,
 /* The parameters under the names transformers saves them as. */
 static void write_weights(const char *path, struct bert *m)
 {
+	bert_pull(m);
 	int n = bert_tensors(m, NULL);
 	struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
 	bert_tensors(m, t);

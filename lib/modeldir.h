@@ -5,7 +5,7 @@
 #include "bert.h"
 #include <stdint.h>
 
-/* Loads DIR as a model for task. Tensor names are matched with or without the
+/* Loads DIR as a model for task on backend be. Tensor names are matched with or without the
  * "bert." prefix (sentence-transformers saves without), with LayerNorm
  * gamma/beta as weight/bias, and "cls.predictions.decoder.bias" as
  * "cls.predictions.bias"; tensors the model does not use are ignored. A missing
@@ -15,8 +15,8 @@
  * num_labels 0 takes the config's; another count than the config's gives a
  * new classifier (said on stderr) and no label names. If labels is not NULL,
  * *labels and *nlabels get the config's label names (see hfconfig_read). */
-struct bert *modeldir_load(const char *dir, enum bert_task task, int num_labels, uint64_t seed,
-			   char ***labels, int *nlabels);
+struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
+			   int num_labels, uint64_t seed, char ***labels, int *nlabels);
 
 /* Writes model.safetensors, config.json and a copy of vocab_path (none when
  * NULL) as DIR, atomically as a whole: the files go to DIR.tmp.PID, are

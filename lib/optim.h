@@ -1,8 +1,10 @@
-/* Optimizers over parameters kept in one flat fp32 buffer, with a gradient
- * buffer of the same layout. The updates equal PyTorch 1.13's torch.optim
- * AdamW, Adam and SGD, and NVIDIA apex's FusedLAMB, element for element. */
+/* Optimizers over parameters kept in one flat fp32 buffer of a backend, with
+ * a gradient buffer of the same layout. The updates equal PyTorch 1.13's
+ * torch.optim AdamW, Adam and SGD, and NVIDIA apex's FusedLAMB, element for
+ * element. */
 #ifndef TS_OPTIM_H
 #define TS_OPTIM_H
+#include "backend.h"
 #include "tensor.h"
 #include <stddef.h>
 
@@ -19,13 +21,14 @@ struct optim_config {
 int optim_kind_parse(const char *name);
 const char *optim_kind_name(enum optim_kind kind);
 
-/* An optimizer for the n tensors params[], whose data lie in the buffer at
- * params_base; the gradient of a value at params_base[i] is grads_base[i].
- * decays[t] says whether tensor t gets weight decay (not biases, LayerNorm).
- * Keeps pointers to the buffers and copies of the names. */
-struct optim *optim_new(const struct optim_config *c, const struct tensor_ref *params,
-			const unsigned char *decays, int n, const float *grads_base,
-			const float *params_base);
+/* An optimizer on backend be for the n tensors params[]: tensor i's values
+ * lie at params_dev + (params[i].data - layout_base) in the backend's memory,
+ * its gradient at the same offset of grads_dev. decays[t] says whether
+ * tensor t gets weight decay (not biases, LayerNorm). Keeps the pointers and
+ * copies of the names; the moments live in the backend's memory. */
+struct optim *optim_new(const struct optim_config *c, const struct backend *be,
+			const struct tensor_ref *params, const unsigned char *decays, int n,
+			const float *layout_base, float *params_dev, const float *grads_dev);
 void optim_free(struct optim *o);
 
 /* One update of every tensor from the current gradients with learning rate lr;
@@ -36,14 +39,11 @@ void optim_set_steps(struct optim *o, long steps);
 
 /* The moment buffers as named tensors for checkpoints: "exp_avg.<param>" and
  * "exp_avg_sq.<param>" (Adam family, LAMB) or "momentum_buffer.<param>" (SGD).
- * Fills out[] (when not NULL) with views into the optimizer's own memory, so
- * loading a checkpoint is copying into them; returns their number. Together
- * with optim_set_steps, a resumed run continues bit for bit. */
+ * Fills out[] (when not NULL) with views into a host copy of them, which
+ * optim_pull brings up to date and optim_push gives back to the backend (on
+ * the CPU the views are the moments themselves); returns their number.
+ * Together with optim_set_steps, a resumed run continues bit for bit. */
 int optim_state(const struct optim *o, struct tensor_ref *out);
-
-/* The L2 norm of g, summed in double in a fixed order: the same bits for any
- * thread count. */
-double grad_global_norm(const float *g, size_t n);
-/* g *= s, e.g. to clip gradients to a maximum global norm. */
-void grad_scale(float *g, size_t n, float s);
+void optim_pull(struct optim *o);
+void optim_push(struct optim *o);
 #endif

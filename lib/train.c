@@ -185,7 +185,7 @@ static void build_model(struct trainer *t, const char *from)
 	if (from) {
 		char **names = NULL;
 		int n = 0;
-		t->m = modeldir_load(from, c->task, t->num_labels, (uint64_t)c->seed, &names, &n);
+		t->m = modeldir_load(from, backend_cpu(), c->task, t->num_labels, (uint64_t)c->seed, &names, &n);
 		hfconfig_free_labels(names, n);
 		check_memory(t, bert_config_of(t->m), bert_numel(t->m));
 		if (c->dropout_given)
@@ -196,7 +196,7 @@ static void build_model(struct trainer *t, const char *from)
 		mc.task = c->task;
 		mc.num_labels = t->num_labels;
 		check_memory(t, &mc, bert_config_numel(&mc));
-		t->m = bert_new(&mc);
+		t->m = bert_new(&mc, backend_cpu());
 		bert_init(t->m, (uint64_t)c->seed);
 	}
 	const struct bert_config *mc = bert_config_of(t->m);
@@ -220,7 +220,8 @@ static void build_optimizer(struct trainer *t)
 	bert_tensors(t->m, refs);
 	for (int i = 0; i < n; i++)
 		decays[i] = (unsigned char)bert_decays(refs[i].name);
-	t->o = optim_new(&t->c->optim, refs, decays, n, bert_grads(t->m), bert_params(t->m));
+	t->o = optim_new(&t->c->optim, bert_backend(t->m), refs, decays, n, bert_params(t->m),
+			 bert_backend_params(t->m), bert_backend_grads(t->m));
 	free(refs);
 	free(decays);
 }
@@ -417,9 +418,7 @@ static void train_step(struct trainer *t, struct step_result *r)
 	int64_t count;
 	int n = gather(t, &count);
 	uint64_t seeds[n];
-	float *grads = bert_grads(t->m);
-	size_t numel = bert_numel(t->m);
-	memset(grads, 0, numel * sizeof *grads);
+	bert_zero_grads(t->m);
 	memset(r, 0, sizeof *r);
 	float scale = count ? 1.0f / (float)count : 0;
 	double loss = 0;
@@ -434,7 +433,7 @@ static void train_step(struct trainer *t, struct step_result *r)
 		r->tokens += t->micro[k].tokens;
 	}
 	r->loss = count ? loss / (double)count : 0;
-	r->grad_norm = grad_global_norm(grads, numel);
+	r->grad_norm = bert_grad_norm(t->m);
 	r->lr = schedule_lr(&t->sched, t->st.step);
 	if (!count || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
 		r->skipped = 1;
@@ -444,7 +443,7 @@ static void train_step(struct trainer *t, struct step_result *r)
 		return;
 	}
 	if (t->c->clip > 0 && r->grad_norm > t->c->clip)
-		grad_scale(grads, numel, (float)(t->c->clip / r->grad_norm));
+		bert_scale_grads(t->m, (float)(t->c->clip / r->grad_norm));
 	optim_step(t->o, r->lr);
 	t->st.optim_steps++;
 }
@@ -676,9 +675,9 @@ static double replay_micro(struct bert **m, const char *dir, const struct rec_re
 	if (!*m) {
 		char **names = NULL;
 		int n = 0;
-		*m = modeldir_load(dir, tk, (int)read_int(r, rec, "num_labels"), 0, &names, &n);
+		*m = modeldir_load(dir, backend_cpu(), tk, (int)read_int(r, rec, "num_labels"), 0, &names, &n);
 		hfconfig_free_labels(names, n);
-		memset(bert_grads(*m), 0, bert_numel(*m) * sizeof(float));
+		bert_zero_grads(*m);
 	}
 	size_t cells = (size_t)B * T;
 	int32_t *ids = read_ints(r, rec, "ids", cells), *types = read_ints(r, rec, "types", cells);
@@ -709,7 +708,8 @@ int train_replay(const char *bugdir)
 	}
 	if (!m)
 		die("%s: no batch to replay", path);
-	double norm = grad_global_norm(bert_grads(m), bert_numel(m));
+	double norm = bert_grad_norm(m);
+	bert_pull(m);
 	json_t *bad = json_array();
 	int n = bert_tensors(m, NULL);
 	struct tensor_ref *refs = xcalloc((size_t)n, sizeof *refs);

@@ -127,7 +127,7 @@ static void sgd(struct bert *m, float lr)
 
 static void train(const struct options *o)
 {
-	struct bert *m = bert_new(&o->c);
+	struct bert *m = bert_new(&o->c, backend_cpu());
 	bert_init(m, 1);
 	int N = o->B * o->T;
 	int32_t *ids = xmalloc(sizeof(int32_t) * N), *labels = xmalloc(sizeof(int32_t) * N);

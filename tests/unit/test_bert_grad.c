@@ -57,7 +57,7 @@ static struct bert_config tiny_config(enum bert_task task, float dropout)
 static struct bert *tiny_model(enum bert_task task, float dropout)
 {
 	struct bert_config c = tiny_config(task, dropout);
-	struct bert *m = bert_new(&c);
+	struct bert *m = bert_new(&c, backend_cpu());
 	bert_init(m, 1);
 	float *p = bert_params(m);
 	struct rng r;
@@ -269,7 +269,7 @@ static void check_loss_and_eval(void)
 	      loss, ref);
 
 	struct bert_config c = tiny_config(TASK_MLM, 0.0f);
-	struct bert *plain = bert_new(&c);
+	struct bert *plain = bert_new(&c, backend_cpu());
 	memcpy(bert_params(plain), bert_params(m), sizeof(float) * bert_numel(m));
 	int64_t count2;
 	CHECK(bert_forward(plain, &b, 1, SEED, &count2) == loss,
@@ -300,7 +300,7 @@ static int has_tensor(const struct tensor_ref *t, int n, const char *name, int64
 static void check_tensors(enum bert_task task)
 {
 	struct bert_config c = tiny_config(task, 0.1f);
-	struct bert *m = bert_new(&c);
+	struct bert *m = bert_new(&c, backend_cpu());
 	int n = bert_tensors(m, NULL);
 	struct tensor_ref *t = malloc(sizeof *t * n);
 	bert_tensors(m, t);

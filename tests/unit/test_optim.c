@@ -5,8 +5,9 @@
  * usage: test_optim [FIXTURE_DIR]   (default tests/fixtures/optim, made by
  * tests/fixtures/gen-optim.py) */
 #include "check.h"
-#include "optim.h"
+#include "cpu_ops.h"
 #include "err.h"
+#include "optim.h"
 #include <jansson.h>
 #include <omp.h>
 #include <stdio.h>
@@ -94,7 +95,8 @@ static void load_grads(const struct optim_case *c, int step)
 
 static struct optim *case_optim(const struct optim_case *c)
 {
-	return optim_new(&c->cfg, c->t, c->decays, c->ntensor, c->grads, c->params);
+	return optim_new(&c->cfg, backend_cpu(), c->t, c->decays, c->ntensor, c->params, c->params,
+			 c->grads);
 }
 
 /* Steps from..to-1 of the fixture. */
@@ -206,7 +208,7 @@ static void test_threads(void)
 	for (int r = 0; r < 2; r++) {
 		struct tensor_ref t[2] = {{"a", 1, {N}, runs[r]}, {"b", 2, {N, 1}, runs[r] + N}};
 		unsigned char decays[2] = {1, 0};
-		struct optim *o = optim_new(&cfg, t, decays, 2, g, runs[r]);
+		struct optim *o = optim_new(&cfg, backend_cpu(), t, decays, 2, runs[r], runs[r], g);
 		omp_set_num_threads(threads[r]);
 		for (int s = 0; s < 3; s++) {
 			fill_random(g, 2 * N, 100 + s);
@@ -221,14 +223,14 @@ static void test_threads(void)
 	for (size_t i = 0; i < 2 * N; i++)
 		ss += (long double)g[i] * g[i];
 	omp_set_num_threads(1);
-	double n1 = grad_global_norm(g, 2 * N);
+	double n1 = sqrt(sum_squares(g, 2 * N));
 	omp_set_num_threads(3);
-	double n3 = grad_global_norm(g, 2 * N);
+	double n3 = sqrt(sum_squares(g, 2 * N));
 	CHECK(n1 == n3 && close_enough(n1, sqrtl(ss), 0, 1e-12),
-	      "grad_global_norm: %.17g, same on 1 and 3 threads, long double sum %.17Lg", n1, sqrtl(ss));
-	grad_scale(g, 2 * N, 0.5f);
-	double half = grad_global_norm(g, 2 * N);
-	CHECK(half == n1 / 2, "grad_scale by 0.5 halves the norm exactly (%.17g)", half);
+	      "sum_squares: norm %.17g, same on 1 and 3 threads, long double sum %.17Lg", n1, sqrtl(ss));
+	scale_floats(g, 2 * N, 0.5f);
+	double half = sqrt(sum_squares(g, 2 * N));
+	CHECK(half == n1 / 2, "scale_floats by 0.5 halves the norm exactly (%.17g)", half);
 	free(p1);
 	free(p3);
 	free(g);

@@ -1,0 +1,61 @@
+/* The CPU backend: host memory and the ops of cpu_ops.h. */
+#include "backend.h"
+#include "cpu_ops.h"
+#include "err.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void *cpu_alloc(size_t bytes)
+{
+	return xcalloc(1, bytes ? bytes : 1);
+}
+
+static void copy(void *dst, const void *src, size_t bytes)
+{
+	if (dst != src)
+		memcpy(dst, src, bytes);
+}
+
+static void zero(void *p, size_t bytes)
+{
+	memset(p, 0, bytes);
+}
+
+static const struct backend cpu = {
+	.name = "cpu",
+	.host = 1,
+	.alloc = cpu_alloc,
+	.release = free,
+	.upload = copy,
+	.download = copy,
+	.zero = zero,
+	.linear_forward = linear_forward,
+	.linear_backward = linear_backward,
+	.embedding_forward = embedding_forward,
+	.embedding_backward = embedding_backward,
+	.layernorm_forward = layernorm_forward,
+	.residual_layernorm_forward = residual_layernorm_forward,
+	.layernorm_backward = layernorm_backward,
+	.bias_gelu_forward = bias_gelu_forward,
+	.gelu_backward = gelu_backward,
+	.tanh_forward = tanh_forward,
+	.tanh_backward = tanh_backward,
+	.attention_forward = attention_forward,
+	.attention_backward = attention_backward,
+	.crossentropy_forward = crossentropy_forward,
+	.crossentropy_backward = crossentropy_backward,
+	.dropout_apply = dropout_apply,
+	.gather_rows = gather_rows,
+	.scatter_add_rows = scatter_add_rows,
+	.sum_squares = sum_squares,
+	.scale = scale_floats,
+	.adam_update = adam_update,
+	.sgd_update = sgd_update,
+	.lamb_moments = lamb_moments,
+	.lamb_apply = lamb_apply,
+};
+
+const struct backend *backend_cpu(void)
+{
+	return &cpu;
+}
