@@ -68,6 +68,8 @@ void die(const char *fmt, ...)
 void die_usage(const char *fmt, ...)
 {
 	int err = errno;
+	if (hook)
+		hook();
 	begin_ending(EXIT_USAGE);
 	va_list ap;
 	va_start(ap, fmt);

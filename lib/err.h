@@ -14,8 +14,8 @@ enum { EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A function die() calls first (NULL: none): the fuzz targets jump back from
- * it, so that bad input does not end the fuzzer. */
+/* A function die() and die_usage() call first (NULL: none): the fuzz
+ * targets jump back from it, so that bad input does not end the fuzzer. */
 void die_hook(void (*fn)(void));
 
 /* Flushes and closes standard output; dies if a write to it failed, so a

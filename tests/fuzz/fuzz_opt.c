@@ -16,8 +16,8 @@ static struct strlist list;
 
 static const struct opt opts[] = {
 	{'f', "flag", OPT_FLAG, &flag, NULL, "a flag", NULL},
-	{'n', "num", OPT_INT, &num, "N", "a number", NULL},
-	{'r', "real", OPT_FLOAT, &real, "X", "a real", NULL},
+	{'n', "num", OPT_INT, &num, "N", "a number", NULL, -1000000, 1000000000000},
+	{'r', "real", OPT_FLOAT, &real, "X", "a real", NULL, .fmin = -1e6, .fmax = 1e6, .open = OPEN_MAX},
 	{'m', "mode", OPT_STR, &mode, "M", "a choice", "fast|slow|exact"},
 	{0, "name", OPT_STR, &name, "S", "a string", "@file"},
 	{'p', "param", OPT_LIST, &list, "K=V", "a list", NULL},
@@ -111,6 +111,24 @@ static int usable(const char *w)
 		if (isspace((unsigned char)*p))
 			return 0;
 	return 1;
+}
+
+/* The table itself must be accepted, or every input would die before
+ * reaching the parser and the fuzzer would report no crash, having tried
+ * nothing. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	static const uint8_t empty_config[] = "";
+	struct ctx c = {.config = fuzz_file("config", empty_config, 0),
+			.written = path_join(fuzz_tmpdir(), "written"),
+			.argv = {"ts-fuzz", "-c"}, .argc = 3};
+	c.argv[2] = c.config;
+	if (fuzz_survive(run, release, &c))
+		abort();
+	free(c.config);
+	free(c.written);
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
