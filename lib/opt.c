@@ -4,9 +4,11 @@
 #include "strbuf.h"
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_OPTS 128
 static unsigned char given[MAX_OPTS];
@@ -210,16 +212,47 @@ static char *trim(char *s)
 	return s;
 }
 
+enum { MAX_CONFIG_BYTES = 1 << 20 };
+
+/* The whole of config file path, NUL-terminated, in a buffer that each call
+ * reuses: dying in the middle of parsing it then leaks nothing. */
+static char *config_text(const char *path)
+{
+	static char *buf;
+	static size_t cap;
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die_usage("cannot open config file %s:", path);
+	size_t n = 0;
+	for (ssize_t r = 1; r; n += (size_t)r) {
+		if (n > MAX_CONFIG_BYTES) {
+			close(fd);
+			die_usage("config file %s is larger than %d bytes", path, MAX_CONFIG_BYTES);
+		}
+		grow(&buf, &cap, n + 4097, 1);
+		while ((r = read(fd, buf + n, cap - n - 1)) < 0 && errno == EINTR)
+			;
+		if (r < 0) {
+			close(fd);
+			die("cannot read config file %s:", path);
+		}
+	}
+	close(fd);
+	if (memchr(buf, 0, n))
+		die_usage("config file %s holds a NUL byte", path);
+	buf[n] = 0;
+	return buf;
+}
+
 void opt_read_config(const struct cmd_spec *spec, const char *path)
 {
 	if (!*path)
 		die_usage("--config: the path is empty");
-	FILE *f = fopen(path, "r");
-	if (!f)
-		die_usage("cannot open config file %s:", path);
-	char *line = NULL, where[512];
-	size_t cap = 0;
-	for (int ln = 1; getline(&line, &cap, f) >= 0; ln++) {
+	char where[512], *next;
+	int ln = 1;
+	for (char *line = config_text(path); line; line = next, ln++) {
+		if ((next = strchr(line, '\n')))
+			*next++ = 0;
 		snprintf(where, sizeof where, "%s: line %d: ", path, ln);
 		source = where;
 		char *s = trim(line);
@@ -236,8 +269,6 @@ void opt_read_config(const struct cmd_spec *spec, const char *path)
 		set_value(o, val);
 		mark_given(spec, o);
 	}
-	free(line);
-	fclose(f);
 	source = NULL;
 }
 
@@ -348,7 +379,7 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 	check_ranges(spec);
 	cleanup_on_signals();
 	read_configs(spec, argc, argv);
-	char **ops = xcalloc((size_t)argc + 1, sizeof *ops);
+	char **ops = *operands = xcalloc((size_t)argc + 1, sizeof *ops);
 	int nops = 0, only_ops = 0;
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
