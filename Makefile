@@ -37,8 +37,11 @@ ifeq ($(GPU),1)
 ifneq ($(CU_SRC),)
 NVCC ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
-CFLAGS += -DTS_GPU=1 -I$(CUDA_HOME)/include
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart
+# A100 (sm_80) and H100/H200 (sm_90); every warning is an error.
+NVFLAGS := -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+           -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels
+CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
 endif
 
@@ -70,7 +73,7 @@ $(B)/%.o: %.c $(wildcard lib/*.h) | $(B)/lib $(B)/cmd
 
 $(B)/kernels/%.o: kernels/%.cu $(wildcard lib/*.h kernels/*.h)
 	@mkdir -p $(B)/kernels
-	$(NVCC) -O3 -arch=sm_90 -Ilib -c -o $@ $<
+	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
 $(B)/libtopspin.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *model, *data, *split = "test", *output = "-";
+static char *model, *data, *split = "test", *output = "-", *device;
 static long batch = 64, threads, seed, max_ngram = 1;
 static double mask_prob = 0.15;
 static int predict, csv, report, merge_folds, whole_word;
@@ -41,6 +41,7 @@ static const struct opt opts[] = {
 	 .min = 1, .max = 32},
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
 	 .min = 0, .max = 1024},
+	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{'o', "output", OPT_STR, &output, "FILE", "write predictions to FILE (default: standard output)", "@file"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -191,7 +192,8 @@ int main(int argc, char **argv)
 	struct input in = {0};
 	open_input(&in, files, nfiles);
 	check_vocab(&in, bc.vocab);
-	struct bert *m = modeldir_load(model, backend_cpu(), bc.task, 0, 0, NULL, NULL);
+	const struct backend *be = backend_open(device ? device : backend_default());
+	struct bert *m = modeldir_load(model, be, bc.task, 0, 0, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;
 	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_cls(m, &in, names, nnames);

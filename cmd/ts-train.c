@@ -1,5 +1,6 @@
 /* ts-train: train a BERT encoder (cls or mlm) on a data dir into a run dir. */
 #include "afile.h"
+#include "backend.h"
 #include "err.h"
 #include "opt.h"
 #include "schedule.h"
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *data, *run, *resume, *init, *vocab, *replay, *metric;
+static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device;
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
 static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
@@ -84,6 +85,7 @@ static const struct opt opts[] = {
 	 .min = 0, .max = 1000000},
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
 	 .min = 0, .max = 1024},
+	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -92,13 +94,14 @@ static const struct cmd_spec spec = {
 	"ts-train", "Train a BERT encoder on a data dir.", "", NULL, opts,
 };
 
-/* The run's config file records every option but the ones naming the run. */
+/* The run's config file records every option but the ones naming the run
+ * and the device, which a resumed run may change. */
 static void write_config(FILE *f)
 {
-	char *saved_run = run, *saved_resume = resume;
-	run = resume = NULL;
+	char *saved_run = run, *saved_resume = resume, *saved_device = device;
+	run = resume = device = NULL;
 	opt_write_config(&spec, f);
-	run = saved_run, resume = saved_resume;
+	run = saved_run, resume = saved_resume, device = saved_device;
 }
 
 /* Each number is in its range already (opt.c); these are the rules across options. */
@@ -161,7 +164,7 @@ int main(int argc, char **argv)
 	}
 	if (resume) {
 		/* the run's own config, then nothing else: the run goes on as it began */
-		only_with("resume", NULL);
+		only_with("resume", "device");
 		char *path = malloc(strlen(resume) + 8);
 		sprintf(path, "%s/config", resume);
 		if (access(path, F_OK) < 0)
@@ -199,6 +202,8 @@ int main(int argc, char **argv)
 		.eval_test = eval_test, .bucket = bucket, .metric = metric,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
 		.resume = resume != NULL, .write_config = write_config,
+		/* before the run dir exists: a missing GPU leaves nothing behind */
+		.be = backend_open(device ? device : backend_default()),
 	};
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);

@@ -10,10 +10,11 @@ _ts_eval() {
 	--mask-prob) COMPREPLY=(); return ;;
 	--max-ngram) COMPREPLY=(); return ;;
 	-j|--threads) COMPREPLY=(); return ;;
+	--device) COMPREPLY=(); return ;;
 	-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--model --data --split --predict --csv --report --merge-folds --batch --seed --mask-prob --whole-word --max-ngram --threads --output --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--model --data --split --predict --csv --report --merge-folds --batch --seed --mask-prob --whole-word --max-ngram --threads --device --output --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _ts_eval ts-eval

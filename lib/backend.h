@@ -44,6 +44,9 @@ struct backend {
 	void (*upload)(void *dst, const void *host_src, size_t bytes);
 	void (*download)(void *host_dst, const void *src, size_t bytes);
 	void (*zero)(void *p, size_t bytes);
+	/* bytes its buffers may take: the machine's RAM, the GPU's free memory;
+	 * 0 when unknown */
+	double (*memory)(void);
 
 	/* the BERT graph */
 	void (*linear_forward)(float *out, const float *in, const float *w, const float *bias,
@@ -100,4 +103,9 @@ struct backend {
 
 /* The CPU: fp32, OpenBLAS and OpenMP. */
 const struct backend *backend_cpu(void);
+/* The backend that --device name picks: "cpu", "cuda" or "cuda:N"; dies in
+ * one line for another name, or a GPU that this build or machine lacks. */
+const struct backend *backend_open(const char *name);
+/* "cuda" where a GPU is usable, else "cpu". */
+const char *backend_default(void);
 #endif

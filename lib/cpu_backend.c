@@ -4,6 +4,7 @@
 #include "err.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void *cpu_alloc(size_t bytes)
 {
@@ -21,6 +22,11 @@ static void zero(void *p, size_t bytes)
 	memset(p, 0, bytes);
 }
 
+static double physical_memory(void)
+{
+	return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
 static const struct backend cpu = {
 	.name = "cpu",
 	.host = 1,
@@ -29,6 +35,7 @@ static const struct backend cpu = {
 	.upload = copy,
 	.download = copy,
 	.zero = zero,
+	.memory = physical_memory,
 	.linear_forward = linear_forward,
 	.linear_backward = linear_backward,
 	.embedding_forward = embedding_forward,

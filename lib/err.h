@@ -3,6 +3,9 @@
 #ifndef TS_ERR_H
 #define TS_ERR_H
 #include <stddef.h>
+#ifdef __cplusplus
+extern "C" {    /* the CUDA kernels die the same way */
+#endif
 
 extern const char *ts_prog;   /* set by each command's main */
 
@@ -11,8 +14,8 @@ enum { EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 /* die: exit 1 after removing the temp paths of cleanup.h; die_usage: exit 2,
  * the line ending with a pointer to --help. Either may run on any thread; the
  * first call ends the process. */
-_Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-_Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A function die() and die_usage() call first (NULL: none): the fuzz
  * targets jump back from it, so that bad input does not end the fuzzer. */
@@ -29,4 +32,7 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* Grow *p (holding *cap elements of size sz) to hold at least need elements. */
 void grow(void *p, size_t *cap, size_t need, size_t sz);
+#ifdef __cplusplus
+}
+#endif
 #endif

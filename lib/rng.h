@@ -6,12 +6,19 @@
 #define TS_RNG_H
 #include <stdint.h>
 
+/* What the CUDA kernels share with the CPU is compiled for both. */
+#ifdef __CUDACC__
+#define TS_HOST_DEVICE __host__ __device__
+#else
+#define TS_HOST_DEVICE
+#endif
+
 struct rng {
 	uint64_t seed, counter;    /* the next draw is rng_hash(seed, counter) */
 };
 
 /* The splitmix64 output function: a bijection with full avalanche. */
-static inline uint64_t rng_mix64(uint64_t x)
+static inline TS_HOST_DEVICE uint64_t rng_mix64(uint64_t x)
 {
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;

@@ -8,7 +8,7 @@
 #include "manifest.h"
 #include "modeldir.h"
 #include "mpjson.h"
-#include "physmem.h"
+#include "memcheck.h"
 #include "progress.h"
 #include "rec.h"
 #include "rng.h"
@@ -165,13 +165,13 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 {
 	const struct train_config *c = t->c;
 	double state = 4.0 * sizeof(float) * (double)numel;
-	physmem_check("model", state, "parameters, gradients and optimizer state");
+	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
 	int B = (int)c->batch, T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;
 	int M = c->task == TASK_CLS ? B : (int)ceil((double)B * T * c->mask_prob);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
-	physmem_check("batch", state + bert_batch_bytes(mc, B, T, M), purpose);
+	memory_check(c->be, "batch", state + bert_batch_bytes(mc, B, T, M), purpose);
 }
 
 static void build_model(struct trainer *t, const char *from)
@@ -185,7 +185,7 @@ static void build_model(struct trainer *t, const char *from)
 	if (from) {
 		char **names = NULL;
 		int n = 0;
-		t->m = modeldir_load(from, backend_cpu(), c->task, t->num_labels, (uint64_t)c->seed, &names, &n);
+		t->m = modeldir_load(from, c->be, c->task, t->num_labels, (uint64_t)c->seed, &names, &n);
 		hfconfig_free_labels(names, n);
 		check_memory(t, bert_config_of(t->m), bert_numel(t->m));
 		if (c->dropout_given)
@@ -196,7 +196,7 @@ static void build_model(struct trainer *t, const char *from)
 		mc.task = c->task;
 		mc.num_labels = t->num_labels;
 		check_memory(t, &mc, bert_config_numel(&mc));
-		t->m = bert_new(&mc, backend_cpu());
+		t->m = bert_new(&mc, c->be);
 		bert_init(t->m, (uint64_t)c->seed);
 	}
 	const struct bert_config *mc = bert_config_of(t->m);
@@ -544,8 +544,8 @@ static void start_state(struct trainer *t, const char *ckpt)
 		log_parameters(t);
 	}
 	free(events);
-	logf_(t, "%ld steps (%ld per epoch), batch %ld x %ld accumulation, %zu parameters", t->total_steps,
-	      t->steps_per_epoch, t->c->batch, t->c->accum, bert_numel(t->m));
+	logf_(t, "%ld steps (%ld per epoch), batch %ld x %ld accumulation, %zu parameters, on %s",
+	      t->total_steps, t->steps_per_epoch, t->c->batch, t->c->accum, bert_numel(t->m), t->c->be->name);
 }
 
 /* At an evaluation point (every eval-every steps and at each epoch end):

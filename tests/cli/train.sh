@@ -36,6 +36,21 @@ check "resume continues the run" train --resume "$T/r2"
 expect_eq "stopped and resumed: the same losses, step for step" "$(losses "$T/r2")" "$(losses "$T/r1")"
 check "the resumed model is the same bytes" cmp "$T/r2/final/model.safetensors" "$T/r1/final/model.safetensors"
 
+# --device: the CPU by name; a device the build or machine lacks stops before
+# the run dir exists; a resume may name the device, which the config leaves out
+check "--device cpu trains" train "${TINY[@]}" --run "$T/rdev" --max-steps 4 --device cpu
+check "the log names the device" grep -q "on cpu$" "$T/rdev/log/rank-0.log"
+check "the run's config leaves the device out" bash -c "! grep -q device '$T/rdev/config'"
+expect_fail "--device cuda:7 on a machine without it" 1 "--device cuda:7: " \
+	train "${TINY[@]}" --run "$T/rnodev" --max-steps 4 --device cuda:7
+check "a refused device leaves no run dir" test ! -e "$T/rnodev"
+mkdir -p "$T/r2d" && touch "$T/r2d/stop"
+train "${TINY[@]}" --run "$T/r2d" --max-steps 12 --eval-every 4 >/dev/null 2>&1
+check "--resume takes --device" train --resume "$T/r2d" --device cpu
+expect_eq "resumed with --device cpu: the same losses" "$(losses "$T/r2d")" "$(losses "$T/r1")"
+expect_fail "--resume takes no other option" 2 "--resume takes no other options but --device" \
+	train --resume "$T/r2d" --lr 0.1
+
 # ts-stop on a live run, then resume
 train "${TINY[@]}" --run "$T/r3" --max-steps 300 --eval-every 100 --keep 1 >"$T/r3.out" 2>&1 &
 pid=$!

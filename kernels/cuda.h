@@ -1,0 +1,85 @@
+/* The CUDA backend's ops, one per entry of struct backend (lib/backend.h):
+ * each means exactly what lib/cpu_ops.h says of the CPU function of the same
+ * name without the cuda_ prefix, on buffers in GPU memory, and runs on the
+ * backend's stream (cuda_stream()). fp32 throughout; sums run in a fixed
+ * order, so a result does not change from run to run. Dropout draws the CPU's
+ * masks (dropout.h), so the two backends agree with dropout on. */
+#ifndef TS_CUDA_H
+#define TS_CUDA_H
+#include "backend.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "cuda:N" (device N < cuda_device_count(), after CUDA_VISIBLE_DEVICES):
+ * makes it current and returns its backend. */
+const struct backend *cuda_backend_open(int device);
+/* How many GPUs CUDA can use here: 0 without a driver or a GPU. */
+int cuda_device_count(void);
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+/* The stream every op runs on. */
+cudaStream_t cuda_stream(void);
+#endif
+
+/* kernels/cuda_backend.cu: GEMMs through cuBLAS */
+void cuda_linear_forward(float *out, const float *in, const float *w, const float *bias, int N,
+			 int Cin, int Cout);
+void cuda_linear_backward(float *din, float *dw, float *dbias, const float *dout,
+			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate);
+
+/* kernels/cuda_ops.cu */
+void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
+			    const float *word, const float *pos, const float *type, int B, int T,
+			    int C);
+void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
+			     const int32_t *ids, const int32_t *types, int B, int T, int C,
+			     int pad_id);
+void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
+			    const float *w, const float *b, int N, int C, float eps);
+void cuda_residual_layernorm_forward(float *out, float *sum, float *mean, float *rstd,
+				     const float *res, const float *bias, const float *w,
+				     const float *b, int N, int C, float eps, float p, uint64_t seed);
+void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
+			     const float *in, const float *mean, const float *rstd, const float *w,
+			     int N, int C);
+void cuda_bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F);
+void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, size_t n);
+void cuda_tanh_forward(float *out, const float *in, size_t n);
+void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
+double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
+				 int V);
+void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
+				const int32_t *labels, int N, int V, float scale);
+void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
+void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+
+/* kernels/cuda_attention.cu */
+void cuda_attention_forward(float *ctx, float *probs, const struct attention *a);
+void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a);
+
+/* kernels/cuda_optim.cu */
+double cuda_sum_squares(const float *x, size_t n);
+void cuda_scale(float *x, size_t n, float s);
+void cuda_adam_update(float *p, const float *g, float *m, float *v, size_t n,
+		      const struct adam_coef *c);
+void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum,
+		     float wd);
+void cuda_lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,
+		       const struct lamb_coef *c, double *sums);
+void cuda_lamb_apply(float *p, const float *m, const float *v, size_t n,
+		     const struct lamb_coef *c, float step);
+
+/* kernels/cuda_check.h's failure report: file, line, the call, CUDA's words
+ * and a hint; never returns. */
+__attribute__((noreturn)) void cuda_fail(const char *file, int line, const char *call, const char *what);
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,511 @@
+/* Multi-head self-attention on the GPU, fp32, with the meaning and the
+ * dropout masks of the CPU's (lib/cpu_attention.c, lib/cpu_ops.h).
+ *
+ * Layout, as the CPU's: sequence b's keys and values are rows b*T.. of k and
+ * v (stride ldkv), its nq queries rows q0.. of q (stride ldq), q0 = b*T or
+ * q_start[b]; head h is columns h*d.. of each. Sequence b's probabilities sit
+ * at probs + (q0*H + h*nq)*T, nq x T per head (all of a sequence's heads
+ * together), and the dropout draw of element (i, j) there is numbered by its
+ * offset in probs, cut to 32 bits. Keys from n on get zero weight and no
+ * work, n being one past the last real key, or T when no key is real (the
+ * row is then uniform).
+ *
+ * Design: a block of 8 warps works on a tile of 32 rows of one (sequence,
+ * head) pair; each warp owns 4 of the rows, and a lane owns one key of a
+ * 32-key tile or columns lane, lane+32, .. of a head (d <= 256). Row and key
+ * tiles are staged in shared memory, rows padded to an odd stride, so that
+ * a lane walking its own key's row and the warp reading one row meet no
+ * bank conflicts.
+ *  forward, per (sequence, head, query tile): scores = Q K^T / sqrt(d) go
+ *   straight into their place in probs, which is their scratch: no limit on
+ *   T; each warp turns its rows into the masked softmax there (a lane reads
+ *   back only what it wrote); then ctx = dropout(P) V over key tiles.
+ *  backward, per (sequence, head, query tile): dP = dctx V^T into a scratch
+ *   laid out as probs, then in place dS = P (dP*mask - sum(P dP*mask)), and
+ *   dQ = dS K / sqrt(d);
+ *   per (sequence, head, key tile): dV = dropout(P)^T dctx and
+ *   dK = dS^T Q / sqrt(d), looping over query tiles in order.
+ * Every sum is one thread's, in a fixed order (or a fixed warp butterfly), so
+ * results do not change from run to run; no atomics. */
+#include "cuda.h"
+#include "cuda_check.h"
+#include "dropout.h"
+#include "err.h"
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+
+#define TILE 32                 /* rows or keys of a tile: one key per lane */
+#define WARPS 8
+#define THREADS (WARPS * 32)
+#define PER_WARP (TILE / WARPS) /* the rows of a tile each warp owns */
+#define MAX_D 256               /* the widest head */
+#define CHUNKS (MAX_D / 32)     /* a lane's columns of a head row */
+#define WLD (TILE + 1)          /* row stride of a weight tile in shared memory */
+#define FULL 0xffffffffu
+
+/* struct attention, worked out for the kernels. */
+struct att {
+	const float *q, *k, *v;
+	const int32_t *q_start;
+	const uint8_t *mask;
+	int T, C, H, d, ldq, ldkv;
+	int tiles;                 /* tiles of TILE rows (or keys) per sequence */
+	float scale;               /* 1/sqrt(d) */
+	uint32_t key, threshold;   /* dropout on the probabilities; threshold 0: none */
+	float keep_scale;
+};
+
+/* One (sequence, head) pair as cpu_attention.c's head_task sees it. */
+struct seq {
+	int q0, nq;                /* its query rows */
+	int real;                  /* one past the last real key; 0: none */
+	int n;                     /* keys that take part: real, or T when none is */
+	size_t probs;              /* offset of its nq x T block of probabilities */
+};
+
+static __device__ __forceinline__ float warp_sum(float x)
+{
+	for (int o = 16; o; o >>= 1)
+		x += __shfl_xor_sync(FULL, x, o);
+	return x;
+}
+
+static __device__ __forceinline__ float warp_max(float x)
+{
+	for (int o = 16; o; o >>= 1)
+		x = fmaxf(x, __shfl_xor_sync(FULL, x, o));
+	return x;
+}
+
+/* The (tile, head, sequence) of this block: grids are one-dimensional. */
+static __device__ __forceinline__ void block_coords(const struct att *a, int *tile, int *h,
+						    int *b)
+{
+	unsigned id = blockIdx.x;
+	*tile = (int)(id % (unsigned)a->tiles);
+	id /= (unsigned)a->tiles;
+	*h = (int)(id % (unsigned)a->H);
+	*b = (int)(id / (unsigned)a->H);
+}
+
+/* Sequence b, head h. The whole block calls it: it finds the last real key
+ * with a block-wide reduction. */
+static __device__ struct seq seq_of(const struct att *a, int b, int h)
+{
+	__shared__ int warp_real[WARPS];
+	struct seq s;
+	int T = a->T;
+	if (a->q_start) {
+		s.q0 = a->q_start[b];
+		s.nq = a->q_start[b + 1] - s.q0;
+	} else {
+		s.q0 = b * T;
+		s.nq = T;
+	}
+	s.real = T;
+	if (a->mask) {
+		const uint8_t *m = a->mask + (size_t)b * T;
+		int last = 0;
+		for (int j = threadIdx.x; j < T; j += THREADS)
+			if (m[j])
+				last = j + 1;
+		for (int o = 16; o; o >>= 1)
+			last = max(last, __shfl_xor_sync(FULL, last, o));
+		if (threadIdx.x % 32 == 0)
+			warp_real[threadIdx.x / 32] = last;
+		__syncthreads();
+		s.real = 0;
+		for (int w = 0; w < WARPS; w++)
+			s.real = max(s.real, warp_real[w]);
+	}
+	s.n = s.real ? s.real : T;
+	s.probs = ((size_t)s.q0 * a->H + (size_t)h * s.nq) * T;
+	return s;
+}
+
+/* A TILE-row tile into shared s (row stride ld): rows r < rows are d floats
+ * of g (row stride ldg), the others zeros, so that they add nothing when
+ * weighted by zero. The whole block calls it. */
+static __device__ void load_rows(float *s, const float *g, size_t ldg, int rows, int d, int ld)
+{
+	for (int e = threadIdx.x; e < TILE * d; e += THREADS) {
+		int r = e / d, c = e % d;
+		s[r * ld + c] = r < rows ? g[(size_t)r * ldg + c] : 0.0f;
+	}
+}
+
+/* A TILE x TILE tile of a matrix shaped as probs (row stride T) at w, whose
+ * element (i, j) is taken for i < ni, j < nj (zero elsewhere), times its
+ * dropout factor when drop is set: the draw numbered base + i*T + j, base
+ * being w's offset in probs, as the CPU numbers it. Stored at s[i][j], or at
+ * s[j][i] when trans (row stride WLD). The whole block calls it. */
+static __device__ void load_weights(float *s, const float *w, size_t base, int T, int ni, int nj,
+				    int trans, int drop, const struct att *a)
+{
+	for (int e = threadIdx.x; e < TILE * TILE; e += THREADS) {
+		int i = e / TILE, j = e % TILE;
+		float x = 0.0f;
+		if (i < ni && j < nj) {
+			size_t off = (size_t)i * T + j;
+			x = w[off];
+			if (drop)
+				x *= dropout_hash(a->key, (uint32_t)(base + off)) >= a->threshold ?
+				     a->keep_scale : 0.0f;
+		}
+		s[trans ? j * WLD + i : i * WLD + j] = x;
+	}
+}
+
+/* acc[r] = row r of the warp's rows x (stride ld) dotted with row lane of y. */
+static __device__ __forceinline__ void warp_dots(float acc[PER_WARP], const float *x,
+						 const float *y, int d, int ld)
+{
+	const float *yl = y + (threadIdx.x % 32) * ld;
+#pragma unroll
+	for (int r = 0; r < PER_WARP; r++)
+		acc[r] = 0.0f;
+	for (int t = 0; t < d; t++) {
+		float yv = yl[t];
+#pragma unroll
+		for (int r = 0; r < PER_WARP; r++)
+			acc[r] += x[r * ld + t] * yv;
+	}
+}
+
+/* acc[r][c] += sum over m < TILE, in order, of w[r][m] (the warp's rows of a
+ * weight tile) times y[m][lane + 32c] (rows of stride ld). */
+static __device__ __forceinline__ void warp_weighted_sum(float acc[PER_WARP][CHUNKS],
+							 const float *w, const float *y, int d,
+							 int ld)
+{
+	int lane = threadIdx.x % 32;
+	for (int m = 0; m < TILE; m++) {
+		float yv[CHUNKS];
+#pragma unroll
+		for (int c = 0; c < CHUNKS; c++) {
+			int col = lane + 32 * c;
+			yv[c] = c * 32 < d && col < d ? y[m * ld + col] : 0.0f;
+		}
+#pragma unroll
+		for (int r = 0; r < PER_WARP; r++) {
+			float wv = w[r * WLD + m];
+#pragma unroll
+			for (int c = 0; c < CHUNKS; c++)
+				if (c * 32 < d)
+					acc[r][c] += wv * yv[c];
+		}
+	}
+}
+
+/* Rows i < rows of out (stride ld, d wide) from the warp's acc times scale;
+ * rows from live on get zeros. */
+static __device__ __forceinline__ void store_rows(float *out, size_t ld,
+						  float acc[PER_WARP][CHUNKS], int rows, int live,
+						  float scale, int d)
+{
+	int lane = threadIdx.x % 32, w0 = threadIdx.x / 32 * PER_WARP;
+#pragma unroll
+	for (int r = 0; r < PER_WARP; r++) {
+		int i = w0 + r;
+		if (i >= rows)
+			continue;
+#pragma unroll
+		for (int c = 0; c < CHUNKS; c++) {
+			int col = lane + 32 * c;
+			if (col < d)
+				out[(size_t)i * ld + col] = i < live ? acc[r][c] * scale : 0.0f;
+		}
+	}
+}
+
+/* One warp: scores p[0..n) of a row in, probabilities p[0..T) out, as the
+ * CPU's masked_softmax_row. Lane l touches p[j] only for j = l mod 32 below
+ * n, the elements it wrote itself. */
+static __device__ void softmax_row(float *p, const uint8_t *m, int n, int T, int real)
+{
+	int lane = threadIdx.x % 32;
+	if (!real) {
+		float u = 1.0f / T;
+		for (int j = lane; j < T; j += 32)
+			p[j] = u;
+		return;
+	}
+	float mx = -INFINITY;
+	for (int j = lane; j < n; j += 32)
+		if (!m || m[j])
+			mx = fmaxf(mx, p[j]);
+	mx = warp_max(mx);
+	float sum = 0.0f;
+	for (int j = lane; j < n; j += 32) {
+		float e = !m || m[j] ? expf(p[j] - mx) : 0.0f;
+		p[j] = e;
+		sum += e;
+	}
+	float inv = 1.0f / warp_sum(sum);
+	for (int j = lane; j < n; j += 32)
+		p[j] *= inv;
+	for (int j = n + lane; j < T; j += 32)
+		p[j] = 0.0f;
+}
+
+/* One warp: the gradient of a row of dropped probabilities dp[0..n) in, that
+ * of its scores out, as the CPU's softmax_dropout_backward_row: through the
+ * dropout (its draws numbered base + j), then ds = p (dp - sum(p dp)), or 0
+ * when no key is real. Lane l touches dp[j] only for j = l mod 32. */
+static __device__ void softmax_backward_row(float *dp, const float *p, size_t base, int n,
+					    int real, const struct att *a)
+{
+	int lane = threadIdx.x % 32;
+	if (!real) {
+		for (int j = lane; j < n; j += 32)
+			dp[j] = 0.0f;
+		return;
+	}
+	float dot = 0.0f;
+	for (int j = lane; j < n; j += 32) {
+		float g = dp[j];
+		if (a->threshold) {
+			g *= dropout_hash(a->key, (uint32_t)(base + j)) >= a->threshold ?
+			     a->keep_scale : 0.0f;
+			dp[j] = g;
+		}
+		dot += p[j] * g;
+	}
+	dot = warp_sum(dot);
+	for (int j = lane; j < n; j += 32)
+		dp[j] = p[j] * (dp[j] - dot);
+}
+
+/* Forward, one block per (sequence, head, tile of 32 query rows): scores
+ * into probs, the softmax there, then ctx = dropout(P) V. Dynamic shared
+ * memory: the query tile, a key or value tile, a weight tile. */
+static __global__ void __launch_bounds__(THREADS)
+attention_forward_kernel(float *ctx, float *probs, struct att a)
+{
+	extern __shared__ float sh[];
+	int d = a.d, ld = d | 1, T = a.T;
+	float *qs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
+	int tile, h, b;
+	block_coords(&a, &tile, &h, &b);
+	struct seq s = seq_of(&a, b, h);
+	int r0 = tile * TILE, n = s.n;
+	if (r0 >= s.nq)
+		return;
+	int rows = min(TILE, s.nq - r0), lane = threadIdx.x % 32;
+	int w0 = threadIdx.x / 32 * PER_WARP;
+	size_t kv = (size_t)b * T * a.ldkv + (size_t)h * d;
+	size_t p0 = s.probs + (size_t)r0 * T;    /* the tile's first row in probs */
+	float *pr = probs + p0;
+
+	/* scores = Q K^T / sqrt(d) for keys below n */
+	load_rows(qs, a.q + (size_t)(s.q0 + r0) * a.ldq + (size_t)h * d, a.ldq, rows, d, ld);
+	for (int j0 = 0; j0 < n; j0 += TILE) {
+		__syncthreads();
+		load_rows(ys, a.k + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
+		__syncthreads();
+		float acc[PER_WARP];
+		warp_dots(acc, qs + w0 * ld, ys, d, ld);
+		int j = j0 + lane;
+#pragma unroll
+		for (int r = 0; r < PER_WARP; r++)
+			if (w0 + r < rows && j < n)
+				pr[(size_t)(w0 + r) * T + j] = acc[r] * a.scale;
+	}
+
+	/* each warp's rows to probabilities */
+	const uint8_t *m = a.mask ? a.mask + (size_t)b * T : NULL;
+	for (int r = 0; r < PER_WARP; r++)
+		if (w0 + r < rows)
+			softmax_row(pr + (size_t)(w0 + r) * T, m, n, T, s.real);
+
+	/* ctx = dropout(P) V; the barrier at the top makes the rows above visible */
+	float acc[PER_WARP][CHUNKS] = {};
+	for (int j0 = 0; j0 < n; j0 += TILE) {
+		__syncthreads();
+		load_rows(ys, a.v + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
+		load_weights(ws, pr + j0, p0 + j0, T, rows, min(TILE, n - j0), 0,
+			     a.threshold != 0, &a);
+		__syncthreads();
+		warp_weighted_sum(acc, ws + w0 * WLD, ys, d, ld);
+	}
+	store_rows(ctx + (size_t)(s.q0 + r0) * a.C + (size_t)h * d, a.C, acc, rows, rows, 1.0f, d);
+}
+
+/* Backward by query rows, one block per (sequence, head, tile of 32 query
+ * rows): dP = dctx V^T into ds (laid out as probs), dS in its place, then
+ * dq = dS K / sqrt(d). Shared memory as the forward's. */
+static __global__ void __launch_bounds__(THREADS)
+attention_backward_rows_kernel(float *dq, float *ds, const float *dctx, const float *probs,
+			       struct att a)
+{
+	extern __shared__ float sh[];
+	int d = a.d, ld = d | 1, T = a.T;
+	float *xs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
+	int tile, h, b;
+	block_coords(&a, &tile, &h, &b);
+	struct seq s = seq_of(&a, b, h);
+	int r0 = tile * TILE, n = s.n;
+	if (r0 >= s.nq)
+		return;
+	int rows = min(TILE, s.nq - r0), lane = threadIdx.x % 32;
+	int w0 = threadIdx.x / 32 * PER_WARP;
+	size_t kv = (size_t)b * T * a.ldkv + (size_t)h * d;
+	size_t p0 = s.probs + (size_t)r0 * T;
+	float *dsr = ds + p0;
+	const float *pr = probs + p0;
+
+	/* dP = dctx V^T for keys below n */
+	load_rows(xs, dctx + (size_t)(s.q0 + r0) * a.C + (size_t)h * d, a.C, rows, d, ld);
+	for (int j0 = 0; j0 < n; j0 += TILE) {
+		__syncthreads();
+		load_rows(ys, a.v + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
+		__syncthreads();
+		float acc[PER_WARP];
+		warp_dots(acc, xs + w0 * ld, ys, d, ld);
+		int j = j0 + lane;
+#pragma unroll
+		for (int r = 0; r < PER_WARP; r++)
+			if (w0 + r < rows && j < n)
+				dsr[(size_t)(w0 + r) * T + j] = acc[r];
+	}
+
+	/* through dropout and softmax, each warp its rows */
+	for (int r = 0; r < PER_WARP; r++) {
+		size_t off = (size_t)(w0 + r) * T;
+		if (w0 + r < rows)
+			softmax_backward_row(dsr + off, pr + off, p0 + off, n, s.real, &a);
+	}
+
+	/* dq = dS K / sqrt(d) */
+	float acc[PER_WARP][CHUNKS] = {};
+	for (int j0 = 0; j0 < n; j0 += TILE) {
+		__syncthreads();
+		load_rows(ys, a.k + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
+		load_weights(ws, dsr + j0, p0 + j0, T, rows, min(TILE, n - j0), 0, 0, &a);
+		__syncthreads();
+		warp_weighted_sum(acc, ws + w0 * WLD, ys, d, ld);
+	}
+	store_rows(dq + (size_t)(s.q0 + r0) * a.ldq + (size_t)h * d, a.ldq, acc, rows, rows,
+		   a.scale, d);
+}
+
+/* Backward by keys, one block per (sequence, head, tile of 32 keys): over
+ * the query rows in order, dv = dropout(P)^T dctx and dk = dS^T Q / sqrt(d);
+ * keys from n on, and all keys of a sequence without queries, get zeros.
+ * Dynamic shared memory: a dctx tile, a query tile, two weight tiles. */
+static __global__ void __launch_bounds__(THREADS)
+attention_backward_keys_kernel(float *dk, float *dv, const float *ds, const float *dctx,
+			       const float *probs, struct att a)
+{
+	extern __shared__ float sh[];
+	int d = a.d, ld = d | 1, T = a.T;
+	float *cs = sh, *qs = sh + TILE * ld, *pw = qs + TILE * ld, *sw = pw + TILE * WLD;
+	int tile, h, b;
+	block_coords(&a, &tile, &h, &b);
+	struct seq s = seq_of(&a, b, h);
+	int j0 = tile * TILE, keys = min(TILE, T - j0);
+	int live = s.nq ? max(0, min(TILE, s.n - j0)) : 0;   /* keys with a gradient */
+	int w0 = threadIdx.x / 32 * PER_WARP;
+	float accv[PER_WARP][CHUNKS] = {}, acck[PER_WARP][CHUNKS] = {};
+
+	for (int i0 = 0; live && i0 < s.nq; i0 += TILE) {
+		int ni = min(TILE, s.nq - i0);
+		size_t p0 = s.probs + (size_t)i0 * T + j0;
+		__syncthreads();
+		load_rows(cs, dctx + (size_t)(s.q0 + i0) * a.C + (size_t)h * d, a.C, ni, d, ld);
+		load_rows(qs, a.q + (size_t)(s.q0 + i0) * a.ldq + (size_t)h * d, a.ldq, ni, d, ld);
+		load_weights(pw, probs + p0, p0, T, ni, live, 1, a.threshold != 0, &a);
+		load_weights(sw, ds + p0, p0, T, ni, live, 1, 0, &a);
+		__syncthreads();
+		warp_weighted_sum(accv, pw + w0 * WLD, cs, d, ld);
+		warp_weighted_sum(acck, sw + w0 * WLD, qs, d, ld);
+	}
+	size_t kv = ((size_t)b * T + j0) * a.ldkv + (size_t)h * d;
+	store_rows(dv + kv, a.ldkv, accv, keys, live, 1.0f, d);
+	store_rows(dk + kv, a.ldkv, acck, keys, live, a.scale, d);
+}
+
+static struct att att_of(const struct attention *a)
+{
+	struct att t;
+	t.q = a->q, t.k = a->k, t.v = a->v;
+	t.q_start = a->q_start, t.mask = a->mask;
+	t.T = a->T, t.C = a->C, t.H = a->H, t.d = a->C / a->H;
+	t.ldq = a->ldq, t.ldkv = a->ldkv;
+	t.tiles = (a->T + TILE - 1) / TILE;
+	t.scale = 1.0f / sqrtf((float)t.d);
+	t.threshold = dropout_threshold(a->p);
+	t.key = dropout_key(a->seed);
+	t.keep_scale = 1.0f / (1.0f - a->p);
+	if (t.d < 1 || t.d > MAX_D)
+		die("cuda attention: heads %d wide; the CUDA kernels take 1 to %d", t.d, MAX_D);
+	return t;
+}
+
+/* Blocks for every (sequence, head, tile); 0 when there is nothing to do. */
+static unsigned blocks_of(const struct att *t, int B)
+{
+	size_t n = (size_t)t->tiles * t->H * B;
+	if (n > INT_MAX)
+		die("cuda attention: %zu blocks of work are more than one launch takes", n);
+	return (unsigned)n;
+}
+
+/* Dynamic shared memory for two row tiles and `weights` weight tiles, let
+ * past the default 48 KiB when wide heads need it. */
+static size_t shared_bytes(const void *kernel, int d, int weights)
+{
+	size_t bytes = sizeof(float) * ((size_t)2 * TILE * (d | 1) + (size_t)weights * TILE * WLD);
+	if (bytes > 48 * 1024)
+		CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+						(int)bytes));
+	return bytes;
+}
+
+/* The backward's dS, laid out as probs: grown, never shrunk. */
+static float *ds_buf;
+static size_t ds_cap;
+
+static float *ds_scratch(size_t n)
+{
+	if (n > ds_cap) {
+		if (ds_buf)
+			CUDA_CHECK(cudaFreeAsync(ds_buf, cuda_stream()));
+		ds_buf = NULL;
+		ds_cap = 0;
+		CUDA_CHECK(cudaMallocAsync((void **)&ds_buf, n * sizeof *ds_buf, cuda_stream()));
+		ds_cap = n;
+	}
+	return ds_buf;
+}
+
+void cuda_attention_forward(float *ctx, float *probs, const struct attention *a)
+{
+	struct att t = att_of(a);
+	unsigned blocks = blocks_of(&t, a->B);
+	if (!blocks)
+		return;
+	size_t smem = shared_bytes((const void *)attention_forward_kernel, t.d, 1);
+	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(ctx, probs, t);
+	CUDA_LAUNCHED();
+}
+
+/* A sequence has at most T query rows, so its dS fits where probs does. */
+void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a)
+{
+	struct att t = att_of(a);
+	unsigned blocks = blocks_of(&t, a->B);
+	if (!blocks)
+		return;
+	float *ds = ds_scratch((size_t)a->B * a->T * a->H * a->T);
+	size_t smem = shared_bytes((const void *)attention_backward_rows_kernel, t.d, 1);
+	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dq, ds, dctx,
+										   probs, t);
+	CUDA_LAUNCHED();
+	smem = shared_bytes((const void *)attention_backward_keys_kernel, t.d, 2);
+	attention_backward_keys_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dk, dv, ds, dctx,
+										   probs, t);
+	CUDA_LAUNCHED();
+}

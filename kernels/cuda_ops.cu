@@ -1,0 +1,826 @@
+/* The BERT graph's elementwise, row and table ops on the GPU: embeddings,
+ * LayerNorm (plain and after a residual), bias+GELU, tanh, softmax
+ * cross-entropy, dropout and the row gather and scatter-add, each with the
+ * meaning lib/cpu_ops.h gives the CPU function of the same name (lib/cpu_ops.c
+ * is the reference), fp32, on cuda_stream().
+ *
+ * No float atomics: every sum has a fixed order, so results do not change
+ * from run to run.
+ *  - Row statistics (LayerNorm, log-sum-exp) are one warp's or one block's:
+ *    each lane sums a fixed stride of the row, then a fixed shuffle tree.
+ *  - Column sums over rows (LayerNorm's dw and db, the token-type table's
+ *    gradient) go in two passes: partial sums over fixed chunks of rows into
+ *    a scratch buffer, then one thread per column adds the chunks in order.
+ *  - Scatter-adds into table rows (the word embeddings' gradient,
+ *    scatter_add_rows) give each (row, column) of the table to one lane: a
+ *    warp owns 128 columns of the rows whose id falls in its bucket (id mod
+ *    the bucket count), and walks the tokens in order, so each float gets the
+ *    CPU's additions in the CPU's order: the same bits.
+ *  - The cross-entropy's loss: per-row losses in double, then one block adds
+ *    them in a fixed order.
+ * Dropout masks are the CPU's to the bit (dropout.h): element i of a call
+ * with (p, seed) is kept iff dropout_hash(dropout_key(seed), (uint32_t)i)
+ * reaches dropout_threshold(p). */
+#include "cuda.h"
+#include "cuda_check.h"
+#include "dropout.h"
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FULL 0xffffffffu
+
+enum {
+	THREADS = 256,          /* elementwise and per-column kernels */
+	GRID_MAX = 16384,       /* blocks of a grid-stride kernel */
+	ROWS_MAX = 65535,       /* grid rows of a row-strided kernel */
+	LN_WARPS = 8,           /* rows (one per warp) of a LayerNorm block */
+	CHUNK_MIN = 64,         /* rows of a column-sum chunk, at least */
+	CHUNKS_MAX = 1024,      /* column-sum chunks, at most */
+	TYPE_SLOTS = 4,         /* token types summed in registers; others by scatter */
+	TYPE_OTHER = 1u << TYPE_SLOTS,  /* chunk mask bit: a type >= TYPE_SLOTS */
+	SC_VEC = 4,             /* columns of a scatter lane */
+	SC_COLS = 32 * SC_VEC,  /* columns of a scatter warp */
+	SC_WARPS = 4,           /* buckets (one per warp) of a scatter block */
+	SC_BUCKETS_MAX = 256,
+	SC_PER_BUCKET = 64,     /* tokens per bucket the bucket count aims at */
+	CE_THREADS_MAX = 512,   /* threads of a cross-entropy row */
+	LOSS_THREADS = 512,
+};
+
+static unsigned grid_1d(size_t n)
+{
+	unsigned b = cuda_blocks(n);
+	return b > (unsigned)GRID_MAX ? (unsigned)GRID_MAX : b;
+}
+
+/* Column tiles of THREADS across, rows strided over the grid's y. */
+static dim3 grid_rows(int cols, int rows)
+{
+	return dim3((unsigned)((cols + THREADS - 1) / THREADS),
+		    (unsigned)(rows < (int)ROWS_MAX ? rows : (int)ROWS_MAX));
+}
+
+/* Rows per chunk of a two-pass column sum over n >= 1 rows. */
+static int chunk_rows(int n)
+{
+	int rows = (int)(((int64_t)n + CHUNKS_MAX - 1) / CHUNKS_MAX);
+	return rows < (int)CHUNK_MIN ? (int)CHUNK_MIN : rows;
+}
+
+static int div_up(int a, int b)
+{
+	return (int)(((int64_t)a + b - 1) / b);
+}
+
+/* ---- scratch: one buffer, grown and kept; the stream orders its users ---- */
+
+static void *scratch;
+static size_t scratch_cap;
+
+static size_t align_up(size_t n)
+{
+	return (n + 255) & ~(size_t)255;
+}
+
+static void *scratch_get(size_t bytes)
+{
+	if (bytes > scratch_cap) {
+		cudaStream_t s = cuda_stream();
+		size_t cap = align_up(bytes + bytes / 4);
+		if (scratch)   /* after the kernels queued before that use it */
+			CUDA_CHECK(cudaFreeAsync(scratch, s));
+		scratch = NULL;
+		scratch_cap = 0;
+		CUDA_CHECK(cudaMallocAsync(&scratch, cap, s));
+		scratch_cap = cap;
+	}
+	return scratch;
+}
+
+/* ---- reductions ---- */
+
+/* The warp's sum in every lane: a butterfly of commutative adds, so every
+ * lane ends with the same bits. */
+static __device__ float warp_sum(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(FULL, v, o);
+	return v;
+}
+
+static __device__ double warp_sum_double(double v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(FULL, v, o);
+	return v;
+}
+
+/* Merges a running (max m, sum s of exp(x - m)) with another. The terms are
+ * symmetric, so the result does not depend on the order of the two. */
+static __device__ void lse_merge(float *m, float *s, float m2, float s2)
+{
+	float mx = fmaxf(*m, m2);
+	float a = *m == mx ? *s : *s * expf(*m - mx);
+	float b = m2 == mx ? s2 : s2 * expf(m2 - mx);
+	*m = mx;
+	*s = a + b;
+}
+
+/* Adds x to a running (max, sum): one exp per element. A NaN leaves m alone
+ * and makes s NaN, so the log-sum-exp comes out NaN. */
+static __device__ void lse_add(float *m, float *s, float x)
+{
+	if (x > *m) {
+		*s = *s * expf(*m - x) + 1.0f;
+		*m = x;
+	} else if (x != -INFINITY) {
+		*s += expf(x - *m);
+	}
+}
+
+static __device__ void warp_lse(float *m, float *s)
+{
+	for (int o = 16; o > 0; o >>= 1) {
+		float m2 = __shfl_xor_sync(FULL, *m, o);
+		float s2 = __shfl_xor_sync(FULL, *s, o);
+		lse_merge(m, s, m2, s2);
+	}
+}
+
+/* ---- embeddings ---- */
+
+/* out[r] = word[ids[r]] + pos[r % T] + type[types[r]] */
+static __global__ void embedding_forward_kernel(float *__restrict__ out,
+						const int32_t *__restrict__ ids,
+						const int32_t *__restrict__ types,
+						const float *__restrict__ word,
+						const float *__restrict__ pos,
+						const float *__restrict__ type, int N, int T, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	for (int r = blockIdx.y; r < N; r += gridDim.y) {
+		int ty = types ? types[r] : 0;
+		out[(size_t)r * C + c] = word[(size_t)ids[r] * C + c] +
+					 pos[(size_t)(r % T) * C + c] + type[(size_t)ty * C + c];
+	}
+}
+
+void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
+			    const float *word, const float *pos, const float *type, int B, int T,
+			    int C)
+{
+	int N = B * T;
+	if (N <= 0 || C <= 0)
+		return;
+	embedding_forward_kernel<<<grid_rows(C, N), THREADS, 0, cuda_stream()>>>(
+		out, ids, types, word, pos, type, N, T, C);
+	CUDA_LAUNCHED();
+}
+
+/* table[keys[r]] += src[r] over rows r of C floats, r in order, for the keys
+ * k >= lo, k != skip. Warp w of block (x, y) owns columns x*SC_COLS.. (lane,
+ * lane+32, ..) of the table rows whose key is bucket y*SC_WARPS + w modulo
+ * nb: no float has two writers, and each gets its additions in the order of
+ * r. Runs of one key stay in registers. When mask is not NULL, r runs only
+ * over the chunks (of chunk rows) whose mask has bit; else over all N. */
+static __global__ void scatter_ordered_kernel(float *__restrict__ table,
+					      const float *__restrict__ src,
+					      const int32_t *__restrict__ keys, int N, int C,
+					      int lo, int skip, int nb,
+					      const uint32_t *__restrict__ mask, uint32_t bit,
+					      int chunk, int nchunks)
+{
+	int lane = threadIdx.x & 31;
+	int bucket = blockIdx.y * SC_WARPS + (threadIdx.x >> 5);
+	if (bucket >= nb)   /* the whole warp */
+		return;
+	int c0 = blockIdx.x * SC_COLS + lane;
+	int cur = -1;
+	float acc[SC_VEC];
+
+	for (int q = 0; q < SC_VEC; q++)
+		acc[q] = 0.0f;
+	for (int kb = 0; kb < nchunks; kb += 32) {
+		int k = kb + lane;
+		int want = k < nchunks && (!mask || (mask[k] & bit));
+		unsigned chunks = __ballot_sync(FULL, want);
+		while (chunks) {
+			int kk = kb + __ffs(chunks) - 1;
+			chunks &= chunks - 1;
+			int r0 = kk * chunk;
+			int r1 = (int)min((int64_t)N, (int64_t)r0 + chunk);
+			for (int base = r0; base < r1; base += 32) {
+				int r = base + lane;
+				int key = r < r1 ? keys[r] : -1;
+				int hit = key >= lo && key >= 0 && key != skip &&
+					  (uint32_t)key % (uint32_t)nb == (uint32_t)bucket;
+				unsigned hits = __ballot_sync(FULL, hit);
+				while (hits) {
+					int j = __ffs(hits) - 1;
+					hits &= hits - 1;
+					int kj = __shfl_sync(FULL, key, j);
+					if (kj != cur) {
+						if (cur >= 0) {
+							float *row = table + (size_t)cur * C;
+							for (int q = 0; q < SC_VEC; q++)
+								if (c0 + 32 * q < C)
+									row[c0 + 32 * q] = acc[q];
+						}
+						const float *row = table + (size_t)kj * C;
+						for (int q = 0; q < SC_VEC; q++)
+							acc[q] = c0 + 32 * q < C ? row[c0 + 32 * q]
+										 : 0.0f;
+						cur = kj;
+					}
+					const float *g = src + (size_t)(base + j) * C;
+					for (int q = 0; q < SC_VEC; q++)
+						if (c0 + 32 * q < C)
+							acc[q] += g[c0 + 32 * q];
+				}
+			}
+		}
+	}
+	if (cur >= 0) {
+		float *row = table + (size_t)cur * C;
+		for (int q = 0; q < SC_VEC; q++)
+			if (c0 + 32 * q < C)
+				row[c0 + 32 * q] = acc[q];
+	}
+}
+
+/* The scatter over N rows of C floats into the keys' table rows. */
+static void scatter_ordered(float *table, const float *src, const int32_t *keys, int N, int C,
+			    int lo, int skip, const uint32_t *mask, uint32_t bit, int chunk,
+			    int nchunks, int nb)
+{
+	dim3 grid((unsigned)div_up(C, SC_COLS), (unsigned)div_up(nb, SC_WARPS));
+	scatter_ordered_kernel<<<grid, SC_WARPS * 32, 0, cuda_stream()>>>(
+		table, src, keys, N, C, lo, skip, nb, mask, bit, chunk, nchunks);
+	CUDA_LAUNCHED();
+}
+
+/* Buckets for a scatter of n rows: about SC_PER_BUCKET rows each. */
+static int scatter_buckets(int n)
+{
+	int nb = n / SC_PER_BUCKET;
+	return nb < 1 ? 1 : nb > (int)SC_BUCKETS_MAX ? (int)SC_BUCKETS_MAX : nb;
+}
+
+/* dpos[t] += dout[b*T + t] for b in order: one thread per (t, column). */
+static __global__ void embedding_pos_backward_kernel(float *__restrict__ dpos,
+						     const float *__restrict__ dout, int B, int T,
+						     int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	for (int t = blockIdx.y; t < T; t += gridDim.y) {
+		float acc = dpos[(size_t)t * C + c];
+		for (int b = 0; b < B; b++)
+			acc += dout[((size_t)b * T + t) * C + c];
+		dpos[(size_t)t * C + c] = acc;
+	}
+}
+
+/* The token-type gradient's first pass: chunk k (blockIdx.y) of chunk rows
+ * sums dout's rows of each type s < TYPE_SLOTS into part[k][s][c], rows in
+ * order; mask[k] gets bit s for each type s the chunk holds, TYPE_OTHER for
+ * any larger one. */
+static __global__ void type_partials_kernel(float *__restrict__ part, uint32_t *__restrict__ mask,
+					    const float *__restrict__ dout,
+					    const int32_t *__restrict__ types, int N, int C,
+					    int chunk)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	int k = blockIdx.y;
+	if (c >= C)
+		return;
+	int r0 = k * chunk;
+	int r1 = (int)min((int64_t)N, (int64_t)r0 + chunk);
+	float acc[TYPE_SLOTS];
+	uint32_t seen = 0;
+
+	for (int s = 0; s < TYPE_SLOTS; s++)
+		acc[s] = 0.0f;
+	for (int r = r0; r < r1; r++) {
+		int t = types ? types[r] : 0;
+		float g = dout[(size_t)r * C + c];
+		if (t >= TYPE_SLOTS)
+			seen |= TYPE_OTHER;
+		else if (t >= 0)
+			seen |= 1u << t;
+		/* selects, not a dynamic index: acc stays in registers; an
+		 * acc that starts at +0 is unchanged by adding +0 */
+		for (int s = 0; s < TYPE_SLOTS; s++)
+			acc[s] += t == s ? g : 0.0f;
+	}
+	for (int s = 0; s < TYPE_SLOTS; s++)
+		part[((size_t)k * TYPE_SLOTS + s) * C + c] = acc[s];
+	if (c == 0)
+		mask[k] = seen;
+}
+
+/* The second pass: dtype[s][c] += the chunks' sums in chunk order, for the
+ * types s (blockIdx.y) that occur at all (the table may have no row s). */
+static __global__ void type_sum_kernel(float *__restrict__ dtype, const float *__restrict__ part,
+				       const uint32_t *__restrict__ mask, int nchunks, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	int s = blockIdx.y;
+	if (c >= C)
+		return;
+	float acc = 0.0f;
+	uint32_t any = 0;
+	for (int k = 0; k < nchunks; k++) {
+		any |= mask[k];
+		acc += part[((size_t)k * TYPE_SLOTS + s) * C + c];
+	}
+	if (any >> s & 1)
+		dtype[(size_t)s * C + c] += acc;
+}
+
+void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
+			     const int32_t *ids, const int32_t *types, int B, int T, int C,
+			     int pad_id)
+{
+	int N = B * T;
+	if (N <= 0 || C <= 0)
+		return;
+	cudaStream_t st = cuda_stream();
+
+	/* word: tokens equal to pad_id add nothing (pad_id < 0 matches no id) */
+	scatter_ordered(dword, dout, ids, N, C, 0, pad_id < 0 ? -1 : pad_id, NULL, 0, N, 1,
+			scatter_buckets(N));
+
+	embedding_pos_backward_kernel<<<grid_rows(C, T), THREADS, 0, st>>>(dpos, dout, B, T, C);
+	CUDA_LAUNCHED();
+
+	/* type: few rows, many tokens each: column sums by type in two passes;
+	 * types past the register slots, if any, by the ordered scatter */
+	int chunk = chunk_rows(N), nchunks = div_up(N, chunk);
+	size_t part_bytes = align_up((size_t)nchunks * TYPE_SLOTS * C * sizeof(float));
+	char *buf = (char *)scratch_get(part_bytes + (size_t)nchunks * sizeof(uint32_t));
+	float *part = (float *)buf;
+	uint32_t *mask = (uint32_t *)(buf + part_bytes);
+	dim3 grid((unsigned)div_up(C, THREADS), (unsigned)nchunks);
+	type_partials_kernel<<<grid, THREADS, 0, st>>>(part, mask, dout, types, N, C, chunk);
+	CUDA_LAUNCHED();
+	grid.y = TYPE_SLOTS;
+	type_sum_kernel<<<grid, THREADS, 0, st>>>(dtype, part, mask, nchunks, C);
+	CUDA_LAUNCHED();
+	if (types)
+		scatter_ordered(dtype, dout, types, N, C, TYPE_SLOTS, -1, mask, TYPE_OTHER, chunk,
+				nchunks, 1);
+}
+
+/* ---- LayerNorm ---- */
+
+/* One row's LayerNorm by one warp, x already final in memory (a lane reads
+ * back only what it wrote): biased variance about the mean, eps inside the
+ * square root. out may be x. */
+static __device__ void layernorm_warp(float *out, float *mean, float *rstd, const float *x,
+				      const float *__restrict__ w, const float *__restrict__ b,
+				      int C, float eps, float s)
+{
+	int lane = threadIdx.x & 31;
+	float m = warp_sum(s) / C;
+	float v = 0.0f;
+	for (int j = lane; j < C; j += 32) {
+		float d = x[j] - m;
+		v += d * d;
+	}
+	float rs = 1.0f / sqrtf(warp_sum(v) / C + eps);
+	for (int j = lane; j < C; j += 32)
+		out[j] = (x[j] - m) * rs * w[j] + b[j];
+	if (lane == 0) {
+		*mean = m;
+		*rstd = rs;
+	}
+}
+
+/* One warp per row. */
+static __global__ void layernorm_forward_kernel(float *out, float *__restrict__ mean,
+						float *__restrict__ rstd, const float *in,
+						const float *__restrict__ w,
+						const float *__restrict__ b, int N, int C, float eps)
+{
+	int r = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+	if (r >= N)
+		return;
+	const float *x = in + (size_t)r * C;
+	float s = 0.0f;
+	for (int j = threadIdx.x & 31; j < C; j += 32)
+		s += x[j];
+	layernorm_warp(out + (size_t)r * C, mean + r, rstd + r, x, w, b, C, eps, s);
+}
+
+void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
+			    const float *w, const float *b, int N, int C, float eps)
+{
+	if (N <= 0 || C <= 0)
+		return;
+	layernorm_forward_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
+		out, mean, rstd, in, w, b, N, C, eps);
+	CUDA_LAUNCHED();
+}
+
+/* One warp per row: sum = res + dropout(sum + bias), the dropout draw of
+ * element j numbered r*C + j cut to 32 bits as on the CPU (threshold 0: no
+ * dropout), then out = LayerNorm(sum). */
+static __global__ void residual_layernorm_kernel(float *out, float *sum, float *__restrict__ mean,
+						 float *__restrict__ rstd, const float *res,
+						 const float *__restrict__ bias,
+						 const float *__restrict__ w,
+						 const float *__restrict__ b, int N, int C,
+						 float eps, uint32_t key, uint32_t threshold,
+						 float scale)
+{
+	int r = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+	if (r >= N)
+		return;
+	size_t o = (size_t)r * C;
+	uint32_t base = (uint32_t)o;
+	float *x = sum + o;
+	const float *rx = res + o;
+	float s = 0.0f;
+	for (int j = threadIdx.x & 31; j < C; j += 32) {
+		float v;
+		if (threshold) {
+			float f = dropout_hash(key, base + (uint32_t)j) >= threshold ? scale : 0.0f;
+			v = rx[j] + (x[j] + bias[j]) * f;
+		} else {
+			v = rx[j] + (x[j] + bias[j]);
+		}
+		x[j] = v;
+		s += v;
+	}
+	layernorm_warp(out + o, mean + r, rstd + r, x, w, b, C, eps, s);
+}
+
+void cuda_residual_layernorm_forward(float *out, float *sum, float *mean, float *rstd,
+				     const float *res, const float *bias, const float *w,
+				     const float *b, int N, int C, float eps, float p, uint64_t seed)
+{
+	if (N <= 0 || C <= 0)
+		return;
+	uint32_t threshold = p > 0.0f ? dropout_threshold(p) : 0, key = dropout_key(seed);
+	float scale = 1.0f / (1.0f - p);
+	residual_layernorm_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
+		out, sum, mean, rstd, res, bias, w, b, N, C, eps, key, threshold, scale);
+	CUDA_LAUNCHED();
+}
+
+/* dw and db's first pass: chunk k (blockIdx.y) of chunk rows sums
+ * dout * xhat and dout down column c, rows in order, into pw[k][c], pb[k][c]. */
+static __global__ void layernorm_partials_kernel(float *__restrict__ pw, float *__restrict__ pb,
+						 const float *dout, const float *__restrict__ in,
+						 const float *__restrict__ mean,
+						 const float *__restrict__ rstd, int N, int C,
+						 int chunk)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	int k = blockIdx.y;
+	if (c >= C)
+		return;
+	int r0 = k * chunk;
+	int r1 = (int)min((int64_t)N, (int64_t)r0 + chunk);
+	float sw = 0.0f, sb = 0.0f;
+	for (int r = r0; r < r1; r++) {
+		size_t o = (size_t)r * C + c;
+		float g = dout[o];
+		sw += g * (in[o] - mean[r]) * rstd[r];
+		sb += g;
+	}
+	pw[(size_t)k * C + c] = sw;
+	pb[(size_t)k * C + c] = sb;
+}
+
+/* The second pass: dw[c] += pw's chunks in order, db[c] likewise. */
+static __global__ void layernorm_sums_kernel(float *__restrict__ dw, float *__restrict__ db,
+					     const float *__restrict__ pw,
+					     const float *__restrict__ pb, int nchunks, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	float sw = 0.0f, sb = 0.0f;
+	for (int k = 0; k < nchunks; k++) {
+		sw += pw[(size_t)k * C + c];
+		sb += pb[(size_t)k * C + c];
+	}
+	dw[c] += sw;
+	db[c] += sb;
+}
+
+/* din, one warp per row; din may be dout (a lane reads back only the
+ * elements it writes, after the row's sums). */
+static __global__ void layernorm_din_kernel(float *din, const float *dout,
+					    const float *__restrict__ in,
+					    const float *__restrict__ mean,
+					    const float *__restrict__ rstd,
+					    const float *__restrict__ w, int N, int C)
+{
+	int r = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+	int lane = threadIdx.x & 31;
+	if (r >= N)
+		return;
+	size_t o = (size_t)r * C;
+	const float *g = dout + o, *x = in + o;
+	float m = mean[r], rs = rstd[r];
+	float sg = 0.0f, sgx = 0.0f;
+	for (int j = lane; j < C; j += 32) {
+		float gw = g[j] * w[j];
+		sg += gw;
+		sgx += gw * (x[j] - m) * rs;
+	}
+	float mg = warp_sum(sg) / C, mgx = warp_sum(sgx) / C;
+	for (int j = lane; j < C; j += 32)
+		din[o + j] = rs * (g[j] * w[j] - mg - (x[j] - m) * rs * mgx);
+}
+
+void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
+			     const float *in, const float *mean, const float *rstd, const float *w,
+			     int N, int C)
+{
+	if (N <= 0 || C <= 0)
+		return;
+	cudaStream_t st = cuda_stream();
+	int chunk = chunk_rows(N), nchunks = div_up(N, chunk);
+	size_t part_bytes = align_up((size_t)nchunks * C * sizeof(float));
+	char *buf = (char *)scratch_get(2 * part_bytes);
+	float *pw = (float *)buf, *pb = (float *)(buf + part_bytes);
+
+	/* the parameter grads first: din may overwrite dout */
+	dim3 grid((unsigned)div_up(C, THREADS), (unsigned)nchunks);
+	layernorm_partials_kernel<<<grid, THREADS, 0, st>>>(pw, pb, dout, in, mean, rstd, N, C,
+							     chunk);
+	CUDA_LAUNCHED();
+	layernorm_sums_kernel<<<div_up(C, THREADS), THREADS, 0, st>>>(dw, db, pw, pb, nchunks, C);
+	CUDA_LAUNCHED();
+	layernorm_din_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, st>>>(din, dout, in, mean,
+									   rstd, w, N, C);
+	CUDA_LAUNCHED();
+}
+
+/* ---- GELU and tanh ---- */
+
+/* Exact GELU's Phi(x) and phi(x). */
+static __device__ float normal_pdf(float x)
+{
+	return 0.39894228040143268f * expf(-0.5f * x * x);
+}
+
+/* pre += bias (kept), out = pre * Phi(pre); out may be pre. */
+static __global__ void bias_gelu_kernel(float *out, float *pre, const float *__restrict__ bias,
+					int N, int F)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= F)
+		return;
+	float bc = bias[c];
+	for (int r = blockIdx.y; r < N; r += gridDim.y) {
+		size_t o = (size_t)r * F + c;
+		float x = pre[o] + bc;
+		pre[o] = x;
+		out[o] = x * normcdff(x);
+	}
+}
+
+void cuda_bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F)
+{
+	if (N <= 0 || F <= 0)
+		return;
+	bias_gelu_kernel<<<grid_rows(F, N), THREADS, 0, cuda_stream()>>>(out, pre, bias, N, F);
+	CUDA_LAUNCHED();
+}
+
+/* dpre = dout * (Phi(x) + x phi(x)); dpre may be dout. */
+static __global__ void gelu_backward_kernel(float *dpre, const float *dout, const float *pre,
+					    size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float x = pre[i];
+		dpre[i] = dout[i] * (normcdff(x) + x * normal_pdf(x));
+	}
+}
+
+void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, size_t n)
+{
+	if (!n)
+		return;
+	gelu_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(dpre, dout, pre, n);
+	CUDA_LAUNCHED();
+}
+
+static __global__ void tanh_forward_kernel(float *out, const float *in, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = tanhf(in[i]);
+}
+
+void cuda_tanh_forward(float *out, const float *in, size_t n)
+{
+	if (!n)
+		return;
+	tanh_forward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(out, in, n);
+	CUDA_LAUNCHED();
+}
+
+/* din = dout * (1 - out^2); din may be dout. */
+static __global__ void tanh_backward_kernel(float *din, const float *dout, const float *out,
+					    size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float y = out[i];
+		din[i] = dout[i] * (1.0f - y * y);
+	}
+}
+
+void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n)
+{
+	if (!n)
+		return;
+	tanh_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(din, dout, out, n);
+	CUDA_LAUNCHED();
+}
+
+/* ---- softmax cross-entropy ---- */
+
+/* One block per row: the log-sum-exp in one pass (a running max and sum per
+ * thread, then a fixed tree), lse[r] and loss[r] = lse - logit[label] in
+ * double; rows without a label get 0 in both. */
+static __global__ void crossentropy_rows_kernel(float *__restrict__ lse, double *__restrict__ loss,
+						const float *__restrict__ logits,
+						const int32_t *__restrict__ labels, int V)
+{
+	__shared__ float sm[32], ss[32];
+	int r = blockIdx.x, tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+	int y = labels[r];
+	if (y < 0) {   /* the whole block */
+		if (tid == 0) {
+			lse[r] = 0.0f;
+			loss[r] = 0.0;
+		}
+		return;
+	}
+	const float *x = logits + (size_t)r * V;
+	float m = -INFINITY, s = 0.0f;
+	for (int j = tid; j < V; j += blockDim.x)
+		lse_add(&m, &s, x[j]);
+	warp_lse(&m, &s);
+	if (lane == 0) {
+		sm[wid] = m;
+		ss[wid] = s;
+	}
+	__syncthreads();
+	if (wid)
+		return;
+	int nw = blockDim.x >> 5;
+	m = lane < nw ? sm[lane] : -INFINITY;
+	s = lane < nw ? ss[lane] : 0.0f;
+	warp_lse(&m, &s);
+	if (lane == 0) {
+		float l = m + logf(s);
+		lse[r] = l;
+		loss[r] = (double)l - (double)x[y];
+	}
+}
+
+/* One block: out = the sum of loss[0..n), each thread's share in order, then
+ * a fixed tree. */
+static __global__ void sum_losses_kernel(double *__restrict__ out,
+					 const double *__restrict__ loss, int n)
+{
+	__shared__ double part[32];
+	int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+	double s = 0.0;
+	for (int i = tid; i < n; i += blockDim.x)
+		s += loss[i];
+	s = warp_sum_double(s);
+	if (lane == 0)
+		part[wid] = s;
+	__syncthreads();
+	if (wid)
+		return;
+	s = lane < (int)(blockDim.x >> 5) ? part[lane] : 0.0;
+	s = warp_sum_double(s);
+	if (lane == 0)
+		*out = s;
+}
+
+double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
+				 int V)
+{
+	if (N <= 0)
+		return 0.0;
+	cudaStream_t st = cuda_stream();
+	double *loss = (double *)scratch_get(((size_t)N + 1) * sizeof(double)), *total = loss + N;
+	int threads = (V + 31) / 32 * 32;
+	if (threads > CE_THREADS_MAX)
+		threads = CE_THREADS_MAX;
+	if (threads < 32)
+		threads = 32;
+	crossentropy_rows_kernel<<<N, threads, 0, st>>>(lse, loss, logits, labels, V);
+	CUDA_LAUNCHED();
+	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(total, loss, N);
+	CUDA_LAUNCHED();
+	double h = 0.0;
+	CUDA_CHECK(cudaMemcpyAsync(&h, total, sizeof h, cudaMemcpyDeviceToHost, st));
+	CUDA_CHECK(cudaStreamSynchronize(st));
+	return h;
+}
+
+/* dlogits = scale * (softmax - onehot(label)) on labelled rows, 0 on others:
+ * columns across the grid's x, rows strided over its y. */
+static __global__ void crossentropy_backward_kernel(float *dlogits, const float *logits,
+						    const float *__restrict__ lse,
+						    const int32_t *__restrict__ labels, int N,
+						    int V, float scale)
+{
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= V)
+		return;
+	for (int r = blockIdx.y; r < N; r += gridDim.y) {
+		size_t o = (size_t)r * V + j;
+		int y = labels[r];
+		if (y < 0) {
+			dlogits[o] = 0.0f;
+			continue;
+		}
+		float d = scale * expf(logits[o] - lse[r]);
+		if (j == y)
+			d -= scale;
+		dlogits[o] = d;
+	}
+}
+
+void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
+				const int32_t *labels, int N, int V, float scale)
+{
+	if (N <= 0 || V <= 0)
+		return;
+	crossentropy_backward_kernel<<<grid_rows(V, N), THREADS, 0, cuda_stream()>>>(
+		dlogits, logits, lse, labels, N, V, scale);
+	CUDA_LAUNCHED();
+}
+
+/* ---- dropout ---- */
+
+/* out[i] = in[i] * (kept ? scale : 0); out may be in. */
+static __global__ void dropout_kernel(float *out, const float *in, size_t n, uint32_t key,
+				      uint32_t threshold, float scale)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = in[i] * (dropout_hash(key, (uint32_t)i) >= threshold ? scale : 0.0f);
+}
+
+void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed)
+{
+	if (!n)
+		return;
+	if (p <= 0.0f) {
+		if (out != in)
+			CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float),
+						   cudaMemcpyDeviceToDevice, cuda_stream()));
+		return;
+	}
+	dropout_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(
+		out, in, n, dropout_key(seed), dropout_threshold(p), 1.0f / (1.0f - p));
+	CUDA_LAUNCHED();
+}
+
+/* ---- row gather and scatter-add ---- */
+
+/* out[m] = in[rows[m]] */
+static __global__ void gather_rows_kernel(float *__restrict__ out, const float *__restrict__ in,
+					  const int32_t *__restrict__ rows, int M, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	for (int m = blockIdx.y; m < M; m += gridDim.y)
+		out[(size_t)m * C + c] = in[(size_t)rows[m] * C + c];
+}
+
+void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, int C)
+{
+	if (M <= 0 || C <= 0)
+		return;
+	gather_rows_kernel<<<grid_rows(C, M), THREADS, 0, cuda_stream()>>>(out, in, rows, M, C);
+	CUDA_LAUNCHED();
+}
+
+/* out[rows[m]] += in[m], m in order for a row named twice. */
+void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C)
+{
+	if (M <= 0 || C <= 0)
+		return;
+	scatter_ordered(out, in, rows, M, C, 0, -1, NULL, 0, M, 1, scatter_buckets(M));
+}

@@ -1,0 +1,57 @@
+/* Choosing a backend by name: "cpu", "cuda" (cuda:0) or "cuda:N". */
+#include "backend.h"
+#include "err.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef TS_GPU
+#include "cuda.h"
+#endif
+
+enum { MAX_GPU_INDEX = 1023 };
+
+/* N of "cuda:N", or -1 when name is not a CUDA device. */
+static int cuda_index(const char *name)
+{
+	if (!strcmp(name, "cuda"))
+		return 0;
+	if (strncmp(name, "cuda:", 5) || !name[5] || strchr(name + 5, '-') || strchr(name + 5, '+'))
+		return -1;
+	char *end;
+	errno = 0;
+	long n = strtol(name + 5, &end, 10);
+	if (*end || errno || n > MAX_GPU_INDEX)
+		return -1;
+	return (int)n;
+}
+
+const struct backend *backend_open(const char *name)
+{
+	if (!strcmp(name, "cpu"))
+		return backend_cpu();
+	int gpu = cuda_index(name);
+	if (gpu < 0)
+		die_usage("--device %s: not cpu, cuda or cuda:N (N from 0 to %d)", name,
+			  MAX_GPU_INDEX);
+#ifdef TS_GPU
+	int n = cuda_device_count();
+	if (n == 0)
+		die("--device %s: CUDA sees no GPU here (nvidia-smi shows what the driver sees)",
+		    name);
+	if (gpu >= n)
+		die("--device %s: CUDA sees %d GPU%s here, cuda:0 to cuda:%d", name, n,
+		    n == 1 ? "" : "s", n - 1);
+	return cuda_backend_open(gpu);
+#else
+	die("--device %s: this build has no CUDA backend (make GPU=1 builds one)", name);
+#endif
+}
+
+const char *backend_default(void)
+{
+#ifdef TS_GPU
+	if (cuda_device_count() > 0)
+		return "cuda";
+#endif
+	return "cpu";
+}

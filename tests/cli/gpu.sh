@@ -1,0 +1,49 @@
+# ts-train and ts-eval on the GPU against the CPU: the same run's losses agree
+# step for step within a tolerance, a stopped GPU run resumes exactly, a GPU
+# checkpoint goes on on the CPU, and ts-eval scores alike on both. Without a
+# GPU (or a build without the CUDA backend) every check is reported skipped.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMP_NUM_THREADS=2
+head -n 301 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 64 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
+BERT=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 4 --ffn 128 --max-pos 64 --batch 8 --seed 5
+	--max-steps 12 --eval-every 4)
+CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and resumed on the GPU: the same losses"
+	"stopped and resumed on the GPU: the same model bytes" "a GPU checkpoint resumes on the CPU"
+	"ts-eval on the GPU: the CPU's accuracy" "mlm on the GPU: losses within 2e-3 of the CPU's")
+
+losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
+# close A B: the loss columns of two loss lists agree within 2e-3 relative
+close() { [ -n "$1" ] && paste <(echo "$1") <(echo "$2") | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 2e-3 * ($4 < 0 ? -$4 : $4) + 1e-6) bad++ } END { exit bad > 0 || NR == 0 }'; }
+
+if ! train "${BERT[@]}" --run "$T/probe" --max-steps 1 --device cuda >/dev/null 2>"$T/probe.err"; then
+	if grep -qE -- "--device cuda: (this build has no CUDA backend|CUDA sees no GPU)" "$T/probe.err"; then
+		for c in "${CHECKS[@]}"; do skip "GPU: $c ($(cut -d: -f3- "$T/probe.err"))"; done
+		finish
+	fi
+	fail "ts-train --device cuda runs"; sed 's/^/    /' "$T/probe.err"
+	finish
+fi
+
+train "${BERT[@]}" --run "$T/cpu" --device cpu >/dev/null 2>&1 || fail "the CPU run"
+train "${BERT[@]}" --run "$T/gpu" --device cuda >/dev/null 2>&1 || fail "the GPU run"
+check "GPU: ${CHECKS[0]}" close "$(losses "$T/gpu")" "$(losses "$T/cpu")"
+
+mkdir -p "$T/stop" && touch "$T/stop/stop"
+train "${BERT[@]}" --run "$T/stop" --device cuda >/dev/null 2>&1
+train --resume "$T/stop" --device cuda >/dev/null 2>&1 || fail "the GPU resume"
+expect_eq "GPU: ${CHECKS[1]}" "$(losses "$T/stop")" "$(losses "$T/gpu")"
+check "GPU: ${CHECKS[2]}" cmp "$T/stop/final/model.safetensors" "$T/gpu/final/model.safetensors"
+
+mkdir -p "$T/move" && touch "$T/move/stop"
+train "${BERT[@]}" --run "$T/move" --device cuda >/dev/null 2>&1
+check "GPU: ${CHECKS[3]}" train --resume "$T/move" --device cpu
+
+acc() { ts-eval -m "$1" --data "$T/data" --device "$2" | jq -r .accuracy; }
+expect_eq "GPU: ${CHECKS[4]}" "$(acc "$T/cpu/final" cuda)" "$(acc "$T/cpu/final" cpu)"
+
+train "${BERT[@]}" --task mlm --run "$T/mlm-cpu" --device cpu >/dev/null 2>&1 || fail "the CPU mlm run"
+train "${BERT[@]}" --task mlm --run "$T/mlm-gpu" --device cuda >/dev/null 2>&1 || fail "the GPU mlm run"
+check "GPU: ${CHECKS[5]}" close "$(losses "$T/mlm-gpu")" "$(losses "$T/mlm-cpu")"
+finish

@@ -1,0 +1,372 @@
+/* Every op of the CUDA backend against the CPU op of the same name, on the
+ * same random inputs: fp32 within stated tolerances (the two sum in different
+ * orders and the GPU fuses multiply-adds), the optimizer's updates and sums bit
+ * for bit, dropout masks bit for bit. Without the CUDA backend or a GPU every
+ * check is reported as skipped. */
+#include "backend.h"
+#include "check.h"
+#include "cpu_ops.h"
+#include "err.h"
+#include "rng.h"
+#include <stdlib.h>
+#include <string.h>
+#ifdef TS_GPU
+#include "cuda.h"
+
+static const struct backend *gpu;
+static struct rng gen;
+
+/* ---- moving data ---- */
+
+static float *randoms(size_t n, float scale)
+{
+	float *x = xmalloc(n * sizeof *x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = scale * rng_normal(&gen);
+	return x;
+}
+
+static void *on_gpu(const void *host, size_t bytes)
+{
+	void *d = gpu->alloc(bytes);
+	gpu->upload(d, host, bytes);
+	return d;
+}
+
+static float *back(const float *d, size_t n)
+{
+	float *h = xmalloc(n * sizeof *h);
+	gpu->download(h, d, n * sizeof *h);
+	return h;
+}
+
+/* The GPU buffer d against the CPU's result want: |d - want| <= atol + rtol|want|. */
+static void expect_close(const char *what, const float *d, const float *want, size_t n,
+			 double atol, double rtol)
+{
+	float *got = back(d, n);
+	size_t bad = 0, worst_i = 0;
+	double worst = 0;
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - want[i]);
+		if (!(e <= atol + rtol * fabs(want[i])))
+			bad++;
+		if (e > worst || e != e)
+			worst = e, worst_i = i;
+	}
+	CHECK(bad == 0, "%s: %zu values within %g + %g|x| of the CPU's (worst %.3g at %zu)", what, n,
+	      atol, rtol, worst, worst_i);
+	free(got);
+}
+
+static void expect_same(const char *what, const float *d, const float *want, size_t n)
+{
+	float *got = back(d, n);
+	CHECK(!memcmp(got, want, n * sizeof *got), "%s: %zu values, the CPU's bits", what, n);
+	free(got);
+}
+
+/* ---- the graph's ops ---- */
+
+enum { N = 67, C = 96, F = 384, V = 1003 };
+static const double ATOL = 1e-5, RTOL = 1e-4;
+
+static void test_linear(void)
+{
+	float *in = randoms((size_t)N * C, 1), *w = randoms((size_t)F * C, 0.1f), *b = randoms(F, 1);
+	float *out = xcalloc((size_t)N * F, sizeof *out), *dout = randoms((size_t)N * F, 1);
+	float *din = randoms((size_t)N * C, 1), *dw = randoms((size_t)F * C, 1), *db = randoms(F, 1);
+	float *d_in = on_gpu(in, N * C * 4), *d_w = on_gpu(w, F * C * 4), *d_b = on_gpu(b, F * 4);
+	float *d_out = on_gpu(out, N * F * 4), *d_dout = on_gpu(dout, N * F * 4);
+	float *d_din = on_gpu(din, N * C * 4), *d_dw = on_gpu(dw, F * C * 4), *d_db = on_gpu(db, F * 4);
+	linear_forward(out, in, w, b, N, C, F);
+	gpu->linear_forward(d_out, d_in, d_w, d_b, N, C, F);
+	expect_close("linear_forward", d_out, out, (size_t)N * F, ATOL, RTOL);
+	linear_backward(din, dw, db, dout, in, w, N, C, F, 1);
+	gpu->linear_backward(d_din, d_dw, d_db, d_dout, d_in, d_w, N, C, F, 1);
+	expect_close("linear_backward din, accumulated", d_din, din, (size_t)N * C, ATOL, RTOL);
+	expect_close("linear_backward dw", d_dw, dw, (size_t)F * C, 1e-4, RTOL);
+	expect_close("linear_backward dbias", d_db, db, F, 1e-4, RTOL);
+	linear_backward(din, dw, NULL, dout, in, w, N, C, F, 0);
+	gpu->linear_backward(d_din, d_dw, NULL, d_dout, d_in, d_w, N, C, F, 0);
+	expect_close("linear_backward din, written", d_din, din, (size_t)N * C, ATOL, RTOL);
+	float *ptrs[] = { d_in, d_w, d_b, d_out, d_dout, d_din, d_dw, d_db, in, w, b, out, dout, din,
+			  dw, db };
+	for (int i = 0; i < 8; i++)
+		gpu->release(ptrs[i]);
+	for (int i = 8; i < 16; i++)
+		free(ptrs[i]);
+}
+
+enum { EB = 3, ET = 23, TYPES = 2, POS = 32 };
+
+static void test_embedding(void)
+{
+	int32_t ids[EB * ET], types[EB * ET];
+	for (int i = 0; i < EB * ET; i++) {
+		ids[i] = i % 5 == 4 ? 0 : (int32_t)rng_below(&gen, V);   /* 0 is [PAD] */
+		types[i] = (int32_t)rng_below(&gen, TYPES);
+	}
+	float *word = randoms((size_t)V * C, 1), *pos = randoms(POS * C, 1), *type = randoms(TYPES * C, 1);
+	float *out = xcalloc((size_t)EB * ET * C, sizeof *out), *dout = randoms((size_t)EB * ET * C, 1);
+	float *dword = randoms((size_t)V * C, 1), *dpos = randoms(POS * C, 1), *dtype = randoms(TYPES * C, 1);
+	int32_t *d_ids = on_gpu(ids, sizeof ids), *d_types = on_gpu(types, sizeof types);
+	float *d_word = on_gpu(word, (size_t)V * C * 4), *d_pos = on_gpu(pos, POS * C * 4);
+	float *d_type = on_gpu(type, TYPES * C * 4), *d_out = on_gpu(out, EB * ET * C * 4);
+	float *d_dout = on_gpu(dout, EB * ET * C * 4), *d_dword = on_gpu(dword, (size_t)V * C * 4);
+	float *d_dpos = on_gpu(dpos, POS * C * 4), *d_dtype = on_gpu(dtype, TYPES * C * 4);
+	embedding_forward(out, ids, types, word, pos, type, EB, ET, C);
+	gpu->embedding_forward(d_out, d_ids, d_types, d_word, d_pos, d_type, EB, ET, C);
+	expect_close("embedding_forward", d_out, out, (size_t)EB * ET * C, ATOL, RTOL);
+	embedding_backward(dword, dpos, dtype, dout, ids, types, EB, ET, C, 0);
+	gpu->embedding_backward(d_dword, d_dpos, d_dtype, d_dout, d_ids, d_types, EB, ET, C, 0);
+	expect_close("embedding_backward dword (pad row untouched)", d_dword, dword, (size_t)V * C,
+		     ATOL, RTOL);
+	expect_close("embedding_backward dpos", d_dpos, dpos, POS * C, ATOL, RTOL);
+	expect_close("embedding_backward dtype", d_dtype, dtype, TYPES * C, 1e-4, RTOL);
+	void *d[] = { d_ids, d_types, d_word, d_pos, d_type, d_out, d_dout, d_dword, d_dpos, d_dtype };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(word), free(pos), free(type), free(out), free(dout), free(dword), free(dpos), free(dtype);
+}
+
+static void test_layernorm(float p)
+{
+	size_t n = (size_t)N * C;
+	float *in = randoms(n, 2), *w = randoms(C, 1), *b = randoms(C, 1), *res = randoms(n, 1);
+	float *bias = randoms(C, 1), *out = xcalloc(n, 4), *mean = xcalloc(N, 4), *rstd = xcalloc(N, 4);
+	float *sum = xmalloc(n * 4), *dout = randoms(n, 1), *dw = randoms(C, 1), *db = randoms(C, 1);
+	memcpy(sum, in, n * 4);
+	float *d_in = on_gpu(in, n * 4), *d_w = on_gpu(w, C * 4), *d_b = on_gpu(b, C * 4);
+	float *d_res = on_gpu(res, n * 4), *d_bias = on_gpu(bias, C * 4), *d_out = on_gpu(out, n * 4);
+	float *d_mean = on_gpu(mean, N * 4), *d_rstd = on_gpu(rstd, N * 4), *d_sum = on_gpu(sum, n * 4);
+	float *d_dout = on_gpu(dout, n * 4), *d_dw = on_gpu(dw, C * 4), *d_db = on_gpu(db, C * 4);
+	char what[96];
+	if (p == 0) {
+		layernorm_forward(out, mean, rstd, in, w, b, N, C, 1e-12f);
+		gpu->layernorm_forward(d_out, d_mean, d_rstd, d_in, d_w, d_b, N, C, 1e-12f);
+		expect_close("layernorm_forward", d_out, out, n, ATOL, RTOL);
+	} else {
+		residual_layernorm_forward(out, sum, mean, rstd, res, bias, w, b, N, C, 1e-12f, p, 42);
+		gpu->residual_layernorm_forward(d_out, d_sum, d_mean, d_rstd, d_res, d_bias, d_w, d_b,
+						N, C, 1e-12f, p, 42);
+		snprintf(what, sizeof what, "residual_layernorm_forward p %.1f: the sum", p);
+		expect_close(what, d_sum, sum, n, ATOL, RTOL);
+		snprintf(what, sizeof what, "residual_layernorm_forward p %.1f: the output", p);
+		expect_close(what, d_out, out, n, ATOL, RTOL);
+	}
+	expect_close("layernorm mean", d_mean, mean, N, ATOL, RTOL);
+	expect_close("layernorm rstd", d_rstd, rstd, N, ATOL, RTOL);
+	const float *x = p == 0 ? in : sum;
+	const float *d_x = p == 0 ? d_in : d_sum;
+	layernorm_backward(dout, dw, db, dout, x, mean, rstd, w, N, C);   /* in place, as bert.c */
+	gpu->layernorm_backward(d_dout, d_dw, d_db, d_dout, d_x, d_mean, d_rstd, d_w, N, C);
+	expect_close("layernorm_backward din (in place)", d_dout, dout, n, 1e-4, RTOL);
+	expect_close("layernorm_backward dw", d_dw, dw, C, 1e-4, RTOL);
+	expect_close("layernorm_backward db", d_db, db, C, 1e-4, RTOL);
+	void *d[] = { d_in, d_w, d_b, d_res, d_bias, d_out, d_mean, d_rstd, d_sum, d_dout, d_dw, d_db };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(in), free(w), free(b), free(res), free(bias), free(out), free(mean), free(rstd);
+	free(sum), free(dout), free(dw), free(db);
+}
+
+static void test_elementwise(void)
+{
+	size_t n = (size_t)N * F;
+	float *pre = randoms(n, 2), *bias = randoms(F, 1), *out = xcalloc(n, 4), *dout = randoms(n, 1);
+	float *d_pre = on_gpu(pre, n * 4), *d_bias = on_gpu(bias, F * 4), *d_out = on_gpu(out, n * 4);
+	float *d_dout = on_gpu(dout, n * 4);
+	bias_gelu_forward(out, pre, bias, N, F);
+	gpu->bias_gelu_forward(d_out, d_pre, d_bias, N, F);
+	expect_close("bias_gelu_forward: pre + bias", d_pre, pre, n, ATOL, RTOL);
+	expect_close("bias_gelu_forward: gelu", d_out, out, n, ATOL, RTOL);
+	gelu_backward(dout, dout, pre, n);
+	gpu->gelu_backward(d_dout, d_dout, d_pre, n);
+	expect_close("gelu_backward (in place)", d_dout, dout, n, ATOL, RTOL);
+	tanh_forward(out, pre, n);
+	gpu->tanh_forward(d_out, d_pre, n);
+	expect_close("tanh_forward", d_out, out, n, ATOL, RTOL);
+	tanh_backward(dout, dout, out, n);
+	gpu->tanh_backward(d_dout, d_dout, d_out, n);
+	expect_close("tanh_backward (in place)", d_dout, dout, n, ATOL, RTOL);
+	/* dropout: the same mask, and values scaled by the same float */
+	dropout_apply(out, pre, n, 0.1f, 7);
+	gpu->dropout_apply(d_out, d_pre, n, 0.1f, 7);
+	expect_same("dropout_apply p 0.1", d_out, out, n);
+	dropout_apply(pre, pre, n, 0.5f, 8);
+	gpu->dropout_apply(d_pre, d_pre, n, 0.5f, 8);
+	expect_same("dropout_apply p 0.5 in place", d_pre, pre, n);
+	gpu->release(d_pre), gpu->release(d_bias), gpu->release(d_out), gpu->release(d_dout);
+	free(pre), free(bias), free(out), free(dout);
+}
+
+static void test_rows(void)
+{
+	enum { M = 9 };
+	int32_t rows[M] = { 0, 3, 4, 10, 11, 30, 50, 51, 66 };
+	float *in = randoms((size_t)N * C, 1), *g = xcalloc((size_t)M * C, 4), *acc = randoms((size_t)N * C, 1);
+	float *d_in = on_gpu(in, N * C * 4), *d_g = on_gpu(g, M * C * 4), *d_acc = on_gpu(acc, N * C * 4);
+	int32_t *d_rows = on_gpu(rows, sizeof rows);
+	gather_rows(g, in, rows, M, C);
+	gpu->gather_rows(d_g, d_in, d_rows, M, C);
+	expect_same("gather_rows", d_g, g, (size_t)M * C);
+	scatter_add_rows(acc, g, rows, M, C);
+	gpu->scatter_add_rows(d_acc, d_g, d_rows, M, C);
+	expect_same("scatter_add_rows", d_acc, acc, (size_t)N * C);
+	gpu->release(d_in), gpu->release(d_g), gpu->release(d_acc), gpu->release(d_rows);
+	free(in), free(g), free(acc);
+}
+
+static void test_crossentropy(int width, const char *what)
+{
+	enum { R = 41 };
+	int32_t labels[R];
+	for (int i = 0; i < R; i++)
+		labels[i] = i % 4 == 3 ? -100 : (int32_t)rng_below(&gen, width);
+	size_t n = (size_t)R * width;
+	float *logits = randoms(n, 3), *lse = xcalloc(R, 4), *d = xcalloc(n, 4);
+	float *d_logits = on_gpu(logits, n * 4), *d_lse = on_gpu(lse, R * 4), *d_d = on_gpu(d, n * 4);
+	int32_t *d_labels = on_gpu(labels, sizeof labels);
+	double want = crossentropy_forward(lse, logits, labels, R, width);
+	double got = gpu->crossentropy_forward(d_lse, d_logits, d_labels, R, width);
+	CHECK(close_enough(got, want, 1e-4, 1e-5), "crossentropy_forward %s: summed loss %.9g, CPU %.9g",
+	      what, got, want);
+	expect_close("crossentropy_forward: log-sum-exp", d_lse, lse, R, ATOL, RTOL);
+	crossentropy_backward(d, logits, lse, labels, R, width, 0.25f);
+	gpu->crossentropy_backward(d_d, d_logits, d_lse, d_labels, R, width, 0.25f);
+	expect_close("crossentropy_backward (ignored rows zero)", d_d, d, n, 1e-6, RTOL);
+	gpu->release(d_logits), gpu->release(d_lse), gpu->release(d_d), gpu->release(d_labels);
+	free(logits), free(lse), free(d);
+}
+
+/* ---- attention ---- */
+
+enum { AB = 3, AH = 4, AC = 64 };
+
+static void test_attention(int T, int head_rows, float p)
+{
+	int NT = AB * T;
+	uint8_t *mask = xmalloc((size_t)NT);
+	int32_t q_start[AB + 1] = { 0 };
+	int lengths[AB] = { T, T / 2 + 1, 0 };     /* a sequence with no real token */
+	for (int b = 0; b < AB; b++)
+		for (int t = 0; t < T; t++)
+			mask[b * T + t] = t < lengths[b];
+	int R = NT;
+	if (head_rows) {   /* the last layer: sequence b asks for b + 1 query rows */
+		for (int b = 0; b < AB; b++)
+			q_start[b + 1] = q_start[b] + b + 1;
+		R = q_start[AB];
+	}
+	int ldq = head_rows ? AC : 3 * AC, ldkv = head_rows ? 2 * AC : 3 * AC;
+	size_t kv_n = (size_t)NT * ldkv, q_n = (size_t)R * ldq, probs_n = (size_t)R * AH * T;
+	float *kv = randoms(kv_n, 1), *q = head_rows ? randoms(q_n, 1) : kv;
+	float *ctx = xcalloc((size_t)R * AC, 4), *probs = xcalloc(probs_n, 4);
+	float *dctx = randoms((size_t)R * AC, 1);
+	float *dkv = xcalloc(kv_n, 4), *dq = head_rows ? xcalloc(q_n, 4) : dkv;
+	float *d_kv = on_gpu(kv, kv_n * 4), *d_q = head_rows ? on_gpu(q, q_n * 4) : d_kv;
+	float *d_ctx = on_gpu(ctx, (size_t)R * AC * 4), *d_probs = on_gpu(probs, probs_n * 4);
+	float *d_dctx = on_gpu(dctx, (size_t)R * AC * 4), *d_dkv = on_gpu(dkv, kv_n * 4);
+	float *d_dq = head_rows ? on_gpu(dq, q_n * 4) : d_dkv;
+	uint8_t *d_mask = on_gpu(mask, (size_t)NT);
+	int32_t *d_q_start = on_gpu(q_start, sizeof q_start);
+	/* fused [N, 3C] q|k|v, or q apart and k|v [N, 2C], as bert.c lays them out */
+	const float *k = head_rows ? kv : kv + AC, *d_k = head_rows ? d_kv : d_kv + AC;
+	struct attention cpu_a = { AB, T, AC, AH, q, k, k + AC, ldq, ldkv,
+				   head_rows ? q_start : NULL, mask, p, 99 };
+	struct attention gpu_a = { AB, T, AC, AH, d_q, d_k, d_k + AC, ldq, ldkv,
+				   head_rows ? d_q_start : NULL, d_mask, p, 99 };
+	char what[128];
+	const char *rows = head_rows ? "head rows" : "all rows";
+	attention_forward(ctx, probs, &cpu_a);
+	gpu->attention_forward(d_ctx, d_probs, &gpu_a);
+	snprintf(what, sizeof what, "attention_forward T %d, %s, p %.1f: probs", T, rows, p);
+	expect_close(what, d_probs, probs, probs_n, 1e-6, RTOL);
+	snprintf(what, sizeof what, "attention_forward T %d, %s, p %.1f: ctx", T, rows, p);
+	expect_close(what, d_ctx, ctx, (size_t)R * AC, ATOL, RTOL);
+	float *dk = head_rows ? dkv : dkv + AC, *d_dk = head_rows ? d_dkv : d_dkv + AC;
+	attention_backward(dq, dk, dk + AC, dctx, probs, &cpu_a);
+	gpu->attention_backward(d_dq, d_dk, d_dk + AC, d_dctx, d_probs, &gpu_a);
+	snprintf(what, sizeof what, "attention_backward T %d, %s, p %.1f: dq, dk, dv", T, rows, p);
+	expect_close(what, d_dkv, dkv, kv_n, 1e-4, RTOL);
+	if (head_rows) {
+		snprintf(what, sizeof what, "attention_backward T %d, head rows, p %.1f: dq", T, p);
+		expect_close(what, d_dq, dq, q_n, 1e-4, RTOL);
+		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
+	}
+	void *d[] = { d_kv, d_ctx, d_probs, d_dctx, d_dkv, d_mask, d_q_start };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(mask), free(kv), free(ctx), free(probs), free(dctx), free(dkv);
+}
+
+/* ---- the optimizer ---- */
+
+static void test_optimizer(void)
+{
+	size_t n = 100003;
+	float *p = randoms(n, 1), *g = randoms(n, 0.1f), *m = randoms(n, 0.01f), *v = randoms(n, 0.01f);
+	for (size_t i = 0; i < n; i++)
+		v[i] = v[i] * v[i];
+	float *d_p = on_gpu(p, n * 4), *d_g = on_gpu(g, n * 4), *d_m = on_gpu(m, n * 4);
+	float *d_v = on_gpu(v, n * 4);
+	double want = sum_squares(g, n), got = gpu->sum_squares(d_g, n);
+	CHECK(got == want, "sum_squares: %.17g, the CPU's %.17g", got, want);
+	scale_floats(g, n, 0.7f);
+	gpu->scale(d_g, n, 0.7f);
+	expect_same("scale", d_g, g, n);
+	struct adam_coef a = { 0.999f, 0, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f };
+	adam_update(p, g, m, v, n, &a);
+	gpu->adam_update(d_p, d_g, d_m, d_v, n, &a);
+	expect_same("adam_update: p", d_p, p, n);
+	expect_same("adam_update: m", d_m, m, n);
+	expect_same("adam_update: v", d_v, v, n);
+	sgd_update(p, g, m, n, 0.01f, 0.9f, 0.01f);
+	gpu->sgd_update(d_p, d_g, d_m, n, 0.01f, 0.9f, 0.01f);
+	expect_same("sgd_update with momentum: p", d_p, p, n);
+	expect_same("sgd_update with momentum: m", d_m, m, n);
+	struct lamb_coef l = { 0.9f, 0.1f, 0.999f, 0.001f, 0.5f, 0.3f, 1e-6f, 0.01f };
+	double s_cpu[2], s_gpu[2];
+	lamb_moments(p, g, m, v, n, &l, s_cpu);
+	gpu->lamb_moments(d_p, d_g, d_m, d_v, n, &l, s_gpu);
+	CHECK(s_cpu[0] == s_gpu[0] && s_cpu[1] == s_gpu[1], "lamb_moments: sums %.17g %.17g, the CPU's",
+	      s_gpu[0], s_gpu[1]);
+	lamb_apply(p, m, v, n, &l, 1e-3f);
+	gpu->lamb_apply(d_p, d_m, d_v, n, &l, 1e-3f);
+	expect_same("lamb_apply: p", d_p, p, n);
+	gpu->release(d_p), gpu->release(d_g), gpu->release(d_m), gpu->release(d_v);
+	free(p), free(g), free(m), free(v);
+}
+
+#endif
+
+int main(void)
+{
+#ifndef TS_GPU
+	SKIP("CUDA ops against the CPU's: this build has no CUDA backend (GPU=1)");
+	return check_failed;
+#else
+	if (cuda_device_count() == 0) {
+		SKIP("CUDA ops against the CPU's: no GPU here");
+		return check_failed;
+	}
+	gpu = backend_open("cuda");
+	rng_seed(&gen, 17);
+	test_linear();
+	test_embedding();
+	test_layernorm(0);
+	test_layernorm(0.1f);
+	test_elementwise();
+	test_rows();
+	test_crossentropy(3, "3 classes");
+	test_crossentropy(V, "a vocab of 1003");
+	test_attention(17, 0, 0);
+	test_attention(17, 1, 0);
+	test_attention(128, 0, 0.1f);
+	test_attention(128, 1, 0.1f);
+	test_attention(512, 0, 0.1f);
+	test_optimizer();
+	CHECK_DONE();
+#endif
+}
