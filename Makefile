@@ -41,7 +41,14 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
 NVFLAGS := -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
            -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels
 CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
+ifeq ($(STATIC),1)
+# the CUDA runtime and the C++ runtime inside; cuBLAS (no static library in
+# every toolkit) and the driver come from the GPU machine
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt \
+          -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
+else
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+endif
 endif
 endif
 

@@ -19,7 +19,7 @@ static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15;
-static int eval_test, bucket, whole_word;
+static int eval_test, bucket, whole_word, recompute;
 
 static const struct opt opts[] = {
 	{0, "data", OPT_STR, &data, "DIR", "data dir made by ts-shard (train, valid, test)", "@dir"},
@@ -85,6 +85,7 @@ static const struct opt opts[] = {
 	 .min = 0, .max = 1000000},
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
 	 .min = 0, .max = 1024},
+	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
@@ -201,6 +202,7 @@ int main(int argc, char **argv)
 		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
 		.eval_test = eval_test, .bucket = bucket, .metric = metric,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
+		.recompute = recompute,
 		.resume = resume != NULL, .write_config = write_config,
 		/* before the run dir exists: a missing GPU leaves nothing behind */
 		.be = backend_open(device ? device : backend_default()),

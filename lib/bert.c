@@ -92,8 +92,11 @@ struct bert {
 	struct tensor_ref *tensors; /* into params */
 	int ntensors;
 
+	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
+
 	/* the last forward's batch, copied so backward never reads freed memory */
 	int B, T, M, train;
+	int shared;                /* its layers share their activations */
 	uint64_t dropout_seed;
 	int32_t *ids, *types, *rows, *labels, *q_start;
 	uint8_t *mask;
@@ -435,16 +438,24 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 	h->lse = carve(k, M);
 }
 
+/* With recompute, the layers share one set of activations and keep only
+ * their outputs: a layer's backward first runs its forward again. */
 static size_t carve_all(struct carver *k, const struct bert_config *c, int B, int T, int M,
-			struct acts *a)
+			int recompute, struct acts *a)
 {
 	size_t N = (size_t)B * T, C = c->hidden;
 	a->emb_sum = carve(k, N * C);
 	a->emb_mean = carve(k, N);
 	a->emb_rstd = carve(k, N);
 	a->emb_out = carve(k, N * C);
-	for (int i = 0; i < c->layers; i++)
-		carve_layer(k, c, B, T, &a->layer[i]);
+	for (int i = 0; i < c->layers; i++) {
+		if (i && recompute) {
+			a->layer[i] = a->layer[0];
+			a->layer[i].out = carve(k, N * C);
+		} else {
+			carve_layer(k, c, B, T, &a->layer[i]);
+		}
+	}
 	a->rows_in = carve(k, (size_t)M * C);
 	carve_head(k, c, M, &a->head);
 	a->dh = carve(k, N * C);
@@ -457,15 +468,17 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, int B, in
 	return k->used;
 }
 
-double bert_batch_bytes(const struct bert_config *c, int B, int T, int M)
+double bert_batch_bytes(const struct bert_config *c, int B, int T, int M, int recompute)
 {
-	/* carve_all's buffers: per layer and row, then the embeddings, the
-	 * backward's rows and the head's M rows */
+	/* carve_all's buffers: per layer and row (with recompute one layer's,
+	 * and the others' outputs), then the embeddings, the backward's rows
+	 * and the head's M rows */
 	double N = (double)B * T, C = c->hidden, F = c->ffn;
 	double width = c->task == TASK_CLS ? c->num_labels : c->vocab;
 	double layer = N * (8 * C + 2 * F + 4) + (double)B * c->heads * T * T;
+	double layers = recompute && c->layers ? layer + (c->layers - 1) * N * C : c->layers * layer;
 	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 3);
-	return sizeof(float) * (c->layers * layer + rows);
+	return sizeof(float) * (layers + rows);
 }
 
 /* b's memory on the backend, grown to bytes; never shrinks. */
@@ -484,9 +497,10 @@ static void *fit(const struct backend *be, struct on_backend *b, size_t bytes)
 static void reserve(struct bert *m)
 {
 	struct carver measure = { NULL, 0 };
-	size_t need = carve_all(&measure, &m->c, m->B, m->T, m->M, &m->a);
+	size_t need = carve_all(&measure, &m->c, m->B, m->T, m->M, m->recompute, &m->a);
 	struct carver place = { fit(m->be, &m->work, need * sizeof(float)), 0 };
-	carve_all(&place, &m->c, m->B, m->T, m->M, &m->a);
+	carve_all(&place, &m->c, m->B, m->T, m->M, m->recompute, &m->a);
+	m->shared = m->recompute;
 }
 
 /* ---- the batch ---- */
@@ -883,8 +897,11 @@ void bert_backward(struct bert *m, float scale)
 		m->be->zero(dh, sizeof(float) * N * C);
 		m->be->scatter_add_rows(dh, m->a.dhead_in, m->d.rows, m->M, C);
 	}
-	for (int l = L - 2; l >= 0; l--)
+	for (int l = L - 2; l >= 0; l--) {
+		if (m->shared)
+			layer_forward(m, l, layer_input(m, l), &all);
 		layer_backward(m, l, layer_input(m, l), &all, dh, dh);
+	}
 	embeddings_backward(m, dh);
 }
 
@@ -897,6 +914,11 @@ const float *bert_logits(struct bert *m)
 	grow(&m->logits, &m->logits_cap, n, sizeof *m->logits);
 	m->be->download(m->logits, m->a.head.logits, n * sizeof *m->logits);
 	return m->logits;
+}
+
+void bert_set_recompute(struct bert *m, int on)
+{
+	m->recompute = on;
 }
 
 void bert_set_dropout(struct bert *m, float hidden, float attn)

@@ -55,8 +55,9 @@ size_t bert_numel(const struct bert *m);
 /* The parameters a model of config c would have, without making it. */
 size_t bert_config_numel(const struct bert_config *c);
 /* Bytes of the activations and their gradients for a batch of B sequences of
- * T tokens with M rows predicted, counted in double so that nothing overflows. */
-double bert_batch_bytes(const struct bert_config *c, int B, int T, int M);
+ * T tokens with M rows predicted (and recompute as bert_set_recompute's),
+ * counted in double so that nothing overflows. */
+double bert_batch_bytes(const struct bert_config *c, int B, int T, int M, int recompute);
 /* Fills out[] (if not NULL) with every parameter under its HF name
  * (e.g. "bert.encoder.layer.0.attention.self.query.weight", "classifier.weight",
  * "cls.predictions.bias"), in a fixed order, pointing into the host copy bert_params();
@@ -64,6 +65,13 @@ double bert_batch_bytes(const struct bert_config *c, int B, int T, int M);
 int bert_tensors(struct bert *m, struct tensor_ref *out);
 /* Whether a parameter takes weight decay (not biases, not LayerNorm). */
 int bert_decays(const char *name);
+
+/* Activation recomputation: on, a forward keeps only each layer's output
+ * and the backward runs each layer's forward again before its backward
+ * (about a third more work for a layer's worth of activations instead of
+ * all layers'); the gradients are the same bits, dropout included. Takes
+ * effect at the next forward. */
+void bert_set_recompute(struct bert *m, int on);
 
 /* Changes the dropout of hidden states and attention probabilities. */
 void bert_set_dropout(struct bert *m, float hidden, float attn);

@@ -171,7 +171,7 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	int M = c->task == TASK_CLS ? B : (int)ceil((double)B * T * c->mask_prob);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
-	memory_check(c->be, "batch", state + bert_batch_bytes(mc, B, T, M), purpose);
+	memory_check(c->be, "batch", state + bert_batch_bytes(mc, B, T, M, c->recompute), purpose);
 }
 
 static void build_model(struct trainer *t, const char *from)
@@ -199,6 +199,7 @@ static void build_model(struct trainer *t, const char *from)
 		t->m = bert_new(&mc, c->be);
 		bert_init(t->m, (uint64_t)c->seed);
 	}
+	bert_set_recompute(t->m, c->recompute);
 	const struct bert_config *mc = bert_config_of(t->m);
 	if (mc->vocab < vocab_size(t->vocab))
 		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from ? from : "model",

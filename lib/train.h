@@ -21,6 +21,7 @@ struct train_config {
 	const char *metric;
 	float mask_prob;
 	int whole_word;
+	int recompute;                 /* bert_set_recompute */
 	long max_ngram;
 	int resume;
 	void (*write_config)(FILE *f);   /* the resolved options, for RUN/config */

@@ -36,6 +36,11 @@ check "resume continues the run" train --resume "$T/r2"
 expect_eq "stopped and resumed: the same losses, step for step" "$(losses "$T/r2")" "$(losses "$T/r1")"
 check "the resumed model is the same bytes" cmp "$T/r2/final/model.safetensors" "$T/r1/final/model.safetensors"
 
+expect_eq "--recompute: the same losses, step for step" \
+	"$(train "${TINY[@]}" --run "$T/rre" --max-steps 12 --eval-every 4 --recompute 2>/dev/null && losses "$T/rre")" \
+	"$(losses "$T/r1")"
+check "--recompute: the same model bytes" cmp "$T/rre/final/model.safetensors" "$T/r1/final/model.safetensors"
+
 # --device: the CPU by name; a device the build or machine lacks stops before
 # the run dir exists; a resume may name the device, which the config leaves out
 check "--device cpu trains" train "${TINY[@]}" --run "$T/rdev" --max-steps 4 --device cpu
