@@ -646,50 +646,78 @@ int train_run(const struct train_config *c)
 
 /* --- replay of a bug/ dump --- */
 
-static int32_t *read_ints(const struct rec_reader *r, const msgpack_object *rec, const char *key, size_t want)
+/* What a bug record may hold: at most a batch and a sequence ts-train takes. */
+enum { MAX_REPLAY_BATCH = 1 << 20, MAX_REPLAY_LEN = 32768 };
+
+/* An integer of a bug record in [min, max]. */
+static int64_t int_in(const struct rec_reader *r, const msgpack_object *o, const char *key, int64_t min,
+		      int64_t max)
+{
+	int ok = (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= (uint64_t)max) ||
+		 (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 <= max);
+	if (!ok || o->via.i64 < min)
+		rec_die(r, "'%s' holds a value that is not an integer from %lld to %lld", key, (long long)min,
+			(long long)max);
+	return o->via.i64;
+}
+
+static int32_t *read_ints(const struct rec_reader *r, const msgpack_object *rec, const char *key, size_t want,
+			  int32_t min, int32_t max)
 {
 	const msgpack_object *o = mp_get(rec, key);
 	if (!o || o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != want)
 		rec_die(r, "'%s' is missing or has the wrong length", key);
 	int32_t *v = xmalloc((want ? want : 1) * sizeof *v);
 	for (size_t i = 0; i < want; i++)
-		v[i] = (int32_t)o->via.array.ptr[i].via.i64;
+		v[i] = (int32_t)int_in(r, &o->via.array.ptr[i], key, min, max);
 	return v;
 }
 
-static int64_t read_int(const struct rec_reader *r, const msgpack_object *rec, const char *key)
+static int64_t read_int(const struct rec_reader *r, const msgpack_object *rec, const char *key, int64_t min,
+			int64_t max)
 {
 	const msgpack_object *o = mp_get(rec, key);
-	if (!o || (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER && o->type != MSGPACK_OBJECT_NEGATIVE_INTEGER))
+	if (!o)
 		rec_die(r, "'%s' is missing", key);
-	return o->via.i64;
+	return int_in(r, o, key, min, max);
+}
+
+/* The dropout seed: any uint64. */
+static uint64_t read_seed(const struct rec_reader *r, const msgpack_object *rec)
+{
+	const msgpack_object *o = mp_get(rec, "seed");
+	if (!o || o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		rec_die(r, "'seed' is missing or not a non-negative integer");
+	return o->via.u64;
 }
 
 /* Runs one saved micro-batch forward and backward; returns its share of the step's mean loss. */
 static double replay_micro(struct bert **m, const char *dir, const struct rec_reader *r, const msgpack_object *rec)
 {
 	const msgpack_object *task = mp_get(rec, "task"), *scale = mp_get(rec, "scale");
-	if (!task || task->type != MSGPACK_OBJECT_STR || !scale)
+	if (!task || task->type != MSGPACK_OBJECT_STR || !scale ||
+	    (scale->type != MSGPACK_OBJECT_FLOAT32 && scale->type != MSGPACK_OBJECT_FLOAT64))
 		rec_die(r, "not a bug record");
 	enum bert_task tk = task->via.str.size == 3 && !memcmp(task->via.str.ptr, "mlm", 3) ? TASK_MLM : TASK_CLS;
-	int B = (int)read_int(r, rec, "B"), T = (int)read_int(r, rec, "T");
+	int B = (int)read_int(r, rec, "B", 1, MAX_REPLAY_BATCH), T = (int)read_int(r, rec, "T", 1, MAX_REPLAY_LEN);
 	if (!*m) {
 		char **names = NULL;
 		int n = 0;
-		*m = modeldir_load(dir, backend_cpu(), tk, (int)read_int(r, rec, "num_labels"), 0, &names, &n);
+		*m = modeldir_load(dir, backend_cpu(), tk, (int)read_int(r, rec, "num_labels", 0, INT32_MAX), 0, &names, &n);
 		hfconfig_free_labels(names, n);
 		bert_zero_grads(*m);
 	}
 	size_t cells = (size_t)B * T;
-	int32_t *ids = read_ints(r, rec, "ids", cells), *types = read_ints(r, rec, "types", cells);
-	int32_t *mask32 = read_ints(r, rec, "mask", cells);
-	int32_t *labels = read_ints(r, rec, "labels", tk == TASK_CLS ? (size_t)B : cells);
+	int32_t *ids = read_ints(r, rec, "ids", cells, 0, INT32_MAX);
+	int32_t *types = read_ints(r, rec, "types", cells, 0, INT32_MAX);
+	int32_t *mask32 = read_ints(r, rec, "mask", cells, 0, 1);
+	int32_t *labels = read_ints(r, rec, "labels", tk == TASK_CLS ? (size_t)B : cells, -100, INT32_MAX);
 	uint8_t *mask = xmalloc(cells);
 	for (size_t i = 0; i < cells; i++)
 		mask[i] = (uint8_t)mask32[i];
 	struct bert_batch b = {B, T, ids, types, mask, labels};
 	int64_t count;
-	double loss = bert_forward(*m, &b, 1, (uint64_t)read_int(r, rec, "seed"), &count);
+	double loss = bert_forward(*m, &b, 1, (uint64_t)read_seed(r, rec), &count);
 	bert_backward(*m, (float)scale->via.f64);
 	free(ids), free(types), free(mask32), free(labels), free(mask);
 	return loss * scale->via.f64;
@@ -704,7 +732,7 @@ int train_replay(const char *bugdir)
 	int64_t step = -1;
 	const msgpack_object *rec;
 	while ((rec = rec_next(r))) {
-		step = read_int(r, rec, "step");
+		step = read_int(r, rec, "step", 1, INT64_MAX);
 		loss += replay_micro(&m, bugdir, r, rec);
 	}
 	if (!m)

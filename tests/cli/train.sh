@@ -94,6 +94,13 @@ bug=$(ls -d "$T"/nan/bug/step-* 2>/dev/null | head -n 1)
 expect_eq "--replay reproduces the non-finite step" "$(train --replay "$bug" | jq -r .reproduced)" true
 expect_fail "--replay: a failed write to standard output" 1 "write standard output: No space left on device" \
 	sh -c "timeout 300 ts-train --replay '$bug' >/dev/full"
+# a tampered bug record: numbers out of range are refused, not cast
+for edit in '.B = 4294967297' '.mask[0] = 7' '.ids[0] = -1' '.seed = -5'; do
+	cp -r "$bug" "$T/tampered" && ts-cat "$bug/batch.msgpack" | jq -c "$edit" | ts-cat --from-json -o "$T/tampered/batch.msgpack"
+	expect_fail "--replay of a bug record with $edit" 1 "batch.msgpack: record 1: '[a-zB]+' (holds a value that is not an integer|is missing or not)" \
+		train --replay "$T/tampered"
+	rm -rf "$T/tampered"
+done
 
 # evaluation choices
 check "--eval-test runs" train "${TINY[@]}" --run "$T/e1" --max-steps 4 --eval-every 2 --eval-test
