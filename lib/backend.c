@@ -1,6 +1,7 @@
 /* Choosing a backend by name: "cpu", "cuda" (cuda:0) or "cuda:N". */
 #include "backend.h"
 #include "err.h"
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@ static int cuda_index(const char *name)
 {
 	if (!strcmp(name, "cuda"))
 		return 0;
-	if (strncmp(name, "cuda:", 5) || !name[5] || strchr(name + 5, '-') || strchr(name + 5, '+'))
+	if (strncmp(name, "cuda:", 5) || !isdigit((unsigned char)name[5]))
 		return -1;
 	char *end;
 	errno = 0;

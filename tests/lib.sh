@@ -30,4 +30,7 @@ wait_for() { local n=$1; shift; for _ in $(seq 400); do "$@" 2>/dev/null && { pa
 train() { timeout 300 ts-train "$@"; }
 # kill_trainer RUNDIR: a crash: SIGKILL to the ts-train holding the run's lock, if one does
 kill_trainer() { flock -n "$1/lock" true || kill -9 "$(cut -d' ' -f1 "$1/lock")"; wait; }
+# losses RUNDIR: "step loss" a line, the last step event of each step winning
+# (a resumed run logs again the steps after its checkpoint)
+losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 finish() { exit $failed; }

@@ -13,7 +13,6 @@ CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and
 	"stopped and resumed on the GPU: the same model bytes" "a GPU checkpoint resumes on the CPU"
 	"ts-eval on the GPU: the CPU's accuracy" "mlm on the GPU: losses within 2e-3 of the CPU's")
 
-losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 # close A B: the loss columns of two loss lists agree within 2e-3 relative
 close() { [ -n "$1" ] && paste <(echo "$1") <(echo "$2") | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 2e-3 * ($4 < 0 ? -$4 : $4) + 1e-6) bad++ } END { exit bad > 0 || NR == 0 }'; }
 

@@ -10,8 +10,6 @@ ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" >"$T/tok.m
 ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack"
 ts-shard -o "$T/novalid" --seed 3 --split train=0.9,test=0.1 "$T/tok.msgpack"
 TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 2)
-# step losses of a run, one per line, the last record of each step winning
-losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 events() { ts-cat "$1/events.msgpack" | jq -r .event | tr '\n' ' '; }
 count() { events "$1" 2>/dev/null | grep -ow "$2" | wc -l; }   # count DIR TYPE: events of a type
 has() { [ "$(count "$1" "$2")" -ge "$3" ]; }                     # has DIR TYPE N: at least N such events

@@ -7,10 +7,8 @@ export OMP_NUM_THREADS=2
 head -n 301 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
 TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 2)
-# step losses of a run, one per line, the last record of each step winning
 # at_step DIR N: the run has logged N steps
 at_step() { [ "$(ts-cat "$1/events.msgpack" | jq -c 'select(.event=="step")' | wc -l)" -ge "$2" ]; }
-losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 
 check "a short run finishes" train "${TINY[@]}" --run "$T/r1" --max-steps 12 --eval-every 4
 for f in config events.msgpack log/rank-0.log ckpt/step-12/model.safetensors ckpt/step-12/optimizer.safetensors \
@@ -49,6 +47,10 @@ check "the run's config leaves the device out" bash -c "! grep -q device '$T/rde
 expect_fail "--device cuda:7 on a machine without it" 1 "--device cuda:7: " \
 	train "${TINY[@]}" --run "$T/rnodev" --max-steps 4 --device cuda:7
 check "a refused device leaves no run dir" test ! -e "$T/rnodev"
+for d in "cuda: 1" cuda:-1 cuda: cuda:1x cuda:1024 gpu; do
+	expect_fail "--device '$d' is a usage error" 2 "--device $d: not cpu, cuda or cuda:N" \
+		train "${TINY[@]}" --run "$T/rnodev" --device "$d"
+done
 mkdir -p "$T/r2d" && touch "$T/r2d/stop"
 train "${TINY[@]}" --run "$T/r2d" --max-steps 12 --eval-every 4 >/dev/null 2>&1
 check "--resume takes --device" train --resume "$T/r2d" --device cpu
