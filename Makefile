@@ -91,6 +91,11 @@ $(BINDIR)/%: $(B)/cmd/%.o $(B)/libtopspin.a | $(BINDIR)
 $(B)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libtopspin.a | $(B)/tests
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/libtopspin.a $(LDLIBS)
 
+# benchmark drivers (tests/bench/*.c), linked as the commands are
+$(B)/bench/%: tests/bench/%.c $(B)/libtopspin.a
+	@mkdir -p $(B)/bench
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libtopspin.a $(LDLIBS)
+
 $(B)/lib $(B)/cmd $(B)/tests $(BINDIR):
 	mkdir -p $@
 

@@ -34,11 +34,11 @@ void cuda_linear_backward(float *din, float *dw, float *dbias, const float *dout
 
 /* kernels/cuda_ops.cu */
 void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-			    const float *word, const float *pos, const float *type, int B, int T,
-			    int C);
+			    const int32_t *positions, const float *word, const float *pos,
+			    const float *type, int N, int C);
 void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
-			     const int32_t *ids, const int32_t *types, int B, int T, int C,
-			     int pad_id);
+			     const int32_t *ids, const int32_t *types, const int32_t *positions,
+			     int N, int C, int pad_id);
 void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
 			    const float *w, const float *b, int N, int C, float eps);
 void cuda_residual_layernorm_forward(float *out, float *sum, float *mean, float *rstd,

@@ -1,14 +1,14 @@
 /* Multi-head self-attention on the GPU, fp32, with the meaning and the
  * dropout masks of the CPU's (lib/cpu_attention.c, lib/cpu_ops.h).
  *
- * Layout, as the CPU's: sequence b's keys and values are rows b*T.. of k and
- * v (stride ldkv), its nq queries rows q0.. of q (stride ldq), q0 = b*T or
- * q_start[b]; head h is columns h*d.. of each. Sequence b's probabilities sit
- * at probs + (q0*H + h*nq)*T, nq x T per head (all of a sequence's heads
- * together), and the dropout draw of element (i, j) there is numbered by its
- * offset in probs, cut to 32 bits. Keys from n on get zero weight and no
- * work, n being one past the last real key, or T when no key is real (the
- * row is then uniform).
+ * Layout, as the CPU's: sequence b's len keys and values are rows k0 =
+ * kv_start[b].. of k and v (stride ldkv), its nq queries rows q0.. of q
+ * (stride ldq), q0 = kv_start[b] or q_start[b]; head h is columns h*d.. of
+ * each. Sequence b's probabilities sit at probs + p_start[b] + h*nq*len,
+ * nq x len per head, and the dropout draw of element (i, j) there is
+ * numbered by its offset in probs, cut to 32 bits. Keys from n on get zero
+ * weight and no work, n being one past the last real key, or len when no
+ * key is real (the row is then uniform).
  *
  * Design: a block of 8 warps works on a tile of 32 rows of one (sequence,
  * head) pair; each warp owns 4 of the rows, and a lane owns one key of a
@@ -47,10 +47,11 @@
 /* struct attention, worked out for the kernels. */
 struct att {
 	const float *q, *k, *v;
-	const int32_t *q_start;
+	const int32_t *kv_start, *q_start;
+	const int64_t *p_start;
 	const uint8_t *mask;
-	int T, C, H, d, ldq, ldkv;
-	int tiles;                 /* tiles of TILE rows (or keys) per sequence */
+	int C, H, d, ldq, ldkv;
+	int tiles;                 /* tiles of TILE rows (or keys) of the longest sequence */
 	float scale;               /* 1/sqrt(d) */
 	uint32_t key, threshold;   /* dropout on the probabilities; threshold 0: none */
 	float keep_scale;
@@ -59,9 +60,10 @@ struct att {
 /* One (sequence, head) pair as cpu_attention.c's head_task sees it. */
 struct seq {
 	int q0, nq;                /* its query rows */
+	int k0, len;               /* its key rows */
 	int real;                  /* one past the last real key; 0: none */
-	int n;                     /* keys that take part: real, or T when none is */
-	size_t probs;              /* offset of its nq x T block of probabilities */
+	int n;                     /* keys that take part: real, or len when none is */
+	size_t probs;              /* offset of its nq x len block of probabilities */
 };
 
 static __device__ __forceinline__ float warp_sum(float x)
@@ -95,19 +97,16 @@ static __device__ struct seq seq_of(const struct att *a, int b, int h)
 {
 	__shared__ int warp_real[WARPS];
 	struct seq s;
-	int T = a->T;
-	if (a->q_start) {
-		s.q0 = a->q_start[b];
-		s.nq = a->q_start[b + 1] - s.q0;
-	} else {
-		s.q0 = b * T;
-		s.nq = T;
-	}
-	s.real = T;
+	const int32_t *q = a->q_start ? a->q_start : a->kv_start;
+	s.q0 = q[b];
+	s.nq = q[b + 1] - s.q0;
+	s.k0 = a->kv_start[b];
+	s.len = a->kv_start[b + 1] - s.k0;
+	s.real = s.len;
 	if (a->mask) {
-		const uint8_t *m = a->mask + (size_t)b * T;
+		const uint8_t *m = a->mask + s.k0;
 		int last = 0;
-		for (int j = threadIdx.x; j < T; j += THREADS)
+		for (int j = threadIdx.x; j < s.len; j += THREADS)
 			if (m[j])
 				last = j + 1;
 		for (int o = 16; o; o >>= 1)
@@ -119,8 +118,8 @@ static __device__ struct seq seq_of(const struct att *a, int b, int h)
 		for (int w = 0; w < WARPS; w++)
 			s.real = max(s.real, warp_real[w]);
 	}
-	s.n = s.real ? s.real : T;
-	s.probs = ((size_t)s.q0 * a->H + (size_t)h * s.nq) * T;
+	s.n = s.real ? s.real : s.len;
+	s.probs = (size_t)a->p_start[b] + (size_t)h * s.nq * s.len;
 	return s;
 }
 
@@ -135,9 +134,10 @@ static __device__ void load_rows(float *s, const float *g, size_t ldg, int rows,
 	}
 }
 
-/* A TILE x TILE tile of a matrix shaped as probs (row stride T) at w, whose
- * element (i, j) is taken for i < ni, j < nj (zero elsewhere), times its
- * dropout factor when drop is set: the draw numbered base + i*T + j, base
+/* A TILE x TILE tile of a matrix shaped as probs (row stride T, a
+ * sequence's length) at w, whose element (i, j) is taken for i < ni, j < nj
+ * (zero elsewhere), times its dropout factor when drop is set: the draw
+ * numbered base + i*T + j, base
  * being w's offset in probs, as the CPU numbers it. Stored at s[i][j], or at
  * s[j][i] when trans (row stride WLD). The whole block calls it. */
 static __device__ void load_weights(float *s, const float *w, size_t base, int T, int ni, int nj,
@@ -219,15 +219,15 @@ static __device__ __forceinline__ void store_rows(float *out, size_t ld,
 	}
 }
 
-/* One warp: scores p[0..n) of a row in, probabilities p[0..T) out, as the
+/* One warp: scores p[0..n) of a row in, probabilities p[0..len) out, as the
  * CPU's masked_softmax_row. Lane l touches p[j] only for j = l mod 32 below
  * n, the elements it wrote itself. */
-static __device__ void softmax_row(float *p, const uint8_t *m, int n, int T, int real)
+static __device__ void softmax_row(float *p, const uint8_t *m, int n, int len, int real)
 {
 	int lane = threadIdx.x % 32;
 	if (!real) {
-		float u = 1.0f / T;
-		for (int j = lane; j < T; j += 32)
+		float u = 1.0f / len;
+		for (int j = lane; j < len; j += 32)
 			p[j] = u;
 		return;
 	}
@@ -245,7 +245,7 @@ static __device__ void softmax_row(float *p, const uint8_t *m, int n, int T, int
 	float inv = 1.0f / warp_sum(sum);
 	for (int j = lane; j < n; j += 32)
 		p[j] *= inv;
-	for (int j = n + lane; j < T; j += 32)
+	for (int j = n + lane; j < len; j += 32)
 		p[j] = 0.0f;
 }
 
@@ -284,17 +284,17 @@ static __global__ void __launch_bounds__(THREADS)
 attention_forward_kernel(float *ctx, float *probs, struct att a)
 {
 	extern __shared__ float sh[];
-	int d = a.d, ld = d | 1, T = a.T;
+	int d = a.d, ld = d | 1;
 	float *qs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
 	int tile, h, b;
 	block_coords(&a, &tile, &h, &b);
 	struct seq s = seq_of(&a, b, h);
-	int r0 = tile * TILE, n = s.n;
+	int r0 = tile * TILE, n = s.n, T = s.len;   /* T: the row stride of probs */
 	if (r0 >= s.nq)
 		return;
 	int rows = min(TILE, s.nq - r0), lane = threadIdx.x % 32;
 	int w0 = threadIdx.x / 32 * PER_WARP;
-	size_t kv = (size_t)b * T * a.ldkv + (size_t)h * d;
+	size_t kv = (size_t)s.k0 * a.ldkv + (size_t)h * d;
 	size_t p0 = s.probs + (size_t)r0 * T;    /* the tile's first row in probs */
 	float *pr = probs + p0;
 
@@ -314,7 +314,7 @@ attention_forward_kernel(float *ctx, float *probs, struct att a)
 	}
 
 	/* each warp's rows to probabilities */
-	const uint8_t *m = a.mask ? a.mask + (size_t)b * T : NULL;
+	const uint8_t *m = a.mask ? a.mask + s.k0 : NULL;
 	for (int r = 0; r < PER_WARP; r++)
 		if (w0 + r < rows)
 			softmax_row(pr + (size_t)(w0 + r) * T, m, n, T, s.real);
@@ -340,17 +340,17 @@ attention_backward_rows_kernel(float *dq, float *ds, const float *dctx, const fl
 			       struct att a)
 {
 	extern __shared__ float sh[];
-	int d = a.d, ld = d | 1, T = a.T;
+	int d = a.d, ld = d | 1;
 	float *xs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
 	int tile, h, b;
 	block_coords(&a, &tile, &h, &b);
 	struct seq s = seq_of(&a, b, h);
-	int r0 = tile * TILE, n = s.n;
+	int r0 = tile * TILE, n = s.n, T = s.len;   /* T: the row stride of probs */
 	if (r0 >= s.nq)
 		return;
 	int rows = min(TILE, s.nq - r0), lane = threadIdx.x % 32;
 	int w0 = threadIdx.x / 32 * PER_WARP;
-	size_t kv = (size_t)b * T * a.ldkv + (size_t)h * d;
+	size_t kv = (size_t)s.k0 * a.ldkv + (size_t)h * d;
 	size_t p0 = s.probs + (size_t)r0 * T;
 	float *dsr = ds + p0;
 	const float *pr = probs + p0;
@@ -399,12 +399,15 @@ attention_backward_keys_kernel(float *dk, float *dv, const float *ds, const floa
 			       const float *probs, struct att a)
 {
 	extern __shared__ float sh[];
-	int d = a.d, ld = d | 1, T = a.T;
+	int d = a.d, ld = d | 1;
 	float *cs = sh, *qs = sh + TILE * ld, *pw = qs + TILE * ld, *sw = pw + TILE * WLD;
 	int tile, h, b;
 	block_coords(&a, &tile, &h, &b);
 	struct seq s = seq_of(&a, b, h);
-	int j0 = tile * TILE, keys = min(TILE, T - j0);
+	int T = s.len, j0 = tile * TILE;   /* T: the row stride of probs */
+	if (j0 >= T)
+		return;
+	int keys = min(TILE, T - j0);
 	int live = s.nq ? max(0, min(TILE, s.n - j0)) : 0;   /* keys with a gradient */
 	int w0 = threadIdx.x / 32 * PER_WARP;
 	float accv[PER_WARP][CHUNKS] = {}, acck[PER_WARP][CHUNKS] = {};
@@ -421,7 +424,7 @@ attention_backward_keys_kernel(float *dk, float *dv, const float *ds, const floa
 		warp_weighted_sum(accv, pw + w0 * WLD, cs, d, ld);
 		warp_weighted_sum(acck, sw + w0 * WLD, qs, d, ld);
 	}
-	size_t kv = ((size_t)b * T + j0) * a.ldkv + (size_t)h * d;
+	size_t kv = ((size_t)s.k0 + j0) * a.ldkv + (size_t)h * d;
 	store_rows(dv + kv, a.ldkv, accv, keys, live, 1.0f, d);
 	store_rows(dk + kv, a.ldkv, acck, keys, live, a.scale, d);
 }
@@ -430,8 +433,9 @@ static struct att att_of(const struct attention *a)
 {
 	struct att t;
 	t.q = a->q, t.k = a->k, t.v = a->v;
-	t.q_start = a->q_start, t.mask = a->mask;
-	t.T = a->T, t.C = a->C, t.H = a->H, t.d = a->C / a->H;
+	t.kv_start = a->kv_start, t.q_start = a->q_start, t.p_start = a->p_start;
+	t.mask = a->mask;
+	t.C = a->C, t.H = a->H, t.d = a->C / a->H;
 	t.ldq = a->ldq, t.ldkv = a->ldkv;
 	t.tiles = (a->T + TILE - 1) / TILE;
 	t.scale = 1.0f / sqrtf((float)t.d);
@@ -491,7 +495,7 @@ void cuda_attention_forward(float *ctx, float *probs, const struct attention *a)
 	CUDA_LAUNCHED();
 }
 
-/* A sequence has at most T query rows, so its dS fits where probs does. */
+/* dS is laid out as probs: a sequence has at most T keys and T query rows. */
 void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *probs, const struct attention *a)
 {

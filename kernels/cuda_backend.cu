@@ -166,6 +166,7 @@ static void fill_table(void)
 {
 	cuda.name = name;
 	cuda.host = 0;
+	cuda.probs_scratch = 1;
 	cuda.alloc = cuda_alloc;
 	cuda.release = cuda_release;
 	cuda.upload = cuda_upload;

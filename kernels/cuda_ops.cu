@@ -150,13 +150,14 @@ static __device__ void warp_lse(float *m, float *s)
 
 /* ---- embeddings ---- */
 
-/* out[r] = word[ids[r]] + pos[r % T] + type[types[r]] */
+/* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] */
 static __global__ void embedding_forward_kernel(float *__restrict__ out,
 						const int32_t *__restrict__ ids,
 						const int32_t *__restrict__ types,
+						const int32_t *__restrict__ positions,
 						const float *__restrict__ word,
 						const float *__restrict__ pos,
-						const float *__restrict__ type, int N, int T, int C)
+						const float *__restrict__ type, int N, int C)
 {
 	int c = blockIdx.x * blockDim.x + threadIdx.x;
 	if (c >= C)
@@ -164,19 +165,18 @@ static __global__ void embedding_forward_kernel(float *__restrict__ out,
 	for (int r = blockIdx.y; r < N; r += gridDim.y) {
 		int ty = types ? types[r] : 0;
 		out[(size_t)r * C + c] = word[(size_t)ids[r] * C + c] +
-					 pos[(size_t)(r % T) * C + c] + type[(size_t)ty * C + c];
+					 pos[(size_t)positions[r] * C + c] + type[(size_t)ty * C + c];
 	}
 }
 
 void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-			    const float *word, const float *pos, const float *type, int B, int T,
-			    int C)
+			    const int32_t *positions, const float *word, const float *pos,
+			    const float *type, int N, int C)
 {
-	int N = B * T;
 	if (N <= 0 || C <= 0)
 		return;
 	embedding_forward_kernel<<<grid_rows(C, N), THREADS, 0, cuda_stream()>>>(
-		out, ids, types, word, pos, type, N, T, C);
+		out, ids, types, positions, word, pos, type, N, C);
 	CUDA_LAUNCHED();
 }
 
@@ -269,22 +269,6 @@ static int scatter_buckets(int n)
 	return nb < 1 ? 1 : nb > (int)SC_BUCKETS_MAX ? (int)SC_BUCKETS_MAX : nb;
 }
 
-/* dpos[t] += dout[b*T + t] for b in order: one thread per (t, column). */
-static __global__ void embedding_pos_backward_kernel(float *__restrict__ dpos,
-						     const float *__restrict__ dout, int B, int T,
-						     int C)
-{
-	int c = blockIdx.x * blockDim.x + threadIdx.x;
-	if (c >= C)
-		return;
-	for (int t = blockIdx.y; t < T; t += gridDim.y) {
-		float acc = dpos[(size_t)t * C + c];
-		for (int b = 0; b < B; b++)
-			acc += dout[((size_t)b * T + t) * C + c];
-		dpos[(size_t)t * C + c] = acc;
-	}
-}
-
 /* The token-type gradient's first pass: chunk k (blockIdx.y) of chunk rows
  * sums dout's rows of each type s < TYPE_SLOTS into part[k][s][c], rows in
  * order; mask[k] gets bit s for each type s the chunk holds, TYPE_OTHER for
@@ -343,10 +327,9 @@ static __global__ void type_sum_kernel(float *__restrict__ dtype, const float *_
 }
 
 void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
-			     const int32_t *ids, const int32_t *types, int B, int T, int C,
-			     int pad_id)
+			     const int32_t *ids, const int32_t *types, const int32_t *positions,
+			     int N, int C, int pad_id)
 {
-	int N = B * T;
 	if (N <= 0 || C <= 0)
 		return;
 	cudaStream_t st = cuda_stream();
@@ -355,8 +338,7 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 	scatter_ordered(dword, dout, ids, N, C, 0, pad_id < 0 ? -1 : pad_id, NULL, 0, N, 1,
 			scatter_buckets(N));
 
-	embedding_pos_backward_kernel<<<grid_rows(C, T), THREADS, 0, st>>>(dpos, dout, B, T, C);
-	CUDA_LAUNCHED();
+	scatter_ordered(dpos, dout, positions, N, C, 0, -1, NULL, 0, N, 1, scatter_buckets(N));
 
 	/* type: few rows, many tokens each: column sums by type in two passes;
 	 * types past the register slots, if any, by the ordered scatter */

@@ -1,4 +1,5 @@
-/* Choosing a backend by name: "cpu", "cuda" (cuda:0) or "cuda:N". */
+/* Choosing a backend by name ("cpu", "cuda" (cuda:0) or "cuda:N"), and the
+ * host side of its ops' descriptions. */
 #include "backend.h"
 #include "err.h"
 #include <ctype.h>
@@ -55,4 +56,16 @@ const char *backend_default(void)
 		return "cuda";
 #endif
 	return "cpu";
+}
+
+int64_t attention_probs(int64_t *p_start, const int32_t *kv_start, const int32_t *q_start,
+			int B, int H)
+{
+	const int32_t *q = q_start ? q_start : kv_start;
+	p_start[0] = 0;
+	for (int b = 0; b < B; b++) {
+		int64_t n = kv_start[b + 1] - kv_start[b], nq = q[b + 1] - q[b];
+		p_start[b + 1] = p_start[b] + H * nq * n;
+	}
+	return p_start[B];
 }

@@ -10,13 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Multi-head self-attention over a batch (cpu_ops.h: attention_forward). */
+/* Multi-head self-attention over a batch of sequences of any lengths
+ * (cpu_ops.h: attention_forward). */
 struct attention {
-	int B, T, C, H;
+	int B, T, C, H;            /* T: the longest sequence */
 	const float *q, *k, *v;
 	int ldq, ldkv;             /* row strides of q and of k, v */
-	const int32_t *q_start;    /* B+1 offsets into the rows of q, or NULL */
-	const uint8_t *mask;
+	const int32_t *kv_start;   /* B+1 offsets of each sequence's rows in k and v */
+	const int32_t *q_start;    /* B+1 offsets into the rows of q; NULL: kv_start */
+	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
+	const uint8_t *mask;       /* per row of k: 0 a padding key; NULL: none */
 	float p;                   /* dropout on the probabilities */
 	uint64_t seed;
 };
@@ -37,6 +40,9 @@ struct lamb_coef {
 struct backend {
 	const char *name;          /* "cpu", "cuda:0" */
 	int host;                  /* its memory is the host's */
+	/* its attention backward takes a scratch as large as the probabilities
+	 * of a padded batch (B*H*T*T floats) */
+	int probs_scratch;
 
 	/* memory: alloc'd bytes are zero; dies in one line when out of memory */
 	void *(*alloc)(size_t bytes);
@@ -55,11 +61,11 @@ struct backend {
 				const float *in, const float *w, int N, int Cin, int Cout,
 				int accumulate);
 	void (*embedding_forward)(float *out, const int32_t *ids, const int32_t *types,
-				  const float *word, const float *pos, const float *type, int B,
-				  int T, int C);
+				  const int32_t *positions, const float *word, const float *pos,
+				  const float *type, int N, int C);
 	void (*embedding_backward)(float *dword, float *dpos, float *dtype, const float *dout,
-				   const int32_t *ids, const int32_t *types, int B, int T, int C,
-				   int pad_id);
+				   const int32_t *ids, const int32_t *types,
+				   const int32_t *positions, int N, int C, int pad_id);
 	void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *in,
 				  const float *w, const float *b, int N, int C, float eps);
 	void (*residual_layernorm_forward)(float *out, float *sum, float *mean, float *rstd,
@@ -100,6 +106,11 @@ struct backend {
 	void (*lamb_apply)(float *p, const float *m, const float *v, size_t n,
 			   const struct lamb_coef *c, float step);
 };
+
+/* Fills p_start[B+1] for struct attention from kv_start and q_start (NULL:
+ * kv_start): sequence b takes H * nq * n probabilities. Returns the total. */
+int64_t attention_probs(int64_t *p_start, const int32_t *kv_start, const int32_t *q_start,
+			int B, int H);
 
 /* The CPU: fp32, OpenBLAS and OpenMP. */
 const struct backend *backend_cpu(void);

@@ -3,8 +3,11 @@
  * the masked-LM head (transform, decoder tied to the word embeddings). One
  * function per block forward and backward, top to bottom, each calling the
  * ops of the model's backend on buffers in the backend's memory.
- * Dimension letters: B batch, T sequence, N = B*T rows, C hidden, H heads,
- * F feed-forward, V vocab, L labels, M rows the head predicts. */
+ * Dimension letters: B batch, T sequence, N rows, C hidden, H heads,
+ * F feed-forward, V vocab, L labels, M rows the head predicts.
+ * A batch runs unpadded: each sequence's rows stop at its last real token,
+ * and the rows of all sequences are packed one after another, so no matrix
+ * product, LayerNorm or attention works on padding. */
 #include "bert.h"
 #include "err.h"
 #include "rng.h"
@@ -37,7 +40,7 @@ struct weights {
  * the attention: all N, or in the last layer only the M the head reads. */
 struct layer_acts {
 	float *qkv;                          /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
-	float *probs;                        /* [R, H, T] softmax before dropout */
+	float *probs;                        /* softmax before dropout (struct attention) */
 	float *ctx;                          /* [R, C] attention output per head */
 	float *attn_sum, *attn_mean, *attn_rstd, *attn_ln; /* residual sum, LN */
 	float *ffn_pre, *ffn_act;            /* [N, F] before and after GELU */
@@ -48,7 +51,8 @@ struct layer_acts {
 struct layer_rows {
 	int R;
 	const int32_t *rows;       /* NULL: all N */
-	const int32_t *q_start;    /* B+1 offsets of each sequence's rows */
+	const int32_t *q_start;    /* B+1 offsets of each sequence's rows in rows */
+	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
 };
 
 /* The head over M gathered rows: cls M = B ([CLS] rows), mlm M = labelled. */
@@ -76,9 +80,11 @@ struct on_backend {
 	size_t cap;
 };
 
-/* The batch as the ops read it: the host arrays themselves on a host backend. */
+/* The packed batch as the ops read it: the host arrays themselves on a host
+ * backend. */
 struct batch_arrays {
-	const int32_t *ids, *types, *rows, *labels, *q_start;
+	const int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	const int64_t *p_all, *p_head;
 	const uint8_t *mask;
 };
 
@@ -94,15 +100,20 @@ struct bert {
 
 	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
 
-	/* the last forward's batch, copied so backward never reads freed memory */
-	int B, T, M, train;
+	/* the last forward's batch, packed: B sequences in N rows, the longest
+	 * T; P probabilities per layer (P_head in the last) */
+	int B, T, N, M, train;
+	int64_t P, P_head;
 	int shared;                /* its layers share their activations */
 	uint64_t dropout_seed;
-	int32_t *ids, *types, *rows, *labels, *q_start;
+	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	int64_t *p_all, *p_head;
 	uint8_t *mask;
-	size_t ids_cap, types_cap, rows_cap, labels_cap, q_start_cap, mask_cap;
+	size_t ids_cap, types_cap, positions_cap, rows_cap, labels_cap, kv_start_cap,
+		q_start_cap, p_all_cap, p_head_cap, mask_cap;
 	struct batch_arrays d;
-	struct on_backend d_ids, d_types, d_rows, d_labels, d_q_start, d_mask;
+	struct on_backend d_ids, d_types, d_positions, d_rows, d_labels, d_kv_start, d_q_start,
+		d_p_all, d_p_head, d_mask;
 
 	struct acts a;
 	struct on_backend work;    /* every activation, carved into a */
@@ -273,12 +284,17 @@ void bert_free(struct bert *m)
 	free(m->a.layer);
 	free(m->ids);
 	free(m->types);
+	free(m->positions);
 	free(m->rows);
 	free(m->labels);
+	free(m->kv_start);
 	free(m->q_start);
+	free(m->p_all);
+	free(m->p_head);
 	free(m->mask);
-	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_rows, &m->d_labels,
-				      &m->d_q_start, &m->d_mask, &m->work };
+	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_positions, &m->d_rows,
+				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
+				      &m->d_p_head, &m->d_mask, &m->work };
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
 		if (bufs[i]->p)
 			m->be->release(bufs[i]->p);
@@ -404,12 +420,13 @@ static float *carve(struct carver *k, size_t n)
 	return p;
 }
 
-static void carve_layer(struct carver *k, const struct bert_config *c, int B, int T,
+/* A layer's activations for N rows and P probabilities. */
+static void carve_layer(struct carver *k, const struct bert_config *c, size_t N, size_t P,
 			struct layer_acts *a)
 {
-	size_t N = (size_t)B * T, C = c->hidden, F = c->ffn;
+	size_t C = c->hidden, F = c->ffn;
 	a->qkv = carve(k, N * 3 * C);
-	a->probs = carve(k, (size_t)B * c->heads * T * T);
+	a->probs = carve(k, P);
 	a->ctx = carve(k, N * C);
 	a->attn_sum = carve(k, N * C);
 	a->attn_mean = carve(k, N);
@@ -440,10 +457,10 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 
 /* With recompute, the layers share one set of activations and keep only
  * their outputs: a layer's backward first runs its forward again. */
-static size_t carve_all(struct carver *k, const struct bert_config *c, int B, int T, int M,
-			int recompute, struct acts *a)
+static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N, size_t P,
+			int M, int recompute, struct acts *a)
 {
-	size_t N = (size_t)B * T, C = c->hidden;
+	size_t C = c->hidden;
 	a->emb_sum = carve(k, N * C);
 	a->emb_mean = carve(k, N);
 	a->emb_rstd = carve(k, N);
@@ -453,7 +470,7 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, int B, in
 			a->layer[i] = a->layer[0];
 			a->layer[i].out = carve(k, N * C);
 		} else {
-			carve_layer(k, c, B, T, &a->layer[i]);
+			carve_layer(k, c, N, P, &a->layer[i]);
 		}
 	}
 	a->rows_in = carve(k, (size_t)M * C);
@@ -468,17 +485,19 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, int B, in
 	return k->used;
 }
 
-double bert_batch_bytes(const struct bert_config *c, int B, int T, int M, int recompute)
+double bert_batch_bytes(const struct bert_config *c, const struct backend *be, int B, int T,
+			int M, int recompute)
 {
-	/* carve_all's buffers: per layer and row (with recompute one layer's,
-	 * and the others' outputs), then the embeddings, the backward's rows
-	 * and the head's M rows */
+	/* carve_all's buffers when no token is padding: per layer and row (with
+	 * recompute one layer's, and the others' outputs), then the embeddings,
+	 * the backward's rows and the head's M rows */
 	double N = (double)B * T, C = c->hidden, F = c->ffn;
 	double width = c->task == TASK_CLS ? c->num_labels : c->vocab;
 	double layer = N * (8 * C + 2 * F + 4) + (double)B * c->heads * T * T;
 	double layers = recompute && c->layers ? layer + (c->layers - 1) * N * C : c->layers * layer;
 	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 3);
-	return sizeof(float) * (layers + rows);
+	double scratch = be->probs_scratch ? (double)B * c->heads * T * T : 0;
+	return sizeof(float) * (layers + rows + scratch);
 }
 
 /* b's memory on the backend, grown to bytes; never shrinks. */
@@ -497,9 +516,9 @@ static void *fit(const struct backend *be, struct on_backend *b, size_t bytes)
 static void reserve(struct bert *m)
 {
 	struct carver measure = { NULL, 0 };
-	size_t need = carve_all(&measure, &m->c, m->B, m->T, m->M, m->recompute, &m->a);
+	size_t need = carve_all(&measure, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
 	struct carver place = { fit(m->be, &m->work, need * sizeof(float)), 0 };
-	carve_all(&place, &m->c, m->B, m->T, m->M, m->recompute, &m->a);
+	carve_all(&place, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
 	m->shared = m->recompute;
 }
 
@@ -528,47 +547,91 @@ static void check_batch(const struct bert *m, const struct bert_batch *b)
 	}
 }
 
-/* Copies the batch and lists the rows the head predicts: the [CLS] row of
- * each sequence, or the labelled positions in row-major order. */
-static void keep_batch(struct bert *m, const struct bert_batch *b)
+/* Sequence i's rows: its positions up to the last real token or predicted
+ * position, or all T when no token is real (its attention is then uniform
+ * over all T, as HF computes it). Padding inside those rows stays, masked. */
+static int sequence_rows(const struct bert *m, const struct bert_batch *b, int i)
 {
-	size_t N = (size_t)b->B * b->T;
-	m->B = b->B;
-	m->T = b->T;
+	const uint8_t *mask = b->mask ? b->mask + (size_t)i * b->T : NULL;
+	const int32_t *labels = b->labels + (size_t)i * b->T;
+	int len = 0;
+	for (int t = 0; t < b->T; t++)
+		if (!mask || mask[t])
+			len = t + 1;
+	if (!len)
+		return b->T;
+	if (m->c.task == TASK_MLM)
+		for (int t = len; t < b->T; t++)
+			if (labels[t] != IGNORE_LABEL)
+				len = t + 1;
+	return len;
+}
+
+/* Packs the batch's rows one sequence after another: kv_start, and the ids,
+ * types, positions and mask of each row. */
+static void pack_rows(struct bert *m, const struct bert_batch *b)
+{
+	grow(&m->kv_start, &m->kv_start_cap, b->B + 1, sizeof *m->kv_start);
+	m->kv_start[0] = 0;
+	m->T = 0;
+	for (int i = 0; i < b->B; i++) {
+		int len = sequence_rows(m, b, i);
+		m->kv_start[i + 1] = m->kv_start[i] + len;
+		m->T = len > m->T ? len : m->T;
+	}
+	size_t N = (size_t)m->kv_start[b->B];
+	m->N = (int)N;
 	grow(&m->ids, &m->ids_cap, N, sizeof *m->ids);
 	grow(&m->types, &m->types_cap, N, sizeof *m->types);
+	grow(&m->positions, &m->positions_cap, N, sizeof *m->positions);
 	grow(&m->mask, &m->mask_cap, N, sizeof *m->mask);
-	grow(&m->rows, &m->rows_cap, N, sizeof *m->rows);
-	grow(&m->labels, &m->labels_cap, N, sizeof *m->labels);
-	grow(&m->q_start, &m->q_start_cap, b->B + 1, sizeof *m->q_start);
-	memcpy(m->ids, b->ids, N * sizeof *m->ids);
-	if (b->types)
-		memcpy(m->types, b->types, N * sizeof *m->types);
-	else
-		memset(m->types, 0, N * sizeof *m->types);
-	if (b->mask)
-		memcpy(m->mask, b->mask, N);
-	else
-		memset(m->mask, 1, N);
-	m->M = 0;
-	if (m->c.task == TASK_CLS) {
-		for (int i = 0; i < b->B; i++) {
-			m->rows[m->M] = i * b->T;
-			m->labels[m->M++] = b->labels[i];
+	for (int i = 0; i < b->B; i++)
+		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
+			size_t at = (size_t)i * b->T + t;
+			m->ids[r] = b->ids[at];
+			m->types[r] = b->types ? b->types[at] : 0;
+			m->positions[r] = t;
+			m->mask[r] = b->mask ? b->mask[at] : 1;
 		}
-	} else {
-		for (size_t i = 0; i < N; i++)
-			if (b->labels[i] != IGNORE_LABEL) {
-				m->rows[m->M] = (int32_t)i;
-				m->labels[m->M++] = b->labels[i];
+}
+
+/* Lists the packed rows the head predicts, with their labels: the [CLS] row
+ * of each sequence, or the labelled positions in row-major order; and
+ * q_start, where each sequence's run of them begins. */
+static void list_head_rows(struct bert *m, const struct bert_batch *b)
+{
+	grow(&m->rows, &m->rows_cap, m->N, sizeof *m->rows);
+	grow(&m->labels, &m->labels_cap, m->N, sizeof *m->labels);
+	grow(&m->q_start, &m->q_start_cap, b->B + 1, sizeof *m->q_start);
+	m->M = 0;
+	for (int i = 0; i < b->B; i++) {
+		m->q_start[i] = m->M;
+		if (m->c.task == TASK_CLS) {
+			m->rows[m->M] = m->kv_start[i];
+			m->labels[m->M++] = b->labels[i];
+			continue;
+		}
+		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
+			int32_t y = b->labels[(size_t)i * b->T + t];
+			if (y != IGNORE_LABEL) {
+				m->rows[m->M] = r;
+				m->labels[m->M++] = y;
 			}
+		}
 	}
-	/* rows are in order: each sequence's are a run */
-	for (int i = 0, r = 0; i <= b->B; i++) {
-		while (r < m->M && m->rows[r] < i * b->T)
-			r++;
-		m->q_start[i] = r;
-	}
+	m->q_start[b->B] = m->M;
+}
+
+/* Copies the batch, packed, so that backward never reads freed memory. */
+static void keep_batch(struct bert *m, const struct bert_batch *b)
+{
+	m->B = b->B;
+	pack_rows(m, b);
+	list_head_rows(m, b);
+	grow(&m->p_all, &m->p_all_cap, b->B + 1, sizeof *m->p_all);
+	grow(&m->p_head, &m->p_head_cap, b->B + 1, sizeof *m->p_head);
+	m->P = attention_probs(m->p_all, m->kv_start, NULL, b->B, m->c.heads);
+	m->P_head = attention_probs(m->p_head, m->kv_start, m->q_start, b->B, m->c.heads);
 }
 
 /* base's copy on the backend, in b; base itself on a host backend. */
@@ -586,13 +649,18 @@ static const void *to_backend(const struct backend *be, struct on_backend *b, co
 static void upload_batch(struct bert *m)
 {
 	const struct backend *be = m->be;
-	size_t N = (size_t)m->B * m->T, M = (size_t)m->M, i32 = sizeof(int32_t);
+	size_t N = (size_t)m->N, M = (size_t)m->M, i32 = sizeof(int32_t);
+	size_t seqs = (size_t)m->B + 1;
 	m->d.ids = to_backend(be, &m->d_ids, m->ids, N * i32);
 	m->d.types = to_backend(be, &m->d_types, m->types, N * i32);
+	m->d.positions = to_backend(be, &m->d_positions, m->positions, N * i32);
 	m->d.mask = to_backend(be, &m->d_mask, m->mask, N);
 	m->d.rows = to_backend(be, &m->d_rows, m->rows, M * i32);
 	m->d.labels = to_backend(be, &m->d_labels, m->labels, M * i32);
-	m->d.q_start = to_backend(be, &m->d_q_start, m->q_start, (size_t)(m->B + 1) * i32);
+	m->d.kv_start = to_backend(be, &m->d_kv_start, m->kv_start, seqs * i32);
+	m->d.q_start = to_backend(be, &m->d_q_start, m->q_start, seqs * i32);
+	m->d.p_all = to_backend(be, &m->d_p_all, m->p_all, seqs * sizeof(int64_t));
+	m->d.p_head = to_backend(be, &m->d_p_head, m->p_head, seqs * sizeof(int64_t));
 }
 
 /* ---- dropout sites ---- */
@@ -630,9 +698,9 @@ static float attn_p(const struct bert *m)
 static void embeddings_forward(struct bert *m)
 {
 	struct acts *a = &m->a;
-	int N = m->B * m->T, C = m->c.hidden;
-	m->be->embedding_forward(a->emb_sum, m->d.ids, m->d.types, m->w.word, m->w.pos,
-				 m->w.type, m->B, m->T, C);
+	int N = m->N, C = m->c.hidden;
+	m->be->embedding_forward(a->emb_sum, m->d.ids, m->d.types, m->d.positions, m->w.word,
+				 m->w.pos, m->w.type, N, C);
 	m->be->layernorm_forward(a->emb_out, a->emb_mean, a->emb_rstd, a->emb_sum,
 				 m->w.emb_ln_w, m->w.emb_ln_b, N, C, m->c.ln_eps);
 	m->be->dropout_apply(a->emb_out, a->emb_out, (size_t)N * C, hidden_p(m),
@@ -643,12 +711,12 @@ static void embeddings_forward(struct bert *m)
 static void embeddings_backward(struct bert *m, float *dh)
 {
 	struct acts *a = &m->a;
-	int N = m->B * m->T, C = m->c.hidden;
+	int N = m->N, C = m->c.hidden;
 	m->be->dropout_apply(dh, dh, (size_t)N * C, hidden_p(m), embeddings_seed(m));
 	m->be->layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum,
 				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, C);
 	m->be->embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->d.ids, m->d.types,
-				  m->B, m->T, C, PAD_ID);
+				  m->d.positions, N, C, PAD_ID);
 }
 
 /* ---- encoder layer ---- */
@@ -657,13 +725,13 @@ static void embeddings_backward(struct bert *m, float *dh)
  * the rows its head reads: the same loss and gradients for far less work. */
 static struct layer_rows all_rows(const struct bert *m)
 {
-	struct layer_rows r = { m->B * m->T, NULL, NULL };
+	struct layer_rows r = { m->N, NULL, NULL, m->d.p_all };
 	return r;
 }
 
 static struct layer_rows head_rows(const struct bert *m)
 {
-	struct layer_rows r = { m->M, m->d.rows, m->d.q_start };
+	struct layer_rows r = { m->M, m->d.rows, m->d.q_start, m->d.p_head };
 	return r;
 }
 
@@ -672,9 +740,10 @@ static struct layer_rows head_rows(const struct bert *m)
 static struct attention layer_attention(const struct bert *m, int l, const struct layer_rows *r)
 {
 	const float *qkv = m->a.layer[l].qkv;
-	int N = m->B * m->T, C = m->c.hidden;
+	int N = m->N, C = m->c.hidden;
 	struct attention att = { m->B, m->T, C, m->c.heads, qkv, qkv + C, qkv + 2 * C, 3 * C,
-				 3 * C, NULL, m->d.mask, attn_p(m), site_seed(m, l, SITE_ATTN_PROBS) };
+				 3 * C, m->d.kv_start, NULL, r->p_start, m->d.mask, attn_p(m),
+				 site_seed(m, l, SITE_ATTN_PROBS) };
 	if (r->rows) {
 		att.k = qkv, att.v = qkv + C, att.ldkv = 2 * C;
 		att.q = qkv + (size_t)N * 2 * C, att.ldq = C;
@@ -687,7 +756,7 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct la
 {
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_acts *a = &m->a.layer[l];
-	int N = m->B * m->T, R = r->R, C = m->c.hidden, F = m->c.ffn;
+	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
 	float eps = m->c.ln_eps;
 	struct attention att = layer_attention(m, l, r);
 	const float *res = x;   /* the residual stream at the R rows */
@@ -734,7 +803,7 @@ static void qkv_backward(struct bert *m, int l, const float *x, const struct lay
 {
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_weights *g = &m->g.layer[l];
-	int N = m->B * m->T, C = m->c.hidden;
+	int N = m->N, C = m->c.hidden;
 	if (!r->rows) {
 		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, x, w->qkv_w, N,
 				       C, 3 * C, 1);
@@ -756,7 +825,7 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 	struct layer_weights *g = &m->g.layer[l];
 	struct layer_acts *a = &m->a.layer[l];
 	struct acts *d = &m->a;
-	int N = m->B * m->T, R = r->R, C = m->c.hidden, F = m->c.ffn;
+	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
 
 	m->be->layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum,
 				  a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, C);
@@ -882,7 +951,7 @@ static const float *layer_input(const struct bert *m, int l)
 
 void bert_backward(struct bert *m, float scale)
 {
-	int N = m->B * m->T, C = m->c.hidden, L = m->c.layers;
+	int N = m->N, C = m->c.hidden, L = m->c.layers;
 	if (m->M == 0)
 		return;    /* nothing predicted: every gradient is zero */
 	if (m->c.task == TASK_CLS)

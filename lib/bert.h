@@ -54,10 +54,12 @@ void bert_scale_grads(struct bert *m, float s);
 size_t bert_numel(const struct bert *m);
 /* The parameters a model of config c would have, without making it. */
 size_t bert_config_numel(const struct bert_config *c);
-/* Bytes of the activations and their gradients for a batch of B sequences of
- * T tokens with M rows predicted (and recompute as bert_set_recompute's),
- * counted in double so that nothing overflows. */
-double bert_batch_bytes(const struct bert_config *c, int B, int T, int M, int recompute);
+/* Bytes of the activations, their gradients and the ops' scratch on backend
+ * be for a batch of B sequences of T tokens with M rows predicted (and
+ * recompute as bert_set_recompute's), counted in double so that nothing
+ * overflows: at most what such a batch takes. */
+double bert_batch_bytes(const struct bert_config *c, const struct backend *be, int B, int T,
+			int M, int recompute);
 /* Fills out[] (if not NULL) with every parameter under its HF name
  * (e.g. "bert.encoder.layer.0.attention.self.query.weight", "classifier.weight",
  * "cls.predictions.bias"), in a fixed order, pointing into the host copy bert_params();

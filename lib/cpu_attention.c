@@ -1,7 +1,7 @@
 /* Multi-head self-attention on the CPU: one (sequence, head) pair per task,
  * single-threaded sgemm inside (OpenBLAS runs serially inside an OpenMP
  * region), heads read and written in place through row strides, so the
- * fused [B*T, 3C] QKV product needs no reshuffling. Each pair's result
+ * fused [rows, 3C] QKV product needs no reshuffling. Each pair's result
  * depends on nothing but its own data, so any schedule gives the same bits. */
 #include "cpu_ops.h"
 #include "cpu_simd.h"
@@ -30,24 +30,13 @@ static struct heads heads_of(const struct attention *a, const uint8_t *mask)
 	return s;
 }
 
-/* Sequence b's query rows: *first and the count. */
-static int query_rows(const struct attention *a, int b, int *first)
-{
-	if (!a->q_start) {
-		*first = b * a->T;
-		return a->T;
-	}
-	*first = a->q_start[b];
-	return a->q_start[b + 1] - a->q_start[b];
-}
-
 /* Keys past the last real one have zero weight, so the products stop there.
- * Returns 0 for a sequence with no real key: it attends to all T uniformly
- * (as HF's additive mask gives), and its scores get no gradient since that
- * output does not depend on them. */
-static int real_keys(const uint8_t *mask, int T)
+ * Returns 0 for a sequence with no real key: it attends to all its keys
+ * uniformly (as HF's additive mask gives), and its scores get no gradient
+ * since that output does not depend on them. */
+static int real_keys(const uint8_t *mask, int len)
 {
-	for (int j = T; j > 0; j--)
+	for (int j = len; j > 0; j--)
 		if (mask[j - 1])
 			return j;
 	return 0;
@@ -70,16 +59,16 @@ static uint8_t *ones_for_no_mask(const uint8_t *mask, int n)
 	return ones;
 }
 
-/* Scores p[0..n) in, probabilities p[0..T) out. */
-HOT static void masked_softmax_row(float *p, const uint8_t *mask, int n, int T)
+/* Scores p[0..n) in, probabilities p[0..len) out. */
+HOT static void masked_softmax_row(float *p, const uint8_t *mask, int n, int len)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++)
 		p[j] = select_float(mask[j], p[j], -INFINITY);
 	float mx = row_max(p, n);
 	if (mx == -INFINITY) {
-		for (int j = 0; j < T; j++)
-			p[j] = 1.0f / T;
+		for (int j = 0; j < len; j++)
+			p[j] = 1.0f / len;
 		return;
 	}
 	float s = 0.0f;
@@ -92,7 +81,7 @@ HOT static void masked_softmax_row(float *p, const uint8_t *mask, int n, int T)
 #pragma omp simd
 	for (int j = 0; j < n; j++)
 		p[j] *= inv;
-	for (int j = n; j < T; j++)
+	for (int j = n; j < len; j++)
 		p[j] = 0.0f;
 }
 
@@ -130,23 +119,40 @@ HOT static void softmax_dropout_backward_row(float *dp, float *dropped, const fl
 		dp[j] = p[j] * (dp[j] - dot);
 }
 
-/* Sequence b, head h: its queries q0.. (nq of them), its n keys and its
- * block of probabilities, nq x T at ((q0 * H + h * nq) * T); the block's
- * element offsets number the dropout draws. */
+/* Sequence b, head h: its queries q0.. (nq of them), its keys k0.. (len of
+ * them, the first n taking part) and its block of probabilities, nq x len
+ * at p_start[b] + h * nq * len; the block's element offsets number the
+ * dropout draws. */
 struct head_task {
-	int b, h, q0, nq, n, real;
+	int b, h, q0, nq, k0, len, n, real;
 	size_t probs;
 };
 
 static struct head_task head_task(const struct heads *s, int bh)
 {
 	const struct attention *a = s->a;
+	const int32_t *q = a->q_start ? a->q_start : a->kv_start;
 	struct head_task t = { .b = bh / a->H, .h = bh % a->H };
-	t.nq = query_rows(a, t.b, &t.q0);
-	t.real = real_keys(s->mask + (size_t)t.b * a->T, a->T);
-	t.n = t.real ? t.real : a->T;
-	t.probs = ((size_t)t.q0 * a->H + (size_t)t.h * t.nq) * a->T;
+	t.q0 = q[t.b];
+	t.nq = q[t.b + 1] - t.q0;
+	t.k0 = a->kv_start[t.b];
+	t.len = a->kv_start[t.b + 1] - t.k0;
+	t.real = real_keys(s->mask + t.k0, t.len);
+	t.n = t.real ? t.real : t.len;
+	t.probs = (size_t)a->p_start[t.b] + (size_t)t.h * t.nq * t.len;
 	return t;
+}
+
+/* The floats of the largest probability block of one (sequence, head). */
+static size_t largest_block(const struct attention *a)
+{
+	const int32_t *q = a->q_start ? a->q_start : a->kv_start;
+	size_t most = 1;
+	for (int b = 0; b < a->B; b++) {
+		size_t n = (size_t)(q[b + 1] - q[b]) * (size_t)(a->kv_start[b + 1] - a->kv_start[b]);
+		most = n > most ? n : most;
+	}
+	return most;
 }
 
 static void head_forward(float *ctx, float *probs, float *dropped, const struct heads *s,
@@ -154,40 +160,39 @@ static void head_forward(float *ctx, float *probs, float *dropped, const struct 
 {
 	const struct attention *a = s->a;
 	struct head_task t = head_task(s, bh);
-	int T = a->T, d = s->d;
+	int len = t.len, d = s->d;
 	if (!t.nq)
 		return;
 	const float *q = a->q + (size_t)t.q0 * a->ldq + t.h * d;
-	const float *k = a->k + (size_t)t.b * T * a->ldkv + t.h * d;
-	const float *v = a->v + (size_t)t.b * T * a->ldkv + t.h * d;
-	const uint8_t *m = s->mask + (size_t)t.b * T;
+	const float *k = a->k + (size_t)t.k0 * a->ldkv + t.h * d;
+	const float *v = a->v + (size_t)t.k0 * a->ldkv + t.h * d;
+	const uint8_t *m = s->mask + t.k0;
 	float *pr = probs + t.probs;
 
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t.nq, t.n, d, s->scale, q, a->ldq,
-		    k, a->ldkv, 0.0f, pr, T);
+		    k, a->ldkv, 0.0f, pr, len);
 	for (int i = 0; i < t.nq; i++)
-		masked_softmax_row(pr + (size_t)i * T, m, t.n, T);
+		masked_softmax_row(pr + (size_t)i * len, m, t.n, len);
 	const float *pv = pr;
 	if (s->threshold) {
 		for (int i = 0; i < t.nq; i++)
-			dropout_row(dropped + (size_t)i * T, pr + (size_t)i * T, t.n, s,
-				    (uint32_t)(t.probs + (size_t)i * T));
+			dropout_row(dropped + (size_t)i * len, pr + (size_t)i * len, t.n, s,
+				    (uint32_t)(t.probs + (size_t)i * len));
 		pv = dropped;
 	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, 1.0f, pv, T, v,
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, 1.0f, pv, len, v,
 		    a->ldkv, 0.0f, ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
 }
 
 void attention_forward(float *ctx, float *probs, const struct attention *a)
 {
-	int T = a->T;
-	uint8_t *ones = ones_for_no_mask(a->mask, a->B * T);
+	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
 	struct heads s = heads_of(a, ones ? ones : a->mask);
-	size_t tt = (size_t)T * T;
-	float *scratch = s.threshold ? thread_scratch(tt) : NULL;
+	size_t block = largest_block(a);
+	float *scratch = s.threshold ? thread_scratch(block) : NULL;
 #pragma omp parallel
 	{
-		float *dropped = scratch ? scratch + (size_t)omp_get_thread_num() * tt : NULL;
+		float *dropped = scratch ? scratch + (size_t)omp_get_thread_num() * block : NULL;
 #pragma omp for schedule(dynamic)
 		for (int bh = 0; bh < a->B * a->H; bh++)
 			head_forward(ctx, probs, dropped, &s, bh);
@@ -207,13 +212,13 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 {
 	const struct attention *a = s->a;
 	struct head_task t = head_task(s, bh);
-	int T = a->T, d = s->d;
-	size_t kv = (size_t)t.b * T * a->ldkv + t.h * d;
+	int len = t.len, d = s->d;
+	size_t kv = (size_t)t.k0 * a->ldkv + t.h * d;
 	dk += kv, dv += kv;
 	if (!t.nq) {
 		/* no queries, so nothing reaches these keys and values */
-		zero_rows(dk, 0, T, a->ldkv, d);
-		zero_rows(dv, 0, T, a->ldkv, d);
+		zero_rows(dk, 0, len, a->ldkv, d);
+		zero_rows(dv, 0, len, a->ldkv, d);
 		return;
 	}
 	const float *q = a->q + (size_t)t.q0 * a->ldq + t.h * d, *k = a->k + kv, *v = a->v + kv;
@@ -222,36 +227,35 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 
 	/* d(dropped probs) = dctx V^T */
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t.nq, t.n, d, 1.0f, dc, a->C, v,
-		    a->ldkv, 0.0f, dp, T);
+		    a->ldkv, 0.0f, dp, len);
 	for (int i = 0; i < t.nq; i++)
-		softmax_dropout_backward_row(dp + (size_t)i * T,
-					     dropped ? dropped + (size_t)i * T : NULL,
-					     pr + (size_t)i * T, t.n, t.real, s,
-					     (uint32_t)(t.probs + (size_t)i * T));
+		softmax_dropout_backward_row(dp + (size_t)i * len,
+					     dropped ? dropped + (size_t)i * len : NULL,
+					     pr + (size_t)i * len, t.n, t.real, s,
+					     (uint32_t)(t.probs + (size_t)i * len));
 	const float *pv = s->threshold ? dropped : pr;
 	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, 1.0f, pv, T, dc,
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, 1.0f, pv, len, dc,
 		    a->C, 0.0f, dv, a->ldkv);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, s->scale, dp, T, k,
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, s->scale, dp, len, k,
 		    a->ldkv, 0.0f, dq, a->ldq);
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, s->scale, dp, T, q,
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, s->scale, dp, len, q,
 		    a->ldq, 0.0f, dk, a->ldkv);
-	zero_rows(dv, t.n, T, a->ldkv, d);
-	zero_rows(dk, t.n, T, a->ldkv, d);
+	zero_rows(dv, t.n, len, a->ldkv, d);
+	zero_rows(dk, t.n, len, a->ldkv, d);
 }
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 			const float *probs, const struct attention *a)
 {
-	int T = a->T;
-	uint8_t *ones = ones_for_no_mask(a->mask, a->B * T);
+	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
 	struct heads s = heads_of(a, ones ? ones : a->mask);
-	size_t tt = (size_t)T * T, per_thread = s.threshold ? 2 * tt : tt;
+	size_t block = largest_block(a), per_thread = s.threshold ? 2 * block : block;
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
 		float *dp = scratch + (size_t)omp_get_thread_num() * per_thread;
-		float *dropped = s.threshold ? dp + tt : NULL;
+		float *dropped = s.threshold ? dp + block : NULL;
 #pragma omp for schedule(dynamic)
 		for (int bh = 0; bh < a->B * a->H; bh++)
 			head_backward(dq, dk, dv, dp, dropped, dctx, probs, &s, bh);

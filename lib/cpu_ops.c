@@ -92,14 +92,14 @@ HOT static void sum3_row(float *out, const float *a, const float *b, const float
 }
 
 void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-		       const float *word, const float *pos, const float *type,
-		       int B, int T, int C)
+		       const int32_t *positions, const float *word, const float *pos,
+		       const float *type, int N, int C)
 {
 #pragma omp parallel for schedule(static)
-	for (int r = 0; r < B * T; r++) {
+	for (int r = 0; r < N; r++) {
 		int ty = types ? types[r] : 0;
 		sum3_row(out + (size_t)r * C, word + (size_t)ids[r] * C,
-			 pos + (size_t)(r % T) * C, type + (size_t)ty * C, C);
+			 pos + (size_t)positions[r] * C, type + (size_t)ty * C, C);
 	}
 }
 
@@ -107,28 +107,28 @@ void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
  * ever touch the same float, and each sum has a fixed order. */
 HOT static void embedding_backward_block(float *dword, float *dpos, float *dtype,
 					 const float *dout, const int32_t *ids,
-					 const int32_t *types, int N, int T, int C,
-					 int pad_id, int nc)
+					 const int32_t *types, const int32_t *positions,
+					 int N, int C, int pad_id, int nc)
 {
 	for (int r = 0; r < N; r++) {
 		const float *g = dout + (size_t)r * C;
 		if (ids[r] != pad_id)
 			add_to(dword + (size_t)ids[r] * C, g, nc);
-		add_to(dpos + (size_t)(r % T) * C, g, nc);
+		add_to(dpos + (size_t)positions[r] * C, g, nc);
 		add_to(dtype + (size_t)(types ? types[r] : 0) * C, g, nc);
 	}
 }
 
 void embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
-			const int32_t *ids, const int32_t *types, int B, int T, int C,
-			int pad_id)
+			const int32_t *ids, const int32_t *types, const int32_t *positions,
+			int N, int C, int pad_id)
 {
 	int w = col_block(C), nblocks = (C + w - 1) / w;
 #pragma omp parallel for schedule(static)
 	for (int k = 0; k < nblocks; k++) {
 		int c0 = k * w;
 		embedding_backward_block(dword + c0, dpos + c0, dtype + c0, dout + c0, ids,
-					 types, B * T, T, C, pad_id, min_int(w, C - c0));
+					 types, positions, N, C, pad_id, min_int(w, C - c0));
 	}
 }
 

@@ -21,15 +21,16 @@ void linear_backward(float *din, float *dw, float *dbias, const float *dout,
 /* acc[Cout] += column sums of x[N,Cout], rows summed in order. */
 void colsum_add(float *acc, const float *x, int N, int Cout);
 
-/* out[b,t] = word[ids] + pos[t] + type[types] (types NULL: type 0). */
+/* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] over N rows
+ * (types NULL: type 0). */
 void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-		       const float *word, const float *pos, const float *type,
-		       int B, int T, int C);
-/* Scatter-add of dout into the three tables; tokens equal to pad_id add
- * nothing to dword (PyTorch's padding_idx); pad_id < 0 for none. */
+		       const int32_t *positions, const float *word, const float *pos,
+		       const float *type, int N, int C);
+/* Scatter-add of dout into the three tables, rows in order; tokens equal to
+ * pad_id add nothing to dword (PyTorch's padding_idx); pad_id < 0 for none. */
 void embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
-			const int32_t *ids, const int32_t *types, int B, int T, int C,
-			int pad_id);
+			const int32_t *ids, const int32_t *types, const int32_t *positions,
+			int N, int C, int pad_id);
 
 /* Biased variance, eps inside the square root, as torch.nn.LayerNorm. */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in,
@@ -57,16 +58,20 @@ void tanh_forward(float *out, const float *in, size_t n);
 /* din = dout * (1 - out^2); din may be dout. */
 void tanh_backward(float *din, const float *dout, const float *out, size_t n);
 
-/* Multi-head self-attention core. Sequence b's keys and values are the T
- * rows b*T.. of k and v; its queries are rows q_start[b] .. q_start[b+1]-1
- * of q, or all its T rows b*T.. when q_start is NULL (the last layer asks
- * only for the rows its head reads). Heads are C/H columns wide.
+/* Multi-head self-attention core over sequences of any lengths. Sequence
+ * b's n keys and values are rows kv_start[b] .. kv_start[b+1]-1 of k and v;
+ * its nq queries are rows q_start[b] .. q_start[b+1]-1 of q, or the same
+ * rows as its keys when q_start is NULL (the last layer asks only for the
+ * rows its head reads). Heads are C/H columns wide.
  * ctx (rows as q, stride C) = dropout(softmax(QK^T/sqrt(d) + mask)) V.
- * mask[B*T] (NULL: all real): keys with 0 get exactly zero weight; a row with
- * no real key is uniform, as with Hugging Face's additive dtype-min mask (and
- * its scores, which then do not matter, get zero gradient).
- * probs (query rows x H x T) keeps the softmax before dropout for backward.
- * struct attention (backend.h) describes the batch. */
+ * mask (per key row, NULL: all real): keys with 0 get exactly zero weight; a
+ * row with no real key is uniform, as with Hugging Face's additive dtype-min
+ * mask (and its scores, which then do not matter, get zero gradient).
+ * probs keeps the softmax before dropout for backward: sequence b's at
+ * p_start[b], one nq x n block per head, head after head; the dropout draw
+ * of each probability is numbered by its offset in probs, cut to 32 bits.
+ * struct attention (backend.h) describes the batch; attention_probs
+ * (backend.h) lays out the probabilities. */
 void attention_forward(float *ctx, float *probs, const struct attention *a);
 /* Writes dq (stride ldq), dk and dv (stride ldkv) from dctx. */
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx,

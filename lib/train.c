@@ -171,7 +171,7 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	int M = c->task == TASK_CLS ? B : (int)ceil((double)B * T * c->mask_prob);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
-	memory_check(c->be, "batch", state + bert_batch_bytes(mc, B, T, M, c->recompute), purpose);
+	memory_check(c->be, "batch", state + bert_batch_bytes(mc, c->be, B, T, M, c->recompute), purpose);
 }
 
 static void build_model(struct trainer *t, const char *from)

@@ -66,19 +66,19 @@ static void sim_zero(void *p, size_t bytes)
 }
 
 static void sim_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-				  const float *word, const float *pos, const float *type, int b,
-				  int t, int c)
+				  const int32_t *positions, const float *word, const float *pos,
+				  const float *type, int n, int c)
 {
-	sim(out), sim(ids), sim(types), sim(word), sim(pos), sim(type);
-	embedding_forward(out, ids, types, word, pos, type, b, t, c);
+	sim(out), sim(ids), sim(types), sim(positions), sim(word), sim(pos), sim(type);
+	embedding_forward(out, ids, types, positions, word, pos, type, n, c);
 }
 
 static void sim_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
-				   const int32_t *ids, const int32_t *types, int b, int t, int c,
-				   int pad)
+				   const int32_t *ids, const int32_t *types,
+				   const int32_t *positions, int n, int c, int pad)
 {
-	sim(dword), sim(dpos), sim(dtype), sim(dout), sim(ids), sim(types);
-	embedding_backward(dword, dpos, dtype, dout, ids, types, b, t, c, pad);
+	sim(dword), sim(dpos), sim(dtype), sim(dout), sim(ids), sim(types), sim(positions);
+	embedding_backward(dword, dpos, dtype, dout, ids, types, positions, n, c, pad);
 }
 
 static void sim_linear_forward(float *out, const float *in, const float *w, const float *bias,
@@ -97,7 +97,8 @@ static void sim_linear_backward(float *din, float *dw, float *dbias, const float
 
 static void sim_attention(const struct attention *a)
 {
-	sim(a->q), sim(a->k), sim(a->v), sim(a->q_start), sim(a->mask);
+	sim(a->q), sim(a->k), sim(a->v), sim(a->kv_start), sim(a->q_start), sim(a->p_start),
+		sim(a->mask);
 }
 
 static void sim_attention_forward(float *ctx, float *probs, const struct attention *a)
@@ -291,6 +292,20 @@ static void test_task(enum bert_task task, const struct backend *s, const char *
 	free(a), free(b);
 }
 
+/* A backend whose attention backward takes a scratch of a padded batch's
+ * probabilities has it counted before a run starts. */
+static void test_batch_bytes(const struct backend *s)
+{
+	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
+				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
+				 .num_labels = 3 };
+	struct backend scratch = *s;
+	scratch.probs_scratch = 1;
+	double more = bert_batch_bytes(&c, &scratch, B, T, B, 0) - bert_batch_bytes(&c, s, B, T, B, 0);
+	CHECK(more == 4.0 * B * c.heads * T * T,
+	      "the memory check counts the attention backward's scratch (%.0f bytes)", more);
+}
+
 int main(void)
 {
 	char tmp[] = "/tmp/ts-test-backend.XXXXXX";
@@ -302,6 +317,7 @@ int main(void)
 	snprintf(mlm, sizeof mlm, "%s/mlm", tmp);
 	test_task(TASK_CLS, &s, cls);
 	test_task(TASK_MLM, &s, mlm);
+	test_batch_bytes(&s);
 	int left = 0;
 	for (int i = 0; i < MAX_BUFS; i++)
 		left += bufs[i].p != NULL;

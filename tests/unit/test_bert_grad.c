@@ -1,6 +1,6 @@
 /* The whole model: gradients of both heads against central differences of
  * the summed loss (dropout off, and on with a fixed seed), repeatability,
- * padding invariance, parameter names and initialisation. */
+ * unpadded batches, parameter names and initialisation. */
 #include "bert.h"
 #include "check.h"
 #include "rng.h"
@@ -192,7 +192,8 @@ static void check_recompute(enum bert_task task)
 	CHECK(l1 == l2 && !memcmp(bert_grads(plain), bert_grads(re), sizeof(float) * n),
 	      "%s: with activation recomputation, the same loss and gradients, bit for bit", name);
 	struct bert_config c = tiny_config(task, 0.1f);
-	double saved = bert_batch_bytes(&c, B, T, B, 0) - bert_batch_bytes(&c, B, T, B, 1);
+	const struct backend *cpu = backend_cpu();
+	double saved = bert_batch_bytes(&c, cpu, B, T, B, 0) - bert_batch_bytes(&c, cpu, B, T, B, 1);
 	CHECK(saved > 0, "%s: recomputation needs %.0f fewer bytes of activations", name, saved);
 	bert_free(plain);
 	bert_free(re);
@@ -220,16 +221,42 @@ static void check_accumulates(void)
 
 /* ---- padding, eval mode, loss ---- */
 
+/* The logits of the last forward and the gradients of its backward. */
+struct outcome {
+	double loss;
+	int64_t count;
+	float *logits, *grads;
+	int nlogits;
+};
+
+static struct outcome train_step(struct bert *m, const struct bert_batch *b)
+{
+	struct outcome o = { 0 };
+	bert_zero_grads(m);
+	o.loss = bert_forward(m, b, 1, SEED, &o.count);
+	bert_backward(m, 1.0f);
+	o.nlogits = (int)o.count * (bert_config_of(m)->task == TASK_CLS ? L : V);
+	o.logits = malloc(sizeof(float) * (o.nlogits + 1));
+	memcpy(o.logits, bert_logits(m), sizeof(float) * o.nlogits);
+	o.grads = malloc(sizeof(float) * bert_numel(m));
+	memcpy(o.grads, bert_grads(m), sizeof(float) * bert_numel(m));
+	return o;
+}
+
+static void free_outcome(struct outcome *o)
+{
+	free(o->logits);
+	free(o->grads);
+}
+
+/* Padding takes no rows: a batch padded further trains to the same bits,
+ * dropout on. */
 static void check_padding(enum bert_task task)
 {
 	struct bert *m = tiny_model(task, 0.1f);
 	struct sample s = make_sample();
 	struct bert_batch b = batch_of(&s, task);
-	int64_t count;
-	double loss = bert_forward(m, &b, 0, SEED, &count);
-	int nl = task == TASK_CLS ? B * L : (int)count * V;
-	float *before = malloc(sizeof(float) * nl);
-	memcpy(before, bert_logits(m), sizeof(float) * nl);
+	struct outcome before = train_step(m, &b);
 
 	enum { TP = T + 4 };
 	int32_t ids[B * TP] = { 0 }, types[B * TP] = { 0 }, labels[B * TP];
@@ -244,15 +271,50 @@ static void check_padding(enum bert_task task)
 	}
 	struct bert_batch padded = { B, TP, ids, types, mask,
 				     task == TASK_CLS ? s.cls_labels : labels };
-	int64_t count2;
-	double loss2 = bert_forward(m, &padded, 0, SEED, &count2);
-	double diff = 0;
-	for (int i = 0; i < nl; i++)
-		diff = fmax(diff, fabs(bert_logits(m)[i] - before[i]));
-	CHECK(count == count2 && diff < 1e-5 && close_enough(loss, loss2, 1e-5, 1e-6),
-	      "%s: appending padding leaves logits and loss unchanged (max diff %.1e)",
-	      task == TASK_CLS ? "cls" : "mlm", diff);
-	free(before);
+	struct outcome after = train_step(m, &padded);
+	CHECK(before.count == after.count && before.loss == after.loss &&
+	      !memcmp(before.logits, after.logits, sizeof(float) * before.nlogits) &&
+	      !memcmp(before.grads, after.grads, sizeof(float) * bert_numel(m)),
+	      "%s: appending padding gives the same loss, logits and gradients, bit for bit",
+	      task == TASK_CLS ? "cls" : "mlm");
+	free_outcome(&before);
+	free_outcome(&after);
+	bert_free(m);
+}
+
+/* The batch of mixed lengths against each sequence alone, unpadded: the same
+ * logits, and gradients that sum to the batch's, within fp32 rounding. */
+static void check_alone(enum bert_task task)
+{
+	const char *name = task == TASK_CLS ? "cls" : "mlm";
+	struct bert *m = tiny_model(task, 0.0f);
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	struct outcome all = train_step(m, &b);
+	size_t n = bert_numel(m);
+	double *sum = calloc(n, sizeof *sum), logit_err = 0, loss = 0;
+	int at = 0;
+	for (int i = 0; i < B; i++) {
+		const int32_t *labels = task == TASK_CLS ? s.cls_labels + i : s.mlm_labels + i * T;
+		struct bert_batch one = { 1, lengths[i], s.ids + i * T, s.types + i * T,
+					  s.mask + i * T, labels };
+		struct outcome o = train_step(m, &one);
+		for (int j = 0; j < o.nlogits; j++, at++)
+			logit_err = fmax(logit_err, fabs(o.logits[j] - all.logits[at]));
+		for (size_t j = 0; j < n; j++)
+			sum[j] += o.grads[j];
+		loss += o.loss;
+		free_outcome(&o);
+	}
+	int grads_close = 1;
+	for (size_t j = 0; j < n; j++)
+		grads_close &= close_enough(all.grads[j], sum[j], 1e-6, 1e-4);
+	CHECK(at == all.nlogits && logit_err < 1e-5 && close_enough(loss, all.loss, 1e-6, 1e-6),
+	      "%s: a batch of lengths 7, 5, 3 gives each sequence's logits and loss alone (%.1e)",
+	      name, logit_err);
+	CHECK(grads_close, "%s: its gradients are the sum of each sequence's alone", name);
+	free(sum);
+	free_outcome(&all);
 	bert_free(m);
 }
 
@@ -403,6 +465,8 @@ int main(void)
 	check_recompute(TASK_MLM);
 	check_padding(TASK_CLS);
 	check_padding(TASK_MLM);
+	check_alone(TASK_CLS);
+	check_alone(TASK_MLM);
 	check_loss_and_eval();
 	CHECK_DONE();
 }

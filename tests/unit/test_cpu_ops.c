@@ -151,13 +151,14 @@ static void test_linear(void)
 enum { EV = 6, ET = 4, EC = 3, EB = 2, ETYPES = 2 };
 static const int32_t emb_ids[EB * ET] = { 2, 5, 0, 0, 2, 1, 3, 0 };
 static const int32_t emb_types[EB * ET] = { 0, 0, 1, 1, 0, 1, 1, 0 };
+static const int32_t emb_pos[EB * ET] = { 0, 1, 2, 3, 2, 0, 3, 1 };
 
 static void ref_embedding(double *out, const double *theta)
 {
 	const double *word = theta, *pos = word + EV * EC, *type = pos + ET * EC;
 	for (int r = 0; r < EB * ET; r++)
 		for (int c = 0; c < EC; c++)
-			out[r * EC + c] = word[emb_ids[r] * EC + c] + pos[(r % ET) * EC + c] +
+			out[r * EC + c] = word[emb_ids[r] * EC + c] + pos[emb_pos[r] * EC + c] +
 					  type[emb_types[r] * EC + c];
 }
 
@@ -173,20 +174,21 @@ static void test_embedding(void)
 	int n = (EV + ET + ETYPES) * EC, nout = EB * ET * EC;
 	double *theta = rand_doubles(n, 1), *w = rand_doubles(nout, 1), ref[EB * ET * EC];
 	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[EB * ET * EC];
-	embedding_forward(out, emb_ids, emb_types, t, t + EV * EC, t + (EV + ET) * EC, EB, ET, EC);
+	embedding_forward(out, emb_ids, emb_types, emb_pos, t, t + EV * EC, t + (EV + ET) * EC,
+			  EB * ET, EC);
 	ref_embedding(ref, theta);
 	CHECK(max_abs_diff(out, ref, nout) < 1e-6, "embedding forward matches the reference");
 
 	float *grad = calloc(n, sizeof(float));
 	embedding_backward(grad, grad + EV * EC, grad + (EV + ET) * EC, dout, emb_ids, emb_types,
-			   EB, ET, EC, -1);
+			   emb_pos, EB * ET, EC, -1);
 	double err = grad_error(embedding_loss, w, theta, grad, n);
 	CHECK(err < GRAD_TOL, "embedding scatter-add matches finite differences (%.1e)", err);
 
 	/* with pad_id 0 the [PAD] row gets nothing and every other row the same */
 	float *padded = calloc(n, sizeof(float));
 	embedding_backward(padded, padded + EV * EC, padded + (EV + ET) * EC, dout, emb_ids,
-			   emb_types, EB, ET, EC, 0);
+			   emb_types, emb_pos, EB * ET, EC, 0);
 	int pad_zero = 1, rest_same = 1;
 	for (int i = 0; i < n; i++) {
 		if (i < EC)
@@ -452,13 +454,15 @@ static void test_attention(float p, int subset)
 				    subset ? some_start : all_start };
 	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[AN * AC], q[AN * AC];
 	float probs[AN * AH * AT];
-	struct attention a = { AB, AT, AC, AH, t, t + AC, t + 2 * AC, 3 * AC, 3 * AC, NULL,
-			       att_mask, p, k.seed };
+	int64_t p_start[AB + 1];
+	struct attention a = { AB, AT, AC, AH, t, t + AC, t + 2 * AC, 3 * AC, 3 * AC, all_start,
+			       NULL, p_start, att_mask, p, k.seed };
 	if (subset) {
 		for (int i = 0; i < nq; i++)
 			memcpy(q + i * AC, t + some_rows[i] * 3 * AC, sizeof(float) * AC);
 		a.q = q, a.ldq = AC, a.q_start = some_start;
 	}
+	attention_probs(p_start, all_start, a.q_start, AB, AH);
 	const char *what = subset ? "attention for some queries" : "attention";
 	attention_forward(out, probs, &a);
 	ref_attention(ref, theta, &k);
@@ -483,6 +487,63 @@ static void test_attention(float p, int subset)
 	CHECK(err < GRAD_TOL, "%s gradients (dropout %.1f) match finite differences (%.1e)", what,
 	      p, err);
 	free(theta), free(w), free(t), free(dout), free(grad);
+}
+
+/* Sequences of lengths 5, 2 and 4 packed into 11 rows give what the same
+ * sequences give padded to 5 and masked: ctx at the real rows, the
+ * gradients of the real rows, and zero gradient for the padded ones. */
+static void test_attention_packed(void)
+{
+	enum { PN = 11 };
+	static const int32_t len[AB] = { 5, 2, 4 }, packed_start[AB + 1] = { 0, 5, 7, 11 };
+	uint8_t mask[AN];
+	int32_t real[PN];   /* the padded row of each packed row */
+	for (int b = 0, r = 0; b < AB; b++)
+		for (int j = 0; j < AT; j++) {
+			mask[b * AT + j] = j < len[b];
+			if (j < len[b])
+				real[r++] = b * AT + j;
+		}
+	float *pad = malloc(sizeof(float) * AN * 3 * AC), *packed = malloc(sizeof(float) * PN * 3 * AC);
+	for (int i = 0; i < AN * 3 * AC; i++)
+		pad[i] = rng_normal(&gen);
+	for (int r = 0; r < PN; r++)
+		memcpy(packed + r * 3 * AC, pad + real[r] * 3 * AC, sizeof(float) * 3 * AC);
+	float dctx_pad[AN * AC], dctx[PN * AC], ctx_pad[AN * AC], ctx[PN * AC];
+	float probs_pad[AN * AH * AT], probs[PN * AH * AT];
+	for (int i = 0; i < AN * AC; i++)   /* in a model no gradient reaches padding */
+		dctx_pad[i] = mask[i / AC] ? rng_normal(&gen) : 0.0f;
+	for (int r = 0; r < PN; r++)
+		memcpy(dctx + r * AC, dctx_pad + real[r] * AC, sizeof(float) * AC);
+	int64_t p_pad[AB + 1], p_packed[AB + 1];
+	attention_probs(p_pad, all_start, NULL, AB, AH);
+	int64_t np = attention_probs(p_packed, packed_start, NULL, AB, AH);
+	struct attention a = { AB, AT, AC, AH, pad, pad + AC, pad + 2 * AC, 3 * AC, 3 * AC,
+			       all_start, NULL, p_pad, mask, 0.0f, 9 };
+	struct attention b = { AB, AT, AC, AH, packed, packed + AC, packed + 2 * AC, 3 * AC,
+			       3 * AC, packed_start, NULL, p_packed, NULL, 0.0f, 9 };
+	attention_forward(ctx_pad, probs_pad, &a);
+	attention_forward(ctx, probs, &b);
+	double ctx_err = 0, grad_err = 0, pad_grad = 0;
+	for (int r = 0; r < PN; r++)
+		for (int c = 0; c < AC; c++)
+			ctx_err = fmax(ctx_err, fabs(ctx[r * AC + c] - ctx_pad[real[r] * AC + c]));
+	CHECK(np == AH * (25 + 4 + 16) && ctx_err < 1e-6,
+	      "packed attention over lengths 5, 2, 4 equals padded and masked (%.1e)", ctx_err);
+
+	float *g_pad = malloc(sizeof(float) * AN * 3 * AC), *g = malloc(sizeof(float) * PN * 3 * AC);
+	attention_backward(g_pad, g_pad + AC, g_pad + 2 * AC, dctx_pad, probs_pad, &a);
+	attention_backward(g, g + AC, g + 2 * AC, dctx, probs, &b);
+	for (int r = 0; r < PN; r++)
+		for (int c = 0; c < 3 * AC; c++)
+			grad_err = fmax(grad_err, fabs(g[r * 3 * AC + c] - g_pad[real[r] * 3 * AC + c]));
+	for (int i = 0; i < AN; i++)
+		for (int c = AC; c < 3 * AC; c++)   /* keys and values of padded rows */
+			if (!mask[i])
+				pad_grad = fmax(pad_grad, fabs(g_pad[i * 3 * AC + c]));
+	CHECK(grad_err < 1e-6 && pad_grad == 0,
+	      "packed attention gradients equal padded ones (%.1e), padded keys get none", grad_err);
+	free(pad), free(packed), free(g_pad), free(g);
 }
 
 /* ---- softmax cross-entropy ---- */
@@ -574,8 +635,13 @@ static void test_dropout(void)
 	      *ctx2 = malloc(sizeof(float) * B * T * C), *probs = malloc(sizeof(float) * B * H * T * T);
 	for (int i = 0; i < B * T * 3 * C; i++)
 		qkv[i] = rng_normal(&gen);
-	struct attention a = { B, T, C, H, qkv, qkv + C, qkv + 2 * C, 3 * C, 3 * C, NULL, NULL,
-			       0.3f, 5 };
+	int32_t kv_start[B + 1];
+	int64_t p_start[B + 1];
+	for (int b = 0; b <= B; b++)
+		kv_start[b] = b * T;
+	attention_probs(p_start, kv_start, NULL, B, H);
+	struct attention a = { B, T, C, H, qkv, qkv + C, qkv + 2 * C, 3 * C, 3 * C, kv_start, NULL,
+			       p_start, NULL, 0.3f, 5 };
 	omp_set_num_threads(1);
 	attention_forward(ctx1, probs, &a);
 	omp_set_num_threads(2);
@@ -601,6 +667,7 @@ int main(void)
 	test_attention(0.2f, 0);
 	test_attention(0.0f, 1);
 	test_attention(0.2f, 1);
+	test_attention_packed();
 	test_crossentropy();
 	test_dropout();
 	CHECK_DONE();

@@ -102,29 +102,33 @@ enum { EB = 3, ET = 23, TYPES = 2, POS = 32 };
 
 static void test_embedding(void)
 {
-	int32_t ids[EB * ET], types[EB * ET];
+	int32_t ids[EB * ET], types[EB * ET], positions[EB * ET];
 	for (int i = 0; i < EB * ET; i++) {
 		ids[i] = i % 5 == 4 ? 0 : (int32_t)rng_below(&gen, V);   /* 0 is [PAD] */
 		types[i] = (int32_t)rng_below(&gen, TYPES);
+		positions[i] = (int32_t)rng_below(&gen, POS);
 	}
 	float *word = randoms((size_t)V * C, 1), *pos = randoms(POS * C, 1), *type = randoms(TYPES * C, 1);
 	float *out = xcalloc((size_t)EB * ET * C, sizeof *out), *dout = randoms((size_t)EB * ET * C, 1);
 	float *dword = randoms((size_t)V * C, 1), *dpos = randoms(POS * C, 1), *dtype = randoms(TYPES * C, 1);
 	int32_t *d_ids = on_gpu(ids, sizeof ids), *d_types = on_gpu(types, sizeof types);
+	int32_t *d_positions = on_gpu(positions, sizeof positions);
 	float *d_word = on_gpu(word, (size_t)V * C * 4), *d_pos = on_gpu(pos, POS * C * 4);
 	float *d_type = on_gpu(type, TYPES * C * 4), *d_out = on_gpu(out, EB * ET * C * 4);
 	float *d_dout = on_gpu(dout, EB * ET * C * 4), *d_dword = on_gpu(dword, (size_t)V * C * 4);
 	float *d_dpos = on_gpu(dpos, POS * C * 4), *d_dtype = on_gpu(dtype, TYPES * C * 4);
-	embedding_forward(out, ids, types, word, pos, type, EB, ET, C);
-	gpu->embedding_forward(d_out, d_ids, d_types, d_word, d_pos, d_type, EB, ET, C);
+	embedding_forward(out, ids, types, positions, word, pos, type, EB * ET, C);
+	gpu->embedding_forward(d_out, d_ids, d_types, d_positions, d_word, d_pos, d_type, EB * ET, C);
 	expect_close("embedding_forward", d_out, out, (size_t)EB * ET * C, ATOL, RTOL);
-	embedding_backward(dword, dpos, dtype, dout, ids, types, EB, ET, C, 0);
-	gpu->embedding_backward(d_dword, d_dpos, d_dtype, d_dout, d_ids, d_types, EB, ET, C, 0);
+	embedding_backward(dword, dpos, dtype, dout, ids, types, positions, EB * ET, C, 0);
+	gpu->embedding_backward(d_dword, d_dpos, d_dtype, d_dout, d_ids, d_types, d_positions,
+				EB * ET, C, 0);
 	expect_close("embedding_backward dword (pad row untouched)", d_dword, dword, (size_t)V * C,
 		     ATOL, RTOL);
 	expect_close("embedding_backward dpos", d_dpos, dpos, POS * C, ATOL, RTOL);
 	expect_close("embedding_backward dtype", d_dtype, dtype, TYPES * C, 1e-4, RTOL);
-	void *d[] = { d_ids, d_types, d_word, d_pos, d_type, d_out, d_dout, d_dword, d_dpos, d_dtype };
+	void *d[] = { d_ids,  d_types, d_positions, d_word,  d_pos,
+		      d_type, d_out,   d_dout,      d_dword, d_dpos, d_dtype };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
 	free(word), free(pos), free(type), free(out), free(dout), free(dword), free(dpos), free(dtype);
@@ -244,23 +248,30 @@ static void test_crossentropy(int width, const char *what)
 
 enum { AB = 3, AH = 4, AC = 64 };
 
+/* Sequences packed one after another, of lengths T, T/2 + 1 and T/3 + 1:
+ * the second with two padding keys at its end, the third with no real key. */
 static void test_attention(int T, int head_rows, float p)
 {
-	int NT = AB * T;
-	uint8_t *mask = xmalloc((size_t)NT);
-	int32_t q_start[AB + 1] = { 0 };
-	int lengths[AB] = { T, T / 2 + 1, 0 };     /* a sequence with no real token */
+	int lengths[AB] = { T, T / 2 + 1, T / 3 + 1 }, real[AB] = { T, T / 2 - 1, 0 };
+	int32_t kv_start[AB + 1] = { 0 }, q_start[AB + 1] = { 0 };
 	for (int b = 0; b < AB; b++)
-		for (int t = 0; t < T; t++)
-			mask[b * T + t] = t < lengths[b];
+		kv_start[b + 1] = kv_start[b] + lengths[b];
+	int NT = kv_start[AB];
+	uint8_t *mask = xmalloc((size_t)NT);
+	for (int b = 0; b < AB; b++)
+		for (int t = 0; t < lengths[b]; t++)
+			mask[kv_start[b] + t] = t < real[b];
 	int R = NT;
 	if (head_rows) {   /* the last layer: sequence b asks for b + 1 query rows */
 		for (int b = 0; b < AB; b++)
 			q_start[b + 1] = q_start[b] + b + 1;
 		R = q_start[AB];
 	}
+	int64_t p_start[AB + 1];
+	size_t probs_n = (size_t)attention_probs(p_start, kv_start, head_rows ? q_start : NULL,
+						 AB, AH);
 	int ldq = head_rows ? AC : 3 * AC, ldkv = head_rows ? 2 * AC : 3 * AC;
-	size_t kv_n = (size_t)NT * ldkv, q_n = (size_t)R * ldq, probs_n = (size_t)R * AH * T;
+	size_t kv_n = (size_t)NT * ldkv, q_n = (size_t)R * ldq;
 	float *kv = randoms(kv_n, 1), *q = head_rows ? randoms(q_n, 1) : kv;
 	float *ctx = xcalloc((size_t)R * AC, 4), *probs = xcalloc(probs_n, 4);
 	float *dctx = randoms((size_t)R * AC, 1);
@@ -270,13 +281,15 @@ static void test_attention(int T, int head_rows, float p)
 	float *d_dctx = on_gpu(dctx, (size_t)R * AC * 4), *d_dkv = on_gpu(dkv, kv_n * 4);
 	float *d_dq = head_rows ? on_gpu(dq, q_n * 4) : d_dkv;
 	uint8_t *d_mask = on_gpu(mask, (size_t)NT);
+	int32_t *d_kv_start = on_gpu(kv_start, sizeof kv_start);
 	int32_t *d_q_start = on_gpu(q_start, sizeof q_start);
+	int64_t *d_p_start = on_gpu(p_start, sizeof p_start);
 	/* fused [N, 3C] q|k|v, or q apart and k|v [N, 2C], as bert.c lays them out */
 	const float *k = head_rows ? kv : kv + AC, *d_k = head_rows ? d_kv : d_kv + AC;
-	struct attention cpu_a = { AB, T, AC, AH, q, k, k + AC, ldq, ldkv,
-				   head_rows ? q_start : NULL, mask, p, 99 };
-	struct attention gpu_a = { AB, T, AC, AH, d_q, d_k, d_k + AC, ldq, ldkv,
-				   head_rows ? d_q_start : NULL, d_mask, p, 99 };
+	struct attention cpu_a = { AB, T, AC, AH, q, k, k + AC, ldq, ldkv, kv_start,
+				   head_rows ? q_start : NULL, p_start, mask, p, 99 };
+	struct attention gpu_a = { AB, T, AC, AH, d_q, d_k, d_k + AC, ldq, ldkv, d_kv_start,
+				   head_rows ? d_q_start : NULL, d_p_start, d_mask, p, 99 };
 	char what[128];
 	const char *rows = head_rows ? "head rows" : "all rows";
 	attention_forward(ctx, probs, &cpu_a);
@@ -295,7 +308,7 @@ static void test_attention(int T, int head_rows, float p)
 		expect_close(what, d_dq, dq, q_n, 1e-4, RTOL);
 		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
 	}
-	void *d[] = { d_kv, d_ctx, d_probs, d_dctx, d_dkv, d_mask, d_q_start };
+	void *d[] = { d_kv, d_ctx, d_probs, d_dctx, d_dkv, d_mask, d_kv_start, d_q_start, d_p_start };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
 	free(mask), free(kv), free(ctx), free(probs), free(dctx), free(dkv);
