@@ -29,6 +29,16 @@ LDLIBS := -Wl,--as-needed $(LIBNAMES) -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DI
           -lm -lpthread
 endif
 
+# MPI (OpenMPI) joins the processes of a distributed run; a STATIC=1 build, made
+# to run where no -dev packages are, leaves it out (Debian has no static libmpi).
+ifneq ($(STATIC),1)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+ifneq ($(MPI_CFLAGS),)
+CFLAGS += -DTS_MPI=1 $(MPI_CFLAGS)
+LDLIBS += $(shell pkg-config --libs ompi-c)
+endif
+endif
+
 ifeq ($(GPU),auto)
 GPU := $(if $(shell command -v nvcc 2>/dev/null),1,0)
 endif

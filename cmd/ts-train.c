@@ -1,6 +1,7 @@
 /* ts-train: train a BERT encoder (cls or mlm) on a data dir into a run dir. */
 #include "afile.h"
 #include "backend.h"
+#include "comm.h"
 #include "err.h"
 #include "opt.h"
 #include "schedule.h"
@@ -19,7 +20,7 @@ static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15;
-static int eval_test, bucket, whole_word, recompute;
+static int eval_test, bucket, whole_word, recompute, true_gradient;
 
 static const struct opt opts[] = {
 	{0, "data", OPT_STR, &data, "DIR", "data dir made by ts-shard (train, valid, test)", "@dir"},
@@ -83,8 +84,9 @@ static const struct opt opts[] = {
 	 .min = 1, .max = 1000000},
 	{0, "patience", OPT_INT, &patience, "N", "stop after N evaluations without a better metric", NULL,
 	 .min = 0, .max = 1000000},
-	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
+	{'j', "threads", OPT_INT, &threads, "N", "CPU threads a process (default: the cores shared among a machine's processes)", NULL,
 	 .min = 0, .max = 1024},
+	{0, "true-gradient", OPT_FLAG, &true_gradient, NULL, "average over all processes' samples, not the processes' averages", NULL},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
@@ -185,7 +187,10 @@ int main(int argc, char **argv)
 		ffn = 4 * hidden;
 	if (dropout < 0 && !init)
 		dropout = 0.1;
-	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
+	struct comm comm;
+	comm_open(&comm);
+	int cores = omp_get_num_procs() / comm.local_size;
+	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,
 		.task = strcmp(task, "mlm") ? TASK_CLS : TASK_MLM,
@@ -202,13 +207,14 @@ int main(int argc, char **argv)
 		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
 		.eval_test = eval_test, .bucket = bucket, .metric = metric,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
-		.recompute = recompute,
+		.recompute = recompute, .true_gradient = true_gradient, .comm = &comm,
 		.resume = resume != NULL, .write_config = write_config,
 		/* before the run dir exists: a missing GPU leaves nothing behind */
 		.be = backend_open(device ? device : backend_default()),
 	};
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);
+	comm_close(&comm);
 	close_stdout();
 	return rc;
 }

@@ -338,7 +338,7 @@ float *bert_backend_params(struct bert *m)
 	return m->dparams;
 }
 
-const float *bert_backend_grads(const struct bert *m)
+float *bert_backend_grads(struct bert *m)
 {
 	return m->dgrads;
 }

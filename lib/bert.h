@@ -44,9 +44,10 @@ float *bert_grads(struct bert *m);
 void bert_pull(struct bert *m);
 void bert_push(struct bert *m);
 const struct backend *bert_backend(const struct bert *m);
-/* The buffers in the backend's memory, for the optimizer. */
+/* The buffers in the backend's memory, for the optimizer and for summing
+ * gradients over processes. */
 float *bert_backend_params(struct bert *m);
-const float *bert_backend_grads(const struct bert *m);
+float *bert_backend_grads(struct bert *m);
 void bert_zero_grads(struct bert *m);
 /* The L2 norm of all gradients, summed in double in a fixed order. */
 double bert_grad_norm(const struct bert *m);

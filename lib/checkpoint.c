@@ -14,11 +14,12 @@
 
 static json_t *state_json(const struct train_state *s)
 {
-	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb}", "step", (json_int_t)s->step, "epoch",
+	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb sI}", "step", (json_int_t)s->step, "epoch",
 			 (json_int_t)s->epoch, "batch", (json_int_t)s->batch, "samples", (json_int_t)s->samples,
 			 "tokens", (json_int_t)s->tokens, "best", s->best, "best_step", (json_int_t)s->best_step,
 			 "bad_evals", (json_int_t)s->bad_evals, "skipped", (json_int_t)s->skipped, "optim_steps",
-			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s, "finished", s->finished);
+			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s, "finished", s->finished,
+			 "processes", (json_int_t)s->processes);
 }
 
 static json_t *state_field(const char *path, json_t *j, const char *key)
@@ -56,7 +57,8 @@ static double state_real(const char *path, json_t *j, const char *key, double mi
 static void state_read(const char *path, long nbatches, struct train_state *s)
 {
 	static const char *const keys[] = {"step", "epoch", "batch", "samples", "tokens", "best", "best_step",
-					   "bad_evals", "skipped", "optim_steps", "elapsed_s", "finished"};
+					   "bad_evals", "skipped", "optim_steps", "elapsed_s", "finished",
+					   "processes"};
 	json_error_t err;
 	json_t *j = json_load_file(path, 0, &err);
 	if (!j)
@@ -83,6 +85,7 @@ static void state_read(const char *path, long nbatches, struct train_state *s)
 	s->skipped = state_int(path, j, "skipped", 0, s->step);
 	s->optim_steps = state_int(path, j, "optim_steps", 0, s->step);
 	s->elapsed_s = state_real(path, j, "elapsed_s", 0);
+	s->processes = (int)state_int(path, j, "processes", 1, INT_MAX);
 	v = state_field(path, j, "finished");
 	if (!json_is_boolean(v))
 		die("%s: 'finished' is not true or false", path);

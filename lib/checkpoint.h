@@ -18,6 +18,7 @@ struct train_state {
 	long skipped;         /* steps skipped for a non-finite loss or gradient */
 	long optim_steps;     /* updates the optimizer made (skipped steps make none) */
 	int finished;         /* the run reached its end or stopped early */
+	int processes;        /* the processes it trains on */
 	double elapsed_s;     /* training time so far */
 };
 

@@ -42,6 +42,8 @@ struct split {
 
 struct trainer {
 	const struct train_config *c;
+	const struct comm *comm;
+	int lead;              /* process 0: writes the run dir, evaluates */
 	struct manifest *man;
 	struct split train, valid, test;
 	struct vocab *vocab;
@@ -86,7 +88,31 @@ static void logf_(struct trainer *t, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', t->log);
 	if (fflush(t->log) || ferror(t->log))
-		die("%s/log/rank-0.log: cannot write:", t->c->run);
+		die("%s/log/rank-%d.log: cannot write:", t->c->run, t->comm->rank);
+}
+
+/* A line on standard error, from process 0 for all. */
+static void say(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct trainer *t, const char *fmt, ...)
+{
+	if (!t->lead)
+		return;
+	progress_clear(t->prog);
+	fprintf(stderr, "%s: ", ts_prog);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* An event of the run: process 0 records it. */
+static void event(struct trainer *t, const char *type, json_t *fields)
+{
+	if (t->lead)
+		events_add(t->ev, type, fields);
+	else
+		json_decref(fields);
 }
 
 /* --- data --- */
@@ -227,11 +253,17 @@ static void build_optimizer(struct trainer *t)
 	free(decays);
 }
 
+/* Records a step's micro-batch takes from all processes together. */
+static uint64_t global_batch(const struct trainer *t)
+{
+	return (uint64_t)t->c->batch * (uint64_t)t->comm->size;
+}
+
 static void plan_steps(struct trainer *t)
 {
 	const struct train_config *c = t->c;
 	uint64_t n = shard_count(t->train.shard);
-	t->nbatches = (long)((n + (uint64_t)c->batch - 1) / (uint64_t)c->batch);
+	t->nbatches = (long)((n + global_batch(t) - 1) / global_batch(t));
 	t->steps_per_epoch = (t->nbatches + c->accum - 1) / c->accum;
 	t->total_steps = c->max_steps > 0 ? c->max_steps : c->epochs * t->steps_per_epoch;
 	t->sched = (struct schedule){c->lr, t->total_steps, warmup_steps_from(c->warmup, t->total_steps),
@@ -272,18 +304,20 @@ static void log_parameters(struct trainer *t)
 
 static void save_checkpoint(struct trainer *t)
 {
-	if (t->saved_step == t->st.step)
+	if (t->saved_step == t->st.step || !t->lead)
 		return;
 	t->saved_step = t->st.step;
 	checkpoint_save(t->c->run, t->m, t->o, &t->st, t->labels, t->nlabels, t->vocab_path, (int)t->c->keep);
 	char name[32];
 	snprintf(name, sizeof name, "ckpt/step-%ld", t->st.step);
-	events_add(t->ev, "checkpoint", json_pack("{sI ss}", "step", (json_int_t)t->st.step, "path", name));
+	event(t, "checkpoint", json_pack("{sI ss}", "step", (json_int_t)t->st.step, "path", name));
 	events_sync(t->ev);
 }
 
 static void save_model(struct trainer *t, const char *name)
 {
+	if (!t->lead)
+		return;
 	char *dir = path_join(t->c->run, name);
 	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
 	free(dir);
@@ -296,22 +330,23 @@ static json_t *eval_split(struct trainer *t, struct split *sp, const char *name,
 	json_object_set_new(j, "step", json_integer(t->st.step));
 	json_object_set_new(j, "epoch", json_integer(t->st.epoch));
 	json_object_set_new(j, "split", json_string(name));
-	events_add(t->ev, "eval", json_deep_copy(j));
+	event(t, "eval", json_deep_copy(j));
 	return j;
 }
 
 /* Evaluates on valid (and test); keeps best/ and counts towards patience.
- * Returns 1 when patience has run out. */
+ * Returns 1 when patience has run out. Process 0 evaluates; the others wait
+ * for its answer. */
 static int evaluate_now(struct trainer *t)
 {
 	if (!t->valid.shard)
 		return 0;
+	if (!t->lead)
+		return comm_any(t->comm, 0);
 	struct eval_result r;
 	json_t *j = eval_split(t, &t->valid, "valid", &r);
 	double v = metric_value(&r, t->metric);
-	progress_clear(t->prog);
-	fprintf(stderr, "%s: step %ld/%ld: valid %s %.4f, loss %.4f\n", ts_prog, t->st.step, t->total_steps, t->metric, v,
-		r.loss);
+	say(t, "step %ld/%ld: valid %s %.4f, loss %.4f", t->st.step, t->total_steps, t->metric, v, r.loss);
 	char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	logf_(t, "step %ld eval valid %s %.6g: %s", t->st.step, t->metric, v, text);
 	free(text);
@@ -328,10 +363,10 @@ static int evaluate_now(struct trainer *t)
 		t->st.bad_evals = 0;
 		save_model(t, "best");
 		logf_(t, "step %ld: new best %s %.6g, saved best/", t->st.step, t->metric, v);
-		return 0;
+		return comm_any(t->comm, 0);
 	}
 	t->st.bad_evals++;
-	return t->c->patience > 0 && t->st.bad_evals >= t->c->patience;
+	return comm_any(t->comm, t->c->patience > 0 && t->st.bad_evals >= t->c->patience);
 }
 
 static void pack_ints(msgpack_packer *pk, const char *key, const int32_t *v, size_t n)
@@ -381,8 +416,10 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 
 /* --- the step --- */
 
-/* Gathers the micro-batches of one optimizer step; an epoch's last step may
- * have fewer. Returns their number. */
+/* Gathers this process's slice of the micro-batches of one optimizer step
+ * (process r takes records r*batch.. of each micro-batch of batch x
+ * processes records; an epoch's last one may leave it fewer, or none); an
+ * epoch's last step may have fewer micro-batches. Returns their number. */
 static int gather(struct trainer *t, int64_t *count)
 {
 	const struct train_config *c = t->c;
@@ -393,14 +430,16 @@ static int gather(struct trainer *t, int64_t *count)
 		t->st.batch = 0;
 	}
 	if (t->order_epoch != t->st.epoch) {
-		epoch_order(t->train.shard, (uint64_t)c->seed, t->st.epoch, (int)c->batch, c->bucket, t->order);
+		epoch_order(t->train.shard, (uint64_t)c->seed, t->st.epoch, (int)global_batch(t), c->bucket,
+			    t->order);
 		t->order_epoch = t->st.epoch;
 	}
 	uint64_t total = shard_count(t->train.shard);
 	while (n < c->accum && t->st.batch < t->nbatches) {
-		uint64_t at = (uint64_t)t->st.batch * (uint64_t)c->batch;
-		int nb = (int)(total - at < (uint64_t)c->batch ? total - at : (uint64_t)c->batch);
-		batch_fill(&t->micro[n], &t->train.src, t->order + at, nb, t->st.epoch);
+		uint64_t at = (uint64_t)t->st.batch * global_batch(t) + (uint64_t)t->comm->rank * (uint64_t)c->batch;
+		uint64_t left = total > at ? total - at : 0;
+		int nb = (int)(left < (uint64_t)c->batch ? left : (uint64_t)c->batch);
+		batch_fill(&t->micro[n], &t->train.src, t->order + (nb ? at : 0), nb, t->st.epoch);
 		*count += t->micro[n].count;
 		n++;
 		t->st.batch++;
@@ -414,6 +453,39 @@ struct step_result {
 	int64_t samples, tokens;
 };
 
+/* The dropout seed of micro-batch k of the coming step on this process. */
+static uint64_t dropout_seed(const struct trainer *t, int k)
+{
+	uint64_t s = rng_derive((uint64_t)t->c->seed ^ 0x64726f706f7574ull, (uint64_t)(t->st.step * t->c->accum + k));
+	return t->comm->rank ? rng_derive(s, (uint64_t)t->comm->rank) : s;
+}
+
+/* The gradient summed over the processes, as the mean over every item
+ * predicted (true gradient), or the mean of the processes' means (each
+ * process's gradient was scaled by its own count; those with none add
+ * nothing). loss holds this process's summed loss and count; on return
+ * the run's mean, the same on every process; *items the processes' items. */
+static void reduce_gradient(struct trainer *t, double *loss, int64_t count, struct step_result *r)
+{
+	if (t->comm->size == 1) {
+		*loss = count ? *loss / (double)count : 0;
+		return;
+	}
+	double v[5] = { t->c->true_gradient ? *loss : count ? *loss / (double)count : 0, (double)count,
+			count > 0, (double)r->samples, (double)r->tokens };
+	comm_sum_doubles(t->comm, v, 5);
+	comm_sum_floats(t->comm, bert_backend_grads(t->m), bert_numel(t->m));
+	if (t->c->true_gradient)
+		*loss = v[1] ? v[0] / v[1] : 0;
+	else if (v[2]) {
+		*loss = v[0] / v[2];
+		if (v[2] > 1)
+			bert_scale_grads(t->m, (float)(1.0 / v[2]));
+	}
+	r->samples = (int64_t)v[3];
+	r->tokens = (int64_t)v[4];
+}
+
 static void train_step(struct trainer *t, struct step_result *r)
 {
 	int64_t count;
@@ -421,24 +493,34 @@ static void train_step(struct trainer *t, struct step_result *r)
 	uint64_t seeds[n];
 	bert_zero_grads(t->m);
 	memset(r, 0, sizeof *r);
-	float scale = count ? 1.0f / (float)count : 0;
+	int64_t scale_count = count;
+	if (t->c->true_gradient) {   /* every process scales by the run's count */
+		double all = (double)count;
+		comm_sum_doubles(t->comm, &all, 1);
+		scale_count = (int64_t)all;
+	}
+	float scale = scale_count ? 1.0f / (float)scale_count : 0;
 	double loss = 0;
 	for (int k = 0; k < n; k++) {
+		seeds[k] = dropout_seed(t, k);
+		r->samples += t->micro[k].B;
+		r->tokens += t->micro[k].tokens;
+		if (!t->micro[k].B)
+			continue;
 		struct bert_batch v = batch_view(&t->micro[k]);
 		int64_t cnt;
-		seeds[k] = rng_derive((uint64_t)t->c->seed ^ 0x64726f706f7574ull, (uint64_t)(t->st.step * t->c->accum + k));
 		loss += bert_forward(t->m, &v, 1, seeds[k], &cnt);
 		if (count)
 			bert_backward(t->m, scale);
-		r->samples += t->micro[k].B;
-		r->tokens += t->micro[k].tokens;
 	}
-	r->loss = count ? loss / (double)count : 0;
+	reduce_gradient(t, &loss, count, r);
+	r->loss = loss;
 	r->grad_norm = bert_grad_norm(t->m);
 	r->lr = schedule_lr(&t->sched, t->st.step);
-	if (!count || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
+	int none = !comm_any(t->comm, count > 0);
+	if (none || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
 		r->skipped = 1;
-		if (count && t->st.skipped < MAX_BUG_DUMPS)
+		if (count && t->lead && t->st.skipped < MAX_BUG_DUMPS)
 			dump_bug(t, n, seeds, scale);
 		t->st.skipped++;
 		return;
@@ -461,7 +543,7 @@ static void log_step(struct trainer *t, const struct step_result *r, double step
 			      json_number((double)r->tokens / step_s), "eta_s", (json_int_t)eta);
 	if (r->skipped)
 		json_object_set_new(j, "skipped", json_true());
-	events_add(t->ev, "step", j);
+	event(t, "step", j);
 	char note[96];
 	snprintf(note, sizeof note, "loss %.4f lr %.3g epoch %ld", r->loss, r->lr, t->st.epoch + 1);
 	progress_update(t->prog, (uint64_t)t->st.step, note);
@@ -503,25 +585,38 @@ static void keep_vocab(struct trainer *t)
 	free(src);
 }
 
-/* Sets *ckpt to the checkpoint a resumed run goes on from: NULL for a new
- * run, and for one killed before its first checkpoint, which starts again. */
-static void open_run(struct trainer *t, char **ckpt)
+/* Process 0 makes the run dir, or takes it over for --resume. */
+static void lead_open_run(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	*ckpt = NULL;
 	if (c->resume) {
 		rundir_attach(c->run);
-		*ckpt = checkpoint_latest(c->run);
 		rundir_clear_stop(c->run);
 	} else {
 		rundir_create(c->run);
 		write_config(t);
 	}
-	if (*ckpt)
-		t->vocab_path = path_join(c->run, "vocab.txt");
-	else
+	char *ckpt = checkpoint_latest(c->run);
+	if (!ckpt)
 		keep_vocab(t);
-	char *logpath = path_join(c->run, "log/rank-0.log");
+	free(ckpt);
+}
+
+/* Sets *ckpt to the checkpoint a resumed run goes on from: NULL for a new
+ * run, and for one killed before its first checkpoint, which starts again.
+ * The other processes find the run dir as process 0 left it. */
+static void open_run(struct trainer *t, char **ckpt)
+{
+	const struct train_config *c = t->c;
+	if (t->lead)
+		lead_open_run(t);
+	comm_barrier(t->comm);
+	*ckpt = c->resume ? checkpoint_latest(c->run) : NULL;
+	free(t->vocab_path);
+	t->vocab_path = path_join(c->run, "vocab.txt");
+	char name[32];
+	snprintf(name, sizeof name, "log/rank-%d.log", t->comm->rank);
+	char *logpath = path_join(c->run, name);
 	t->log = fopen(logpath, "a");
 	if (!t->log)
 		die("cannot open %s:", logpath);
@@ -533,20 +628,30 @@ static void start_state(struct trainer *t, const char *ckpt)
 	char *events = path_join(t->c->run, "events.msgpack");
 	memset(&t->st, 0, sizeof t->st);
 	t->st.best_step = -1;
-	t->ev = events_open(events);
+	t->st.processes = t->comm->size;
+	if (t->lead)
+		t->ev = events_open(events);
 	if (ckpt) {
 		checkpoint_load(ckpt, t->nbatches, t->o, &t->st);
+		if (t->st.processes != t->comm->size)
+			die("%s: the run trained on %d processes; it resumes on as many, not %d", t->c->run,
+			    t->st.processes, t->comm->size);
 		logf_(t, "resumed from %s at step %ld", ckpt, t->st.step);
 	} else {
-		events_add(t->ev, "start", json_pack("{sI sI sI sI}", "total_steps", (json_int_t)t->total_steps,
-						     "steps_per_epoch", (json_int_t)t->steps_per_epoch, "params",
-						     (json_int_t)bert_numel(t->m), "train_records",
-						     (json_int_t)shard_count(t->train.shard)));
+		event(t, "start", json_pack("{sI sI sI sI sI}", "total_steps", (json_int_t)t->total_steps,
+					    "steps_per_epoch", (json_int_t)t->steps_per_epoch, "params",
+					    (json_int_t)bert_numel(t->m), "train_records",
+					    (json_int_t)shard_count(t->train.shard), "processes",
+					    (json_int_t)t->comm->size));
 		log_parameters(t);
 	}
 	free(events);
-	logf_(t, "%ld steps (%ld per epoch), batch %ld x %ld accumulation, %zu parameters, on %s",
-	      t->total_steps, t->steps_per_epoch, t->c->batch, t->c->accum, bert_numel(t->m), t->c->be->name);
+	char who[48] = "";
+	if (t->comm->size > 1)
+		snprintf(who, sizeof who, ", process %d of %d", t->comm->rank, t->comm->size);
+	logf_(t, "%ld steps (%ld per epoch), batch %ld x %ld accumulation x %d processes, %zu parameters, "
+	      "on %s%s", t->total_steps, t->steps_per_epoch, t->c->batch, t->c->accum, t->comm->size,
+	      bert_numel(t->m), t->c->be->name, who);
 }
 
 /* At an evaluation point (every eval-every steps and at each epoch end):
@@ -562,38 +667,43 @@ static int at_step_end(struct trainer *t)
 	if (last || (c->save_every > 0 ? t->st.step % c->save_every == 0 : eval_point))
 		save_checkpoint(t);
 	if (early)
-		events_add(t->ev, "early_stop", json_pack("{sI sI}", "step", (json_int_t)t->st.step, "patience",
+		event(t, "early_stop", json_pack("{sI sI}", "step", (json_int_t)t->st.step, "patience",
 							  (json_int_t)c->patience));
 	return early;
 }
 
 static void finish(struct trainer *t)
 {
-	rundir_clear_stop(t->c->run);   /* a request that came with the last step */
+	if (t->lead)
+		rundir_clear_stop(t->c->run);   /* a request that came with the last step */
 	save_model(t, "final");
 	if (!t->valid.shard)
 		save_model(t, "best");
-	events_add(t->ev, "done", json_pack("{sI sI sI sf}", "step", (json_int_t)t->st.step, "skipped",
+	event(t, "done", json_pack("{sI sI sI sf}", "step", (json_int_t)t->st.step, "skipped",
 					    (json_int_t)t->st.skipped, "best_step", (json_int_t)t->st.best_step,
 					    "elapsed_s", t->st.elapsed_s));
-	logf_(t, "done at step %ld (%ld skipped); final/ and best/ written", t->st.step, t->st.skipped);
-	progress_clear(t->prog);
-	fprintf(stderr, "%s: done at step %ld; the model is in %s/best\n", ts_prog, t->st.step, t->c->run);
+	if (t->lead)
+		logf_(t, "done at step %ld (%ld skipped); final/ and best/ written", t->st.step, t->st.skipped);
+	else
+		logf_(t, "done at step %ld (%ld skipped)", t->st.step, t->st.skipped);
+	say(t, "done at step %ld; the model is in %s/best", t->st.step, t->c->run);
 }
 
 static void stop_now(struct trainer *t)
 {
 	save_checkpoint(t);
-	events_add(t->ev, "stop", json_pack("{sI}", "step", (json_int_t)t->st.step));
+	event(t, "stop", json_pack("{sI}", "step", (json_int_t)t->st.step));
 	logf_(t, "stopped at step %ld on request; resume with ts-train --resume %s", t->st.step, t->c->run);
-	progress_clear(t->prog);
-	fprintf(stderr, "%s: stopped at step %ld; continue with ts-train --resume %s\n", ts_prog, t->st.step, t->c->run);
+	say(t, "stopped at step %ld; continue with ts-train --resume %s", t->st.step, t->c->run);
 }
 
 int train_run(const struct train_config *c)
 {
-	struct trainer t = {.c = c, .saved_step = -1};
+	struct trainer t = {.c = c, .comm = c->comm, .lead = c->comm->rank == 0, .saved_step = -1};
 	char *ckpt;
+	if (c->comm->size > 1 && !c->be->host)
+		die("%d processes on %s: a distributed run trains on CPUs for now (--device cpu)",
+		    c->comm->size, c->be->name);
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	open_data(&t);
@@ -607,13 +717,14 @@ int train_run(const struct train_config *c)
 	plan_steps(&t);
 	start_state(&t, ckpt);
 	/* killed after its last checkpoint, a finished run still lacks final/ or its done event */
-	if (t.st.finished && events_last_is(t.ev, "done")) {
-		warnx("%s: the run already finished at step %ld", c->run, t.st.step);
+	if (comm_any(t.comm, t.lead && t.st.finished && events_last_is(t.ev, "done"))) {
+		if (t.lead)
+			warnx("%s: the run already finished at step %ld", c->run, t.st.step);
 		return 0;
 	}
 	if (ckpt)
-		events_add(t.ev, "resume", json_pack("{sI ss}", "step", (json_int_t)t.st.step, "from", ckpt));
-	t.prog = progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS);
+		event(&t, "resume", json_pack("{sI ss}", "step", (json_int_t)t.st.step, "from", ckpt));
+	t.prog = t.lead ? progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS) : NULL;
 	t.t0 = now();
 	double elapsed0 = t.st.elapsed_s;
 	int stopped = 0;
@@ -629,7 +740,8 @@ int train_run(const struct train_config *c)
 		log_step(&t, &r, now() - s0);
 		if (at_step_end(&t))
 			break;
-		if ((stop_signal || rundir_stop_requested(c->run)) && t.st.step < t.total_steps) {
+		int stop = comm_any(t.comm, stop_signal || (t.lead && rundir_stop_requested(c->run)));
+		if (stop && t.st.step < t.total_steps) {
 			stop_now(&t);
 			stopped = 1;
 			break;
@@ -638,9 +750,10 @@ int train_run(const struct train_config *c)
 	if (!stopped)
 		finish(&t);
 	progress_done(t.prog);
-	events_close(t.ev);
+	if (t.lead)
+		events_close(t.ev);
 	if (fclose(t.log))
-		die("%s/log/rank-0.log: cannot write:", c->run);
+		die("%s/log/rank-%d.log: cannot write:", c->run, t.comm->rank);
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #ifndef TS_TRAIN_H
 #define TS_TRAIN_H
 #include "bert.h"
+#include "comm.h"
 #include "optim.h"
 #include <stdio.h>
 
@@ -22,12 +23,17 @@ struct train_config {
 	float mask_prob;
 	int whole_word;
 	int recompute;                 /* bert_set_recompute */
+	int true_gradient;             /* the mean over all processes' items, not of their means */
+	const struct comm *comm;       /* the run's processes: each trains on its slice of every batch */
 	long max_ngram;
 	int resume;
 	void (*write_config)(FILE *f);   /* the resolved options, for RUN/config */
 };
 
-/* Runs (or resumes) a run to its end or a stop request; returns the exit code. */
+/* Runs (or resumes) a run to its end or a stop request; returns the exit code.
+ * With several processes, each computes the gradient of its slice of every
+ * step's records and they sum them; process 0 alone writes the run dir (but
+ * for each one's log/rank-N.log) and evaluates. */
 int train_run(const struct train_config *c);
 /* Re-runs the step saved in a bug/ dir and reports whether the loss or the
  * gradient is again not finite; returns the exit code. */

@@ -1,5 +1,6 @@
 # Each command loads only the shared libraries it uses: the BLAS and OpenMP
-# runtimes only where the model runs, ncurses only in the terminal monitor.
+# runtimes only where the model runs, MPI only in the trainer, ncurses only in
+# the terminal monitor.
 # (A STATIC=1 build loads none of them, which passes as it should.)
 . "$(dirname "$0")/../lib.sh"
 
@@ -11,6 +12,7 @@ allowed() {
 	case $1 in
 	libopenblas | libgomp | libgfortran) echo "ts-train ts-eval" ;;
 	libncursesw | libtinfo) echo "ts-top" ;;
+	libmpi | libopen-rte | libopen-pal) echo "ts-train" ;;
 	esac
 }
 

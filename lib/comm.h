@@ -1,0 +1,27 @@
+/* The processes of a run and what passes between them: MPI's processes when
+ * mpirun or srun started this one, else a world of one, where every
+ * collective returns at once. Every process calls the collectives in the same
+ * order; each leaves all processes with the same bits. */
+#ifndef TS_COMM_H
+#define TS_COMM_H
+#include <stddef.h>
+
+struct comm {
+	int rank, size;            /* this process, of size */
+	int local_rank, local_size;  /* the same on this machine */
+};
+
+/* Joins the run's processes; dies in one line when mpirun or srun started
+ * this process but the build has no MPI. */
+void comm_open(struct comm *c);
+/* Leaves them (after the last collective). */
+void comm_close(const struct comm *c);
+
+/* x[0..n) becomes the sum over all processes of their x. */
+void comm_sum_floats(const struct comm *c, float *x, size_t n);
+void comm_sum_doubles(const struct comm *c, double *x, int n);
+/* Whether flag is set on any process. */
+int comm_any(const struct comm *c, int flag);
+/* Returns when every process has called it. */
+void comm_barrier(const struct comm *c);
+#endif

@@ -1,0 +1,91 @@
+# Distributed training with CPU processes under mpirun: 2 processes x batch
+# b train as 1 process x 2b; true gradient over unequal slices; one writer of
+# the run dir; exact resume; stop reaching every process; a killed process
+# ending the run.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" >"$T/tok.msgpack"
+ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack"
+TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --seed 5 -j 1)
+# mpi N ARGS...: ts-train on N processes, under a time limit
+mpi() { local n=$1; shift; timeout 300 mpirun -np "$n" "$BIN/ts-train" "$@"; }
+events() { ts-cat "$1/events.msgpack" | jq -r .event | tr '\n' ' '; }
+count() { events "$1" 2>/dev/null | grep -ow "$2" | wc -l; }
+steps_done() { [ "$(count "$1" step)" -ge "$2" ]; }   # steps_done RUN N: at least N steps logged
+# rank_pid RUN N: the pid of process N of the run
+rank_pid() {
+	for p in $(pgrep -f "ts-train.*--run $1"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$p"
+	done
+}
+# close A B TOL: each step's loss in listing A ("step loss" lines) within TOL
+# (relative) of listing B's
+close() {
+	join "$1" "$2" |
+		awk -v tol="$3" '{ d = $2 - $3; if (d < 0) d = -d; if (d > tol * ($3 < 0 ? -$3 : $3)) bad++; n++ }
+			END { exit !(n > 0 && !bad) }'
+}
+# loss_at RUN STEP
+loss_at() { losses "$1" | awk -v s="$2" '$1 == s { print $2 }'; }
+
+# 80 train records, 6 a process: each epoch's last step has 6 + 2 records
+check "2 processes, true gradient: 20 steps" mpi 2 "${TINY[@]}" --run "$T/p2" --batch 6 --max-steps 20 \
+	--dropout 0 --true-gradient
+check "1 process, batch 12: 20 steps" train "${TINY[@]}" --run "$T/p1" --batch 12 --max-steps 20 --dropout 0
+expect_eq "2 processes run 20 steps" "$(losses "$T/p2" | wc -l)" 20
+check "2 processes x batch 6 = 1 x batch 12, step for step, within 1e-5, across uneven epoch ends" \
+	close <(losses "$T/p2") <(losses "$T/p1") 1e-5
+check "2 processes, each process's mean: 20 steps" mpi 2 "${TINY[@]}" --run "$T/m2" --batch 6 \
+	--max-steps 20 --dropout 0
+check "each process's mean: the same as 1 process while the slices are equal" \
+	close <(losses "$T/m2" | head -n 6) <(losses "$T/p1" | head -n 6) 1e-5
+check "each process's mean: at an epoch's end (6 + 2 records) the mean of the two means, not of all 8" \
+	awk -v a="$(loss_at "$T/m2" 7)" -v b="$(loss_at "$T/p1" 7)" 'BEGIN { d = a - b; exit !((d < 0 ? -d : d) > 1e-4 * b) }'
+
+expect_eq "one writer: one start and one done event" "$(count "$T/p2" start) $(count "$T/p2" done)" "1 1"
+expect_eq "one writer: the start event counts the processes" \
+	"$(ts-cat "$T/p2/events.msgpack" | jq -r 'select(.event=="start") | .processes')" 2
+expect_eq "a log for each process" "$(ls "$T/p2/log" | tr '\n' ' ')" "rank-0.log rank-1.log "
+check "process 1's log says which process it is" grep -q "process 1 of 2" "$T/p2/log/rank-1.log"
+expect_eq "the checkpoint records 2 processes" "$(jq .processes "$T/p2/ckpt/step-20/state.json")" 2
+
+# exact resume on 2 processes, dropout on: cut back to the checkpoint at step 6
+check "2 processes, dropout on: 12 steps" mpi 2 "${TINY[@]}" --run "$T/r0" --batch 8 --max-steps 12 \
+	--eval-every 6 --save-every 6
+cp -r "$T/r0" "$T/r" && rm -rf "$T/r/final" "$T/r/best" "$T/r/ckpt/step-12"
+ts-cat "$T/r/events.msgpack" | awk '{print} /"event":"checkpoint"/ {exit}' | ts-cat --from-json -o "$T/ev" &&
+	mv "$T/ev" "$T/r/events.msgpack"
+check "2 processes: --resume from step 6" mpi 2 --resume "$T/r"
+expect_eq "2 processes, resumed: the same losses, step for step" "$(losses "$T/r")" "$(losses "$T/r0")"
+check "2 processes, resumed: the same final model" cmp "$T/r/final/model.safetensors" "$T/r0/final/model.safetensors"
+cp -r "$T/r0" "$T/w" && rm -rf "$T/w/final" "$T/w/ckpt/step-12"
+expect_fail "a 2-process run resumed on 1 process: refused" 1 "trained on 2 processes; it resumes on as many, not 1" \
+	train --resume "$T/w"
+
+# ts-stop reaches both processes: one checkpoint, both exit 0
+mpi 2 "${TINY[@]}" --run "$T/s" --batch 8 --max-steps 100000 --save-every 100000 >"$T/s.out" 2>&1 &
+mpirun_pid=$!
+wait_for "a long 2-process run under way" steps_done "$T/s" 3
+check "ts-stop stops the 2-process run" ts-stop --wait --timeout 60 "$T/s"
+wait "$mpirun_pid"
+expect_eq "stopped: mpirun (both processes) exits 0" "$?" 0
+expect_eq "stopped: one stop event and one checkpoint" "$(count "$T/s" stop) $(ls "$T/s/ckpt" | wc -l)" "1 1"
+check "stopped: both processes logged the stop" grep -q "stopped at step" "$T/s/log/rank-1.log"
+
+# a process killed: the other does not wait forever
+mpi 2 "${TINY[@]}" --run "$T/k" --batch 8 --max-steps 100000 --save-every 100000 >"$T/k.out" 2>&1 &
+mpirun_pid=$!
+wait_for "another long 2-process run under way" steps_done "$T/k" 3
+victim=$(rank_pid "$T/k" 1)
+expect_eq "process 1 found" "$(wc -w <<<"$victim")" 1
+kill -9 $victim
+for _ in $(seq 600); do kill -0 "$mpirun_pid" 2>/dev/null || break; sleep 0.1; done
+check "a process killed: the run ends within 60 s" test ! -d "/proc/$mpirun_pid"
+wait "$mpirun_pid"
+rc=$?
+expect_eq "a process killed: mpirun exits non-zero" "$((rc != 0))" 1
+check "a process killed: the message names the process" grep -q "rank 1" "$T/k.out"
+expect_eq "a process killed: no ts-train left running" "$(pgrep -f "ts-train.*$T/k" | wc -l)" 0
+finish
