@@ -128,7 +128,7 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0, in->vocab};
 	struct eval_result r;
-	evaluate(m, &src, (int)batch, NULL, NULL, &r);
+	evaluate(m, &src, (int)batch, NULL, NULL, NULL, &r);
 	json_t *j = eval_json(&r, TASK_MLM, NULL);
 	if (report)
 		printf("records %lld, predicted tokens %lld, loss %.4f, perplexity %.2f\n", (long long)r.records,
@@ -148,7 +148,7 @@ static int eval_cls(struct bert *m, const struct input *in, char **names, int nn
 	struct batch_source src = {in->shard, in->name, TASK_CLS, L, NULL, (uint64_t)seed, !labelled, in->vocab};
 	struct predictions *p = predictions_new(in->shard, L, labelled);
 	struct eval_result r;
-	evaluate(m, &src, (int)batch, predictions_hook, p, &r);
+	evaluate(m, &src, (int)batch, NULL, predictions_hook, p, &r);
 	if (merge_folds)
 		predictions_merge_folds(p);
 	if (predict)

@@ -19,7 +19,7 @@ static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
-static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15;
+static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
 static int eval_test, bucket, whole_word, recompute, true_gradient;
 
 static const struct opt opts[] = {
@@ -87,6 +87,8 @@ static const struct opt opts[] = {
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads a process (default: the cores shared among a machine's processes)", NULL,
 	 .min = 0, .max = 1024},
 	{0, "true-gradient", OPT_FLAG, &true_gradient, NULL, "average over all processes' samples, not the processes' averages", NULL},
+	{0, "comm-timeout", OPT_FLOAT, &comm_timeout, "S", "end the run when processes wait S seconds for each other (default 300)", NULL,
+	 .fmin = 1, .fmax = 1e6},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
@@ -189,6 +191,7 @@ int main(int argc, char **argv)
 		dropout = 0.1;
 	struct comm comm;
 	comm_open(&comm);
+	comm.timeout_s = comm_timeout;
 	int cores = omp_get_num_procs() / comm.local_size;
 	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	struct train_config c = {

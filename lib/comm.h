@@ -6,9 +6,14 @@
 #define TS_COMM_H
 #include <stddef.h>
 
+enum { COMM_TIMEOUT_S = 300 };
+
 struct comm {
 	int rank, size;            /* this process, of size */
 	int local_rank, local_size;  /* the same on this machine */
+	/* how long a collective waits for the other processes before it names
+	 * those that do not answer and ends the run */
+	double timeout_s;
 };
 
 /* Joins the run's processes; dies in one line when mpirun or srun started
@@ -24,4 +29,13 @@ void comm_sum_doubles(const struct comm *c, double *x, int n);
 int comm_any(const struct comm *c, int flag);
 /* Returns when every process has called it. */
 void comm_barrier(const struct comm *c);
+/* The largest of the processes' v, and in *who the first process with it. */
+double comm_max(const struct comm *c, double v, int *who);
+
+/* What this process's collectives took since the last call: seconds spent
+ * in them and bytes of data they summed; both start again at 0. */
+struct comm_stats {
+	double seconds, bytes;
+};
+void comm_take_stats(struct comm_stats *out);
 #endif

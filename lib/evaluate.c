@@ -18,9 +18,25 @@ static int by_length(const void *a, const void *b)
 	return *(const uint64_t *)a < *(const uint64_t *)b ? -1 : 1;
 }
 
-void evaluate(struct bert *m, const struct batch_source *src, int batch_size, eval_hook hook, void *ctx,
-	      struct eval_result *out)
+/* The loss (summed), counts and confusion matrix of all processes. */
+static void sum_over(const struct comm *comm, double *loss, struct eval_result *r)
 {
+	int k = r->conf ? r->conf->k : 0, n = 3 + k * k;
+	double *v = xmalloc(sizeof *v * (size_t)n);
+	v[0] = *loss, v[1] = (double)r->count, v[2] = (double)r->records;
+	for (int i = 0; i < k * k; i++)
+		v[3 + i] = (double)r->conf->m[i];
+	comm_sum_doubles(comm, v, n);
+	*loss = v[0], r->count = (int64_t)v[1], r->records = (int64_t)v[2];
+	for (int i = 0; i < k * k; i++)
+		r->conf->m[i] = (int64_t)v[3 + i];
+	free(v);
+}
+
+void evaluate(struct bert *m, const struct batch_source *src, int batch_size, const struct comm *comm,
+	      eval_hook hook, void *ctx, struct eval_result *out)
+{
+	int part = comm ? comm->rank : 0, parts = comm ? comm->size : 1;
 	uint64_t n = shard_count(src->shard);
 	uint64_t *order = xmalloc((n ? n : 1) * sizeof *order);
 	for (uint64_t i = 0; i < n; i++)
@@ -33,7 +49,8 @@ void evaluate(struct bert *m, const struct batch_source *src, int batch_size, ev
 		out->conf = confusion_new(L);
 	struct batch b = {0};
 	double loss = 0;
-	for (uint64_t at = 0; at < n; at += (uint64_t)batch_size) {
+	for (uint64_t at = (uint64_t)part * (uint64_t)batch_size; at < n;
+	     at += (uint64_t)batch_size * (uint64_t)parts) {
 		int nb = (int)(n - at < (uint64_t)batch_size ? n - at : (uint64_t)batch_size);
 		batch_fill(&b, src, order + at, nb, EVAL_EPOCH);
 		struct bert_batch v = batch_view(&b);
@@ -48,6 +65,8 @@ void evaluate(struct bert *m, const struct batch_source *src, int batch_size, ev
 		if (hook)
 			hook(&b, logits, ctx);
 	}
+	if (parts > 1)
+		sum_over(comm, &loss, out);
 	out->loss = out->count ? loss / (double)out->count : 0;
 	batch_free(&b);
 	free(order);

@@ -4,6 +4,7 @@
 #ifndef TS_EVALUATE_H
 #define TS_EVALUATE_H
 #include "batcher.h"
+#include "comm.h"
 #include "metrics.h"
 #include <jansson.h>
 
@@ -17,9 +18,11 @@ struct eval_result {
 /* logits: cls B*L; mlm one row of V per predicted position, row-major. */
 typedef void (*eval_hook)(const struct batch *b, const float *logits, void *ctx);
 
-/* MLM masks are drawn from a fixed epoch so every evaluation sees the same. */
-void evaluate(struct bert *m, const struct batch_source *src, int batch_size, eval_hook hook, void *ctx,
-	      struct eval_result *out);
+/* MLM masks are drawn from a fixed epoch so every evaluation sees the same.
+ * With comm (NULL: this process alone), each of its processes evaluates
+ * every size-th batch from its rank on, and all get the sums of all. */
+void evaluate(struct bert *m, const struct batch_source *src, int batch_size, const struct comm *comm,
+	      eval_hook hook, void *ctx, struct eval_result *out);
 void eval_result_free(struct eval_result *r);
 
 /* Metric names: accuracy, macro-f1 (cls), loss, ppl. */

@@ -325,7 +325,7 @@ static void save_model(struct trainer *t, const char *name)
 
 static json_t *eval_split(struct trainer *t, struct split *sp, const char *name, struct eval_result *r)
 {
-	evaluate(t->m, &sp->src, (int)t->c->batch, NULL, NULL, r);
+	evaluate(t->m, &sp->src, (int)t->c->batch, t->comm, NULL, NULL, r);
 	json_t *j = eval_json(r, t->c->task, t->labels);
 	json_object_set_new(j, "step", json_integer(t->st.step));
 	json_object_set_new(j, "epoch", json_integer(t->st.epoch));
@@ -334,15 +334,13 @@ static json_t *eval_split(struct trainer *t, struct split *sp, const char *name,
 	return j;
 }
 
-/* Evaluates on valid (and test); keeps best/ and counts towards patience.
- * Returns 1 when patience has run out. Process 0 evaluates; the others wait
- * for its answer. */
+/* Evaluates on valid (and test), every process its share; keeps best/ and
+ * counts towards patience. Returns 1, on every process, when patience has
+ * run out on process 0. */
 static int evaluate_now(struct trainer *t)
 {
 	if (!t->valid.shard)
 		return 0;
-	if (!t->lead)
-		return comm_any(t->comm, 0);
 	struct eval_result r;
 	json_t *j = eval_split(t, &t->valid, "valid", &r);
 	double v = metric_value(&r, t->metric);
@@ -362,11 +360,12 @@ static int evaluate_now(struct trainer *t)
 		t->st.best_step = t->st.step;
 		t->st.bad_evals = 0;
 		save_model(t, "best");
-		logf_(t, "step %ld: new best %s %.6g, saved best/", t->st.step, t->metric, v);
+		if (t->lead)
+			logf_(t, "step %ld: new best %s %.6g, saved best/", t->st.step, t->metric, v);
 		return comm_any(t->comm, 0);
 	}
 	t->st.bad_evals++;
-	return comm_any(t->comm, t->c->patience > 0 && t->st.bad_evals >= t->c->patience);
+	return comm_any(t->comm, t->lead && t->c->patience > 0 && t->st.bad_evals >= t->c->patience);
 }
 
 static void pack_ints(msgpack_packer *pk, const char *key, const int32_t *v, size_t n)
@@ -531,8 +530,35 @@ static void train_step(struct trainer *t, struct step_result *r)
 	t->st.optim_steps++;
 }
 
+/* The step's collectives on several processes, for its event and the log:
+ * their time (all of it exposed: none overlaps computation yet), the bytes
+ * summed, algorithm and bus bandwidth (the bus figure as NCCL counts an
+ * all-reduce, 2(n-1)/n of the data crossing each link), and the process
+ * whose computation took longest. NULL on one process. */
+static json_t *comm_json(struct trainer *t, double step_s)
+{
+	if (t->comm->size == 1)
+		return NULL;
+	struct comm_stats cs;
+	comm_take_stats(&cs);
+	int slowest;
+	double compute_s = comm_max(t->comm, step_s - cs.seconds, &slowest);
+	int n = t->comm->size;
+	double algbw = cs.seconds > 0 ? cs.bytes / cs.seconds / 1e9 : 0;
+	json_t *j = json_pack("{sf sf sf sf sf ss sI sf}", "ms", cs.seconds * 1e3, "exposed_ms", cs.seconds * 1e3,
+			      "bytes", cs.bytes, "algbw_gbs", algbw, "busbw_gbs", algbw * 2 * (n - 1) / n,
+			      "algorithm", "mpi_iallreduce", "slowest", (json_int_t)slowest, "slowest_compute_ms",
+			      compute_s * 1e3);
+	if (t->steps_this_process == 3 || t->st.step == t->total_steps)
+		logf_(t, "step %ld: collectives %.1f ms (all exposed), %.0f bytes, bus %.2f GB/s; slowest process %d "
+		      "(%.1f ms of computation)", t->st.step, cs.seconds * 1e3, cs.bytes, algbw * 2 * (n - 1) / n,
+		      slowest, compute_s * 1e3);
+	return j;
+}
+
 static void log_step(struct trainer *t, const struct step_result *r, double step_s)
 {
+	json_t *comm = comm_json(t, step_s);
 	double elapsed = now() - t->t0;
 	double per_step = elapsed / (double)t->steps_this_process;
 	double eta = per_step * (double)(t->total_steps - t->st.step);
@@ -543,6 +569,8 @@ static void log_step(struct trainer *t, const struct step_result *r, double step
 			      json_number((double)r->tokens / step_s), "eta_s", (json_int_t)eta);
 	if (r->skipped)
 		json_object_set_new(j, "skipped", json_true());
+	if (comm)
+		json_object_set_new(j, "comm", comm);
 	event(t, "step", j);
 	char note[96];
 	snprintf(note, sizeof note, "loss %.4f lr %.3g epoch %ld", r->loss, r->lr, t->st.epoch + 1);

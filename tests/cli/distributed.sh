@@ -1,7 +1,7 @@
 # Distributed training with CPU processes under mpirun: 2 processes x batch
 # b train as 1 process x 2b; true gradient over unequal slices; one writer of
 # the run dir; exact resume; stop reaching every process; a killed process
-# ending the run.
+# ending the run; one that hangs named after --comm-timeout.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -32,8 +32,9 @@ loss_at() { losses "$1" | awk -v s="$2" '$1 == s { print $2 }'; }
 
 # 80 train records, 6 a process: each epoch's last step has 6 + 2 records
 check "2 processes, true gradient: 20 steps" mpi 2 "${TINY[@]}" --run "$T/p2" --batch 6 --max-steps 20 \
-	--dropout 0 --true-gradient
-check "1 process, batch 12: 20 steps" train "${TINY[@]}" --run "$T/p1" --batch 12 --max-steps 20 --dropout 0
+	--dropout 0 --true-gradient --eval-every 10
+check "1 process, batch 12: 20 steps" train "${TINY[@]}" --run "$T/p1" --batch 12 --max-steps 20 --dropout 0 \
+	--eval-every 10
 expect_eq "2 processes run 20 steps" "$(losses "$T/p2" | wc -l)" 20
 check "2 processes x batch 6 = 1 x batch 12, step for step, within 1e-5, across uneven epoch ends" \
 	close <(losses "$T/p2") <(losses "$T/p1") 1e-5
@@ -44,9 +45,23 @@ check "each process's mean: the same as 1 process while the slices are equal" \
 check "each process's mean: at an epoch's end (6 + 2 records) the mean of the two means, not of all 8" \
 	awk -v a="$(loss_at "$T/m2" 7)" -v b="$(loss_at "$T/p1" 7)" 'BEGIN { d = a - b; exit !((d < 0 ? -d : d) > 1e-4 * b) }'
 
+# evals: "step records accuracy loss", a line each
+evals() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="eval") | "\(.step) \(.records) \(.accuracy) \(.loss)"'; }
+expect_eq "2 processes evaluate: the same steps, records and accuracy as 1 process" \
+	"$(evals "$T/p2" | cut -d' ' -f1-3)" "$(evals "$T/p1" | cut -d' ' -f1-3)"
+check "2 processes evaluate: the same loss within 1e-5" \
+	close <(evals "$T/p2" | awk '{print $1, $4}') <(evals "$T/p1" | awk '{print $1, $4}') 1e-5
 expect_eq "one writer: one start and one done event" "$(count "$T/p2" start) $(count "$T/p2" done)" "1 1"
 expect_eq "one writer: the start event counts the processes" \
 	"$(ts-cat "$T/p2/events.msgpack" | jq -r 'select(.event=="start") | .processes')" 2
+params=$(ts-cat "$T/p2/events.msgpack" | jq -r 'select(.event=="start") | .params')
+expect_eq "network statistics: every step sums the gradient (4 bytes a parameter) and names the slowest process" \
+	"$(ts-cat "$T/p2/events.msgpack" | jq -r --argjson p "$params" 'select(.event=="step") |
+		.comm | (.bytes >= 4 * $p and .busbw_gbs > 0 and .ms >= .exposed_ms and (.slowest == 0 or .slowest == 1))' |
+		sort | uniq -c | awk '{print $1, $2}')" "20 true"
+check "network statistics in the log" grep -q "collectives .* ms (all exposed), .* bytes, bus .* GB/s; slowest process" \
+	"$T/p2/log/rank-0.log"
+expect_eq "1 process: no network statistics" "$(ts-cat "$T/p1/events.msgpack" | jq -r 'select(.event=="step") | .comm' | sort -u)" null
 expect_eq "a log for each process" "$(ls "$T/p2/log" | tr '\n' ' ')" "rank-0.log rank-1.log "
 check "process 1's log says which process it is" grep -q "process 1 of 2" "$T/p2/log/rank-1.log"
 expect_eq "the checkpoint records 2 processes" "$(jq .processes "$T/p2/ckpt/step-20/state.json")" 2
@@ -88,4 +103,16 @@ rc=$?
 expect_eq "a process killed: mpirun exits non-zero" "$((rc != 0))" 1
 check "a process killed: the message names the process" grep -q "rank 1" "$T/k.out"
 expect_eq "a process killed: no ts-train left running" "$(pgrep -f "ts-train.*$T/k" | wc -l)" 0
+# a process that hangs (stopped): the other names it after --comm-timeout and the run ends
+mpi 2 "${TINY[@]}" --run "$T/h" --batch 8 --max-steps 100000 --save-every 100000 --comm-timeout 3 \
+	>"$T/h.out" 2>&1 &
+mpirun_pid=$!
+wait_for "a third long 2-process run under way" steps_done "$T/h" 3
+kill -STOP $(rank_pid "$T/h" 1)
+for _ in $(seq 600); do kill -0 "$mpirun_pid" 2>/dev/null || break; sleep 0.1; done
+check "a process hangs: the run ends within 60 s" test ! -d "/proc/$mpirun_pid"
+wait "$mpirun_pid"
+expect_eq "a process hangs: mpirun exits non-zero" "$(($? != 0))" 1
+check "a process hangs: the other names it" grep -q "process 0: no answer from process 1 in 3 s (--comm-timeout)" "$T/h.out"
+expect_eq "a process hangs: no ts-train left" "$(pgrep -f "ts-train.*$T/h" | wc -l)" 0
 finish
