@@ -190,8 +190,7 @@ int main(int argc, char **argv)
 	if (dropout < 0 && !init)
 		dropout = 0.1;
 	struct comm comm;
-	comm_open(&comm);
-	comm.timeout_s = comm_timeout;
+	comm_open(&comm, comm_timeout);
 	int cores = omp_get_num_procs() / comm.local_size;
 	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	struct train_config c = {

@@ -15,7 +15,7 @@
 static json_t *state_json(const struct train_state *s)
 {
 	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb sI}", "step", (json_int_t)s->step, "epoch",
-			 (json_int_t)s->epoch, "batch", (json_int_t)s->batch, "samples", (json_int_t)s->samples,
+			 (json_int_t)s->epoch, "record", (json_int_t)s->record, "samples", (json_int_t)s->samples,
 			 "tokens", (json_int_t)s->tokens, "best", s->best, "best_step", (json_int_t)s->best_step,
 			 "bad_evals", (json_int_t)s->bad_evals, "skipped", (json_int_t)s->skipped, "optim_steps",
 			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s, "finished", s->finished,
@@ -54,9 +54,9 @@ static double state_real(const char *path, json_t *j, const char *key, double mi
 	return x;
 }
 
-static void state_read(const char *path, long nbatches, struct train_state *s)
+static void state_read(const char *path, int64_t records, struct train_state *s)
 {
-	static const char *const keys[] = {"step", "epoch", "batch", "samples", "tokens", "best", "best_step",
+	static const char *const keys[] = {"step", "epoch", "record", "samples", "tokens", "best", "best_step",
 					   "bad_evals", "skipped", "optim_steps", "elapsed_s", "finished",
 					   "processes"};
 	json_error_t err;
@@ -76,7 +76,7 @@ static void state_read(const char *path, long nbatches, struct train_state *s)
 	}
 	s->step = state_int(path, j, "step", 0, LONG_MAX);
 	s->epoch = state_int(path, j, "epoch", 0, s->step);
-	s->batch = state_int(path, j, "batch", 0, nbatches);
+	s->record = state_int(path, j, "record", 0, records);
 	s->samples = state_int(path, j, "samples", 0, LONG_MAX);
 	s->tokens = state_int(path, j, "tokens", 0, LONG_MAX);
 	s->best = state_real(path, j, "best", -HUGE_VAL);
@@ -185,7 +185,7 @@ char *checkpoint_latest(const char *dir)
 	return found;
 }
 
-void checkpoint_load(const char *ckpt, long nbatches, struct optim *o, struct train_state *st)
+void checkpoint_load(const char *ckpt, int64_t records, struct optim *o, struct train_state *st)
 {
 	char *opt = path_join(ckpt, "optimizer.safetensors"), *state = path_join(ckpt, "state.json");
 	struct st_file *f = st_open(opt);
@@ -200,7 +200,7 @@ void checkpoint_load(const char *ckpt, long nbatches, struct optim *o, struct tr
 	}
 	st_close(f);
 	optim_push(o);
-	state_read(state, nbatches, st);
+	state_read(state, records, st);
 	optim_set_steps(o, st->optim_steps);
 	free(t);
 	free(opt);

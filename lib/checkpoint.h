@@ -10,7 +10,7 @@
 struct train_state {
 	long step;            /* optimizer steps done */
 	long epoch;           /* current epoch (0-based) */
-	long batch;           /* next batch within the epoch */
+	int64_t record;       /* records of the epoch's order taken so far */
 	int64_t samples, tokens;
 	double best;          /* best value of the chosen metric so far */
 	long best_step;       /* -1: no evaluation yet */
@@ -30,6 +30,6 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 char *checkpoint_latest(const char *dir);
 /* Loads optimizer moments and the training state (the model loads as a model
  * dir); dies naming the file and field of a state out of range for a run of
- * nbatches batches an epoch. */
-void checkpoint_load(const char *ckpt, long nbatches, struct optim *o, struct train_state *st);
+ * records training records. */
+void checkpoint_load(const char *ckpt, int64_t records, struct optim *o, struct train_state *st);
 #endif

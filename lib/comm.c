@@ -1,21 +1,13 @@
 #include "comm.h"
+#include "comm_mpi.h"
+#include "comm_tcp.h"
 #include "err.h"
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef TS_MPI
-#include <mpi.h>
-#endif
 
-/* Whether a launcher of MPI processes started this one: OpenMPI's mpirun, or
- * a PMI/PMIx launcher such as Slurm's srun. */
-static int launched_by_mpi(void)
-{
-	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
-}
-
+enum { ALONE, MPI, TCP };
+static int kind = ALONE;
 static struct comm_stats stats;   /* since comm_take_stats */
 
 void comm_take_stats(struct comm_stats *out)
@@ -24,185 +16,82 @@ void comm_take_stats(struct comm_stats *out)
 	memset(&stats, 0, sizeof stats);
 }
 
-#ifdef TS_MPI
-static int mpi_on;   /* MPI_Init done */
-
-enum { HUNG_TAG = 7301 };
-static const double ROLL_CALL_S = 5;   /* how long the processes that wait answer each other */
-
-static void nap(double s)
+void comm_open(struct comm *c, double timeout_s)
 {
-	struct timespec ts = { 0, (long)(s * 1e9) };
-	nanosleep(&ts, NULL);
-}
-
-/* The wait of some process has run out: every process still waiting tells
- * every other one so, and the ones not heard from within ROLL_CALL_S are
- * named as the ones that hang (or died without their launcher noticing). */
-static void hung(const struct comm *c)
-{
-	int n = c->size, token = c->rank;
-	MPI_Request *sends = xcalloc((size_t)n, sizeof *sends);
-	char *heard = xcalloc((size_t)n, 1);
-	heard[c->rank] = 1;
-	for (int r = 0; r < n; r++)
-		if (r != c->rank)
-			MPI_Isend(&token, 1, MPI_INT, r, HUNG_TAG, MPI_COMM_WORLD, &sends[r]);
-	double t0 = MPI_Wtime();
-	while (MPI_Wtime() - t0 < ROLL_CALL_S) {
-		int any, from;
-		MPI_Status st;
-		MPI_Iprobe(MPI_ANY_SOURCE, HUNG_TAG, MPI_COMM_WORLD, &any, &st);
-		if (any) {
-			MPI_Recv(&from, 1, MPI_INT, st.MPI_SOURCE, HUNG_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-			heard[st.MPI_SOURCE] = 1;
-		} else {
-			nap(1e-3);
-		}
+	*c = (struct comm){ 0, 1, 0, 1, timeout_s };
+	if (mpi_launched()) {
+		mpi_open(c);
+		kind = MPI;
+	} else if (tcp_launched()) {
+		tcp_open(c);
+		kind = TCP;
 	}
-	char list[256] = "";
-	int silent = 0;
-	for (int r = 0; r < n; r++)
-		if (!heard[r] && strlen(list) < sizeof list - 16)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", silent++ ? ", " : "", r);
-	if (silent)
-		die("process %d: no answer from process%s %s in %g s (--comm-timeout); ending the run", c->rank,
-		    silent > 1 ? "es" : "", list, c->timeout_s);
-	die("process %d: the processes waited %g s for each other (--comm-timeout); ending the run", c->rank,
-	    c->timeout_s);
-}
-
-/* Waits for req, at most the timeout; counts the time and the bytes. */
-static void await(const struct comm *c, MPI_Request *req, double bytes)
-{
-	double t0 = MPI_Wtime(), pause = 1e-5;
-	int done = 0;
-	MPI_Test(req, &done, MPI_STATUS_IGNORE);
-	while (!done) {
-		if (MPI_Wtime() - t0 > c->timeout_s)
-			hung(c);
-		nap(pause);
-		pause = pause < 1e-3 ? pause * 2 : 1e-3;
-		MPI_Test(req, &done, MPI_STATUS_IGNORE);
-	}
-	stats.seconds += MPI_Wtime() - t0;
-	stats.bytes += bytes;
-}
-
-void comm_open(struct comm *c)
-{
-	*c = (struct comm){ 0, 1, 0, 1, COMM_TIMEOUT_S };
-	if (!launched_by_mpi())
-		return;
-	int got;
-	/* OpenMP threads compute, only the main thread calls MPI */
-	MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &got);
-	mpi_on = 1;
-	MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &c->size);
-	MPI_Comm local;
-	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &local);
-	MPI_Comm_rank(local, &c->local_rank);
-	MPI_Comm_size(local, &c->local_size);
-	MPI_Comm_free(&local);
 }
 
 void comm_close(const struct comm *c)
 {
 	(void)c;
-	if (mpi_on)
-		MPI_Finalize();
-	mpi_on = 0;
+	if (kind == MPI)
+		mpi_close();
+	else if (kind == TCP)
+		tcp_close();
+	kind = ALONE;
+}
+
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The sum every collective is made of, timed and counted. */
+static void sum(const struct comm *c, void *x, size_t n, int dbl)
+{
+	if (c->size == 1)
+		return;
+	double t0 = seconds();
+	if (kind == MPI)
+		mpi_sum(c, x, n, dbl);
+	else
+		tcp_sum(c, x, n, dbl);
+	stats.seconds += seconds() - t0;
+	stats.bytes += (double)n * (dbl ? sizeof(double) : sizeof(float));
 }
 
 void comm_sum_floats(const struct comm *c, float *x, size_t n)
 {
-	if (c->size == 1)
-		return;
-	for (size_t at = 0; at < n; at += INT_MAX) {
-		size_t k = n - at < INT_MAX ? n - at : INT_MAX;
-		MPI_Request req;
-		MPI_Iallreduce(MPI_IN_PLACE, x + at, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
-		await(c, &req, (double)k * sizeof *x);
-	}
+	sum(c, x, n, 0);
 }
 
 void comm_sum_doubles(const struct comm *c, double *x, int n)
 {
-	if (c->size == 1)
-		return;
-	MPI_Request req;
-	MPI_Iallreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
-	await(c, &req, (double)n * sizeof *x);
+	sum(c, x, (size_t)n, 1);
 }
 
 int comm_any(const struct comm *c, int flag)
 {
-	if (c->size == 1)
-		return flag != 0;
-	MPI_Request req;
-	MPI_Iallreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &req);
-	await(c, &req, sizeof flag);
-	return flag != 0;
-}
-
-double comm_max(const struct comm *c, double v, int *who)
-{
-	struct { double v; int rank; } x = { v, c->rank };
-	if (c->size > 1) {
-		MPI_Request req;
-		MPI_Iallreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD, &req);
-		await(c, &req, sizeof x);
-	}
-	*who = x.rank;
-	return x.v;
+	double v = flag != 0;
+	sum(c, &v, 1, 1);
+	return v > 0;
 }
 
 void comm_barrier(const struct comm *c)
 {
-	if (c->size == 1)
-		return;
-	MPI_Request req;
-	MPI_Ibarrier(MPI_COMM_WORLD, &req);
-	await(c, &req, 0);
-}
-#else
-void comm_open(struct comm *c)
-{
-	*c = (struct comm){ 0, 1, 0, 1, COMM_TIMEOUT_S };
-	if (launched_by_mpi())
-		die("started by mpirun or srun, but this build has no MPI (STATIC=1 leaves it out)");
-}
-
-void comm_close(const struct comm *c)
-{
-	(void)c;
-}
-
-void comm_sum_floats(const struct comm *c, float *x, size_t n)
-{
-	(void)c, (void)x, (void)n;
-}
-
-void comm_sum_doubles(const struct comm *c, double *x, int n)
-{
-	(void)c, (void)x, (void)n;
-}
-
-int comm_any(const struct comm *c, int flag)
-{
-	(void)c;
-	return flag != 0;
-}
-
-void comm_barrier(const struct comm *c)
-{
-	(void)c;
+	double v = 0;
+	sum(c, &v, 1, 1);
 }
 
 double comm_max(const struct comm *c, double v, int *who)
 {
-	*who = c->rank;
-	return v;
+	double *all = xcalloc((size_t)c->size, sizeof *all);
+	all[c->rank] = v;
+	sum(c, all, (size_t)c->size, 1);
+	*who = 0;
+	for (int r = 1; r < c->size; r++)
+		if (all[r] > all[*who])
+			*who = r;
+	double most = all[*who];
+	free(all);
+	return most;
 }
-#endif

@@ -1,5 +1,7 @@
 /* The processes of a run and what passes between them: MPI's processes when
- * mpirun or srun started this one, else a world of one, where every
+ * mpirun or srun started this one (comm_mpi.c), those of a launch by the
+ * environment over TCP (comm_tcp.c: RANK, WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT, as torchrun sets them), else a world of one, where every
  * collective returns at once. Every process calls the collectives in the same
  * order; each leaves all processes with the same bits. */
 #ifndef TS_COMM_H
@@ -16,9 +18,10 @@ struct comm {
 	double timeout_s;
 };
 
-/* Joins the run's processes; dies in one line when mpirun or srun started
- * this process but the build has no MPI. */
-void comm_open(struct comm *c);
+/* Joins the run's processes, each collective waiting at most timeout_s for
+ * the others; dies in one line when mpirun or srun started this process
+ * but the build has no MPI, or on a bad launch environment. */
+void comm_open(struct comm *c, double timeout_s);
 /* Leaves them (after the last collective). */
 void comm_close(const struct comm *c);
 

@@ -19,24 +19,24 @@ static int by_length(const void *a, const void *b)
 }
 
 /* The loss (summed), counts and confusion matrix of all processes. */
-static void sum_over(const struct comm *comm, double *loss, struct eval_result *r)
+static void sum_over(const struct eval_share *share, double *loss, struct eval_result *r)
 {
 	int k = r->conf ? r->conf->k : 0, n = 3 + k * k;
 	double *v = xmalloc(sizeof *v * (size_t)n);
 	v[0] = *loss, v[1] = (double)r->count, v[2] = (double)r->records;
 	for (int i = 0; i < k * k; i++)
 		v[3 + i] = (double)r->conf->m[i];
-	comm_sum_doubles(comm, v, n);
+	share->sum(share->ctx, v, n);
 	*loss = v[0], r->count = (int64_t)v[1], r->records = (int64_t)v[2];
 	for (int i = 0; i < k * k; i++)
 		r->conf->m[i] = (int64_t)v[3 + i];
 	free(v);
 }
 
-void evaluate(struct bert *m, const struct batch_source *src, int batch_size, const struct comm *comm,
+void evaluate(struct bert *m, const struct batch_source *src, int batch_size, const struct eval_share *share,
 	      eval_hook hook, void *ctx, struct eval_result *out)
 {
-	int part = comm ? comm->rank : 0, parts = comm ? comm->size : 1;
+	int part = share ? share->part : 0, parts = share ? share->parts : 1;
 	uint64_t n = shard_count(src->shard);
 	uint64_t *order = xmalloc((n ? n : 1) * sizeof *order);
 	for (uint64_t i = 0; i < n; i++)
@@ -66,7 +66,7 @@ void evaluate(struct bert *m, const struct batch_source *src, int batch_size, co
 			hook(&b, logits, ctx);
 	}
 	if (parts > 1)
-		sum_over(comm, &loss, out);
+		sum_over(share, &loss, out);
 	out->loss = out->count ? loss / (double)out->count : 0;
 	batch_free(&b);
 	free(order);

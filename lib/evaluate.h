@@ -4,7 +4,6 @@
 #ifndef TS_EVALUATE_H
 #define TS_EVALUATE_H
 #include "batcher.h"
-#include "comm.h"
 #include "metrics.h"
 #include <jansson.h>
 
@@ -18,10 +17,18 @@ struct eval_result {
 /* logits: cls B*L; mlm one row of V per predicted position, row-major. */
 typedef void (*eval_hook)(const struct batch *b, const float *logits, void *ctx);
 
+/* How the processes of a run share an evaluation: process part of parts
+ * evaluates every parts-th batch from batch part on, and sum adds v[0..n)
+ * over all of them, so that each gets the result of all. */
+struct eval_share {
+	int part, parts;
+	void (*sum)(const void *ctx, double *v, int n);
+	const void *ctx;
+};
+
 /* MLM masks are drawn from a fixed epoch so every evaluation sees the same.
- * With comm (NULL: this process alone), each of its processes evaluates
- * every size-th batch from its rank on, and all get the sums of all. */
-void evaluate(struct bert *m, const struct batch_source *src, int batch_size, const struct comm *comm,
+ * share NULL: this process evaluates it all. */
+void evaluate(struct bert *m, const struct batch_source *src, int batch_size, const struct eval_share *share,
 	      eval_hook hook, void *ctx, struct eval_result *out);
 void eval_result_free(struct eval_result *r);
 

@@ -59,7 +59,7 @@ struct trainer {
 	FILE *log;
 	uint64_t *order;
 	long order_epoch;      /* the epoch order holds, -1 for none */
-	long nbatches, steps_per_epoch, total_steps;
+	long steps_per_epoch, total_steps;
 	struct batch *micro;
 	const char *metric;
 	double t0;
@@ -263,8 +263,8 @@ static void plan_steps(struct trainer *t)
 {
 	const struct train_config *c = t->c;
 	uint64_t n = shard_count(t->train.shard);
-	t->nbatches = (long)((n + global_batch(t) - 1) / global_batch(t));
-	t->steps_per_epoch = (t->nbatches + c->accum - 1) / c->accum;
+	long nbatches = (long)((n + global_batch(t) - 1) / global_batch(t));
+	t->steps_per_epoch = (nbatches + c->accum - 1) / c->accum;
 	t->total_steps = c->max_steps > 0 ? c->max_steps : c->epochs * t->steps_per_epoch;
 	t->sched = (struct schedule){c->lr, t->total_steps, warmup_steps_from(c->warmup, t->total_steps),
 				     (enum decay_kind)c->decay, c->end_lr_ratio, 1.0};
@@ -323,9 +323,15 @@ static void save_model(struct trainer *t, const char *name)
 	free(dir);
 }
 
+static void sum_doubles(const void *comm, double *v, int n)
+{
+	comm_sum_doubles(comm, v, n);
+}
+
 static json_t *eval_split(struct trainer *t, struct split *sp, const char *name, struct eval_result *r)
 {
-	evaluate(t->m, &sp->src, (int)t->c->batch, t->comm, NULL, NULL, r);
+	struct eval_share share = { t->comm->rank, t->comm->size, sum_doubles, t->comm };
+	evaluate(t->m, &sp->src, (int)t->c->batch, &share, NULL, NULL, r);
 	json_t *j = eval_json(r, t->c->task, t->labels);
 	json_object_set_new(j, "step", json_integer(t->st.step));
 	json_object_set_new(j, "epoch", json_integer(t->st.epoch));
@@ -422,26 +428,27 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 static int gather(struct trainer *t, int64_t *count)
 {
 	const struct train_config *c = t->c;
+	uint64_t total = shard_count(t->train.shard);
 	int n = 0;
 	*count = 0;
-	if (t->st.batch == t->nbatches) {
+	if ((uint64_t)t->st.record == total) {
 		t->st.epoch++;
-		t->st.batch = 0;
+		t->st.record = 0;
 	}
 	if (t->order_epoch != t->st.epoch) {
 		epoch_order(t->train.shard, (uint64_t)c->seed, t->st.epoch, (int)global_batch(t), c->bucket,
 			    t->order);
 		t->order_epoch = t->st.epoch;
 	}
-	uint64_t total = shard_count(t->train.shard);
-	while (n < c->accum && t->st.batch < t->nbatches) {
-		uint64_t at = (uint64_t)t->st.batch * global_batch(t) + (uint64_t)t->comm->rank * (uint64_t)c->batch;
+	while (n < c->accum && (uint64_t)t->st.record < total) {
+		uint64_t at = (uint64_t)t->st.record + (uint64_t)t->comm->rank * (uint64_t)c->batch;
 		uint64_t left = total > at ? total - at : 0;
 		int nb = (int)(left < (uint64_t)c->batch ? left : (uint64_t)c->batch);
 		batch_fill(&t->micro[n], &t->train.src, t->order + (nb ? at : 0), nb, t->st.epoch);
 		*count += t->micro[n].count;
 		n++;
-		t->st.batch++;
+		uint64_t next = (uint64_t)t->st.record + global_batch(t);
+		t->st.record = (int64_t)(next < total ? next : total);
 	}
 	return n;
 }
@@ -651,6 +658,21 @@ static void open_run(struct trainer *t, char **ckpt)
 	free(logpath);
 }
 
+/* A run resumed on another number of processes goes on from the same
+ * record of the epoch, in micro-batches of --batch records a process; but a
+ * --bucket run, whose order depends on the micro-batch, resumes on as many. */
+static void resize(struct trainer *t)
+{
+	int was = t->st.processes, now = t->comm->size;
+	if (was == now)
+		return;
+	if (t->c->bucket)
+		die("%s: a --bucket run resumes on as many processes as it trained on (%d), not %d", t->c->run, was,
+		    now);
+	logf_(t, "the run trained on %d processes and goes on on %d", was, now);
+	t->st.processes = now;
+}
+
 static void start_state(struct trainer *t, const char *ckpt)
 {
 	char *events = path_join(t->c->run, "events.msgpack");
@@ -660,10 +682,8 @@ static void start_state(struct trainer *t, const char *ckpt)
 	if (t->lead)
 		t->ev = events_open(events);
 	if (ckpt) {
-		checkpoint_load(ckpt, t->nbatches, t->o, &t->st);
-		if (t->st.processes != t->comm->size)
-			die("%s: the run trained on %d processes; it resumes on as many, not %d", t->c->run,
-			    t->st.processes, t->comm->size);
+		checkpoint_load(ckpt, (int64_t)shard_count(t->train.shard), t->o, &t->st);
+		resize(t);
 		logf_(t, "resumed from %s at step %ld", ckpt, t->st.step);
 	} else {
 		event(t, "start", json_pack("{sI sI sI sI sI}", "total_steps", (json_int_t)t->total_steps,
@@ -688,7 +708,8 @@ static int at_step_end(struct trainer *t)
 {
 	const struct train_config *c = t->c;
 	int last = t->st.step == t->total_steps;
-	int eval_point = last || t->st.batch == t->nbatches || (c->eval_every > 0 && t->st.step % c->eval_every == 0);
+	int epoch_end = (uint64_t)t->st.record == shard_count(t->train.shard);
+	int eval_point = last || epoch_end || (c->eval_every > 0 && t->st.step % c->eval_every == 0);
 	int early = eval_point ? evaluate_now(t) : 0;
 	t->st.finished = last || early;
 	last |= early;

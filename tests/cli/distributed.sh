@@ -17,7 +17,7 @@ steps_done() { [ "$(count "$1" step)" -ge "$2" ]; }   # steps_done RUN N: at lea
 # rank_pid RUN N: the pid of process N of the run
 rank_pid() {
 	for p in $(pgrep -f "ts-train.*--run $1"); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$p"
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxE "(OMPI_COMM_WORLD_)?RANK=$2" && echo "$p"
 	done
 }
 # close A B TOL: each step's loss in listing A ("step loss" lines) within TOL
@@ -75,9 +75,33 @@ ts-cat "$T/r/events.msgpack" | awk '{print} /"event":"checkpoint"/ {exit}' | ts-
 check "2 processes: --resume from step 6" mpi 2 --resume "$T/r"
 expect_eq "2 processes, resumed: the same losses, step for step" "$(losses "$T/r")" "$(losses "$T/r0")"
 check "2 processes, resumed: the same final model" cmp "$T/r/final/model.safetensors" "$T/r0/final/model.safetensors"
-cp -r "$T/r0" "$T/w" && rm -rf "$T/w/final" "$T/w/ckpt/step-12"
-expect_fail "a 2-process run resumed on 1 process: refused" 1 "trained on 2 processes; it resumes on as many, not 1" \
-	train --resume "$T/w"
+# resume on another number of processes: from the same record of the epoch,
+# in slices of --batch records a process
+# cut_to RUN COPY STEP: COPY is RUN as a kill just after its checkpoint at STEP leaves it
+cut_to() {
+	cp -r "$1" "$2" && rm -rf "$2/final" "$2/best"
+	for d in "$2"/ckpt/step-*; do [ "${d##*-}" -le "$3" ] || rm -rf "$d"; done
+	ts-cat "$2/events.msgpack" | awk -v s="\"step\":$3," '{print} /"event":"checkpoint"/ && index($0, s) {exit}' |
+		ts-cat --from-json -o "$T/ev" && mv "$T/ev" "$2/events.msgpack"
+}
+# at RUN STEP: "samples epoch" of that step
+at() { ts-cat "$1/events.msgpack" | jq -r --argjson s "$2" 'select(.event=="step" and .step==$s) | "\(.samples) \(.epoch)"' | tail -n 1; }
+check "1 process, batch 8: 12 steps" train "${TINY[@]}" --run "$T/g1" --batch 8 --max-steps 12 --save-every 3 --keep 5
+cut_to "$T/g1" "$T/g12" 3
+check "a 1-process run, checkpoint at step 3 (24 records), resumed on 2 processes" mpi 2 --resume "$T/g12"
+expect_eq "resumed on 2: 16 records a step, and the epoch's last step takes the 8 left (process 1 none)" \
+	"$(at "$T/g12" 6) | $(at "$T/g12" 7) | $(at "$T/g12" 8)" "72 0 | 80 0 | 96 1"
+check "resumed on 2: the log says so" grep -q "the run trained on 1 processes and goes on on 2" "$T/g12/log/rank-1.log"
+expect_eq "resumed on 2: its checkpoints record 2 processes" "$(jq .processes "$T/g12/ckpt/step-12/state.json")" 2
+check "2 processes, batch 8: 12 steps" mpi 2 "${TINY[@]}" --run "$T/g2" --batch 8 --max-steps 12 --save-every 3 --keep 5
+cut_to "$T/g2" "$T/g21" 3
+check "a 2-process run, checkpoint at step 3 (48 records), resumed on 1 process" train --resume "$T/g21"
+expect_eq "resumed on 1: 8 records a step from record 48 on" "$(at "$T/g21" 4) | $(at "$T/g21" 7) | $(at "$T/g21" 8)" \
+	"56 0 | 80 0 | 88 1"
+check "2 processes, --bucket: 6 steps" mpi 2 "${TINY[@]}" --run "$T/b2" --batch 8 --max-steps 6 --save-every 3 --keep 5 --bucket
+cut_to "$T/b2" "$T/b21" 3
+expect_fail "a --bucket run resumed on another number of processes: refused" 1 \
+	"a --bucket run resumes on as many processes as it trained on \(2\), not 1" train --resume "$T/b21"
 
 # ts-stop reaches both processes: one checkpoint, both exit 0
 mpi 2 "${TINY[@]}" --run "$T/s" --batch 8 --max-steps 100000 --save-every 100000 >"$T/s.out" 2>&1 &
@@ -103,6 +127,42 @@ rc=$?
 expect_eq "a process killed: mpirun exits non-zero" "$((rc != 0))" 1
 check "a process killed: the message names the process" grep -q "rank 1" "$T/k.out"
 expect_eq "a process killed: no ts-train left running" "$(pgrep -f "ts-train.*$T/k" | wc -l)" 0
+# launched by the environment, over TCP, without MPI (as torchrun launches)
+# envrun RANK ARGS...: one process of a 2-process launch
+envrun() {
+	local r=$1; shift
+	env -u OMPI_COMM_WORLD_SIZE WORLD_SIZE=2 RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+		timeout 300 ts-train "$@"
+}
+port=$((20000 + RANDOM % 20000))
+envrun 1 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 >"$T/e1.out" 2>&1 &
+check "launched by the environment: process 0" envrun 0 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 \
+	--eval-every 6 --save-every 6
+wait $!
+expect_eq "launched by the environment: process 1 exits 0" "$?" 0
+expect_eq "launched by the environment: the losses of mpirun's 2 processes" "$(losses "$T/e2")" "$(losses "$T/r0")"
+check "launched by the environment: the same final model as under mpirun" \
+	cmp "$T/e2/final/model.safetensors" "$T/r0/final/model.safetensors"
+expect_fail "launched by the environment: RANK missing" 1 "WORLD_SIZE is set, so RANK must be too" \
+	env WORLD_SIZE=2 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
+expect_fail "launched by the environment: RANK out of range" 1 "RANK=2: not a whole number from 0 to 1" \
+	env WORLD_SIZE=2 RANK=2 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
+expect_fail "launched by the environment: a bad MASTER_PORT" 1 "MASTER_PORT=99999: not a whole number from 1 to 65535" \
+	env WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=99999 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
+expect_fail "launched by the environment: process 0 never comes" 1 \
+	"process 1: cannot reach process 0 at 127.0.0.1:$port in 2 s \(MASTER_ADDR, MASTER_PORT\)" \
+	envrun 1 "${TINY[@]}" --run "$T/e3" --max-steps 2 --comm-timeout 2
+envrun 1 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >"$T/e4.out" 2>&1 &
+one=$!
+envrun 0 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >/dev/null 2>&1 &
+zero=$!
+wait_for "launched by the environment: a long run under way" steps_done "$T/e4" 3
+kill -9 $(rank_pid "$T/e4" 0)
+wait "$one"
+expect_eq "launched by the environment: process 0 killed, process 1 exits non-zero" "$(($? != 0))" 1
+check "launched by the environment: and says so" grep -q "process 0 closed its connection (it ended?)" "$T/e4.out"
+wait "$zero" 2>/dev/null
+
 # a process that hangs (stopped): the other names it after --comm-timeout and the run ends
 mpi 2 "${TINY[@]}" --run "$T/h" --batch 8 --max-steps 100000 --save-every 100000 --comm-timeout 3 \
 	>"$T/h.out" 2>&1 &

@@ -86,11 +86,11 @@ tamper() {   # tamper NAME JQ PATTERN
 	jq "$2" "$T/r0/ckpt/step-6/state.json" >"$T/t/ckpt/step-6/state.json"
 	expect_fail "a tampered state.json: $1" 1 "ckpt/step-6/state.json: $3" train --resume "$T/t"
 }
-tamper "a batch beyond the epoch" '.batch = 999999' "'batch' is 999999, outside \[0, 10\]"
+tamper "a record beyond the epoch" '.record = 999999' "'record' is 999999, outside \[0, 80\]"
 tamper "a negative step" '.step = -1' "'step' is -1, outside"
 tamper "a negative epoch" '.epoch = -2' "'epoch' is -2, outside"
 tamper "a step as a string" '.step = "6"' "'step' is not a whole number"
-tamper "a fractional batch" '.batch = 1.5' "'batch' is not a whole number"
+tamper "a fractional record" '.record = 1.5' "'record' is not a whole number"
 tamper "a best step after the step" '.best_step = 7' "'best_step' is 7, outside \[-1, 6\]"
 tamper "more skipped steps than steps" '.skipped = 7' "'skipped' is 7, outside"
 tamper "negative samples" '.samples = -5' "'samples' is -5, outside"

@@ -1,0 +1,16 @@
+/* comm.c's processes joined by MPI, when mpirun or srun starts them. */
+#ifndef TS_COMM_MPI_H
+#define TS_COMM_MPI_H
+#include "comm.h"
+
+/* Whether a launcher of MPI processes started this one: OpenMPI's mpirun, or
+ * a PMI/PMIx launcher such as Slurm's srun. */
+int mpi_launched(void);
+/* Joins MPI's processes into c; dies in one line where the build has no MPI. */
+void mpi_open(struct comm *c);
+void mpi_close(void);
+/* x[0..n) of doubles (dbl) or floats becomes the sum over all processes. A
+ * process that waits c->timeout_s for the others names those that do not
+ * answer and ends the run. */
+void mpi_sum(const struct comm *c, void *x, size_t n, int dbl);
+#endif

@@ -1,0 +1,322 @@
+/* Process 0 listens at MASTER_ADDR:MASTER_PORT; every other process connects
+ * there and says its rank and the port it listens at itself; process 0 sends
+ * back where each one listens (the address it saw the process come from),
+ * and each process connects to the next one, making a ring. A sum is a ring
+ * all-reduce: the data in n chunks, each summed once along the ring from
+ * the process that owns it, then passed round whole, so that every process
+ * ends with the same bits. */
+#include "comm_tcp.h"
+#include "err.h"
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAX_PROCESSES = 65536 };
+
+/* Where a process listens, as process 0 tells the others. */
+struct peer {
+	struct sockaddr_storage addr;
+	socklen_t len;
+};
+
+static int left_fd = -1, right_fd = -1;   /* from the previous process, to the next */
+static int left_rank, right_rank;
+
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int tcp_launched(void)
+{
+	return getenv("WORLD_SIZE") != NULL;
+}
+
+/* An environment variable as an integer in [min, max]. */
+static long env_int(const char *name, long min, long max, long fallback)
+{
+	const char *v = getenv(name);
+	if (!v)
+		return fallback;
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (!*v || *end || errno || x < min || x > max)
+		die("%s=%s: not a whole number from %ld to %ld", name, v, min, max);
+	return x;
+}
+
+static const char *env_str(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		die("WORLD_SIZE is set, so %s must be too (with RANK, MASTER_ADDR and MASTER_PORT)", name);
+	return v;
+}
+
+/* Writes or reads all of buf on fd by the deadline; dies naming process who
+ * (-1: one not known yet). */
+static void move_all(int fd, void *buf, size_t n, int out, double deadline, int who)
+{
+	char name[32] = "a process";
+	if (who >= 0)
+		snprintf(name, sizeof name, "process %d", who);
+	char *p = buf;
+	while (n) {
+		struct pollfd pf = { fd, (short)(out ? POLLOUT : POLLIN), 0 };
+		double left = deadline - seconds();
+		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0)
+			die("no answer from %s in time (--comm-timeout); ending the run", name);
+		ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+		if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
+			die("%s closed its connection (it ended?)", name);
+		if (k > 0)
+			p += k, n -= (size_t)k;
+	}
+}
+
+static int listener(struct sockaddr *addr, socklen_t len)
+{
+	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int on = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0 || bind(fd, addr, len) < 0 ||
+	    listen(fd, 64) < 0)
+		return -1;
+	return fd;
+}
+
+static int accept_by(int lfd, double deadline, struct sockaddr_storage *from, socklen_t *len)
+{
+	struct pollfd pf = { lfd, POLLIN, 0 };
+	double left = deadline - seconds();
+	if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
+		return -1;
+	*len = sizeof *from;
+	return accept4(lfd, (struct sockaddr *)from, len, SOCK_CLOEXEC);
+}
+
+/* Connects to addr, trying again until the deadline (the other process may
+ * not listen yet). */
+static int connect_by(const struct sockaddr *addr, socklen_t len, double deadline)
+{
+	for (;;) {
+		int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, addr, len) == 0) {
+			int on = 1;
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (seconds() > deadline)
+			return -1;
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* A listener on any address of addr's family, at port (0: any); returns it
+ * and sets *port. */
+static int listen_any(int family, int port, int *bound)
+{
+	struct sockaddr_storage a = { 0 };
+	socklen_t len;
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&a;
+		s6->sin6_family = AF_INET6, s6->sin6_addr = in6addr_any, s6->sin6_port = htons((uint16_t)port);
+		len = sizeof *s6;
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&a;
+		s4->sin_family = AF_INET, s4->sin_addr.s_addr = htonl(INADDR_ANY), s4->sin_port = htons((uint16_t)port);
+		len = sizeof *s4;
+	}
+	int fd = listener((struct sockaddr *)&a, len);
+	if (fd < 0)
+		return -1;
+	len = sizeof a;
+	getsockname(fd, (struct sockaddr *)&a, &len);
+	*bound = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port : ((struct sockaddr_in *)&a)->sin_port);
+	return fd;
+}
+
+static void set_port(struct sockaddr_storage *a, int port)
+{
+	if (a->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)a)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
+}
+
+/* Process 0: takes every other process's rank and port, answers with the table. */
+static void gather_peers(const struct comm *c, int master, struct peer *peers, double deadline)
+{
+	int *fds = xcalloc((size_t)c->size, sizeof *fds);
+	for (int k = 1; k < c->size; k++) {
+		struct sockaddr_storage from;
+		socklen_t len;
+		int fd = accept_by(master, deadline, &from, &len);
+		if (fd < 0)
+			die("process 0: only %d of %d processes came in %g s (--comm-timeout)", k, c->size,
+			    c->timeout_s);
+		int32_t hello[2];
+		move_all(fd, hello, sizeof hello, 0, deadline, -1);
+		if (hello[0] < 1 || hello[0] >= c->size || fds[hello[0]] || hello[1] < 1 || hello[1] > 65535)
+			die("process 0: a process came as rank %d of %d, which is taken or out of range (RANK)",
+			    hello[0], c->size);
+		fds[hello[0]] = fd;
+		peers[hello[0]].addr = from;
+		peers[hello[0]].len = len;
+		set_port(&peers[hello[0]].addr, hello[1]);
+	}
+	for (int r = 1; r < c->size; r++) {
+		move_all(fds[r], peers, sizeof *peers * (size_t)c->size, 1, deadline, r);
+		close(fds[r]);
+	}
+	free(fds);
+}
+
+void tcp_open(struct comm *c)
+{
+	c->size = (int)env_int("WORLD_SIZE", 1, MAX_PROCESSES, 1);
+	c->rank = (int)env_int("RANK", 0, c->size - 1, -1);
+	if (c->rank < 0)
+		die("WORLD_SIZE is set, so RANK must be too (0 to %d)", c->size - 1);
+	c->local_size = (int)env_int("LOCAL_WORLD_SIZE", 1, MAX_PROCESSES, 1);
+	c->local_rank = (int)env_int("LOCAL_RANK", 0, c->local_size - 1, 0);
+	if (c->size == 1)
+		return;
+	const char *host = env_str("MASTER_ADDR"), *port = env_str("MASTER_PORT");
+	env_int("MASTER_PORT", 1, 65535, 0);
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	int rc = getaddrinfo(host, port, &hints, &ai);
+	if (rc)
+		die("MASTER_ADDR=%s: %s", host, gai_strerror(rc));
+	double deadline = seconds() + c->timeout_s;
+	struct peer *peers = xcalloc((size_t)c->size, sizeof *peers);
+	int ring_port, ring = listen_any(ai->ai_family, 0, &ring_port);
+	if (ring < 0)
+		die("process %d: cannot listen for the next process: %s", c->rank, strerror(errno));
+	if (c->rank == 0) {
+		int master_port, master = listen_any(ai->ai_family, atoi(port), &master_port);
+		if (master < 0)
+			die("process 0: cannot listen at port %s (MASTER_PORT): %s", port, strerror(errno));
+		memcpy(&peers[0].addr, ai->ai_addr, ai->ai_addrlen);
+		peers[0].len = ai->ai_addrlen;
+		set_port(&peers[0].addr, ring_port);
+		gather_peers(c, master, peers, deadline);
+		close(master);
+	} else {
+		int fd = connect_by(ai->ai_addr, ai->ai_addrlen, deadline);
+		if (fd < 0)
+			die("process %d: cannot reach process 0 at %s:%s in %g s (MASTER_ADDR, MASTER_PORT)", c->rank, host,
+			    port, c->timeout_s);
+		int32_t hello[2] = { c->rank, ring_port };
+		move_all(fd, hello, sizeof hello, 1, deadline, 0);
+		move_all(fd, peers, sizeof *peers * (size_t)c->size, 0, deadline, 0);
+		close(fd);
+	}
+	freeaddrinfo(ai);
+	right_rank = (c->rank + 1) % c->size;
+	left_rank = (c->rank + c->size - 1) % c->size;
+	right_fd = connect_by((struct sockaddr *)&peers[right_rank].addr, peers[right_rank].len, deadline);
+	if (right_fd < 0)
+		die("process %d: cannot reach process %d in %g s", c->rank, right_rank, c->timeout_s);
+	int32_t me = c->rank, them = -1;
+	move_all(right_fd, &me, sizeof me, 1, deadline, right_rank);
+	struct sockaddr_storage from;
+	socklen_t len;
+	left_fd = accept_by(ring, deadline, &from, &len);
+	if (left_fd < 0)
+		die("process %d: process %d did not connect in %g s", c->rank, left_rank, c->timeout_s);
+	move_all(left_fd, &them, sizeof them, 0, deadline, left_rank);
+	if (them != left_rank)
+		die("process %d: process %d connected where %d should", c->rank, them, left_rank);
+	int on = 1;
+	setsockopt(left_fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+	close(ring);
+	free(peers);
+}
+
+void tcp_close(void)
+{
+	if (right_fd >= 0)
+		close(right_fd);
+	if (left_fd >= 0)
+		close(left_fd);
+	left_fd = right_fd = -1;
+}
+
+/* Sends out[0..nout) to the next process while receiving in[0..nin) from the
+ * previous one, neither waiting on the other. */
+static void exchange(const struct comm *c, const char *out, size_t nout, char *in, size_t nin)
+{
+	double deadline = seconds() + c->timeout_s;
+	while (nout || nin) {
+		struct pollfd pf[2] = { { right_fd, nout ? POLLOUT : 0, 0 }, { left_fd, nin ? POLLIN : 0, 0 } };
+		double left = deadline - seconds();
+		if (left <= 0 || poll(pf, 2, (int)(left * 1000) + 1) == 0)
+			die("process %d: no answer from process %d in %g s (--comm-timeout); ending the run", c->rank,
+			    nin ? left_rank : right_rank, c->timeout_s);
+		if (pf[0].revents) {
+			ssize_t k = send(right_fd, out, nout, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (k < 0 && errno != EAGAIN && errno != EINTR)
+				die("process %d: process %d closed its connection (it ended?)", c->rank, right_rank);
+			if (k > 0)
+				out += k, nout -= (size_t)k;
+		}
+		if (pf[1].revents) {
+			ssize_t k = recv(left_fd, in, nin, MSG_DONTWAIT);
+			if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+				die("process %d: process %d closed its connection (it ended?)", c->rank, left_rank);
+			if (k > 0)
+				in += k, nin -= (size_t)k;
+		}
+	}
+}
+
+/* Chunk i of n elements among size processes: [*from, *to). */
+static void chunk(size_t n, int size, int i, size_t *from, size_t *to)
+{
+	*from = n * (size_t)i / (size_t)size;
+	*to = n * (size_t)(i + 1) / (size_t)size;
+}
+
+void tcp_sum(const struct comm *c, void *x, size_t n, int dbl)
+{
+	int p = c->size;
+	size_t es = dbl ? sizeof(double) : sizeof(float), most = n / (size_t)p + 1;
+	char *buf = xmalloc(most * es), *base = x;
+	/* reduce-scatter: after p-1 rounds process r holds chunk r+1 summed */
+	for (int s = 0; s < p - 1; s++) {
+		size_t sf, st, rf, rt;
+		chunk(n, p, (c->rank - s + p) % p, &sf, &st);
+		chunk(n, p, (c->rank - s - 1 + p) % p, &rf, &rt);
+		exchange(c, base + sf * es, (st - sf) * es, buf, (rt - rf) * es);
+		if (dbl)
+			for (size_t i = rf; i < rt; i++)
+				((double *)x)[i] += ((double *)buf)[i - rf];
+		else
+			for (size_t i = rf; i < rt; i++)
+				((float *)x)[i] += ((float *)buf)[i - rf];
+	}
+	/* all-gather: the summed chunks passed round as they are */
+	for (int s = 0; s < p - 1; s++) {
+		size_t sf, st, rf, rt;
+		chunk(n, p, (c->rank + 1 - s + p) % p, &sf, &st);
+		chunk(n, p, (c->rank - s + p) % p, &rf, &rt);
+		exchange(c, base + sf * es, (st - sf) * es, base + rf * es, (rt - rf) * es);
+	}
+	free(buf);
+}

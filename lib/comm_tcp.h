@@ -1,0 +1,17 @@
+/* comm.c's processes joined over TCP, for launches without MPI: the
+ * environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and
+ * LOCAL_RANK, LOCAL_WORLD_SIZE where more than one process shares a machine). */
+#ifndef TS_COMM_TCP_H
+#define TS_COMM_TCP_H
+#include "comm.h"
+
+/* Whether the environment asks for such a launch (WORLD_SIZE is set). */
+int tcp_launched(void);
+/* Reads the environment into c and joins the processes; dies in one line on
+ * a bad variable or a process that cannot be reached within c->timeout_s. */
+void tcp_open(struct comm *c);
+void tcp_close(void);
+/* x[0..n) of doubles (dbl) or floats becomes the sum over all processes, the
+ * same bits on each. */
+void tcp_sum(const struct comm *c, void *x, size_t n, int dbl);
+#endif
