@@ -185,7 +185,7 @@ run_examples() {   # NAME COUNT DIR: runs DIR/N.sh, checks its output against DI
 	done
 }
 
-# the README's mpirun example, as root and on a machine of few cores
+# the mpirun examples (README.md, ts-train.1), as root and on a machine of few cores
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mkdir -p "$T/ex/README"
 n=$(extract_readme "$TOP/README.md" "$T/ex/README")
