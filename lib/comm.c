@@ -16,6 +16,11 @@ void comm_take_stats(struct comm_stats *out)
 	memset(&stats, 0, sizeof stats);
 }
 
+const char *comm_algorithm(void)
+{
+	return kind == MPI ? "mpi allreduce" : kind == TCP ? "tcp ring" : "none";
+}
+
 void comm_open(struct comm *c, double timeout_s)
 {
 	*c = (struct comm){ 0, 1, 0, 1, timeout_s };

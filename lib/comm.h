@@ -41,4 +41,6 @@ struct comm_stats {
 	double seconds, bytes;
 };
 void comm_take_stats(struct comm_stats *out);
+/* How the sums run: "mpi allreduce", "tcp ring" or "none". */
+const char *comm_algorithm(void);
 #endif

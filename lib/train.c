@@ -469,8 +469,9 @@ static uint64_t dropout_seed(const struct trainer *t, int k)
 /* The gradient summed over the processes, as the mean over every item
  * predicted (true gradient), or the mean of the processes' means (each
  * process's gradient was scaled by its own count; those with none add
- * nothing). loss holds this process's summed loss and count; on return
- * the run's mean, the same on every process; *items the processes' items. */
+ * nothing). *loss holds this process's summed loss over count items; on
+ * return the run's mean loss, the same on every process, and r's samples
+ * and tokens are the run's. */
 static void reduce_gradient(struct trainer *t, double *loss, int64_t count, struct step_result *r)
 {
 	if (t->comm->size == 1) {
@@ -554,7 +555,7 @@ static json_t *comm_json(struct trainer *t, double step_s)
 	double algbw = cs.seconds > 0 ? cs.bytes / cs.seconds / 1e9 : 0;
 	json_t *j = json_pack("{sf sf sf sf sf ss sI sf}", "ms", cs.seconds * 1e3, "exposed_ms", cs.seconds * 1e3,
 			      "bytes", cs.bytes, "algbw_gbs", algbw, "busbw_gbs", algbw * 2 * (n - 1) / n,
-			      "algorithm", "mpi_iallreduce", "slowest", (json_int_t)slowest, "slowest_compute_ms",
+			      "algorithm", comm_algorithm(), "slowest", (json_int_t)slowest, "slowest_compute_ms",
 			      compute_s * 1e3);
 	if (t->steps_this_process == 3 || t->st.step == t->total_steps)
 		logf_(t, "step %ld: collectives %.1f ms (all exposed), %.0f bytes, bus %.2f GB/s; slowest process %d "

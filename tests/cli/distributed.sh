@@ -141,6 +141,9 @@ check "launched by the environment: process 0" envrun 0 "${TINY[@]}" --run "$T/e
 wait $!
 expect_eq "launched by the environment: process 1 exits 0" "$?" 0
 expect_eq "launched by the environment: the losses of mpirun's 2 processes" "$(losses "$T/e2")" "$(losses "$T/r0")"
+expect_eq "launched by the environment: the sums run as a TCP ring, under mpirun by MPI" \
+	"$(ts-cat "$T/e2/events.msgpack" "$T/r0/events.msgpack" | jq -r 'select(.event=="step") | .comm.algorithm' | sort | uniq -c | awk '{print $1, $2, $3}' | tr '\n' ';')" \
+	"12 mpi allreduce;12 tcp ring;"
 check "launched by the environment: the same final model as under mpirun" \
 	cmp "$T/e2/final/model.safetensors" "$T/r0/final/model.safetensors"
 expect_fail "launched by the environment: RANK missing" 1 "WORLD_SIZE is set, so RANK must be too" \
