@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device;
+static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *net_if;
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
 static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
@@ -89,6 +89,7 @@ static const struct opt opts[] = {
 	{0, "true-gradient", OPT_FLAG, &true_gradient, NULL, "average over all processes' samples, not the processes' averages", NULL},
 	{0, "comm-timeout", OPT_FLOAT, &comm_timeout, "S", "end the run when processes wait S seconds for each other (default 300)", NULL,
 	 .fmin = 1, .fmax = 1e6},
+	{0, "net-if", OPT_STR, &net_if, "NAME", "network interface the processes talk over (default: as the routes choose)", NULL},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
@@ -99,14 +100,14 @@ static const struct cmd_spec spec = {
 	"ts-train", "Train a BERT encoder on a data dir.", "", NULL, opts,
 };
 
-/* The run's config file records every option but the ones naming the run
- * and the device, which a resumed run may change. */
+/* The run's config file records every option but the ones naming the run,
+ * the device and the network interface, which a resumed run may change. */
 static void write_config(FILE *f)
 {
-	char *saved_run = run, *saved_resume = resume, *saved_device = device;
-	run = resume = device = NULL;
+	char *saved_run = run, *saved_resume = resume, *saved_device = device, *saved_net_if = net_if;
+	run = resume = device = net_if = NULL;
 	opt_write_config(&spec, f);
-	run = saved_run, resume = saved_resume, device = saved_device;
+	run = saved_run, resume = saved_resume, device = saved_device, net_if = saved_net_if;
 }
 
 /* Each number is in its range already (opt.c); these are the rules across options. */
@@ -120,13 +121,20 @@ static void check_options(void)
 		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
 }
 
-/* --resume and --replay take (almost) no other options. */
-static void only_with(const char *mode, const char *allowed)
+/* --resume and --replay take no other options but those of allowed, a
+ * NULL-terminated list. */
+static void only_with(const char *mode, const char *const *allowed)
 {
-	for (const struct opt *o = opts; o->name; o++)
-		if (opt_given(&spec, o->name) && strcmp(o->name, mode) && !(allowed && !strcmp(o->name, allowed)))
-			die_usage("--%s takes no other options%s%s (not --%s)", mode, allowed ? " but --" : "",
-				  allowed ? allowed : "", o->name);
+	char but[64] = "";
+	for (int i = 0; allowed[i]; i++)
+		snprintf(but + strlen(but), sizeof but - strlen(but), "%s--%s", i ? " and " : " but ", allowed[i]);
+	for (const struct opt *o = opts; o->name; o++) {
+		int ok = !strcmp(o->name, mode);
+		for (int i = 0; allowed[i]; i++)
+			ok |= !strcmp(o->name, allowed[i]);
+		if (opt_given(&spec, o->name) && !ok)
+			die_usage("--%s takes no other options%s (not --%s)", mode, but, o->name);
+	}
 }
 
 /* Paths in the run's config must hold from any working directory. */
@@ -161,7 +169,7 @@ int main(int argc, char **argv)
 	if (opt_parse(&spec, argc, argv, &operands) > 0)
 		die_usage("unexpected argument '%s'", operands[0]);
 	if (replay) {
-		only_with("replay", "threads");
+		only_with("replay", (const char *const[]){ "threads", NULL });
 		omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 		int rc = train_replay(replay);
 		close_stdout();
@@ -169,7 +177,7 @@ int main(int argc, char **argv)
 	}
 	if (resume) {
 		/* the run's own config, then nothing else: the run goes on as it began */
-		only_with("resume", "device");
+		only_with("resume", (const char *const[]){ "device", "net-if", NULL });
 		char *path = malloc(strlen(resume) + 8);
 		sprintf(path, "%s/config", resume);
 		if (access(path, F_OK) < 0)
@@ -190,7 +198,7 @@ int main(int argc, char **argv)
 	if (dropout < 0 && !init)
 		dropout = 0.1;
 	struct comm comm;
-	comm_open(&comm, comm_timeout);
+	comm_open(&comm, comm_timeout, net_if);
 	int cores = omp_get_num_procs() / comm.local_size;
 	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	struct train_config c = {

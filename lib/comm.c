@@ -21,9 +21,15 @@ const char *comm_algorithm(void)
 	return kind == MPI ? "mpi allreduce" : kind == TCP ? "tcp ring" : "none";
 }
 
-void comm_open(struct comm *c, double timeout_s)
+void comm_open(struct comm *c, double timeout_s, const char *net_if)
 {
 	*c = (struct comm){ 0, 1, 0, 1, timeout_s };
+	if (net_if) {
+		tcp_use_if(net_if);
+		/* MPI's TCP transport and NCCL's sockets read these */
+		setenv("OMPI_MCA_btl_tcp_if_include", net_if, 1);
+		setenv("NCCL_SOCKET_IFNAME", net_if, 1);
+	}
 	if (mpi_launched()) {
 		mpi_open(c);
 		kind = MPI;

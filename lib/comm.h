@@ -19,9 +19,11 @@ struct comm {
 };
 
 /* Joins the run's processes, each collective waiting at most timeout_s for
- * the others; dies in one line when mpirun or srun started this process
- * but the build has no MPI, or on a bad launch environment. */
-void comm_open(struct comm *c, double timeout_s);
+ * the others, over network interface net_if (NULL: as the launcher or the
+ * routes choose); dies in one line when mpirun or srun started this process
+ * but the build has no MPI, on a bad launch environment, or when net_if is
+ * not an interface of this machine. */
+void comm_open(struct comm *c, double timeout_s, const char *net_if);
 /* Leaves them (after the last collective). */
 void comm_close(const struct comm *c);
 

@@ -8,6 +8,7 @@
 #include "comm_tcp.h"
 #include "err.h"
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -31,6 +32,30 @@ struct peer {
 
 static int left_fd = -1, right_fd = -1;   /* from the previous process, to the next */
 static int left_rank, right_rank;
+static struct sockaddr_storage if_addr;   /* --net-if's address (family 0: none) */
+static socklen_t if_len;
+
+void tcp_use_if(const char *name)
+{
+	struct ifaddrs *all, *i;
+	if (getifaddrs(&all) < 0)
+		die("--net-if %s: cannot list the network interfaces: %s", name, strerror(errno));
+	char names[256] = "";
+	for (i = all; i; i = i->ifa_next) {
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		if (!strcmp(i->ifa_name, name) && (!if_len || i->ifa_addr->sa_family == AF_INET)) {
+			if_len = i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+			memcpy(&if_addr, i->ifa_addr, if_len);
+		}
+		if (!strstr(names, i->ifa_name) && strlen(names) + strlen(i->ifa_name) + 3 < sizeof names)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "",
+				 i->ifa_name);
+	}
+	freeifaddrs(all);
+	if (!if_len)
+		die("--net-if %s: no network interface of that name with an address here (%s)", name, names);
+}
 
 static double seconds(void)
 {
@@ -107,12 +132,26 @@ static int accept_by(int lfd, double deadline, struct sockaddr_storage *from, so
 	return accept4(lfd, (struct sockaddr *)from, len, SOCK_CLOEXEC);
 }
 
+static void set_port(struct sockaddr_storage *a, int port)
+{
+	if (a->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)a)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
+}
+
 /* Connects to addr, trying again until the deadline (the other process may
  * not listen yet). */
 static int connect_by(const struct sockaddr *addr, socklen_t len, double deadline)
 {
 	for (;;) {
 		int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_storage from = if_addr;   /* --net-if: leave from its address */
+		if (fd >= 0 && if_len && from.ss_family == addr->sa_family) {
+			set_port(&from, 0);
+			if (bind(fd, (struct sockaddr *)&from, if_len) < 0)
+				die("--net-if: cannot use its address: %s", strerror(errno));
+		}
 		if (fd >= 0 && connect(fd, addr, len) == 0) {
 			int on = 1;
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
@@ -149,14 +188,6 @@ static int listen_any(int family, int port, int *bound)
 	getsockname(fd, (struct sockaddr *)&a, &len);
 	*bound = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port : ((struct sockaddr_in *)&a)->sin_port);
 	return fd;
-}
-
-static void set_port(struct sockaddr_storage *a, int port)
-{
-	if (a->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)a)->sin6_port = htons((uint16_t)port);
-	else
-		((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
 }
 
 /* Process 0: takes every other process's rank and port, answers with the table. */

@@ -5,6 +5,9 @@
 #define TS_COMM_TCP_H
 #include "comm.h"
 
+/* The network interface the processes talk over: dies in one line, naming
+ * the machine's interfaces, when it has no address here. */
+void tcp_use_if(const char *name);
 /* Whether the environment asks for such a launch (WORLD_SIZE is set). */
 int tcp_launched(void);
 /* Reads the environment into c and joins the processes; dies in one line on

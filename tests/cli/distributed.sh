@@ -166,6 +166,19 @@ expect_eq "launched by the environment: process 0 killed, process 1 exits non-ze
 check "launched by the environment: and says so" grep -q "process 0 closed its connection (it ended?)" "$T/e4.out"
 wait "$zero" 2>/dev/null
 
+# --net-if: the interface the processes talk over
+expect_fail "--net-if: an interface this machine lacks" 1 "--net-if nosuch: no network interface of that name with an address here \(lo" \
+	train "${TINY[@]}" --run "$T/i0" --max-steps 2 --net-if nosuch
+check "--net-if: nothing written for a bad one" test ! -e "$T/i0"
+port=$((port + 1))
+envrun 1 "${TINY[@]}" --run "$T/i1" --batch 8 --max-steps 4 --net-if lo >/dev/null 2>&1 &
+check "--net-if lo: launched by the environment" envrun 0 "${TINY[@]}" --run "$T/i1" --batch 8 --max-steps 4 --net-if lo
+wait $!
+expect_eq "--net-if lo: launched by the environment, both processes exit 0" "$?" 0
+check "--net-if lo: under mpirun" mpi 2 "${TINY[@]}" --run "$T/i2" --batch 8 --max-steps 4 --net-if lo
+expect_eq "--net-if lo: the same losses both ways" "$(losses "$T/i1")" "$(losses "$T/i2")"
+check "--net-if is not kept in the run's config" sh -c "! grep -q net-if '$T/i2/config'"
+
 # a process that hangs (stopped): the other names it after --comm-timeout and the run ends
 mpi 2 "${TINY[@]}" --run "$T/h" --batch 8 --max-steps 100000 --save-every 100000 --comm-timeout 3 \
 	>"$T/h.out" 2>&1 &
