@@ -17,7 +17,7 @@ static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *net
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
 static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
-static long eval_every, save_every, keep = 3, patience, max_ngram = 1;
+static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
 static int eval_test, bucket, whole_word, recompute, true_gradient;
@@ -87,6 +87,8 @@ static const struct opt opts[] = {
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads a process (default: the cores shared among a machine's processes)", NULL,
 	 .min = 0, .max = 1024},
 	{0, "true-gradient", OPT_FLAG, &true_gradient, NULL, "average over all processes' samples, not the processes' averages", NULL},
+	{0, "zero", OPT_INT, &zero, "N", "1: each process keeps the optimizer state of, and updates, its shard of the parameters (default 0)", NULL,
+	 .min = 0, .max = 1},
 	{0, "comm-timeout", OPT_FLOAT, &comm_timeout, "S", "end the run when processes wait S seconds for each other (default 300)", NULL,
 	 .fmin = 1, .fmax = 1e6},
 	{0, "net-if", OPT_STR, &net_if, "NAME", "network interface the processes talk over (default: as the routes choose)", NULL},
@@ -119,6 +121,8 @@ static void check_options(void)
 		die_usage("a run dir is required: --run DIR");
 	if (hidden % heads)
 		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
+	if (zero && !strcmp(optimizer, "lamb"))
+		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
 }
 
 /* --resume and --replay take no other options but those of allowed, a
@@ -217,7 +221,7 @@ int main(int argc, char **argv)
 		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
 		.eval_test = eval_test, .bucket = bucket, .metric = metric,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
-		.recompute = recompute, .true_gradient = true_gradient, .comm = &comm,
+		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero, .comm = &comm,
 		.resume = resume != NULL, .write_config = write_config,
 		/* before the run dir exists: a missing GPU leaves nothing behind */
 		.be = backend_open(device ? device : backend_default()),

@@ -353,6 +353,11 @@ double bert_grad_norm(const struct bert *m)
 	return sqrt(m->be->sum_squares(m->dgrads, m->numel));
 }
 
+double bert_grad_sum_squares(const struct bert *m, size_t lo, size_t hi)
+{
+	return m->be->sum_squares(m->dgrads + lo, hi - lo);
+}
+
 void bert_scale_grads(struct bert *m, float s)
 {
 	m->be->scale(m->dgrads, m->numel, s);

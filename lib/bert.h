@@ -51,6 +51,8 @@ float *bert_backend_grads(struct bert *m);
 void bert_zero_grads(struct bert *m);
 /* The L2 norm of all gradients, summed in double in a fixed order. */
 double bert_grad_norm(const struct bert *m);
+/* The sum of squares of gradients [lo, hi) of the flat buffer. */
+double bert_grad_sum_squares(const struct bert *m, size_t lo, size_t hi);
 void bert_scale_grads(struct bert *m, float s);
 size_t bert_numel(const struct bert *m);
 /* The parameters a model of config c would have, without making it. */

@@ -161,6 +161,7 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	free(text);
 	json_decref(j);
 	adir_commit(d);
+	optim_unstage(o);
 	char *ck = path_join(dir, "ckpt");
 	prune(ck, keep);
 	free(ck);
@@ -200,6 +201,7 @@ void checkpoint_load(const char *ckpt, int64_t records, struct optim *o, struct 
 	}
 	st_close(f);
 	optim_push(o);
+	optim_unstage(o);
 	state_read(state, records, st);
 	optim_set_steps(o, st->optim_steps);
 	free(t);

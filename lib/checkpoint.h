@@ -23,7 +23,8 @@ struct train_state {
 };
 
 /* DIR/ckpt/step-N, written whole or not at all; then all but the newest keep
- * checkpoints are removed. */
+ * checkpoints are removed. With an optimizer that owns a shard, every other
+ * process calls optim_pull meanwhile (optim.h). */
 void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
 		     char *const *labels, int nlabels, const char *vocab, int keep);
 /* The newest complete checkpoint dir (malloc'd), or NULL. */

@@ -75,6 +75,36 @@ void comm_sum_floats(const struct comm *c, float *x, size_t n)
 	sum(c, x, n, 0);
 }
 
+void comm_shard(const struct comm *c, size_t n, size_t *lo, size_t *hi)
+{
+	*lo = n / (size_t)c->size * (size_t)c->rank + (n % (size_t)c->size < (size_t)c->rank ? n % (size_t)c->size : (size_t)c->rank);
+	*hi = *lo + n / (size_t)c->size + ((size_t)c->rank < n % (size_t)c->size);
+}
+
+/* A sharded collective over n floats, timed and counted. */
+static void sharded(const struct comm *c, float *x, size_t n, int gather)
+{
+	if (c->size == 1)
+		return;
+	double t0 = seconds();
+	if (kind == MPI)
+		(gather ? mpi_all_gather : mpi_reduce_scatter)(c, x, n);
+	else
+		(gather ? tcp_all_gather : tcp_reduce_scatter)(c, x, n);
+	stats.seconds += seconds() - t0;
+	stats.bytes += (double)n * sizeof *x / 2;   /* half an all-reduce's traffic */
+}
+
+void comm_reduce_scatter_floats(const struct comm *c, float *x, size_t n)
+{
+	sharded(c, x, n, 0);
+}
+
+void comm_all_gather_floats(const struct comm *c, float *x, size_t n)
+{
+	sharded(c, x, n, 1);
+}
+
 void comm_sum_doubles(const struct comm *c, double *x, int n)
 {
 	sum(c, x, (size_t)n, 1);

@@ -29,6 +29,15 @@ void comm_close(const struct comm *c);
 
 /* x[0..n) becomes the sum over all processes of their x. */
 void comm_sum_floats(const struct comm *c, float *x, size_t n);
+/* This process's shard of n elements: [*lo, *hi), process r's the r-th of
+ * size nearly equal runs. */
+void comm_shard(const struct comm *c, size_t n, size_t *lo, size_t *hi);
+/* Only this process's shard of x[0..n) becomes the sum over all processes
+ * (the rest is left as it is); the same bits as comm_sum_floats gives there
+ * need not be. */
+void comm_reduce_scatter_floats(const struct comm *c, float *x, size_t n);
+/* Every process's shard of x[0..n) becomes the one of the process that owns it. */
+void comm_all_gather_floats(const struct comm *c, float *x, size_t n);
 void comm_sum_doubles(const struct comm *c, double *x, int n);
 /* Whether flag is set on any process. */
 int comm_any(const struct comm *c, int flag);

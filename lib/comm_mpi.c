@@ -104,6 +104,43 @@ void mpi_sum(const struct comm *c, void *x, size_t n, int dbl)
 		await(c, &req);
 	}
 }
+
+/* Each process's shard of n as MPI's int counts and offsets. */
+static void shards(const struct comm *c, size_t n, int *counts, int *offsets)
+{
+	if (n > INT_MAX)
+		die("%zu parameters are more than MPI's sharded sums take (%d)", n, INT_MAX);
+	for (int r = 0; r < c->size; r++) {
+		struct comm one = { .rank = r, .size = c->size };
+		size_t lo, hi;
+		comm_shard(&one, n, &lo, &hi);
+		counts[r] = (int)(hi - lo);
+		offsets[r] = (int)lo;
+	}
+}
+
+void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
+{
+	int *counts = xmalloc(2 * sizeof(int) * (size_t)c->size), *offsets = counts + c->size;
+	shards(c, n, counts, offsets);
+	float *mine = xmalloc(sizeof *mine * ((size_t)counts[c->rank] + 1));
+	MPI_Request req;
+	MPI_Ireduce_scatter(x, mine, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+	await(c, &req);
+	memcpy(x + offsets[c->rank], mine, sizeof *mine * (size_t)counts[c->rank]);
+	free(mine);
+	free(counts);
+}
+
+void mpi_all_gather(const struct comm *c, float *x, size_t n)
+{
+	int *counts = xmalloc(2 * sizeof(int) * (size_t)c->size), *offsets = counts + c->size;
+	shards(c, n, counts, offsets);
+	MPI_Request req;
+	MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, counts, offsets, MPI_FLOAT, MPI_COMM_WORLD, &req);
+	await(c, &req);
+	free(counts);
+}
 #else
 void mpi_open(struct comm *c)
 {
@@ -118,5 +155,15 @@ void mpi_close(void)
 void mpi_sum(const struct comm *c, void *x, size_t n, int dbl)
 {
 	(void)c, (void)x, (void)n, (void)dbl;
+}
+
+void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
+{
+	(void)c, (void)x, (void)n;
+}
+
+void mpi_all_gather(const struct comm *c, float *x, size_t n)
+{
+	(void)c, (void)x, (void)n;
 }
 #endif

@@ -13,4 +13,7 @@ void mpi_close(void);
  * process that waits c->timeout_s for the others names those that do not
  * answer and ends the run. */
 void mpi_sum(const struct comm *c, void *x, size_t n, int dbl);
+/* comm_reduce_scatter_floats and comm_all_gather_floats. */
+void mpi_reduce_scatter(const struct comm *c, float *x, size_t n);
+void mpi_all_gather(const struct comm *c, float *x, size_t n);
 #endif

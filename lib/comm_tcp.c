@@ -2,9 +2,9 @@
  * there and says its rank and the port it listens at itself; process 0 sends
  * back where each one listens (the address it saw the process come from),
  * and each process connects to the next one, making a ring. A sum is a ring
- * all-reduce: the data in n chunks, each summed once along the ring from
- * the process that owns it, then passed round whole, so that every process
- * ends with the same bits. */
+ * all-reduce: the data in n chunks, each summed once along the ring to the
+ * process that owns it (reduce-scatter), then passed round whole
+ * (all-gather), so that every process ends with the same bits. */
 #include "comm_tcp.h"
 #include "err.h"
 #include <errno.h>
@@ -317,37 +317,58 @@ static void exchange(const struct comm *c, const char *out, size_t nout, char *i
 	}
 }
 
-/* Chunk i of n elements among size processes: [*from, *to). */
+/* Chunk i of n elements among size processes, as comm_shard's. */
 static void chunk(size_t n, int size, int i, size_t *from, size_t *to)
 {
-	*from = n * (size_t)i / (size_t)size;
-	*to = n * (size_t)(i + 1) / (size_t)size;
+	struct comm c = { .rank = i, .size = size };
+	comm_shard(&c, n, from, to);
+}
+
+/* Reduce-scatter: after p-1 rounds process r holds chunk r summed. */
+static void reduce_scatter(const struct comm *c, char *base, size_t n, int dbl)
+{
+	int p = c->size;
+	size_t es = dbl ? sizeof(double) : sizeof(float);
+	char *buf = xmalloc((n / (size_t)p + 1) * es);
+	for (int s = 0; s < p - 1; s++) {
+		size_t sf, st, rf, rt;
+		chunk(n, p, (c->rank - s - 1 + 2 * p) % p, &sf, &st);
+		chunk(n, p, (c->rank - s - 2 + 2 * p) % p, &rf, &rt);
+		exchange(c, base + sf * es, (st - sf) * es, buf, (rt - rf) * es);
+		if (dbl)
+			for (size_t i = rf; i < rt; i++)
+				((double *)base)[i] += ((double *)buf)[i - rf];
+		else
+			for (size_t i = rf; i < rt; i++)
+				((float *)base)[i] += ((float *)buf)[i - rf];
+	}
+	free(buf);
+}
+
+/* All-gather: each process's chunk r passed round as it is. */
+static void all_gather(const struct comm *c, char *base, size_t n, size_t es)
+{
+	int p = c->size;
+	for (int s = 0; s < p - 1; s++) {
+		size_t sf, st, rf, rt;
+		chunk(n, p, (c->rank - s + p) % p, &sf, &st);
+		chunk(n, p, (c->rank - s - 1 + 2 * p) % p, &rf, &rt);
+		exchange(c, base + sf * es, (st - sf) * es, base + rf * es, (rt - rf) * es);
+	}
 }
 
 void tcp_sum(const struct comm *c, void *x, size_t n, int dbl)
 {
-	int p = c->size;
-	size_t es = dbl ? sizeof(double) : sizeof(float), most = n / (size_t)p + 1;
-	char *buf = xmalloc(most * es), *base = x;
-	/* reduce-scatter: after p-1 rounds process r holds chunk r+1 summed */
-	for (int s = 0; s < p - 1; s++) {
-		size_t sf, st, rf, rt;
-		chunk(n, p, (c->rank - s + p) % p, &sf, &st);
-		chunk(n, p, (c->rank - s - 1 + p) % p, &rf, &rt);
-		exchange(c, base + sf * es, (st - sf) * es, buf, (rt - rf) * es);
-		if (dbl)
-			for (size_t i = rf; i < rt; i++)
-				((double *)x)[i] += ((double *)buf)[i - rf];
-		else
-			for (size_t i = rf; i < rt; i++)
-				((float *)x)[i] += ((float *)buf)[i - rf];
-	}
-	/* all-gather: the summed chunks passed round as they are */
-	for (int s = 0; s < p - 1; s++) {
-		size_t sf, st, rf, rt;
-		chunk(n, p, (c->rank + 1 - s + p) % p, &sf, &st);
-		chunk(n, p, (c->rank - s + p) % p, &rf, &rt);
-		exchange(c, base + sf * es, (st - sf) * es, base + rf * es, (rt - rf) * es);
-	}
-	free(buf);
+	reduce_scatter(c, x, n, dbl);
+	all_gather(c, x, n, dbl ? sizeof(double) : sizeof(float));
+}
+
+void tcp_reduce_scatter(const struct comm *c, float *x, size_t n)
+{
+	reduce_scatter(c, (char *)x, n, 0);
+}
+
+void tcp_all_gather(const struct comm *c, float *x, size_t n)
+{
+	all_gather(c, (char *)x, n, sizeof *x);
 }

@@ -17,4 +17,7 @@ void tcp_close(void);
 /* x[0..n) of doubles (dbl) or floats becomes the sum over all processes, the
  * same bits on each. */
 void tcp_sum(const struct comm *c, void *x, size_t n, int dbl);
+/* comm_reduce_scatter_floats and comm_all_gather_floats. */
+void tcp_reduce_scatter(const struct comm *c, float *x, size_t n);
+void tcp_all_gather(const struct comm *c, float *x, size_t n);
 #endif

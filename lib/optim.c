@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where one tensor lies in the backend's memory. */
+/* Where one tensor, or the part of it the optimizer owns, lies in the
+ * backend's memory. */
 struct optim_tensor {
 	float *p;
 	const float *g;
 	float *m, *v;      /* moments; m alone is SGD's momentum buffer; NULL when unused */
-	size_t n;
+	size_t n;          /* elements owned */
+	size_t at, full;   /* the tensor's offset in the layout and its size */
+	size_t first;      /* the first element owned */
 	double wd;
 };
 
@@ -22,9 +25,14 @@ struct optim {
 	int n, nstate;
 	struct optim_tensor *t;
 	struct tensor_ref *state;   /* views of the host copy of the moments, named for checkpoints */
-	float *moments;             /* all of them, in the backend's memory */
-	float *host;                /* their host copy: moments itself on a host backend */
-	size_t nmoments;
+	size_t *state_at;           /* where each view starts in the host copy */
+	float *moments;             /* all of them (or the shard's), in the backend's memory */
+	float *host;                /* their host copy: moments itself on a host backend, unsharded */
+	size_t nmoments;            /* in the host copy */
+	int nbuf;                   /* moments a parameter: 0, 1 or 2 */
+	int sharded;                /* optim_own: a shard's moments */
+	void (*gather)(const void *ctx, float *x, size_t n);
+	const void *gather_ctx;
 	long steps;
 };
 
@@ -79,6 +87,8 @@ struct optim *optim_new(const struct optim_config *c, const struct backend *be,
 	o->nstate = nbuf * n;
 	o->t = xcalloc(n, sizeof *o->t);
 	o->state = xcalloc(o->nstate, sizeof *o->state);
+	o->state_at = xcalloc(o->nstate ? o->nstate : 1, sizeof *o->state_at);
+	o->nbuf = nbuf;
 	o->nmoments = total * nbuf;
 	o->moments = be->alloc(o->nmoments * sizeof *o->moments);
 	o->host = be->host ? o->moments : xcalloc(o->nmoments ? o->nmoments : 1, sizeof *o->host);
@@ -89,13 +99,15 @@ struct optim *optim_new(const struct optim_config *c, const struct backend *be,
 		size_t at = (size_t)(params[i].data - layout_base);
 		t->p = params_dev + at;
 		t->g = grads_dev + at;
-		t->n = tensor_numel(&params[i]);
+		t->n = t->full = tensor_numel(&params[i]);
+		t->at = at;
 		t->wd = decays[i] ? c->weight_decay : 0;
 		for (int b = 0; b < nbuf; b++) {
 			struct tensor_ref *s = &o->state[b * n + i];
 			*s = params[i];
 			s->name = state_name(names[b], params[i].name);
 			s->data = o->host + next;
+			o->state_at[b * n + i] = next;
 			*bufs[b] = o->moments + next;
 			next += t->n;
 		}
@@ -103,14 +115,101 @@ struct optim *optim_new(const struct optim_config *c, const struct backend *be,
 	return o;
 }
 
+void optim_own(struct optim *o, size_t lo, size_t hi, void (*gather)(const void *ctx, float *x, size_t n),
+	       const void *ctx)
+{
+	size_t total = 0;
+	for (int i = 0; i < o->n; i++)
+		total += o->t[i].full;
+	if (lo == 0 && hi >= total)
+		return;   /* all of it */
+	if (o->c.kind == OPTIM_LAMB)
+		die("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
+	o->sharded = 1;
+	o->gather = gather;
+	o->gather_ctx = ctx;
+	o->be->release(o->moments);
+	if (o->host != o->moments)
+		free(o->host);
+	o->host = NULL;
+	optim_unstage(o);
+	size_t owned = 0;
+	for (int i = 0; i < o->n; i++) {
+		struct optim_tensor *t = &o->t[i];
+		/* [lo, hi) and [at, at + full) in the tensor's own numbering */
+		size_t a = lo > t->at ? lo - t->at : 0, b = hi > t->at ? hi - t->at : 0;
+		t->first = a < t->full ? a : t->full;
+		b = b < t->full ? b : t->full;
+		t->n = b > t->first ? b - t->first : 0;
+		t->p += t->first;
+		t->g += t->first;
+		owned += t->n;
+	}
+	o->moments = o->be->alloc(owned * o->nbuf * sizeof *o->moments);
+	size_t next = 0;
+	for (int i = 0; i < o->n; i++) {
+		struct optim_tensor *t = &o->t[i];
+		float **bufs[2] = {&t->m, &t->v};
+		for (int b = 0; b < o->nbuf; b++, next += t->n)
+			*bufs[b] = o->moments + next;
+	}
+}
+
+/* A sharded optimizer's host copy of all the moments, made when needed. */
+static void stage(struct optim *o)
+{
+	if (o->host)
+		return;
+	o->host = xcalloc(o->nmoments ? o->nmoments : 1, sizeof *o->host);
+	for (int k = 0; k < o->nstate; k++)
+		o->state[k].data = o->host + o->state_at[k];
+}
+
+void optim_unstage(struct optim *o)
+{
+	if (!o->sharded)
+		return;
+	free(o->host);
+	o->host = NULL;
+	for (int k = 0; k < o->nstate; k++)
+		o->state[k].data = NULL;
+}
+
+/* A shard's moment buffer b of tensor i, and where its elements sit in the host copy. */
+static float *shard_buf(const struct optim *o, int i, int b, float **host)
+{
+	const struct optim_tensor *t = &o->t[i];
+	*host = o->host + o->state_at[b * o->n + i] + t->first;
+	return b ? t->v : t->m;
+}
+
 void optim_pull(struct optim *o)
 {
-	o->be->download(o->host, o->moments, o->nmoments * sizeof *o->host);
+	if (!o->sharded) {
+		o->be->download(o->host, o->moments, o->nmoments * sizeof *o->host);
+		return;
+	}
+	stage(o);
+	memset(o->host, 0, o->nmoments * sizeof *o->host);
+	for (int i = 0; i < o->n; i++)
+		for (int b = 0; b < o->nbuf; b++) {
+			float *h, *d = shard_buf(o, i, b, &h);
+			o->be->download(h, d, o->t[i].n * sizeof *h);
+		}
+	o->gather(o->gather_ctx, o->host, o->nmoments);   /* the others' shards: zeros here */
 }
 
 void optim_push(struct optim *o)
 {
-	o->be->upload(o->moments, o->host, o->nmoments * sizeof *o->host);
+	if (!o->sharded) {
+		o->be->upload(o->moments, o->host, o->nmoments * sizeof *o->host);
+		return;
+	}
+	for (int i = 0; i < o->n; i++)
+		for (int b = 0; b < o->nbuf; b++) {
+			float *h, *d = shard_buf(o, i, b, &h);
+			o->be->upload(d, h, o->t[i].n * sizeof *h);
+		}
 }
 
 void optim_free(struct optim *o)
@@ -120,6 +219,7 @@ void optim_free(struct optim *o)
 	for (int i = 0; i < o->nstate; i++)
 		free((char *)o->state[i].name);
 	free(o->state);
+	free(o->state_at);
 	if (o->host != o->moments)
 		free(o->host);
 	o->be->release(o->moments);
@@ -137,10 +237,13 @@ void optim_set_steps(struct optim *o, long steps)
 	o->steps = steps;
 }
 
-int optim_state(const struct optim *o, struct tensor_ref *out)
+int optim_state(struct optim *o, struct tensor_ref *out)
 {
-	if (out)
+	if (out) {
+		if (o->sharded)
+			stage(o);
 		memcpy(out, o->state, o->nstate * sizeof *out);
+	}
 	return o->nstate;
 }
 

@@ -31,6 +31,14 @@ struct optim *optim_new(const struct optim_config *c, const struct backend *be,
 			const float *layout_base, float *params_dev, const float *grads_dev);
 void optim_free(struct optim *o);
 
+/* ZeRO-1: the optimizer updates, and keeps moments for, only the elements
+ * [lo, hi) of the layout (a shard of the parameter buffer); the other
+ * processes' optimizers own the rest. gather(ctx, x, n) sums x[0..n) over
+ * all of them, for optim_pull. Call it before the first step; dies for LAMB,
+ * whose trust ratio needs whole tensors. */
+void optim_own(struct optim *o, size_t lo, size_t hi, void (*gather)(const void *ctx, float *x, size_t n),
+	       const void *ctx);
+
 /* One update of every tensor from the current gradients with learning rate lr;
  * counts the step first, as PyTorch does, so bias correction sees 1, 2, ... */
 void optim_step(struct optim *o, double lr);
@@ -42,8 +50,12 @@ void optim_set_steps(struct optim *o, long steps);
  * Fills out[] (when not NULL) with views into a host copy of them, which
  * optim_pull brings up to date and optim_push gives back to the backend (on
  * the CPU the views are the moments themselves); returns their number.
- * Together with optim_set_steps, a resumed run continues bit for bit. */
-int optim_state(const struct optim *o, struct tensor_ref *out);
+ * Together with optim_set_steps, a resumed run continues bit for bit.
+ * Owning a shard, the optimizer keeps the host copy only from optim_state
+ * to optim_unstage, and optim_pull, which every process then calls, fills
+ * in the other shards with gather. */
+int optim_state(struct optim *o, struct tensor_ref *out);
 void optim_pull(struct optim *o);
 void optim_push(struct optim *o);
+void optim_unstage(struct optim *o);
 #endif

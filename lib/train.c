@@ -53,6 +53,7 @@ struct trainer {
 	int nlabels, num_labels;
 	struct bert *m;
 	struct optim *o;
+	size_t shard_lo, shard_hi;   /* --zero 1: the parameters this process updates */
 	struct schedule sched;
 	struct train_state st;
 	struct events *ev;
@@ -186,11 +187,12 @@ static uint32_t longest_record(const struct manifest *m)
 
 /* Refuses a model, or a model with a batch of the longest records, that
  * would not fit in memory: fp32 parameters, gradients and two optimizer
- * moments, then the activations. */
+ * moments (with --zero 1, of this process's shard), then the activations. */
 static void check_memory(const struct trainer *t, const struct bert_config *mc, size_t numel)
 {
 	const struct train_config *c = t->c;
-	double state = 4.0 * sizeof(float) * (double)numel;
+	double moments = c->zero ? 2.0 / c->comm->size : 2.0;
+	double state = (2 + moments) * sizeof(float) * (double)numel;
 	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
 	int B = (int)c->batch, T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;
@@ -239,6 +241,11 @@ static void build_model(struct trainer *t, const char *from)
 	check_ids(t, &t->train), check_ids(t, &t->valid), check_ids(t, &t->test);
 }
 
+static void gather_floats(const void *comm, float *x, size_t n)
+{
+	comm_sum_floats(comm, x, n);
+}
+
 static void build_optimizer(struct trainer *t)
 {
 	int n = bert_tensors(t->m, NULL);
@@ -249,6 +256,10 @@ static void build_optimizer(struct trainer *t)
 		decays[i] = (unsigned char)bert_decays(refs[i].name);
 	t->o = optim_new(&t->c->optim, bert_backend(t->m), refs, decays, n, bert_params(t->m),
 			 bert_backend_params(t->m), bert_backend_grads(t->m));
+	if (t->c->zero) {
+		comm_shard(t->comm, bert_numel(t->m), &t->shard_lo, &t->shard_hi);
+		optim_own(t->o, t->shard_lo, t->shard_hi, gather_floats, t->comm);
+	}
 	free(refs);
 	free(decays);
 }
@@ -304,9 +315,16 @@ static void log_parameters(struct trainer *t)
 
 static void save_checkpoint(struct trainer *t)
 {
-	if (t->saved_step == t->st.step || !t->lead)
+	if (t->saved_step == t->st.step)
 		return;
 	t->saved_step = t->st.step;
+	if (!t->lead) {
+		if (t->c->zero) {   /* its shard of the optimizer state, for process 0 to save */
+			optim_pull(t->o);
+			optim_unstage(t->o);
+		}
+		return;
+	}
 	checkpoint_save(t->c->run, t->m, t->o, &t->st, t->labels, t->nlabels, t->vocab_path, (int)t->c->keep);
 	char name[32];
 	snprintf(name, sizeof name, "ckpt/step-%ld", t->st.step);
@@ -481,7 +499,10 @@ static void reduce_gradient(struct trainer *t, double *loss, int64_t count, stru
 	double v[5] = { t->c->true_gradient ? *loss : count ? *loss / (double)count : 0, (double)count,
 			count > 0, (double)r->samples, (double)r->tokens };
 	comm_sum_doubles(t->comm, v, 5);
-	comm_sum_floats(t->comm, bert_backend_grads(t->m), bert_numel(t->m));
+	if (t->c->zero)
+		comm_reduce_scatter_floats(t->comm, bert_backend_grads(t->m), bert_numel(t->m));
+	else
+		comm_sum_floats(t->comm, bert_backend_grads(t->m), bert_numel(t->m));
 	if (t->c->true_gradient)
 		*loss = v[1] ? v[0] / v[1] : 0;
 	else if (v[2]) {
@@ -491,6 +512,17 @@ static void reduce_gradient(struct trainer *t, double *loss, int64_t count, stru
 	}
 	r->samples = (int64_t)v[3];
 	r->tokens = (int64_t)v[4];
+}
+
+/* The norm of the run's gradient: with --zero 1 each process holds the sum
+ * of its shard only, and the squares are summed over the processes. */
+static double grad_norm(struct trainer *t)
+{
+	if (!t->c->zero || t->comm->size == 1)
+		return bert_grad_norm(t->m);
+	double sq = bert_grad_sum_squares(t->m, t->shard_lo, t->shard_hi);
+	comm_sum_doubles(t->comm, &sq, 1);
+	return sqrt(sq);
 }
 
 static void train_step(struct trainer *t, struct step_result *r)
@@ -522,7 +554,7 @@ static void train_step(struct trainer *t, struct step_result *r)
 	}
 	reduce_gradient(t, &loss, count, r);
 	r->loss = loss;
-	r->grad_norm = bert_grad_norm(t->m);
+	r->grad_norm = grad_norm(t);
 	r->lr = schedule_lr(&t->sched, t->st.step);
 	int none = !comm_any(t->comm, count > 0);
 	if (none || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
@@ -535,6 +567,8 @@ static void train_step(struct trainer *t, struct step_result *r)
 	if (t->c->clip > 0 && r->grad_norm > t->c->clip)
 		bert_scale_grads(t->m, (float)(t->c->clip / r->grad_norm));
 	optim_step(t->o, r->lr);
+	if (t->c->zero)   /* every process's updated shard to all */
+		comm_all_gather_floats(t->comm, bert_backend_params(t->m), bert_numel(t->m));
 	t->st.optim_steps++;
 }
 

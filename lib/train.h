@@ -24,6 +24,7 @@ struct train_config {
 	int whole_word;
 	int recompute;                 /* bert_set_recompute */
 	int true_gradient;             /* the mean over all processes' items, not of their means */
+	int zero;                      /* 1: ZeRO-1, each process updates its shard of the parameters */
 	const struct comm *comm;       /* the run's processes: each trains on its slice of every batch */
 	long max_ngram;
 	int resume;

@@ -103,6 +103,26 @@ cut_to "$T/b2" "$T/b21" 3
 expect_fail "a --bucket run resumed on another number of processes: refused" 1 \
 	"a --bucket run resumes on as many processes as it trained on \(2\), not 1" train --resume "$T/b21"
 
+# ZeRO-1: each process keeps the moments of, and updates, its shard; the
+# gradient is reduce-scattered and the shards all-gathered
+check "--zero 1: 2 processes, 12 steps" mpi 2 "${TINY[@]}" --run "$T/z" --batch 8 --max-steps 12 --eval-every 6 \
+	--save-every 6 --zero 1
+expect_eq "--zero 1: the losses of plain data parallel" "$(losses "$T/z")" "$(losses "$T/r0")"
+check "--zero 1: the same final model" cmp "$T/z/final/model.safetensors" "$T/r0/final/model.safetensors"
+check "--zero 1: the checkpoint holds every shard's optimizer state, as plain data parallel's" \
+	cmp "$T/z/ckpt/step-12/optimizer.safetensors" "$T/r0/ckpt/step-12/optimizer.safetensors"
+cut_to "$T/z" "$T/zr" 6
+check "--zero 1: resumed on 2 processes" mpi 2 --resume "$T/zr"
+expect_eq "--zero 1, resumed: the same losses" "$(losses "$T/zr")" "$(losses "$T/r0")"
+check "--zero 1, resumed: the same final model" cmp "$T/zr/final/model.safetensors" "$T/r0/final/model.safetensors"
+cut_to "$T/z" "$T/z1" 6
+cut_to "$T/r0" "$T/d1" 6
+check "--zero 1: resumed on 1 process (one shard: all of it)" train --resume "$T/z1"
+check "plain data parallel: resumed on 1 process" train --resume "$T/d1"
+expect_eq "--zero 1 resumed on 1 process: as plain data parallel resumed so" "$(losses "$T/z1")" "$(losses "$T/d1")"
+expect_fail "--zero 1 with lamb: refused" 2 "--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors" \
+	train "${TINY[@]}" --run "$T/zl" --max-steps 2 --zero 1 --optimizer lamb
+
 # ts-stop reaches both processes: one checkpoint, both exit 0
 mpi 2 "${TINY[@]}" --run "$T/s" --batch 8 --max-steps 100000 --save-every 100000 >"$T/s.out" 2>&1 &
 mpirun_pid=$!
@@ -128,12 +148,13 @@ expect_eq "a process killed: mpirun exits non-zero" "$((rc != 0))" 1
 check "a process killed: the message names the process" grep -q "rank 1" "$T/k.out"
 expect_eq "a process killed: no ts-train left running" "$(pgrep -f "ts-train.*$T/k" | wc -l)" 0
 # launched by the environment, over TCP, without MPI (as torchrun launches)
-# envrun RANK ARGS...: one process of a 2-process launch
+# envrun RANK ARGS...: one process of a launch of $WORLD (2) processes
 envrun() {
 	local r=$1; shift
-	env -u OMPI_COMM_WORLD_SIZE WORLD_SIZE=2 RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+	env -u OMPI_COMM_WORLD_SIZE WORLD_SIZE="${WORLD:-2}" RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
 		timeout 300 ts-train "$@"
 }
+envrun3() { WORLD=3 envrun "$@"; }
 port=$((20000 + RANDOM % 20000))
 envrun 1 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 >"$T/e1.out" 2>&1 &
 check "launched by the environment: process 0" envrun 0 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 \
@@ -146,6 +167,28 @@ expect_eq "launched by the environment: the sums run as a TCP ring, under mpirun
 	"12 mpi allreduce;12 tcp ring;"
 check "launched by the environment: the same final model as under mpirun" \
 	cmp "$T/e2/final/model.safetensors" "$T/r0/final/model.safetensors"
+port=$((port + 1))
+envrun 1 "${TINY[@]}" --run "$T/ez" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 --zero 1 >/dev/null 2>&1 &
+check "launched by the environment, --zero 1: process 0" envrun 0 "${TINY[@]}" --run "$T/ez" --batch 8 \
+	--max-steps 12 --eval-every 6 --save-every 6 --zero 1
+wait $!
+expect_eq "launched by the environment, --zero 1: the losses of plain data parallel" "$(losses "$T/ez")" "$(losses "$T/r0")"
+check "launched by the environment, --zero 1: the same optimizer state in the checkpoint" \
+	cmp "$T/ez/ckpt/step-12/optimizer.safetensors" "$T/r0/ckpt/step-12/optimizer.safetensors"
+# 3 processes x batch 4 = 1 x 12 (6 steps, the slices equal): the TCP ring
+# with --zero 1 and MPI, each summing in its own order
+port=$((port + 1))
+for r in 1 2; do
+	envrun3 "$r" "${TINY[@]}" --run "$T/e3z" --batch 4 --max-steps 6 --dropout 0 --zero 1 >/dev/null 2>&1 &
+done
+check "3 processes launched by the environment, --zero 1" envrun3 0 "${TINY[@]}" --run "$T/e3z" --batch 4 \
+	--max-steps 6 --dropout 0 --zero 1
+wait
+check "3 processes under mpirun" mpi 3 "${TINY[@]}" --run "$T/m3" --batch 4 --max-steps 6 --dropout 0
+check "1 process x batch 12, 6 steps" train "${TINY[@]}" --run "$T/o12" --batch 12 --max-steps 6 --dropout 0
+check "3 processes over TCP with --zero 1 = 1 process x batch 12, within 1e-7" \
+	close <(losses "$T/e3z") <(losses "$T/o12") 1e-7
+check "3 processes under mpirun = 1 process x batch 12, within 1e-7" close <(losses "$T/m3") <(losses "$T/o12") 1e-7
 expect_fail "launched by the environment: RANK missing" 1 "WORLD_SIZE is set, so RANK must be too" \
 	env WORLD_SIZE=2 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
 expect_fail "launched by the environment: RANK out of range" 1 "RANK=2: not a whole number from 0 to 1" \
