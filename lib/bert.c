@@ -99,6 +99,8 @@ struct bert {
 	int ntensors;
 
 	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
+	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
+	void *bucket_ctx;
 
 	/* the last forward's batch, packed: B sequences in N rows, the longest
 	 * T; P probabilities per layer (P_head in the last) */
@@ -954,6 +956,35 @@ static const float *layer_input(const struct bert *m, int l)
 	return l ? m->a.layer[l - 1].out : m->a.emb_out;
 }
 
+int bert_grad_buckets(const struct bert *m, size_t (*bucket)[2])
+{
+	int L = m->c.layers;
+	if (bucket) {
+		/* the layout: embeddings, layers 0.., the head */
+		size_t head = L ? (size_t)(m->g.layer[L - 1].ffn_ln_b + m->c.hidden - m->dgrads)
+				: (size_t)(m->g.emb_ln_b + m->c.hidden - m->dgrads);
+		bucket[0][0] = head, bucket[0][1] = m->numel;
+		for (int l = L - 1, i = 1; l >= 0; l--, i++) {
+			bucket[i][0] = (size_t)(m->g.layer[l].qkv_w - m->dgrads);
+			bucket[i][1] = i == 1 ? head : bucket[i - 1][0];
+		}
+		bucket[L + 1][0] = 0, bucket[L + 1][1] = L ? bucket[L][0] : head;
+	}
+	return L + 2;
+}
+
+void bert_set_bucket_hook(struct bert *m, void (*done)(void *ctx, int bucket), void *ctx)
+{
+	m->bucket_done = done;
+	m->bucket_ctx = ctx;
+}
+
+static void bucket_complete(struct bert *m, int bucket)
+{
+	if (m->bucket_done)
+		m->bucket_done(m->bucket_ctx, bucket);
+}
+
 void bert_backward(struct bert *m, float scale)
 {
 	int N = m->N, C = m->c.hidden, L = m->c.layers;
@@ -963,10 +994,12 @@ void bert_backward(struct bert *m, float scale)
 		cls_head_backward(m, scale);
 	else
 		mlm_head_backward(m, scale);
+	bucket_complete(m, 0);
 	float *dh = m->a.dh;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
 	if (L) {
 		layer_backward(m, L - 1, layer_input(m, L - 1), &head, m->a.dhead_in, dh);
+		bucket_complete(m, 1);
 	} else {
 		m->be->zero(dh, sizeof(float) * N * C);
 		m->be->scatter_add_rows(dh, m->a.dhead_in, m->d.rows, m->M, C);
@@ -975,8 +1008,10 @@ void bert_backward(struct bert *m, float scale)
 		if (m->shared)
 			layer_forward(m, l, layer_input(m, l), &all);
 		layer_backward(m, l, layer_input(m, l), &all, dh, dh);
+		bucket_complete(m, L - l);
 	}
 	embeddings_backward(m, dh);
+	bucket_complete(m, L + 1);
 }
 
 const float *bert_logits(struct bert *m)

@@ -94,6 +94,15 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 /* Backward of scale * (summed loss) for the last forward; ADDS into the grads
  * so that micro-batches accumulate. */
 void bert_backward(struct bert *m, float scale);
+/* The gradient buffer in buckets, in the order a backward completes them:
+ * the head's parameters, each encoder layer's from the last to the first,
+ * the embeddings' (the MLM decoder's gradient goes to the word embeddings).
+ * Fills bucket[i] with [lo, hi) of the flat buffer (when not NULL) and
+ * returns the count, layers + 2. */
+int bert_grad_buckets(const struct bert *m, size_t (*bucket)[2]);
+/* done(ctx, i), when not NULL, hears from bert_backward as bucket i of the
+ * grads is complete (never, in a backward with nothing predicted). */
+void bert_set_bucket_hook(struct bert *m, void (*done)(void *ctx, int bucket), void *ctx);
 /* Logits of the last forward, on the host: cls B*L; mlm one row of V per
  * predicted item, in row-major order of the labelled positions. */
 const float *bert_logits(struct bert *m);

@@ -67,6 +67,7 @@ static void sum(const struct comm *c, void *x, size_t n, int dbl)
 	else
 		tcp_sum(c, x, n, dbl);
 	stats.seconds += seconds() - t0;
+	stats.exposed += seconds() - t0;
 	stats.bytes += (double)n * (dbl ? sizeof(double) : sizeof(float));
 }
 
@@ -92,7 +93,45 @@ static void sharded(const struct comm *c, float *x, size_t n, int gather)
 	else
 		(gather ? tcp_all_gather : tcp_reduce_scatter)(c, x, n);
 	stats.seconds += seconds() - t0;
+	stats.exposed += seconds() - t0;
 	stats.bytes += (double)n * sizeof *x / 2;   /* half an all-reduce's traffic */
+}
+
+/* Overlapped sums since the last comm_wait_sums: when the first started,
+ * and the last time all were seen done (0: not yet). */
+static double first_start, all_done;
+
+void comm_start_sum(const struct comm *c, float *x, size_t n)
+{
+	if (c->size == 1)
+		return;
+	if (kind != MPI) {
+		sum(c, x, n, 0);
+		return;
+	}
+	if (!first_start)
+		first_start = seconds();
+	all_done = 0;
+	mpi_start_sum(c, x, n);
+	stats.bytes += (double)n * sizeof *x;
+}
+
+void comm_progress(const struct comm *c)
+{
+	if (c->size > 1 && kind == MPI && first_start && !all_done && mpi_progress())
+		all_done = seconds();
+}
+
+void comm_wait_sums(const struct comm *c)
+{
+	if (c->size == 1 || kind != MPI || !first_start)
+		return;
+	double t0 = seconds();
+	mpi_wait_sums(c);
+	double t1 = seconds();
+	stats.exposed += t1 - t0;
+	stats.seconds += (all_done ? all_done : t1) - first_start;
+	first_start = all_done = 0;
 }
 
 void comm_reduce_scatter_floats(const struct comm *c, float *x, size_t n)

@@ -38,6 +38,14 @@ void comm_shard(const struct comm *c, size_t n, size_t *lo, size_t *hi);
 void comm_reduce_scatter_floats(const struct comm *c, float *x, size_t n);
 /* Every process's shard of x[0..n) becomes the one of the process that owns it. */
 void comm_all_gather_floats(const struct comm *c, float *x, size_t n);
+/* Sums that overlap computation: comm_start_sum starts x[0..n) becoming
+ * the sum over all processes (over MPI it runs while this process computes;
+ * over TCP it is done before it returns); comm_progress lets started sums
+ * move on; comm_wait_sums returns when all are done. x must be left alone
+ * until then. Every process starts the same sums in the same order. */
+void comm_start_sum(const struct comm *c, float *x, size_t n);
+void comm_progress(const struct comm *c);
+void comm_wait_sums(const struct comm *c);
 void comm_sum_doubles(const struct comm *c, double *x, int n);
 /* Whether flag is set on any process. */
 int comm_any(const struct comm *c, int flag);
@@ -46,10 +54,12 @@ void comm_barrier(const struct comm *c);
 /* The largest of the processes' v, and in *who the first process with it. */
 double comm_max(const struct comm *c, double v, int *who);
 
-/* What this process's collectives took since the last call: seconds spent
- * in them and bytes of data they summed; both start again at 0. */
+/* What this process's collectives took since the last call: seconds they
+ * ran (for overlapped sums, from the first start to the last end seen), the
+ * part of it this process spent waiting for them, and bytes of data they
+ * summed; all start again at 0. */
 struct comm_stats {
-	double seconds, bytes;
+	double seconds, exposed, bytes;
 };
 void comm_take_stats(struct comm_stats *out);
 /* How the sums run: "mpi allreduce", "tcp ring" or "none". */

@@ -105,6 +105,36 @@ void mpi_sum(const struct comm *c, void *x, size_t n, int dbl)
 	}
 }
 
+enum { MAX_STARTED = 4096 };
+static MPI_Request started[MAX_STARTED];
+static int nstarted;
+
+void mpi_start_sum(const struct comm *c, float *x, size_t n)
+{
+	(void)c;
+	for (size_t at = 0; at < n; at += INT_MAX) {
+		if (nstarted == MAX_STARTED)
+			die("more than %d sums under way", MAX_STARTED);
+		size_t k = n - at < INT_MAX ? n - at : INT_MAX;
+		MPI_Iallreduce(MPI_IN_PLACE, x + at, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+			       &started[nstarted++]);
+	}
+}
+
+int mpi_progress(void)
+{
+	int done;
+	MPI_Testall(nstarted, started, &done, MPI_STATUSES_IGNORE);
+	return done;
+}
+
+void mpi_wait_sums(const struct comm *c)
+{
+	for (int i = 0; i < nstarted; i++)
+		await(c, &started[i]);
+	nstarted = 0;
+}
+
 /* Each process's shard of n as MPI's int counts and offsets. */
 static void shards(const struct comm *c, size_t n, int *counts, int *offsets)
 {
@@ -165,5 +195,20 @@ void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
 void mpi_all_gather(const struct comm *c, float *x, size_t n)
 {
 	(void)c, (void)x, (void)n;
+}
+
+void mpi_start_sum(const struct comm *c, float *x, size_t n)
+{
+	(void)c, (void)x, (void)n;
+}
+
+int mpi_progress(void)
+{
+	return 1;
+}
+
+void mpi_wait_sums(const struct comm *c)
+{
+	(void)c;
 }
 #endif

@@ -16,4 +16,8 @@ void mpi_sum(const struct comm *c, void *x, size_t n, int dbl);
 /* comm_reduce_scatter_floats and comm_all_gather_floats. */
 void mpi_reduce_scatter(const struct comm *c, float *x, size_t n);
 void mpi_all_gather(const struct comm *c, float *x, size_t n);
+/* comm_start_sum's, over MPI; mpi_progress returns whether all are done. */
+void mpi_start_sum(const struct comm *c, float *x, size_t n);
+int mpi_progress(void);
+void mpi_wait_sums(const struct comm *c);
 #endif
