@@ -277,6 +277,73 @@ static __device__ void softmax_backward_row(float *dp, const float *p, size_t ba
 		dp[j] = p[j] * (dp[j] - dot);
 }
 
+/* A block's tile of query rows of one (sequence, head), for the forward
+ * and the backward by rows. */
+struct qtile {
+	struct seq s;
+	int h, r0, rows;           /* rows r0.. of the sequence's queries, rows of them */
+	int T;                     /* the sequence's length: the row stride of probs */
+	int w0;                    /* the first of this warp's rows */
+	size_t kv;                 /* where its keys and values start */
+	size_t p0;                 /* where its first row starts in probs */
+};
+
+/* This block's tile; 0 when the sequence has no such rows. The whole block calls it. */
+static __device__ int query_tile(const struct att *a, struct qtile *t)
+{
+	int tile, b;
+	block_coords(a, &tile, &t->h, &b);
+	t->s = seq_of(a, b, t->h);
+	t->r0 = tile * TILE;
+	if (t->r0 >= t->s.nq)
+		return 0;
+	t->rows = min(TILE, t->s.nq - t->r0);
+	t->T = t->s.len;
+	t->w0 = threadIdx.x / 32 * PER_WARP;
+	t->kv = (size_t)t->s.k0 * a->ldkv + (size_t)t->h * a->d;
+	t->p0 = t->s.probs + (size_t)t->r0 * t->T;
+	return 1;
+}
+
+/* out (shaped as probs, at the tile's first row) = scale * X Y^T for keys
+ * below n: X the tile's rows of x (stride ldx), Y the keys' rows of y (the
+ * sequence's keys or values). xs and ys are shared row tiles. */
+static __device__ void tile_dot_keys(float *out, const float *x, size_t ldx, const float *y, float scale,
+				     float *xs, float *ys, const struct att *a, const struct qtile *t)
+{
+	int d = a->d, ld = d | 1, n = t->s.n, lane = threadIdx.x % 32;
+	load_rows(xs, x + (size_t)(t->s.q0 + t->r0) * ldx + (size_t)t->h * d, ldx, t->rows, d, ld);
+	for (int j0 = 0; j0 < n; j0 += TILE) {
+		__syncthreads();
+		load_rows(ys, y + t->kv + (size_t)j0 * a->ldkv, a->ldkv, min(TILE, n - j0), d, ld);
+		__syncthreads();
+		float acc[PER_WARP];
+		warp_dots(acc, xs + t->w0 * ld, ys, d, ld);
+		int j = j0 + lane;
+#pragma unroll
+		for (int r = 0; r < PER_WARP; r++)
+			if (t->w0 + r < t->rows && j < n)
+				out[(size_t)(t->w0 + r) * t->T + j] = acc[r] * scale;
+	}
+}
+
+/* acc = W Y over keys below n: W the tile's rows of w (shaped as probs, at
+ * the tile's first row; times the dropout factors when drop is set), Y the
+ * keys' rows of y. ys and ws are shared tiles; the barrier at the top of
+ * each key tile makes what the block wrote to w before visible. */
+static __device__ void tile_weigh_keys(float acc[PER_WARP][CHUNKS], const float *w, int drop, const float *y,
+				       float *ys, float *ws, const struct att *a, const struct qtile *t)
+{
+	int d = a->d, ld = d | 1, n = t->s.n;
+	for (int j0 = 0; j0 < n; j0 += TILE) {
+		__syncthreads();
+		load_rows(ys, y + t->kv + (size_t)j0 * a->ldkv, a->ldkv, min(TILE, n - j0), d, ld);
+		load_weights(ws, w + j0, t->p0 + j0, t->T, t->rows, min(TILE, n - j0), 0, drop, a);
+		__syncthreads();
+		warp_weighted_sum(acc, ws + t->w0 * WLD, ys, d, ld);
+	}
+}
+
 /* Forward, one block per (sequence, head, tile of 32 query rows): scores
  * into probs, the softmax there, then ctx = dropout(P) V. Dynamic shared
  * memory: the query tile, a key or value tile, a weight tile. */
@@ -284,52 +351,27 @@ static __global__ void __launch_bounds__(THREADS)
 attention_forward_kernel(float *ctx, float *probs, struct att a)
 {
 	extern __shared__ float sh[];
-	int d = a.d, ld = d | 1;
+	int ld = a.d | 1;
 	float *qs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
-	int tile, h, b;
-	block_coords(&a, &tile, &h, &b);
-	struct seq s = seq_of(&a, b, h);
-	int r0 = tile * TILE, n = s.n, T = s.len;   /* T: the row stride of probs */
-	if (r0 >= s.nq)
+	struct qtile t;
+	if (!query_tile(&a, &t))
 		return;
-	int rows = min(TILE, s.nq - r0), lane = threadIdx.x % 32;
-	int w0 = threadIdx.x / 32 * PER_WARP;
-	size_t kv = (size_t)s.k0 * a.ldkv + (size_t)h * d;
-	size_t p0 = s.probs + (size_t)r0 * T;    /* the tile's first row in probs */
-	float *pr = probs + p0;
+	float *pr = probs + t.p0;
 
 	/* scores = Q K^T / sqrt(d) for keys below n */
-	load_rows(qs, a.q + (size_t)(s.q0 + r0) * a.ldq + (size_t)h * d, a.ldq, rows, d, ld);
-	for (int j0 = 0; j0 < n; j0 += TILE) {
-		__syncthreads();
-		load_rows(ys, a.k + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
-		__syncthreads();
-		float acc[PER_WARP];
-		warp_dots(acc, qs + w0 * ld, ys, d, ld);
-		int j = j0 + lane;
-#pragma unroll
-		for (int r = 0; r < PER_WARP; r++)
-			if (w0 + r < rows && j < n)
-				pr[(size_t)(w0 + r) * T + j] = acc[r] * a.scale;
-	}
+	tile_dot_keys(pr, a.q, a.ldq, a.k, a.scale, qs, ys, &a, &t);
 
 	/* each warp's rows to probabilities */
-	const uint8_t *m = a.mask ? a.mask + s.k0 : NULL;
+	const uint8_t *m = a.mask ? a.mask + t.s.k0 : NULL;
 	for (int r = 0; r < PER_WARP; r++)
-		if (w0 + r < rows)
-			softmax_row(pr + (size_t)(w0 + r) * T, m, n, T, s.real);
+		if (t.w0 + r < t.rows)
+			softmax_row(pr + (size_t)(t.w0 + r) * t.T, m, t.s.n, t.T, t.s.real);
 
-	/* ctx = dropout(P) V; the barrier at the top makes the rows above visible */
+	/* ctx = dropout(P) V */
 	float acc[PER_WARP][CHUNKS] = {};
-	for (int j0 = 0; j0 < n; j0 += TILE) {
-		__syncthreads();
-		load_rows(ys, a.v + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
-		load_weights(ws, pr + j0, p0 + j0, T, rows, min(TILE, n - j0), 0,
-			     a.threshold != 0, &a);
-		__syncthreads();
-		warp_weighted_sum(acc, ws + w0 * WLD, ys, d, ld);
-	}
-	store_rows(ctx + (size_t)(s.q0 + r0) * a.C + (size_t)h * d, a.C, acc, rows, rows, 1.0f, d);
+	tile_weigh_keys(acc, pr, a.threshold != 0, a.v, ys, ws, &a, &t);
+	store_rows(ctx + (size_t)(t.s.q0 + t.r0) * a.C + (size_t)t.h * a.d, a.C, acc, t.rows, t.rows, 1.0f,
+		   a.d);
 }
 
 /* Backward by query rows, one block per (sequence, head, tile of 32 query
@@ -340,54 +382,29 @@ attention_backward_rows_kernel(float *dq, float *ds, const float *dctx, const fl
 			       struct att a)
 {
 	extern __shared__ float sh[];
-	int d = a.d, ld = d | 1;
+	int ld = a.d | 1;
 	float *xs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
-	int tile, h, b;
-	block_coords(&a, &tile, &h, &b);
-	struct seq s = seq_of(&a, b, h);
-	int r0 = tile * TILE, n = s.n, T = s.len;   /* T: the row stride of probs */
-	if (r0 >= s.nq)
+	struct qtile t;
+	if (!query_tile(&a, &t))
 		return;
-	int rows = min(TILE, s.nq - r0), lane = threadIdx.x % 32;
-	int w0 = threadIdx.x / 32 * PER_WARP;
-	size_t kv = (size_t)s.k0 * a.ldkv + (size_t)h * d;
-	size_t p0 = s.probs + (size_t)r0 * T;
-	float *dsr = ds + p0;
-	const float *pr = probs + p0;
+	float *dsr = ds + t.p0;
+	const float *pr = probs + t.p0;
 
 	/* dP = dctx V^T for keys below n */
-	load_rows(xs, dctx + (size_t)(s.q0 + r0) * a.C + (size_t)h * d, a.C, rows, d, ld);
-	for (int j0 = 0; j0 < n; j0 += TILE) {
-		__syncthreads();
-		load_rows(ys, a.v + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
-		__syncthreads();
-		float acc[PER_WARP];
-		warp_dots(acc, xs + w0 * ld, ys, d, ld);
-		int j = j0 + lane;
-#pragma unroll
-		for (int r = 0; r < PER_WARP; r++)
-			if (w0 + r < rows && j < n)
-				dsr[(size_t)(w0 + r) * T + j] = acc[r];
-	}
+	tile_dot_keys(dsr, dctx, a.C, a.v, 1.0f, xs, ys, &a, &t);
 
 	/* through dropout and softmax, each warp its rows */
 	for (int r = 0; r < PER_WARP; r++) {
-		size_t off = (size_t)(w0 + r) * T;
-		if (w0 + r < rows)
-			softmax_backward_row(dsr + off, pr + off, p0 + off, n, s.real, &a);
+		size_t off = (size_t)(t.w0 + r) * t.T;
+		if (t.w0 + r < t.rows)
+			softmax_backward_row(dsr + off, pr + off, t.p0 + off, t.s.n, t.s.real, &a);
 	}
 
 	/* dq = dS K / sqrt(d) */
 	float acc[PER_WARP][CHUNKS] = {};
-	for (int j0 = 0; j0 < n; j0 += TILE) {
-		__syncthreads();
-		load_rows(ys, a.k + kv + (size_t)j0 * a.ldkv, a.ldkv, min(TILE, n - j0), d, ld);
-		load_weights(ws, dsr + j0, p0 + j0, T, rows, min(TILE, n - j0), 0, 0, &a);
-		__syncthreads();
-		warp_weighted_sum(acc, ws + w0 * WLD, ys, d, ld);
-	}
-	store_rows(dq + (size_t)(s.q0 + r0) * a.ldq + (size_t)h * d, a.ldq, acc, rows, rows,
-		   a.scale, d);
+	tile_weigh_keys(acc, dsr, 0, a.k, ys, ws, &a, &t);
+	store_rows(dq + (size_t)(t.s.q0 + t.r0) * a.ldq + (size_t)t.h * a.d, a.ldq, acc, t.rows, t.rows,
+		   a.scale, a.d);
 }
 
 /* Backward by keys, one block per (sequence, head, tile of 32 keys): over

@@ -512,12 +512,12 @@ static void bucket_done(void *trainer, int bucket)
  * process's gradient was scaled by its own count; those with none add
  * nothing). *loss holds this process's summed loss over count items; on
  * return the run's mean loss, the same on every process, and r's samples
- * and tokens are the run's. */
-static void reduce_gradient(struct trainer *t, double *loss, int64_t count, struct step_result *r)
+ * and tokens are the run's. Returns the processes that had items. */
+static int reduce_gradient(struct trainer *t, double *loss, int64_t count, struct step_result *r)
 {
 	if (t->comm->size == 1) {
 		*loss = count ? *loss / (double)count : 0;
-		return;
+		return count > 0;
 	}
 	/* the buckets a backward did not start (it had nothing to predict),
 	 * before any other collective: all processes start them in one order */
@@ -539,6 +539,7 @@ static void reduce_gradient(struct trainer *t, double *loss, int64_t count, stru
 	}
 	r->samples = (int64_t)v[3];
 	r->tokens = (int64_t)v[4];
+	return (int)v[2];
 }
 
 /* The norm of the run's gradient: with --zero 1 each process holds the sum
@@ -583,12 +584,11 @@ static void train_step(struct trainer *t, struct step_result *r)
 		if (count)
 			bert_backward(t->m, scale);
 	}
-	reduce_gradient(t, &loss, count, r);
+	int with_items = reduce_gradient(t, &loss, count, r);
 	r->loss = loss;
 	r->grad_norm = grad_norm(t);
 	r->lr = schedule_lr(&t->sched, t->st.step);
-	int none = !comm_any(t->comm, count > 0);
-	if (none || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
+	if (!with_items || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
 		r->skipped = 1;
 		if (count && t->lead && t->st.skipped < MAX_BUG_DUMPS)
 			dump_bug(t, n, seeds, scale);
@@ -697,10 +697,7 @@ static void lead_open_run(struct trainer *t)
 		rundir_create(c->run);
 		write_config(t);
 	}
-	char *ckpt = checkpoint_latest(c->run);
-	if (!ckpt)
-		keep_vocab(t);
-	free(ckpt);
+	keep_vocab(t);
 }
 
 /* Sets *ckpt to the checkpoint a resumed run goes on from: NULL for a new
