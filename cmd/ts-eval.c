@@ -3,6 +3,7 @@
 #include "afile.h"
 #include "err.h"
 #include "evaluate.h"
+#include "gpus.h"
 #include "hfconfig.h"
 #include "manifest.h"
 #include "modeldir.h"
@@ -192,7 +193,8 @@ int main(int argc, char **argv)
 	struct input in = {0};
 	open_input(&in, files, nfiles);
 	check_vocab(&in, bc.vocab);
-	const struct backend *be = backend_open(device ? device : backend_default());
+	const struct comm alone = {.size = 1, .local_size = 1};   /* "cuda": the least busy GPU */
+	const struct backend *be = backend_open(gpus_pick(&alone, NULL, device ? device : backend_default(), NULL));
 	struct bert *m = modeldir_load(model, be, bc.task, 0, 0, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;

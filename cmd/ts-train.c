@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "err.h"
+#include "gpus.h"
 #include "opt.h"
 #include "schedule.h"
 #include "train.h"
@@ -13,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *net_if;
+static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if;
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
 static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
@@ -94,6 +95,7 @@ static const struct opt opts[] = {
 	{0, "net-if", OPT_STR, &net_if, "NAME", "network interface the processes talk over (default: as the routes choose)", NULL},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
+	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -103,13 +105,13 @@ static const struct cmd_spec spec = {
 };
 
 /* The run's config file records every option but the ones naming the run,
- * the device and the network interface, which a resumed run may change. */
+ * the devices and the network interface, which a resumed run may change. */
 static void write_config(FILE *f)
 {
-	char *saved_run = run, *saved_resume = resume, *saved_device = device, *saved_net_if = net_if;
-	run = resume = device = net_if = NULL;
+	char *saved_run = run, *saved_resume = resume, *saved_device = device, *saved_gpus = gpus, *saved_net_if = net_if;
+	run = resume = device = gpus = net_if = NULL;
 	opt_write_config(&spec, f);
-	run = saved_run, resume = saved_resume, device = saved_device, net_if = saved_net_if;
+	run = saved_run, resume = saved_resume, device = saved_device, gpus = saved_gpus, net_if = saved_net_if;
 }
 
 /* Each number is in its range already (opt.c); these are the rules across options. */
@@ -131,7 +133,8 @@ static void only_with(const char *mode, const char *const *allowed)
 {
 	char but[64] = "";
 	for (int i = 0; allowed[i]; i++)
-		snprintf(but + strlen(but), sizeof but - strlen(but), "%s--%s", i ? " and " : " but ", allowed[i]);
+		snprintf(but + strlen(but), sizeof but - strlen(but), "%s--%s",
+			 !i ? " but " : allowed[i + 1] ? ", " : " and ", allowed[i]);
 	for (const struct opt *o = opts; o->name; o++) {
 		int ok = !strcmp(o->name, mode);
 		for (int i = 0; allowed[i]; i++)
@@ -181,7 +184,7 @@ int main(int argc, char **argv)
 	}
 	if (resume) {
 		/* the run's own config, then nothing else: the run goes on as it began */
-		only_with("resume", (const char *const[]){ "device", "net-if", NULL });
+		only_with("resume", (const char *const[]){ "device", "gpus", "net-if", NULL });
 		char *path = malloc(strlen(resume) + 8);
 		sprintf(path, "%s/config", resume);
 		if (access(path, F_OK) < 0)
@@ -224,7 +227,7 @@ int main(int argc, char **argv)
 		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero, .comm = &comm,
 		.resume = resume != NULL, .write_config = write_config,
 		/* before the run dir exists: a missing GPU leaves nothing behind */
-		.be = backend_open(device ? device : backend_default()),
+		.be = backend_open(gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus)),
 	};
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);

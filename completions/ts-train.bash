@@ -41,10 +41,11 @@ _ts_train() {
 	--comm-timeout) COMPREPLY=(); return ;;
 	--net-if) COMPREPLY=(); return ;;
 	--device) COMPREPLY=(); return ;;
+	--gpus) COMPREPLY=(); return ;;
 	--replay) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --init --vocab --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --recompute --device --replay --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --init --vocab --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --recompute --device --gpus --replay --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_train ts-train

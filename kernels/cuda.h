@@ -20,11 +20,38 @@ const struct backend *cuda_backend_open(int device);
 /* How many GPUs CUDA can use here: 0 without a driver or a GPU. */
 int cuda_device_count(void);
 
+/* The PCI bus id of device N ("0000:3b:00.0"), which NVML knows it by. */
+void cuda_pci_bus_id(int device, char *id, int len);
+
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
 /* The stream every op runs on. */
 cudaStream_t cuda_stream(void);
 #endif
+
+/* kernels/cuda_comm.cu: the collectives of several processes' GPUs, over
+ * NCCL (libnccl.so.2, loaded when first needed; a missing one dies in one
+ * line). Each returns 0 when the processes did not all take part within the
+ * timeout, or NCCL failed: the collectives are then over for this process. */
+enum { CUDA_COMM_ID_BYTES = 128 };
+/* Process 0 makes the id every process joins with. */
+void cuda_comm_id(unsigned char id[CUDA_COMM_ID_BYTES]);
+/* Joins process rank of size on the current device, waiting at most
+ * timeout_s for each collective from now on. */
+int cuda_comm_join(const unsigned char id[CUDA_COMM_ID_BYTES], int rank, int size, double timeout_s);
+void cuda_comm_close(void);
+/* x[0..n) in GPU memory becomes the sum over all processes. */
+int cuda_comm_sum(float *x, size_t n);
+/* Process r's shard x[start[r]..start[r+1]) becomes the sum over all
+ * processes at r (gather 0), or is copied from r to all (gather 1). */
+int cuda_comm_sharded(float *x, const size_t *start, int size, int gather);
+/* Starts summing x[0..n) once the work queued so far has made it, alongside
+ * the work queued later. */
+int cuda_comm_start_sum(float *x, size_t n);
+/* Returns when the started sums are done: *span_s from the first one's
+ * start to the last one's end on the GPU, *exposed_s the wait for them once
+ * the computation queued before was done. */
+int cuda_comm_wait_sums(double *span_s, double *exposed_s);
 
 /* kernels/cuda_backend.cu: GEMMs through cuBLAS */
 void cuda_linear_forward(float *out, const float *in, const float *w, const float *bias, int N,

@@ -49,6 +49,11 @@ int cuda_device_count(void)
 	return n;
 }
 
+void cuda_pci_bus_id(int dev, char *id, int len)
+{
+	CUDA_CHECK(cudaDeviceGetPCIBusId(id, len, dev));
+}
+
 /* ---- memory ---- */
 
 static void *cuda_alloc(size_t bytes)

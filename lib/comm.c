@@ -2,12 +2,17 @@
 #include "comm_mpi.h"
 #include "comm_tcp.h"
 #include "err.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef TS_GPU
+#include "cuda.h"
+#endif
 
 enum { ALONE, MPI, TCP };
 static int kind = ALONE;
+static int on_gpu;                /* the float collectives run over NCCL */
 static struct comm_stats stats;   /* since comm_take_stats */
 
 void comm_take_stats(struct comm_stats *out)
@@ -18,13 +23,14 @@ void comm_take_stats(struct comm_stats *out)
 
 const char *comm_algorithm(void)
 {
-	return kind == MPI ? "mpi allreduce" : kind == TCP ? "tcp ring" : "none";
+	return on_gpu ? "nccl allreduce" : kind == MPI ? "mpi allreduce" : kind == TCP ? "tcp ring" : "none";
 }
 
 void comm_open(struct comm *c, double timeout_s, const char *net_if)
 {
-	*c = (struct comm){ 0, 1, 0, 1, timeout_s };
+	*c = (struct comm){ 0, 1, 0, 1, timeout_s, "" };
 	if (net_if) {
+		snprintf(c->net_if, sizeof c->net_if, "%s", net_if);
 		tcp_use_if(net_if);
 		/* MPI's TCP transport and NCCL's sockets read these */
 		setenv("OMPI_MCA_btl_tcp_if_include", net_if, 1);
@@ -36,17 +42,59 @@ void comm_open(struct comm *c, double timeout_s, const char *net_if)
 	} else if (tcp_launched()) {
 		tcp_open(c);
 		kind = TCP;
+		/* NCCL's own choice leaves out lo, and may take an interface
+		 * the others cannot reach: the one that reached them is known */
+		if (*c->net_if)
+			setenv("NCCL_SOCKET_IFNAME", c->net_if, 0);
 	}
 }
 
 void comm_close(const struct comm *c)
 {
 	(void)c;
+#ifdef TS_GPU
+	if (on_gpu)
+		cuda_comm_close();
+	on_gpu = 0;
+#endif
 	if (kind == MPI)
 		mpi_close();
 	else if (kind == TCP)
 		tcp_close();
 	kind = ALONE;
+}
+
+/* Ends the run when a GPU collective did not finish: the processes that do
+ * not answer a roll call over MPI or TCP are named there; if all answer,
+ * NCCL itself failed. */
+static void gpu_failed(const struct comm *c)
+{
+	comm_barrier(c);
+	die("NCCL: a collective did not finish within %g s while every process answered; "
+	    "NCCL_DEBUG=WARN says why (--net-if picks the network)", c->timeout_s);
+}
+
+void comm_use_gpu(const struct comm *c)
+{
+	if (c->size == 1)
+		return;
+#ifdef TS_GPU
+	double id[CUDA_COMM_ID_BYTES] = {0};
+	unsigned char raw[CUDA_COMM_ID_BYTES];
+	if (c->rank == 0) {
+		cuda_comm_id(raw);
+		for (int i = 0; i < CUDA_COMM_ID_BYTES; i++)
+			id[i] = raw[i];
+	}
+	comm_sum_doubles(c, id, CUDA_COMM_ID_BYTES);   /* process 0's id to all */
+	for (int i = 0; i < CUDA_COMM_ID_BYTES; i++)
+		raw[i] = (unsigned char)id[i];
+	if (!cuda_comm_join(raw, c->rank, c->size, c->timeout_s))
+		gpu_failed(c);
+	on_gpu = 1;
+#else
+	die("this build has no CUDA backend");
+#endif
 }
 
 static double seconds(void)
@@ -82,13 +130,32 @@ void comm_shard(const struct comm *c, size_t n, size_t *lo, size_t *hi)
 	*hi = *lo + n / (size_t)c->size + ((size_t)c->rank < n % (size_t)c->size);
 }
 
+/* A sharded collective over n floats in GPU memory. */
+static void gpu_sharded(const struct comm *c, float *x, size_t n, int gather)
+{
+#ifdef TS_GPU
+	size_t *start = xcalloc((size_t)c->size + 1, sizeof *start);
+	struct comm each = *c;
+	for (each.rank = 0; each.rank < c->size; each.rank++)
+		comm_shard(&each, n, &start[each.rank], &start[each.rank + 1]);
+	int ok = cuda_comm_sharded(x, start, c->size, gather);
+	free(start);
+	if (!ok)
+		gpu_failed(c);
+#else
+	(void)x, (void)n, (void)gather, (void)c;
+#endif
+}
+
 /* A sharded collective over n floats, timed and counted. */
 static void sharded(const struct comm *c, float *x, size_t n, int gather)
 {
 	if (c->size == 1)
 		return;
 	double t0 = seconds();
-	if (kind == MPI)
+	if (on_gpu)
+		gpu_sharded(c, x, n, gather);
+	else if (kind == MPI)
 		(gather ? mpi_all_gather : mpi_reduce_scatter)(c, x, n);
 	else
 		(gather ? tcp_all_gather : tcp_reduce_scatter)(c, x, n);
@@ -105,15 +172,18 @@ void comm_start_sum(const struct comm *c, float *x, size_t n)
 {
 	if (c->size == 1)
 		return;
-	if (kind != MPI) {
-		sum(c, x, n, 0);
+	stats.bytes += (double)n * sizeof *x;
+#ifdef TS_GPU
+	if (on_gpu) {
+		if (!cuda_comm_start_sum(x, n))
+			gpu_failed(c);
 		return;
 	}
+#endif
 	if (!first_start)
 		first_start = seconds();
 	all_done = 0;
-	mpi_start_sum(c, x, n);
-	stats.bytes += (double)n * sizeof *x;
+	(kind == MPI ? mpi_start_sum : tcp_start_sum)(c, x, n);
 }
 
 void comm_progress(const struct comm *c)
@@ -124,13 +194,29 @@ void comm_progress(const struct comm *c)
 
 void comm_wait_sums(const struct comm *c)
 {
-	if (c->size == 1 || kind != MPI || !first_start)
+	if (c->size == 1)
+		return;
+#ifdef TS_GPU
+	if (on_gpu) {
+		double span, exposed;
+		if (!cuda_comm_wait_sums(&span, &exposed))
+			gpu_failed(c);
+		stats.seconds += span;
+		stats.exposed += exposed;
+		return;
+	}
+#endif
+	if (!first_start)
 		return;
 	double t0 = seconds();
-	mpi_wait_sums(c);
-	double t1 = seconds();
-	stats.exposed += t1 - t0;
-	stats.seconds += (all_done ? all_done : t1) - first_start;
+	if (kind == MPI)
+		mpi_wait_sums(c);
+	else
+		all_done = tcp_wait_sums();
+	/* the part of the sums' span after this process began to wait */
+	double end = all_done ? all_done : seconds();
+	stats.seconds += end - first_start;
+	stats.exposed += end > t0 ? end - t0 : 0;
 	first_start = all_done = 0;
 }
 

@@ -16,16 +16,26 @@ struct comm {
 	/* how long a collective waits for the other processes before it names
 	 * those that do not answer and ends the run */
 	double timeout_s;
+	/* the network interface they talk over, where known ("": not) */
+	char net_if[32];
 };
 
 /* Joins the run's processes, each collective waiting at most timeout_s for
  * the others, over network interface net_if (NULL: as the launcher or the
- * routes choose); dies in one line when mpirun or srun started this process
+ * routes choose; over TCP, NCCL then takes the interface the routes chose
+ * unless NCCL_SOCKET_IFNAME says otherwise); dies in one line when mpirun or srun started this process
  * but the build has no MPI, on a bad launch environment, or when net_if is
  * not an interface of this machine. */
 void comm_open(struct comm *c, double timeout_s, const char *net_if);
 /* Leaves them (after the last collective). */
 void comm_close(const struct comm *c);
+/* From now on the collectives over floats that run on the trainer's
+ * buffers (comm_start_sum, comm_reduce_scatter_floats,
+ * comm_all_gather_floats) take GPU memory of the device this process has
+ * made current, and run over NCCL; the others stay on the host. Dies in one
+ * line without NCCL; a process missing from the join is named as a
+ * collective names it. */
+void comm_use_gpu(const struct comm *c);
 
 /* x[0..n) becomes the sum over all processes of their x. */
 void comm_sum_floats(const struct comm *c, float *x, size_t n);
@@ -39,10 +49,11 @@ void comm_reduce_scatter_floats(const struct comm *c, float *x, size_t n);
 /* Every process's shard of x[0..n) becomes the one of the process that owns it. */
 void comm_all_gather_floats(const struct comm *c, float *x, size_t n);
 /* Sums that overlap computation: comm_start_sum starts x[0..n) becoming
- * the sum over all processes (over MPI it runs while this process computes;
- * over TCP it is done before it returns); comm_progress lets started sums
- * move on; comm_wait_sums returns when all are done. x must be left alone
- * until then. Every process starts the same sums in the same order. */
+ * the sum over all processes, which runs while this process computes (over
+ * MPI and NCCL as nonblocking collectives, over TCP on a thread of its own);
+ * comm_progress lets started sums move on; comm_wait_sums returns when all
+ * are done. x must be left alone until then, and no other collective
+ * called before. Every process starts the same sums in the same order. */
 void comm_start_sum(const struct comm *c, float *x, size_t n);
 void comm_progress(const struct comm *c);
 void comm_wait_sums(const struct comm *c);
@@ -62,6 +73,6 @@ struct comm_stats {
 	double seconds, exposed, bytes;
 };
 void comm_take_stats(struct comm_stats *out);
-/* How the sums run: "mpi allreduce", "tcp ring" or "none". */
+/* How the sums run: "nccl allreduce", "mpi allreduce", "tcp ring" or "none". */
 const char *comm_algorithm(void);
 #endif

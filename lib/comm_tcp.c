@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +219,31 @@ static void gather_peers(const struct comm *c, int master, struct peer *peers, d
 	free(fds);
 }
 
+/* Names the network interface whose address socket fd leaves from. */
+static void interface_of(int fd, char *name, size_t len)
+{
+	struct sockaddr_storage me;
+	socklen_t n = sizeof me;
+	struct ifaddrs *all;
+	if (getsockname(fd, (struct sockaddr *)&me, &n) < 0 || getifaddrs(&all) < 0)
+		return;
+	for (struct ifaddrs *i = all; i; i = i->ifa_next) {
+		const struct sockaddr *a = i->ifa_addr;
+		if (!a || a->sa_family != me.ss_family)
+			continue;
+		int same = a->sa_family == AF_INET
+				   ? ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+					     ((struct sockaddr_in *)&me)->sin_addr.s_addr
+				   : !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+					     &((struct sockaddr_in6 *)&me)->sin6_addr, sizeof(struct in6_addr));
+		if (same) {
+			snprintf(name, len, "%s", i->ifa_name);
+			break;
+		}
+	}
+	freeifaddrs(all);
+}
+
 void tcp_open(struct comm *c)
 {
 	c->size = (int)env_int("WORLD_SIZE", 1, MAX_PROCESSES, 1);
@@ -278,15 +304,7 @@ void tcp_open(struct comm *c)
 	setsockopt(left_fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 	close(ring);
 	free(peers);
-}
-
-void tcp_close(void)
-{
-	if (right_fd >= 0)
-		close(right_fd);
-	if (left_fd >= 0)
-		close(left_fd);
-	left_fd = right_fd = -1;
+	interface_of(right_fd, c->net_if, sizeof c->net_if);
 }
 
 /* Sends out[0..nout) to the next process while receiving in[0..nin) from the
@@ -357,18 +375,103 @@ static void all_gather(const struct comm *c, char *base, size_t n, size_t es)
 	}
 }
 
+/* Sums started by tcp_start_sum, run in order by a thread of their own
+ * while the caller computes; every other collective waits for them first,
+ * so that one thread at a time uses the ring. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thread;
+	int running, quit;
+	const struct comm *c;
+	struct { float *x; size_t n; } *q;
+	size_t cap, queued, done;
+	double last_done;   /* when the last one finished */
+} bg = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+
+static void *run_started(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&bg.mu);
+	for (;;) {
+		while (!bg.quit && bg.done == bg.queued)
+			pthread_cond_wait(&bg.cv, &bg.mu);
+		if (bg.done == bg.queued)
+			break;
+		float *x = bg.q[bg.done].x;
+		size_t n = bg.q[bg.done].n;
+		pthread_mutex_unlock(&bg.mu);
+		reduce_scatter(bg.c, (char *)x, n, 0);
+		all_gather(bg.c, (char *)x, n, sizeof *x);
+		pthread_mutex_lock(&bg.mu);
+		bg.done++;
+		bg.last_done = seconds();
+		pthread_cond_broadcast(&bg.cv);
+	}
+	pthread_mutex_unlock(&bg.mu);
+	return NULL;
+}
+
+void tcp_start_sum(const struct comm *c, float *x, size_t n)
+{
+	pthread_mutex_lock(&bg.mu);
+	if (!bg.running) {
+		bg.c = c;
+		if (pthread_create(&bg.thread, NULL, run_started, NULL))
+			die("cannot start the thread of the gradient's sums");
+		bg.running = 1;
+	}
+	grow(&bg.q, &bg.cap, bg.queued + 1, sizeof *bg.q);
+	bg.q[bg.queued].x = x;
+	bg.q[bg.queued++].n = n;
+	pthread_cond_broadcast(&bg.cv);
+	pthread_mutex_unlock(&bg.mu);
+}
+
+double tcp_wait_sums(void)
+{
+	pthread_mutex_lock(&bg.mu);
+	while (bg.done != bg.queued)
+		pthread_cond_wait(&bg.cv, &bg.mu);
+	bg.done = bg.queued = 0;
+	double t = bg.last_done;
+	pthread_mutex_unlock(&bg.mu);
+	return t;
+}
+
 void tcp_sum(const struct comm *c, void *x, size_t n, int dbl)
 {
+	tcp_wait_sums();
 	reduce_scatter(c, x, n, dbl);
 	all_gather(c, x, n, dbl ? sizeof(double) : sizeof(float));
 }
 
 void tcp_reduce_scatter(const struct comm *c, float *x, size_t n)
 {
+	tcp_wait_sums();
 	reduce_scatter(c, (char *)x, n, 0);
 }
 
 void tcp_all_gather(const struct comm *c, float *x, size_t n)
 {
+	tcp_wait_sums();
 	all_gather(c, (char *)x, n, sizeof *x);
+}
+
+void tcp_close(void)
+{
+	if (bg.running) {
+		pthread_mutex_lock(&bg.mu);
+		bg.quit = 1;
+		pthread_cond_broadcast(&bg.cv);
+		pthread_mutex_unlock(&bg.mu);
+		pthread_join(bg.thread, NULL);
+		free(bg.q);
+		bg.q = NULL, bg.cap = bg.queued = bg.done = 0, bg.running = bg.quit = 0;
+	}
+	if (right_fd >= 0)
+		close(right_fd);
+	if (left_fd >= 0)
+		close(left_fd);
+	left_fd = right_fd = -1;
 }

@@ -20,4 +20,10 @@ void tcp_sum(const struct comm *c, void *x, size_t n, int dbl);
 /* comm_reduce_scatter_floats and comm_all_gather_floats. */
 void tcp_reduce_scatter(const struct comm *c, float *x, size_t n);
 void tcp_all_gather(const struct comm *c, float *x, size_t n);
+/* comm_start_sum's, over TCP: the started sums run in order on a thread of
+ * their own; tcp_wait_sums returns when all are done, with the time the
+ * last one finished (CLOCK_MONOTONIC seconds). Every other collective waits
+ * for them first. */
+void tcp_start_sum(const struct comm *c, float *x, size_t n);
+double tcp_wait_sums(void);
 #endif

@@ -523,13 +523,12 @@ static int reduce_gradient(struct trainer *t, double *loss, int64_t count, struc
 	 * before any other collective: all processes start them in one order */
 	if (!t->c->zero)
 		sum_buckets(t, t->nbuckets - 1);
+	comm_wait_sums(t->comm);
 	double v[5] = { t->c->true_gradient ? *loss : count ? *loss / (double)count : 0, (double)count,
 			count > 0, (double)r->samples, (double)r->tokens };
 	comm_sum_doubles(t->comm, v, 5);
 	if (t->c->zero)
 		comm_reduce_scatter_floats(t->comm, bert_backend_grads(t->m), bert_numel(t->m));
-	else
-		comm_wait_sums(t->comm);
 	if (t->c->true_gradient)
 		*loss = v[1] ? v[0] / v[1] : 0;
 	else if (v[2]) {
@@ -749,17 +748,18 @@ static void start_state(struct trainer *t, const char *ckpt)
 		resize(t);
 		logf_(t, "resumed from %s at step %ld", ckpt, t->st.step);
 	} else {
-		event(t, "start", json_pack("{sI sI sI sI sI}", "total_steps", (json_int_t)t->total_steps,
+		event(t, "start", json_pack("{sI sI sI sI sI ss}", "total_steps", (json_int_t)t->total_steps,
 					    "steps_per_epoch", (json_int_t)t->steps_per_epoch, "params",
 					    (json_int_t)bert_numel(t->m), "train_records",
 					    (json_int_t)shard_count(t->train.shard), "processes",
-					    (json_int_t)t->comm->size));
+					    (json_int_t)t->comm->size, "device", t->c->be->name));
 		log_parameters(t);
 	}
 	free(events);
-	char who[48] = "";
+	char who[96] = "";
 	if (t->comm->size > 1)
-		snprintf(who, sizeof who, ", process %d of %d", t->comm->rank, t->comm->size);
+		snprintf(who, sizeof who, ", process %d of %d%s%s", t->comm->rank, t->comm->size,
+			 *t->comm->net_if ? " talking over " : "", t->comm->net_if);
 	logf_(t, "%ld steps (%ld per epoch), batch %ld x %ld accumulation x %d processes, %zu parameters, "
 	      "on %s%s", t->total_steps, t->steps_per_epoch, t->c->batch, t->c->accum, t->comm->size,
 	      bert_numel(t->m), t->c->be->name, who);
@@ -813,9 +813,8 @@ int train_run(const struct train_config *c)
 {
 	struct trainer t = {.c = c, .comm = c->comm, .lead = c->comm->rank == 0, .saved_step = -1};
 	char *ckpt;
-	if (c->comm->size > 1 && !c->be->host)
-		die("%d processes on %s: a distributed run trains on CPUs for now (--device cpu)",
-		    c->comm->size, c->be->name);
+	if (!c->be->host)
+		comm_use_gpu(c->comm);
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	open_data(&t);

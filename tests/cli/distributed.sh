@@ -167,6 +167,12 @@ expect_eq "launched by the environment: the sums run as a TCP ring, under mpirun
 	"12 mpi allreduce;12 tcp ring;"
 check "launched by the environment: the same final model as under mpirun" \
 	cmp "$T/e2/final/model.safetensors" "$T/r0/final/model.safetensors"
+expect_eq "launched by the environment: the sums run on a thread of their own, partly behind the backward pass" \
+	"$(ts-cat "$T/e2/events.msgpack" | jq -r 'select(.event=="step") | .comm.ms > .comm.exposed_ms' | sort | uniq -c |
+		awk '{print $1, $2}')" "12 true"
+expect_eq "launched by the environment: each process logs the interface the routes chose (lo), which NCCL would take" \
+	"$(grep -ho "process [01] of 2 talking over lo$" "$T"/e2/log/rank-*.log | sort | tr '\n' ';')" \
+	"process 0 of 2 talking over lo;process 1 of 2 talking over lo;"
 port=$((port + 1))
 envrun 1 "${TINY[@]}" --run "$T/ez" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 --zero 1 >/dev/null 2>&1 &
 check "launched by the environment, --zero 1: process 0" envrun 0 "${TINY[@]}" --run "$T/ez" --batch 8 \

@@ -12,18 +12,35 @@ BERT=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 4 --ffn 128 -
 CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and resumed on the GPU: the same losses"
 	"stopped and resumed on the GPU: the same model bytes" "a GPU checkpoint resumes on the CPU"
 	"ts-eval on the GPU: the CPU's accuracy" "mlm on the GPU: losses within 2e-3 of the CPU's")
+GPU_CHOICE=("--device cuda: the start event names the GPU it took" "--gpus 0 trains on cuda:0"
+	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error")
 
 # close A B: the loss columns of two loss lists agree within 2e-3 relative
 close() { [ -n "$1" ] && paste <(echo "$1") <(echo "$2") | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 2e-3 * ($4 < 0 ? -$4 : $4) + 1e-6) bad++ } END { exit bad > 0 || NR == 0 }'; }
 
+expect_fail "--gpus with a bad list: a usage error" 2 "--gpus 0,x: GPU numbers from 0 to 63" \
+	train "${BERT[@]}" --run "$T/badlist" --gpus 0,x
+check "--gpus with a bad list: no run dir" test ! -e "$T/badlist"
+
 if ! train "${BERT[@]}" --run "$T/probe" --max-steps 1 --device cuda >/dev/null 2>"$T/probe.err"; then
 	if grep -qE -- "--device cuda: (this build has no CUDA backend|CUDA sees no GPU)" "$T/probe.err"; then
-		for c in "${CHECKS[@]}"; do skip "GPU: $c ($(cut -d: -f3- "$T/probe.err"))"; done
+		expect_fail "--gpus where CUDA has no GPU: one line" 1 "--gpus 0: (this build has no CUDA backend|CUDA sees no GPU)" \
+			train "${BERT[@]}" --run "$T/nogpu" --gpus 0
+		check "--gpus where CUDA has no GPU: no run dir" test ! -e "$T/nogpu"
+		for c in "${CHECKS[@]}" "${GPU_CHOICE[@]}"; do skip "GPU: $c ($(cut -d: -f3- "$T/probe.err"))"; done
 		finish
 	fi
 	fail "ts-train --device cuda runs"; sed 's/^/    /' "$T/probe.err"
 	finish
 fi
+
+device_of() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="start") | .device'; }
+check "GPU: ${GPU_CHOICE[0]}" grep -qxE "cuda:[0-9]+" <(device_of "$T/probe")
+train "${BERT[@]}" --run "$T/gpus0" --max-steps 1 --gpus 0 >/dev/null 2>&1
+expect_eq "GPU: ${GPU_CHOICE[1]}" "$(device_of "$T/gpus0")" cuda:0
+expect_fail "GPU: ${GPU_CHOICE[2]}" 1 "--gpus 63: CUDA sees [0-9]+ GPUs? here" train "${BERT[@]}" --run "$T/g63" --gpus 63
+expect_fail "GPU: ${GPU_CHOICE[3]}" 2 "--gpus chooses GPUs for --device cuda; --device cuda:0 names one" \
+	train "${BERT[@]}" --run "$T/g0" --gpus 0 --device cuda:0
 
 train "${BERT[@]}" --run "$T/cpu" --device cpu >/dev/null 2>&1 || fail "the CPU run"
 train "${BERT[@]}" --run "$T/gpu" --device cuda >/dev/null 2>&1 || fail "the GPU run"

@@ -3,6 +3,7 @@
 #ifndef TS_EXPECT_DIE_H
 #define TS_EXPECT_DIE_H
 #include "check.h"
+#include "err.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +40,11 @@ static int run_child(void (*fn)(const void *), const void *arg, char *err, size_
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* The check's line shows the message, any inner newline as "|". */
-static void expect_die(const char *what, void (*fn)(const void *), const void *arg,
-		       const char *pattern)
+/* Runs fn(arg) in a child and checks that it exits with code and one stderr
+ * line containing pattern; the check's line shows the message, any inner
+ * newline as "|". */
+static inline void expect_exit(const char *what, void (*fn)(const void *), const void *arg,
+			       const char *pattern, int code)
 {
 	char err[4096];
 	int rc = run_child(fn, arg, err, sizeof err);
@@ -50,6 +53,20 @@ static void expect_die(const char *what, void (*fn)(const void *), const void *a
 	int found = strstr(err, pattern) != NULL;
 	for (char *p; (p = strchr(err, '\n'));)
 		*p = p[1] ? '|' : 0;
-	CHECK(rc == 1 && one_line && found, "%s: exit %d: %s", what, rc, err);
+	CHECK(rc == code && one_line && found, "%s: exit %d: %s", what, rc, err);
+}
+
+/* die(): exit 1. */
+static inline void expect_die(const char *what, void (*fn)(const void *), const void *arg,
+			      const char *pattern)
+{
+	expect_exit(what, fn, arg, pattern, EXIT_BAD_INPUT);
+}
+
+/* die_usage(): exit 2. */
+static inline void expect_usage(const char *what, void (*fn)(const void *), const void *arg,
+				const char *pattern)
+{
+	expect_exit(what, fn, arg, pattern, EXIT_USAGE);
 }
 #endif

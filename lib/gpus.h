@@ -1,0 +1,31 @@
+/* Which GPU each process of a run trains on: --device cuda:N names one;
+ * --device cuda lets every process of a machine take a GPU of its own from
+ * --gpus LIST, or by default from the machine's GPUs, free ones first, then
+ * the least busy (NVML's readings). The processes of one machine agree: the
+ * first of them orders the GPUs for all, before any of them opens one. */
+#ifndef TS_GPUS_H
+#define TS_GPUS_H
+#include "comm.h"
+#include "nvml.h"
+
+enum { MAX_GPUS = 64 };
+
+/* Parses a --gpus list such as "0,2,5-7" into ids (at most MAX_GPUS);
+ * returns how many, or dies with a usage error on a bad list. */
+int gpus_parse(const char *list, int *ids);
+/* Orders n GPUs by their usage u: free ones (no process) first, then by
+ * utilisation, then by memory in use, then as given. */
+void gpus_by_load(const struct gpu_usage *u, int n, int *order);
+/* hosts[size] holds each process's machine; returns how many processes
+ * share rank's machine, with rank's place among them in *slot and the
+ * first of them in *first. */
+int gpus_host_share(const double *hosts, int size, int rank, int *slot, int *first);
+/* The --device name this process trains on, for the given --device and
+ * --gpus (NULL: none given): "cpu", or "cuda:N". The processes of c agree
+ * through sum (comm_sum_doubles; NULL for a process alone, which keeps the
+ * commands of one process free of the comm layer) and call it in the same
+ * order. Dies in one line when list names a GPU that is not here, or a
+ * machine has more processes than GPUs to give them. */
+const char *gpus_pick(const struct comm *c, void (*sum)(const struct comm *c, double *x, int n),
+		      const char *device, const char *list);
+#endif

@@ -1,0 +1,59 @@
+#include "nvml.h"
+#include <dlfcn.h>
+#include <stddef.h>
+
+/* The few NVML types used here, as nvml.h lays them out. */
+typedef void *nvml_device;
+struct nvml_utilization {
+	unsigned gpu, memory;
+};
+struct nvml_memory {
+	unsigned long long total, free, used;
+};
+enum { NVML_SUCCESS = 0, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
+
+static struct {
+	int (*init)(void);
+	int (*by_pci)(const char *, nvml_device *);
+	int (*utilization)(nvml_device, struct nvml_utilization *);
+	int (*memory)(nvml_device, struct nvml_memory *);
+	int (*processes)(nvml_device, unsigned *, void *);
+} nvml;
+
+/* 1 once NVML is loaded and started, 0 where it cannot be. */
+static int ready(void)
+{
+	static int state = -1;
+	if (state >= 0)
+		return state;
+	state = 0;
+	void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+	if (!lib)
+		return 0;
+	nvml.init = (int (*)(void))dlsym(lib, "nvmlInit_v2");
+	nvml.by_pci = (int (*)(const char *, nvml_device *))dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+	nvml.utilization = (int (*)(nvml_device, struct nvml_utilization *))dlsym(lib, "nvmlDeviceGetUtilizationRates");
+	nvml.memory = (int (*)(nvml_device, struct nvml_memory *))dlsym(lib, "nvmlDeviceGetMemoryInfo");
+	nvml.processes = (int (*)(nvml_device, unsigned *, void *))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+	if (!nvml.init || !nvml.by_pci || !nvml.utilization || !nvml.memory || !nvml.processes ||
+	    nvml.init() != NVML_SUCCESS)
+		return 0;
+	return state = 1;
+}
+
+int nvml_usage(const char *pci_bus_id, struct gpu_usage *u)
+{
+	nvml_device d;
+	struct nvml_utilization ut;
+	struct nvml_memory mem;
+	unsigned count = 0;
+	if (!ready() || nvml.by_pci(pci_bus_id, &d) != NVML_SUCCESS || nvml.utilization(d, &ut) != NVML_SUCCESS ||
+	    nvml.memory(d, &mem) != NVML_SUCCESS)
+		return 0;
+	/* with no room for them, NVML says only how many there are */
+	int rc = nvml.processes(d, &count, NULL);
+	if (rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE)
+		return 0;
+	*u = (struct gpu_usage){ ut.gpu / 100.0, (double)mem.used, (double)mem.total, (int)count };
+	return 1;
+}

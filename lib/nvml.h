@@ -1,0 +1,16 @@
+/* What the NVIDIA driver's NVML says of a GPU's load, read through
+ * libnvidia-ml.so.1, loaded at run time: a machine without the driver
+ * simply has no readings. */
+#ifndef TS_NVML_H
+#define TS_NVML_H
+
+struct gpu_usage {
+	double util;          /* share of the last sample period a kernel ran, 0..1 */
+	double mem_used, mem_total;   /* bytes */
+	int processes;        /* compute processes on it */
+};
+
+/* The readings of the GPU at PCI bus id ("0000:3b:00.0"); 0 where NVML or
+ * the GPU cannot be read. */
+int nvml_usage(const char *pci_bus_id, struct gpu_usage *u);
+#endif

@@ -1,0 +1,78 @@
+/* The choice of GPUs: --gpus lists, the order by load, and which processes
+ * share a machine. */
+#include "check.h"
+#include "err.h"
+#include "expect_die.h"
+#include "gpus.h"
+
+static void parse(const void *list)
+{
+	int ids[MAX_GPUS];
+	gpus_parse(list, ids);
+}
+
+static void expect_refused(const char *list, const char *pattern)
+{
+	char what[64];
+	snprintf(what, sizeof what, "--gpus '%s' is refused", list);
+	expect_usage(what, parse, list, pattern);
+}
+
+static void test_parse(void)
+{
+	int ids[MAX_GPUS];
+	int n = gpus_parse("0,2,5-7", ids);
+	CHECK(n == 5 && ids[0] == 0 && ids[1] == 2 && ids[2] == 5 && ids[3] == 6 && ids[4] == 7,
+	      "0,2,5-7 is 0 2 5 6 7 (%d GPUs)", n);
+	n = gpus_parse("3,1", ids);
+	CHECK(n == 2 && ids[0] == 3 && ids[1] == 1, "3,1 keeps its order");
+	n = gpus_parse("0-63", ids);
+	CHECK(n == 64 && ids[63] == 63, "0-63 is all 64");
+	expect_refused("", "GPU numbers from 0 to 63");
+	expect_refused("1,", "GPU numbers");
+	expect_refused("a", "GPU numbers");
+	expect_refused("-1", "GPU numbers");
+	expect_refused("64", "GPU numbers");
+	expect_refused("1;2", "GPU numbers");
+	expect_refused("3-1", "runs backwards");
+	expect_refused("1,0-2", "GPU 1 is named twice");
+	expect_refused("99999999999999999999", "GPU numbers");
+}
+
+static void test_by_load(void)
+{
+	struct gpu_usage u[5] = {
+		{0.9, 1e9, 8e10, 1},   /* busy */
+		{0.0, 5e8, 8e10, 0},   /* free, some memory held */
+		{0.5, 0, 8e10, 0},     /* free but computing: another user's kernels */
+		{0.0, 5e8, 8e10, 0},   /* as 1: the lower number first */
+		{0.0, 0, 8e10, 2},     /* idle, but two processes hold it */
+	};
+	int order[5];
+	gpus_by_load(u, 5, order);
+	CHECK(order[0] == 1 && order[1] == 3 && order[2] == 2 && order[3] == 4 && order[4] == 0,
+	      "free and idle first, then by utilisation, memory and number: %d %d %d %d %d", order[0],
+	      order[1], order[2], order[3], order[4]);
+}
+
+static void test_host_share(void)
+{
+	/* a hostfile of 3 slots on host A and 1 on host B, mapped round robin */
+	double hosts[4] = {11, 22, 11, 11};
+	int slot, first;
+	int n = gpus_host_share(hosts, 4, 2, &slot, &first);
+	CHECK(n == 3 && slot == 1 && first == 0, "process 2 is the second of 3 on its machine (%d, slot %d)", n, slot);
+	n = gpus_host_share(hosts, 4, 1, &slot, &first);
+	CHECK(n == 1 && slot == 0 && first == 1, "process 1 is alone on its machine");
+	n = gpus_host_share(hosts, 4, 3, &slot, &first);
+	CHECK(n == 3 && slot == 2 && first == 0, "process 3 is the third on its machine");
+}
+
+int main(void)
+{
+	ts_prog = "test_gpus";
+	test_parse();
+	test_by_load();
+	test_host_share();
+	CHECK_DONE();
+}
