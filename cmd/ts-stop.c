@@ -21,7 +21,7 @@ static const struct opt opts[] = {
 };
 
 static const struct cmd_spec spec = {
-	"ts-stop", "Ask training runs to checkpoint and stop.", "RUNDIR...", "dir", opts,
+	"ts-stop", "Ask training runs and sweeps to checkpoint and stop.", "DIR...", "dir", opts,
 };
 
 /* Whether a trainer still holds the run's lock. */
@@ -42,12 +42,12 @@ int main(int argc, char **argv)
 	char **dirs;
 	int n = opt_parse(&spec, argc, argv, &dirs);
 	if (n == 0)
-		die_usage("name the run dir to stop");
+		die_usage("name the run or sweep dir to stop");
 	int failed = 0;
 	for (int i = 0; i < n; i++) {
 		long pid = rundir_request_stop(dirs[i]);
 		if (!pid) {
-			warnx("%s: no ts-train is running there", dirs[i]);
+			warnx("%s: no ts-train or ts-sweep is running there", dirs[i]);
 			failed = 1;
 			continue;
 		}

@@ -27,6 +27,7 @@ static struct {
 	ncclResult_t (*group_end)(void);
 	ncclResult_t (*async_error)(ncclComm_t, ncclResult_t *);
 	ncclResult_t (*abort)(ncclComm_t);
+	ncclResult_t (*finalize)(ncclComm_t);
 	ncclResult_t (*destroy)(ncclComm_t);
 	const char *(*error_string)(ncclResult_t);
 } nccl;
@@ -52,7 +53,8 @@ static void load(void)
 		{"ncclAllReduce", (void **)&nccl.all_reduce}, {"ncclReduce", (void **)&nccl.reduce},
 		{"ncclBroadcast", (void **)&nccl.broadcast}, {"ncclGroupStart", (void **)&nccl.group_start},
 		{"ncclGroupEnd", (void **)&nccl.group_end}, {"ncclCommGetAsyncError", (void **)&nccl.async_error},
-		{"ncclCommAbort", (void **)&nccl.abort}, {"ncclCommDestroy", (void **)&nccl.destroy},
+		{"ncclCommAbort", (void **)&nccl.abort}, {"ncclCommFinalize", (void **)&nccl.finalize},
+		{"ncclCommDestroy", (void **)&nccl.destroy},
 		{"ncclGetErrorString", (void **)&nccl.error_string},
 	};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
@@ -155,8 +157,9 @@ int cuda_comm_join(const unsigned char id[CUDA_COMM_ID_BYTES], int rank, int siz
 
 void cuda_comm_close(void)
 {
-	if (comm)
-		settle(nccl.destroy(comm), "ncclCommDestroy");
+	/* a non-blocking communicator finishes its work before it is freed */
+	if (comm && settle(nccl.finalize(comm), "ncclCommFinalize"))
+		nccl.destroy(comm);
 	comm = NULL;
 }
 

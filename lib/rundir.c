@@ -19,8 +19,7 @@ static void make_dir(const char *path)
 		die("cannot create %s:", path);
 }
 
-/* The lock is held for the life of the process. */
-static void take_lock(const char *dir)
+void rundir_lock(const char *dir, const char *holder)
 {
 	char *path = path_join(dir, "lock");
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -31,7 +30,7 @@ static void take_lock(const char *dir)
 		ssize_t n = read(fd, buf, sizeof buf - 1);
 		buf[n > 0 ? n : 0] = 0;
 		buf[strcspn(buf, "\n")] = 0;
-		die("%s is in use by another ts-train (pid %s)", dir, buf[0] ? buf : "unknown");
+		die("%s is in use by another %s (pid %s)", dir, holder, buf[0] ? buf : "unknown");
 	}
 	char host[HOST_NAME_MAX + 1] = "";
 	gethostname(host, sizeof host);
@@ -50,7 +49,7 @@ void rundir_create(const char *dir)
 	free(config);
 	make_parents(dir);
 	make_dir(dir);
-	take_lock(dir);
+	rundir_lock(dir, "ts-train");
 	const char *subdirs[] = {"log", "ckpt"};
 	for (int i = 0; i < 2; i++) {
 		char *p = path_join(dir, subdirs[i]);
@@ -91,7 +90,7 @@ void rundir_attach(const char *dir)
 	if (access(config, F_OK) < 0)
 		die("%s: not a run dir (no config file)", dir);
 	free(config);
-	take_lock(dir);
+	rundir_lock(dir, "ts-train");
 	char *ckpt = path_join(dir, "ckpt");
 	remove_leftovers(dir);
 	remove_leftovers(ckpt);

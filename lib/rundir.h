@@ -10,6 +10,9 @@ void rundir_create(const char *dir);
  * files and dirs a killed trainer left there. */
 void rundir_attach(const char *dir);
 
+/* Takes dir's lock for the life of the process, writing "PID HOST" in
+ * dir/lock; dies naming the pid that holds it, as holder ("ts-train"). */
+void rundir_lock(const char *dir, const char *holder);
 /* A stop request: ts-stop writes DIR/stop and signals the trainer. */
 int rundir_stop_requested(const char *dir);
 void rundir_clear_stop(const char *dir);

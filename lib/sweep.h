@@ -1,0 +1,37 @@
+/* A sweep's parameter space and its jobs: each -p spec names ts-train
+ * options and their values, as a list (KEY=V1,V2), a group of options that
+ * vary together (K1,K2=A1:B1,A2:B2) or a numeric range to draw from
+ * (KEY=LO:HI, KEY=LO:HI:log). Without draws the jobs are the cartesian
+ * product of the lists and groups, the first spec varying slowest; with N
+ * draws each job takes a random value of every spec (log-uniform on :log,
+ * whole numbers between whole ends). */
+#ifndef TS_SWEEP_H
+#define TS_SWEEP_H
+#include <stdint.h>
+
+struct sweep_spec {
+	int nkeys;
+	char **keys;           /* option names, without dashes */
+	int nvals;
+	char ***vals;          /* vals[v][k]: value v of key k (lists and groups) */
+	int range, log, whole; /* a range LO:HI, drawn log-uniformly, of whole numbers */
+	double lo, hi;
+};
+
+/* One job: the options it gives ts-train, opts[2i] = key, opts[2i+1] = value. */
+struct sweep_job {
+	int nopts;
+	char **opts;
+};
+
+/* Parses one -p spec; dies with a usage error naming what is wrong. */
+void sweep_parse(const char *text, struct sweep_spec *s);
+/* The jobs of specs: the grid (draws 0; a range is an error) or that many
+ * random draws from seed. Returns how many; dies when a grid would exceed
+ * max_jobs. */
+int sweep_jobs(const struct sweep_spec *specs, int nspecs, long draws, uint64_t seed, long max_jobs,
+	       struct sweep_job **jobs);
+/* A value for a command line: as it is when the shell would take it so,
+ * else in single quotes. */
+char *sweep_quote(const char *s);
+#endif

@@ -1,0 +1,98 @@
+# ts-sweep on tiny CPU jobs: a grid with a group at -P 2, values that reach
+# ts-train verbatim, a failing job, --print | xargs doing the same work,
+# random draws, a stop in the middle, the leaderboard and the usage errors.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
+MODEL=(--data "$T/data" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --eval-every 3 --seed 5)
+TRAIN=(ts-train "${MODEL[@]}" --vocab "$V" --max-steps 6)
+sweep() { timeout 300 ts-sweep "$@"; }
+# states DIR: each job's last state, "job state" a line
+states() { ts-cat "$1/jobs.msgpack" | jq -r 'select(.event=="job" and .state != "queued" and .state != "running") | "\(.job) \(.state)"' | sort -n; }
+config_of() { grep -E "^$2 = " "$1/config" | sed "s/^$2 = //"; }
+
+check "a grid of 2 x a group of 3 at -P 2" sweep -P 2 -p lr=1e-4,1e-3 -p warmup,dropout=0:0,0.1:0.1,0.2:0 \
+	--dir "$T/g" -- "${TRAIN[@]}"
+cp "$T/out" "$T/g.out"
+expect_eq "6 jobs, all done" "$(states "$T/g" | tr '\n' ';')" "1 done;2 done;3 done;4 done;5 done;6 done;"
+expect_eq "each job's run has its options: job 5 is lr 1e-3, warmup 0.1, dropout 0.1" \
+	"$(config_of "$T/g/job-005" lr) $(config_of "$T/g/job-005" warmup) $(config_of "$T/g/job-005" dropout)" \
+	"0.001 0.1 0.1"
+expect_eq "the jobs share the 2 cores: -j 1 each" "$(config_of "$T/g/job-001" threads)" 1
+expect_eq "the leaderboard printed at the end ranks 6 jobs" "$(grep -cE '^[1-6] +[1-6] +done' "$T/g.out")" 6
+expect_eq "the leaderboard counts them" "$(tail -1 "$T/g.out")" "6 jobs: 6 done"
+sweep --show "$T/g" --format json >"$T/board.json"
+expect_eq "--show as JSON: 6 jobs ranked by accuracy, best first" \
+	"$(jq -r 'length, ([.[].value] == ([.[].value] | sort | reverse)), .[0].metric' "$T/board.json" | tr '\n' ' ')" \
+	"6 true accuracy "
+expect_eq "--show --metric loss: lowest first" \
+	"$(sweep --show "$T/g" --format json --metric loss | jq -r '[.[].value] == ([.[].value] | sort)')" true
+expect_eq "--show as TSV: a header and 6 rows" "$(sweep --show "$T/g" --format tsv | head -1 | cut -f1-4) $(sweep --show "$T/g" --format tsv | wc -l)" \
+	"$(printf 'rank\tjob\tstate\taccuracy') 7"
+
+# values with spaces, quotes, $ and ; reach ts-train as they are
+odd="$T/a vocab's \$HOME; \"x\".txt"
+cp "$V" "$odd"
+check "values with spaces, quotes, \$ and ;" sweep -p "vocab=$odd,$V" --dir "$T/odd" -- ts-train "${MODEL[@]}" --max-steps 1
+expect_eq "...arrive verbatim" "$(config_of "$T/odd/job-001" vocab)" "$odd"
+
+# a failing job is recorded and the others run
+sweep -p batch=8,x,4 --dir "$T/f" -- "${TRAIN[@]}" >"$T/f.out" 2>&1
+expect_eq "a failing job: the sweep exits 1" "$?" 1
+expect_eq "a failing job: the others are done" "$(states "$T/f" | tr '\n' ';')" "1 done;2 failed;3 done;"
+expect_eq "a failing job: its exit status and its last lines are recorded" \
+	"$(ts-cat "$T/f/jobs.msgpack" | jq -r 'select(.job==2 and .state=="failed") | "\(.exit) \(.tail | test("--batch"))"')" "2 true"
+
+# --print | xargs does the same work
+sweep --print -P 2 -p lr=1e-4,1e-3 --dir "$T/x" -- "${TRAIN[@]}" >"$T/jobs.txt"
+expect_eq "--print: a command line a job" "$(wc -l <"$T/jobs.txt")" 2
+check "--print | xargs runs them" sh -c "xargs -P 2 -I{} sh -c '{} >/dev/null 2>&1' <'$T/jobs.txt'"
+check "--print makes no sweep dir of its own" test ! -e "$T/x/jobs.msgpack"
+sweep -P 2 -p lr=1e-4,1e-3 --dir "$T/y" -- "${TRAIN[@]}" >/dev/null
+for j in 001 002; do
+	check "--print | xargs: job $j trains as under ts-sweep" cmp "$T/x/job-$j/final/model.safetensors" \
+		"$T/y/job-$j/final/model.safetensors"
+done
+
+# random draws: log-uniform within the range, the same for the same seed
+sweep --print --random 5 -p lr=1e-5:1e-3:log -p batch=4:16 --dir "$T/r" -- "${TRAIN[@]}" >"$T/r1.txt"
+sweep --print --random 5 -p lr=1e-5:1e-3:log -p batch=4:16 --dir "$T/r" -- "${TRAIN[@]}" >"$T/r2.txt"
+sweep --print --random 5 --seed 1 -p lr=1e-5:1e-3:log -p batch=4:16 --dir "$T/r" -- "${TRAIN[@]}" >"$T/r3.txt"
+expect_eq "--random 5: 5 jobs" "$(wc -l <"$T/r1.txt")" 5
+check "--random: every lr within [1e-5, 1e-3] and every batch a whole number in [4, 16]" awk '{
+	for (i = 1; i < NF; i++) { if ($i == "--lr") lr = $(i + 1) + 0; if ($i == "--batch") b = $(i + 2) }
+	for (i = 1; i < NF; i++) if ($i == "--batch") b = $(i + 1)
+	if (lr < 1e-5 || lr > 1e-3 || b !~ /^[0-9]+$/ || b < 4 || b > 16) bad++ } END { exit bad > 0 }' "$T/r1.txt"
+check "--random: the same seed draws the same jobs" cmp "$T/r1.txt" "$T/r2.txt"
+check "--random: another seed draws others" sh -c "! cmp -s '$T/r1.txt' '$T/r3.txt'"
+
+# a stop in the middle: the running jobs checkpoint and stop, no other starts
+LONG=(ts-train "${MODEL[@]}" --vocab "$V" --epochs 1000)
+sweep -P 2 -p lr=1e-4,2e-4,3e-4 --dir "$T/s" -- "${LONG[@]}" >"$T/s.out" 2>&1 &
+sweeper=$!
+steps_in() { [ "$(ts-cat "$1/events.msgpack" 2>/dev/null | jq -r 'select(.event=="step")' | grep -c step)" -ge 3 ]; }
+wait_for "a stop in the middle: jobs 1 and 2 under way" sh -c "$(declare -f steps_in); steps_in '$T/s/job-001' && steps_in '$T/s/job-002'"
+check "ts-stop SWEEPDIR" ts-stop "$T/s"
+wait "$sweeper"
+expect_eq "a stop in the middle: ts-sweep exits 0" "$?" 0
+expect_eq "a stop in the middle: jobs 1 and 2 stopped, job 3 never started" \
+	"$(states "$T/s" | tr '\n' ';') $(test -e "$T/s/job-003" && echo started || echo none)" "1 stopped;2 stopped; none"
+check "a stop in the middle: each stopped job checkpointed" sh -c "ts-cat '$T/s/job-001/events.msgpack' | grep -q '\"stop\"'"
+check "a stop in the middle: the sweep records the stop" sh -c "ts-cat '$T/s/jobs.msgpack' | jq -r .event | tail -1 | grep -qx stop"
+
+# usage errors, before anything is written
+expect_fail "a range needs --random" 2 "a range is drawn from: give --random N" \
+	ts-sweep -p lr=1e-5:1e-3 --dir "$T/u1" -- "${TRAIN[@]}"
+expect_fail "a bad spec" 2 "-p lr: not KEY=VALUES" ts-sweep -p lr --dir "$T/u2" -- "${TRAIN[@]}"
+expect_fail "an option name with dashes" 2 "'--lr' is not a ts-train option name" \
+	ts-sweep -p --lr=1 --dir "$T/u3" -- "${TRAIN[@]}"
+expect_fail "a group with a missing value" 2 "'1e-4' has 1 value for 2 options" \
+	ts-sweep -p lr,warmup=1e-4 --dir "$T/u4" -- "${TRAIN[@]}"
+expect_fail "a --run of the command's own" 2 "gives each job its own run dir: drop --run" \
+	ts-sweep -p lr=1 --dir "$T/u5" -- "${TRAIN[@]}" --run "$T/r"
+expect_fail "not ts-train" 2 "ts-sweep runs ts-train" ts-sweep -p lr=1 --dir "$T/u6" -- echo hi
+expect_fail "an existing sweep dir" 1 "exists: a sweep makes its dir" ts-sweep -p lr=1 --dir "$T/g" -- "${TRAIN[@]}"
+check "nothing written for the usage errors" sh -c "! ls -d '$T'/u* 2>/dev/null"
+expect_fail "--show of a dir that is not a sweep" 1 "not a sweep dir" ts-sweep --show "$T/data"
+finish

@@ -1,0 +1,113 @@
+/* A sweep's parameter specs and the jobs they make: the grid's order,
+ * groups, random draws within their ranges, the refusals, and quoting. */
+#include "check.h"
+#include "err.h"
+#include "expect_die.h"
+#include "sweep.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Job j's options joined as "k=v k=v". */
+static char *joined(const struct sweep_job *j)
+{
+	static char buf[256];
+	buf[0] = 0;
+	for (int k = 0; k < j->nopts; k += 2)
+		snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s=%s", k ? " " : "", j->opts[k], j->opts[k + 1]);
+	return buf;
+}
+
+static int make(const char *const *texts, int n, long draws, uint64_t seed, struct sweep_job **jobs)
+{
+	struct sweep_spec *s = xcalloc((size_t)n, sizeof *s);
+	for (int i = 0; i < n; i++)
+		sweep_parse(texts[i], &s[i]);
+	return sweep_jobs(s, n, draws, seed, 1000, jobs);
+}
+
+static void test_grid(void)
+{
+	const char *specs[] = {"lr=1e-4,3e-4", "warmup,dropout=0:0.1,0.06:0,0.1:0.2"};
+	struct sweep_job *j;
+	int n = make(specs, 2, 0, 0, &j);
+	CHECK(n == 6, "a list of 2 by a group of 3: 6 jobs (%d)", n);
+	CHECK(!strcmp(joined(&j[0]), "lr=1e-4 warmup=0 dropout=0.1"), "job 1: %s", joined(&j[0]));
+	CHECK(!strcmp(joined(&j[1]), "lr=1e-4 warmup=0.06 dropout=0"), "job 2: the last spec varies fastest: %s",
+	      joined(&j[1]));
+	CHECK(!strcmp(joined(&j[5]), "lr=3e-4 warmup=0.1 dropout=0.2"), "job 6: %s", joined(&j[5]));
+	const char *odd[] = {"vocab=a b's $x;\"y\""};
+	n = make(odd, 1, 0, 0, &j);
+	CHECK(n == 1 && !strcmp(j[0].opts[1], "a b's $x;\"y\""), "a value keeps its spaces, quotes, $ and ;");
+}
+
+static void test_random(void)
+{
+	const char *specs[] = {"lr=1e-5:1e-3:log", "batch=4:16", "optimizer=adamw,sgd"};
+	struct sweep_job *a, *b;
+	int n = make(specs, 3, 400, 7, &a);
+	make(specs, 3, 400, 7, &b);
+	int in_range = 1, same = 1, low = 0, sgd = 0, whole = 1;
+	for (int i = 0; i < n; i++) {
+		double lr = atof(a[i].opts[1]);
+		long batch = atol(a[i].opts[3]);
+		in_range &= lr >= 1e-5 && lr <= 1e-3 && batch >= 4 && batch <= 16;
+		whole &= strspn(a[i].opts[3], "0123456789") == strlen(a[i].opts[3]);
+		low += lr < 1e-4;   /* log-uniform: half the draws below the geometric middle */
+		sgd += !strcmp(a[i].opts[5], "sgd");
+		for (int k = 0; k < a[i].nopts; k++)
+			same &= !strcmp(a[i].opts[k], b[i].opts[k]);
+	}
+	CHECK(n == 400 && in_range && whole, "400 draws within their ranges, whole batches");
+	CHECK(low > 160 && low < 240, "log-uniform: %d of 400 rates below 1e-4", low);
+	CHECK(sgd > 160 && sgd < 240, "a list is drawn from too: %d of 400 sgd", sgd);
+	CHECK(same, "the same seed draws the same jobs");
+}
+
+static void parse_one(const void *text)
+{
+	struct sweep_spec s;
+	sweep_parse(text, &s);
+}
+
+static void grid_of(const void *text)
+{
+	struct sweep_job *j;
+	const char *specs[] = {text};
+	make(specs, 1, 0, 0, &j);
+}
+
+static void test_refused(void)
+{
+	expect_usage("no '='", parse_one, "lr", "not KEY=VALUES");
+	expect_usage("dashes", parse_one, "--lr=1", "'--lr' is not a ts-train option name");
+	expect_usage("an empty value", parse_one, "lr=1,,2", "an empty value");
+	expect_usage("a group's value short", parse_one, "lr,warmup=1:2,3", "'3' has 1 value for 2 options");
+	expect_usage("a range of words", parse_one, "lr=a:b", "'a' is not a number");
+	expect_usage("a range backwards", parse_one, "lr=2:1", "low end is not below its high end");
+	expect_usage("a log range from 0", parse_one, "lr=0:1:log", "a log range takes positive ends");
+	expect_usage("a range of 4 parts", parse_one, "lr=1:2:3:4", "a range is LO:HI or LO:HI:log");
+	expect_usage("a range in a grid", grid_of, "lr=1:2", "give --random N");
+}
+
+static void test_quote(void)
+{
+	char *q = sweep_quote("plain-1e-4/x.y:z=1,2");
+	CHECK(!strcmp(q, "plain-1e-4/x.y:z=1,2"), "a plain word stays: %s", q);
+	free(q);
+	q = sweep_quote("a b's $x;");
+	CHECK(!strcmp(q, "'a b'\\''s $x;'"), "the others in single quotes: %s", q);
+	free(q);
+	q = sweep_quote("");
+	CHECK(!strcmp(q, "''"), "the empty word: %s", q);
+	free(q);
+}
+
+int main(void)
+{
+	ts_prog = "test_sweep";
+	test_grid();
+	test_random();
+	test_refused();
+	test_quote();
+	CHECK_DONE();
+}
