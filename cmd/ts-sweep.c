@@ -19,16 +19,18 @@
 
 static struct strlist params;
 static long draws, seed, slots = 1;
-static char *dir, *show, *format = "table", *metric;
+static char *dir, *show, *resume, *tasks, *format = "table", *metric;
 static int print;
 
 static const struct opt opts[] = {
 	{'p', "param", OPT_LIST, &params, "SPEC", "KEY=V1,V2 | K1,K2=A1:B1,A2:B2 | KEY=LO:HI[:log] (repeatable)", NULL},
+	{0, "tasks", OPT_STR, &tasks, "FILE", "ts-train command lines, one a line, each a job (and the grid's for each)", "@file"},
 	{0, "random", OPT_INT, &draws, "N", "N random draws instead of the grid", NULL, .min = 0, .max = 100000},
 	{0, "seed", OPT_INT, &seed, "N", "seed of the random draws (default 0)", NULL, .min = 0, .max = LONG_MAX},
 	{'P', "jobs", OPT_INT, &slots, "N", "jobs at a time on this machine, sharing its cores (default 1)", NULL,
 	 .min = 1, .max = 1024},
 	{0, "dir", OPT_STR, &dir, "DIR", "sweep dir to create: jobs.msgpack, job-NNN run dirs and outputs", "@dir"},
+	{0, "resume", OPT_STR, &resume, "DIR", "run a sweep's jobs that are not done, from their checkpoints", "@dir"},
 	{0, "print", OPT_FLAG, &print, NULL, "print the jobs' command lines instead of running them", NULL},
 	{0, "show", OPT_STR, &show, "DIR", "print the leaderboard of a sweep dir", "@dir"},
 	{0, "format", OPT_STR, &format, "FMT", "leaderboard as table, tsv or json (default table)", "table|tsv|json"},
@@ -38,7 +40,7 @@ static const struct opt opts[] = {
 };
 
 static const struct cmd_spec spec = {
-	"ts-sweep", "Run ts-train over a grid of options and rank the jobs.", "-- ts-train ARGS...", NULL, opts,
+	"ts-sweep", "Run ts-train over a grid of options and rank the jobs.", "[-- ts-train ARGS...]", NULL, opts,
 };
 
 /* ---- the leaderboard ---- */
@@ -66,41 +68,6 @@ static double metric_of(const json_t *best, const char *name)
 	const json_t *v = !strcmp(name, "macro-f1") ? json_object_get(json_object_get(best, "macro"), "f1")
 						    : json_object_get(best, name);
 	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* The sweep's records: its first ("sweep") and each job's, merged in order. */
-static json_t *read_jobs(const char *d, json_t **sweep)
-{
-	char *path = path_join(d, "jobs.msgpack");
-	if (access(path, R_OK))
-		die("%s: not a sweep dir (no jobs.msgpack)", d);
-	struct rec_reader *r = rec_open(path);
-	rec_allow_torn_tail(r);
-	json_t *jobs = json_array();
-	*sweep = NULL;
-	const msgpack_object *o;
-	while ((o = rec_next(r))) {
-		struct strbuf b = {0};
-		mp_to_json(o, &b);
-		sb_addc(&b, 0);
-		json_t *rec = json_loads(b.s, 0, NULL);
-		sb_free(&b);
-		const char *ev = json_string_value(json_object_get(rec, "event"));
-		json_int_t id = json_integer_value(json_object_get(rec, "job"));
-		if (ev && !strcmp(ev, "sweep") && !*sweep)
-			*sweep = json_incref(rec);
-		else if (ev && !strcmp(ev, "job") && id >= 1 && id <= (json_int_t)json_array_size(jobs) + 1) {
-			if (id > (json_int_t)json_array_size(jobs))
-				json_array_append_new(jobs, json_object());
-			json_object_update(json_array_get(jobs, (size_t)id - 1), rec);
-		}
-		json_decref(rec);
-	}
-	rec_close(r);
-	free(path);
-	if (!*sweep)
-		die("%s: jobs.msgpack holds no sweep record", d);
-	return jobs;
 }
 
 static const char *state_of(const json_t *job)
@@ -160,7 +127,7 @@ static void print_finish(const struct row *rows, size_t n, long nslots)
 
 static void print_board(const char *d)
 {
-	json_t *sweep, *jobs = read_jobs(d, &sweep);
+	json_t *sweep, *jobs = sweep_read(d, &sweep);
 	size_t n = json_array_size(jobs);
 	struct row *rows = xcalloc(n ? n : 1, sizeof *rows);
 	json_t *keys = json_array();
@@ -234,12 +201,13 @@ static void print_board(const char *d)
 
 /* ---- running ---- */
 
-/* The ts-train command after --: no --run or --resume of its own. */
-static int check_command(char **cmd, int n)
+/* A job's command: ts-train, with no --run or --resume of its own; where
+ * says where it came from. Returns whether it gives -j itself. */
+static int check_command(char **cmd, int n, const char *where)
 {
 	char *name = xstrdup(cmd[0]);
 	if (strcmp(basename(name), "ts-train"))
-		die_usage("ts-sweep runs ts-train: -- ts-train ARGS..., not %s", cmd[0]);
+		die_usage("%sts-sweep runs ts-train, not %s", where, cmd[0]);
 	free(name);
 	int own_threads = 0;
 	for (int i = 1; i < n; i++) {
@@ -247,11 +215,69 @@ static int check_command(char **cmd, int n)
 			break;
 		if (!strcmp(cmd[i], "--run") || !strncmp(cmd[i], "--run=", 6) || !strcmp(cmd[i], "--resume") ||
 		    !strncmp(cmd[i], "--resume=", 9))
-			die_usage("ts-sweep gives each job its own run dir: drop %s from the ts-train arguments", cmd[i]);
+			die_usage("%sts-sweep gives each job its own run dir: drop %s from the ts-train arguments", where,
+				  cmd[i]);
 		own_threads |= !strcmp(cmd[i], "-j") || !strncmp(cmd[i], "--threads", 9) ||
 			       (!strncmp(cmd[i], "-j", 2) && cmd[i][2]);
 	}
 	return own_threads;
+}
+
+/* The commands to sweep: the one after --, or each line of the task file
+ * (blank lines and # comments left out), each checked; with each one's
+ * length in lens and whether it gives -j itself in own. */
+static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
+{
+	char ***all = NULL;
+	size_t cap = 0, lcap = 0, ocap = 0;
+	*n = 0;
+	*lens = *own = NULL;
+	if (!tasks) {
+		grow(&all, &cap, 1, sizeof *all);
+		grow(lens, &lcap, 1, sizeof **lens);
+		grow(own, &ocap, 1, sizeof **own);
+		all[0] = cmd, (*lens)[0] = ncmd, (*own)[0] = check_command(cmd, ncmd, ""), *n = 1;
+		return all;
+	}
+	FILE *f = fopen(tasks, "r");
+	if (!f)
+		die("%s:", tasks);
+	char *line = NULL;
+	size_t len = 0;
+	for (long no = 1; getline(&line, &len, f) > 0; no++) {
+		char where[96];
+		snprintf(where, sizeof where, "--tasks %.60s: line %ld", tasks, no);
+		int nw;
+		char **w = sweep_words(line, &nw, where);
+		if (!nw || w[0][0] == '#')
+			continue;
+		grow(&all, &cap, (size_t)*n + 1, sizeof *all);
+		grow(lens, &lcap, (size_t)*n + 1, sizeof **lens);
+		grow(own, &ocap, (size_t)*n + 1, sizeof **own);
+		strcat(where, ": ");
+		all[*n] = w, (*lens)[*n] = nw, (*own)[(*n)++] = check_command(w, nw, where);
+	}
+	if (ferror(f))
+		die("%s:", tasks);
+	fclose(f);
+	free(line);
+	if (!*n)
+		die_usage("--tasks %s holds no command line", tasks);
+	return all;
+}
+
+static void print_jobs(const struct sweep_plan *plan)
+{
+	for (int i = 0; i < plan->njobs; i++) {
+		char **v = sweep_argv(plan, i);
+		for (char **a = v; *a; a++) {
+			char *q = sweep_quote(*a);
+			printf("%s%s", a == v ? "" : " ", q);
+			free(q), free(*a);
+		}
+		printf("\n");
+		free(v);
+	}
 }
 
 int main(int argc, char **argv)
@@ -259,38 +285,50 @@ int main(int argc, char **argv)
 	char **cmd;
 	int ncmd = opt_parse(&spec, argc, argv, &cmd);
 	if (show) {
-		if (ncmd || params.n || dir || print)
+		if (ncmd || params.n || dir || print || resume || tasks)
 			die_usage("--show DIR takes only --format and --metric");
 		print_board(show);
 		close_stdout();
 		return 0;
 	}
-	if (ncmd == 0)
-		die_usage("name the command to sweep: ts-sweep -p KEY=V1,V2 -- ts-train ARGS...");
-	int own_threads = check_command(cmd, ncmd);
+	if (resume) {
+		if (ncmd || params.n || dir || print || draws || tasks || opt_given(&spec, "seed"))
+			die_usage("--resume DIR takes only -P, --format and --metric");
+		int rc = sweep_resume(resume, opt_given(&spec, "jobs") ? slots : 0);
+		print_board(resume);
+		close_stdout();
+		return rc == 1;
+	}
+	if (ncmd == 0 && !tasks)
+		die_usage("name the command to sweep: ts-sweep -p KEY=V1,V2 -- ts-train ARGS..., or --tasks FILE");
+	if (ncmd && tasks)
+		die_usage("--tasks FILE names the commands: no command after --");
 	if (!dir)
 		die_usage("a sweep dir is required: --dir DIR");
-	if (!params.n)
+	if (!params.n && !tasks)
 		die_usage("no parameter to sweep: -p KEY=V1,V2");
-	struct sweep_spec *specs = xcalloc((size_t)params.n, sizeof *specs);
+	struct sweep_spec *specs = xcalloc((size_t)params.n + 1, sizeof *specs);
 	for (int i = 0; i < params.n; i++)
 		sweep_parse(params.v[i], &specs[i]);
-	struct sweep_plan plan = {.dir = dir, .cmd = cmd, .ncmd = ncmd, .slots = (int)slots};
-	plan.njobs = sweep_jobs(specs, params.n, draws, (uint64_t)seed, 100000, &plan.jobs);
+	struct sweep_job *grid;
+	int ngrid = sweep_jobs(specs, params.n, draws, (uint64_t)seed, 100000, &grid);
 	cpu_set_t mine;   /* the cores this process may use, as taskset or a container allows */
 	int cores = (sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 1) / (int)slots;
-	plan.threads = own_threads ? 0 : cores > 1 ? cores : 1;
-	if (print) {
-		for (int i = 0; i < plan.njobs; i++) {
-			char **v = sweep_argv(&plan, i);
-			for (char **a = v; *a; a++) {
-				char *q = sweep_quote(*a);
-				printf("%s%s", a == v ? "" : " ", q);
-				free(q), free(*a);
-			}
-			printf("\n");
-			free(v);
+	int ncmds, *lens, *own;
+	char ***cmds = commands(cmd, ncmd, &ncmds, &lens, &own);
+	if ((long)ncmds * ngrid > 100000)
+		die_usage("the sweep has more than 100000 jobs");
+	struct sweep_plan plan = {.dir = dir, .slots = (int)slots, .njobs = ncmds * ngrid};
+	plan.jobs = xcalloc((size_t)plan.njobs, sizeof *plan.jobs);
+	for (int c = 0; c < ncmds; c++)
+		for (int g = 0; g < ngrid; g++) {
+			struct sweep_job *j = &plan.jobs[c * ngrid + g];
+			*j = grid[g];
+			j->cmd = cmds[c], j->ncmd = lens[c];
+			j->threads = own[c] ? 0 : cores > 1 ? cores : 1;
 		}
+	if (print) {
+		print_jobs(&plan);
 		close_stdout();
 		return 0;
 	}

@@ -3,16 +3,18 @@ _ts_sweep() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $prev in
 	-p|--param) COMPREPLY=(); return ;;
+	--tasks) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--random) COMPREPLY=(); return ;;
 	--seed) COMPREPLY=(); return ;;
 	-P|--jobs) COMPREPLY=(); return ;;
 	--dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--resume) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--show) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--format) COMPREPLY=($(compgen -W "table tsv json" -- "$cur")); return ;;
 	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 mcc loss ppl" -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --random --seed --jobs --dir --print --show --format --metric --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --dir --resume --print --show --format --metric --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_sweep ts-sweep

@@ -170,3 +170,37 @@ char *sweep_quote(const char *s)
 	sb_addc(&b, 0);
 	return b.s;
 }
+
+char **sweep_words(const char *line, int *n, const char *where)
+{
+	char **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	const char *p = line;
+	for (;;) {
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		struct strbuf w = {0};
+		char quote = 0;
+		for (; *p && (quote || !strchr(" \t\r\n", *p)); p++) {
+			if (quote == '\'' ? *p == '\'' : quote == '"' ? *p == '"' : 0) {
+				quote = 0;
+			} else if (!quote && (*p == '\'' || *p == '"')) {
+				quote = *p;
+			} else if (*p == '\\' && quote != '\'' && p[1] && (!quote || strchr("\"\\$`", p[1]))) {
+				sb_addc(&w, *++p);
+			} else {
+				sb_addc(&w, *p);
+			}
+		}
+		if (quote)
+			die_usage("%s: the quote %c is not closed", where, quote);
+		sb_addc(&w, 0);
+		grow(&v, &cap, (size_t)*n + 2, sizeof *v);
+		v[(*n)++] = w.s;
+		v[*n] = NULL;
+	}
+	return v;
+}

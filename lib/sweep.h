@@ -18,10 +18,15 @@ struct sweep_spec {
 	double lo, hi;
 };
 
-/* One job: the options it gives ts-train, opts[2i] = key, opts[2i+1] = value. */
+/* One job: its command (ts-train and the arguments it shares with other
+ * jobs), the options it adds, opts[2i] = key, opts[2i+1] = value, and the
+ * -j it adds (0: none). */
 struct sweep_job {
+	char **cmd;
+	int ncmd;
 	int nopts;
 	char **opts;
+	int threads;
 };
 
 /* Parses one -p spec; dies with a usage error naming what is wrong. */
@@ -31,6 +36,11 @@ void sweep_parse(const char *text, struct sweep_spec *s);
  * max_jobs. */
 int sweep_jobs(const struct sweep_spec *specs, int nspecs, long draws, uint64_t seed, long max_jobs,
 	       struct sweep_job **jobs);
+/* The words of a command line as a shell splits them, without expanding
+ * anything: blanks part words; '...' keeps all, "..." all but \\ before
+ * one of " \\ $ `; \\ outside quotes keeps the next character. Dies with
+ * a usage error naming where (a task file's line) on an unclosed quote. */
+char **sweep_words(const char *line, int *n, const char *where);
 /* A value for a command line: as it is when the shell would take it so,
  * else in single quotes. */
 char *sweep_quote(const char *s);

@@ -27,10 +27,10 @@ char *sweep_job_dir(const char *dir, int i)
 char **sweep_argv(const struct sweep_plan *p, int i)
 {
 	const struct sweep_job *j = &p->jobs[i];
-	char **v = xcalloc((size_t)(p->ncmd + j->nopts + 6), sizeof *v);
+	char **v = xcalloc((size_t)(j->ncmd + j->nopts + 6), sizeof *v);
 	int n = 0;
-	for (int k = 0; k < p->ncmd; k++)
-		v[n++] = xstrdup(p->cmd[k]);
+	for (int k = 0; k < j->ncmd; k++)
+		v[n++] = xstrdup(j->cmd[k]);
 	for (int k = 0; k < j->nopts; k += 2) {
 		v[n] = xmalloc(strlen(j->opts[k]) + 3);
 		sprintf(v[n++], "--%s", j->opts[k]);
@@ -38,10 +38,10 @@ char **sweep_argv(const struct sweep_plan *p, int i)
 	}
 	v[n++] = xstrdup("--run");
 	v[n++] = sweep_job_dir(p->dir, i);
-	if (p->threads) {
+	if (j->threads) {
 		v[n++] = xstrdup("-j");
 		v[n] = xmalloc(16);
-		snprintf(v[n++], 16, "%d", p->threads);
+		snprintf(v[n++], 16, "%d", j->threads);
 	}
 	return v;
 }
@@ -138,12 +138,11 @@ static json_t *best_eval(const char *run)
 	return best;
 }
 
-/* Starts job i, its output into its .out file; returns its pid. */
-static pid_t start(const struct sweep_plan *p, int i)
+/* Starts job i with argv in cwd, its output into its .out file; returns its pid. */
+static pid_t start(const char *dir, const char *cwd, int i, char **argv)
 {
-	char **argv = sweep_argv(p, i);
-	char *dir = sweep_job_dir(p->dir, i), *out = xmalloc(strlen(dir) + 5);
-	sprintf(out, "%s.out", dir);
+	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
+	sprintf(out, "%s.out", run);
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		die("cannot create %s:", out);
@@ -156,22 +155,24 @@ static pid_t start(const struct sweep_plan *p, int i)
 		int null = open("/dev/null", O_RDONLY);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);
+		if (chdir(cwd) < 0) {
+			dprintf(2, "ts-sweep: cannot enter %s: %s\n", cwd, strerror(errno));
+			_exit(127);
+		}
 		execvp(argv[0], argv);
 		dprintf(2, "ts-sweep: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(fd);
-	for (char **a = argv; *a; a++)
-		free(*a);
-	free(argv), free(dir), free(out);
+	free(run), free(out);
 	return pid;
 }
 
 /* The record of job i's end. */
-static json_t *ended(const struct sweep_plan *p, int i, int status, int stopping, double took)
+static json_t *ended(const char *dir, int i, int status, int stopping, double took)
 {
-	char *dir = sweep_job_dir(p->dir, i), *out = xmalloc(strlen(dir) + 5);
-	sprintf(out, "%s.out", dir);
+	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
+	sprintf(out, "%s.out", run);
 	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	json_t *rec = json_pack("{sI ss sf}", "job", (json_int_t)i + 1,
 				"state", ok ? (stopping ? "stopped" : "done") : "failed", "seconds", took);
@@ -179,46 +180,40 @@ static json_t *ended(const struct sweep_plan *p, int i, int status, int stopping
 		json_object_set_new(rec, "exit", json_integer(WEXITSTATUS(status)));
 	else
 		json_object_set_new(rec, "signal", json_integer(WTERMSIG(status)));
-	json_t *best = best_eval(dir);
+	json_t *best = best_eval(run);
 	if (best)
 		json_object_set_new(rec, "best", best);
 	if (!ok)
 		json_object_set_new(rec, "tail", tail_of(out, 5));
-	free(dir), free(out);
+	free(run), free(out);
 	return rec;
 }
 
-int sweep_run(const struct sweep_plan *p)
+static json_t *strings_json(char **v)
 {
-	make_parents(p->dir);
-	if (mkdir(p->dir, 0755) < 0) {
-		if (errno == EEXIST)
-			die("%s exists: a sweep makes its dir (choose another --dir)", p->dir);
-		die("cannot create %s:", p->dir);
-	}
-	rundir_lock(p->dir, "ts-sweep");
-	char *path = path_join(p->dir, "jobs.msgpack");
-	struct events *ev = events_open(path);
-	free(path);
-	json_t *cmd = json_array();
-	for (int k = 0; k < p->ncmd; k++)
-		json_array_append_new(cmd, json_string(p->cmd[k]));
-	events_add(ev, "sweep", json_pack("{sI sI so}", "jobs", (json_int_t)p->njobs, "slots", (json_int_t)p->slots,
-					   "command", cmd));
-	for (int i = 0; i < p->njobs; i++)
-		events_add(ev, "job", json_pack("{sI ss so}", "job", (json_int_t)i + 1, "state", "queued", "params",
-						params_json(&p->jobs[i])));
-	signal(SIGINT, on_stop);
-	signal(SIGTERM, on_stop);
-	pid_t *pids = xcalloc((size_t)p->njobs, sizeof *pids);
-	double *began = xcalloc((size_t)p->njobs, sizeof *began);
+	json_t *a = json_array();
+	for (; *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+/* Runs the n jobs ids[] (0-based) with their command lines argvs[], at most
+ * slots at a time, recording each in ev; returns sweep_run's result. */
+static int schedule(const char *dir, const char *cwd, struct events *ev, int slots, int n, const int *ids,
+		    char ***argvs)
+{
+	struct sigaction stop = {.sa_handler = on_stop};   /* no SA_RESTART: a wait ends at once */
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
+	pid_t *pids = xcalloc((size_t)n + 1, sizeof *pids);
+	double *began = xcalloc((size_t)n + 1, sizeof *began);
 	int next = 0, running = 0, failed = 0, stopping = 0;
-	while (running || (next < p->njobs && !stopping)) {
-		while (running < p->slots && next < p->njobs && !stop_asked) {
-			pids[next] = start(p, next);
+	while (running || (next < n && !stopping)) {
+		while (running < slots && next < n && !stop_asked) {
+			pids[next] = start(dir, cwd, ids[next], argvs[next]);
 			began[next] = now();
-			events_add(ev, "job", json_pack("{sI ss sI}", "job", (json_int_t)next + 1, "state", "running", "pid",
-							(json_int_t)pids[next]));
+			events_add(ev, "job", json_pack("{sI ss sI so}", "job", (json_int_t)ids[next] + 1, "state", "running",
+							"pid", (json_int_t)pids[next], "argv", strings_json(argvs[next])));
 			next++, running++;
 		}
 		if (stop_asked && !stopping) {   /* each running job checkpoints and stops */
@@ -238,7 +233,7 @@ int sweep_run(const struct sweep_plan *p)
 		}
 		for (int i = 0; i < next; i++)
 			if (pids[i] == pid) {
-				json_t *rec = ended(p, i, status, stopping, now() - began[i]);
+				json_t *rec = ended(dir, ids[i], status, stopping, now() - began[i]);
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				events_add(ev, "job", rec);
 				pids[i] = 0;
@@ -246,9 +241,135 @@ int sweep_run(const struct sweep_plan *p)
 			}
 	}
 	events_add(ev, stopping ? "stop" : "done", json_pack("{sI}", "started", (json_int_t)next));
-	events_close(ev);
 	if (stopping)
-		rundir_clear_stop(p->dir);
+		rundir_clear_stop(dir);
 	free(pids), free(began);
 	return stopping ? 2 : failed;
+}
+
+static struct events *open_records(const char *dir)
+{
+	char *path = path_join(dir, "jobs.msgpack");
+	struct events *ev = events_open(path);
+	free(path);
+	return ev;
+}
+
+int sweep_run(const struct sweep_plan *p)
+{
+	make_parents(p->dir);
+	if (mkdir(p->dir, 0755) < 0) {
+		if (errno == EEXIST)
+			die("%s exists: a sweep makes its dir (choose another --dir, or --resume it)", p->dir);
+		die("cannot create %s:", p->dir);
+	}
+	rundir_lock(p->dir, "ts-sweep");
+	char *cwd = getcwd(NULL, 0);
+	if (!cwd)
+		die("cannot name the working dir:");
+	struct events *ev = open_records(p->dir);
+	events_add(ev, "sweep", json_pack("{sI sI ss}", "jobs", (json_int_t)p->njobs, "slots", (json_int_t)p->slots,
+					   "cwd", cwd));
+	int *ids = xcalloc((size_t)p->njobs + 1, sizeof *ids);
+	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
+	for (int i = 0; i < p->njobs; i++) {
+		ids[i] = i;
+		argvs[i] = sweep_argv(p, i);
+		events_add(ev, "job", json_pack("{sI ss so so}", "job", (json_int_t)i + 1, "state", "queued", "params",
+						params_json(&p->jobs[i]), "argv", strings_json(argvs[i])));
+	}
+	int rc = schedule(p->dir, cwd, ev, p->slots, p->njobs, ids, argvs);
+	events_close(ev);
+	free(cwd), free(ids), free(argvs);
+	return rc;
+}
+
+json_t *sweep_read(const char *dir, json_t **sweep)
+{
+	char *path = path_join(dir, "jobs.msgpack");
+	if (access(path, R_OK))
+		die("%s: not a sweep dir (no jobs.msgpack)", dir);
+	struct rec_reader *r = rec_open(path);
+	rec_allow_torn_tail(r);
+	json_t *jobs = json_array();
+	*sweep = NULL;
+	const msgpack_object *o;
+	while ((o = rec_next(r))) {
+		struct strbuf b = {0};
+		mp_to_json(o, &b);
+		sb_addc(&b, 0);
+		json_t *rec = json_loads(b.s, 0, NULL);
+		sb_free(&b);
+		const char *ev = json_string_value(json_object_get(rec, "event"));
+		json_int_t id = json_integer_value(json_object_get(rec, "job"));
+		if (ev && !strcmp(ev, "sweep") && !*sweep)
+			*sweep = json_incref(rec);
+		else if (ev && !strcmp(ev, "job") && id >= 1 && id <= (json_int_t)json_array_size(jobs) + 1) {
+			if (id > (json_int_t)json_array_size(jobs))
+				json_array_append_new(jobs, json_object());
+			json_t *job = json_array_get(jobs, (size_t)id - 1);
+			/* a job's first command line is its own; a resume's goes in its running record */
+			if (json_object_get(job, "argv"))
+				json_object_del(rec, "argv");
+			json_object_update(job, rec);
+		}
+		json_decref(rec);
+	}
+	rec_close(r);
+	free(path);
+	if (!*sweep)
+		die("%s: jobs.msgpack holds no sweep record", dir);
+	return jobs;
+}
+
+/* A string array of a record as a NULL-terminated argv. */
+static char **argv_of(const json_t *a)
+{
+	char **v = xcalloc(json_array_size(a) + 1, sizeof *v);
+	for (size_t i = 0; i < json_array_size(a); i++)
+		v[i] = xstrdup(json_string_value(json_array_get(a, i)));
+	return v;
+}
+
+int sweep_resume(const char *dir, long slots)
+{
+	json_t *sweep, *jobs = sweep_read(dir, &sweep);
+	rundir_lock(dir, "ts-sweep");
+	char *abs = realpath(dir, NULL);   /* the jobs start in the sweep's working dir */
+	if (!abs)
+		die("%s:", dir);
+	const char *cwd = json_string_value(json_object_get(sweep, "cwd"));
+	if (!cwd)
+		die("%s: jobs.msgpack: the sweep record lacks its working dir", dir);
+	if (!slots)
+		slots = (long)json_integer_value(json_object_get(sweep, "slots"));
+	size_t n = json_array_size(jobs);
+	int *ids = xcalloc(n + 1, sizeof *ids), todo = 0;
+	char ***argvs = xcalloc(n + 1, sizeof *argvs);
+	for (size_t i = 0; i < n; i++) {
+		const json_t *job = json_array_get(jobs, i), *argv = json_object_get(job, "argv");
+		if (!strcmp(json_string_value(json_object_get(job, "state")), "done"))
+			continue;
+		if (!json_array_size(argv))
+			die("%s: jobs.msgpack: job %zu has no command line", dir, i + 1);
+		/* a run that began goes on from its checkpoint; the others start */
+		char *run = sweep_job_dir(abs, (int)i), *config = path_join(run, "config");
+		if (access(config, F_OK) == 0) {
+			argvs[todo] = xcalloc(4, sizeof **argvs);
+			argvs[todo][0] = xstrdup(json_string_value(json_array_get(argv, 0)));
+			argvs[todo][1] = xstrdup("--resume"), argvs[todo][2] = run;
+		} else {
+			argvs[todo] = argv_of(argv);
+			free(run);
+		}
+		free(config);
+		ids[todo++] = (int)i;
+	}
+	struct events *ev = open_records(dir);
+	events_add(ev, "resume", json_pack("{sI sI}", "jobs", (json_int_t)todo, "slots", (json_int_t)slots));
+	int rc = schedule(dir, cwd, ev, (int)slots, todo, ids, argvs);
+	events_close(ev);
+	json_decref(jobs), json_decref(sweep);
+	free(ids), free(argvs), free(abs);
+	return rc;
 }

@@ -37,6 +37,26 @@ cp "$V" "$odd"
 check "values with spaces, quotes, \$ and ;" sweep -p "vocab=$odd,$V" --dir "$T/odd" -- ts-train "${MODEL[@]}" --max-steps 1
 expect_eq "...arrive verbatim" "$(config_of "$T/odd/job-001" vocab)" "$odd"
 
+# --tasks: whole command lines, each crossed with the grid
+{
+	echo "# two models on the same data"
+	echo "ts-train ${MODEL[*]} --max-steps 2 --vocab '$T/a vocab'\\''s \$HOME; \"x\".txt'"
+	echo
+	echo "ts-train ${MODEL[*]/--layers/--heads} --max-steps 2 --vocab \"$V\" --layers 2"
+} >"$T/tasks.txt"
+check "--tasks: 2 command lines x 2 rates" sweep -P 2 --tasks "$T/tasks.txt" -p lr=1e-4,1e-3 --dir "$T/t"
+expect_eq "--tasks: 4 jobs, all done" "$(states "$T/t" | tr '\n' ';')" "1 done;2 done;3 done;4 done;"
+expect_eq "--tasks: each job has its line's options and the grid's" \
+	"$(for j in 1 2 3 4; do printf '%s,%s,%s ' "$(config_of "$T/t/job-00$j" layers)" "$(config_of "$T/t/job-00$j" lr)" \
+		"$(basename "$(config_of "$T/t/job-00$j" vocab)")"; done)" \
+	"1,0.0001,a vocab's \$HOME; \"x\".txt 1,0.001,a vocab's \$HOME; \"x\".txt 2,0.0001,vocab.txt 2,0.001,vocab.txt "
+printf 'ts-train --data x\n\necho hi\n' >"$T/bad-tasks.txt"
+expect_fail "--tasks: a line that is not ts-train, named" 2 "--tasks .*bad-tasks.txt: line 3: ts-sweep runs ts-train, not echo" \
+	ts-sweep --tasks "$T/bad-tasks.txt" --dir "$T/u7"
+printf "ts-train --data 'x\n" >"$T/bad-tasks.txt"
+expect_fail "--tasks: an unclosed quote, named" 2 "line 1: the quote ' is not closed" \
+	ts-sweep --tasks "$T/bad-tasks.txt" --dir "$T/u8"
+
 # a failing job is recorded and the others run
 sweep -p batch=8,x,4 --dir "$T/f" -- "${TRAIN[@]}" >"$T/f.out" 2>&1
 expect_eq "a failing job: the sweep exits 1" "$?" 1
@@ -68,7 +88,7 @@ check "--random: the same seed draws the same jobs" cmp "$T/r1.txt" "$T/r2.txt"
 check "--random: another seed draws others" sh -c "! cmp -s '$T/r1.txt' '$T/r3.txt'"
 
 # a stop in the middle: the running jobs checkpoint and stop, no other starts
-LONG=(ts-train "${MODEL[@]}" --vocab "$V" --epochs 1000)
+LONG=(ts-train "${MODEL[@]}" --vocab "$V" --max-steps 400 --eval-every 100 --dropout 0.1)
 sweep -P 2 -p lr=1e-4,2e-4,3e-4 --dir "$T/s" -- "${LONG[@]}" >"$T/s.out" 2>&1 &
 sweeper=$!
 steps_in() { [ "$(ts-cat "$1/events.msgpack" 2>/dev/null | jq -r 'select(.event=="step")' | grep -c step)" -ge 3 ]; }
@@ -80,6 +100,22 @@ expect_eq "a stop in the middle: jobs 1 and 2 stopped, job 3 never started" \
 	"$(states "$T/s" | tr '\n' ';') $(test -e "$T/s/job-003" && echo started || echo none)" "1 stopped;2 stopped; none"
 check "a stop in the middle: each stopped job checkpointed" sh -c "ts-cat '$T/s/job-001/events.msgpack' | grep -q '\"stop\"'"
 check "a stop in the middle: the sweep records the stop" sh -c "ts-cat '$T/s/jobs.msgpack' | jq -r .event | tail -1 | grep -qx stop"
+
+# --resume: the stopped jobs go on from their checkpoints, the others start, the done ones rest
+check "--resume the stopped sweep" sweep --resume "$T/s"
+expect_eq "--resume: all 3 done" \
+	"$(sweep --show "$T/s" --format json | jq -r 'sort_by(.job) | map("\(.job) \(.state)") | join(";")')" \
+	"1 done;2 done;3 done"
+expect_eq "--resume: jobs 1 and 2 went on with ts-train --resume" \
+	"$(ts-cat "$T/s/jobs.msgpack" | jq -r 'select(.state=="running" and .argv[1]=="--resume") | .job' | tr '\n' ' ')" "1 2 "
+check "--resume: a stopped job ends with the model of a run never stopped" sh -c \
+	"${LONG[*]@Q} -j 1 --run '$T/whole' >/dev/null 2>&1 && cmp '$T/whole/final/model.safetensors' '$T/s/job-001/final/model.safetensors'"
+sweep --resume "$T/f" >/dev/null 2>&1
+expect_eq "--resume: a failed job runs again, a done one does not" \
+	"$(ts-cat "$T/f/jobs.msgpack" | jq -r 'select(.state=="running") | .job' | sort -n | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')" \
+	"1x1 2x2 3x1 "
+expect_fail "--resume of a sweep that runs" 1 "is in use by another ts-sweep" sh -c \
+	"flock '$T/g/lock' sleep 2 & sleep 0.5; ts-sweep --resume '$T/g'"
 
 # usage errors, before anything is written
 expect_fail "a range needs --random" 2 "a range is drawn from: give --random N" \

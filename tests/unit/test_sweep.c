@@ -102,6 +102,33 @@ static void test_quote(void)
 	free(q);
 }
 
+/* The words of line joined by '|'. */
+static void expect_words(const char *line, const char *want)
+{
+	int n;
+	char **w = sweep_words(line, &n, "test");
+	char got[256] = "";
+	for (int i = 0; i < n; i++)
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", w[i]);
+	CHECK(!strcmp(got, want), "words of [%s]: [%s]", line, got);
+}
+
+static void words_of(const void *line)
+{
+	int n;
+	sweep_words(line, &n, "tasks.txt: line 3");
+}
+
+static void test_words(void)
+{
+	expect_words("ts-train  --lr 1e-4\t--data d  ", "ts-train|--lr|1e-4|--data|d");
+	expect_words("a 'b c' \"d \\\"e\\\" $f\" g\\ h", "a|b c|d \"e\" $f|g h");
+	expect_words("'it'\\''s' \"\\n\"", "it's|\\n");
+	expect_words("x''y \"\"", "xy|");
+	expect_words("   ", "");
+	expect_usage("an unclosed quote", words_of, "a 'b", "tasks.txt: line 3: the quote ' is not closed");
+}
+
 int main(void)
 {
 	ts_prog = "test_sweep";
@@ -109,5 +136,6 @@ int main(void)
 	test_random();
 	test_refused();
 	test_quote();
+	test_words();
 	CHECK_DONE();
 }
