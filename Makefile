@@ -9,7 +9,7 @@ OPENBLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-openmp
 VERSION := 0.1.0
 DEPS := gcc libc6-dev libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev libncurses-dev \
         libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev pkg-config tmux jq zsh \
-        groff-base time iproute2 python3-venv python3-torch clang libclang-rt-14-dev
+        groff-base time iproute2 openssh-server python3-venv python3-torch clang libclang-rt-14-dev
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-math-errno -fopenmp -Ilib -I$(OPENBLAS_INC) \

@@ -11,7 +11,6 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +18,7 @@
 
 static struct strlist params;
 static long draws, seed, slots = 1;
-static char *dir, *show, *resume, *tasks, *format = "table", *metric;
+static char *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
 static int print;
 
 static const struct opt opts[] = {
@@ -29,6 +28,8 @@ static const struct opt opts[] = {
 	{0, "seed", OPT_INT, &seed, "N", "seed of the random draws (default 0)", NULL, .min = 0, .max = LONG_MAX},
 	{'P', "jobs", OPT_INT, &slots, "N", "jobs at a time on this machine, sharing its cores (default 1)", NULL,
 	 .min = 1, .max = 1024},
+	{0, "servers", OPT_STR, &servers, "FILE", "run on the servers of FILE, 'HOST [SLOTS]' a line, reached by --ssh", "@file"},
+	{0, "ssh", OPT_STR, &ssh, "CMD", "the command that reaches a server (default: ssh -o BatchMode=yes)", NULL},
 	{0, "dir", OPT_STR, &dir, "DIR", "sweep dir to create: jobs.msgpack, job-NNN run dirs and outputs", "@dir"},
 	{0, "resume", OPT_STR, &resume, "DIR", "run a sweep's jobs that are not done, from their checkpoints", "@dir"},
 	{0, "print", OPT_FLAG, &print, NULL, "print the jobs' command lines instead of running them", NULL},
@@ -209,18 +210,12 @@ static int check_command(char **cmd, int n, const char *where)
 	if (strcmp(basename(name), "ts-train"))
 		die_usage("%sts-sweep runs ts-train, not %s", where, cmd[0]);
 	free(name);
-	int own_threads = 0;
-	for (int i = 1; i < n; i++) {
-		if (!strcmp(cmd[i], "--"))
-			break;
+	for (int i = 1; i < n && strcmp(cmd[i], "--"); i++)
 		if (!strcmp(cmd[i], "--run") || !strncmp(cmd[i], "--run=", 6) || !strcmp(cmd[i], "--resume") ||
 		    !strncmp(cmd[i], "--resume=", 9))
 			die_usage("%sts-sweep gives each job its own run dir: drop %s from the ts-train arguments", where,
 				  cmd[i]);
-		own_threads |= !strcmp(cmd[i], "-j") || !strncmp(cmd[i], "--threads", 9) ||
-			       (!strncmp(cmd[i], "-j", 2) && cmd[i][2]);
-	}
-	return own_threads;
+	return sweep_gives_threads(cmd);
 }
 
 /* The commands to sweep: the one after --, or each line of the task file
@@ -245,7 +240,7 @@ static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
 	char *line = NULL;
 	size_t len = 0;
 	for (long no = 1; getline(&line, &len, f) > 0; no++) {
-		char where[96];
+		char where[128];
 		snprintf(where, sizeof where, "--tasks %.60s: line %ld", tasks, no);
 		int nw;
 		char **w = sweep_words(line, &nw, where);
@@ -266,10 +261,48 @@ static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
 	return all;
 }
 
+/* The servers of --servers FILE, and this machine's -P slots where -P is given. */
+static struct sweep_place *places(int *n)
+{
+	struct sweep_place *v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	if (!servers || opt_given(&spec, "jobs")) {
+		grow(&v, &cap, 1, sizeof *v);
+		v[(*n)++] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots)};
+	}
+	if (!servers)
+		return v;
+	FILE *f = fopen(servers, "r");
+	if (!f)
+		die("%s:", servers);
+	char *line = NULL;
+	size_t len = 0;
+	for (long no = 1; getline(&line, &len, f) > 0; no++) {
+		char where[128];
+		snprintf(where, sizeof where, "--servers %.60s: line %ld", servers, no);
+		int nw;
+		char **w = sweep_words(line, &nw, where);
+		if (!nw || w[0][0] == '#')
+			continue;
+		char *end = NULL;
+		long k = nw > 1 ? strtol(w[1], &end, 10) : 1;
+		if (nw > 2 || (end && (*end || end == w[1])) || k < 1 || k > 1024)
+			die_usage("%s: not HOST [SLOTS] with SLOTS from 1 to 1024", where);
+		grow(&v, &cap, (size_t)*n + 1, sizeof *v);
+		v[(*n)++] = (struct sweep_place){w[0], (int)k, 0};
+	}
+	fclose(f);
+	free(line);
+	if (*n == 0)
+		die_usage("--servers %s names no server", servers);
+	return v;
+}
+
 static void print_jobs(const struct sweep_plan *plan)
 {
 	for (int i = 0; i < plan->njobs; i++) {
-		char **v = sweep_argv(plan, i);
+		char **v = sweep_argv(plan, i, sweep_threads((int)slots));
 		for (char **a = v; *a; a++) {
 			char *q = sweep_quote(*a);
 			printf("%s%s", a == v ? "" : " ", q);
@@ -312,26 +345,28 @@ int main(int argc, char **argv)
 		sweep_parse(params.v[i], &specs[i]);
 	struct sweep_job *grid;
 	int ngrid = sweep_jobs(specs, params.n, draws, (uint64_t)seed, 100000, &grid);
-	cpu_set_t mine;   /* the cores this process may use, as taskset or a container allows */
-	int cores = (sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 1) / (int)slots;
 	int ncmds, *lens, *own;
 	char ***cmds = commands(cmd, ncmd, &ncmds, &lens, &own);
 	if ((long)ncmds * ngrid > 100000)
 		die_usage("the sweep has more than 100000 jobs");
-	struct sweep_plan plan = {.dir = dir, .slots = (int)slots, .njobs = ncmds * ngrid};
+	struct sweep_plan plan = {.dir = dir, .njobs = ncmds * ngrid};
 	plan.jobs = xcalloc((size_t)plan.njobs, sizeof *plan.jobs);
 	for (int c = 0; c < ncmds; c++)
 		for (int g = 0; g < ngrid; g++) {
 			struct sweep_job *j = &plan.jobs[c * ngrid + g];
 			*j = grid[g];
 			j->cmd = cmds[c], j->ncmd = lens[c];
-			j->threads = own[c] ? 0 : cores > 1 ? cores : 1;
+			j->threads = !own[c];
 		}
 	if (print) {
 		print_jobs(&plan);
 		close_stdout();
 		return 0;
 	}
+	plan.places = places(&plan.nplaces);
+	plan.ssh = sweep_words(ssh, &plan.nssh, "--ssh");
+	if (!plan.nssh)
+		die_usage("--ssh names no command");
 	int rc = sweep_run(&plan);
 	print_board(dir);
 	close_stdout();

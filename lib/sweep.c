@@ -3,6 +3,7 @@
 #include "rng.h"
 #include "strbuf.h"
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,4 +204,19 @@ char **sweep_words(const char *line, int *n, const char *where)
 		v[*n] = NULL;
 	}
 	return v;
+}
+
+int sweep_gives_threads(char **argv)
+{
+	for (char **a = argv + 1; *a && strcmp(*a, "--"); a++)
+		if (!strcmp(*a, "-j") || !strncmp(*a, "--threads", 9) || (!strncmp(*a, "-j", 2) && (*a)[2]))
+			return 1;
+	return 0;
+}
+
+int sweep_threads(int slots)
+{
+	cpu_set_t mine;   /* as taskset or a container allows */
+	int cores = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 1;
+	return cores / slots > 1 ? cores / slots : 1;
 }

@@ -19,8 +19,8 @@ struct sweep_spec {
 };
 
 /* One job: its command (ts-train and the arguments it shares with other
- * jobs), the options it adds, opts[2i] = key, opts[2i+1] = value, and the
- * -j it adds (0: none). */
+ * jobs), the options it adds, opts[2i] = key, opts[2i+1] = value, and
+ * whether the place it runs at adds its -j (the command gives none). */
 struct sweep_job {
 	char **cmd;
 	int ncmd;
@@ -41,6 +41,12 @@ int sweep_jobs(const struct sweep_spec *specs, int nspecs, long draws, uint64_t 
  * one of " \\ $ `; \\ outside quotes keeps the next character. Dies with
  * a usage error naming where (a task file's line) on an unclosed quote. */
 char **sweep_words(const char *line, int *n, const char *where);
+/* Whether a ts-train command line argv (NULL-terminated) gives its own
+ * thread count (-j, --threads). */
+int sweep_gives_threads(char **argv);
+/* The -j of a job when slots jobs share this machine's cores (those this
+ * process may use): at least 1. */
+int sweep_threads(int slots);
 /* A value for a command line: as it is when the shell would take it so,
  * else in single quotes. */
 char *sweep_quote(const char *s);

@@ -24,7 +24,7 @@ char *sweep_job_dir(const char *dir, int i)
 	return path_join(dir, name);
 }
 
-char **sweep_argv(const struct sweep_plan *p, int i)
+char **sweep_argv(const struct sweep_plan *p, int i, int threads)
 {
 	const struct sweep_job *j = &p->jobs[i];
 	char **v = xcalloc((size_t)(j->ncmd + j->nopts + 6), sizeof *v);
@@ -38,10 +38,10 @@ char **sweep_argv(const struct sweep_plan *p, int i)
 	}
 	v[n++] = xstrdup("--run");
 	v[n++] = sweep_job_dir(p->dir, i);
-	if (j->threads) {
+	if (j->threads && threads > 0) {
 		v[n++] = xstrdup("-j");
 		v[n] = xmalloc(16);
-		snprintf(v[n++], 16, "%d", j->threads);
+		snprintf(v[n++], 16, "%d", threads);
 	}
 	return v;
 }
@@ -138,7 +138,38 @@ static json_t *best_eval(const char *run)
 	return best;
 }
 
-/* Starts job i with argv in cwd, its output into its .out file; returns its pid. */
+/* A command line for a remote shell: "cd CWD && exec ARGV", each word quoted. */
+static char *remote_command(const char *cwd, char **argv)
+{
+	struct strbuf b = {0};
+	char *q = sweep_quote(cwd);
+	sb_addf(&b, "cd %s && exec", q);
+	free(q);
+	for (; *argv; argv++) {
+		q = sweep_quote(*argv);
+		sb_addf(&b, " %s", q);
+		free(q);
+	}
+	sb_addc(&b, 0);
+	return b.s;
+}
+
+/* The command that runs argv at place pl: argv itself here, else the ssh
+ * command, the host and the remote command line. */
+static char **placed(const struct sweep_plan *p, const struct sweep_place *pl, const char *cwd, char **argv)
+{
+	if (!pl->host)
+		return argv;
+	char **v = xcalloc((size_t)p->nssh + 4, sizeof *v);
+	for (int k = 0; k < p->nssh; k++)
+		v[k] = p->ssh[k];
+	v[p->nssh] = pl->host;
+	v[p->nssh + 1] = "--";
+	v[p->nssh + 2] = remote_command(cwd, argv);
+	return v;
+}
+
+/* Starts argv with its output into job i's .out file; returns its pid. */
 static pid_t start(const char *dir, const char *cwd, int i, char **argv)
 {
 	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
@@ -197,30 +228,76 @@ static json_t *strings_json(char **v)
 	return a;
 }
 
-/* Runs the n jobs ids[] (0-based) with their command lines argvs[], at most
- * slots at a time, recording each in ev; returns sweep_run's result. */
-static int schedule(const char *dir, const char *cwd, struct events *ev, int slots, int n, const int *ids,
-		    char ***argvs)
+/* Asks job i, running at a server, to stop: through its run dir, which the
+ * server shares, even before ts-train has made it. */
+static void stop_remote(const char *dir, int i)
+{
+	char *run = sweep_job_dir(dir, i);
+	if (mkdir(run, 0755) < 0 && errno != EEXIST)
+		die("cannot create %s:", run);
+	if (!rundir_request_stop(run)) {
+		char *stop = path_join(run, "stop");
+		afile_put_text(stop, "stop");
+		free(stop);
+	}
+	free(run);
+}
+
+/* A running job: its pid, where it runs, when it began. */
+struct running {
+	pid_t pid;
+	int job, place;
+	double began;
+};
+
+/* Runs the n jobs ids[] (0-based) with their command lines argvs[], to
+ * which the place adds its -j where add_j[] says, as many at a time as the
+ * places have slots, recording each in ev; returns sweep_run's result. */
+static int schedule(const struct sweep_plan *p, const char *cwd, struct events *ev, int n, const int *ids,
+		    char ***argvs, const int *add_j)
 {
 	struct sigaction stop = {.sa_handler = on_stop};   /* no SA_RESTART: a wait ends at once */
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
-	pid_t *pids = xcalloc((size_t)n + 1, sizeof *pids);
-	double *began = xcalloc((size_t)n + 1, sizeof *began);
+	int *busy = xcalloc((size_t)p->nplaces, sizeof *busy), slots = 0;
+	for (int k = 0; k < p->nplaces; k++)
+		slots += p->places[k].slots;
+	struct running *run = xcalloc((size_t)slots + 1, sizeof *run);
 	int next = 0, running = 0, failed = 0, stopping = 0;
 	while (running || (next < n && !stopping)) {
-		while (running < slots && next < n && !stop_asked) {
-			pids[next] = start(dir, cwd, ids[next], argvs[next]);
-			began[next] = now();
-			events_add(ev, "job", json_pack("{sI ss sI so}", "job", (json_int_t)ids[next] + 1, "state", "running",
-							"pid", (json_int_t)pids[next], "argv", strings_json(argvs[next])));
-			next++, running++;
-		}
+		for (int k = 0; k < p->nplaces && next < n && !stop_asked; k++)
+			while (busy[k] < p->places[k].slots && next < n) {
+				const struct sweep_place *pl = &p->places[k];
+				char **argv = argvs[next];
+				int len = 0;
+				while (argv[len])
+					len++;
+				char **with = xcalloc((size_t)len + 3, sizeof *with);
+				memcpy(with, argv, (size_t)len * sizeof *with);
+				char threads[16];
+				snprintf(threads, sizeof threads, "%d", pl->threads);
+				if (add_j[next] && pl->threads > 0)
+					with[len] = "-j", with[len + 1] = threads;
+				char **cmd = placed(p, pl, cwd, with);
+				struct running *r = &run[running++];
+				*r = (struct running){start(p->dir, cwd, ids[next], cmd), ids[next], k, now()};
+				json_t *rec = json_pack("{sI ss sI so}", "job", (json_int_t)ids[next] + 1, "state", "running",
+							"pid", (json_int_t)r->pid, "argv", strings_json(with));
+				if (pl->host)
+					json_object_set_new(rec, "host", json_string(pl->host));
+				events_add(ev, "job", rec);
+				if (cmd != with)
+					free(cmd[p->nssh + 2]), free(cmd);
+				free(with);
+				busy[k]++, next++;
+			}
 		if (stop_asked && !stopping) {   /* each running job checkpoints and stops */
 			stopping = 1;
-			for (int i = 0; i < next; i++)
-				if (pids[i] > 0)
-					kill(pids[i], SIGTERM);
+			for (int i = 0; i < running; i++)
+				if (p->places[run[i].place].host)
+					stop_remote(p->dir, run[i].job);
+				else
+					kill(run[i].pid, SIGTERM);
 		}
 		int status;
 		pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -231,19 +308,20 @@ static int schedule(const char *dir, const char *cwd, struct events *ev, int slo
 			nanosleep(&pause, NULL);
 			continue;
 		}
-		for (int i = 0; i < next; i++)
-			if (pids[i] == pid) {
-				json_t *rec = ended(dir, ids[i], status, stopping, now() - began[i]);
+		for (int i = 0; i < running; i++)
+			if (run[i].pid == pid) {
+				json_t *rec = ended(p->dir, run[i].job, status, stopping, now() - run[i].began);
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				events_add(ev, "job", rec);
-				pids[i] = 0;
-				running--;
+				busy[run[i].place]--;
+				run[i] = run[--running];
+				break;
 			}
 	}
 	events_add(ev, stopping ? "stop" : "done", json_pack("{sI}", "started", (json_int_t)next));
 	if (stopping)
-		rundir_clear_stop(dir);
-	free(pids), free(began);
+		rundir_clear_stop(p->dir);
+	free(run), free(busy);
 	return stopping ? 2 : failed;
 }
 
@@ -255,7 +333,87 @@ static struct events *open_records(const char *dir)
 	return ev;
 }
 
-int sweep_run(const struct sweep_plan *p)
+/* The jobs' data dirs (--data), each once. */
+static char **data_dirs(const struct sweep_plan *p, int *n)
+{
+	char **v = xcalloc((size_t)p->njobs + 1, sizeof *v);
+	*n = 0;
+	for (int i = 0; i < p->njobs; i++) {
+		const struct sweep_job *j = &p->jobs[i];
+		for (int k = 1; k < j->ncmd; k++) {
+			const char *d = !strcmp(j->cmd[k - 1], "--data") ? j->cmd[k]
+					: !strncmp(j->cmd[k], "--data=", 7) ? j->cmd[k] + 7 : NULL;
+			int seen = 0;
+			for (int m = 0; d && m < *n; m++)
+				seen |= !strcmp(v[m], d);
+			if (d && !seen)
+				v[(*n)++] = (char *)d;
+		}
+	}
+	return v;
+}
+
+/* Checks server pl: what it must reach, its cores and free disk; 0, with a
+ * warning, when it falls short. */
+static int check_server(const struct sweep_plan *p, struct sweep_place *pl, const char *cwd, const char *abs)
+{
+	int ndata;
+	char **data = data_dirs(p, &ndata);
+	struct strbuf b = {0};
+	char *q = sweep_quote(abs);
+	sb_addf(&b, "test -d %s || { echo 'the sweep dir is not shared'; exit 1; };", q);
+	free(q);
+	for (int i = 0; i < ndata; i++) {
+		q = sweep_quote(data[i]);
+		sb_addf(&b, "test -r %s/manifest.json || { echo 'no data dir %s'; exit 1; };", q, q);
+		free(q);
+	}
+	q = sweep_quote(abs);
+	sb_addf(&b, "nproc && df -Pk %s | tail -n 1", q);
+	free(q);
+	sb_addc(&b, 0);
+	char *argv[] = {"sh", "-c", b.s, NULL};
+	char **cmd = placed(p, pl, cwd, argv);
+	struct strbuf cmdline = {0};
+	for (char **a = cmd; *a; a++) {
+		char *w = sweep_quote(*a);
+		sb_addf(&cmdline, "%s%s", a == cmd ? "" : " ", w);
+		free(w);
+	}
+	sb_addf(&cmdline, " </dev/null 2>&1");
+	sb_addc(&cmdline, 0);
+	FILE *f = popen(cmdline.s, "r");
+	char out[512] = "";
+	size_t got = f ? fread(out, 1, sizeof out - 1, f) : 0;
+	out[got] = 0;
+	int rc = f ? pclose(f) : -1;
+	long cores = 0, avail_kb = 0;
+	char *line2 = strchr(out, '\n');
+	int ok = rc == 0 && sscanf(out, "%ld", &cores) == 1 && line2 &&
+		 sscanf(line2, "%*s %*s %*s %ld", &avail_kb) == 1;
+	out[strcspn(out, "\n")] = 0;
+	if (!ok)
+		warnx("server %s left out: %s", pl->host, rc == 0 ? "its answer is not understood" : *out ? out : "ssh failed");
+	else if (avail_kb < 1024 * 1024)
+		warnx("server %s left out: %ld MiB free for the runs, under 1 GiB", pl->host, avail_kb / 1024), ok = 0;
+	if (ok)
+		pl->threads = cores / pl->slots > 1 ? (int)(cores / pl->slots) : 1;
+	free(b.s), free(cmdline.s), free(cmd[p->nssh + 2]), free(cmd), free(data);
+	return ok;
+}
+
+static json_t *places_json(const struct sweep_plan *p)
+{
+	json_t *a = json_array();
+	for (int k = 0; k < p->nplaces; k++) {
+		const struct sweep_place *pl = &p->places[k];
+		json_array_append_new(a, json_pack("{so sI sI}", "host", pl->host ? json_string(pl->host) : json_null(),
+						   "slots", (json_int_t)pl->slots, "threads", (json_int_t)pl->threads));
+	}
+	return a;
+}
+
+int sweep_run(struct sweep_plan *p)
 {
 	make_parents(p->dir);
 	if (mkdir(p->dir, 0755) < 0) {
@@ -264,23 +422,34 @@ int sweep_run(const struct sweep_plan *p)
 		die("cannot create %s:", p->dir);
 	}
 	rundir_lock(p->dir, "ts-sweep");
-	char *cwd = getcwd(NULL, 0);
-	if (!cwd)
+	char *cwd = getcwd(NULL, 0), *abs = realpath(p->dir, NULL);
+	if (!cwd || !abs)
 		die("cannot name the working dir:");
+	int kept = 0, slots = 0;
+	for (int k = 0; k < p->nplaces; k++)
+		if (!p->places[k].host || check_server(p, &p->places[k], cwd, abs))
+			p->places[kept++] = p->places[k], slots += p->places[k].slots;
+	if (!kept)
+		die("no server is left to run the jobs (see the warnings above)");
+	p->nplaces = kept;
 	struct events *ev = open_records(p->dir);
-	events_add(ev, "sweep", json_pack("{sI sI ss}", "jobs", (json_int_t)p->njobs, "slots", (json_int_t)p->slots,
-					   "cwd", cwd));
-	int *ids = xcalloc((size_t)p->njobs + 1, sizeof *ids);
+	json_t *ssh = json_array();
+	for (int k = 0; k < p->nssh; k++)
+		json_array_append_new(ssh, json_string(p->ssh[k]));
+	events_add(ev, "sweep", json_pack("{sI sI ss so so}", "jobs", (json_int_t)p->njobs, "slots", (json_int_t)slots,
+					   "cwd", cwd, "places", places_json(p), "ssh", ssh));
+	int *ids = xcalloc((size_t)p->njobs + 1, sizeof *ids), *add_j = xcalloc((size_t)p->njobs + 1, sizeof *add_j);
 	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
 	for (int i = 0; i < p->njobs; i++) {
 		ids[i] = i;
-		argvs[i] = sweep_argv(p, i);
+		add_j[i] = p->jobs[i].threads;
+		argvs[i] = sweep_argv(p, i, 0);
 		events_add(ev, "job", json_pack("{sI ss so so}", "job", (json_int_t)i + 1, "state", "queued", "params",
 						params_json(&p->jobs[i]), "argv", strings_json(argvs[i])));
 	}
-	int rc = schedule(p->dir, cwd, ev, p->slots, p->njobs, ids, argvs);
+	int rc = schedule(p, cwd, ev, p->njobs, ids, argvs, add_j);
 	events_close(ev);
-	free(cwd), free(ids), free(argvs);
+	free(cwd), free(abs), free(ids), free(argvs), free(add_j);
 	return rc;
 }
 
@@ -331,6 +500,33 @@ static char **argv_of(const json_t *a)
 	return v;
 }
 
+/* The places and ssh command a sweep recorded, or slots > 0 on this machine. */
+static void recorded_places(struct sweep_plan *p, const json_t *sweep, long slots)
+{
+	const json_t *places = json_object_get(sweep, "places"), *ssh = json_object_get(sweep, "ssh");
+	p->nplaces = (int)json_array_size(places);
+	p->places = xcalloc((size_t)p->nplaces + 1, sizeof *p->places);
+	int remote = 0;
+	for (int k = 0; k < p->nplaces; k++) {
+		const json_t *pl = json_array_get(places, (size_t)k);
+		const char *host = json_string_value(json_object_get(pl, "host"));
+		p->places[k] = (struct sweep_place){host ? xstrdup(host) : NULL,
+						    (int)json_integer_value(json_object_get(pl, "slots")),
+						    (int)json_integer_value(json_object_get(pl, "threads"))};
+		remote |= host != NULL;
+		if (p->places[k].slots < 1)
+			die("%s: jobs.msgpack: a place of the sweep has no slots", p->dir);
+	}
+	if (!p->nplaces)
+		die("%s: jobs.msgpack: the sweep record names no place to run", p->dir);
+	p->nssh = (int)json_array_size(ssh);
+	p->ssh = argv_of(ssh);
+	if (slots && remote)
+		die_usage("-P sets the jobs at a time on this machine; the sweep in %s ran on servers", p->dir);
+	if (slots)
+		p->places[0] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots)}, p->nplaces = 1;
+}
+
 int sweep_resume(const char *dir, long slots)
 {
 	json_t *sweep, *jobs = sweep_read(dir, &sweep);
@@ -341,10 +537,10 @@ int sweep_resume(const char *dir, long slots)
 	const char *cwd = json_string_value(json_object_get(sweep, "cwd"));
 	if (!cwd)
 		die("%s: jobs.msgpack: the sweep record lacks its working dir", dir);
-	if (!slots)
-		slots = (long)json_integer_value(json_object_get(sweep, "slots"));
+	struct sweep_plan p = {.dir = dir};
+	recorded_places(&p, sweep, slots);
 	size_t n = json_array_size(jobs);
-	int *ids = xcalloc(n + 1, sizeof *ids), todo = 0;
+	int *ids = xcalloc(n + 1, sizeof *ids), *add_j = xcalloc(n + 1, sizeof *add_j), todo = 0;
 	char ***argvs = xcalloc(n + 1, sizeof *argvs);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *job = json_array_get(jobs, i), *argv = json_object_get(job, "argv");
@@ -352,7 +548,7 @@ int sweep_resume(const char *dir, long slots)
 			continue;
 		if (!json_array_size(argv))
 			die("%s: jobs.msgpack: job %zu has no command line", dir, i + 1);
-		/* a run that began goes on from its checkpoint; the others start */
+		/* a run that began goes on from its checkpoint, with its own -j; the others start */
 		char *run = sweep_job_dir(abs, (int)i), *config = path_join(run, "config");
 		if (access(config, F_OK) == 0) {
 			argvs[todo] = xcalloc(4, sizeof **argvs);
@@ -360,16 +556,17 @@ int sweep_resume(const char *dir, long slots)
 			argvs[todo][1] = xstrdup("--resume"), argvs[todo][2] = run;
 		} else {
 			argvs[todo] = argv_of(argv);
+			add_j[todo] = !sweep_gives_threads(argvs[todo]);
 			free(run);
 		}
 		free(config);
 		ids[todo++] = (int)i;
 	}
 	struct events *ev = open_records(dir);
-	events_add(ev, "resume", json_pack("{sI sI}", "jobs", (json_int_t)todo, "slots", (json_int_t)slots));
-	int rc = schedule(dir, cwd, ev, (int)slots, todo, ids, argvs);
+	events_add(ev, "resume", json_pack("{sI so}", "jobs", (json_int_t)todo, "places", places_json(&p)));
+	int rc = schedule(&p, cwd, ev, todo, ids, argvs, add_j);
 	events_close(ev);
 	json_decref(jobs), json_decref(sweep);
-	free(ids), free(argvs), free(abs);
+	free(ids), free(argvs), free(abs), free(add_j);
 	return rc;
 }

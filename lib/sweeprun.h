@@ -1,6 +1,7 @@
-/* Running a sweep's jobs (sweep.h) on this machine's slots: each job is
- * ts-train with the sweep's arguments, its own options and its own run dir
- * SWEEPDIR/job-NNN, started directly (no shell), its output in
+/* Running a sweep's jobs (sweep.h): each job is ts-train with its own
+ * options and its own run dir SWEEPDIR/job-NNN, started directly (no shell)
+ * on this machine or through ssh on a server that shares the file system
+ * (its command quoted exactly for the remote shell), its output in
  * SWEEPDIR/job-NNN.out. The sweep dir's jobs.msgpack records every change
  * of a job's state, and its lock names the scheduler, so that ts-stop
  * SWEEPDIR stops it and every running job with a checkpoint. */
@@ -9,25 +10,41 @@
 #include "sweep.h"
 #include <jansson.h>
 
+/* Where jobs run: this machine or a server, how many at a time, and the -j
+ * each gets there (for the jobs that give none). */
+struct sweep_place {
+	char *host;            /* NULL: this machine */
+	int slots;
+	int threads;
+};
+
 struct sweep_plan {
 	const char *dir;
 	struct sweep_job *jobs;
 	int njobs;
-	int slots;             /* jobs at a time */
+	struct sweep_place *places;
+	int nplaces;
+	char **ssh;            /* the command that reaches a server, as words */
+	int nssh;
 };
 
-/* Job i's command line, NULL-terminated. */
-char **sweep_argv(const struct sweep_plan *p, int i);
+/* Job i's command line, NULL-terminated, with -j threads where the job
+ * gives none and threads > 0. */
+char **sweep_argv(const struct sweep_plan *p, int i, int threads);
 /* Job i's run dir. */
 char *sweep_job_dir(const char *dir, int i);
-/* Makes the sweep dir and runs every job, at most p->slots at a time; a
+/* Makes the sweep dir, checks the servers (the working dir, the sweep dir
+ * and the jobs' data dirs reachable there, 1 GiB free for the runs: a
+ * server that fails is left out with a warning, its cores counted for
+ * -j), and runs every job, as many at a time as the places have slots; a
  * job that fails is recorded and the sweep goes on. Returns 0 when all
  * finished, 1 when any failed, 2 when stopped (SIGINT, SIGTERM, ts-stop). */
-int sweep_run(const struct sweep_plan *p);
-/* Runs again, slots at a time (0: as before), the jobs of the sweep in dir
- * that are not done: a job whose run began goes on from its checkpoint
- * (ts-train --resume), the others start as they would have; in the sweep's
- * working dir. Returns as sweep_run. */
+int sweep_run(struct sweep_plan *p);
+/* Runs again the jobs of the sweep in dir that are not done, where it ran
+ * them (slots > 0: that many at a time on this machine, for a sweep that
+ * ran here): a job whose run began goes on from its checkpoint (ts-train
+ * --resume), the others start as they would have; in the sweep's working
+ * dir. Returns as sweep_run. */
 int sweep_resume(const char *dir, long slots);
 /* The records of the sweep in dir: returns each job's merged into one
  * object, in job order, and sets *sweep to the sweep's first record; dies

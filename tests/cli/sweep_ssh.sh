@@ -1,0 +1,92 @@
+# ts-sweep over ssh against a real sshd on 127.0.0.1 (started here on a
+# high port with throw-away keys): values with spaces, quotes, $ and ; reach
+# the remote ts-train verbatim, servers that cannot be reached or lack the
+# data are left out, and ts-stop stops the remote jobs.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+cleanup() { [ -f "$T/sshd.pid" ] && kill "$(cat "$T/sshd.pid")" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+mkdir -p /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f "$T/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$T/id" &&
+	cp "$T/id.pub" "$T/authorized_keys"
+port=$((30000 + RANDOM % 20000))
+cat >"$T/sshd_config" <<END
+Port $port
+ListenAddress 127.0.0.1
+HostKey $T/host_key
+AuthorizedKeysFile $T/authorized_keys
+PidFile $T/sshd.pid
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+END
+check "sshd starts on 127.0.0.1:$port" /usr/sbin/sshd -f "$T/sshd_config" -E "$T/sshd.log"
+SSH="ssh -p $port -i $T/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
+wait_for "sshd lets the throw-away key in" $SSH 127.0.0.1 true
+
+head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
+MODEL=(--data "$T/data" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --eval-every 3 --seed 5)
+odd="$T/a vocab's \$HOME; \"x\".txt"
+cp "$V" "$odd"
+echo "127.0.0.1 2" >"$T/servers"
+sweep() { timeout 300 ts-sweep --ssh "$SSH" "$@"; }
+
+check "a sweep on a server over ssh" sweep --servers "$T/servers" -p "vocab=$odd,$V" -p lr=1e-4,1e-3 --dir "$T/s" \
+	-- "$BIN/ts-train" "${MODEL[@]}" --max-steps 4
+expect_eq "4 jobs, all done" "$(ts-cat "$T/s/jobs.msgpack" | jq -r 'select(.state=="done") | .job' | sort -n | tr '\n' ' ')" \
+	"1 2 3 4 "
+expect_eq "each ran on the server" "$(ts-cat "$T/s/jobs.msgpack" | jq -r 'select(.state=="running") | .host' | sort -u)" \
+	127.0.0.1
+expect_eq "a value with spaces, quotes, \$ and ; arrives verbatim" "$(grep '^vocab = ' "$T/s/job-001/config" | cut -d' ' -f3-)" \
+	"$odd"
+expect_eq "the server's cores are shared among its 2 slots" "$(grep '^threads = ' "$T/s/job-001/config")" \
+	"threads = $(($(nproc) / 2 > 1 ? $(nproc) / 2 : 1))"
+expect_eq "the sweep record names the server" \
+	"$(ts-cat "$T/s/jobs.msgpack" | jq -r 'select(.event=="sweep") | .places | map("\(.host) \(.slots)") | join(";")')" "127.0.0.1 2"
+
+printf '# unreachable, then the good one\nnosuchhost.invalid 4\n127.0.0.1\n' >"$T/servers2"
+check "a server that cannot be reached is left out, the others run" sweep --servers "$T/servers2" -p lr=1e-4 \
+	--dir "$T/s2" -- "$BIN/ts-train" "${MODEL[@]}" --vocab "$V" --max-steps 2
+cp "$T/err" "$T/s2.err"
+check "...with a warning naming it" grep -q "server nosuchhost.invalid left out: ssh: Could not resolve" "$T/s2.err"
+# left_out NAME WHY ARGS...: the sweep exits 1, its warning says WHY and its last line that none is left
+left_out() {
+	local n=$1 why=$2; shift 2
+	sweep "$@" >/dev/null 2>"$T/lo.err"
+	local rc=$?
+	if [ $rc = 1 ] && grep -q -- "$why" "$T/lo.err" && tail -1 "$T/lo.err" | grep -q "no server is left to run the jobs"; then
+		pass "$n"
+	else fail "$n"; echo "    exit $rc"; sed 's/^/    /' "$T/lo.err" | head -5; fi
+}
+left_out "no server left: the sweep ends, saying why" "server nosuchhost.invalid left out" \
+	--servers <(echo "nosuchhost.invalid") -p lr=1e-4 --dir "$T/s3" -- "$BIN/ts-train" "${MODEL[@]}" --vocab "$V"
+left_out "a data dir the server lacks leaves it out" "server 127.0.0.1 left out: no data dir $T/nodata" \
+	--servers "$T/servers" -p lr=1e-4 --dir "$T/s4" -- "$BIN/ts-train" "${MODEL[@]/$T\/data/$T/nodata}" --vocab "$V"
+expect_fail "a bad servers line" 2 "line 1: not HOST \[SLOTS\]" sweep --servers <(echo "host many") -p lr=1 --dir "$T/s6" \
+	-- "$BIN/ts-train" "${MODEL[@]}"
+
+# ts-stop reaches the remote jobs through their run dirs
+sweep --servers "$T/servers" -p lr=1e-4,2e-4,3e-4 --dir "$T/st" -- "$BIN/ts-train" "${MODEL[@]}" --vocab "$V" \
+	--max-steps 400 --eval-every 200 >"$T/st.out" 2>&1 &
+sweeper=$!
+two_running() { [ "$(ls "$T"/st/job-00[12]/events.msgpack 2>/dev/null | wc -l)" = 2 ]; }
+wait_for "two remote jobs under way" two_running
+check "ts-stop SWEEPDIR" ts-stop "$T/st"
+for _ in $(seq 600); do kill -0 "$sweeper" 2>/dev/null || break; sleep 0.1; done
+wait "$sweeper"
+expect_eq "the sweep ends, exit 0" "$?" 0
+expect_eq "the remote jobs stopped with a checkpoint, the third never started" \
+	"$(ts-cat "$T/st/jobs.msgpack" | jq -r 'select(.state=="stopped") | .job' | sort -n | tr '\n' ' ')$(test -e "$T/st/job-003" && echo started)" \
+	"1 2 "
+check "job 1 wrote its stop event" sh -c "ts-cat '$T/st/job-001/events.msgpack' | grep -q '\"stop\"'"
+check "--resume goes on over ssh" sweep --resume "$T/st"
+expect_eq "--resume: all 3 done" \
+	"$(ts-sweep --show "$T/st" --format json | jq -r 'sort_by(.job) | map("\(.job) \(.state)") | join(";")')" \
+	"1 done;2 done;3 done"
+expect_eq "--resume: jobs 1 and 2 went on from their checkpoints on the server" \
+	"$(ts-cat "$T/st/jobs.msgpack" | jq -r 'select(.state=="running" and .argv[1]=="--resume") | "\(.job)@\(.host)"' | tr '\n' ' ')" \
+	"1@127.0.0.1 2@127.0.0.1 "
+finish
