@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 static struct strlist params;
-static long draws, seed, slots = 1;
-static char *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
+static long draws, seed, slots = 1, eta = 3;
+static char *prune, *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
 static int print;
 
 static const struct opt opts[] = {
@@ -28,6 +28,9 @@ static const struct opt opts[] = {
 	{0, "seed", OPT_INT, &seed, "N", "seed of the random draws (default 0)", NULL, .min = 0, .max = LONG_MAX},
 	{'P', "jobs", OPT_INT, &slots, "N", "jobs at a time on this machine, sharing its cores (default 1)", NULL,
 	 .min = 1, .max = 1024},
+	{0, "prune", OPT_STR, &prune, "HOW", "asha: stop the worse jobs at rungs of their evaluations", "asha"},
+	{0, "eta", OPT_INT, &eta, "N", "with --prune asha, keep 1 job in N at each rung, at N times the steps (default 3)", NULL,
+	 .min = 2, .max = 100},
 	{0, "servers", OPT_STR, &servers, "FILE", "run on the servers of FILE, 'HOST [SLOTS]' a line, reached by --ssh", "@file"},
 	{0, "ssh", OPT_STR, &ssh, "CMD", "the command that reaches a server (default: ssh -o BatchMode=yes)", NULL},
 	{0, "dir", OPT_STR, &dir, "DIR", "sweep dir to create: jobs.msgpack, job-NNN run dirs and outputs", "@dir"},
@@ -61,14 +64,6 @@ static int by_metric(const void *a, const void *b)
 	if (!isnan(x->value) && x->value != y->value)
 		return (x->value < y->value) == lower_is_better ? -1 : 1;
 	return (int)(json_integer_value(json_object_get(x->job, "job")) - json_integer_value(json_object_get(y->job, "job")));
-}
-
-/* A metric's value in an evaluation record; NAN when absent. */
-static double metric_of(const json_t *best, const char *name)
-{
-	const json_t *v = !strcmp(name, "macro-f1") ? json_object_get(json_object_get(best, "macro"), "f1")
-						    : json_object_get(best, name);
-	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 static const char *state_of(const json_t *job)
@@ -105,21 +100,22 @@ static char **cells(const struct row *r, int rank, json_t *keys)
 /* What is left of the queue: about how long, from the finished jobs' mean time. */
 static void print_finish(const struct row *rows, size_t n, long nslots)
 {
-	int counts[5] = {0};
-	const char *names[5] = {"done", "failed", "running", "queued", "stopped"};
+	enum { STATES = 6 };
+	int counts[STATES] = {0};
+	const char *names[STATES] = {"done", "pruned", "failed", "running", "queued", "stopped"};
 	double sum = 0;
 	int timed = 0;
 	for (size_t i = 0; i < n; i++) {
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < STATES; k++)
 			counts[k] += !strcmp(state_of(rows[i].job), names[k]);
 		if (!strcmp(state_of(rows[i].job), "done"))
 			sum += json_number_value(json_object_get(rows[i].job, "seconds")), timed++;
 	}
 	printf("%zu jobs:", n);
-	for (int k = 0, first = 1; k < 5; k++)
+	for (int k = 0, first = 1; k < STATES; k++)
 		if (counts[k])
 			printf("%s %d %s", first ? "" : ",", counts[k], names[k]), first = 0;
-	int left = counts[2] + counts[3];
+	int left = counts[3] + counts[4];
 	if (left && timed)
 		printf("; about %.1f min left (%d left, a job %.1f min on average, %ld at a time)",
 		       sum / timed * ceil((double)left / (double)nslots) / 60, left, sum / timed / 60, nslots);
@@ -148,9 +144,9 @@ static void print_board(const char *d)
 		}
 	}
 	const char *name = metric ? metric : any_accuracy ? "accuracy" : "loss";
-	lower_is_better = !strcmp(name, "loss") || !strcmp(name, "ppl");
+	lower_is_better = sweep_lower_is_better(name);
 	for (size_t i = 0; i < n; i++)
-		rows[i].value = metric_of(json_object_get(rows[i].job, "best"), name);
+		rows[i].value = sweep_metric(json_object_get(rows[i].job, "best"), name);
 	qsort(rows, n, sizeof *rows, by_metric);
 	if (!strcmp(format, "json")) {
 		json_t *out = json_array();
@@ -364,6 +360,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	plan.places = places(&plan.nplaces);
+	plan.eta = prune ? (int)eta : 0;
+	plan.metric = metric;
 	plan.ssh = sweep_words(ssh, &plan.nssh, "--ssh");
 	if (!plan.nssh)
 		die_usage("--ssh names no command");

@@ -1,5 +1,6 @@
 #include "sweeprun.h"
 #include "afile.h"
+#include "asha.h"
 #include "err.h"
 #include "events.h"
 #include "mpjson.h"
@@ -8,6 +9,7 @@
 #include "strbuf.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,13 +202,13 @@ static pid_t start(const char *dir, const char *cwd, int i, char **argv)
 }
 
 /* The record of job i's end. */
-static json_t *ended(const char *dir, int i, int status, int stopping, double took)
+static json_t *ended(const char *dir, int i, int status, int stopping, int pruned, double took)
 {
 	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
 	sprintf(out, "%s.out", run);
 	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	json_t *rec = json_pack("{sI ss sf}", "job", (json_int_t)i + 1,
-				"state", ok ? (stopping ? "stopped" : "done") : "failed", "seconds", took);
+				"state", ok ? (pruned ? "pruned" : stopping ? "stopped" : "done") : "failed", "seconds", took);
 	if (WIFEXITED(status))
 		json_object_set_new(rec, "exit", json_integer(WEXITSTATUS(status)));
 	else
@@ -243,12 +245,95 @@ static void stop_remote(const char *dir, int i)
 	free(run);
 }
 
-/* A running job: its pid, where it runs, when it began. */
+/* A running job: its pid, where it runs, when it began; with pruning, how
+ * far its events have been read and whether it was told to stop. */
 struct running {
 	pid_t pid;
 	int job, place;
 	double began;
+	msgpack_unpacker *events;
+	off_t read;
+	int pruned;
 };
+
+double sweep_metric(const json_t *eval, const char *name)
+{
+	const json_t *v = !strcmp(name, "macro-f1") ? json_object_get(json_object_get(eval, "macro"), "f1")
+						    : json_object_get(eval, name);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+int sweep_lower_is_better(const char *name)
+{
+	return !strcmp(name, "loss") || !strcmp(name, "ppl");
+}
+
+/* The pruning of a schedule: the rungs, made at the first evaluation seen
+ * (when the metric is known), and the metric. */
+struct pruning {
+	struct asha *asha;
+	const char *metric;
+};
+
+/* Reads the evaluations job r has added to its events since the last call,
+ * and stops it when ASHA says so, recording why in ev. */
+static void watch(const struct sweep_plan *p, struct pruning *pr, struct running *r, struct events *ev)
+{
+	char *run = sweep_job_dir(p->dir, r->job), *path = path_join(run, "events.msgpack");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0) {
+		free(run);
+		return;
+	}
+	if (!r->events)
+		r->events = msgpack_unpacker_new(1 << 16);
+	for (;;) {
+		if (!msgpack_unpacker_reserve_buffer(r->events, 1 << 16))
+			die("out of memory");
+		ssize_t got = pread(fd, msgpack_unpacker_buffer(r->events), msgpack_unpacker_buffer_capacity(r->events),
+				    r->read);
+		if (got <= 0)
+			break;
+		r->read += got;
+		msgpack_unpacker_buffer_consumed(r->events, (size_t)got);
+	}
+	close(fd);
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	while (!r->pruned && msgpack_unpacker_next(r->events, &u) == MSGPACK_UNPACK_SUCCESS) {
+		const msgpack_object *e = mp_get(&u.data, "event"), *split = mp_get(&u.data, "split");
+		if (!e || e->type != MSGPACK_OBJECT_STR || e->via.str.size != 4 || memcmp(e->via.str.ptr, "eval", 4) ||
+		    !split || split->type != MSGPACK_OBJECT_STR || split->via.str.size != 5 ||
+		    memcmp(split->via.str.ptr, "valid", 5))
+			continue;
+		struct strbuf b = {0};
+		mp_to_json(&u.data, &b);
+		sb_addc(&b, 0);
+		json_t *eval = json_loads(b.s, 0, NULL);
+		sb_free(&b);
+		if (!pr->asha) {
+			pr->metric = p->metric ? p->metric : json_object_get(eval, "accuracy") ? "accuracy" : "loss";
+			pr->asha = asha_new(p->eta, sweep_lower_is_better(pr->metric));
+		}
+		long step = (long)json_integer_value(json_object_get(eval, "step"));
+		double value = sweep_metric(eval, pr->metric), best;
+		int rung;
+		if (asha_report(pr->asha, r->job, step, value, &rung, &best)) {
+			r->pruned = 1;
+			events_add(ev, "job", json_pack("{sI ss sI sI ss sf sf}", "job", (json_int_t)r->job + 1, "state", "pruning",
+							"rung", (json_int_t)rung, "step", (json_int_t)step, "metric",
+							pr->metric, "value", value, "rung_best", best));
+			if (p->places[r->place].host)
+				stop_remote(p->dir, r->job);
+			else
+				kill(r->pid, SIGTERM);
+		}
+		json_decref(eval);
+	}
+	msgpack_unpacked_destroy(&u);
+	free(run);
+}
 
 /* Runs the n jobs ids[] (0-based) with their command lines argvs[], to
  * which the place adds its -j where add_j[] says, as many at a time as the
@@ -264,6 +349,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		slots += p->places[k].slots;
 	struct running *run = xcalloc((size_t)slots + 1, sizeof *run);
 	int next = 0, running = 0, failed = 0, stopping = 0;
+	struct pruning pr = {0};
 	while (running || (next < n && !stopping)) {
 		for (int k = 0; k < p->nplaces && next < n && !stop_asked; k++)
 			while (busy[k] < p->places[k].slots && next < n) {
@@ -299,6 +385,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 				else
 					kill(run[i].pid, SIGTERM);
 		}
+		for (int i = 0; p->eta > 1 && !stopping && i < running; i++)
+			watch(p, &pr, &run[i], ev);
 		int status;
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 		if (pid < 0 && errno != EINTR)
@@ -310,10 +398,12 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		}
 		for (int i = 0; i < running; i++)
 			if (run[i].pid == pid) {
-				json_t *rec = ended(p->dir, run[i].job, status, stopping, now() - run[i].began);
+				json_t *rec = ended(p->dir, run[i].job, status, stopping, run[i].pruned, now() - run[i].began);
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				events_add(ev, "job", rec);
 				busy[run[i].place]--;
+				if (run[i].events)
+					msgpack_unpacker_free(run[i].events);
 				run[i] = run[--running];
 				break;
 			}
@@ -322,6 +412,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	if (stopping)
 		rundir_clear_stop(p->dir);
 	free(run), free(busy);
+	if (pr.asha)
+		asha_free(pr.asha);
 	return stopping ? 2 : failed;
 }
 
@@ -436,8 +528,11 @@ int sweep_run(struct sweep_plan *p)
 	json_t *ssh = json_array();
 	for (int k = 0; k < p->nssh; k++)
 		json_array_append_new(ssh, json_string(p->ssh[k]));
-	events_add(ev, "sweep", json_pack("{sI sI ss so so}", "jobs", (json_int_t)p->njobs, "slots", (json_int_t)slots,
-					   "cwd", cwd, "places", places_json(p), "ssh", ssh));
+	json_t *rec = json_pack("{sI sI ss so so sI}", "jobs", (json_int_t)p->njobs, "slots", (json_int_t)slots, "cwd",
+				cwd, "places", places_json(p), "ssh", ssh, "eta", (json_int_t)p->eta);
+	if (p->metric)
+		json_object_set_new(rec, "metric", json_string(p->metric));
+	events_add(ev, "sweep", rec);
 	int *ids = xcalloc((size_t)p->njobs + 1, sizeof *ids), *add_j = xcalloc((size_t)p->njobs + 1, sizeof *add_j);
 	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
 	for (int i = 0; i < p->njobs; i++) {
@@ -537,14 +632,16 @@ int sweep_resume(const char *dir, long slots)
 	const char *cwd = json_string_value(json_object_get(sweep, "cwd"));
 	if (!cwd)
 		die("%s: jobs.msgpack: the sweep record lacks its working dir", dir);
-	struct sweep_plan p = {.dir = dir};
+	struct sweep_plan p = {.dir = dir, .eta = (int)json_integer_value(json_object_get(sweep, "eta")),
+			       .metric = json_string_value(json_object_get(sweep, "metric"))};
 	recorded_places(&p, sweep, slots);
 	size_t n = json_array_size(jobs);
 	int *ids = xcalloc(n + 1, sizeof *ids), *add_j = xcalloc(n + 1, sizeof *add_j), todo = 0;
 	char ***argvs = xcalloc(n + 1, sizeof *argvs);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *job = json_array_get(jobs, i), *argv = json_object_get(job, "argv");
-		if (!strcmp(json_string_value(json_object_get(job, "state")), "done"))
+		const char *state = json_string_value(json_object_get(job, "state"));
+		if (!strcmp(state, "done") || !strcmp(state, "pruned"))
 			continue;
 		if (!json_array_size(argv))
 			die("%s: jobs.msgpack: job %zu has no command line", dir, i + 1);

@@ -26,7 +26,15 @@ struct sweep_plan {
 	int nplaces;
 	char **ssh;            /* the command that reaches a server, as words */
 	int nssh;
+	int eta;               /* > 1: stop the worse jobs at rungs (asha.h), keeping 1 in eta */
+	const char *metric;    /* what ranks the jobs; NULL: accuracy where evaluations have it, else loss */
 };
+
+/* The value of metric name (accuracy, macro-f1, mcc, loss, ppl) in an
+ * evaluation record; NAN when it has none. */
+double sweep_metric(const json_t *eval, const char *name);
+/* Whether lower values of metric name are better. */
+int sweep_lower_is_better(const char *name);
 
 /* Job i's command line, NULL-terminated, with -j threads where the job
  * gives none and threads > 0. */

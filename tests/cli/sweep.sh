@@ -117,6 +117,24 @@ expect_eq "--resume: a failed job runs again, a done one does not" \
 expect_fail "--resume of a sweep that runs" 1 "is in use by another ts-sweep" sh -c \
 	"flock '$T/g/lock' sleep 2 & sleep 0.5; ts-sweep --resume '$T/g'"
 
+# --prune asha on real data: the rates from good to useless, so that the later jobs
+# reach the first rung (the evaluation at step 10) behind the earlier ones
+head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
+ts-tokenize -v "$V" --label label --max-len 64 "$T/spam.csv" | ts-shard -o "$T/spam" --seed 3 >/dev/null
+check "--prune asha: 9 rates, 90 steps each" sweep -P 2 --prune asha --eta 3 --metric loss \
+	-p lr=3e-3,1e-2,1e-3,3e-4,1e-4,3e-5,1e-5,1e-6,1e-7 --dir "$T/a" -- ts-train --data "$T/spam" --vocab "$V" \
+	--layers 1 --hidden 64 --heads 2 --max-pos 64 --batch 16 --max-steps 90 --eval-every 10 --seed 1
+pruned() { ts-cat "$T/a/jobs.msgpack" | jq -r "select(.state==\"pruning\") | $1"; }
+check "--prune asha: at least 3 of the 9 jobs pruned" test "$(pruned .job | wc -l)" -ge 3
+expect_eq "--prune asha: each pruned at a rung where another job did better" \
+	"$(pruned '.value > .rung_best' | sort -u)" true
+expect_eq "--prune asha: the pruned jobs stopped early, with a checkpoint" \
+	"$(for j in $(pruned .job); do ts-cat "$T/a/job-00$j/events.msgpack" | jq -r 'select(.event=="stop") | .step < 90'; done | sort -u)" true
+expect_eq "--prune asha: the best job ran to the end" \
+	"$(sweep --show "$T/a" --format json | jq -r '.[0] | "\(.state) \(.params.lr)"')" "done 3e-3"
+check "--prune asha: --resume runs no pruned job again" sweep --resume "$T/a"
+expect_eq "--prune asha: ...nothing was left to run" "$(ts-cat "$T/a/jobs.msgpack" | jq -r 'select(.event=="resume") | .jobs')" 0
+
 # usage errors, before anything is written
 expect_fail "a range needs --random" 2 "a range is drawn from: give --random N" \
 	ts-sweep -p lr=1e-5:1e-3 --dir "$T/u1" -- "${TRAIN[@]}"
