@@ -10,6 +10,7 @@
 #include "sweeprun.h"
 #include <jansson.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 #include <unistd.h>
 
 static struct strlist params;
-static long draws, seed, slots = 1, eta = 3;
+static long draws, seed, slots = 1, eta = 3, max_params;
 static char *prune, *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
 static int print;
 
@@ -28,6 +29,8 @@ static const struct opt opts[] = {
 	{0, "seed", OPT_INT, &seed, "N", "seed of the random draws (default 0)", NULL, .min = 0, .max = LONG_MAX},
 	{'P', "jobs", OPT_INT, &slots, "N", "jobs at a time on this machine, sharing its cores (default 1)", NULL,
 	 .min = 1, .max = 1024},
+	{0, "max-params", OPT_INT, &max_params, "N", "skip the jobs whose models have more than N parameters", NULL,
+	 .min = 0, .max = LONG_MAX},
 	{0, "prune", OPT_STR, &prune, "HOW", "asha: stop the worse jobs at rungs of their evaluations", "asha"},
 	{0, "eta", OPT_INT, &eta, "N", "with --prune asha, keep 1 job in N at each rung, at N times the steps (default 3)", NULL,
 	 .min = 2, .max = 100},
@@ -100,9 +103,9 @@ static char **cells(const struct row *r, int rank, json_t *keys)
 /* What is left of the queue: about how long, from the finished jobs' mean time. */
 static void print_finish(const struct row *rows, size_t n, long nslots)
 {
-	enum { STATES = 6 };
+	enum { STATES = 7 };
 	int counts[STATES] = {0};
-	const char *names[STATES] = {"done", "pruned", "failed", "running", "queued", "stopped"};
+	const char *names[STATES] = {"done", "pruned", "failed", "running", "queued", "stopped", "skipped"};
 	double sum = 0;
 	int timed = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -362,6 +365,7 @@ int main(int argc, char **argv)
 	plan.places = places(&plan.nplaces);
 	plan.eta = prune ? (int)eta : 0;
 	plan.metric = metric;
+	plan.max_params = max_params;
 	plan.ssh = sweep_words(ssh, &plan.nssh, "--ssh");
 	if (!plan.nssh)
 		die_usage("--ssh names no command");

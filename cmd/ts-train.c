@@ -21,7 +21,7 @@ static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
-static int eval_test, bucket, whole_word, recompute, true_gradient;
+static int eval_test, bucket, whole_word, recompute, true_gradient, count_params;
 
 static const struct opt opts[] = {
 	{0, "data", OPT_STR, &data, "DIR", "data dir made by ts-shard (train, valid, test)", "@dir"},
@@ -96,6 +96,7 @@ static const struct opt opts[] = {
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},
+	{0, "count-params", OPT_FLAG, &count_params, NULL, "print the parameters of the model the options make, and exit", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -119,7 +120,7 @@ static void check_options(void)
 {
 	if (!data)
 		die_usage("a data dir is required: --data DIR");
-	if (!run)
+	if (!run && !count_params)
 		die_usage("a run dir is required: --run DIR");
 	if (hidden % heads)
 		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
@@ -204,10 +205,6 @@ int main(int argc, char **argv)
 		ffn = 4 * hidden;
 	if (dropout < 0 && !init)
 		dropout = 0.1;
-	struct comm comm;
-	comm_open(&comm, comm_timeout, net_if);
-	int cores = omp_get_num_procs() / comm.local_size;
-	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,
 		.task = strcmp(task, "mlm") ? TASK_CLS : TASK_MLM,
@@ -224,11 +221,21 @@ int main(int argc, char **argv)
 		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
 		.eval_test = eval_test, .bucket = bucket, .metric = metric,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
-		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero, .comm = &comm,
+		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero,
 		.resume = resume != NULL, .write_config = write_config,
-		/* before the run dir exists: a missing GPU leaves nothing behind */
-		.be = backend_open(gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus)),
 	};
+	if (count_params) {
+		printf("%zu\n", train_count_params(&c));
+		close_stdout();
+		return 0;
+	}
+	struct comm comm;
+	comm_open(&comm, comm_timeout, net_if);
+	int cores = omp_get_num_procs() / comm.local_size;
+	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
+	c.comm = &comm;
+	/* before the run dir exists: a missing GPU leaves nothing behind */
+	c.be = backend_open(gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus));
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);
 	comm_close(&comm);

@@ -7,6 +7,7 @@ _ts_sweep() {
 	--random) COMPREPLY=(); return ;;
 	--seed) COMPREPLY=(); return ;;
 	-P|--jobs) COMPREPLY=(); return ;;
+	--max-params) COMPREPLY=(); return ;;
 	--prune) COMPREPLY=($(compgen -W "asha" -- "$cur")); return ;;
 	--eta) COMPREPLY=(); return ;;
 	--servers) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -18,7 +19,7 @@ _ts_sweep() {
 	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 mcc loss ppl" -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --prune --eta --servers --ssh --dir --resume --print --show --format --metric --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --max-params --prune --eta --servers --ssh --dir --resume --print --show --format --metric --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_sweep ts-sweep

@@ -126,6 +126,8 @@ static json_t *best_eval(const char *run)
 		}
 		rec_close(r);
 		for (size_t i = 0; i < n; i++) {
+			json_object_del(evals[i], "event");
+			json_object_del(evals[i], "time");
 			json_t *step = json_object_get(evals[i], "step");
 			if (!best || (best_step >= 0 && json_integer_value(step) == best_step) ||
 			    (best_step < 0 && i == n - 1)) {
@@ -505,6 +507,44 @@ static json_t *places_json(const struct sweep_plan *p)
 	return a;
 }
 
+/* The parameters of job argv's model, as ts-train --count-params says in
+ * cwd; -1 when it cannot tell (the job will fail and say why). */
+static long count_params(const char *cwd, char **argv)
+{
+	int len = 0, fds[2];
+	while (argv[len])
+		len++;
+	char **v = xcalloc((size_t)len + 2, sizeof *v);
+	memcpy(v, argv, (size_t)len * sizeof *v);
+	v[len] = "--count-params";
+	if (pipe(fds) < 0)
+		die("cannot make a pipe:");
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		die("cannot start ts-train:");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (null < 0 || dup2(fds[1], 1) < 0 || dup2(null, 2) < 0 || dup2(null, 0) < 0 || chdir(cwd) < 0)
+			_exit(127);
+		execvp(v[0], v);
+		_exit(127);
+	}
+	close(fds[1]);
+	char out[64] = "";
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof out - 1 && (k = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
+		got += (size_t)k;
+	close(fds[0]);
+	int status;
+	waitpid(pid, &status, 0);
+	free(v);
+	char *end;
+	long n = strtol(out, &end, 10);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && end != out && *end == '\n' ? n : -1;
+}
+
 int sweep_run(struct sweep_plan *p)
 {
 	make_parents(p->dir);
@@ -535,14 +575,23 @@ int sweep_run(struct sweep_plan *p)
 	events_add(ev, "sweep", rec);
 	int *ids = xcalloc((size_t)p->njobs + 1, sizeof *ids), *add_j = xcalloc((size_t)p->njobs + 1, sizeof *add_j);
 	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
+	int n = 0;
 	for (int i = 0; i < p->njobs; i++) {
-		ids[i] = i;
-		add_j[i] = p->jobs[i].threads;
-		argvs[i] = sweep_argv(p, i, 0);
-		events_add(ev, "job", json_pack("{sI ss so so}", "job", (json_int_t)i + 1, "state", "queued", "params",
-						params_json(&p->jobs[i]), "argv", strings_json(argvs[i])));
+		char **argv = sweep_argv(p, i, 0);
+		long size = p->max_params ? count_params(cwd, argv) : -1;
+		json_t *rec = json_pack("{sI ss so so}", "job", (json_int_t)i + 1, "state", "queued", "params",
+					params_json(&p->jobs[i]), "argv", strings_json(argv));
+		if (size >= 0)
+			json_object_set_new(rec, "size", json_integer(size));
+		if (size > p->max_params) {   /* too big: never started */
+			json_object_set_new(rec, "state", json_string("skipped"));
+			warnx("job %d skipped: its model has %ld parameters, over --max-params %ld", i + 1, size, p->max_params);
+		} else {
+			ids[n] = i, add_j[n] = p->jobs[i].threads, argvs[n++] = argv;
+		}
+		events_add(ev, "job", rec);
 	}
-	int rc = schedule(p, cwd, ev, p->njobs, ids, argvs, add_j);
+	int rc = schedule(p, cwd, ev, n, ids, argvs, add_j);
 	events_close(ev);
 	free(cwd), free(abs), free(ids), free(argvs), free(add_j);
 	return rc;
@@ -641,7 +690,7 @@ int sweep_resume(const char *dir, long slots)
 	for (size_t i = 0; i < n; i++) {
 		const json_t *job = json_array_get(jobs, i), *argv = json_object_get(job, "argv");
 		const char *state = json_string_value(json_object_get(job, "state"));
-		if (!strcmp(state, "done") || !strcmp(state, "pruned"))
+		if (!strcmp(state, "done") || !strcmp(state, "pruned") || !strcmp(state, "skipped"))
 			continue;
 		if (!json_array_size(argv))
 			die("%s: jobs.msgpack: job %zu has no command line", dir, i + 1);

@@ -28,6 +28,7 @@ struct sweep_plan {
 	int nssh;
 	int eta;               /* > 1: stop the worse jobs at rungs (asha.h), keeping 1 in eta */
 	const char *metric;    /* what ranks the jobs; NULL: accuracy where evaluations have it, else loss */
+	long max_params;       /* > 0: skip a job whose model has more parameters */
 };
 
 /* The value of metric name (accuracy, macro-f1, mcc, loss, ppl) in an
@@ -41,7 +42,8 @@ int sweep_lower_is_better(const char *name);
 char **sweep_argv(const struct sweep_plan *p, int i, int threads);
 /* Job i's run dir. */
 char *sweep_job_dir(const char *dir, int i);
-/* Makes the sweep dir, checks the servers (the working dir, the sweep dir
+/* Makes the sweep dir, skips the jobs whose models are too big (asking
+ * ts-train --count-params), checks the servers (the working dir, the sweep dir
  * and the jobs' data dirs reachable there, 1 GiB free for the runs: a
  * server that fails is left out with a warning, its cores counted for
  * -j), and runs every job, as many at a time as the places have slots; a

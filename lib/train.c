@@ -165,6 +165,29 @@ static int data_classes(const struct manifest *m)
 	return k;
 }
 
+size_t train_count_params(const struct train_config *c)
+{
+	struct manifest *man = manifest_read(c->data);
+	struct bert_config mc = c->model;
+	if (c->init) {
+		char **names = NULL, *path = path_join(c->init, "config.json");
+		int n = 0;
+		hfconfig_read(path, &mc, &names, &n);
+		hfconfig_free_labels(names, n);
+		free(path);
+	} else {
+		if (!c->vocab)
+			die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
+		struct vocab *v = vocab_load(c->vocab);
+		mc.vocab = vocab_size(v);
+		vocab_free(v);
+	}
+	mc.task = c->task;
+	mc.num_labels = c->task == TASK_CLS ? data_classes(man) : 0;
+	manifest_free(man);
+	return bert_config_numel(&mc);
+}
+
 /* Token ids index the vocab's tables and the model's embeddings (at least as
  * large): the manifest's word is checked before step 1, every record as it
  * is batched. */

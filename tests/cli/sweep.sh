@@ -135,6 +135,19 @@ expect_eq "--prune asha: the best job ran to the end" \
 check "--prune asha: --resume runs no pruned job again" sweep --resume "$T/a"
 expect_eq "--prune asha: ...nothing was left to run" "$(ts-cat "$T/a/jobs.msgpack" | jq -r 'select(.event=="resume") | .jobs')" 0
 
+# --max-params: ts-train --count-params sizes each job's model before any starts
+expect_eq "ts-train --count-params: the parameters its run counts" \
+	"$(ts-train "${MODEL[@]}" --vocab "$V" --count-params)" \
+	"$(ts-cat "$T/g/job-001/events.msgpack" | jq -r 'select(.event=="start") | .params')"
+small=$(ts-train "${MODEL[@]}" --vocab "$V" --count-params)
+check "--max-params: hidden 32 and 64 under a bound between them" sweep -P 2 -p hidden=32,64 --max-params "$small" \
+	--dir "$T/m" -- "${TRAIN[@]}"
+cp "$T/err" "$T/m.err"
+expect_eq "--max-params: the bigger job is skipped, never started" \
+	"$(sweep --show "$T/m" --format json | jq -r 'sort_by(.job) | map("\(.job) \(.state)") | join(";")') $(test -e "$T/m/job-002" && echo started)" \
+	"1 done;2 skipped "
+check "--max-params: a warning names it" grep -q "job 2 skipped: its model has [0-9]* parameters, over --max-params $small" "$T/m.err"
+
 # usage errors, before anything is written
 expect_fail "a range needs --random" 2 "a range is drawn from: give --random N" \
 	ts-sweep -p lr=1e-5:1e-3 --dir "$T/u1" -- "${TRAIN[@]}"
