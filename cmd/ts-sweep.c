@@ -2,6 +2,7 @@
  * the leaderboard. */
 #include "afile.h"
 #include "err.h"
+#include "gpulist.h"
 #include "opt.h"
 #include "rec.h"
 #include "mpjson.h"
@@ -18,8 +19,8 @@
 #include <unistd.h>
 
 static struct strlist params;
-static long draws, seed, slots = 1, eta = 3, max_params;
-static char *prune, *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
+static long draws, seed, slots = 1, eta = 3, max_params, per_job = 1;
+static char *prune, *gpus, *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
 static int print;
 
 static const struct opt opts[] = {
@@ -34,6 +35,9 @@ static const struct opt opts[] = {
 	{0, "prune", OPT_STR, &prune, "HOW", "asha: stop the worse jobs at rungs of their evaluations", "asha"},
 	{0, "eta", OPT_INT, &eta, "N", "with --prune asha, keep 1 job in N at each rung, at N times the steps (default 3)", NULL,
 	 .min = 2, .max = 100},
+	{0, "gpus", OPT_STR, &gpus, "LIST", "run on these GPUs of this machine (such as 0-7), --per-job of them a job", NULL},
+	{0, "per-job", OPT_INT, &per_job, "K", "processes (and GPUs) a job: a distributed run of K (default 1)", NULL,
+	 .min = 1, .max = 64},
 	{0, "servers", OPT_STR, &servers, "FILE", "run on the servers of FILE, 'HOST [SLOTS]' a line, reached by --ssh", "@file"},
 	{0, "ssh", OPT_STR, &ssh, "CMD", "the command that reaches a server (default: ssh -o BatchMode=yes)", NULL},
 	{0, "dir", OPT_STR, &dir, "DIR", "sweep dir to create: jobs.msgpack, job-NNN run dirs and outputs", "@dir"},
@@ -260,16 +264,34 @@ static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
 	return all;
 }
 
-/* The servers of --servers FILE, and this machine's -P slots where -P is given. */
+/* The GPU groups of --gpus, --per-job GPUs each. */
+static void gpu_places(struct sweep_place **v, size_t *cap, int *n)
+{
+	int ids[MAX_GPUS], k = (int)per_job, count = gpus_parse(gpus, ids);
+	if (count % k)
+		die_usage("--gpus %s names %d GPUs, not a multiple of --per-job %d", gpus, count, k);
+	for (int g = 0; g < count; g += k) {
+		char group[MAX_GPUS * 4] = "";
+		for (int i = g; i < g + k; i++)
+			snprintf(group + strlen(group), sizeof group - strlen(group), "%s%d", i > g ? "," : "", ids[i]);
+		grow(v, cap, (size_t)*n + 1, sizeof **v);
+		(*v)[(*n)++] = (struct sweep_place){NULL, 1, sweep_threads(count), xstrdup(group), k};
+	}
+}
+
+/* This machine's -P slots (unless only GPUs or servers are named, and -P
+ * is not given), its GPU groups, and the servers of --servers FILE. */
 static struct sweep_place *places(int *n)
 {
 	struct sweep_place *v = NULL;
 	size_t cap = 0;
 	*n = 0;
-	if (!servers || opt_given(&spec, "jobs")) {
+	if ((!servers && !gpus) || opt_given(&spec, "jobs")) {
 		grow(&v, &cap, 1, sizeof *v);
-		v[(*n)++] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots)};
+		v[(*n)++] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)(slots * per_job)), NULL, (int)per_job};
 	}
+	if (gpus)
+		gpu_places(&v, &cap, n);
 	if (!servers)
 		return v;
 	FILE *f = fopen(servers, "r");
@@ -289,7 +311,7 @@ static struct sweep_place *places(int *n)
 		if (nw > 2 || (end && (*end || end == w[1])) || k < 1 || k > 1024)
 			die_usage("%s: not HOST [SLOTS] with SLOTS from 1 to 1024", where);
 		grow(&v, &cap, (size_t)*n + 1, sizeof *v);
-		v[(*n)++] = (struct sweep_place){w[0], (int)k, 0};
+		v[(*n)++] = (struct sweep_place){w[0], (int)k, 0, NULL, 1};
 	}
 	fclose(f);
 	free(line);
@@ -337,6 +359,9 @@ int main(int argc, char **argv)
 		die_usage("--tasks FILE names the commands: no command after --");
 	if (!dir)
 		die_usage("a sweep dir is required: --dir DIR");
+	if (per_job > 1 && (print || (servers && !opt_given(&spec, "jobs") && !gpus)))
+		die_usage("--per-job runs jobs of several processes on this machine's cores or GPUs: not with %s",
+			  print ? "--print" : "only --servers");
 	if (!params.n && !tasks)
 		die_usage("no parameter to sweep: -p KEY=V1,V2");
 	struct sweep_spec *specs = xcalloc((size_t)params.n + 1, sizeof *specs);

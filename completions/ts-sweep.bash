@@ -10,6 +10,8 @@ _ts_sweep() {
 	--max-params) COMPREPLY=(); return ;;
 	--prune) COMPREPLY=($(compgen -W "asha" -- "$cur")); return ;;
 	--eta) COMPREPLY=(); return ;;
+	--gpus) COMPREPLY=(); return ;;
+	--per-job) COMPREPLY=(); return ;;
 	--servers) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--ssh) COMPREPLY=(); return ;;
 	--dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -19,7 +21,7 @@ _ts_sweep() {
 	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 mcc loss ppl" -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --max-params --prune --eta --servers --ssh --dir --resume --print --show --format --metric --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --max-params --prune --eta --gpus --per-job --servers --ssh --dir --resume --print --show --format --metric --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_sweep ts-sweep

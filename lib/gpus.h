@@ -6,13 +6,9 @@
 #ifndef TS_GPUS_H
 #define TS_GPUS_H
 #include "comm.h"
+#include "gpulist.h"
 #include "nvml.h"
 
-enum { MAX_GPUS = 64 };
-
-/* Parses a --gpus list such as "0,2,5-7" into ids (at most MAX_GPUS);
- * returns how many, or dies with a usage error on a bad list. */
-int gpus_parse(const char *list, int *ids);
 /* Orders n GPUs by their usage u: free ones (no process) first, then by
  * utilisation, then by memory in use, then as given. */
 void gpus_by_load(const struct gpu_usage *u, int n, int *order);

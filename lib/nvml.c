@@ -15,6 +15,8 @@ enum { NVML_SUCCESS = 0, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
 static struct {
 	int (*init)(void);
 	int (*by_pci)(const char *, nvml_device *);
+	int (*by_index)(unsigned, nvml_device *);
+	int (*count)(unsigned *);
 	int (*utilization)(nvml_device, struct nvml_utilization *);
 	int (*memory)(nvml_device, struct nvml_memory *);
 	int (*processes)(nvml_device, unsigned *, void *);
@@ -32,23 +34,24 @@ static int ready(void)
 		return 0;
 	nvml.init = (int (*)(void))dlsym(lib, "nvmlInit_v2");
 	nvml.by_pci = (int (*)(const char *, nvml_device *))dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+	nvml.by_index = (int (*)(unsigned, nvml_device *))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+	nvml.count = (int (*)(unsigned *))dlsym(lib, "nvmlDeviceGetCount_v2");
 	nvml.utilization = (int (*)(nvml_device, struct nvml_utilization *))dlsym(lib, "nvmlDeviceGetUtilizationRates");
 	nvml.memory = (int (*)(nvml_device, struct nvml_memory *))dlsym(lib, "nvmlDeviceGetMemoryInfo");
 	nvml.processes = (int (*)(nvml_device, unsigned *, void *))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
-	if (!nvml.init || !nvml.by_pci || !nvml.utilization || !nvml.memory || !nvml.processes ||
+	if (!nvml.init || !nvml.by_pci || !nvml.by_index || !nvml.count || !nvml.utilization || !nvml.memory || !nvml.processes ||
 	    nvml.init() != NVML_SUCCESS)
 		return 0;
 	return state = 1;
 }
 
-int nvml_usage(const char *pci_bus_id, struct gpu_usage *u)
+/* The readings of device d. */
+static int usage_of(nvml_device d, struct gpu_usage *u)
 {
-	nvml_device d;
 	struct nvml_utilization ut;
 	struct nvml_memory mem;
 	unsigned count = 0;
-	if (!ready() || nvml.by_pci(pci_bus_id, &d) != NVML_SUCCESS || nvml.utilization(d, &ut) != NVML_SUCCESS ||
-	    nvml.memory(d, &mem) != NVML_SUCCESS)
+	if (nvml.utilization(d, &ut) != NVML_SUCCESS || nvml.memory(d, &mem) != NVML_SUCCESS)
 		return 0;
 	/* with no room for them, NVML says only how many there are */
 	int rc = nvml.processes(d, &count, NULL);
@@ -56,4 +59,22 @@ int nvml_usage(const char *pci_bus_id, struct gpu_usage *u)
 		return 0;
 	*u = (struct gpu_usage){ ut.gpu / 100.0, (double)mem.used, (double)mem.total, (int)count };
 	return 1;
+}
+
+int nvml_usage(const char *pci_bus_id, struct gpu_usage *u)
+{
+	nvml_device d;
+	return ready() && nvml.by_pci(pci_bus_id, &d) == NVML_SUCCESS && usage_of(d, u);
+}
+
+int nvml_usage_at(int index, struct gpu_usage *u)
+{
+	nvml_device d;
+	return ready() && index >= 0 && nvml.by_index((unsigned)index, &d) == NVML_SUCCESS && usage_of(d, u);
+}
+
+int nvml_count(void)
+{
+	unsigned n = 0;
+	return ready() && nvml.count(&n) == NVML_SUCCESS ? (int)n : -1;
 }

@@ -13,4 +13,9 @@ struct gpu_usage {
 /* The readings of the GPU at PCI bus id ("0000:3b:00.0"); 0 where NVML or
  * the GPU cannot be read. */
 int nvml_usage(const char *pci_bus_id, struct gpu_usage *u);
+/* The same for GPU index as the driver counts them (nvidia-smi's, and
+ * CUDA's under CUDA_DEVICE_ORDER=PCI_BUS_ID). */
+int nvml_usage_at(int index, struct gpu_usage *u);
+/* How many GPUs the driver sees; -1 without NVML. */
+int nvml_count(void);
 #endif

@@ -1,6 +1,8 @@
 #include "sweeprun.h"
 #include "afile.h"
 #include "asha.h"
+#include "gpulist.h"
+#include "nvml.h"
 #include "err.h"
 #include "events.h"
 #include "mpjson.h"
@@ -10,6 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,8 +178,80 @@ static char **placed(const struct sweep_plan *p, const struct sweep_place *pl, c
 	return v;
 }
 
-/* Starts argv with its output into job i's .out file; returns its pid. */
-static pid_t start(const char *dir, const char *cwd, int i, char **argv)
+static volatile sig_atomic_t lead_stop;
+
+static void on_lead_stop(int sig)
+{
+	(void)sig;
+	lead_stop = 1;
+}
+
+/* A TCP port free on this machine now, for a job's process 0 to listen at. */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		die("cannot find a free port:");
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* In a job's own process: starts its k processes as a launch by the
+ * environment (as torchrun would), passes a stop on to them, and returns
+ * the first failure's exit status, else 0. */
+static int lead(char **argv, int k)
+{
+	struct sigaction stop = {.sa_handler = on_lead_stop};
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
+	char port[16], size[16];
+	snprintf(port, sizeof port, "%d", free_port());
+	snprintf(size, sizeof size, "%d", k);
+	pid_t *kids = xcalloc((size_t)k, sizeof *kids);
+	for (int r = 0; r < k; r++) {
+		char rank[16];
+		snprintf(rank, sizeof rank, "%d", r);
+		if ((kids[r] = fork()) < 0)
+			die("cannot start a job's process:");
+		if (kids[r] == 0) {
+			signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+			setenv("WORLD_SIZE", size, 1), setenv("LOCAL_WORLD_SIZE", size, 1);
+			setenv("RANK", rank, 1), setenv("LOCAL_RANK", rank, 1);
+			setenv("MASTER_ADDR", "127.0.0.1", 1), setenv("MASTER_PORT", port, 1);
+			execvp(argv[0], argv);
+			dprintf(2, "ts-sweep: cannot run %s: %s\n", argv[0], strerror(errno));
+			_exit(127);
+		}
+	}
+	int rc = 0, left = k, passed = 0;
+	while (left) {
+		if (lead_stop && !passed) {
+			for (int r = 0; r < k; r++)
+				kill(kids[r], SIGTERM);
+			passed = 1;
+		}
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid < 0 && errno != EINTR)
+			break;
+		if (pid <= 0) {
+			struct timespec pause = {0, 50 * 1000 * 1000};
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		left--;
+		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		if (code && !rc)
+			rc = code;
+	}
+	return rc;
+}
+
+/* Starts argv at place pl with its output into job i's .out file; returns
+ * its pid. */
+static pid_t start(const char *dir, const char *cwd, const struct sweep_place *pl, int i, char **argv)
 {
 	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
 	sprintf(out, "%s.out", run);
@@ -194,6 +271,12 @@ static pid_t start(const char *dir, const char *cwd, int i, char **argv)
 			dprintf(2, "ts-sweep: cannot enter %s: %s\n", cwd, strerror(errno));
 			_exit(127);
 		}
+		if (pl->gpus) {   /* its GPUs, numbered as nvidia-smi numbers them */
+			setenv("CUDA_VISIBLE_DEVICES", pl->gpus, 1);
+			setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+		}
+		if (pl->procs > 1)
+			_exit(lead(argv, pl->procs));
 		execvp(argv[0], argv);
 		dprintf(2, "ts-sweep: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -368,7 +451,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 					with[len] = "-j", with[len + 1] = threads;
 				char **cmd = placed(p, pl, cwd, with);
 				struct running *r = &run[running++];
-				*r = (struct running){start(p->dir, cwd, ids[next], cmd), ids[next], k, now()};
+				*r = (struct running){start(p->dir, cwd, pl, ids[next], cmd), ids[next], k, now()};
 				json_t *rec = json_pack("{sI ss sI so}", "job", (json_int_t)ids[next] + 1, "state", "running",
 							"pid", (json_int_t)r->pid, "argv", strings_json(with));
 				if (pl->host)
@@ -496,13 +579,35 @@ static int check_server(const struct sweep_plan *p, struct sweep_place *pl, cons
 	return ok;
 }
 
+/* Checks the GPUs of place pl: there and free; 0, with a warning, when not. */
+static int check_gpus(const struct sweep_place *pl)
+{
+	int ids[MAX_GPUS], n = gpus_parse(pl->gpus, ids), count = nvml_count();
+	for (int i = 0; i < n; i++) {
+		struct gpu_usage u;
+		if (count < 0)
+			warnx("GPUs %s left out: the NVIDIA driver cannot be read here (no libnvidia-ml.so.1)", pl->gpus);
+		else if (ids[i] >= count)
+			warnx("GPUs %s left out: GPU %d is not here (the driver sees %d)", pl->gpus, ids[i], count);
+		else if (!nvml_usage_at(ids[i], &u))
+			warnx("GPUs %s left out: GPU %d cannot be read", pl->gpus, ids[i]);
+		else if (u.processes)
+			warnx("GPUs %s left out: GPU %d is busy (%d processes)", pl->gpus, ids[i], u.processes);
+		else
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
 static json_t *places_json(const struct sweep_plan *p)
 {
 	json_t *a = json_array();
 	for (int k = 0; k < p->nplaces; k++) {
 		const struct sweep_place *pl = &p->places[k];
-		json_array_append_new(a, json_pack("{so sI sI}", "host", pl->host ? json_string(pl->host) : json_null(),
-						   "slots", (json_int_t)pl->slots, "threads", (json_int_t)pl->threads));
+		json_array_append_new(a, json_pack("{so sI sI so sI}", "host", pl->host ? json_string(pl->host) : json_null(),
+						   "slots", (json_int_t)pl->slots, "threads", (json_int_t)pl->threads, "gpus",
+						   pl->gpus ? json_string(pl->gpus) : json_null(), "procs", (json_int_t)pl->procs));
 	}
 	return a;
 }
@@ -558,11 +663,13 @@ int sweep_run(struct sweep_plan *p)
 	if (!cwd || !abs)
 		die("cannot name the working dir:");
 	int kept = 0, slots = 0;
-	for (int k = 0; k < p->nplaces; k++)
-		if (!p->places[k].host || check_server(p, &p->places[k], cwd, abs))
-			p->places[kept++] = p->places[k], slots += p->places[k].slots;
+	for (int k = 0; k < p->nplaces; k++) {
+		struct sweep_place *pl = &p->places[k];
+		if (pl->host ? check_server(p, pl, cwd, abs) : !pl->gpus || check_gpus(pl))
+			p->places[kept++] = *pl, slots += pl->slots;
+	}
 	if (!kept)
-		die("no server is left to run the jobs (see the warnings above)");
+		die("no server or GPU is left to run the jobs (see the warnings above)");
 	p->nplaces = kept;
 	struct events *ev = open_records(p->dir);
 	json_t *ssh = json_array();
@@ -653,12 +760,15 @@ static void recorded_places(struct sweep_plan *p, const json_t *sweep, long slot
 	int remote = 0;
 	for (int k = 0; k < p->nplaces; k++) {
 		const json_t *pl = json_array_get(places, (size_t)k);
-		const char *host = json_string_value(json_object_get(pl, "host"));
+		const char *host = json_string_value(json_object_get(pl, "host")),
+			   *gpus = json_string_value(json_object_get(pl, "gpus"));
 		p->places[k] = (struct sweep_place){host ? xstrdup(host) : NULL,
 						    (int)json_integer_value(json_object_get(pl, "slots")),
-						    (int)json_integer_value(json_object_get(pl, "threads"))};
-		remote |= host != NULL;
-		if (p->places[k].slots < 1)
+						    (int)json_integer_value(json_object_get(pl, "threads")),
+						    gpus ? xstrdup(gpus) : NULL,
+						    (int)json_integer_value(json_object_get(pl, "procs"))};
+		remote |= host != NULL || gpus != NULL;
+		if (p->places[k].slots < 1 || p->places[k].procs < 1)
 			die("%s: jobs.msgpack: a place of the sweep has no slots", p->dir);
 	}
 	if (!p->nplaces)
@@ -666,9 +776,10 @@ static void recorded_places(struct sweep_plan *p, const json_t *sweep, long slot
 	p->nssh = (int)json_array_size(ssh);
 	p->ssh = argv_of(ssh);
 	if (slots && remote)
-		die_usage("-P sets the jobs at a time on this machine; the sweep in %s ran on servers", p->dir);
+		die_usage("-P sets the jobs at a time on this machine's cores; the sweep in %s ran on servers or GPUs",
+			  p->dir);
 	if (slots)
-		p->places[0] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots)}, p->nplaces = 1;
+		p->places[0] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots), NULL, 1}, p->nplaces = 1;
 }
 
 int sweep_resume(const char *dir, long slots)

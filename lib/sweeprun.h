@@ -10,12 +10,16 @@
 #include "sweep.h"
 #include <jansson.h>
 
-/* Where jobs run: this machine or a server, how many at a time, and the -j
- * each gets there (for the jobs that give none). */
+/* Where jobs run: this machine or a server, how many at a time, the -j
+ * each process gets there (for the jobs that give none), the GPUs a job
+ * sees there (CUDA_VISIBLE_DEVICES) and the processes of a job (more than
+ * 1: a distributed run, launched by the environment). */
 struct sweep_place {
 	char *host;            /* NULL: this machine */
 	int slots;
 	int threads;
+	char *gpus;            /* NULL: the machine's as they are */
+	int procs;
 };
 
 struct sweep_plan {

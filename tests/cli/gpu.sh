@@ -13,7 +13,8 @@ CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and
 	"stopped and resumed on the GPU: the same model bytes" "a GPU checkpoint resumes on the CPU"
 	"ts-eval on the GPU: the CPU's accuracy" "mlm on the GPU: losses within 2e-3 of the CPU's")
 GPU_CHOICE=("--device cuda: the start event names the GPU it took" "--gpus 0 trains on cuda:0"
-	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error")
+	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error"
+	"ts-sweep --gpus 0: its jobs run on the GPU")
 
 # close A B: the loss columns of two loss lists agree within 2e-3 relative
 close() { [ -n "$1" ] && paste <(echo "$1") <(echo "$2") | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 2e-3 * ($4 < 0 ? -$4 : $4) + 1e-6) bad++ } END { exit bad > 0 || NR == 0 }'; }
@@ -41,6 +42,9 @@ expect_eq "GPU: ${GPU_CHOICE[1]}" "$(device_of "$T/gpus0")" cuda:0
 expect_fail "GPU: ${GPU_CHOICE[2]}" 1 "--gpus 63: CUDA sees [0-9]+ GPUs? here" train "${BERT[@]}" --run "$T/g63" --gpus 63
 expect_fail "GPU: ${GPU_CHOICE[3]}" 2 "--gpus chooses GPUs for --device cuda; --device cuda:0 names one" \
 	train "${BERT[@]}" --run "$T/g0" --gpus 0 --device cuda:0
+
+timeout 300 ts-sweep --gpus 0 -p lr=1e-4,2e-4 --dir "$T/sweep" -- ts-train "${BERT[@]}" --max-steps 2 >/dev/null 2>&1
+expect_eq "GPU: ${GPU_CHOICE[4]}" "$(device_of "$T/sweep/job-001") $(device_of "$T/sweep/job-002")" "cuda:0 cuda:0"
 
 train "${BERT[@]}" --run "$T/cpu" --device cpu >/dev/null 2>&1 || fail "the CPU run"
 train "${BERT[@]}" --run "$T/gpu" --device cuda >/dev/null 2>&1 || fail "the GPU run"

@@ -148,6 +148,29 @@ expect_eq "--max-params: the bigger job is skipped, never started" \
 	"1 done;2 skipped "
 check "--max-params: a warning names it" grep -q "job 2 skipped: its model has [0-9]* parameters, over --max-params $small" "$T/m.err"
 
+# --per-job 2: each job a distributed run of 2 processes, launched by the environment
+check "--per-job 2: jobs of 2 processes" sweep -P 1 --per-job 2 -p lr=1e-4,1e-3 --dir "$T/d" -- "${TRAIN[@]}"
+expect_eq "--per-job 2: each job ran on 2 processes, all done" \
+	"$(for j in 1 2; do ts-cat "$T/d/job-00$j/events.msgpack" | jq -r 'select(.event=="start") | .processes'; ls "$T/d/job-00$j/log" | tr '\n' ' '; done | tr '\n' ' ')$(states "$T/d" | tr '\n' ';')" \
+	"2 rank-0.log rank-1.log 2 rank-0.log rank-1.log 1 done;2 done;"
+sweep -P 1 --per-job 2 -p lr=1e-4 --dir "$T/ds" -- "${LONG[@]}" >/dev/null 2>&1 &
+sweeper=$!
+wait_for "--per-job 2: a long job under way" steps_in "$T/ds/job-001"
+check "--per-job 2: ts-stop" ts-stop "$T/ds"
+wait "$sweeper"
+expect_eq "--per-job 2: both processes stopped with one checkpoint" \
+	"$(states "$T/ds") $(ts-cat "$T/ds/job-001/events.msgpack" | jq -r 'select(.event=="stop") | .event')" "1 stopped stop"
+expect_fail "--gpus not a multiple of --per-job" 2 "--gpus 0-2 names 3 GPUs, not a multiple of --per-job 2" \
+	ts-sweep --gpus 0-2 --per-job 2 -p lr=1 --dir "$T/u9" -- "${TRAIN[@]}"
+if ! nvidia-smi >/dev/null 2>&1; then
+	sweep --gpus 0,1 -p lr=1 --dir "$T/nogpu" -- "${TRAIN[@]}" >/dev/null 2>"$T/nogpu.err"
+	expect_eq "--gpus where the driver cannot be read: each group left out, then the sweep ends" \
+		"$? $(grep -c "GPUs [01] left out: the NVIDIA driver cannot be read here" "$T/nogpu.err") $(tail -1 "$T/nogpu.err" | grep -c "no server or GPU is left")" \
+		"1 2 1"
+else
+	skip "GPU: --gpus where the driver cannot be read (this machine has a GPU)"
+fi
+
 # usage errors, before anything is written
 expect_fail "a range needs --random" 2 "a range is drawn from: give --random N" \
 	ts-sweep -p lr=1e-5:1e-3 --dir "$T/u1" -- "${TRAIN[@]}"
