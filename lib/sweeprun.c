@@ -456,6 +456,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 							"pid", (json_int_t)r->pid, "argv", strings_json(with));
 				if (pl->host)
 					json_object_set_new(rec, "host", json_string(pl->host));
+				if (pl->gpus)
+					json_object_set_new(rec, "gpus", json_string(pl->gpus));
 				events_add(ev, "job", rec);
 				if (cmd != with)
 					free(cmd[p->nssh + 2]), free(cmd);
