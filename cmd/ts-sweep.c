@@ -221,46 +221,64 @@ static int check_command(char **cmd, int n, const char *where)
 	return sweep_gives_threads(cmd);
 }
 
-/* The commands to sweep: the one after --, or each line of the task file
- * (blank lines and # comments left out), each checked; with each one's
- * length in lens and whether it gives -j itself in own. */
-static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
+/* A line of a --tasks or --servers file: its words and where it is. */
+struct line {
+	char **w;
+	int n;
+	char where[128];   /* "--OPT FILE: line N" */
+};
+
+/* The lines of the file given to --opt, split into words as a shell would,
+ * but for blank lines and # comments. */
+static struct line *read_lines(const char *opt, const char *path, int *count)
 {
-	char ***all = NULL;
-	size_t cap = 0, lcap = 0, ocap = 0;
-	*n = 0;
-	*lens = *own = NULL;
-	if (!tasks) {
-		grow(&all, &cap, 1, sizeof *all);
-		grow(lens, &lcap, 1, sizeof **lens);
-		grow(own, &ocap, 1, sizeof **own);
-		all[0] = cmd, (*lens)[0] = ncmd, (*own)[0] = check_command(cmd, ncmd, ""), *n = 1;
-		return all;
-	}
-	FILE *f = fopen(tasks, "r");
+	FILE *f = fopen(path, "r");
 	if (!f)
-		die("%s:", tasks);
-	char *line = NULL;
+		die("%s:", path);
+	struct line *v = NULL;
+	size_t cap = 0;
+	char *text = NULL;
 	size_t len = 0;
-	for (long no = 1; getline(&line, &len, f) > 0; no++) {
-		char where[128];
-		snprintf(where, sizeof where, "--tasks %.60s: line %ld", tasks, no);
-		int nw;
-		char **w = sweep_words(line, &nw, where);
-		if (!nw || w[0][0] == '#')
+	*count = 0;
+	for (long no = 1; getline(&text, &len, f) > 0; no++) {
+		struct line l;
+		snprintf(l.where, sizeof l.where, "--%s %.60s: line %ld", opt, path, no);
+		l.w = sweep_words(text, &l.n, l.where);
+		if (!l.n || l.w[0][0] == '#')
 			continue;
-		grow(&all, &cap, (size_t)*n + 1, sizeof *all);
-		grow(lens, &lcap, (size_t)*n + 1, sizeof **lens);
-		grow(own, &ocap, (size_t)*n + 1, sizeof **own);
-		strcat(where, ": ");
-		all[*n] = w, (*lens)[*n] = nw, (*own)[(*n)++] = check_command(w, nw, where);
+		grow(&v, &cap, (size_t)*count + 1, sizeof *v);
+		v[(*count)++] = l;
 	}
 	if (ferror(f))
-		die("%s:", tasks);
+		die("%s:", path);
 	fclose(f);
-	free(line);
-	if (!*n)
-		die_usage("--tasks %s holds no command line", tasks);
+	free(text);
+	if (!*count)
+		die_usage("--%s %s has no line", opt, path);
+	return v;
+}
+
+/* The commands to sweep: the one after --, or each line of the task file;
+ * each checked, with its length in lens and whether it gives -j itself in
+ * own. */
+static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
+{
+	struct line *l = NULL;
+	*n = 1;
+	if (tasks)
+		l = read_lines("tasks", tasks, n);
+	char ***all = xcalloc((size_t)*n, sizeof *all);
+	*lens = xcalloc((size_t)*n, sizeof **lens);
+	*own = xcalloc((size_t)*n, sizeof **own);
+	for (int i = 0; i < *n; i++) {
+		char where[160] = "";
+		if (l)
+			snprintf(where, sizeof where, "%s: ", l[i].where);
+		all[i] = l ? l[i].w : cmd;
+		(*lens)[i] = l ? l[i].n : ncmd;
+		(*own)[i] = check_command(all[i], (*lens)[i], where);
+	}
+	free(l);
 	return all;
 }
 
@@ -294,29 +312,17 @@ static struct sweep_place *places(int *n)
 		gpu_places(&v, &cap, n);
 	if (!servers)
 		return v;
-	FILE *f = fopen(servers, "r");
-	if (!f)
-		die("%s:", servers);
-	char *line = NULL;
-	size_t len = 0;
-	for (long no = 1; getline(&line, &len, f) > 0; no++) {
-		char where[128];
-		snprintf(where, sizeof where, "--servers %.60s: line %ld", servers, no);
-		int nw;
-		char **w = sweep_words(line, &nw, where);
-		if (!nw || w[0][0] == '#')
-			continue;
+	int nl;
+	struct line *l = read_lines("servers", servers, &nl);
+	for (int i = 0; i < nl; i++) {
 		char *end = NULL;
-		long k = nw > 1 ? strtol(w[1], &end, 10) : 1;
-		if (nw > 2 || (end && (*end || end == w[1])) || k < 1 || k > 1024)
-			die_usage("%s: not HOST [SLOTS] with SLOTS from 1 to 1024", where);
+		long k = l[i].n > 1 ? strtol(l[i].w[1], &end, 10) : 1;
+		if (l[i].n > 2 || (end && (*end || end == l[i].w[1])) || k < 1 || k > 1024)
+			die_usage("%s: not HOST [SLOTS] with SLOTS from 1 to 1024", l[i].where);
 		grow(&v, &cap, (size_t)*n + 1, sizeof *v);
-		v[(*n)++] = (struct sweep_place){w[0], (int)k, 0, NULL, 1};
+		v[(*n)++] = (struct sweep_place){l[i].w[0], (int)k, 0, NULL, 1};
 	}
-	fclose(f);
-	free(line);
-	if (*n == 0)
-		die_usage("--servers %s names no server", servers);
+	free(l);
 	return v;
 }
 

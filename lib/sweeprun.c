@@ -178,14 +178,6 @@ static char **placed(const struct sweep_plan *p, const struct sweep_place *pl, c
 	return v;
 }
 
-static volatile sig_atomic_t lead_stop;
-
-static void on_lead_stop(int sig)
-{
-	(void)sig;
-	lead_stop = 1;
-}
-
 /* A TCP port free on this machine now, for a job's process 0 to listen at. */
 static int free_port(void)
 {
@@ -203,7 +195,7 @@ static int free_port(void)
  * the first failure's exit status, else 0. */
 static int lead(char **argv, int k)
 {
-	struct sigaction stop = {.sa_handler = on_lead_stop};
+	struct sigaction stop = {.sa_handler = on_stop};   /* as the scheduler's, in this process of its own */
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
 	char port[16], size[16];
@@ -227,7 +219,7 @@ static int lead(char **argv, int k)
 	}
 	int rc = 0, left = k, passed = 0;
 	while (left) {
-		if (lead_stop && !passed) {
+		if (stop_asked && !passed) {
 			for (int r = 0; r < k; r++)
 				kill(kids[r], SIGTERM);
 			passed = 1;
