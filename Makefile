@@ -122,7 +122,7 @@ $(VENV)/ready: tests/requirements.txt
 	rm -rf $(VENV)
 	/usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $<
-	@$(VENV)/bin/python -c 'import torch, transformers, tokenizers, safetensors' || \
+	@$(VENV)/bin/python -c 'import torch, transformers, tokenizers, safetensors, tensorboard.backend.event_processing.event_accumulator' || \
 	  { echo "$(VENV): cannot import the references; make deps installs python3-torch"; exit 1; }
 	touch $@
 

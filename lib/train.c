@@ -1,4 +1,5 @@
 #include "train.h"
+#include "tboard.h"
 #include "afile.h"
 #include "batcher.h"
 #include "err.h"
@@ -59,6 +60,7 @@ struct trainer {
 	struct schedule sched;
 	struct train_state st;
 	struct events *ev;
+	struct tboard *tb;     /* process 0's TensorBoard file */
 	FILE *log;
 	uint64_t *order;
 	long order_epoch;      /* the epoch order holds, -1 for none */
@@ -110,12 +112,22 @@ static void say(struct trainer *t, const char *fmt, ...)
 }
 
 /* An event of the run: process 0 records it. */
+/* An event for the log of events, its numbers for TensorBoard too. */
 static void event(struct trainer *t, const char *type, json_t *fields)
 {
-	if (t->lead)
-		events_add(t->ev, type, fields);
-	else
+	if (!t->lead) {
 		json_decref(fields);
+		return;
+	}
+	int step = !strcmp(type, "step");
+	if (step || !strcmp(type, "eval")) {
+		const char *split = json_string_value(json_object_get(fields, "split"));
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		tb_fields(t->tb, step ? "train" : split ? split : "eval", fields, (double)now.tv_sec + now.tv_nsec * 1e-9);
+		tb_flush(t->tb);
+	}
+	events_add(t->ev, type, fields);
 }
 
 /* --- data --- */
@@ -764,8 +776,12 @@ static void start_state(struct trainer *t, const char *ckpt)
 	memset(&t->st, 0, sizeof t->st);
 	t->st.best_step = -1;
 	t->st.processes = t->comm->size;
-	if (t->lead)
+	if (t->lead) {
 		t->ev = events_open(events);
+		char *tb = path_join(t->c->run, "tb");
+		t->tb = tb_open(tb);
+		free(tb);
+	}
 	if (ckpt) {
 		checkpoint_load(ckpt, (int64_t)shard_count(t->train.shard), t->o, &t->st);
 		resize(t);
@@ -884,8 +900,10 @@ int train_run(const struct train_config *c)
 	if (!stopped)
 		finish(&t);
 	progress_done(t.prog);
-	if (t.lead)
+	if (t.lead) {
 		events_close(t.ev);
+		tb_close(t.tb);
+	}
 	if (fclose(t.log))
 		die("%s/log/rank-%d.log: cannot write:", c->run, t.comm->rank);
 	return 0;
