@@ -96,7 +96,34 @@ static json_t *tail_of(const char *path, int lines)
 	for (int seen = 0; p > buf; p--)
 		if (p[-1] == '\n' && ++seen == lines)
 			break;
-	return json_string(p);
+	while ((*p & 0xc0) == 0x80)   /* the rest of a character cut off at the start */
+		p++;
+	json_t *text = json_string(p);
+	return text ? text : json_string("(output not UTF-8)");
+}
+
+/* Whether msgpack object o is the string s. */
+static int str_is(const msgpack_object *o, const char *s)
+{
+	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+	       !memcmp(o->via.str.ptr, s, o->via.str.size);
+}
+
+/* Whether record o is an evaluation on the valid split. */
+static int valid_eval(const msgpack_object *o)
+{
+	return str_is(mp_get(o, "event"), "eval") && str_is(mp_get(o, "split"), "valid");
+}
+
+/* A record as JSON. */
+static json_t *record_json(const msgpack_object *o)
+{
+	struct strbuf b = {0};
+	mp_to_json(o, &b);
+	sb_addc(&b, 0);
+	json_t *j = json_loads(b.s, 0, NULL);
+	sb_free(&b);
+	return j ? j : json_object();
 }
 
 /* The run's valid evaluation at its best step ("done" names it), else its
@@ -113,21 +140,13 @@ static json_t *best_eval(const char *run)
 		long best_step = -1;
 		const msgpack_object *o;
 		while ((o = rec_next(r))) {
-			const msgpack_object *ev = mp_get(o, "event"), *split = mp_get(o, "split"), *bs;
-			if (!ev || ev->type != MSGPACK_OBJECT_STR)
-				continue;
-			if (!strncmp(ev->via.str.ptr, "done", ev->via.str.size) && (bs = mp_get(o, "best_step")) &&
-			    bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			const msgpack_object *bs = mp_get(o, "best_step");
+			if (str_is(mp_get(o, "event"), "done") && bs && bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 				best_step = (long)bs->via.u64;
-			if (strncmp(ev->via.str.ptr, "eval", ev->via.str.size) || !split ||
-			    split->type != MSGPACK_OBJECT_STR || strncmp(split->via.str.ptr, "valid", split->via.str.size))
+			if (!valid_eval(o))
 				continue;
-			struct strbuf b = {0};
-			mp_to_json(o, &b);
-			sb_addc(&b, 0);
 			grow(&evals, &cap, n + 1, sizeof *evals);
-			evals[n++] = json_loads(b.s, 0, NULL);
-			sb_free(&b);
+			evals[n++] = record_json(o);
 		}
 		rec_close(r);
 		for (size_t i = 0; i < n; i++) {
@@ -379,16 +398,9 @@ static void watch(const struct sweep_plan *p, struct pruning *pr, struct running
 	msgpack_unpacked u;
 	msgpack_unpacked_init(&u);
 	while (!r->pruned && msgpack_unpacker_next(r->events, &u) == MSGPACK_UNPACK_SUCCESS) {
-		const msgpack_object *e = mp_get(&u.data, "event"), *split = mp_get(&u.data, "split");
-		if (!e || e->type != MSGPACK_OBJECT_STR || e->via.str.size != 4 || memcmp(e->via.str.ptr, "eval", 4) ||
-		    !split || split->type != MSGPACK_OBJECT_STR || split->via.str.size != 5 ||
-		    memcmp(split->via.str.ptr, "valid", 5))
+		if (u.data.type != MSGPACK_OBJECT_MAP || !valid_eval(&u.data))
 			continue;
-		struct strbuf b = {0};
-		mp_to_json(&u.data, &b);
-		sb_addc(&b, 0);
-		json_t *eval = json_loads(b.s, 0, NULL);
-		sb_free(&b);
+		json_t *eval = record_json(&u.data);
 		if (!pr->asha) {
 			pr->metric = p->metric ? p->metric : json_object_get(eval, "accuracy") ? "accuracy" : "loss";
 			pr->asha = asha_new(p->eta, sweep_lower_is_better(pr->metric));
@@ -709,11 +721,7 @@ json_t *sweep_read(const char *dir, json_t **sweep)
 	*sweep = NULL;
 	const msgpack_object *o;
 	while ((o = rec_next(r))) {
-		struct strbuf b = {0};
-		mp_to_json(o, &b);
-		sb_addc(&b, 0);
-		json_t *rec = json_loads(b.s, 0, NULL);
-		sb_free(&b);
+		json_t *rec = record_json(o);
 		const char *ev = json_string_value(json_object_get(rec, "event"));
 		json_int_t id = json_integer_value(json_object_get(rec, "job"));
 		if (ev && !strcmp(ev, "sweep") && !*sweep)

@@ -830,12 +830,20 @@ static void finish(struct trainer *t)
 	save_model(t, "final");
 	if (!t->valid.shard)
 		save_model(t, "best");
-	event(t, "done", json_pack("{sI sI sI sf}", "step", (json_int_t)t->st.step, "skipped",
+	double secs = t->st.elapsed_s > 0 ? t->st.elapsed_s : 1e-9;
+	event(t, "done", json_pack("{sI sI sI sf sf sf}", "step", (json_int_t)t->st.step, "skipped",
 					    (json_int_t)t->st.skipped, "best_step", (json_int_t)t->st.best_step,
-					    "elapsed_s", t->st.elapsed_s));
-	if (t->lead)
+					    "elapsed_s", t->st.elapsed_s, "samples_per_s", (double)t->st.samples / secs,
+					    "tokens_per_s", (double)t->st.tokens / secs));
+	if (t->lead) {
 		logf_(t, "done at step %ld (%ld skipped); final/ and best/ written", t->st.step, t->st.skipped);
-	else
+		char best[96] = "no evaluation";
+		if (t->st.best_step >= 0)
+			snprintf(best, sizeof best, "best valid %s %.6g at step %ld", t->metric, t->st.best, t->st.best_step);
+		logf_(t, "summary: %ld steps in %.0fh%02.0fm%02.0fs of training, %.1f samples/s, %.0f tokens/s; %s",
+		      t->st.step, floor(secs / 3600), floor(fmod(secs, 3600) / 60), floor(fmod(secs, 60)),
+		      (double)t->st.samples / secs, (double)t->st.tokens / secs, best);
+	} else
 		logf_(t, "done at step %ld (%ld skipped)", t->st.step, t->st.skipped);
 	say(t, "done at step %ld; the model is in %s/best", t->st.step, t->c->run);
 }

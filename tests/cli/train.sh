@@ -24,6 +24,11 @@ expect_eq "eval events at steps 4, 8, 12" "$(ts-cat "$T/r1/events.msgpack" | jq 
 expect_eq "the run ends with a done event" "$(ts-cat "$T/r1/events.msgpack" | tail -n 1 | jq -r .event)" done
 check "the log has the parameter table" grep -q "bert.embeddings.word_embeddings.weight *30522x32 *976704" "$T/r1/log/rank-0.log"
 check "the log predicts the finish" grep -q "predicted finish" "$T/r1/log/rank-0.log"
+check "the log ends with a summary: steps, time, throughput, the best evaluation" grep -qE \
+	"summary: 12 steps in [0-9]+h[0-9]{2}m[0-9]{2}s of training, [0-9.]+ samples/s, [0-9]+ tokens/s; best valid accuracy [0-9.]+ at step [0-9]+$" \
+	"$T/r1/log/rank-0.log"
+expect_eq "the done event has the throughput" \
+	"$(ts-cat "$T/r1/events.msgpack" | jq -r 'select(.event=="done") | (.samples_per_s > 0 and .tokens_per_s > .samples_per_s)')" true
 expect_eq "the same seed gives the same losses" "$(train "${TINY[@]}" --run "$T/r1b" --max-steps 12 --eval-every 4 2>/dev/null && losses "$T/r1b")" "$(losses "$T/r1")"
 
 # stop before the first step ends, then resume: bitwise the same losses
