@@ -1,4 +1,5 @@
 #include "train.h"
+#include "runplots.h"
 #include "tboard.h"
 #include "afile.h"
 #include "batcher.h"
@@ -418,6 +419,8 @@ static int evaluate_now(struct trainer *t)
 		json_decref(eval_split(t, &t->test, "test", &r));
 		eval_result_free(&r);
 	}
+	if (t->lead)
+		run_plots(t->c->run, t->metric);
 	int better = t->st.best_step < 0 || (metric_higher_is_better(t->metric) ? v > t->st.best : v < t->st.best);
 	if (better) {
 		t->st.best = v;
@@ -836,6 +839,7 @@ static void finish(struct trainer *t)
 					    "elapsed_s", t->st.elapsed_s, "samples_per_s", (double)t->st.samples / secs,
 					    "tokens_per_s", (double)t->st.tokens / secs));
 	if (t->lead) {
+		run_plots(t->c->run, t->metric);
 		logf_(t, "done at step %ld (%ld skipped); final/ and best/ written", t->st.step, t->st.skipped);
 		char best[96] = "no evaluation";
 		if (t->st.best_step >= 0)

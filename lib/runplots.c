@@ -1,0 +1,103 @@
+#include "runplots.h"
+#include "afile.h"
+#include "err.h"
+#include "plot.h"
+#include "rec.h"
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Points of one quantity over steps. */
+struct curve {
+	double *x, *y;
+	size_t n, cap;
+};
+
+/* Adds (step, v); a step at or before the last one starts again from there,
+ * as a resume after a crash runs those steps again. */
+static void add(struct curve *c, double step, double v)
+{
+	while (c->n && c->x[c->n - 1] >= step)
+		c->n--;
+	size_t cap = c->cap;
+	grow(&c->x, &cap, c->n + 1, sizeof *c->x);
+	grow(&c->y, &c->cap, c->n + 1, sizeof *c->y);
+	c->x[c->n] = step, c->y[c->n++] = v;
+}
+
+static int str_is(const msgpack_object *o, const char *s)
+{
+	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+	       !memcmp(o->via.str.ptr, s, o->via.str.size);
+}
+
+static double number(const msgpack_object *o)
+{
+	if (!o)
+		return NAN;
+	switch (o->type) {
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: return o->via.f64;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: return (double)o->via.u64;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return (double)o->via.i64;
+	default: return NAN;
+	}
+}
+
+/* The value of metric in an evaluation record ("macro-f1" is macro.f1). */
+static double metric_of(const msgpack_object *o, const char *metric)
+{
+	return !strcmp(metric, "macro-f1") ? number(mp_get(mp_get(o, "macro"), "f1")) : number(mp_get(o, metric));
+}
+
+void run_plots(const char *run, const char *metric)
+{
+	char *events = path_join(run, "events.msgpack"), *dir = path_join(run, "plots");
+	struct curve loss = {0}, lr = {0}, valid_loss = {0}, valid = {0}, test = {0};
+	struct rec_reader *r = rec_open(events);
+	rec_allow_torn_tail(r);
+	const msgpack_object *o;
+	while ((o = rec_next(r))) {
+		const msgpack_object *ev = mp_get(o, "event"), *split = mp_get(o, "split");
+		double step = number(mp_get(o, "step"));
+		if (str_is(ev, "step")) {
+			add(&loss, step, number(mp_get(o, "loss")));
+			add(&lr, step, number(mp_get(o, "lr")));
+		} else if (str_is(ev, "eval") && str_is(split, "valid")) {
+			add(&valid_loss, step, number(mp_get(o, "loss")));
+			add(&valid, step, metric_of(o, metric));
+		} else if (str_is(ev, "eval") && str_is(split, "test")) {
+			add(&test, step, metric_of(o, metric));
+		}
+	}
+	rec_close(r);
+	/* smoothed as TensorBoard smooths: an average that forgets 0.9 a step, bias corrected */
+	double *smooth = xcalloc(loss.n + 1, sizeof *smooth), acc = 0, w = 0;
+	for (size_t i = 0; i < loss.n; i++) {
+		if (isfinite(loss.y[i]))
+			acc = 0.9 * acc + 0.1 * loss.y[i], w = 0.9 * w + 0.1;
+		smooth[i] = w > 0 ? acc / w : NAN;
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		die("cannot create %s:", dir);
+	char *path = path_join(dir, "loss.svg"), title[64];
+	struct series l[3] = {{"train loss", loss.x, loss.y, loss.n}, {"train loss, smoothed", loss.x, smooth, loss.n},
+			      {"valid loss", valid_loss.x, valid_loss.y, valid_loss.n}};
+	plot_svg(path, "loss", "step", l, 3);
+	free(path);
+	path = path_join(dir, "metric.svg");
+	snprintf(title, sizeof title, "%s", metric);
+	struct series m[2] = {{"valid", valid.x, valid.y, valid.n}, {"test", test.x, test.y, test.n}};
+	plot_svg(path, title, "step", m, 2);
+	free(path);
+	path = path_join(dir, "lr.svg");
+	struct series s[1] = {{"learning rate", lr.x, lr.y, lr.n}};
+	plot_svg(path, "learning rate", "step", s, 1);
+	free(path);
+	struct curve *all[] = {&loss, &lr, &valid_loss, &valid, &test};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		free(all[i]->x), free(all[i]->y);
+	free(smooth), free(events), free(dir);
+}
