@@ -1,5 +1,6 @@
 #include "nvml.h"
 #include <dlfcn.h>
+#include <math.h>
 #include <stddef.h>
 
 /* The few NVML types used here, as nvml.h lays them out. */
@@ -20,6 +21,8 @@ static struct {
 	int (*utilization)(nvml_device, struct nvml_utilization *);
 	int (*memory)(nvml_device, struct nvml_memory *);
 	int (*processes)(nvml_device, unsigned *, void *);
+	int (*temperature)(nvml_device, int, unsigned *);   /* optional */
+	int (*power)(nvml_device, unsigned *);              /* optional, milliwatts */
 } nvml;
 
 /* 1 once NVML is loaded and started, 0 where it cannot be. */
@@ -39,6 +42,8 @@ static int ready(void)
 	nvml.utilization = (int (*)(nvml_device, struct nvml_utilization *))dlsym(lib, "nvmlDeviceGetUtilizationRates");
 	nvml.memory = (int (*)(nvml_device, struct nvml_memory *))dlsym(lib, "nvmlDeviceGetMemoryInfo");
 	nvml.processes = (int (*)(nvml_device, unsigned *, void *))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+	nvml.temperature = (int (*)(nvml_device, int, unsigned *))dlsym(lib, "nvmlDeviceGetTemperature");
+	nvml.power = (int (*)(nvml_device, unsigned *))dlsym(lib, "nvmlDeviceGetPowerUsage");
 	if (!nvml.init || !nvml.by_pci || !nvml.by_index || !nvml.count || !nvml.utilization || !nvml.memory || !nvml.processes ||
 	    nvml.init() != NVML_SUCCESS)
 		return 0;
@@ -57,7 +62,12 @@ static int usage_of(nvml_device d, struct gpu_usage *u)
 	int rc = nvml.processes(d, &count, NULL);
 	if (rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE)
 		return 0;
-	*u = (struct gpu_usage){ ut.gpu / 100.0, (double)mem.used, (double)mem.total, (int)count };
+	unsigned temp, mw;
+	*u = (struct gpu_usage){ ut.gpu / 100.0, (double)mem.used, (double)mem.total, (int)count, NAN, NAN };
+	if (nvml.temperature && nvml.temperature(d, 0, &temp) == NVML_SUCCESS)   /* 0: the GPU's own sensor */
+		u->temp_c = temp;
+	if (nvml.power && nvml.power(d, &mw) == NVML_SUCCESS)
+		u->power_w = mw / 1000.0;
 	return 1;
 }
 

@@ -8,6 +8,7 @@ struct gpu_usage {
 	double util;          /* share of the last sample period a kernel ran, 0..1 */
 	double mem_used, mem_total;   /* bytes */
 	int processes;        /* compute processes on it */
+	double temp_c, power_w;   /* NAN where the driver does not say */
 };
 
 /* The readings of the GPU at PCI bus id ("0000:3b:00.0"); 0 where NVML or

@@ -1,0 +1,385 @@
+/* ts-top: a live view of training runs and sweeps. */
+#include "afile.h"
+#include "err.h"
+#include "nvml.h"
+#include "opt.h"
+#include "runview.h"
+#include "strbuf.h"
+#include <curses.h>
+#include <fcntl.h>
+#include <langinfo.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int once, as_json;
+static long until;
+
+static const struct opt opts[] = {
+	{0, "once", OPT_FLAG, &once, NULL, "print a plain-text snapshot and exit", NULL},
+	{0, "json", OPT_FLAG, &as_json, NULL, "print a JSON snapshot and exit", NULL},
+	{0, "until", OPT_INT, &until, "STEP", "show the runs as they stood after step STEP (with --once or --json)", NULL,
+	 .min = 0, .max = LONG_MAX},
+	{0, NULL, 0, NULL, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec spec = {
+	"ts-top", "Watch training runs and sweeps live.", "DIR...", "dir", opts,
+};
+
+static int utf8;   /* the terminal takes UTF-8: sparklines of blocks */
+
+/* ---- the runs ---- */
+
+static struct run_view **runs;
+static int nruns;
+
+static void add_run(const char *dir)
+{
+	runs = xrealloc(runs, (size_t)(nruns + 1) * sizeof *runs);
+	runs[nruns] = run_view_open(dir);
+	runs[nruns++]->until = until;
+}
+
+/* A run dir, or a sweep dir's jobs (those that have begun). */
+static void add_dir(const char *dir)
+{
+	char *jobs = path_join(dir, "jobs.msgpack");
+	int sweep = access(jobs, F_OK) == 0;
+	free(jobs);
+	if (!sweep) {
+		char *events = path_join(dir, "events.msgpack"), *config = path_join(dir, "config");
+		int run = access(events, F_OK) == 0 || access(config, F_OK) == 0;
+		free(events), free(config);
+		if (!run)
+			die("%s: neither a run dir nor a sweep dir", dir);
+		add_run(dir);
+		return;
+	}
+	for (int i = 1; i < 100000; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "job-%03d", i);
+		char *job = path_join(dir, name);
+		int there = access(job, F_OK) == 0;
+		if (there)
+			add_run(job);
+		free(job);
+		if (!there && i > 999)
+			break;
+	}
+	if (!nruns)
+		die("%s: a sweep without jobs that began", dir);
+}
+
+/* ---- text ---- */
+
+static void clock_text(char *out, size_t n, double s)
+{
+	if (!(s >= 0) || s > 1e8) {
+		snprintf(out, n, "-");
+		return;
+	}
+	long t = (long)(s + 0.5);
+	snprintf(out, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* A sparkline of the last width values of hist[n]. */
+static void sparkline(struct strbuf *b, const double *hist, int n, int width)
+{
+	static const char *blocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+	static const char ascii[] = "_.-=+*#@";
+	int from = n > width ? n - width : 0;
+	double lo = INFINITY, hi = -INFINITY;
+	for (int i = from; i < n; i++)
+		if (isfinite(hist[i]))
+			lo = fmin(lo, hist[i]), hi = fmax(hi, hist[i]);
+	for (int i = from; i < n; i++) {
+		int k = !isfinite(hist[i]) || hi <= lo ? 0 : (int)((hist[i] - lo) / (hi - lo) * 7.999);
+		if (utf8)
+			sb_add(b, blocks[k], strlen(blocks[k]));
+		else
+			sb_addc(b, ascii[k]);
+	}
+}
+
+/* The lines that describe run v, each in lines[]; returns how many. */
+static int describe(const struct run_view *v, struct strbuf *lines, int max)
+{
+	int n = 0;
+	double pm, left = run_view_left(v, &pm);
+	double elapsed = v->elapsed_s + (v->last_time > v->start_time ? v->last_time - v->start_time : 0);
+	const char *state = run_view_state(v);
+	char a[32], b[32], c[32];
+	sb_addf(&lines[n++], "%s  [%s]  %s, %d process%s, %.1fM parameters", v->dir, state, *v->device ? v->device : "-",
+		v->processes, v->processes == 1 ? "" : "es", v->params / 1e6);
+	double share = v->total_steps > 0 ? (double)v->step / (double)v->total_steps : 0;
+	sb_addf(&lines[n], "step %ld/%ld (%.0f%%), epoch %ld  [", v->step, v->total_steps, 100 * share, v->epoch + 1);
+	for (int i = 0; i < 30; i++)
+		sb_addc(&lines[n], i < (int)(share * 30 + 0.5) ? '#' : '.');
+	sb_addc(&lines[n++], ']');
+	clock_text(a, sizeof a, elapsed);
+	clock_text(b, sizeof b, left);
+	clock_text(c, sizeof c, pm);
+	if (!strcmp(state, "running") && left >= 0) {
+		time_t at = time(NULL) + (time_t)left;
+		char when[16];
+		strftime(when, sizeof when, "%H:%M", localtime(&at));
+		sb_addf(&lines[n++], "elapsed %s  left %s ± %s  finish at %s", a, b, c, when);
+	} else {
+		sb_addf(&lines[n++], "elapsed %s%s", a, !strcmp(state, "running") ? "  left: known after a few steps" : "");
+	}
+	sb_addf(&lines[n], "speed %.0f tokens/s, %.1f ms a step  ", v->tokens_per_s, v->step_ms);
+	sparkline(&lines[n++], v->speed_hist, v->nhist, 24);
+	sb_addf(&lines[n], "loss %.4f (smoothed %.4f), lr %.3g, grad norm %.3g  ", v->loss, v->smooth, v->lr, v->grad_norm);
+	sparkline(&lines[n++], v->loss_hist, v->nhist, 24);
+	if (isfinite(v->eval_value))
+		sb_addf(&lines[n++], "valid %s %.4f, best %.4f at step %ld", v->metric, v->eval_value, v->best_value,
+			v->best_step);
+	else
+		sb_addf(&lines[n++], "valid %s: not evaluated yet", v->metric);
+	if (v->has_comm)
+		sb_addf(&lines[n++], "network: collectives %.1f ms a step, %.1f ms exposed, bus %.2f GB/s, slowest process %d",
+			v->comm_ms, v->exposed_ms, v->busbw_gbs, v->slowest);
+	int gpus = nvml_count();
+	for (int g = 0; g < gpus && n < max - 1; g++) {
+		struct gpu_usage u;
+		if (nvml_usage_at(g, &u))
+			sb_addf(&lines[n++], "gpu %d: %.0f%% busy, %.1f of %.1f GiB, %.0f C, %.0f W", g, 100 * u.util,
+				u.mem_used / 1073741824.0, u.mem_total / 1073741824.0, u.temp_c, u.power_w);
+	}
+	long pid = run_view_pid(v);
+	if (gpus <= 0 && pid) {
+		char path[64], line[256];
+		snprintf(path, sizeof path, "/proc/%ld/status", pid);
+		FILE *f = fopen(path, "r");
+		long rss = 0;
+		while (f && fgets(line, sizeof line, f))
+			sscanf(line, "VmRSS: %ld", &rss);
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		f = fopen(path, "r");
+		unsigned long ut = 0, st = 0;
+		if (f && fscanf(f, "%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+			ut = st = 0;
+		if (f)
+			fclose(f);
+		sb_addf(&lines[n++], "process %ld: %.0f CPU seconds, %.0f MiB resident", pid,
+			(double)(ut + st) / (double)sysconf(_SC_CLK_TCK), rss / 1024.0);
+	}
+	return n;
+}
+
+/* The last k (at most 8) lines of the run's log. */
+static int log_tail(const struct run_view *v, struct strbuf *lines, int k)
+{
+	char *path = path_join(v->dir, "log/rank-0.log");
+	FILE *f = fopen(path, "r");
+	free(path);
+	if (!f)
+		return 0;
+	char *ring[8] = {0}, *line = NULL;
+	size_t cap = 0;
+	long n = 0;
+	while (getline(&line, &cap, f) > 0) {
+		free(ring[n % 8]);
+		line[strcspn(line, "\n")] = 0;
+		ring[n++ % 8] = xstrdup(line);
+	}
+	fclose(f);
+	free(line);
+	int m = 0;
+	for (long i = n > k ? n - k : 0; i < n; i++)
+		sb_addf(&lines[m++], "  %s", ring[i % 8]);
+	for (int i = 0; i < 8; i++)
+		free(ring[i]);
+	return m;
+}
+
+static void snapshot_text(void)
+{
+	for (int r = 0; r < nruns; r++) {
+		struct strbuf lines[24] = {{0}};
+		int n = describe(runs[r], lines, 20);
+		n += log_tail(runs[r], lines + n, 3);
+		for (int i = 0; i < n; i++) {
+			printf("%s\n", lines[i].s ? lines[i].s : "");
+			sb_free(&lines[i]);
+		}
+		if (r + 1 < nruns)
+			printf("\n");
+	}
+}
+
+static void snapshot_json(void)
+{
+	json_t *all = json_array();
+	for (int r = 0; r < nruns; r++)
+		json_array_append_new(all, run_view_json(runs[r]));
+	char *text = json_dumps(all, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+	printf("%s\n", text);
+	free(text);
+	json_decref(all);
+}
+
+/* ---- the live view ---- */
+
+static int colour;
+
+static void put(int y, const char *s, int attr)
+{
+	if (y >= LINES)
+		return;
+	attron(attr);
+	mvaddnstr(y, 0, s, COLS);
+	attroff(attr);
+}
+
+static int state_colour(const char *state)
+{
+	if (!colour)
+		return A_BOLD;
+	return COLOR_PAIR(!strcmp(state, "running") ? 1 : !strcmp(state, "done") ? 2 : 3) | A_BOLD;
+}
+
+/* Asks, then runs ts-stop on the selected run. */
+static void ask_stop(const struct run_view *v)
+{
+	put(LINES - 1, "", 0);
+	clrtoeol();
+	char q[PATH_MAX + 64];
+	snprintf(q, sizeof q, "stop %s with a checkpoint? (y/n) ", v->dir);
+	put(LINES - 1, q, A_REVERSE);
+	refresh();
+	timeout(-1);
+	int c = getch();
+	timeout(1000);
+	if (c != 'y' && c != 'Y')
+		return;
+	char self[PATH_MAX] = "", stop[PATH_MAX + 16];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	self[len > 0 ? len : 0] = 0;
+	char *slash = strrchr(self, '/');
+	snprintf(stop, sizeof stop, "%.*s/ts-stop", slash ? (int)(slash - self) : 0, self);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", 1);
+		dup2(null, 1), dup2(null, 2);
+		execl(stop, "ts-stop", v->dir, (char *)NULL);
+		execlp("ts-stop", "ts-stop", v->dir, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+}
+
+static void draw(int sel, int details, int help)
+{
+	erase();
+	int y = 0;
+	char head[128];
+	time_t now = time(NULL);
+	strftime(head, sizeof head, "ts-top  %H:%M:%S   q quit  tab/arrows select  enter details  s stop  h help",
+		 localtime(&now));
+	put(y++, head, A_REVERSE);
+	if (help) {
+		const char *text[] = {"q        quit", "tab, up, down   select a run", "enter    the selected run's details, or all runs",
+				      "s        stop the selected run with a checkpoint (asks first)", "h        this help"};
+		for (size_t i = 0; i < sizeof text / sizeof *text; i++)
+			put(++y, text[i], 0);
+		refresh();
+		return;
+	}
+	if (nruns > 1 && !details) {
+		for (int r = 0; r < nruns && y < LINES / 2; r++) {
+			struct run_view *v = runs[r];
+			char line[PATH_MAX + 128];
+			snprintf(line, sizeof line, "%c %-36.36s %-8s %6ld/%-6ld %s %.4f", r == sel ? '>' : ' ', v->dir,
+				 run_view_state(v), v->step, v->total_steps, v->metric, v->eval_value);
+			put(y++, line, r == sel ? A_REVERSE : 0);
+		}
+		y++;
+	}
+	struct strbuf lines[32] = {{0}};
+	int n = describe(runs[sel], lines, 24);
+	n += log_tail(runs[sel], lines + n, details ? 8 : 3);
+	for (int i = 0; i < n && y < LINES; i++) {
+		put(y++, lines[i].s ? lines[i].s : "", i == 0 ? state_colour(run_view_state(runs[sel])) : 0);
+		sb_free(&lines[i]);
+	}
+	refresh();
+}
+
+static void live(void)
+{
+	initscr();
+	cbreak();
+	noecho();
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	colour = has_colors() && !getenv("NO_COLOR");
+	if (colour) {
+		start_color();
+		use_default_colors();
+		init_pair(1, COLOR_GREEN, -1);
+		init_pair(2, COLOR_CYAN, -1);
+		init_pair(3, COLOR_YELLOW, -1);
+	}
+	timeout(1000);   /* about once a second */
+	int sel = 0, details = 0, help = 0;
+	for (;;) {
+		for (int r = 0; r < nruns; r++)
+			run_view_update(runs[r]);
+		draw(sel, details, help);
+		int c = getch();
+		if (c == 'q' || c == 'Q')
+			break;
+		help = c == 'h' || c == '?' ? !help : c == ERR || c == KEY_RESIZE ? help : 0;
+		if (c == '\t' || c == KEY_DOWN)
+			sel = (sel + 1) % nruns;
+		else if (c == KEY_UP || c == KEY_BTAB)
+			sel = (sel + nruns - 1) % nruns;
+		else if (c == '\n' || c == KEY_ENTER)
+			details = !details;
+		else if (c == 's' || c == 'S')
+			ask_stop(runs[sel]);
+	}
+	endwin();
+}
+
+int main(int argc, char **argv)
+{
+	char **dirs;
+	int n = opt_parse(&spec, argc, argv, &dirs);
+	if (n == 0)
+		die_usage("name the run or sweep dirs to watch");
+	if (until && !once && !as_json)
+		die_usage("--until goes with --once or --json");
+	setlocale(LC_ALL, "");
+	utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+	for (int i = 0; i < n; i++)
+		add_dir(dirs[i]);
+	if (once || as_json) {
+		for (int r = 0; r < nruns; r++)
+			run_view_update(runs[r]);
+		if (as_json)
+			snapshot_json();
+		else
+			snapshot_text();
+		close_stdout();
+		return 0;
+	}
+	if (!isatty(1))
+		die("standard output is not a terminal: --once or --json print a snapshot");
+	live();
+	close_stdout();
+	return 0;
+}

@@ -1,0 +1,290 @@
+#include "runview.h"
+#include "afile.h"
+#include "err.h"
+#include "rec.h"
+#include <fcntl.h>
+#include <math.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+/* "key = value" lines of RUN/config, the few read here. */
+static void read_config(struct run_view *v)
+{
+	char *path = path_join(v->dir, "config"), line[512];
+	FILE *f = fopen(path, "r");
+	free(path);
+	snprintf(v->metric, sizeof v->metric, "accuracy");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char key[64], value[256];
+		if (sscanf(line, " %63[a-z0-9-] = %255s", key, value) != 2)
+			continue;
+		if (!strcmp(key, "eval-every"))
+			v->eval_every = atol(value);
+		else if (!strcmp(key, "save-every"))
+			v->save_every = atol(value);
+		else if (!strcmp(key, "metric"))
+			snprintf(v->metric, sizeof v->metric, "%.15s", value);
+		else if (!strcmp(key, "task") && !strcmp(value, "mlm") && strcmp(v->metric, "ppl"))
+			snprintf(v->metric, sizeof v->metric, "loss");
+	}
+	fclose(f);
+}
+
+struct run_view *run_view_open(const char *dir)
+{
+	struct run_view *v = xcalloc(1, sizeof *v);
+	v->dir = xstrdup(dir);
+	v->eval_value = v->best_value = v->smooth = NAN;
+	v->best_step = -1;
+	read_config(v);
+	return v;
+}
+
+void run_view_free(struct run_view *v)
+{
+	if (v->unpacker)
+		msgpack_unpacker_free(v->unpacker);
+	free(v->dir);
+	free(v);
+}
+
+static double num(const msgpack_object *o)
+{
+	if (!o)
+		return NAN;
+	if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
+		return o->via.f64;
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return (double)o->via.u64;
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		return (double)o->via.i64;
+	return NAN;
+}
+
+static void str(const msgpack_object *o, char *out, size_t size)
+{
+	if (o && o->type == MSGPACK_OBJECT_STR)
+		snprintf(out, size, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+}
+
+static int is(const msgpack_object *o, const char *s)
+{
+	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+	       !memcmp(o->via.str.ptr, s, o->via.str.size);
+}
+
+static void push(double *hist, int n, double x)
+{
+	if (n == HISTORY)
+		memmove(hist, hist + 1, (HISTORY - 1) * sizeof *hist);
+	hist[n == HISTORY ? HISTORY - 1 : n] = x;
+}
+
+static void on_step(struct run_view *v, const msgpack_object *o, double t)
+{
+	v->step = (long)num(mp_get(o, "step"));
+	v->epoch = (long)num(mp_get(o, "epoch"));
+	v->loss = num(mp_get(o, "loss"));
+	v->lr = num(mp_get(o, "lr"));
+	v->grad_norm = num(mp_get(o, "grad_norm"));
+	v->step_ms = num(mp_get(o, "step_ms"));
+	v->tokens_per_s = num(mp_get(o, "tokens_per_s"));
+	if (isfinite(v->loss))
+		v->smooth = isnan(v->smooth) ? v->loss : 0.9 * v->smooth + 0.1 * v->loss;
+	/* the step's wall time, evaluations and checkpoints apart */
+	double s = v->last_step_time > 0 && t > v->last_step_time ? t - v->last_step_time : v->step_ms / 1e3;
+	v->last_step_time = t;
+	if (isfinite(s))
+		v->recent[v->nsteps++ % 32] = s;
+	push(v->loss_hist, v->nhist, v->loss);
+	push(v->speed_hist, v->nhist, v->tokens_per_s);
+	v->nhist += v->nhist < HISTORY;
+	const msgpack_object *c = mp_get(o, "comm");
+	if ((v->has_comm = c && c->type == MSGPACK_OBJECT_MAP)) {
+		v->comm_ms = num(mp_get(c, "ms"));
+		v->exposed_ms = num(mp_get(c, "exposed_ms"));
+		v->busbw_gbs = num(mp_get(c, "busbw_gbs"));
+		v->slowest = (int)num(mp_get(c, "slowest"));
+	}
+}
+
+/* The value of the run's metric in an evaluation record. */
+static double metric_of(const struct run_view *v, const msgpack_object *o)
+{
+	return !strcmp(v->metric, "macro-f1") ? num(mp_get(mp_get(o, "macro"), "f1")) : num(mp_get(o, v->metric));
+}
+
+static void on_event(struct run_view *v, const msgpack_object *o)
+{
+	const msgpack_object *ev = mp_get(o, "event");
+	double t = num(mp_get(o, "time"));
+	str(ev, v->last_event, sizeof v->last_event);
+	if (is(ev, "start") || is(ev, "resume")) {
+		if (is(ev, "start")) {
+			v->total_steps = (long)num(mp_get(o, "total_steps"));
+			v->steps_per_epoch = (long)num(mp_get(o, "steps_per_epoch"));
+			v->params = (long)num(mp_get(o, "params"));
+			v->processes = (int)num(mp_get(o, "processes"));
+			str(mp_get(o, "device"), v->device, sizeof v->device);
+		}
+		/* timing starts again: a stop's pause is no step's time */
+		if (v->start_time > 0)
+			v->elapsed_s += v->last_time - v->start_time;
+		v->start_time = t;
+		v->last_step_time = t;
+		v->nsteps = 0;
+	} else if (is(ev, "step")) {
+		on_step(v, o, t);
+	} else if (is(ev, "eval") && is(mp_get(o, "split"), "valid")) {
+		v->eval_value = metric_of(v, o);
+		int lower = !strcmp(v->metric, "loss") || !strcmp(v->metric, "ppl");
+		if (isnan(v->best_value) || (lower ? v->eval_value < v->best_value : v->eval_value > v->best_value))
+			v->best_value = v->eval_value, v->best_step = (long)num(mp_get(o, "step"));
+		v->eval_s += t - v->last_step_time, v->nevals++;
+		v->last_step_time = t;
+	} else if (is(ev, "eval")) {
+		v->eval_s += t - v->last_step_time;
+		v->last_step_time = t;
+	} else if (is(ev, "checkpoint")) {
+		v->ckpt_s += t - v->last_step_time, v->nckpts++;
+		v->last_step_time = t;
+	}
+	if (isfinite(t))
+		v->last_time = t;
+}
+
+int run_view_update(struct run_view *v)
+{
+	char *path = path_join(v->dir, "events.msgpack");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0)
+		return v->read > 0;
+	if (!v->unpacker)
+		v->unpacker = msgpack_unpacker_new(1 << 16);
+	msgpack_unpacker *up = v->unpacker;
+	for (;;) {
+		if (!msgpack_unpacker_reserve_buffer(up, 1 << 16))
+			die("out of memory");
+		ssize_t got = pread(fd, msgpack_unpacker_buffer(up), msgpack_unpacker_buffer_capacity(up), (off_t)v->read);
+		if (got <= 0)
+			break;
+		v->read += got;
+		msgpack_unpacker_buffer_consumed(up, (size_t)got);
+	}
+	close(fd);
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	/* a record cut short waits for its end: the unpacker keeps it */
+	while (!v->frozen && msgpack_unpacker_next(up, &u) == MSGPACK_UNPACK_SUCCESS) {
+		if (u.data.type != MSGPACK_OBJECT_MAP)
+			continue;
+		if (v->until > 0 && is(mp_get(&u.data, "event"), "step") && num(mp_get(&u.data, "step")) > (double)v->until)
+			v->frozen = 1;
+		else
+			on_event(v, &u.data);
+	}
+	msgpack_unpacked_destroy(&u);
+	return 1;
+}
+
+long run_view_pid(const struct run_view *v)
+{
+	char *path = path_join(v->dir, "lock"), buf[64] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0)
+		return 0;
+	long pid = 0;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {   /* held: the trainer runs */
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		buf[n > 0 ? n : 0] = 0;
+		pid = atol(buf);
+	}
+	close(fd);
+	return pid;
+}
+
+const char *run_view_state(const struct run_view *v)
+{
+	if (run_view_pid(v))
+		return "running";
+	if (!*v->last_event)
+		return "new";
+	if (!strcmp(v->last_event, "done"))
+		return "done";
+	if (!strcmp(v->last_event, "stop") || !strcmp(v->last_event, "early_stop"))
+		return "stopped";
+	return "stale";
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Whether step k evaluates (and so checkpoints, unless --save-every says
+ * otherwise), as ts-train decides. */
+static int evaluates(const struct run_view *v, long k)
+{
+	return (v->eval_every > 0 && k % v->eval_every == 0) ||
+	       (v->steps_per_epoch > 0 && k % v->steps_per_epoch == 0) || k == v->total_steps;
+}
+
+double run_view_left(const struct run_view *v, double *plus_minus)
+{
+	*plus_minus = 0;
+	if (v->nsteps < 3 || v->total_steps <= 0)
+		return -1;
+	/* the step time: the median of the last steps (the first ones after a
+	 * start are slow), and the spread of those about it */
+	int m = v->nsteps < 32 ? (int)v->nsteps : 32;
+	double sorted[32];
+	memcpy(sorted, v->recent, (size_t)m * sizeof *sorted);
+	qsort(sorted, (size_t)m, sizeof *sorted, by_value);
+	double mean = sorted[m / 2], sd = (sorted[m * 3 / 4] - sorted[m / 4]) / 1.35;
+	long evals = 0, ckpts = 0;
+	for (long k = v->step + 1; k <= v->total_steps; k++) {
+		int e = evaluates(v, k);
+		evals += e;
+		ckpts += v->save_every > 0 ? k % v->save_every == 0 : e;
+	}
+	double eval = v->nevals ? v->eval_s / v->nevals : 0, ckpt = v->nckpts ? v->ckpt_s / v->nckpts : 0;
+	long n = v->total_steps - v->step;
+	/* the step time's spread over the steps left, and a guess of an
+	 * evaluation's time while none has been timed */
+	*plus_minus = sd * sqrt((double)n) + (v->nevals ? 0 : 0.1 * mean * (double)n);
+	return mean * (double)n + eval * (double)evals + ckpt * (double)ckpts;
+}
+
+json_t *run_view_json(const struct run_view *v)
+{
+	double pm, left = run_view_left(v, &pm);
+	json_t *j = json_pack("{ss ss sI sI sI si ss sI}", "run", v->dir, "state", run_view_state(v), "step",
+			      (json_int_t)v->step, "total_steps", (json_int_t)v->total_steps, "epoch", (json_int_t)v->epoch,
+			      "processes", v->processes, "device", v->device, "params", (json_int_t)v->params);
+	double elapsed = v->elapsed_s + (v->last_time > v->start_time ? v->last_time - v->start_time : 0);
+	json_object_set_new(j, "elapsed_s", json_real(elapsed));
+	json_object_set_new(j, "left_s", left >= 0 ? json_real(left) : json_null());
+	json_object_set_new(j, "left_plus_minus_s", left >= 0 ? json_real(pm) : json_null());
+	struct { const char *k; double x; } nums[] = {
+		{"loss", v->loss}, {"loss_smoothed", v->smooth}, {"lr", v->lr}, {"grad_norm", v->grad_norm},
+		{"step_ms", v->step_ms}, {"tokens_per_s", v->tokens_per_s}, {"eval", v->eval_value},
+		{"best", v->best_value},
+	};
+	for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+		json_object_set_new(j, nums[i].k, isfinite(nums[i].x) ? json_real(nums[i].x) : json_null());
+	json_object_set_new(j, "metric", json_string(v->metric));
+	json_object_set_new(j, "best_step", json_integer(v->best_step));
+	if (v->has_comm)
+		json_object_set_new(j, "comm", json_pack("{sf sf sf si}", "ms", v->comm_ms, "exposed_ms", v->exposed_ms,
+							 "busbw_gbs", v->busbw_gbs, "slowest", v->slowest));
+	return j;
+}

@@ -1,0 +1,59 @@
+/* What ts-top shows of a run: its events (RUN/events.msgpack) read as they
+ * are appended, like tail -f, a record still being written waiting for its
+ * end; its config; its state; and the prediction of its finish. */
+#ifndef TS_RUNVIEW_H
+#define TS_RUNVIEW_H
+#include <jansson.h>
+
+enum { HISTORY = 64 };
+
+struct run_view {
+	char *dir;
+	/* from the config */
+	long eval_every, save_every;
+	char metric[16];
+	/* from the events */
+	double start_time, last_time;   /* unix seconds: the (re)start's, the newest event's */
+	long step, total_steps, steps_per_epoch, epoch, params;
+	int processes;
+	char device[32], last_event[16];
+	double loss, smooth, lr, grad_norm, step_ms, tokens_per_s;
+	double loss_hist[HISTORY], speed_hist[HISTORY];
+	int nhist;
+	double eval_value, best_value;     /* NAN: none yet */
+	long best_step;
+	double eval_s, ckpt_s;             /* time the evaluations and checkpoints took */
+	int nevals, nckpts;
+	double recent[32];                 /* the last steps' times, seconds, evaluations and checkpoints apart */
+	long nsteps;                       /* steps timed since the (re)start */
+	double elapsed_s;                  /* training time before this (re)start */
+	int has_comm;
+	double comm_ms, exposed_ms, busbw_gbs;
+	int slowest;
+	long until;                        /* > 0: read no further than step until's events */
+	int frozen;
+	/* where the reading is */
+	void *unpacker;
+	long long read;
+	double last_step_time;
+};
+
+/* Opens dir's view (reads nothing yet). */
+struct run_view *run_view_open(const char *dir);
+void run_view_free(struct run_view *v);
+/* Reads what was appended since the last call; 0 when the run dir has no
+ * events (yet). */
+int run_view_update(struct run_view *v);
+/* running (its trainer holds the lock), done, stopped (on request or early),
+ * stale (no trainer holds it, but it neither finished nor stopped: the
+ * process is gone), or new (no events yet). */
+const char *run_view_state(const struct run_view *v);
+/* Seconds left, with *plus_minus its uncertainty: the steps left at the
+ * recent step time, and the evaluations and checkpoints left at the time
+ * those so far took. Negative when it cannot tell yet. */
+double run_view_left(const struct run_view *v, double *plus_minus);
+/* The pid of the trainer holding the lock, 0 when none. */
+long run_view_pid(const struct run_view *v);
+/* Everything shown, as JSON (ts-top --json). */
+json_t *run_view_json(const struct run_view *v);
+#endif

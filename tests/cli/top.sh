@@ -1,0 +1,83 @@
+# ts-top: snapshots (--once, --json) of a finished run and a sweep; the time
+# prediction of a recorded run with evaluations and checkpoints, after 10% of
+# its steps, against its real length; the live view in a real terminal
+# (tmux: a 80x24 window, keys, a resize, a stop from the view, NO_COLOR); a
+# run whose trainer is killed shown stale.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+S="ts-top-$$"
+cleanup() { tmux kill-session -t "$S" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
+ts-tokenize -v "$V" --label label --max-len 64 "$T/spam.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
+MODEL=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 2 --max-pos 64 --batch 16 --seed 1 -j 1)
+
+# a recorded run: 200 steps, an evaluation and a checkpoint every 20
+check "a run of 200 steps, evaluated and saved every 20" train "${MODEL[@]}" --max-steps 200 --eval-every 20 --run "$T/r"
+check "--once: a snapshot" ts-top --once "$T/r"
+cp "$T/out" "$T/once.txt"
+check "--once: the run is done, at step 200 of 200" grep -q "$T/r  \[done\]" "$T/once.txt"
+check "--once: progress, loss, the valid metric, the log" sh -c \
+	"grep -q '^step 200/200 (100%)' '$T/once.txt' && grep -q '^loss [0-9.]* (smoothed' '$T/once.txt' &&
+	 grep -q '^valid accuracy [0-9.]*, best [0-9.]* at step [0-9]*' '$T/once.txt' && grep -q 'summary: 200 steps' '$T/once.txt'"
+expect_eq "--json: the same run" "$(ts-top --json "$T/r" | jq -r '.[0] | "\(.state) \(.step) \(.total_steps) \(.metric)"')" \
+	"done 200 200 accuracy"
+# the prediction after 10% of the steps: elapsed then + predicted left, against the real length
+actual=$(ts-cat "$T/r/events.msgpack" | jq -s '(map(select(.event=="done"))[0].time) - (map(select(.event=="start"))[0].time)')
+predicted=$(ts-top --json --until 20 "$T/r" | jq '.[0] | .elapsed_s + .left_s')
+error=$(awk -v p="$predicted" -v a="$actual" 'BEGIN { printf "%.3f", (p - a) / a }')
+echo "prediction after step 20 of 200: $predicted s for a run of $actual s, error $error"
+check "the prediction after 10% of the steps is within 10% of the run's length" \
+	awk -v e="$error" 'BEGIN { exit !(e <= 0.1 && e >= -0.1) }'
+
+# a sweep's jobs
+check "a sweep of 2 jobs" timeout 300 ts-sweep -p lr=1e-4,1e-3 --dir "$T/sw" -- ts-train "${MODEL[@]}" --max-steps 4
+expect_eq "--json of a sweep dir: each job" "$(ts-top --json "$T/sw" | jq -r 'map(.run | sub(".*/"; "")) | join(" ")')" \
+	"job-001 job-002"
+expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
+expect_fail "--until without --once" 2 "--until goes with --once or --json" ts-top --until 3 "$T/r"
+expect_fail "not a terminal" 1 "standard output is not a terminal" ts-top "$T/r"
+
+# the live view, in a real terminal
+train "${MODEL[@]}" --max-steps 1000000 --eval-every 100 --run "$T/live" >/dev/null 2>&1 &
+trainer=$!
+wait_for "a long run under way" test -s "$T/live/events.msgpack"
+screen() { tmux capture-pane -p -t "$S" "$@"; }
+shows() { screen | grep -q -- "$1"; }
+tmux new-session -d -s "$S" -x 80 -y 24 "TERM=xterm-256color $BIN/ts-top $T/live $T/r"
+wait_for "the live view shows both runs, one running" sh -c "$(declare -f screen shows); S=$S; shows '\[running\]' && shows 'step [0-9]*/1000000'"
+check "80x24: the header fits" sh -c "$(declare -f screen); S=$S; screen | head -1 | grep -q 'q quit'"
+check "the view shows the list of runs, the selected one marked" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*live'"
+# coloured: whether the screen holds a foreground colour's escape sequence
+coloured() { tmux capture-pane -e -p -t "$S" | grep -qP '\x1b\[[0-9;]*3[0-7]m'; }
+check "colour: escape sequences for the running state" coloured
+tmux send-keys -t "$S" Tab
+wait_for "tab selects the other run" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*/r '"
+tmux send-keys -t "$S" h
+wait_for "h shows the help" sh -c "$(declare -f screen shows); S=$S; shows 'stop the selected run'"
+tmux send-keys -t "$S" h
+tmux resize-window -t "$S" -x 120 -y 40
+wait_for "after a resize the view fills the new size" sh -c "tmux display -p -t $S '#{window_width}x#{window_height}' | grep -qx 120x40 && $(declare -f screen shows); S=$S; shows '^> .*/r '"
+tmux send-keys -t "$S" Tab
+wait_for "back on the live run" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*live'"
+tmux send-keys -t "$S" s
+wait_for "s asks first" sh -c "$(declare -f screen shows); S=$S; shows 'with a checkpoint? (y/n)'"
+tmux send-keys -t "$S" y
+wait_for "y stops the run, which the view then shows stopped" sh -c "$(declare -f screen shows); S=$S; shows '\[stopped\]'"
+wait "$trainer"
+expect_eq "the trainer stopped cleanly, exit 0" "$?" 0
+check "its stop event" sh -c "ts-cat '$T/live/events.msgpack' | jq -r .event | tail -1 | grep -qx stop"
+tmux send-keys -t "$S" q
+wait_for "q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
+
+# NO_COLOR, and a trainer killed: stale
+train "${MODEL[@]}" --max-steps 1000000 --run "$T/killed" >/dev/null 2>&1 &
+trainer=$!
+wait_for "another long run under way" test -s "$T/killed/events.msgpack"
+tmux new-session -d -s "$S" -x 80 -y 24 "NO_COLOR=1 TERM=xterm-256color $BIN/ts-top $T/killed"
+wait_for "NO_COLOR: the view" sh -c "$(declare -f screen shows); S=$S; shows '\[running\]'"
+check "NO_COLOR: no colour" sh -c "$(declare -f coloured); S=$S; ! coloured"
+kill_trainer "$T/killed"
+wait_for "a trainer killed: stale" sh -c "$(declare -f screen shows); S=$S; shows '\[stale\]'"
+tmux send-keys -t "$S" q
+finish
