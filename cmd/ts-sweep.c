@@ -5,6 +5,7 @@
 #include "gpulist.h"
 #include "opt.h"
 #include "rec.h"
+#include "runplots.h"
 #include "mpjson.h"
 #include "strbuf.h"
 #include "sweep.h"
@@ -20,7 +21,7 @@
 
 static struct strlist params;
 static long draws, seed, slots = 1, eta = 3, max_params, per_job = 1;
-static char *prune, *gpus, *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
+static char *prune, *gpus, *plot, *dir, *show, *resume, *tasks, *servers, *ssh = "ssh -o BatchMode=yes", *format = "table", *metric;
 static int print;
 
 static const struct opt opts[] = {
@@ -44,6 +45,7 @@ static const struct opt opts[] = {
 	{0, "resume", OPT_STR, &resume, "DIR", "run a sweep's jobs that are not done, from their checkpoints", "@dir"},
 	{0, "print", OPT_FLAG, &print, NULL, "print the jobs' command lines instead of running them", NULL},
 	{0, "show", OPT_STR, &show, "DIR", "print the leaderboard of a sweep dir", "@dir"},
+	{0, "plot", OPT_STR, &plot, "FILE", "with --show, also plot every job's valid metric over its steps in FILE (SVG)", NULL},
 	{0, "format", OPT_STR, &format, "FMT", "leaderboard as table, tsv or json (default table)", "table|tsv|json"},
 	{0, "metric", OPT_STR, &metric, "NAME", "rank by this valid metric (default accuracy, else loss)",
 	 "accuracy|macro-f1|mcc|loss|ppl"},
@@ -129,6 +131,26 @@ static void print_finish(const struct row *rows, size_t n, long nslots)
 	printf("\n");
 }
 
+/* Every job's valid metric in one SVG, the best first. */
+static void plot_jobs(const char *d, const char *name, const struct row *rows, size_t n)
+{
+	char **runs = xcalloc(n + 1, sizeof *runs), **names = xcalloc(n + 1, sizeof *names);
+	for (size_t i = 0; i < n; i++) {
+		int job = (int)json_integer_value(json_object_get(rows[i].job, "job"));
+		struct strbuf b = {0};
+		sb_addf(&b, "job %d", job);
+		const char *k;
+		json_t *v;
+		json_object_foreach(json_object_get(rows[i].job, "params"), k, v) sb_addf(&b, " %s=%s", k, json_string_value(v));
+		sb_addc(&b, 0);
+		runs[i] = sweep_job_dir(d, job - 1), names[i] = b.s;
+	}
+	runs_plot(plot, name, runs, names, (int)n);
+	for (size_t i = 0; i < n; i++)
+		free(runs[i]), free(names[i]);
+	free(runs), free(names);
+}
+
 static void print_board(const char *d)
 {
 	json_t *sweep, *jobs = sweep_read(d, &sweep);
@@ -155,6 +177,8 @@ static void print_board(const char *d)
 	for (size_t i = 0; i < n; i++)
 		rows[i].value = sweep_metric(json_object_get(rows[i].job, "best"), name);
 	qsort(rows, n, sizeof *rows, by_metric);
+	if (plot)
+		plot_jobs(d, name, rows, n);
 	if (!strcmp(format, "json")) {
 		json_t *out = json_array();
 		for (size_t i = 0; i < n; i++) {
@@ -344,9 +368,11 @@ int main(int argc, char **argv)
 {
 	char **cmd;
 	int ncmd = opt_parse(&spec, argc, argv, &cmd);
+	if (plot && !show)
+		die_usage("--plot goes with --show");
 	if (show) {
 		if (ncmd || params.n || dir || print || resume || tasks)
-			die_usage("--show DIR takes only --format and --metric");
+			die_usage("--show DIR takes only --format, --metric and --plot");
 		print_board(show);
 		close_stdout();
 		return 0;

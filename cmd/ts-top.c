@@ -5,6 +5,7 @@
 #include "opt.h"
 #include "runview.h"
 #include "strbuf.h"
+#include "sweeprun.h"
 #include <curses.h>
 #include <fcntl.h>
 #include <langinfo.h>
@@ -63,18 +64,19 @@ static void add_dir(const char *dir)
 		add_run(dir);
 		return;
 	}
-	for (int i = 1; i < 100000; i++) {
-		char name[32];
-		snprintf(name, sizeof name, "job-%03d", i);
-		char *job = path_join(dir, name);
-		int there = access(job, F_OK) == 0;
-		if (there)
+	json_t *record, *all = sweep_read(dir, &record);
+	int before = nruns;
+	for (size_t i = 0; i < json_array_size(all); i++) {
+		char *job = sweep_job_dir(dir, (int)i);
+		if (access(job, F_OK) == 0) {
 			add_run(job);
+			snprintf(runs[nruns - 1]->job_state, sizeof runs[nruns - 1]->job_state, "%s",
+				 json_string_value(json_object_get(json_array_get(all, i), "state")));
+		}
 		free(job);
-		if (!there && i > 999)
-			break;
 	}
-	if (!nruns)
+	json_decref(all), json_decref(record);
+	if (nruns == before)
 		die("%s: a sweep without jobs that began", dir);
 }
 

@@ -17,11 +17,12 @@ _ts_sweep() {
 	--dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--resume) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--show) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--plot) COMPREPLY=(); return ;;
 	--format) COMPREPLY=($(compgen -W "table tsv json" -- "$cur")); return ;;
 	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 mcc loss ppl" -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --max-params --prune --eta --gpus --per-job --servers --ssh --dir --resume --print --show --format --metric --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --max-params --prune --eta --gpus --per-job --servers --ssh --dir --resume --print --show --plot --format --metric --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_sweep ts-sweep

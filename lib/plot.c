@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { W = 640, H = 360, LEFT = 64, RIGHT = 16, TOP = 36, BOTTOM = 44 };
+enum { PLOT_W = 640, H = 360, LEFT = 64, RIGHT = 16, TOP = 36, BOTTOM = 44, LEGEND = 300 };
 
 static const char *colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
 
@@ -45,6 +45,8 @@ static void text(struct strbuf *b, const char *s)
 
 void plot_svg(const char *path, const char *title, const char *xlabel, const struct series *s, int ns)
 {
+	/* more than 3 series: the legend beside the plot, not over it */
+	int W = PLOT_W + (ns > 3 ? LEGEND : 0), key_x = ns > 3 ? PLOT_W + 8 : PLOT_W - RIGHT - 150;
 	struct strbuf b = {0};
 	sb_addf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 		    "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
@@ -56,13 +58,13 @@ void plot_svg(const char *path, const char *title, const char *xlabel, const str
 	if (!range(s, ns, 0, &x0, &x1) || !range(s, ns, 1, &y0, &y1)) {
 		sb_addf(&b, "<text x=\"%d\" y=\"%d\">no data yet</text>\n", LEFT, H / 2);
 	} else {
-		double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
+		double pw = PLOT_W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
 #define PX(v) (LEFT + ((v) - x0) / (x1 - x0) * pw)
 #define PY(v) (TOP + ph - ((v) - y0) / (y1 - y0) * ph)
 		sb_addf(&b, "<g stroke=\"#ccc\" fill=\"none\">\n");
 		double dy = tick_step(y0, y1, 5), dx = tick_step(x0, x1, 6);
 		for (double v = ceil(y0 / dy) * dy; v <= y1 + dy * 1e-9; v += dy)
-			sb_addf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>\n", LEFT, W - RIGHT, PY(v), PY(v));
+			sb_addf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>\n", LEFT, PLOT_W - RIGHT, PY(v), PY(v));
 		sb_addf(&b, "</g>\n<g text-anchor=\"end\">\n");
 		for (double v = ceil(y0 / dy) * dy; v <= y1 + dy * 1e-9; v += dy)
 			sb_addf(&b, "<text x=\"%d\" y=\"%.1f\">%.4g</text>\n", LEFT - 4, PY(v) + 4, fabs(v) < dy * 1e-9 ? 0 : v);
@@ -81,9 +83,12 @@ void plot_svg(const char *path, const char *title, const char *xlabel, const str
 			for (size_t i = 0; i < s[k].n; i++)
 				if (isfinite(s[k].x[i]) && isfinite(s[k].y[i]))
 					sb_addf(&b, "%s%.1f,%.1f", i ? " " : "", PX(s[k].x[i]), PY(s[k].y[i]));
-			sb_addf(&b, "\"/>\n<text x=\"%d\" y=\"%d\" fill=\"%s\">", W - RIGHT - 150, TOP + 14 + 14 * shown, c);
-			text(&b, s[k].name);
-			sb_addf(&b, "</text>\n");
+			sb_addf(&b, "\"/>\n");
+			if (TOP + 14 + 14 * shown < H - BOTTOM) {   /* the legend, as far as it fits */
+				sb_addf(&b, "<text x=\"%d\" y=\"%d\" fill=\"%s\">", key_x, TOP + 14 + 14 * shown, c);
+				text(&b, s[k].name);
+				sb_addf(&b, "</text>\n");
+			}
 			shown++;
 		}
 #undef PX

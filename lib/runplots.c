@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdio.h>
+#include <unistd.h>
 
 /* Points of one quantity over steps. */
 struct curve {
@@ -52,10 +54,19 @@ static double metric_of(const msgpack_object *o, const char *metric)
 	return !strcmp(metric, "macro-f1") ? number(mp_get(mp_get(o, "macro"), "f1")) : number(mp_get(o, metric));
 }
 
-void run_plots(const char *run, const char *metric)
+/* A run's curves, from its events. */
+struct curves {
+	struct curve loss, lr, valid_loss, valid, test;
+};
+
+static void read_curves(const char *run, const char *metric, struct curves *c)
 {
-	char *events = path_join(run, "events.msgpack"), *dir = path_join(run, "plots");
-	struct curve loss = {0}, lr = {0}, valid_loss = {0}, valid = {0}, test = {0};
+	char *events = path_join(run, "events.msgpack");
+	memset(c, 0, sizeof *c);
+	if (access(events, R_OK)) {
+		free(events);
+		return;
+	}
 	struct rec_reader *r = rec_open(events);
 	rec_allow_torn_tail(r);
 	const msgpack_object *o;
@@ -63,16 +74,32 @@ void run_plots(const char *run, const char *metric)
 		const msgpack_object *ev = mp_get(o, "event"), *split = mp_get(o, "split");
 		double step = number(mp_get(o, "step"));
 		if (str_is(ev, "step")) {
-			add(&loss, step, number(mp_get(o, "loss")));
-			add(&lr, step, number(mp_get(o, "lr")));
+			add(&c->loss, step, number(mp_get(o, "loss")));
+			add(&c->lr, step, number(mp_get(o, "lr")));
 		} else if (str_is(ev, "eval") && str_is(split, "valid")) {
-			add(&valid_loss, step, number(mp_get(o, "loss")));
-			add(&valid, step, metric_of(o, metric));
+			add(&c->valid_loss, step, number(mp_get(o, "loss")));
+			add(&c->valid, step, metric_of(o, metric));
 		} else if (str_is(ev, "eval") && str_is(split, "test")) {
-			add(&test, step, metric_of(o, metric));
+			add(&c->test, step, metric_of(o, metric));
 		}
 	}
 	rec_close(r);
+	free(events);
+}
+
+static void free_curves(struct curves *c)
+{
+	struct curve *all[] = {&c->loss, &c->lr, &c->valid_loss, &c->valid, &c->test};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		free(all[i]->x), free(all[i]->y);
+}
+
+void run_plots(const char *run, const char *metric)
+{
+	char *dir = path_join(run, "plots");
+	struct curves c;
+	read_curves(run, metric, &c);
+	struct curve loss = c.loss, lr = c.lr, valid_loss = c.valid_loss, valid = c.valid, test = c.test;
 	/* smoothed as TensorBoard smooths: an average that forgets 0.9 a step, bias corrected */
 	double *smooth = xcalloc(loss.n + 1, sizeof *smooth), acc = 0, w = 0;
 	for (size_t i = 0; i < loss.n; i++) {
@@ -96,8 +123,22 @@ void run_plots(const char *run, const char *metric)
 	struct series s[1] = {{"learning rate", lr.x, lr.y, lr.n}};
 	plot_svg(path, "learning rate", "step", s, 1);
 	free(path);
-	struct curve *all[] = {&loss, &lr, &valid_loss, &valid, &test};
-	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-		free(all[i]->x), free(all[i]->y);
-	free(smooth), free(events), free(dir);
+	free_curves(&c);
+	free(smooth), free(dir);
+}
+
+void runs_plot(const char *path, const char *metric, char *const *runs, char *const *names, int n)
+{
+	struct curves *c = xcalloc((size_t)n + 1, sizeof *c);
+	struct series *s = xcalloc((size_t)n + 1, sizeof *s);
+	for (int i = 0; i < n; i++) {
+		read_curves(runs[i], metric, &c[i]);
+		s[i] = (struct series){names[i], c[i].valid.x, c[i].valid.y, c[i].valid.n};
+	}
+	char title[64];
+	snprintf(title, sizeof title, "valid %s", metric);
+	plot_svg(path, title, "step", s, n);
+	for (int i = 0; i < n; i++)
+		free_curves(&c[i]);
+	free(c), free(s);
 }

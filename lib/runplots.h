@@ -6,4 +6,7 @@
 #define TS_RUNPLOTS_H
 
 void run_plots(const char *run, const char *metric);
+/* One plot at path of the valid metric of n runs over their steps, each
+ * named as names[] says (ts-sweep --show --plot). */
+void runs_plot(const char *path, const char *metric, char *const *runs, char *const *names, int n);
 #endif

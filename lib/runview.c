@@ -151,6 +151,8 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 	} else if (is(ev, "eval")) {
 		v->eval_s += t - v->last_step_time;
 		v->last_step_time = t;
+	} else if (is(ev, "best")) {   /* saving best/: as often as the metric improves, not foreseen */
+		v->last_step_time = t;
 	} else if (is(ev, "checkpoint")) {
 		v->ckpt_s += t - v->last_step_time, v->nckpts++;
 		v->last_step_time = t;
@@ -215,6 +217,8 @@ const char *run_view_state(const struct run_view *v)
 {
 	if (run_view_pid(v))
 		return "running";
+	if (!strcmp(v->job_state, "failed") || !strcmp(v->job_state, "pruned") || !strcmp(v->job_state, "skipped"))
+		return v->job_state;
 	if (!*v->last_event)
 		return "new";
 	if (!strcmp(v->last_event, "done"))

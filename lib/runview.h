@@ -30,6 +30,7 @@ struct run_view {
 	int has_comm;
 	double comm_ms, exposed_ms, busbw_gbs;
 	int slowest;
+	char job_state[16];                /* a sweep job's, as its sweep recorded it ("": not a job) */
 	long until;                        /* > 0: read no further than step until's events */
 	int frozen;
 	/* where the reading is */
@@ -45,8 +46,9 @@ void run_view_free(struct run_view *v);
  * events (yet). */
 int run_view_update(struct run_view *v);
 /* running (its trainer holds the lock), done, stopped (on request or early),
- * stale (no trainer holds it, but it neither finished nor stopped: the
- * process is gone), or new (no events yet). */
+ * failed, pruned or skipped (a sweep's job, as its sweep says), stale (no
+ * trainer holds it, but it neither finished nor stopped: the process is
+ * gone), or new (no events yet). */
 const char *run_view_state(const struct run_view *v);
 /* Seconds left, with *plus_minus its uncertainty: the steps left at the
  * recent step time, and the evaluations and checkpoints left at the time

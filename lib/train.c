@@ -427,6 +427,7 @@ static int evaluate_now(struct trainer *t)
 		t->st.best_step = t->st.step;
 		t->st.bad_evals = 0;
 		save_model(t, "best");
+		event(t, "best", json_pack("{sI ss sf}", "step", (json_int_t)t->st.step, "metric", t->metric, "value", v));
 		if (t->lead)
 			logf_(t, "step %ld: new best %s %.6g, saved best/", t->st.step, t->metric, v);
 		return comm_any(t->comm, 0);

@@ -28,6 +28,11 @@ expect_eq "--show as JSON: 6 jobs ranked by accuracy, best first" \
 	"6 true accuracy "
 expect_eq "--show --metric loss: lowest first" \
 	"$(sweep --show "$T/g" --format json --metric loss | jq -r '[.[].value] == ([.[].value] | sort)')" true
+check "--show --plot: every job's valid metric in one SVG" sweep --show "$T/g" --plot "$T/g.svg"
+expect_eq "--show --plot: a line a job, in an SVG Python's XML parser reads" "$("${TS_PYTHON:-$TOP/build/venv/bin/python}" -c '
+import sys, xml.etree.ElementTree as ET
+print(len(ET.parse(sys.argv[1]).getroot().findall("{http://www.w3.org/2000/svg}polyline")))' "$T/g.svg")" 6
+expect_fail "--plot without --show" 2 "--plot goes with --show" ts-sweep --plot "$T/x.svg" -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
 expect_eq "--show as TSV: a header and 6 rows" "$(sweep --show "$T/g" --format tsv | head -1 | cut -f1-4) $(sweep --show "$T/g" --format tsv | wc -l)" \
 	"$(printf 'rank\tjob\tstate\taccuracy') 7"
 

@@ -12,19 +12,23 @@ head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
 ts-tokenize -v "$V" --label label --max-len 64 "$T/spam.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
 MODEL=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 2 --max-pos 64 --batch 16 --seed 1 -j 1)
 
-# a recorded run: 200 steps, an evaluation and a checkpoint every 20
-check "a run of 200 steps, evaluated and saved every 20" train "${MODEL[@]}" --max-steps 200 --eval-every 20 --run "$T/r"
+check "a run of 40 steps, evaluated every 20" train "${MODEL[@]}" --max-steps 40 --eval-every 20 --run "$T/r"
 check "--once: a snapshot" ts-top --once "$T/r"
 cp "$T/out" "$T/once.txt"
-check "--once: the run is done, at step 200 of 200" grep -q "$T/r  \[done\]" "$T/once.txt"
+check "--once: the run is done, at step 40 of 40" grep -q "$T/r  \[done\]" "$T/once.txt"
 check "--once: progress, loss, the valid metric, the log" sh -c \
-	"grep -q '^step 200/200 (100%)' '$T/once.txt' && grep -q '^loss [0-9.]* (smoothed' '$T/once.txt' &&
-	 grep -q '^valid accuracy [0-9.]*, best [0-9.]* at step [0-9]*' '$T/once.txt' && grep -q 'summary: 200 steps' '$T/once.txt'"
+	"grep -q '^step 40/40 (100%)' '$T/once.txt' && grep -q '^loss [0-9.]* (smoothed' '$T/once.txt' &&
+	 grep -q '^valid accuracy [0-9.]*, best [0-9.]* at step [0-9]*' '$T/once.txt' && grep -q 'summary: 40 steps' '$T/once.txt'"
 expect_eq "--json: the same run" "$(ts-top --json "$T/r" | jq -r '.[0] | "\(.state) \(.step) \(.total_steps) \(.metric)"')" \
-	"done 200 200 accuracy"
-# the prediction after 10% of the steps: elapsed then + predicted left, against the real length
-actual=$(ts-cat "$T/r/events.msgpack" | jq -s '(map(select(.event=="done"))[0].time) - (map(select(.event=="start"))[0].time)')
-predicted=$(ts-top --json --until 20 "$T/r" | jq '.[0] | .elapsed_s + .left_s')
+	"done 40 40 accuracy"
+
+# the prediction on a recorded run (tests/fixtures/recorded-run: 200 steps of a 2-layer
+# model of hidden size 128 on this corpus, recorded on the 2-core development machine,
+# evaluated and saved every 20 steps and at each epoch's end, 16 times in all): after
+# 10% of its steps, the time so far and the time left predicted then, against its length
+rec=$TOP/tests/fixtures/recorded-run
+actual=$(ts-cat "$rec/events.msgpack" | jq -s '(map(select(.event=="done"))[0].time) - (map(select(.event=="start"))[0].time)')
+predicted=$(ts-top --json --until 20 "$rec" | jq '.[0] | .elapsed_s + .left_s')
 error=$(awk -v p="$predicted" -v a="$actual" 'BEGIN { printf "%.3f", (p - a) / a }')
 echo "prediction after step 20 of 200: $predicted s for a run of $actual s, error $error"
 check "the prediction after 10% of the steps is within 10% of the run's length" \
@@ -34,6 +38,10 @@ check "the prediction after 10% of the steps is within 10% of the run's length" 
 check "a sweep of 2 jobs" timeout 300 ts-sweep -p lr=1e-4,1e-3 --dir "$T/sw" -- ts-train "${MODEL[@]}" --max-steps 4
 expect_eq "--json of a sweep dir: each job" "$(ts-top --json "$T/sw" | jq -r 'map(.run | sub(".*/"; "")) | join(" ")')" \
 	"job-001 job-002"
+check "a sweep whose second job fails after making its run dir" sh -c \
+	"timeout 300 ts-sweep -p max-pos=64,16 --dir '$T/swf' -- ts-train ${MODEL[*]} --max-steps 2 >/dev/null 2>&1; test \$? = 1"
+expect_eq "a sweep job that failed is shown failed, as its sweep says" \
+	"$(ts-top --json "$T/swf" | jq -r 'map(.state) | join(" ")')" "done failed"
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
 expect_fail "--until without --once" 2 "--until goes with --once or --json" ts-top --until 3 "$T/r"
 expect_fail "not a terminal" 1 "standard output is not a terminal" ts-top "$T/r"
@@ -69,6 +77,11 @@ expect_eq "the trainer stopped cleanly, exit 0" "$?" 0
 check "its stop event" sh -c "ts-cat '$T/live/events.msgpack' | jq -r .event | tail -1 | grep -qx stop"
 tmux send-keys -t "$S" q
 wait_for "q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
+
+# a sweep's view: a line a job
+tmux new-session -d -s "$S" -x 80 -y 24 "TERM=xterm-256color $BIN/ts-top $T/sw"
+wait_for "a sweep's view lists its jobs" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*sw/job-001 *done' && screen | grep -q '^  .*sw/job-002 *done'"
+tmux send-keys -t "$S" q
 
 # NO_COLOR, and a trainer killed: stale
 train "${MODEL[@]}" --max-steps 1000000 --run "$T/killed" >/dev/null 2>&1 &
