@@ -111,6 +111,22 @@ static void sparkline(struct strbuf *b, const double *hist, int n, int width)
 	}
 }
 
+/* ", MFU x% of NAME's fp32 peak" for a run on a GPU this machine's driver
+ * names and the table knows (a step's work taken as 6 FLOPs a parameter and
+ * token, every process on a GPU like its first); else "". */
+static const char *mfu(const struct run_view *v)
+{
+	static char text[160];
+	char name[96];
+	int gpu = !strncmp(v->device, "cuda:", 5) ? atoi(v->device + 5) : -1;
+	double peak = gpu >= 0 && nvml_name(gpu, name, sizeof name) ? gpu_fp32_peak(name) : 0;
+	text[0] = 0;
+	if (peak > 0 && v->processes > 0 && isfinite(v->tokens_per_s))
+		snprintf(text, sizeof text, ", MFU %.0f%% of the %s's fp32 peak",
+			 100 * 6 * (double)v->params * v->tokens_per_s / (peak * v->processes), name);
+	return text;
+}
+
 /* The lines that describe run v, each in lines[]; returns how many. */
 static int describe(const struct run_view *v, struct strbuf *lines, int max)
 {
@@ -137,7 +153,8 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 	} else {
 		sb_addf(&lines[n++], "elapsed %s%s", a, !strcmp(state, "running") ? "  left: known after a few steps" : "");
 	}
-	sb_addf(&lines[n], "speed %.0f tokens/s, %.1f ms a step  ", v->tokens_per_s, v->step_ms);
+	sb_addf(&lines[n], "speed %.1f samples/s, %.0f tokens/s, %.1f ms a step%s  ", v->samples_per_s, v->tokens_per_s,
+		v->step_ms, mfu(v));
 	sparkline(&lines[n++], v->speed_hist, v->nhist, 24);
 	sb_addf(&lines[n], "loss %.4f (smoothed %.4f), lr %.3g, grad norm %.3g  ", v->loss, v->smooth, v->lr, v->grad_norm);
 	sparkline(&lines[n++], v->loss_hist, v->nhist, 24);

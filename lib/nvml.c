@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 /* The few NVML types used here, as nvml.h lays them out. */
 typedef void *nvml_device;
@@ -23,6 +24,7 @@ static struct {
 	int (*processes)(nvml_device, unsigned *, void *);
 	int (*temperature)(nvml_device, int, unsigned *);   /* optional */
 	int (*power)(nvml_device, unsigned *);              /* optional, milliwatts */
+	int (*name)(nvml_device, char *, unsigned);         /* optional */
 } nvml;
 
 /* 1 once NVML is loaded and started, 0 where it cannot be. */
@@ -44,6 +46,7 @@ static int ready(void)
 	nvml.processes = (int (*)(nvml_device, unsigned *, void *))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
 	nvml.temperature = (int (*)(nvml_device, int, unsigned *))dlsym(lib, "nvmlDeviceGetTemperature");
 	nvml.power = (int (*)(nvml_device, unsigned *))dlsym(lib, "nvmlDeviceGetPowerUsage");
+	nvml.name = (int (*)(nvml_device, char *, unsigned))dlsym(lib, "nvmlDeviceGetName");
 	if (!nvml.init || !nvml.by_pci || !nvml.by_index || !nvml.count || !nvml.utilization || !nvml.memory || !nvml.processes ||
 	    nvml.init() != NVML_SUCCESS)
 		return 0;
@@ -87,4 +90,23 @@ int nvml_count(void)
 {
 	unsigned n = 0;
 	return ready() && nvml.count(&n) == NVML_SUCCESS ? (int)n : -1;
+}
+
+int nvml_name(int index, char *name, int len)
+{
+	nvml_device d;
+	return ready() && nvml.name && index >= 0 && nvml.by_index((unsigned)index, &d) == NVML_SUCCESS &&
+	       nvml.name(d, name, (unsigned)len) == NVML_SUCCESS;
+}
+
+double gpu_fp32_peak(const char *name)
+{
+	static const struct { const char *model; double flops; } sheet[] = {
+		{"H200", 67e12}, {"H100 PCIe", 51e12}, {"H100", 67e12}, {"A100", 19.5e12}, {"L40S", 91.6e12},
+		{"A10", 31.2e12}, {"V100", 15.7e12}, {"T4", 8.1e12},
+	};
+	for (size_t i = 0; i < sizeof sheet / sizeof *sheet; i++)
+		if (strstr(name, sheet[i].model))
+			return sheet[i].flops;
+	return 0;
 }

@@ -19,4 +19,9 @@ int nvml_usage(const char *pci_bus_id, struct gpu_usage *u);
 int nvml_usage_at(int index, struct gpu_usage *u);
 /* How many GPUs the driver sees; -1 without NVML. */
 int nvml_count(void);
+/* The name of GPU index ("NVIDIA H100 80GB HBM3"); 0 where unknown. */
+int nvml_name(int index, char *name, int len);
+/* The dense fp32 FLOP/s (no tensor cores) of a GPU of that name, from its
+ * maker's data sheet; 0 for a GPU not in the table. */
+double gpu_fp32_peak(const char *name);
 #endif

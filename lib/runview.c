@@ -95,6 +95,9 @@ static void on_step(struct run_view *v, const msgpack_object *o, double t)
 	v->grad_norm = num(mp_get(o, "grad_norm"));
 	v->step_ms = num(mp_get(o, "step_ms"));
 	v->tokens_per_s = num(mp_get(o, "tokens_per_s"));
+	double samples = num(mp_get(o, "samples"));   /* the run's so far */
+	v->samples_per_s = samples > v->samples && v->step_ms > 0 ? (samples - v->samples) / (v->step_ms / 1e3) : NAN;
+	v->samples = samples;
 	if (isfinite(v->loss))
 		v->smooth = isnan(v->smooth) ? v->loss : 0.9 * v->smooth + 0.1 * v->loss;
 	/* the step's wall time, evaluations and checkpoints apart */
@@ -280,7 +283,8 @@ json_t *run_view_json(const struct run_view *v)
 	json_object_set_new(j, "left_plus_minus_s", left >= 0 ? json_real(pm) : json_null());
 	struct { const char *k; double x; } nums[] = {
 		{"loss", v->loss}, {"loss_smoothed", v->smooth}, {"lr", v->lr}, {"grad_norm", v->grad_norm},
-		{"step_ms", v->step_ms}, {"tokens_per_s", v->tokens_per_s}, {"eval", v->eval_value},
+		{"step_ms", v->step_ms}, {"tokens_per_s", v->tokens_per_s}, {"samples_per_s", v->samples_per_s},
+		{"eval", v->eval_value},
 		{"best", v->best_value},
 	};
 	for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)

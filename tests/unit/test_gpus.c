@@ -68,9 +68,19 @@ static void test_host_share(void)
 	CHECK(n == 3 && slot == 2 && first == 0, "process 3 is the third on its machine");
 }
 
+static void test_peaks(void)
+{
+	CHECK(gpu_fp32_peak("NVIDIA H100 80GB HBM3") == 67e12, "H100 SXM: 67 TFLOP/s fp32");
+	CHECK(gpu_fp32_peak("NVIDIA H100 PCIe") == 51e12, "H100 PCIe: 51, not the SXM's");
+	CHECK(gpu_fp32_peak("NVIDIA H200") == 67e12, "H200: 67");
+	CHECK(gpu_fp32_peak("NVIDIA A100-SXM4-80GB") == 19.5e12, "A100: 19.5");
+	CHECK(gpu_fp32_peak("Some Other GPU") == 0, "a GPU not in the table: 0, no MFU");
+}
+
 int main(void)
 {
 	ts_prog = "test_gpus";
+	test_peaks();
 	test_parse();
 	test_by_load();
 	test_host_share();
