@@ -90,6 +90,14 @@ wait_for "another long run under way" test -s "$T/killed/events.msgpack"
 tmux new-session -d -s "$S" -x 80 -y 24 "NO_COLOR=1 TERM=xterm-256color $BIN/ts-top $T/killed"
 wait_for "NO_COLOR: the view" sh -c "$(declare -f screen shows); S=$S; shows '\[running\]'"
 check "NO_COLOR: no colour" sh -c "$(declare -f coloured); S=$S; ! coloured"
+# cpu_ticks PID: its user and system time so far, in clock ticks
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+top_pid=$(pgrep -f "^$BIN/ts-top $T/killed\$")
+before=$(cpu_ticks "$top_pid")
+sleep 5
+after=$(cpu_ticks "$top_pid")
+echo "ts-top (pid $top_pid, $(cat "/proc/$top_pid/comm")): CPU over 5 s of a live run: $(( (after - before) * 1000 / $(getconf CLK_TCK) )) ms"
+check "the live view takes negligible CPU: under 2% over 5 s" test $(( (after - before) * 1000 / $(getconf CLK_TCK) )) -lt 100
 kill_trainer "$T/killed"
 wait_for "a trainer killed: stale" sh -c "$(declare -f screen shows); S=$S; shows '\[stale\]'"
 tmux send-keys -t "$S" q
