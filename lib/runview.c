@@ -228,6 +228,8 @@ const char *run_view_state(const struct run_view *v)
 		return "done";
 	if (!strcmp(v->last_event, "stop") || !strcmp(v->last_event, "early_stop"))
 		return "stopped";
+	if (!strcmp(v->last_event, "failed"))
+		return "failed";
 	return "stale";
 }
 

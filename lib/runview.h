@@ -47,7 +47,8 @@ void run_view_free(struct run_view *v);
  * events (yet). */
 int run_view_update(struct run_view *v);
 /* running (its trainer holds the lock), done, stopped (on request or early),
- * failed, pruned or skipped (a sweep's job, as its sweep says), stale (no
+ * failed (its trainer ended on an error; or a sweep's job, as its sweep
+ * says, as are pruned and skipped), stale (no
  * trainer holds it, but it neither finished nor stopped: the process is
  * gone), or new (no events yet). */
 const char *run_view_state(const struct run_view *v);

@@ -113,6 +113,17 @@ static void say(struct trainer *t, const char *fmt, ...)
 }
 
 /* An event of the run: process 0 records it. */
+/* Process 0's events while it trains, so that a run that dies says so. */
+static struct events *dying_events;
+
+static void record_failure(void)
+{
+	struct events *ev = dying_events;
+	dying_events = NULL;   /* once, and not again if this write fails */
+	if (ev)
+		events_add(ev, "failed", json_object());
+}
+
 /* An event for the log of events, its numbers for TensorBoard too. */
 static void event(struct trainer *t, const char *type, json_t *fields)
 {
@@ -782,6 +793,8 @@ static void start_state(struct trainer *t, const char *ckpt)
 	t->st.processes = t->comm->size;
 	if (t->lead) {
 		t->ev = events_open(events);
+		dying_events = t->ev;
+		die_hook(record_failure);
 		char *tb = path_join(t->c->run, "tb");
 		t->tb = tb_open(tb);
 		free(tb);
@@ -883,6 +896,7 @@ int train_run(const struct train_config *c)
 	if (comm_any(t.comm, t.lead && t.st.finished && events_last_is(t.ev, "done"))) {
 		if (t.lead)
 			warnx("%s: the run already finished at step %ld", c->run, t.st.step);
+		dying_events = NULL;
 		return 0;
 	}
 	if (ckpt)
@@ -914,6 +928,8 @@ int train_run(const struct train_config *c)
 		finish(&t);
 	progress_done(t.prog);
 	if (t.lead) {
+		dying_events = NULL;
+		die_hook(NULL);
 		events_close(t.ev);
 		tb_close(t.tb);
 	}

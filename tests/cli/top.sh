@@ -83,6 +83,16 @@ tmux new-session -d -s "$S" -x 80 -y 24 "TERM=xterm-256color $BIN/ts-top $T/sw"
 wait_for "a sweep's view lists its jobs" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*sw/job-001 *done' && screen | grep -q '^  .*sw/job-002 *done'"
 tmux send-keys -t "$S" q
 
+# a run that ends on an error is shown failed: its checkpoint dir made a file mid-run
+train "${MODEL[@]}" --max-steps 1000000 --save-every 30 --run "$T/fails" >/dev/null 2>"$T/fails.err" &
+trainer=$!
+wait_for "a run that will fail under way" test -s "$T/fails/events.msgpack"
+rm -rf "$T/fails/ckpt" && touch "$T/fails/ckpt"
+wait "$trainer"
+expect_eq "...it ends on the error, exit 1" "$?" 1
+expect_eq "...its last event says it failed, and ts-top shows it failed" \
+	"$(ts-cat "$T/fails/events.msgpack" | jq -r .event | tail -1) $(ts-top --json "$T/fails" | jq -r '.[0].state')" "failed failed"
+
 # NO_COLOR, and a trainer killed: stale
 train "${MODEL[@]}" --max-steps 1000000 --run "$T/killed" >/dev/null 2>&1 &
 trainer=$!
