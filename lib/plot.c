@@ -26,8 +26,11 @@ static int range(const struct series *s, int ns, int use_y, double *lo, double *
 			if (isfinite(v))
 				*lo = fmin(*lo, v), *hi = fmax(*hi, v), any = 1;
 		}
-	if (any && *lo == *hi)
-		*lo -= fabs(*lo) > 0 ? fabs(*lo) * 0.5 : 0.5, *hi += fabs(*hi) > 0 ? fabs(*hi) * 0.5 : 0.5;
+	/* a span too small for round ticks to step through (a constant, or one
+	 * that varies in its last bits) is widened about its middle */
+	double mid = (*lo + *hi) / 2, half = fmax(fabs(mid) * 0.5, 0.5);
+	if (any && !(*hi - *lo > 1e-6 * fmax(fabs(*lo), fabs(*hi))))
+		*lo = mid - half, *hi = mid + half;
 	return any;
 }
 
@@ -62,15 +65,20 @@ void plot_svg(const char *path, const char *title, const char *xlabel, const str
 #define PX(v) (LEFT + ((v) - x0) / (x1 - x0) * pw)
 #define PY(v) (TOP + ph - ((v) - y0) / (y1 - y0) * ph)
 		sb_addf(&b, "<g stroke=\"#ccc\" fill=\"none\">\n");
+		/* ticks by their index, so that rounding cannot stall them: at most a dozen */
 		double dy = tick_step(y0, y1, 5), dx = tick_step(x0, x1, 6);
-		for (double v = ceil(y0 / dy) * dy; v <= y1 + dy * 1e-9; v += dy)
-			sb_addf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>\n", LEFT, PLOT_W - RIGHT, PY(v), PY(v));
+		double ky = ceil(y0 / dy), kx = ceil(x0 / dx);
+		for (int i = 0; i < 12 && (ky + i) * dy <= y1 + dy * 1e-9; i++)
+			sb_addf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>\n", LEFT, PLOT_W - RIGHT,
+				PY((ky + i) * dy), PY((ky + i) * dy));
 		sb_addf(&b, "</g>\n<g text-anchor=\"end\">\n");
-		for (double v = ceil(y0 / dy) * dy; v <= y1 + dy * 1e-9; v += dy)
+		for (int i = 0; i < 12 && (ky + i) * dy <= y1 + dy * 1e-9; i++) {
+			double v = (ky + i) * dy;
 			sb_addf(&b, "<text x=\"%d\" y=\"%.1f\">%.4g</text>\n", LEFT - 4, PY(v) + 4, fabs(v) < dy * 1e-9 ? 0 : v);
+		}
 		sb_addf(&b, "</g>\n<g text-anchor=\"middle\">\n");
-		for (double v = ceil(x0 / dx) * dx; v <= x1 + dx * 1e-9; v += dx)
-			sb_addf(&b, "<text x=\"%.1f\" y=\"%d\">%.6g</text>\n", PX(v), H - BOTTOM + 16, v);
+		for (int i = 0; i < 12 && (kx + i) * dx <= x1 + dx * 1e-9; i++)
+			sb_addf(&b, "<text x=\"%.1f\" y=\"%d\">%.6g</text>\n", PX((kx + i) * dx), H - BOTTOM + 16, (kx + i) * dx);
 		sb_addf(&b, "<text x=\"%.1f\" y=\"%d\">", LEFT + pw / 2, H - 8);
 		text(&b, xlabel);
 		sb_addf(&b, "</text>\n</g>\n<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#444\"/>\n",
