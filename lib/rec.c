@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -165,7 +166,7 @@ void rec_commit(struct rec_writer *w)
 
 const msgpack_object *mp_get(const msgpack_object *map, const char *key)
 {
-	if (map->type != MSGPACK_OBJECT_MAP)
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
 		return NULL;
 	size_t n = strlen(key);
 	for (uint32_t i = 0; i < map->via.map.size; i++) {
@@ -174,6 +175,25 @@ const msgpack_object *mp_get(const msgpack_object *map, const char *key)
 			return &map->via.map.ptr[i].val;
 	}
 	return NULL;
+}
+
+int mp_str_is(const msgpack_object *o, const char *s)
+{
+	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+	       !memcmp(o->via.str.ptr, s, o->via.str.size);
+}
+
+double mp_number(const msgpack_object *o)
+{
+	if (!o)
+		return NAN;
+	switch (o->type) {
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: return o->via.f64;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: return (double)o->via.u64;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return (double)o->via.i64;
+	default: return NAN;
+	}
 }
 
 void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n)

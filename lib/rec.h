@@ -31,8 +31,13 @@ msgpack_packer *rec_packer(struct rec_writer *w);
 /* Flushes, and for a file renames it into place; frees w. */
 void rec_commit(struct rec_writer *w);
 
-/* Lookup of a key in a msgpack map; NULL if absent. */
+/* Lookup of a key in a msgpack map (NULL allowed, as is another type);
+ * NULL if absent. */
 const msgpack_object *mp_get(const msgpack_object *map, const char *key);
+/* Whether o (NULL allowed) is the string s. */
+int mp_str_is(const msgpack_object *o, const char *s);
+/* o (NULL allowed) as a number; NAN when it is none. */
+double mp_number(const msgpack_object *o);
 void mp_pack_str(msgpack_packer *pk, const char *s);
 void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n);
 

@@ -3,6 +3,7 @@
 #include "err.h"
 #include "plot.h"
 #include "rec.h"
+#include "runview.h"
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,30 +30,6 @@ static void add(struct curve *c, double step, double v)
 	c->x[c->n] = step, c->y[c->n++] = v;
 }
 
-static int str_is(const msgpack_object *o, const char *s)
-{
-	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
-	       !memcmp(o->via.str.ptr, s, o->via.str.size);
-}
-
-static double number(const msgpack_object *o)
-{
-	if (!o)
-		return NAN;
-	switch (o->type) {
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64: return o->via.f64;
-	case MSGPACK_OBJECT_POSITIVE_INTEGER: return (double)o->via.u64;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return (double)o->via.i64;
-	default: return NAN;
-	}
-}
-
-/* The value of metric in an evaluation record ("macro-f1" is macro.f1). */
-static double metric_of(const msgpack_object *o, const char *metric)
-{
-	return !strcmp(metric, "macro-f1") ? number(mp_get(mp_get(o, "macro"), "f1")) : number(mp_get(o, metric));
-}
 
 /* A run's curves, from its events. */
 struct curves {
@@ -72,15 +49,15 @@ static void read_curves(const char *run, const char *metric, struct curves *c)
 	const msgpack_object *o;
 	while ((o = rec_next(r))) {
 		const msgpack_object *ev = mp_get(o, "event"), *split = mp_get(o, "split");
-		double step = number(mp_get(o, "step"));
-		if (str_is(ev, "step")) {
-			add(&c->loss, step, number(mp_get(o, "loss")));
-			add(&c->lr, step, number(mp_get(o, "lr")));
-		} else if (str_is(ev, "eval") && str_is(split, "valid")) {
-			add(&c->valid_loss, step, number(mp_get(o, "loss")));
-			add(&c->valid, step, metric_of(o, metric));
-		} else if (str_is(ev, "eval") && str_is(split, "test")) {
-			add(&c->test, step, metric_of(o, metric));
+		double step = mp_number(mp_get(o, "step"));
+		if (mp_str_is(ev, "step")) {
+			add(&c->loss, step, mp_number(mp_get(o, "loss")));
+			add(&c->lr, step, mp_number(mp_get(o, "lr")));
+		} else if (mp_str_is(ev, "eval") && mp_str_is(split, "valid")) {
+			add(&c->valid_loss, step, mp_number(mp_get(o, "loss")));
+			add(&c->valid, step, event_metric(o, metric));
+		} else if (mp_str_is(ev, "eval") && mp_str_is(split, "test")) {
+			add(&c->test, step, event_metric(o, metric));
 		}
 	}
 	rec_close(r);

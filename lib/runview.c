@@ -54,29 +54,10 @@ void run_view_free(struct run_view *v)
 	free(v);
 }
 
-static double num(const msgpack_object *o)
-{
-	if (!o)
-		return NAN;
-	if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
-		return o->via.f64;
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return (double)o->via.u64;
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-		return (double)o->via.i64;
-	return NAN;
-}
-
 static void str(const msgpack_object *o, char *out, size_t size)
 {
 	if (o && o->type == MSGPACK_OBJECT_STR)
 		snprintf(out, size, "%.*s", (int)o->via.str.size, o->via.str.ptr);
-}
-
-static int is(const msgpack_object *o, const char *s)
-{
-	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
-	       !memcmp(o->via.str.ptr, s, o->via.str.size);
 }
 
 static void push(double *hist, int n, double x)
@@ -88,14 +69,14 @@ static void push(double *hist, int n, double x)
 
 static void on_step(struct run_view *v, const msgpack_object *o, double t)
 {
-	v->step = (long)num(mp_get(o, "step"));
-	v->epoch = (long)num(mp_get(o, "epoch"));
-	v->loss = num(mp_get(o, "loss"));
-	v->lr = num(mp_get(o, "lr"));
-	v->grad_norm = num(mp_get(o, "grad_norm"));
-	v->step_ms = num(mp_get(o, "step_ms"));
-	v->tokens_per_s = num(mp_get(o, "tokens_per_s"));
-	double samples = num(mp_get(o, "samples"));   /* the run's so far */
+	v->step = (long)mp_number(mp_get(o, "step"));
+	v->epoch = (long)mp_number(mp_get(o, "epoch"));
+	v->loss = mp_number(mp_get(o, "loss"));
+	v->lr = mp_number(mp_get(o, "lr"));
+	v->grad_norm = mp_number(mp_get(o, "grad_norm"));
+	v->step_ms = mp_number(mp_get(o, "step_ms"));
+	v->tokens_per_s = mp_number(mp_get(o, "tokens_per_s"));
+	double samples = mp_number(mp_get(o, "samples"));   /* the run's so far */
 	v->samples_per_s = samples > v->samples && v->step_ms > 0 ? (samples - v->samples) / (v->step_ms / 1e3) : NAN;
 	v->samples = samples;
 	if (isfinite(v->loss))
@@ -110,30 +91,30 @@ static void on_step(struct run_view *v, const msgpack_object *o, double t)
 	v->nhist += v->nhist < HISTORY;
 	const msgpack_object *c = mp_get(o, "comm");
 	if ((v->has_comm = c && c->type == MSGPACK_OBJECT_MAP)) {
-		v->comm_ms = num(mp_get(c, "ms"));
-		v->exposed_ms = num(mp_get(c, "exposed_ms"));
-		v->busbw_gbs = num(mp_get(c, "busbw_gbs"));
-		v->slowest = (int)num(mp_get(c, "slowest"));
+		v->comm_ms = mp_number(mp_get(c, "ms"));
+		v->exposed_ms = mp_number(mp_get(c, "exposed_ms"));
+		v->busbw_gbs = mp_number(mp_get(c, "busbw_gbs"));
+		v->slowest = (int)mp_number(mp_get(c, "slowest"));
 	}
 }
 
-/* The value of the run's metric in an evaluation record. */
-static double metric_of(const struct run_view *v, const msgpack_object *o)
+double event_metric(const msgpack_object *eval, const char *metric)
 {
-	return !strcmp(v->metric, "macro-f1") ? num(mp_get(mp_get(o, "macro"), "f1")) : num(mp_get(o, v->metric));
+	const msgpack_object *v = !strcmp(metric, "macro-f1") ? mp_get(mp_get(eval, "macro"), "f1") : mp_get(eval, metric);
+	return mp_number(v);
 }
 
 static void on_event(struct run_view *v, const msgpack_object *o)
 {
 	const msgpack_object *ev = mp_get(o, "event");
-	double t = num(mp_get(o, "time"));
+	double t = mp_number(mp_get(o, "time"));
 	str(ev, v->last_event, sizeof v->last_event);
-	if (is(ev, "start") || is(ev, "resume")) {
-		if (is(ev, "start")) {
-			v->total_steps = (long)num(mp_get(o, "total_steps"));
-			v->steps_per_epoch = (long)num(mp_get(o, "steps_per_epoch"));
-			v->params = (long)num(mp_get(o, "params"));
-			v->processes = (int)num(mp_get(o, "processes"));
+	if (mp_str_is(ev, "start") || mp_str_is(ev, "resume")) {
+		if (mp_str_is(ev, "start")) {
+			v->total_steps = (long)mp_number(mp_get(o, "total_steps"));
+			v->steps_per_epoch = (long)mp_number(mp_get(o, "steps_per_epoch"));
+			v->params = (long)mp_number(mp_get(o, "params"));
+			v->processes = (int)mp_number(mp_get(o, "processes"));
 			str(mp_get(o, "device"), v->device, sizeof v->device);
 		}
 		/* timing starts again: a stop's pause is no step's time */
@@ -142,21 +123,21 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 		v->start_time = t;
 		v->last_step_time = t;
 		v->nsteps = 0;
-	} else if (is(ev, "step")) {
+	} else if (mp_str_is(ev, "step")) {
 		on_step(v, o, t);
-	} else if (is(ev, "eval") && is(mp_get(o, "split"), "valid")) {
-		v->eval_value = metric_of(v, o);
+	} else if (mp_str_is(ev, "eval") && mp_str_is(mp_get(o, "split"), "valid")) {
+		v->eval_value = event_metric(o, v->metric);
 		int lower = !strcmp(v->metric, "loss") || !strcmp(v->metric, "ppl");
 		if (isnan(v->best_value) || (lower ? v->eval_value < v->best_value : v->eval_value > v->best_value))
-			v->best_value = v->eval_value, v->best_step = (long)num(mp_get(o, "step"));
+			v->best_value = v->eval_value, v->best_step = (long)mp_number(mp_get(o, "step"));
 		v->eval_s += t - v->last_step_time, v->nevals++;
 		v->last_step_time = t;
-	} else if (is(ev, "eval")) {
+	} else if (mp_str_is(ev, "eval")) {
 		v->eval_s += t - v->last_step_time;
 		v->last_step_time = t;
-	} else if (is(ev, "best")) {   /* saving best/: as often as the metric improves, not foreseen */
+	} else if (mp_str_is(ev, "best")) {   /* saving best/: as often as the metric improves, not foreseen */
 		v->last_step_time = t;
-	} else if (is(ev, "checkpoint")) {
+	} else if (mp_str_is(ev, "checkpoint")) {
 		v->ckpt_s += t - v->last_step_time, v->nckpts++;
 		v->last_step_time = t;
 	}
@@ -190,7 +171,7 @@ int run_view_update(struct run_view *v)
 	while (!v->frozen && msgpack_unpacker_next(up, &u) == MSGPACK_UNPACK_SUCCESS) {
 		if (u.data.type != MSGPACK_OBJECT_MAP)
 			continue;
-		if (v->until > 0 && is(mp_get(&u.data, "event"), "step") && num(mp_get(&u.data, "step")) > (double)v->until)
+		if (v->until > 0 && mp_str_is(mp_get(&u.data, "event"), "step") && mp_number(mp_get(&u.data, "step")) > (double)v->until)
 			v->frozen = 1;
 		else
 			on_event(v, &u.data);

@@ -4,6 +4,7 @@
 #ifndef TS_RUNVIEW_H
 #define TS_RUNVIEW_H
 #include <jansson.h>
+#include <msgpack.h>
 
 enum { HISTORY = 64 };
 
@@ -58,6 +59,9 @@ const char *run_view_state(const struct run_view *v);
 double run_view_left(const struct run_view *v, double *plus_minus);
 /* The pid of the trainer holding the lock, 0 when none. */
 long run_view_pid(const struct run_view *v);
+/* The value of metric (accuracy, macro-f1, mcc, loss, ppl) in an
+ * evaluation event; NAN when it has none. */
+double event_metric(const msgpack_object *eval, const char *metric);
 /* Everything shown, as JSON (ts-top --json). */
 json_t *run_view_json(const struct run_view *v);
 #endif

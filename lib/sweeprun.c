@@ -102,17 +102,10 @@ static json_t *tail_of(const char *path, int lines)
 	return text ? text : json_string("(output not UTF-8)");
 }
 
-/* Whether msgpack object o is the string s. */
-static int str_is(const msgpack_object *o, const char *s)
-{
-	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
-	       !memcmp(o->via.str.ptr, s, o->via.str.size);
-}
-
 /* Whether record o is an evaluation on the valid split. */
 static int valid_eval(const msgpack_object *o)
 {
-	return str_is(mp_get(o, "event"), "eval") && str_is(mp_get(o, "split"), "valid");
+	return mp_str_is(mp_get(o, "event"), "eval") && mp_str_is(mp_get(o, "split"), "valid");
 }
 
 /* A record as JSON. */
@@ -141,7 +134,7 @@ static json_t *best_eval(const char *run)
 		const msgpack_object *o;
 		while ((o = rec_next(r))) {
 			const msgpack_object *bs = mp_get(o, "best_step");
-			if (str_is(mp_get(o, "event"), "done") && bs && bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			if (mp_str_is(mp_get(o, "event"), "done") && bs && bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 				best_step = (long)bs->via.u64;
 			if (!valid_eval(o))
 				continue;
