@@ -20,7 +20,7 @@
 
 static char *model, *data, *split = "test", *output = "-", *device;
 static long batch = 64, threads, seed, max_ngram = 1;
-static double mask_prob = 0.15;
+static double mask_prob = 0.15, threshold = 0.5;
 static int predict, csv, report, merge_folds, whole_word;
 
 static const struct opt opts[] = {
@@ -31,6 +31,8 @@ static const struct opt opts[] = {
 	{0, "csv", OPT_FLAG, &csv, NULL, "with --predict, write CSV", NULL},
 	{0, "report", OPT_FLAG, &report, NULL, "print a readable report with the confusion matrix", NULL},
 	{0, "merge-folds", OPT_FLAG, &merge_folds, NULL, "merge folded pieces per id (mean of logits)", NULL},
+	{0, "threshold", OPT_FLOAT, &threshold, "P", "multi-label: a class is predicted at this probability (default 0.5)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
 	{0, "batch", OPT_INT, &batch, "N", "records a batch (default 64)", NULL,
 	 .min = 1, .max = 32768},
 	{0, "seed", OPT_INT, &seed, "N", "mlm: seed of the masking (default 0)", NULL,
@@ -99,14 +101,27 @@ static void check_vocab(struct input *in, int32_t model_vocab)
 	free(path);
 }
 
-/* Whether every record has a class label (else only predictions are possible). */
-static int all_labelled(const struct shard *s)
+/* Whether a record has the label the task scores: tokcls a tag for every word. */
+static int labelled(const struct tokrec *t, enum bert_task task)
+{
+	if (task == TASK_TOKCLS) {
+		for (size_t i = 0; t->label_kind == LABEL_LIST && i < t->nlabels; i++)
+			if (t->labels[i] == TAG_UNKNOWN)
+				return 0;
+		return t->label_kind == LABEL_LIST;
+	}
+	return t->label_kind == LABEL_INT || (task == TASK_REG && t->label_kind == LABEL_FLOAT) ||
+	       (task == TASK_MULTI && t->label_kind == LABEL_LIST);
+}
+
+/* Whether every record is labelled (else only predictions are possible). */
+static int all_labelled(const struct shard *s, enum bert_task task)
 {
 	struct tokrec t = {0};
 	int yes = 1;
 	for (uint64_t i = 0; yes && i < shard_count(s); i++) {
 		shard_get(s, i, &t);
-		yes = t.label_kind == LABEL_INT;
+		yes = labelled(&t, task);
 	}
 	tokrec_free(&t);
 	return yes;
@@ -129,32 +144,56 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0, in->vocab};
 	struct eval_result r;
-	evaluate(m, &src, (int)batch, NULL, NULL, NULL, &r);
-	json_t *j = eval_json(&r, TASK_MLM, NULL);
-	if (report)
-		printf("records %lld, predicted tokens %lld, loss %.4f, perplexity %.2f\n", (long long)r.records,
-		       (long long)r.count, r.loss, exp(r.loss));
-	else
+	struct eval_opts o = {(int)batch, 0, NULL, NULL};
+	evaluate(m, &src, &o, NULL, NULL, &r);
+	if (report) {
+		eval_report(stdout, &r, NULL);
+	} else {
+		json_t *j = eval_json(&r, NULL);
 		print_json(j);
-	json_decref(j);
+		json_decref(j);
+	}
+	eval_result_free(&r);
 	free(vpath);
 	return 0;
 }
 
-static int eval_cls(struct bert *m, const struct input *in, char **names, int nnames)
+/* The metrics of reg, multi and tokcls, as JSON or a report. */
+static void print_metrics(const struct eval_result *r, char **names)
 {
-	int L = bert_config_of(m)->num_labels, labelled = all_labelled(in->shard);
-	if (!labelled && !predict)
+	if (report) {
+		eval_report(stdout, r, names);
+		return;
+	}
+	json_t *j = eval_json(r, names);
+	print_json(j);
+	json_decref(j);
+}
+
+static int eval_classifier(struct bert *m, const struct input *in, char **names, int nnames)
+{
+	enum bert_task task = bert_config_of(m)->task;
+	int L = bert_logit_width(bert_config_of(m)), all = all_labelled(in->shard, task);
+	if (!all && !predict)
 		die("%s: some records have no label: only --predict works without labels", in->name);
-	struct batch_source src = {in->shard, in->name, TASK_CLS, L, NULL, (uint64_t)seed, !labelled, in->vocab};
-	struct predictions *p = predictions_new(in->shard, L, labelled);
+	if (merge_folds && task == TASK_TOKCLS)
+		die_usage("--merge-folds is for models that predict a record, not its words");
+	if (opt_given(&spec, "threshold") && task != TASK_MULTI)
+		die_usage("--threshold is for multi-label models");
+	if (names && nnames != bert_config_of(m)->num_labels)
+		names = NULL, nnames = 0;
+	struct batch_source src = {in->shard, in->name, task, L, NULL, (uint64_t)seed, !all, in->vocab};
+	struct predictions *p = predictions_new(in->shard, task, L, threshold, all);
 	struct eval_result r;
-	evaluate(m, &src, (int)batch, NULL, predictions_hook, p, &r);
+	struct eval_opts o = {(int)batch, threshold, names, NULL};
+	evaluate(m, &src, &o, predictions_hook, p, &r);
 	if (merge_folds)
 		predictions_merge_folds(p);
 	if (predict)
 		predictions_write(p, output, csv, names, nnames);
-	if (labelled && (!predict || strcmp(output, "-"))) {
+	if (all && task != TASK_CLS && (!predict || strcmp(output, "-")))
+		print_metrics(&r, names);
+	if (all && task == TASK_CLS && (!predict || strcmp(output, "-"))) {
 		struct confusion *c = predictions_confusion(p);
 		struct cls_metrics *cm = metrics_compute(c);
 		if (report) {
@@ -198,7 +237,7 @@ int main(int argc, char **argv)
 	struct bert *m = modeldir_load(model, be, bc.task, 0, 0, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;
-	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_cls(m, &in, names, nnames);
+	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_classifier(m, &in, names, nnames);
 	close_stdout();
 	return rc;
 }

@@ -115,7 +115,7 @@ static void check_record(const struct rec_reader *r, const struct inputs *in)
 	const int32_t *v = t->label_kind == LABEL_LIST ? t->labels : &t->label;
 	size_t n = t->label_kind == LABEL_LIST ? t->nlabels : t->label_kind == LABEL_INT;
 	for (size_t i = 0; i < n && m->nlabels; i++)
-		if (v[i] < 0 || v[i] >= m->nlabels)
+		if ((v[i] < 0 && v[i] != TAG_NONE && v[i] != TAG_UNKNOWN) || v[i] >= m->nlabels)
 			rec_die(r, "label %d is out of range (%d label names)", v[i], m->nlabels);
 }
 

@@ -22,8 +22,8 @@ static int fold, cased, strict;
 
 static const struct opt opts[] = {
 	{'v', "vocab", OPT_STR, &vocab_path, "FILE", "WordPiece vocabulary (vocab.txt), required", "@file"},
-	{'f', "format", OPT_STR, &format, "FMT", "input format (default: from the file extension; lines for stdin)", "csv|tsv|jsonl|lines"},
-	{0, "text", OPT_STR, &text_col, "COL", "column or field holding the text (default: text)", NULL},
+	{'f', "format", OPT_STR, &format, "FMT", "input format (default: from the file extension; lines for stdin)", "csv|tsv|jsonl|lines|conll"},
+	{0, "text", OPT_STR, &text_col, "COL", "column or field holding the text, or in jsonl its list of words (default: text)", NULL},
 	{0, "text-pair", OPT_STR, &pair_col, "COL", "column holding the second text of a pair", NULL},
 	{0, "label", OPT_STR, &label_col, "COL", "column holding the label", NULL},
 	{0, "labels", OPT_STR, &labels_file, "FILE", "label names in id order, one per line", "@file"},
@@ -49,6 +49,7 @@ enum { BATCH_RECORDS = 2048 };
 
 struct item {
 	size_t text, text_n, pair, pair_n, id, id_n;  /* offsets into the batch arena */
+	size_t words, nwords;                          /* a list of words: into the batch's word list */
 	int has_pair, id_is_num;
 	enum label_kind label_kind;
 	int32_t label;
@@ -63,6 +64,8 @@ struct batch {
 	size_t n, cap;
 	int32_t *lab;
 	size_t nlab, lab_cap;
+	size_t *word;                                  /* offsets of words in the arena, then lengths */
+	size_t nword, word_cap;
 	const char *file;
 	msgpack_sbuffer out;
 	uint64_t records, bad_utf8, bad_line;
@@ -126,14 +129,20 @@ static void set_label(struct ctx *c, struct batch *b, struct item *it, const str
 	case IN_LABEL_INT: it->label_kind = LABEL_INT, it->label = (int32_t)r->label_int; break;
 	case IN_LABEL_FLOAT: it->label_kind = LABEL_FLOAT, it->flabel = r->label_float; break;
 	case IN_LABEL_LIST:
+	case IN_LABEL_NAMES:
 		it->label_kind = LABEL_LIST;
 		grow(&b->lab, &b->lab_cap, b->nlab + r->label_list_n, sizeof *b->lab);
 		it->labels = b->nlab;
 		it->nlabels = r->label_list_n;
 		for (size_t i = 0; i < r->label_list_n; i++)
-			b->lab[b->nlab++] = (int32_t)r->label_list[i];
+			b->lab[b->nlab++] = r->label_kind == IN_LABEL_LIST
+				? (int32_t)r->label_list[i]
+				: labelmap_id(c->labels, r->label_names[i].s, r->label_names[i].n, tokinput_name(c->in), r->line);
 		break;
 	}
+	if (r->nwords && it->label_kind != LABEL_NONE && (it->label_kind != LABEL_LIST || it->nlabels != r->nwords))
+		die("%s: line %llu: %zu words but %zu tags", tokinput_name(c->in), (unsigned long long)r->line, r->nwords,
+		    it->label_kind == LABEL_LIST ? it->nlabels : (size_t)1);
 }
 
 static size_t stash(struct strbuf *a, const char *s, size_t n)
@@ -151,6 +160,14 @@ static void add_item(struct ctx *c, struct batch *b, const struct in_record *r)
 	*it = (struct item){.line = r->line};   /* work() reads every field, and grow() leaves them unset */
 	it->text = stash(&b->arena, r->text, r->text_n), it->text_n = r->text_n;
 	it->has_pair = r->pair != NULL;
+	if (r->nwords && r->pair)
+		die("%s: line %llu: a list of words has no text pair", tokinput_name(c->in), (unsigned long long)r->line);
+	it->words = b->nword, it->nwords = r->nwords;
+	grow(&b->word, &b->word_cap, 2 * (b->nword + r->nwords), sizeof *b->word);
+	for (size_t i = 0; i < r->nwords; i++, b->nword++) {
+		b->word[2 * b->nword] = stash(&b->arena, r->words[i].s, r->words[i].n);
+		b->word[2 * b->nword + 1] = r->words[i].n;
+	}
 	if (r->pair)
 		it->pair = stash(&b->arena, r->pair, r->pair_n), it->pair_n = r->pair_n;
 	char num[32];
@@ -168,7 +185,7 @@ static int produce(void *slot, void *ctxp)
 {
 	struct ctx *c = ctxp;
 	struct batch *b = slot;
-	b->arena.n = b->n = b->nlab = 0;
+	b->arena.n = b->n = b->nlab = b->nword = 0;
 	struct in_record r;
 	while (b->n < BATCH_RECORDS) {
 		if (!c->in || !tokinput_next(c->in, &r)) {
@@ -185,12 +202,29 @@ static int produce(void *slot, void *ctxp)
 	return b->n > 0;
 }
 
+/* The pieces of an item's words in a, and in tags each word's tag (-1 when
+ * it has none) at its first piece, -100 at the others. */
+static size_t encode_words(struct wp_tokenizer *tok, const struct batch *b, const struct item *it, struct ids *a,
+			   struct ids *tags)
+{
+	size_t bad = 0;
+	tags->n = 0;
+	for (size_t w = 0; w < it->nwords; w++) {
+		const size_t *word = b->word + 2 * (it->words + w);
+		size_t start = a->n;
+		bad += wp_encode(tok, b->arena.s + word[0], word[1], a);
+		for (size_t i = start; i < a->n; i++)
+			ids_push(tags, i > start ? TAG_NONE : it->label_kind == LABEL_LIST ? b->lab[it->labels + w] : TAG_UNKNOWN);
+	}
+	return bad;
+}
+
 static void work(void *slot, int worker, void *ctxp)
 {
 	struct ctx *c = ctxp;
 	struct batch *b = slot;
 	struct wp_tokenizer *tok = c->tok[worker];
-	struct ids a = {0}, p = {0};
+	struct ids a = {0}, p = {0}, tags = {0};
 	struct tokrec t = {0};
 	msgpack_packer pk;
 	b->out.size = 0;
@@ -199,7 +233,8 @@ static void work(void *slot, int worker, void *ctxp)
 	for (size_t i = 0; i < b->n; i++) {
 		const struct item *it = &b->items[i];
 		a.n = p.n = 0;
-		size_t bad = wp_encode(tok, b->arena.s + it->text, it->text_n, &a);
+		size_t bad = it->nwords ? encode_words(tok, b, it, &a, &tags)
+					: wp_encode(tok, b->arena.s + it->text, it->text_n, &a);
 		if (it->has_pair)
 			bad += wp_encode(tok, b->arena.s + it->pair, it->pair_n, &p);
 		if (bad && !b->bad_utf8)
@@ -211,12 +246,13 @@ static void work(void *slot, int worker, void *ctxp)
 		t.flabel = it->flabel;
 		t.labels = it->nlabels ? b->lab + it->labels : NULL;   /* b->lab is NULL until a list label */
 		t.nlabels = it->nlabels;
-		b->records += encode_pack(&c->enc, &a, it->has_pair ? &p : NULL, &t, &pk);
+		b->records += encode_pack(&c->enc, &a, it->has_pair ? &p : NULL, it->nwords ? tags.v : NULL, &t, &pk);
 	}
 	t.labels = NULL;
 	tokrec_free(&t);
 	free(a.v);
 	free(p.v);
+	free(tags.v);
 }
 
 static void consume(void *slot, void *ctxp)
@@ -288,12 +324,24 @@ static void check_options(void)
 		die_usage("--labels needs --label COL");
 }
 
+/* Whether an input is CoNLL, whose tags are label names. */
+static int any_conll(char **files, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (format_for(files[i]) == FMT_CONLL)
+			return 1;
+	return 0;
+}
+
 /* Every input's format is known before any output is written. */
 static void check_formats(char **files, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (format_for(files[i]) == FMT_LINES && (text_col || pair_col || label_col || id_col))
 			die_usage("%s: --text, --text-pair, --label and --id need csv, tsv or jsonl input", files[i]);
+		else if (format_for(files[i]) == FMT_CONLL && (text_col || pair_col || label_col || id_col))
+			die_usage("%s: conll input has its words and tags in fixed columns: no --text, --text-pair, --label or --id",
+				  files[i]);
 }
 
 int main(int argc, char **argv)
@@ -315,7 +363,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nthreads; i++)
 		c.tok[i] = wp_new(c.vocab, cased);
 	c.out = afile_open(output);
-	if (label_col && !labels_file) {
+	if ((label_col || any_conll(c.files, c.nfiles)) && !labels_file) {
 		if (!(c.spool = tmpfile()))
 			die("cannot create a temporary file:");
 	} else {

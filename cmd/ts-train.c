@@ -21,13 +21,17 @@ static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
-static int eval_test, bucket, whole_word, recompute, true_gradient, count_params;
+static double threshold = 0.5;
+static int eval_test, bucket, whole_word, recompute, true_gradient, count_params, multi_label;
 
 static const struct opt opts[] = {
 	{0, "data", OPT_STR, &data, "DIR", "data dir made by ts-shard (train, valid, test)", "@dir"},
 	{0, "run", OPT_STR, &run, "DIR", "run dir to create", "@dir"},
 	{0, "resume", OPT_STR, &resume, "DIR", "continue the run in DIR where it stopped", "@dir"},
-	{0, "task", OPT_STR, &task, "TASK", "cls (sequence classification) or mlm (masked LM)", "cls|mlm"},
+	{0, "task", OPT_STR, &task, "TASK", "cls (sequence classification), reg (regression), tokcls (token classification) or mlm (masked LM)", "cls|reg|tokcls|mlm"},
+	{0, "multi-label", OPT_FLAG, &multi_label, NULL, "cls: each record has any number of the classes (sigmoid and binary cross-entropy)", NULL},
+	{0, "threshold", OPT_FLOAT, &threshold, "P", "multi-label: a class is predicted at this probability (default 0.5)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
 	{0, "init", OPT_STR, &init, "DIR", "start from a Hugging Face BERT model dir", "@dir"},
 	{'v', "vocab", OPT_STR, &vocab, "FILE", "vocab.txt of the data, when training from scratch", "@file"},
 	{0, "layers", OPT_INT, &layers, "N", "encoder layers, from scratch (default 4)", NULL,
@@ -78,7 +82,7 @@ static const struct opt opts[] = {
 	{0, "eval-every", OPT_INT, &eval_every, "N", "evaluate every N steps as well as at each epoch end", NULL,
 	 .min = 0, .max = 1000000000000},
 	{0, "eval-test", OPT_FLAG, &eval_test, NULL, "evaluate on the test split too", NULL},
-	{0, "metric", OPT_STR, &metric, "NAME", "what best/ means (default accuracy for cls, loss for mlm)", "accuracy|macro-f1|loss|ppl"},
+	{0, "metric", OPT_STR, &metric, "NAME", "what best/ means: loss, ppl; cls accuracy (default), macro-f1; multi-label micro-f1 (default), macro-f1, exact-match; reg pearson, spearman (default loss); tokcls entity-f1 (default), accuracy; mlm loss (default)", NULL},
 	{0, "save-every", OPT_INT, &save_every, "N", "checkpoint every N steps (default: at each evaluation point)", NULL,
 	 .min = 0, .max = 1000000000000},
 	{0, "keep", OPT_INT, &keep, "N", "checkpoints to keep (default 3)", NULL,
@@ -124,6 +128,10 @@ static void check_options(void)
 		die_usage("a run dir is required: --run DIR");
 	if (hidden % heads)
 		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
+	if (multi_label && strcmp(task, "cls"))
+		die_usage("--multi-label goes with --task cls, not %s", task);
+	if (threshold != 0.5 && !multi_label)
+		die_usage("--threshold goes with --multi-label");
 	if (zero && !strcmp(optimizer, "lamb"))
 		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
 }
@@ -161,6 +169,13 @@ static void default_vocab(void)
 		free(path);
 	else
 		vocab = path;
+}
+
+static enum bert_task task_of(void)
+{
+	if (!strcmp(task, "cls"))
+		return multi_label ? TASK_MULTI : TASK_CLS;
+	return !strcmp(task, "reg") ? TASK_REG : !strcmp(task, "tokcls") ? TASK_TOKCLS : TASK_MLM;
 }
 
 static void parse_betas(double *b1, double *b2)
@@ -207,7 +222,7 @@ int main(int argc, char **argv)
 		dropout = 0.1;
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,
-		.task = strcmp(task, "mlm") ? TASK_CLS : TASK_MLM,
+		.task = task_of(),
 		.model = {.hidden = (int)hidden, .layers = (int)layers, .heads = (int)heads,
 			  .ffn = (int)ffn, .max_pos = (int)max_pos, .type_vocab = 2,
 			  .ln_eps = 1e-12f, .hidden_dropout = (float)(dropout < 0 ? 0.1 : dropout),
@@ -219,7 +234,7 @@ int main(int argc, char **argv)
 		.decay = decay_kind_parse(decay),
 		.accum = accum, .batch = batch, .epochs = epochs, .max_steps = max_steps, .seed = seed,
 		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
-		.eval_test = eval_test, .bucket = bucket, .metric = metric,
+		.eval_test = eval_test, .bucket = bucket, .metric = metric, .threshold = threshold,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
 		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero,
 		.resume = resume != NULL, .write_config = write_config,

@@ -5,6 +5,7 @@ _ts_eval() {
 	-m|--model) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--data) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--split) COMPREPLY=(); return ;;
+	--threshold) COMPREPLY=(); return ;;
 	--batch) COMPREPLY=(); return ;;
 	--seed) COMPREPLY=(); return ;;
 	--mask-prob) COMPREPLY=(); return ;;
@@ -14,7 +15,7 @@ _ts_eval() {
 	-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--model --data --split --predict --csv --report --merge-folds --batch --seed --mask-prob --whole-word --max-ngram --threads --device --output --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--model --data --split --predict --csv --report --merge-folds --threshold --batch --seed --mask-prob --whole-word --max-ngram --threads --device --output --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _ts_eval ts-eval

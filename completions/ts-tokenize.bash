@@ -3,7 +3,7 @@ _ts_tokenize() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $prev in
 	-v|--vocab) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	-f|--format) COMPREPLY=($(compgen -W "csv tsv jsonl lines" -- "$cur")); return ;;
+	-f|--format) COMPREPLY=($(compgen -W "csv tsv jsonl lines conll" -- "$cur")); return ;;
 	--text) COMPREPLY=(); return ;;
 	--text-pair) COMPREPLY=(); return ;;
 	--label) COMPREPLY=(); return ;;

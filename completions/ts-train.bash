@@ -5,7 +5,8 @@ _ts_train() {
 	--data) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--run) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--resume) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-	--task) COMPREPLY=($(compgen -W "cls mlm" -- "$cur")); return ;;
+	--task) COMPREPLY=($(compgen -W "cls reg tokcls mlm" -- "$cur")); return ;;
+	--threshold) COMPREPLY=(); return ;;
 	--init) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-v|--vocab) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--layers) COMPREPLY=(); return ;;
@@ -32,7 +33,7 @@ _ts_train() {
 	--mask-prob) COMPREPLY=(); return ;;
 	--max-ngram) COMPREPLY=(); return ;;
 	--eval-every) COMPREPLY=(); return ;;
-	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 loss ppl" -- "$cur")); return ;;
+	--metric) COMPREPLY=(); return ;;
 	--save-every) COMPREPLY=(); return ;;
 	--keep) COMPREPLY=(); return ;;
 	--patience) COMPREPLY=(); return ;;
@@ -45,7 +46,7 @@ _ts_train() {
 	--replay) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --init --vocab --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --recompute --device --gpus --count-params --replay --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --multi-label --threshold --init --vocab --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --recompute --device --gpus --count-params --replay --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_train ts-train

@@ -82,6 +82,11 @@ double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t 
 				 int V);
 void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
 				const int32_t *labels, int N, int V, float scale);
+double cuda_mse_forward(const float *pred, const float *target, int N);
+void cuda_mse_backward(float *dpred, const float *pred, const float *target, int N, float scale);
+double cuda_bce_forward(const float *logits, const float *targets, size_t n);
+void cuda_bce_backward(float *dlogits, const float *logits, const float *targets, size_t n,
+		       float scale);
 void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
 void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
 void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);

@@ -193,6 +193,10 @@ static void fill_table(void)
 	cuda.attention_backward = cuda_attention_backward;
 	cuda.crossentropy_forward = cuda_crossentropy_forward;
 	cuda.crossentropy_backward = cuda_crossentropy_backward;
+	cuda.mse_forward = cuda_mse_forward;
+	cuda.mse_backward = cuda_mse_backward;
+	cuda.bce_forward = cuda_bce_forward;
+	cuda.bce_backward = cuda_bce_backward;
 	cuda.dropout_apply = cuda_dropout_apply;
 	cuda.gather_rows = cuda_gather_rows;
 	cuda.scatter_add_rows = cuda_scatter_add_rows;

@@ -752,6 +752,76 @@ void cuda_crossentropy_backward(float *dlogits, const float *logits, const float
 	CUDA_LAUNCHED();
 }
 
+/* ---- squared error and binary cross-entropy (regression, multi-label) ---- */
+
+/* loss[i] per element, in double: (pred - target)^2, or for bce the stable
+ * max(x, 0) - x y + log(1 + e^-|x|). */
+static __global__ void elementwise_loss_kernel(double *__restrict__ loss, const float *__restrict__ x,
+					       const float *__restrict__ y, size_t n, int bce)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		double xi = x[i], yi = y[i];
+		loss[i] = bce ? fmax(xi, 0.0) - xi * yi + log1p(exp(-fabs(xi))) : (xi - yi) * (xi - yi);
+	}
+}
+
+/* The sum of the per-element losses, in a fixed order. */
+static double elementwise_loss(const float *x, const float *y, size_t n, int bce)
+{
+	if (!n)
+		return 0.0;
+	cudaStream_t st = cuda_stream();
+	double *loss = (double *)scratch_get((n + 1) * sizeof(double)), *total = loss + n;
+	elementwise_loss_kernel<<<grid_1d(n), THREADS, 0, st>>>(loss, x, y, n, bce);
+	CUDA_LAUNCHED();
+	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(total, loss, (int)n);
+	CUDA_LAUNCHED();
+	double h = 0.0;
+	CUDA_CHECK(cudaMemcpyAsync(&h, total, sizeof h, cudaMemcpyDeviceToHost, st));
+	CUDA_CHECK(cudaStreamSynchronize(st));
+	return h;
+}
+
+/* dx = scale * 2 (x - y), or for bce scale * (sigmoid(x) - y). */
+static __global__ void elementwise_loss_backward_kernel(float *dx, const float *x,
+							const float *__restrict__ y, size_t n,
+							float scale, int bce)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		dx[i] = bce ? scale * (1.0f / (1.0f + expf(-x[i])) - y[i]) : scale * 2.0f * (x[i] - y[i]);
+}
+
+static void elementwise_loss_backward(float *dx, const float *x, const float *y, size_t n, float scale,
+				      int bce)
+{
+	if (!n)
+		return;
+	elementwise_loss_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(dx, x, y, n, scale, bce);
+	CUDA_LAUNCHED();
+}
+
+double cuda_mse_forward(const float *pred, const float *target, int N)
+{
+	return elementwise_loss(pred, target, (size_t)(N > 0 ? N : 0), 0);
+}
+
+void cuda_mse_backward(float *dpred, const float *pred, const float *target, int N, float scale)
+{
+	elementwise_loss_backward(dpred, pred, target, (size_t)(N > 0 ? N : 0), scale, 0);
+}
+
+double cuda_bce_forward(const float *logits, const float *targets, size_t n)
+{
+	return elementwise_loss(logits, targets, n, 1);
+}
+
+void cuda_bce_backward(float *dlogits, const float *logits, const float *targets, size_t n, float scale)
+{
+	elementwise_loss_backward(dlogits, logits, targets, n, scale, 1);
+}
+
 /* ---- dropout ---- */
 
 /* out[i] = in[i] * (kept ? scale : 0); out may be in. */

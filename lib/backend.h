@@ -86,6 +86,12 @@ struct backend {
 				       int N, int V);
 	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,
 				      const int32_t *labels, int N, int V, float scale);
+	double (*mse_forward)(const float *pred, const float *target, int N);
+	void (*mse_backward)(float *dpred, const float *pred, const float *target, int N,
+			     float scale);
+	double (*bce_forward)(const float *logits, const float *targets, size_t n);
+	void (*bce_backward)(float *dlogits, const float *logits, const float *targets, size_t n,
+			     float scale);
 	void (*dropout_apply)(float *out, const float *in, size_t n, float p, uint64_t seed);
 	void (*gather_rows)(float *out, const float *in, const int32_t *rows, int M, int C);
 	void (*scatter_add_rows)(float *out, const float *in, const int32_t *rows, int M, int C);

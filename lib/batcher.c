@@ -156,24 +156,95 @@ static void fill_row(struct batch *b, int row, const struct tokrec *t, enum bert
 	}
 	for (int i = (int)t->n; i < b->T; i++)
 		ids[i] = types[i] = mask[i] = 0;
-	if (task == TASK_MLM)
+	if (!bert_task_pooled(task))
 		for (int i = 0; i < b->T; i++)
 			b->labels[(size_t)row * b->T + i] = IGNORE;
+}
+
+static const char *kind_name(enum label_kind k)
+{
+	return k == LABEL_INT ? "class" : k == LABEL_FLOAT ? "number" : k == LABEL_LIST ? "list" : "missing";
+}
+
+/* Dies unless record row has a label of kind want (or, where int_ok, a class). */
+static void need_label(const struct batch_source *src, uint64_t row, const struct tokrec *t, enum label_kind want,
+		       int int_ok, const char *head)
+{
+	if (t->label_kind == want || (int_ok && t->label_kind == LABEL_INT))
+		return;
+	if (t->label_kind == LABEL_NONE)
+		die("%s: record %llu: no label (training and evaluation need labelled data)", src->name,
+		    (unsigned long long)row + 1);
+	die("%s: record %llu: the %s head takes %s, not a %s label", src->name, (unsigned long long)row + 1, head,
+	    want == LABEL_INT ? "one class per record" : want == LABEL_FLOAT ? "a number per record"
+	    : src->task == TASK_TOKCLS ? "a tag per token" : "a list of classes per record", kind_name(t->label_kind));
+}
+
+static void check_class(const struct batch_source *src, uint64_t row, int32_t y)
+{
+	if (y < 0 || y >= src->num_labels)
+		die("%s: record %llu: label %d is beyond the head's %d classes", src->name, (unsigned long long)row + 1, y,
+		    src->num_labels);
 }
 
 static int32_t class_label(const struct batch_source *src, uint64_t row, const struct tokrec *t)
 {
 	if (src->unlabelled)
 		return 0;
-	if (t->label_kind == LABEL_NONE)
-		die("%s: record %llu: no label (cls training needs labelled data)", src->name, (unsigned long long)row + 1);
-	if (t->label_kind != LABEL_INT)
-		die("%s: record %llu: the cls head takes one class per record, not a %s label", src->name,
-		    (unsigned long long)row + 1, t->label_kind == LABEL_FLOAT ? "float" : "list");
-	if (t->label < 0 || t->label >= src->num_labels)
-		die("%s: record %llu: label %d is beyond the head's %d classes", src->name, (unsigned long long)row + 1,
-		    t->label, src->num_labels);
+	need_label(src, row, t, LABEL_INT, 0, "cls");
+	check_class(src, row, t->label);
 	return t->label;
+}
+
+static float reg_target(const struct batch_source *src, uint64_t row, const struct tokrec *t)
+{
+	if (src->unlabelled)
+		return 0;
+	need_label(src, row, t, LABEL_FLOAT, 1, "regression");
+	double y = t->label_kind == LABEL_INT ? t->label : t->flabel;
+	if (!isfinite(y) || fabs(y) > 1e30)
+		die("%s: record %llu: label %g is not a finite number", src->name, (unsigned long long)row + 1, y);
+	return (float)y;
+}
+
+/* A 0 or 1 per class: whether the record's list (or its one class) has it. */
+static void multi_targets(const struct batch_source *src, uint64_t row, const struct tokrec *t, float *y)
+{
+	memset(y, 0, sizeof *y * (size_t)src->num_labels);
+	if (src->unlabelled)
+		return;
+	need_label(src, row, t, LABEL_LIST, 1, "multi-label");
+	if (t->label_kind == LABEL_INT) {
+		check_class(src, row, t->label);
+		y[t->label] = 1;
+		return;
+	}
+	for (size_t i = 0; i < t->nlabels; i++) {
+		check_class(src, row, t->labels[i]);
+		y[t->labels[i]] = 1;
+	}
+}
+
+/* The tags of a record's tokens: -100 where no word starts, a class where
+ * one does; returns how many are predicted. */
+static int64_t token_tags(const struct batch_source *src, uint64_t row, const struct tokrec *t, int32_t *y)
+{
+	need_label(src, row, t, LABEL_LIST, 0, "token classification");
+	if (t->nlabels != t->n)
+		die("%s: record %llu: %zu tags for %zu tokens", src->name, (unsigned long long)row + 1, t->nlabels, t->n);
+	int64_t count = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		int32_t v = t->labels[i];
+		if (v == TAG_NONE)
+			continue;
+		if (v == TAG_UNKNOWN && !src->unlabelled)
+			die("%s: record %llu: word at token %zu has no tag", src->name, (unsigned long long)row + 1, i);
+		if (v != TAG_UNKNOWN || !src->unlabelled)
+			check_class(src, row, v);
+		y[i] = v < 0 ? 0 : v;
+		count++;
+	}
+	return count;
 }
 
 /* The manifest may not tell the truth about the shard: an id beyond the
@@ -200,6 +271,7 @@ void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t 
 	grow(&b->labels, &b->cap_labels, cells, sizeof *b->labels);
 	grow(&b->mask, &b->cap_mask, cells, sizeof *b->mask);
 	grow(&b->rows, &b->cap_rows, (size_t)n, sizeof *b->rows);
+	grow(&b->targets, &b->cap_targets, (size_t)n * (src->num_labels > 0 ? src->num_labels : 1), sizeof *b->targets);
 	b->count = b->tokens = 0;
 	uint64_t epoch_seed = rng_derive(src->seed, (uint64_t)epoch);
 	for (int i = 0; i < n; i++) {
@@ -208,19 +280,35 @@ void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t 
 		b->rows[i] = rows[i];
 		fill_row(b, i, &b->rec, src->task);
 		b->tokens += (int64_t)b->rec.n;
-		if (src->task == TASK_CLS) {
+		switch (src->task) {
+		case TASK_CLS:
 			b->labels[i] = class_label(src, rows[i], &b->rec);
 			b->count++;
-		} else {
+			break;
+		case TASK_REG:
+			b->labels[i] = 0;
+			b->targets[i] = reg_target(src, rows[i], &b->rec);
+			b->count++;
+			break;
+		case TASK_MULTI:
+			b->labels[i] = 0;
+			multi_targets(src, rows[i], &b->rec, b->targets + (size_t)i * src->num_labels);
+			b->count += src->num_labels;
+			break;
+		case TASK_TOKCLS:
+			b->count += token_tags(src, rows[i], &b->rec, b->labels + (size_t)i * T);
+			break;
+		case TASK_MLM:
 			b->count += mlm_mask(src->mlm, rng_derive(epoch_seed, rows[i]), b->ids + (size_t)i * T,
 					     b->labels + (size_t)i * T, (int)b->rec.n);
+			break;
 		}
 	}
 }
 
 struct bert_batch batch_view(const struct batch *b)
 {
-	return (struct bert_batch){b->B, b->T, b->ids, b->types, b->mask, b->labels};
+	return (struct bert_batch){b->B, b->T, b->ids, b->types, b->mask, b->labels, b->targets};
 }
 
 void batch_free(struct batch *b)
@@ -230,6 +318,7 @@ void batch_free(struct batch *b)
 	free(b->labels);
 	free(b->mask);
 	free(b->rows);
+	free(b->targets);
 	tokrec_free(&b->rec);
 	memset(b, 0, sizeof *b);
 }

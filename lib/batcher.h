@@ -26,10 +26,11 @@ struct batch {
 	int B, T;
 	int32_t *ids, *types, *labels;
 	uint8_t *mask;
+	float *targets;           /* reg: B values; multi: B*L of 0 or 1 */
 	uint64_t *rows;           /* record index in the shard of each row */
-	int64_t count;            /* predicted items: B for cls, masked tokens for mlm */
+	int64_t count;            /* predicted items, as bert_forward counts them */
 	int64_t tokens;           /* real (unpadded) tokens */
-	size_t cap_ids, cap_types, cap_labels, cap_mask, cap_rows;
+	size_t cap_ids, cap_types, cap_labels, cap_mask, cap_rows, cap_targets;
 	struct tokrec rec;
 };
 
@@ -38,10 +39,10 @@ struct batch_source {
 	const struct shard *shard;
 	const char *name;          /* for errors */
 	enum bert_task task;
-	int num_labels;            /* cls: classes of the head */
+	int num_labels;            /* cls, multi, tokcls: classes of the head */
 	const struct mlm_config *mlm;
 	uint64_t seed;
-	int unlabelled;            /* cls records without labels: predictions only */
+	int unlabelled;            /* records without labels: predictions only */
 	int32_t vocab;             /* token ids must be below this: the model's embeddings */
 };
 
@@ -50,10 +51,12 @@ struct batch_source {
  * of batches). */
 void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bucket, uint64_t *order);
 
-/* Fills b with the n records rows[0..n) of the source. For cls the labels
- * are the records' classes, checked against the head; for mlm the masking is
- * drawn from (seed, epoch, record index). Dies naming the shard and record on
- * a label the head cannot take or a token id beyond the vocab. */
+/* Fills b with the n records rows[0..n) of the source. The labels are the
+ * records' own, checked against the head: a class (cls), a number (reg), a
+ * list of classes (multi), a tag or -100 per token (tokcls, where -1 marks
+ * a word whose tag is unknown); for mlm the masking is drawn from (seed,
+ * epoch, record index). Dies naming the shard and record on a label the
+ * head cannot take or a token id beyond the vocab. */
 void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t *rows, int n, long epoch);
 /* The view the model takes. */
 struct bert_batch batch_view(const struct batch *b);

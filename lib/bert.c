@@ -1,6 +1,8 @@
 /* BERT with Hugging Face semantics (modeling_bert.py): post-LN encoder
- * layers, the sequence-classification head (pooler, dropout, classifier) and
- * the masked-LM head (transform, decoder tied to the word embeddings). One
+ * layers and the heads: sequence classification and regression (pooler,
+ * dropout, classifier: BertForSequenceClassification), token classification
+ * (dropout, classifier: BertForTokenClassification) and masked LM
+ * (transform, decoder tied to the word embeddings). One
  * function per block forward and backward, top to bottom, each calling the
  * ops of the model's backend on buffers in the backend's memory.
  * Dimension letters: B batch, T sequence, N rows, C hidden, H heads,
@@ -32,8 +34,9 @@ struct layer_weights {
 struct weights {
 	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
 	struct layer_weights *layer;
-	float *pool_w, *pool_b, *cls_w, *cls_b;             /* TASK_CLS */
-	float *tr_w, *tr_b, *tr_ln_w, *tr_ln_b, *decoder_b; /* TASK_MLM */
+	float *pool_w, *pool_b;                             /* pooled tasks */
+	float *cls_w, *cls_b;                               /* all but mlm */
+	float *tr_w, *tr_b, *tr_ln_w, *tr_ln_b, *decoder_b; /* mlm */
 };
 
 /* What a layer's backward needs from its forward. R rows are computed after
@@ -55,13 +58,15 @@ struct layer_rows {
 	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
 };
 
-/* The head over M gathered rows: cls M = B ([CLS] rows), mlm M = labelled. */
+/* The head over M gathered rows: pooled tasks M = B ([CLS] rows), the
+ * others M = labelled. */
 struct head_acts {
 	const float *in;       /* [M, C] final hidden states of the rows */
-	float *dense;          /* [M, C] cls: tanh(pooler); mlm: transform pre-GELU */
-	float *act;            /* [M, C] cls: dropout of it; mlm: GELU of it */
+	float *dense;          /* [M, C] pooled: tanh(pooler); mlm: transform pre-GELU */
+	float *act;            /* [M, C] pooled: dropout of it; tokcls: dropout of in;
+				* mlm: GELU of dense */
 	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
-	float *logits, *dlogits;   /* [M, L or V] */
+	float *logits, *dlogits;   /* [M, bert_logit_width] */
 	float *lse;            /* [M] */
 };
 
@@ -86,6 +91,7 @@ struct batch_arrays {
 	const int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
 	const int64_t *p_all, *p_head;
 	const uint8_t *mask;
+	const float *targets;
 };
 
 struct bert {
@@ -111,11 +117,12 @@ struct bert {
 	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
 	int64_t *p_all, *p_head;
 	uint8_t *mask;
+	float *targets;            /* reg: M values; multi: M*L */
 	size_t ids_cap, types_cap, positions_cap, rows_cap, labels_cap, kv_start_cap,
-		q_start_cap, p_all_cap, p_head_cap, mask_cap;
+		q_start_cap, p_all_cap, p_head_cap, mask_cap, targets_cap;
 	struct batch_arrays d;
 	struct on_backend d_ids, d_types, d_positions, d_rows, d_labels, d_kv_start, d_q_start,
-		d_p_all, d_p_head, d_mask;
+		d_p_all, d_p_head, d_mask, d_targets;
 
 	struct acts a;
 	struct on_backend work;    /* every activation, carved into a */
@@ -193,11 +200,13 @@ static void lay_out(struct layout *l, const struct bert_config *c, struct weight
 	w->emb_ln_b = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.bias");
 	for (int i = 0; i < c->layers; i++)
 		lay_out_layer(l, c, i, &w->layer[i]);
-	if (c->task == TASK_CLS) {
+	if (bert_task_pooled(c->task)) {
 		w->pool_w = add_tensor(l, C, C, "bert.pooler.dense.weight");
 		w->pool_b = add_tensor(l, C, 0, "bert.pooler.dense.bias");
-		w->cls_w = add_tensor(l, c->num_labels, C, "classifier.weight");
-		w->cls_b = add_tensor(l, c->num_labels, 0, "classifier.bias");
+	}
+	if (c->task != TASK_MLM) {
+		w->cls_w = add_tensor(l, bert_logit_width(c), C, "classifier.weight");
+		w->cls_b = add_tensor(l, bert_logit_width(c), 0, "classifier.bias");
 	} else {
 		w->tr_w = add_tensor(l, C, C, "cls.predictions.transform.dense.weight");
 		w->tr_b = add_tensor(l, C, 0, "cls.predictions.transform.dense.bias");
@@ -219,10 +228,23 @@ static void check_config(const struct bert_config *c)
 		die("bert: dropout must be in [0, 1)");
 	if (!(c->ln_eps > 0))
 		die("bert: layer norm eps must be positive");
-	if (c->task != TASK_CLS && c->task != TASK_MLM)
+	if (c->task < TASK_CLS || c->task > TASK_TOKCLS)
 		die("bert: unknown task %d", (int)c->task);
-	if (c->task == TASK_CLS && c->num_labels < 2)
-		die("bert: the cls task needs at least 2 labels, not %d", c->num_labels);
+	if (c->task == TASK_REG && c->num_labels != 1)
+		die("bert: the regression head has 1 output, not %d", c->num_labels);
+	if ((c->task == TASK_CLS || c->task == TASK_MULTI || c->task == TASK_TOKCLS) &&
+	    c->num_labels < 2)
+		die("bert: a classification head needs at least 2 labels, not %d", c->num_labels);
+}
+
+int bert_task_pooled(enum bert_task t)
+{
+	return t == TASK_CLS || t == TASK_REG || t == TASK_MULTI;
+}
+
+int bert_logit_width(const struct bert_config *c)
+{
+	return c->task == TASK_MLM ? c->vocab : c->task == TASK_REG ? 1 : c->num_labels;
 }
 
 /* A host copy of a backend buffer: the buffer itself on a host backend. */
@@ -294,9 +316,10 @@ void bert_free(struct bert *m)
 	free(m->p_all);
 	free(m->p_head);
 	free(m->mask);
+	free(m->targets);
 	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_positions, &m->d_rows,
 				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
-				      &m->d_p_head, &m->d_mask, &m->work };
+				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->work };
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
 		if (bufs[i]->p)
 			m->be->release(bufs[i]->p);
@@ -451,7 +474,7 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 		       struct head_acts *h)
 {
 	size_t C = c->hidden;
-	size_t width = c->task == TASK_CLS ? (size_t)c->num_labels : (size_t)c->vocab;
+	size_t width = (size_t)bert_logit_width(c);
 	h->dense = carve(k, M * C);
 	h->act = carve(k, M * C);
 	h->norm = carve(k, M * C);
@@ -499,7 +522,7 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	 * recompute one layer's, and the others' outputs), then the embeddings,
 	 * the backward's rows and the head's M rows */
 	double N = (double)B * T, C = c->hidden, F = c->ffn;
-	double width = c->task == TASK_CLS ? c->num_labels : c->vocab;
+	double width = bert_logit_width(c);
 	double layer = N * (8 * C + 2 * F + 4) + (double)B * c->heads * T * T;
 	double layers = recompute && c->layers ? layer + (c->layers - 1) * N * C : c->layers * layer;
 	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 3);
@@ -545,11 +568,20 @@ static void check_batch(const struct bert *m, const struct bert_batch *b)
 			die("bert: token type %d out of range [0, %d)", b->types[i],
 			    c->type_vocab);
 	}
+	if (c->task == TASK_REG || c->task == TASK_MULTI) {
+		int n = b->B * (c->task == TASK_MULTI ? c->num_labels : 1);
+		for (int i = 0; i < n; i++)
+			if (!(c->task == TASK_REG ? isfinite(b->targets[i])
+						  : b->targets[i] >= 0 && b->targets[i] <= 1))
+				die("bert: target %g is not %s", (double)b->targets[i],
+				    c->task == TASK_REG ? "finite" : "in [0, 1]");
+		return;
+	}
 	int nlabels = c->task == TASK_CLS ? b->B : b->B * b->T;
-	int classes = c->task == TASK_CLS ? c->num_labels : c->vocab;
+	int classes = c->task == TASK_MLM ? c->vocab : c->num_labels;
 	for (int i = 0; i < nlabels; i++) {
 		int y = b->labels[i];
-		if ((y < 0 || y >= classes) && !(c->task == TASK_MLM && y == IGNORE_LABEL))
+		if ((y < 0 || y >= classes) && !(c->task != TASK_CLS && y == IGNORE_LABEL))
 			die("bert: label %d out of range [0, %d)", y, classes);
 	}
 }
@@ -560,16 +592,15 @@ static void check_batch(const struct bert *m, const struct bert_batch *b)
 static int sequence_rows(const struct bert *m, const struct bert_batch *b, int i)
 {
 	const uint8_t *mask = b->mask ? b->mask + (size_t)i * b->T : NULL;
-	const int32_t *labels = b->labels + (size_t)i * b->T;
 	int len = 0;
 	for (int t = 0; t < b->T; t++)
 		if (!mask || mask[t])
 			len = t + 1;
 	if (!len)
 		return b->T;
-	if (m->c.task == TASK_MLM)
+	if (!bert_task_pooled(m->c.task))
 		for (int t = len; t < b->T; t++)
-			if (labels[t] != IGNORE_LABEL)
+			if (b->labels[(size_t)i * b->T + t] != IGNORE_LABEL)
 				len = t + 1;
 	return len;
 }
@@ -602,20 +633,26 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 		}
 }
 
-/* Lists the packed rows the head predicts, with their labels: the [CLS] row
- * of each sequence, or the labelled positions in row-major order; and
- * q_start, where each sequence's run of them begins. */
+/* Lists the packed rows the head predicts, with their labels or targets:
+ * the [CLS] row of each sequence, or the labelled positions in row-major
+ * order; and q_start, where each sequence's run of them begins. */
 static void list_head_rows(struct bert *m, const struct bert_batch *b)
 {
+	enum bert_task task = m->c.task;
 	grow(&m->rows, &m->rows_cap, m->N, sizeof *m->rows);
 	grow(&m->labels, &m->labels_cap, m->N, sizeof *m->labels);
 	grow(&m->q_start, &m->q_start_cap, b->B + 1, sizeof *m->q_start);
+	if (task == TASK_REG || task == TASK_MULTI) {
+		size_t n = (size_t)b->B * (task == TASK_MULTI ? m->c.num_labels : 1);
+		grow(&m->targets, &m->targets_cap, n, sizeof *m->targets);
+		memcpy(m->targets, b->targets, n * sizeof *m->targets);
+	}
 	m->M = 0;
 	for (int i = 0; i < b->B; i++) {
 		m->q_start[i] = m->M;
-		if (m->c.task == TASK_CLS) {
+		if (bert_task_pooled(task)) {
 			m->rows[m->M] = m->kv_start[i];
-			m->labels[m->M++] = b->labels[i];
+			m->labels[m->M++] = task == TASK_CLS ? b->labels[i] : 0;
 			continue;
 		}
 		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
@@ -668,6 +705,9 @@ static void upload_batch(struct bert *m)
 	m->d.q_start = to_backend(be, &m->d_q_start, m->q_start, seqs * i32);
 	m->d.p_all = to_backend(be, &m->d_p_all, m->p_all, seqs * sizeof(int64_t));
 	m->d.p_head = to_backend(be, &m->d_p_head, m->p_head, seqs * sizeof(int64_t));
+	if (m->c.task == TASK_REG || m->c.task == TASK_MULTI)
+		m->d.targets = to_backend(be, &m->d_targets, m->targets,
+					  M * bert_logit_width(&m->c) * sizeof(float));
 }
 
 /* ---- dropout sites ---- */
@@ -856,35 +896,85 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 	qkv_backward(m, l, x, r, dq, dh, dx);
 }
 
-/* ---- sequence classification head ---- */
+/* ---- the losses of the classifier heads ---- */
 
-static double cls_head_forward(struct bert *m)
+/* The summed loss of the M rows of logits: cross-entropy, squared error or
+ * binary cross-entropy. */
+static double head_loss(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
-	int B = m->B, C = m->c.hidden, L = m->c.num_labels;
+	int M = m->M, W = bert_logit_width(&m->c);
+	if (m->c.task == TASK_REG)
+		return m->be->mse_forward(h->logits, m->d.targets, M);
+	if (m->c.task == TASK_MULTI)
+		return m->be->bce_forward(h->logits, m->d.targets, (size_t)M * W);
+	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, W);
+}
+
+static void head_loss_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, W = bert_logit_width(&m->c);
+	if (m->c.task == TASK_REG)
+		m->be->mse_backward(h->dlogits, h->logits, m->d.targets, M, scale);
+	else if (m->c.task == TASK_MULTI)
+		m->be->bce_backward(h->dlogits, h->logits, m->d.targets, (size_t)M * W, scale);
+	else
+		m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, M, W,
+					     scale);
+}
+
+/* ---- sequence classification and regression head ---- */
+
+static double pooled_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
 	m->be->linear_forward(h->dense, h->in, m->w.pool_w, m->w.pool_b, B, C, C);
 	m->be->tanh_forward(h->dense, h->dense, (size_t)B * C);
 	m->be->dropout_apply(h->act, h->dense, (size_t)B * C, hidden_p(m),
 			     classifier_seed(m));
-	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, B, C, L);
-	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, B, L);
+	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, B, C, W);
+	return head_loss(m);
 }
 
 /* Leaves the gradient of the head's input rows in dhead_in. */
-static void cls_head_backward(struct bert *m, float scale)
+static void pooled_head_backward(struct bert *m, float scale)
 {
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
-	int B = m->B, C = m->c.hidden, L = m->c.num_labels;
-	m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, B, L,
-				     scale);
+	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
+	head_loss_backward(m, scale);
 	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->act,
-			       m->w.cls_w, B, C, L, 0);
+			       m->w.cls_w, B, C, W, 0);
 	m->be->dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m),
 			     classifier_seed(m));
 	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
 	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in,
 			       m->w.pool_w, B, C, C, 0);
+}
+
+/* ---- token classification head ---- */
+
+static double token_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
+	m->be->dropout_apply(h->act, h->in, (size_t)M * C, hidden_p(m), classifier_seed(m));
+	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, M, C, L);
+	return head_loss(m);
+}
+
+static void token_head_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
+	head_loss_backward(m, scale);
+	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, h->dlogits, h->act,
+			       m->w.cls_w, M, C, L, 0);
+	m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m),
+			     classifier_seed(m));
 }
 
 /* ---- masked language model head ---- */
@@ -929,7 +1019,7 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 	reserve(m);
 	m->train = train;
 	m->dropout_seed = dropout_seed;
-	*count = m->M;
+	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1);
 	if (m->M == 0)
 		return 0.0;    /* nothing to predict */
 
@@ -948,7 +1038,9 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 		m->be->gather_rows(m->a.rows_in, x, m->d.rows, m->M, m->c.hidden);
 		m->a.head.in = m->a.rows_in;
 	}
-	return m->c.task == TASK_CLS ? cls_head_forward(m) : mlm_head_forward(m);
+	if (m->c.task == TASK_MLM)
+		return mlm_head_forward(m);
+	return bert_task_pooled(m->c.task) ? pooled_head_forward(m) : token_head_forward(m);
 }
 
 static const float *layer_input(const struct bert *m, int l)
@@ -990,10 +1082,12 @@ void bert_backward(struct bert *m, float scale)
 	int N = m->N, C = m->c.hidden, L = m->c.layers;
 	if (m->M == 0)
 		return;    /* nothing predicted: every gradient is zero */
-	if (m->c.task == TASK_CLS)
-		cls_head_backward(m, scale);
-	else
+	if (m->c.task == TASK_MLM)
 		mlm_head_backward(m, scale);
+	else if (bert_task_pooled(m->c.task))
+		pooled_head_backward(m, scale);
+	else
+		token_head_backward(m, scale);
 	bucket_complete(m, 0);
 	float *dh = m->a.dh;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
@@ -1018,8 +1112,7 @@ const float *bert_logits(struct bert *m)
 {
 	if (m->be->host)
 		return m->a.head.logits;
-	const struct bert_config *c = &m->c;
-	size_t n = (size_t)m->M * (c->task == TASK_CLS ? c->num_labels : c->vocab);
+	size_t n = (size_t)m->M * bert_logit_width(&m->c);
 	grow(&m->logits, &m->logits_cap, n, sizeof *m->logits);
 	m->be->download(m->logits, m->a.head.logits, n * sizeof *m->logits);
 	return m->logits;

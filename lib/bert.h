@@ -1,4 +1,4 @@
-/* The BERT encoder with Hugging Face semantics and its two heads, on a
+/* The BERT encoder with Hugging Face semantics and its heads, on a
  * backend (backend.h): its parameters, gradients and activations live in the
  * backend's memory.
  * Dimension letters: B batch, T sequence length, C hidden size, H heads,
@@ -10,14 +10,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum bert_task { TASK_CLS, TASK_MLM };
+/* The head and its loss: sequence classification (softmax cross-entropy),
+ * masked LM, regression (one output, squared error), multi-label
+ * classification (a sigmoid per label, binary cross-entropy), and token
+ * classification (softmax cross-entropy at labelled tokens). */
+enum bert_task { TASK_CLS, TASK_MLM, TASK_REG, TASK_MULTI, TASK_TOKCLS };
 
 struct bert_config {
 	int vocab, hidden, layers, heads, ffn, max_pos, type_vocab;
 	float ln_eps;
 	float hidden_dropout, attn_dropout;
 	enum bert_task task;
-	int num_labels;            /* cls head classes */
+	int num_labels;            /* classes of cls, multi and tokcls; 1 for reg */
 };
 
 struct bert_batch {
@@ -25,7 +29,9 @@ struct bert_batch {
 	const int32_t *ids;        /* B*T token ids, padded with [PAD] */
 	const int32_t *types;      /* B*T token type ids, or NULL for all 0 */
 	const uint8_t *mask;       /* B*T: 1 real token, 0 padding */
-	const int32_t *labels;     /* cls: B class ids; mlm: B*T, -100 = not predicted */
+	const int32_t *labels;     /* cls: B class ids; mlm, tokcls: B*T, -100 = not
+				    * predicted; reg, multi: unused */
+	const float *targets;      /* reg: B values; multi: B*L, each in [0, 1] */
 };
 
 struct bert;
@@ -55,6 +61,11 @@ double bert_grad_norm(const struct bert *m);
 double bert_grad_sum_squares(const struct bert *m, size_t lo, size_t hi);
 void bert_scale_grads(struct bert *m, float s);
 size_t bert_numel(const struct bert *m);
+/* Whether the task's head reads the [CLS] row (cls, reg, multi) rather
+ * than labelled tokens (mlm, tokcls). */
+int bert_task_pooled(enum bert_task t);
+/* Logits a predicted row has: the classes, 1 for reg, the vocab for mlm. */
+int bert_logit_width(const struct bert_config *c);
 /* The parameters a model of config c would have, without making it. */
 size_t bert_config_numel(const struct bert_config *c);
 /* Bytes of the activations, their gradients and the ops' scratch on backend
@@ -88,7 +99,8 @@ void bert_init(struct bert *m, uint64_t seed);
 /* Forward pass; keeps what backward needs. Dropout is on when train is set,
  * drawn from dropout_seed alone (the same seed gives the same masks whatever
  * the thread count). Returns the summed loss over predicted items and sets
- * *count to their number (cls: B; mlm: labels != -100). */
+ * *count to their number (cls, reg: B; multi: B*L; mlm, tokcls: labels
+ * != -100). */
 double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 		    uint64_t dropout_seed, int64_t *count);
 /* Backward of scale * (summed loss) for the last forward; ADDS into the grads
@@ -103,7 +115,8 @@ int bert_grad_buckets(const struct bert *m, size_t (*bucket)[2]);
 /* done(ctx, i), when not NULL, hears from bert_backward as bucket i of the
  * grads is complete (never, in a backward with nothing predicted). */
 void bert_set_bucket_hook(struct bert *m, void (*done)(void *ctx, int bucket), void *ctx);
-/* Logits of the last forward, on the host: cls B*L; mlm one row of V per
- * predicted item, in row-major order of the labelled positions. */
+/* Logits of the last forward, on the host, bert_logit_width a row: a row
+ * per sequence (cls, reg, multi) or per labelled position in row-major
+ * order (mlm, tokcls). */
 const float *bert_logits(struct bert *m);
 #endif

@@ -379,6 +379,41 @@ void crossentropy_backward(float *dlogits, const float *logits, const float *lse
 	}
 }
 
+/* ---- squared error and binary cross-entropy (regression, multi-label) ---- */
+
+double mse_forward(const float *pred, const float *target, int N)
+{
+	double loss = 0.0;
+	for (int i = 0; i < N; i++) {
+		double d = (double)pred[i] - target[i];
+		loss += d * d;
+	}
+	return loss;
+}
+
+void mse_backward(float *dpred, const float *pred, const float *target, int N, float scale)
+{
+	for (int i = 0; i < N; i++)
+		dpred[i] = scale * 2.0f * (pred[i] - target[i]);
+}
+
+double bce_forward(const float *logits, const float *targets, size_t n)
+{
+	double loss = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double x = logits[i];
+		loss += fmax(x, 0.0) - x * targets[i] + log1p(exp(-fabs(x)));
+	}
+	return loss;
+}
+
+void bce_backward(float *dlogits, const float *logits, const float *targets, size_t n,
+		  float scale)
+{
+	for (size_t i = 0; i < n; i++)
+		dlogits[i] = scale * (1.0f / (1.0f + expf(-logits[i])) - targets[i]);
+}
+
 /* ---- dropout ---- */
 
 HOT static void dropout_span(float *out, const float *in, int n, uint32_t key,

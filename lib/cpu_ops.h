@@ -86,6 +86,20 @@ double crossentropy_forward(float *lse, const float *logits, const int32_t *labe
 void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
 			   const int32_t *labels, int N, int V, float scale);
 
+/* Squared error of N predictions: returns the sum of (pred - target)^2, in
+ * double in a fixed order. */
+double mse_forward(const float *pred, const float *target, int N);
+/* dpred = scale * 2 (pred - target). */
+void mse_backward(float *dpred, const float *pred, const float *target, int N, float scale);
+
+/* Binary cross-entropy of n logits against targets in [0, 1], as PyTorch's
+ * BCEWithLogitsLoss: returns the sum of max(x, 0) - x y + log(1 + e^-|x|),
+ * in double in a fixed order. */
+double bce_forward(const float *logits, const float *targets, size_t n);
+/* dlogits = scale * (sigmoid(x) - y). */
+void bce_backward(float *dlogits, const float *logits, const float *targets, size_t n,
+		  float scale);
+
 /* out[i] = in[i] * keep(seed, i) / (1 - p), each element kept with
  * probability 1 - p; the same call is its own backward. out may be in. */
 void dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);

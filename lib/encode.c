@@ -41,9 +41,11 @@ static int32_t *put_ids(int32_t *p, const int32_t *v, size_t from, size_t n)
 	return p + n;
 }
 
-/* Fills t with [CLS] a[a0,a0+na) [SEP] (b[b0,b0+nb) [SEP]) and packs it. */
+/* Fills t with [CLS] a[a0,a0+na) [SEP] (b[b0,b0+nb) [SEP]) and packs it;
+ * with tags, its label is their [a0,a0+na) between two -100. */
 static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0, size_t na,
-		     const struct ids *b, size_t b0, size_t nb, struct tokrec *t, msgpack_packer *pk)
+		     const struct ids *b, size_t b0, size_t nb, const int32_t *tags, struct tokrec *t,
+		     msgpack_packer *pk)
 {
 	size_t n = na + 2 + (b ? nb + 1 : 0);
 	grow(&t->ids, &t->cap_ids, n, sizeof *t->ids);
@@ -61,14 +63,27 @@ static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0
 		memset(t->types + na + 2, 1, nb + 1);
 	}
 	t->n = n;
+	if (!tags) {
+		tokrec_pack(pk, t);
+		return;
+	}
+	int32_t *labels = xmalloc(n * sizeof *labels);
+	labels[0] = labels[n - 1] = -100;
+	if (na)
+		memcpy(labels + 1, tags + a0, na * sizeof *labels);
+	t->label_kind = LABEL_LIST;
+	t->labels = labels;
+	t->nlabels = n;
 	tokrec_pack(pk, t);
+	t->labels = NULL;
+	free(labels);
 }
 
 /* Folding cuts the last text (b for pairs, else a) into pieces of room
  * tokens overlapping by stride; a pair's first text is kept whole, cut to half
  * the room when it would leave the second none. */
 static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const struct ids *b,
-			 struct tokrec *t, msgpack_packer *pk)
+			 const int32_t *tags, struct tokrec *t, msgpack_packer *pk)
 {
 	size_t room = (size_t)o->max_len - (b ? 3 : 2), na = a->n;
 	const struct ids *cut = a;
@@ -84,9 +99,9 @@ static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const
 		size_t len = cut->n - start < room ? cut->n - start : room;
 		t->fold = (int)pieces++;
 		if (b)
-			pack_one(o, a, 0, na, b, start, len, t, pk);
+			pack_one(o, a, 0, na, b, start, len, NULL, t, pk);
 		else
-			pack_one(o, a, start, len, NULL, 0, 0, t, pk);
+			pack_one(o, a, start, len, NULL, 0, 0, tags, t, pk);
 		if (start + len >= cut->n)
 			break;
 	}
@@ -94,10 +109,10 @@ static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const
 }
 
 size_t encode_pack(const struct encode_opts *o, const struct ids *a, const struct ids *b,
-		   struct tokrec *t, msgpack_packer *pk)
+		   const int32_t *tags, struct tokrec *t, msgpack_packer *pk)
 {
 	if (o->fold)
-		return pack_folds(o, a, b, t, pk);
+		return pack_folds(o, a, b, tags, t, pk);
 	t->fold = -1;
 	size_t na = a->n, nb = b ? b->n : 0;
 	if (o->max_len) {
@@ -107,6 +122,6 @@ size_t encode_pack(const struct encode_opts *o, const struct ids *a, const struc
 		else if (na > budget)
 			na = budget;
 	}
-	pack_one(o, a, 0, na, b, 0, nb, t, pk);
+	pack_one(o, a, 0, na, b, 0, nb, tags, t, pk);
 	return 1;
 }

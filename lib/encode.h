@@ -16,9 +16,11 @@ struct encode_opts {
 /* Checks max_len and stride; returns an error message or NULL. */
 const char *encode_check(const struct encode_opts *o, int pair);
 /* Packs the record(s) for text a (and b, when b is not NULL) into pk, with
- * t's id and label; returns how many records were written. */
+ * t's id and label; returns how many records were written. With tags (a
+ * value for each id of a, and no b), each record's label is the list of the
+ * tags of its tokens, -100 at [CLS] and [SEP]. */
 size_t encode_pack(const struct encode_opts *o, const struct ids *a, const struct ids *b,
-		   struct tokrec *t, msgpack_packer *pk);
+		   const int32_t *tags, struct tokrec *t, msgpack_packer *pk);
 /* Hugging Face's longest-first truncation of a pair to budget tokens. */
 void truncate_longest_first(size_t *na, size_t *nb, size_t budget);
 #endif

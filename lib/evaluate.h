@@ -1,20 +1,30 @@
-/* Evaluation of a model over a split: loss, and for cls the confusion
- * matrix; batches go in order of length for speed, and a hook sees the
- * logits of each batch (for predictions). */
+/* Evaluation of a model over a split: the loss, and what each task scores:
+ * the confusion matrix of cls (by record) and tokcls (by word, with the
+ * entities of its tags), the predictions of reg, the per-class counts of
+ * multi at a threshold. Batches go in order of length for speed, and a hook
+ * sees the logits of each batch (for predictions). */
 #ifndef TS_EVALUATE_H
 #define TS_EVALUATE_H
 #include "batcher.h"
+#include "entities.h"
 #include "metrics.h"
 #include <jansson.h>
 
 struct eval_result {
+	enum bert_task task;
 	double loss;              /* mean over predicted items */
 	int64_t count;            /* predicted items */
 	int64_t records;
-	struct confusion *conf;   /* cls only */
+	struct confusion *conf;   /* cls, tokcls */
+	struct entities *ent;     /* tokcls */
+	double *pred, *truth;     /* reg: by record, in the split's order */
+	int L;                    /* multi: classes */
+	double threshold;         /* multi: a class is predicted at this probability */
+	int64_t *tp, *fp, *fn;    /* multi: per class */
+	int64_t exact;            /* multi: records with every class right */
 };
 
-/* logits: cls B*L; mlm one row of V per predicted position, row-major. */
+/* logits: a row of bert_logit_width per predicted item (bert_logits). */
 typedef void (*eval_hook)(const struct batch *b, const float *logits, void *ctx);
 
 /* How the processes of a run share an evaluation: process part of parts
@@ -26,17 +36,31 @@ struct eval_share {
 	const void *ctx;
 };
 
-/* MLM masks are drawn from a fixed epoch so every evaluation sees the same.
- * share NULL: this process evaluates it all. */
-void evaluate(struct bert *m, const struct batch_source *src, int batch_size, const struct eval_share *share,
-	      eval_hook hook, void *ctx, struct eval_result *out);
+struct eval_opts {
+	int batch;                 /* records a batch */
+	double threshold;          /* multi */
+	char *const *names;        /* class names (tokcls: the tags), or NULL */
+	const struct eval_share *share;   /* NULL: this process evaluates it all */
+};
+
+/* MLM masks are drawn from a fixed epoch so every evaluation sees the same. */
+void evaluate(struct bert *m, const struct batch_source *src, const struct eval_opts *o, eval_hook hook, void *ctx,
+	      struct eval_result *out);
 void eval_result_free(struct eval_result *r);
 
-/* Metric names: accuracy, macro-f1 (cls), loss, ppl. */
+/* Metric names: loss, ppl; accuracy, macro-f1 (cls); micro-f1, macro-f1,
+ * exact-match (multi); pearson, spearman (reg); entity-f1, accuracy
+ * (tokcls). */
 int metric_known(const char *name, enum bert_task task);
 int metric_higher_is_better(const char *name);
+/* The metric best/ follows when none is given. */
+const char *metric_default(enum bert_task task);
 double metric_value(const struct eval_result *r, const char *name);
-/* Everything as one JSON object: loss and ppl, and for cls all metrics
- * and the confusion matrix by label name. */
-json_t *eval_json(const struct eval_result *r, enum bert_task task, char *const *labels);
+/* Everything as one JSON object: loss and ppl, and the task's metrics
+ * (classes by names, NULL: by number). */
+json_t *eval_json(const struct eval_result *r, char *const *names);
+/* A readable report of the task's metrics. */
+void eval_report(FILE *f, const struct eval_result *r, char *const *names);
+/* The task's name on the command line: cls, mlm, reg, multi, tokcls. */
+const char *task_name(enum bert_task task);
 #endif

@@ -49,12 +49,27 @@ static void require_string(const char *path, json_t *cfg, const char *key, const
 		    json_is_string(v) ? json_string_value(v) : "(not a string)", want, why);
 }
 
-static enum bert_task task_of(json_t *cfg)
+/* The head of the architecture, and for sequence classification its
+ * problem_type, or as transformers infers it: regression for one label. */
+static enum bert_task task_of(const char *path, json_t *cfg, int num_labels)
 {
 	json_t *arch = json_array_get(json_object_get(cfg, "architectures"), 0);
 	const char *a = json_string_value(arch);
-	int mlm = a && (!strcmp(a, "BertForMaskedLM") || !strcmp(a, "BertForPreTraining"));
-	return mlm ? TASK_MLM : TASK_CLS;
+	if (a && (!strcmp(a, "BertForMaskedLM") || !strcmp(a, "BertForPreTraining")))
+		return TASK_MLM;
+	if (a && !strcmp(a, "BertForTokenClassification"))
+		return TASK_TOKCLS;
+	json_t *pt = json_object_get(cfg, "problem_type");
+	const char *p = json_string_value(pt);
+	if (pt && !json_is_null(pt) && (!p || (strcmp(p, "regression") && strcmp(p, "single_label_classification") &&
+					     strcmp(p, "multi_label_classification"))))
+		die("%s: problem_type %s is not one of regression, single_label_classification and "
+		    "multi_label_classification", path, p ? p : "(not a string)");
+	if (p && !strcmp(p, "multi_label_classification"))
+		return TASK_MULTI;
+	if ((p && !strcmp(p, "regression")) || (!p && a && !strcmp(a, "BertForSequenceClassification") && num_labels == 1))
+		return TASK_REG;
+	return TASK_CLS;
 }
 
 /* id2label as names ordered by id; checks ids 0..n-1 and agreement with label2id. */
@@ -111,7 +126,6 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	if (c->hidden % c->heads)
 		die("%s: hidden_size %d is not a multiple of num_attention_heads %d",
 		    path, c->hidden, c->heads);
-	c->task = task_of(cfg);
 }
 
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels)
@@ -129,6 +143,9 @@ void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int 
 	c->num_labels = positive_int(path, cfg, "num_labels", 0, n ? n : HF_NUM_LABELS);
 	if (n && c->num_labels != n)
 		die("%s: num_labels %d disagrees with the %d names in id2label", path, c->num_labels, n);
+	c->task = task_of(path, cfg, c->num_labels);
+	if (c->task == TASK_REG && c->num_labels != 1)
+		die("%s: a regression model has num_labels 1, not %d", path, c->num_labels);
 	json_decref(cfg);
 	if (labels) {
 		*labels = names;
@@ -178,9 +195,11 @@ static void add_labels(const char *path, json_t *cfg, const struct bert_config *
 
 void hfconfig_write(const char *path, const struct bert_config *c, char *const *labels, int nlabels)
 {
-	if (c->task == TASK_CLS && nlabels && nlabels != c->num_labels)
+	if (c->task != TASK_MLM && nlabels && nlabels != c->num_labels)
 		die("%s: %d label names for %d classes", path, nlabels, c->num_labels);
-	const char *arch = c->task == TASK_MLM ? "BertForMaskedLM" : "BertForSequenceClassification";
+	const char *arch = c->task == TASK_MLM	  ? "BertForMaskedLM"
+			   : c->task == TASK_TOKCLS ? "BertForTokenClassification"
+						    : "BertForSequenceClassification";
 	json_t *cfg = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:i,"
 				" s:b, s:b, s:n, s:s}",
 		"architectures", arch, "model_type", "bert",
@@ -196,8 +215,11 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 	json_object_set_new(cfg, "hidden_dropout_prob", json_float(c->hidden_dropout));
 	json_object_set_new(cfg, "attention_probs_dropout_prob", json_float(c->attn_dropout));
 	json_object_set_new(cfg, "initializer_range", json_float(0.02f));
-	if (c->task == TASK_CLS || nlabels)
+	if (c->task != TASK_MLM || nlabels)
 		add_labels(path, cfg, c, labels, nlabels);
+	if (c->task == TASK_REG || c->task == TASK_MULTI)
+		json_object_set_new(cfg, "problem_type",
+				    json_string(c->task == TASK_REG ? "regression" : "multi_label_classification"));
 	char *text = json_dumps(cfg, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
 	json_decref(cfg);
 	if (!text)

@@ -7,17 +7,22 @@
  * num_attention_heads, intermediate_size, max_position_embeddings (required),
  * type_vocab_size, layer_norm_eps, hidden_dropout_prob,
  * attention_probs_dropout_prob (HF's defaults when absent), hidden_act (must be
- * "gelu"), architectures (sets c->task: BertForMaskedLM/BertForPreTraining mlm,
- * else cls), id2label/label2id and num_labels (c->num_labels; HF's default 2).
+ * "gelu"), architectures and problem_type (set c->task: BertForMaskedLM and
+ * BertForPreTraining mlm, BertForTokenClassification tokcls, problem_type
+ * regression (or num_labels 1 of a BertForSequenceClassification) reg,
+ * multi_label_classification multi, else cls), id2label/label2id and
+ * num_labels (c->num_labels; HF's default 2).
  * If labels is not NULL, *labels gets the id2label names ordered by id (each
  * and the array malloc'd) and *nlabels their count, 0 without id2label.
  * Dies "PATH: why" naming the key on anything missing, mistyped or unsupported. */
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels);
 
 /* Writes config.json atomically, with every key transformers needs to load the
- * model unchanged as BertForSequenceClassification (cls) or BertForMaskedLM
- * (mlm). labels names the classes (nlabels must equal c->num_labels for cls);
- * with nlabels 0, cls classes are named LABEL_0... as transformers does. */
+ * model unchanged as BertForSequenceClassification (cls, reg and multi, the
+ * last two with their problem_type), BertForTokenClassification (tokcls) or
+ * BertForMaskedLM (mlm). labels names the classes (nlabels must equal
+ * c->num_labels but for mlm); with nlabels 0 the classes are named
+ * LABEL_0... as transformers does. */
 void hfconfig_write(const char *path, const struct bert_config *c, char *const *labels, int nlabels);
 
 /* Frees what hfconfig_read returned in *labels. */

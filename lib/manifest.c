@@ -86,7 +86,8 @@ void manifest_split_add(struct manifest_split *sp, const struct tokrec *t)
 	if (t->label_kind == LABEL_INT)
 		add_label_count(sp, t->label, 1);
 	for (size_t i = 0; t->label_kind == LABEL_LIST && i < t->nlabels; i++)
-		add_label_count(sp, t->labels[i], 1);
+		if (t->labels[i] != TAG_NONE && t->labels[i] != TAG_UNKNOWN)
+			add_label_count(sp, t->labels[i], 1);
 }
 
 void manifest_check_ids(const char *dir, const struct manifest_split *sp, int32_t vocab)

@@ -223,6 +223,75 @@ void metrics_report(FILE *f, const struct cls_metrics *m, const struct confusion
 	report_confusion(f, c, names, width);
 }
 
+struct prf_table *prf_table_compute(const int64_t *tp, const int64_t *pred, const int64_t *truth, int k)
+{
+	struct prf_table *t = xcalloc(1, sizeof *t);
+	t->k = k;
+	t->per_class = xcalloc(k ? (size_t)k : 1, sizeof *t->per_class);
+	t->support = xcalloc(k ? (size_t)k : 1, sizeof *t->support);
+	double all_tp = 0, all_pred = 0;
+	struct prf sum = {0}, wsum = {0};
+	for (int i = 0; i < k; i++) {
+		double y = truth[i];
+		struct prf *s = &t->per_class[i];
+		*s = (struct prf){ratio(tp[i], pred[i]), ratio(tp[i], y), ratio(2.0 * tp[i], y + pred[i])};
+		t->support[i] = truth[i];
+		t->total += truth[i];
+		all_tp += tp[i], all_pred += pred[i];
+		sum = (struct prf){sum.precision + s->precision, sum.recall + s->recall, sum.f1 + s->f1};
+		wsum = (struct prf){wsum.precision + y * s->precision, wsum.recall + y * s->recall, wsum.f1 + y * s->f1};
+	}
+	t->micro = (struct prf){ratio(all_tp, all_pred), ratio(all_tp, t->total), ratio(2 * all_tp, t->total + all_pred)};
+	t->macro = prf_divide(sum, k);
+	t->weighted = prf_divide(wsum, t->total);
+	return t;
+}
+
+void prf_table_free(struct prf_table *t)
+{
+	if (!t)
+		return;
+	free(t->per_class);
+	free(t->support);
+	free(t);
+}
+
+json_t *prf_table_json(const struct prf_table *t, char *const *names)
+{
+	json_t *classes = json_object();
+	for (int i = 0; i < t->k; i++) {
+		char buf[16];
+		const char *name = class_name(names, i, buf);
+		json_t *cls = json_pack("{s:f, s:f, s:f, s:I}", "precision", t->per_class[i].precision, "recall",
+					t->per_class[i].recall, "f1", t->per_class[i].f1, "support",
+					(json_int_t)t->support[i]);
+		if (!cls || json_object_set_new(classes, name, cls))
+			die("metrics: cannot build the json for class %s", name);
+	}
+	json_t *j = json_pack("{s:o, s:o, s:o, s:o}", "micro", prf_json(&t->micro), "macro", prf_json(&t->macro),
+			      "weighted", prf_json(&t->weighted), "classes", classes);
+	if (!j)
+		die("metrics: cannot build the json");
+	return j;
+}
+
+void prf_table_report(FILE *f, const struct prf_table *t, char *const *names)
+{
+	int width = text_width("weighted avg");
+	char buf[16];
+	for (int i = 0; i < t->k; i++) {
+		int w = text_width(class_name(names, i, buf));
+		width = w > width ? w : width;
+	}
+	fprintf(f, "%*s  %9s %9s %9s %9s\n\n", width, "", "precision", "recall", "f1-score", "support");
+	for (int i = 0; i < t->k; i++)
+		report_line(f, width, class_name(names, i, buf), &t->per_class[i], t->per_class[i].f1, t->support[i]);
+	fputc('\n', f);
+	report_line(f, width, "micro avg", &t->micro, t->micro.f1, t->total);
+	report_line(f, width, "macro avg", &t->macro, t->macro.f1, t->total);
+	report_line(f, width, "weighted avg", &t->weighted, t->weighted.f1, t->total);
+}
+
 int predicted_class(const float *logits, int k)
 {
 	int best = 0;

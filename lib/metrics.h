@@ -50,4 +50,26 @@ json_t *metrics_json(const struct cls_metrics *m, const struct confusion *c, cha
  * line, then the confusion matrix with the class names. */
 void metrics_report(FILE *f, const struct cls_metrics *m, const struct confusion *c,
 		    char *const *names);
+
+/* Precision, recall and F1 of k classes that are each right or wrong on
+ * their own (multi-label classes, entity types), from per class true
+ * positives, predicted and true counts, with sklearn's formulas and
+ * zero_division=0; micro from the summed counts, macro the plain mean,
+ * weighted by support. */
+struct prf_table {
+	int k;
+	struct prf *per_class;
+	int64_t *support;
+	int64_t total;               /* the summed support */
+	struct prf micro, macro, weighted;
+};
+
+struct prf_table *prf_table_compute(const int64_t *tp, const int64_t *pred, const int64_t *truth, int k);
+void prf_table_free(struct prf_table *t);
+/* {"micro", "macro", "weighted" (each {"precision", "recall", "f1"}),
+ * "classes": {<name>: {"precision", "recall", "f1", "support"}, ...}}. */
+json_t *prf_table_json(const struct prf_table *t, char *const *names);
+/* The table as seqeval's and sklearn's multi-label classification_report
+ * print it: a line per class, then micro, macro and weighted avg. */
+void prf_table_report(FILE *f, const struct prf_table *t, char *const *names);
 #endif

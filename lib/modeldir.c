@@ -141,7 +141,7 @@ struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_
 	int nnames;
 	hfconfig_read(cfg_path, &c, &names, &nnames);
 	c.task = task;
-	int new_classifier = task == TASK_CLS && num_labels > 0 && num_labels != c.num_labels;
+	int new_classifier = task != TASK_MLM && num_labels > 0 && num_labels != c.num_labels;
 	if (new_classifier) {
 		warnx("%s: %d labels instead of the checkpoint's %d: new classifier from seed %llu",
 		      dir, num_labels, c.num_labels, (unsigned long long)seed);

@@ -8,12 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct predictions *predictions_new(const struct shard *s, int L, int labelled)
+struct predictions *predictions_new(const struct shard *s, enum bert_task task, int L, double threshold,
+				    int labelled)
 {
 	struct predictions *p = xcalloc(1, sizeof *p);
+	p->task = task;
 	p->L = L;
+	p->threshold = threshold;
 	p->n = shard_count(s);
 	p->logits = xcalloc(p->n * (size_t)L, sizeof *p->logits);
+	if (task == TASK_TOKCLS) {
+		p->tags = xcalloc(p->n ? p->n : 1, sizeof *p->tags);
+		p->ntags = xcalloc(p->n ? p->n : 1, sizeof *p->ntags);
+	}
 	p->labels = xmalloc(p->n * sizeof *p->labels);
 	p->ids = xcalloc(p->n, sizeof *p->ids);
 	struct tokrec t = {0};
@@ -28,9 +35,27 @@ struct predictions *predictions_new(const struct shard *s, int L, int labelled)
 	return p;
 }
 
+/* The predicted tags of a batch's records, a logit row per word in order. */
+static void keep_tags(struct predictions *p, const struct batch *b, const float *logits)
+{
+	size_t row = 0;
+	for (int i = 0; i < b->B; i++) {
+		const int32_t *labels = b->labels + (size_t)i * b->T;
+		uint64_t r = b->rows[i];
+		p->tags[r] = xmalloc(((size_t)b->T + 1) * sizeof **p->tags);
+		for (int t = 0; t < b->T; t++)
+			if (labels[t] != TAG_NONE)
+				p->tags[r][p->ntags[r]++] = predicted_class(logits + row++ * p->L, p->L);
+	}
+}
+
 void predictions_hook(const struct batch *b, const float *logits, void *ctx)
 {
 	struct predictions *p = ctx;
+	if (p->task == TASK_TOKCLS) {
+		keep_tags(p, b, logits);
+		return;
+	}
 	for (int i = 0; i < b->B; i++)
 		memcpy(p->logits + b->rows[i] * (size_t)p->L, logits + (size_t)i * p->L, (size_t)p->L * sizeof *logits);
 }
@@ -76,6 +101,21 @@ struct confusion *predictions_confusion(const struct predictions *p)
 	return c;
 }
 
+static float sigmoid(float x)
+{
+	return 1.0f / (1.0f + expf(-x));
+}
+
+/* The classes of a multi-label record's logits that pass the threshold. */
+static int passing(const struct predictions *p, const float *lg, int *out)
+{
+	int n = 0;
+	for (int k = 0; k < p->L; k++)
+		if (sigmoid(lg[k]) >= p->threshold)
+			out[n++] = k;
+	return n;
+}
+
 static void softmax(const float *x, float *out, int n)
 {
 	float max = x[predicted_class(x, n)];
@@ -86,14 +126,40 @@ static void softmax(const float *x, float *out, int n)
 		out[i] = (float)(out[i] / sum);
 }
 
+static void add_name(struct strbuf *b, int k, char *const *names, int nnames)
+{
+	k < nnames ? sb_addf(b, "%s", names[k]) : sb_addf(b, "%d", k);
+}
+
+/* The pred column of reg, multi and tokcls: the value, or the classes or
+ * tags by name, separated by spaces. */
+static void csv_pred(struct strbuf *b, const struct predictions *p, uint64_t i, char *const *names, int nnames,
+		     int *cls)
+{
+	if (p->task == TASK_REG) {
+		sb_addf(b, ",%.9g", p->logits[i]);
+		return;
+	}
+	int n = p->task == TASK_TOKCLS ? p->ntags[i] : passing(p, p->logits + i * (size_t)p->L, cls);
+	sb_add(b, ",\"", 2);
+	for (int k = 0; k < n; k++) {
+		if (k)
+			sb_addc(b, ' ');
+		add_name(b, p->task == TASK_TOKCLS ? p->tags[i][k] : cls[k], names, nnames);
+	}
+	sb_addc(b, '"');
+}
+
 static void write_csv(const struct predictions *p, struct afile *f, char *const *names, int nnames)
 {
 	struct strbuf b = {0};
-	sb_addf(&b, "id,label,pred");
-	for (int k = 0; k < p->L; k++)
+	int probs_too = p->task == TASK_CLS || p->task == TASK_MULTI;
+	sb_addf(&b, p->task == TASK_CLS ? "id,label,pred" : "id,pred");
+	for (int k = 0; probs_too && k < p->L; k++)
 		k < nnames ? sb_addf(&b, ",prob_%s", names[k]) : sb_addf(&b, ",prob_%d", k);
 	sb_addc(&b, '\n');
 	float *probs = xmalloc((size_t)p->L * sizeof *probs);
+	int *cls = xmalloc((size_t)p->L * sizeof *cls);
 	for (uint64_t i = 0; i < p->n; i++) {
 		const float *lg = p->logits + i * (size_t)p->L;
 		softmax(lg, probs, p->L);
@@ -102,13 +168,19 @@ static void write_csv(const struct predictions *p, struct afile *f, char *const 
 		for (const char *c = p->ids[i]; *c; c++)
 			*c == '"' ? sb_add(&b, "\"\"", 2) : sb_addc(&b, *c);
 		sb_addc(&b, '"');
-		if (p->labels[i] < 0)
+		if (p->task != TASK_CLS) {
+			csv_pred(&b, p, i, names, nnames, cls);
+			for (int k = 0; p->task == TASK_MULTI && k < p->L; k++)
+				sb_addf(&b, ",%.6g", sigmoid(lg[k]));
+		} else if (p->labels[i] < 0)
 			sb_addc(&b, ',');
 		else
 			p->labels[i] < nnames ? sb_addf(&b, ",%s", names[p->labels[i]]) : sb_addf(&b, ",%d", p->labels[i]);
-		pred < nnames ? sb_addf(&b, ",%s", names[pred]) : sb_addf(&b, ",%d", pred);
-		for (int k = 0; k < p->L; k++)
-			sb_addf(&b, ",%.6g", probs[k]);
+		if (p->task == TASK_CLS) {
+			pred < nnames ? sb_addf(&b, ",%s", names[pred]) : sb_addf(&b, ",%d", pred);
+			for (int k = 0; k < p->L; k++)
+				sb_addf(&b, ",%.6g", probs[k]);
+		}
 		sb_addc(&b, '\n');
 		if (b.n > 1 << 16) {
 			afile_write(f, b.s, b.n);
@@ -117,6 +189,7 @@ static void write_csv(const struct predictions *p, struct afile *f, char *const 
 	}
 	afile_write(f, b.s, b.n);
 	free(probs);
+	free(cls);
 	sb_free(&b);
 }
 
@@ -128,18 +201,72 @@ static void pack_floats(msgpack_packer *pk, const char *key, const float *v, int
 		msgpack_pack_float(pk, v[k]);
 }
 
+static void pack_id(msgpack_packer *pk, const struct predictions *p, uint64_t i)
+{
+	mp_pack_str(pk, "id");
+	p->id_is_num ? msgpack_pack_int64(pk, strtoll(p->ids[i], NULL, 10)) : mp_pack_str(pk, p->ids[i]);
+}
+
+/* pred (and, with names for all, pred_names) of a list of classes. */
+static void pack_classes(msgpack_packer *pk, const int *v, int n, char *const *names, int nnames)
+{
+	mp_pack_str(pk, "pred");
+	msgpack_pack_array(pk, (size_t)n);
+	for (int k = 0; k < n; k++)
+		msgpack_pack_int(pk, v[k]);
+	if (!nnames)
+		return;
+	mp_pack_str(pk, "pred_names");
+	msgpack_pack_array(pk, (size_t)n);
+	for (int k = 0; k < n; k++)
+		mp_pack_str(pk, v[k] < nnames ? names[v[k]] : "");
+}
+
+/* The records of reg, multi and tokcls. */
+static void pack_other(msgpack_packer *pk, const struct predictions *p, uint64_t i, char *const *names, int nnames,
+		       int *cls, float *probs)
+{
+	const float *lg = p->logits + i * (size_t)p->L;
+	if (p->task == TASK_REG) {
+		msgpack_pack_map(pk, 2);
+		pack_id(pk, p, i);
+		mp_pack_str(pk, "pred");
+		msgpack_pack_float(pk, lg[0]);
+		return;
+	}
+	msgpack_pack_map(pk, (p->task == TASK_MULTI ? 4 : 2) + (nnames > 0));
+	pack_id(pk, p, i);
+	if (p->task == TASK_TOKCLS) {
+		int *v = xmalloc(((size_t)p->ntags[i] + 1) * sizeof *v);
+		for (int k = 0; k < p->ntags[i]; k++)
+			v[k] = p->tags[i][k];
+		pack_classes(pk, v, p->ntags[i], names, nnames);
+		free(v);
+		return;
+	}
+	pack_classes(pk, cls, passing(p, lg, cls), names, nnames);
+	for (int k = 0; k < p->L; k++)
+		probs[k] = sigmoid(lg[k]);
+	pack_floats(pk, "logits", lg, p->L);
+	pack_floats(pk, "probs", probs, p->L);
+}
+
 static void write_records(const struct predictions *p, const char *path, char *const *names, int nnames)
 {
 	struct rec_writer *w = rec_create(path);
 	msgpack_packer *pk = rec_packer(w);
 	float *probs = xmalloc((size_t)p->L * sizeof *probs);
+	int *cls = xmalloc((size_t)p->L * sizeof *cls);
 	for (uint64_t i = 0; i < p->n; i++) {
+		if (p->task != TASK_CLS) {
+			pack_other(pk, p, i, names, nnames, cls, probs);
+			continue;
+		}
 		const float *lg = p->logits + i * (size_t)p->L;
 		int pred = predicted_class(lg, p->L);
 		softmax(lg, probs, p->L);
 		msgpack_pack_map(pk, 4 + (p->labels[i] >= 0) + (pred < nnames));
-		mp_pack_str(pk, "id");
-		p->id_is_num ? msgpack_pack_int64(pk, strtoll(p->ids[i], NULL, 10)) : mp_pack_str(pk, p->ids[i]);
+		pack_id(pk, p, i);
 		if (p->labels[i] >= 0) {
 			mp_pack_str(pk, "label");
 			msgpack_pack_int32(pk, p->labels[i]);
@@ -154,6 +281,7 @@ static void write_records(const struct predictions *p, const char *path, char *c
 		pack_floats(pk, "probs", probs, p->L);
 	}
 	free(probs);
+	free(cls);
 	rec_commit(w);
 }
 
@@ -170,8 +298,13 @@ void predictions_write(const struct predictions *p, const char *path, int csv, c
 
 void predictions_free(struct predictions *p)
 {
-	for (uint64_t i = 0; i < p->n; i++)
+	for (uint64_t i = 0; i < p->n; i++) {
 		free(p->ids[i]);
+		if (p->tags)
+			free(p->tags[i]);
+	}
+	free(p->tags);
+	free(p->ntags);
 	free(p->ids);
 	free(p->logits);
 	free(p->labels);

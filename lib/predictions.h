@@ -1,27 +1,35 @@
-/* Per-record predictions of a cls model: logits kept by record, folded
- * pieces merged back per id, and written as records or CSV. */
+/* Per-record predictions of a classifier or regression model: logits kept
+ * by record (tokcls: the predicted tag of each word), folded pieces merged
+ * back per id, and written as records or CSV. */
 #ifndef TS_PREDICTIONS_H
 #define TS_PREDICTIONS_H
 #include "batcher.h"
 #include "metrics.h"
 
 struct predictions {
-	int L;                 /* classes */
+	enum bert_task task;
+	int L;                 /* logits a record (tokcls: a word) */
+	double threshold;      /* multi */
 	uint64_t n;            /* records (or merged groups) */
-	float *logits;         /* n*L */
-	int32_t *labels;       /* n; -1 when unknown */
+	float *logits;         /* n*L; not tokcls */
+	int32_t *labels;       /* n; cls: the class, -1 when unknown */
+	int32_t **tags;        /* tokcls: n lists of the words' predicted tags */
+	int *ntags;
 	char **ids;            /* n */
 	int id_is_num;
 };
 
-struct predictions *predictions_new(const struct shard *s, int L, int labelled);
+struct predictions *predictions_new(const struct shard *s, enum bert_task task, int L, double threshold,
+				    int labelled);
 /* An eval_hook: keeps the logits of each row of the batch. */
 void predictions_hook(const struct batch *b, const float *logits, void *ctx);
 /* Replaces records that share an id (folded pieces) by one with the mean of
  * their logits, in order of first appearance. */
 void predictions_merge_folds(struct predictions *p);
 struct confusion *predictions_confusion(const struct predictions *p);
-/* Writes msgpack records {id, label, pred, logits, probs}, or CSV. */
+/* Writes msgpack records, or CSV: cls {id, label, pred, pred_name, logits,
+ * probs}; reg {id, pred}; multi {id, pred (the classes at the threshold),
+ * pred_names, logits, probs}; tokcls {id, pred (a tag per word), pred_names}. */
 void predictions_write(const struct predictions *p, const char *path, int csv, char *const *names, int nnames);
 void predictions_free(struct predictions *p);
 #endif

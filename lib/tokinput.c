@@ -17,15 +17,18 @@ struct tokinput {
 	json_t *json;
 	long *list;
 	size_t list_cap;
+	struct in_str *words, *names;   /* a record's words and its list of names */
+	size_t words_cap, names_cap;
+	struct strbuf sentence;         /* CoNLL: the words and tags of a sentence */
 	uint64_t bytes;
 	char num[32];
 };
 
-static const char *format_names[] = {"csv", "tsv", "jsonl", "lines"};
+static const char *format_names[] = {"csv", "tsv", "jsonl", "lines", "conll"};
 
 int format_parse(const char *name)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (!strcmp(name, format_names[i]))
 			return i;
 	return -1;
@@ -151,6 +154,21 @@ static long json_class(struct tokinput *in, const json_t *x)
 	return (long)v;
 }
 
+/* The strings of JSON list v (field key), in *buf. */
+static const struct in_str *json_strings(struct tokinput *in, json_t *v, const char *key, struct in_str **buf,
+					 size_t *cap)
+{
+	size_t i;
+	json_t *x;
+	grow(buf, cap, json_array_size(v) + 1, sizeof **buf);
+	json_array_foreach(v, i, x) {
+		if (!json_is_string(x))
+			json_bad(in, "field '%s' is a list of something other than strings", key);
+		(*buf)[i] = (struct in_str){json_string_value(x), json_string_length(x)};
+	}
+	return *buf;
+}
+
 static void json_label(struct tokinput *in, struct in_record *r)
 {
 	json_t *v = json_object_get(in->json, in->cols.label);
@@ -163,13 +181,18 @@ static void json_label(struct tokinput *in, struct in_record *r)
 		r->label_kind = IN_LABEL_INT, r->label_int = json_class(in, v);
 	} else if (json_is_real(v)) {
 		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_real_value(v);
+	} else if (json_is_array(v) && json_is_string(json_array_get(v, 0))) {
+		r->label_kind = IN_LABEL_NAMES, r->label_names = json_strings(in, v, in->cols.label, &in->names,
+									       &in->names_cap);
+		r->label_list_n = json_array_size(v);
 	} else if (json_is_array(v)) {
 		size_t i;
 		json_t *x;
 		grow(&in->list, &in->list_cap, json_array_size(v), sizeof *in->list);
 		json_array_foreach(v, i, x) {
 			if (!json_is_integer(x))
-				json_bad(in, "field '%s' is a list of something other than integers", in->cols.label);
+				json_bad(in, "field '%s' is a list of something other than integers or strings",
+					 in->cols.label);
 			in->list[i] = json_class(in, x);
 		}
 		r->label_kind = IN_LABEL_LIST, r->label_list = in->list, r->label_list_n = json_array_size(v);
@@ -206,7 +229,14 @@ static int next_jsonl(struct tokinput *in, struct in_record *r)
 		json_bad(in, "not JSON: %s", err.text);
 	if (!json_is_object(in->json))
 		json_bad(in, "not a JSON object%s", "");
-	r->text = json_text(in, in->cols.text, &r->text_n);
+	json_t *words = json_object_get(in->json, in->cols.text);
+	if (json_is_array(words)) {
+		r->words = json_strings(in, words, in->cols.text, &in->words, &in->words_cap);
+		r->nwords = json_array_size(words);
+		r->text = "", r->text_n = 0;
+	} else {
+		r->text = json_text(in, in->cols.text, &r->text_n);
+	}
 	if (in->cols.pair)
 		r->pair = json_text(in, in->cols.pair, &r->pair_n);
 	if (in->cols.label)
@@ -228,11 +258,80 @@ static int next_line(struct tokinput *in, struct in_record *r)
 	return 1;
 }
 
+/* A CoNLL line's first and last blank-separated fields; returns how many it has. */
+static int conll_fields(char *line, size_t n, struct in_str *first, struct in_str *last)
+{
+	int count = 0;
+	for (size_t i = 0; i < n;) {
+		while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+			i++;
+		if (i == n)
+			break;
+		size_t j = i;
+		while (j < n && line[j] != ' ' && line[j] != '\t' && line[j] != '\r')
+			j++;
+		*last = (struct in_str){line + i, j - i};
+		if (!count++)
+			*first = *last;
+		i = j;
+	}
+	return count;
+}
+
+/* A sentence of CoNLL: its words, and the tags when every line has them. */
+static int next_conll(struct tokinput *in, struct in_record *r)
+{
+	size_t n, count = 0, tagged = 0;
+	char *line;
+	in->sentence.n = 0;
+	size_t *at = NULL, cap = 0;   /* offsets of word, tag pairs in sentence */
+	while ((line = textin_line(in->lines, &n))) {
+		in->bytes += n + 1;
+		struct in_str word, tag;
+		int k = conll_fields(line, n, &word, &tag);
+		if (!k) {
+			if (count)
+				break;
+			continue;
+		}
+		if (word.n == 10 && !memcmp(word.s, "-DOCSTART-", 10))
+			continue;
+		if (!count)
+			r->line = textin_lineno(in->lines);
+		tagged += k > 1;
+		grow(&at, &cap, 2 * count + 2, sizeof *at);
+		at[2 * count] = in->sentence.n;
+		sb_add(&in->sentence, word.s, word.n);
+		sb_addc(&in->sentence, 0);
+		at[2 * count + 1] = in->sentence.n;
+		sb_add(&in->sentence, tag.s, k > 1 ? tag.n : 0);
+		sb_addc(&in->sentence, 0);
+		count++;
+	}
+	if (tagged && tagged != count)
+		die("%s: line %llu: a sentence with tags on some words only", textin_name(in->lines),
+		    (unsigned long long)r->line);
+	grow(&in->words, &in->words_cap, count + 1, sizeof *in->words);
+	grow(&in->names, &in->names_cap, count + 1, sizeof *in->names);
+	for (size_t i = 0; i < count; i++) {
+		in->words[i] = (struct in_str){in->sentence.s + at[2 * i], strlen(in->sentence.s + at[2 * i])};
+		in->names[i] = (struct in_str){in->sentence.s + at[2 * i + 1], strlen(in->sentence.s + at[2 * i + 1])};
+	}
+	free(at);
+	if (!count)
+		return 0;
+	r->text = "", r->words = in->words, r->nwords = count;
+	if (tagged)
+		r->label_kind = IN_LABEL_NAMES, r->label_names = in->names, r->label_list_n = count;
+	return 1;
+}
+
 int tokinput_next(struct tokinput *in, struct in_record *r)
 {
 	memset(r, 0, sizeof *r);
 	return in->fmt == FMT_JSONL ? next_jsonl(in, r)
-		 : in->fmt == FMT_LINES ? next_line(in, r) : next_csv(in, r);
+	       : in->fmt == FMT_CONLL ? next_conll(in, r)
+	       : in->fmt == FMT_LINES ? next_line(in, r) : next_csv(in, r);
 }
 
 uint64_t tokinput_offset(const struct tokinput *in) { return in->bytes; }
@@ -250,5 +349,8 @@ void tokinput_close(struct tokinput *in)
 		textin_close(in->lines);
 	json_decref(in->json);
 	free(in->list);
+	free(in->words);
+	free(in->names);
+	sb_free(&in->sentence);
 	free(in);
 }

@@ -210,16 +210,16 @@ static int64_t get_int(const struct rec_reader *r, const msgpack_object *o, cons
 	rec_die(r, "%s is not an integer", what);
 }
 
-/* A list of integers in [0, INT32_MAX] under key; what names one in errors. */
+/* A list of integers in [lo, INT32_MAX] under key; what names one in errors. */
 static size_t unpack_ints(const struct rec_reader *r, const msgpack_object *o, int32_t **v, size_t *cap,
-			  const char *key, const char *what)
+			  const char *key, const char *what, int32_t lo)
 {
 	if (o->type != MSGPACK_OBJECT_ARRAY)
 		rec_die(r, "'%s' is not a list", key);
 	size_t n = o->via.array.size;
 	grow(v, cap, n, sizeof **v);
 	for (size_t i = 0; i < n; i++)
-		(*v)[i] = (int32_t)get_int(r, &o->via.array.ptr[i], what, 0, INT32_MAX);
+		(*v)[i] = (int32_t)get_int(r, &o->via.array.ptr[i], what, lo, INT32_MAX);
 	return n;
 }
 
@@ -251,7 +251,11 @@ static void unpack_label(const struct rec_reader *r, const msgpack_object *o, st
 		return;
 	if (o->type == MSGPACK_OBJECT_ARRAY) {
 		t->label_kind = LABEL_LIST;
-		t->nlabels = unpack_ints(r, o, &t->labels, &t->cap_labels, "label", "label");
+		t->nlabels = unpack_ints(r, o, &t->labels, &t->cap_labels, "label", "label", TAG_NONE);
+		for (size_t i = 0; i < t->nlabels; i++)
+			if (t->labels[i] < 0 && t->labels[i] != TAG_NONE && t->labels[i] != TAG_UNKNOWN)
+				rec_die(r, "label %d is neither a class, %d (a word without a tag) nor %d (a token "
+					   "that starts no word)", t->labels[i], TAG_UNKNOWN, TAG_NONE);
 	} else if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64) {
 		t->label_kind = LABEL_FLOAT;
 		t->flabel = o->via.f64;
@@ -267,7 +271,7 @@ void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct t
 	if (!ids)
 		rec_die(r, "no 'ids' field (is this a token stream?)");
 	unpack_id(r, mp_get(o, "id"), t);
-	t->n = unpack_ints(r, ids, &t->ids, &t->cap_ids, "ids", "token id");
+	t->n = unpack_ints(r, ids, &t->ids, &t->cap_ids, "ids", "token id", 0);
 	t->types = NULL;
 	if (types && types->type != MSGPACK_OBJECT_NIL) {
 		if (types->type != MSGPACK_OBJECT_ARRAY || types->via.array.size != t->n)

@@ -29,6 +29,11 @@ void header_merge(struct stream_header *acc, char **from, const struct rec_reade
 
 enum label_kind { LABEL_NONE, LABEL_INT, LABEL_LIST, LABEL_FLOAT };
 
+/* A list label holds classes, or for token classification a tag per token:
+ * a class where a word starts, TAG_UNKNOWN where one starts without a tag,
+ * TAG_NONE where none starts. */
+enum { TAG_NONE = -100, TAG_UNKNOWN = -1 };
+
 /* A token record. Pointers from tokrec_unpack point into reused buffers owned
  * by the record; they stay valid until the next unpack into it. */
 struct tokrec {

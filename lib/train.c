@@ -176,9 +176,12 @@ static void check_vocab(struct trainer *t)
 	mlm_config_init(&t->mlm, t->vocab, t->c->mask_prob, t->c->whole_word, (int)t->c->max_ngram);
 }
 
-/* Classes of the head: the label names of the data, or the largest id + 1. */
-static int data_classes(const struct manifest *m)
+/* Outputs of the head: 1 for reg; else the label names of the data, or the
+ * largest id + 1. */
+static int data_classes(const struct manifest *m, enum bert_task task)
 {
+	if (task == TASK_REG)
+		return 1;
 	if (m->nlabels > 0)
 		return m->nlabels;
 	int k = 0;
@@ -207,7 +210,7 @@ size_t train_count_params(const struct train_config *c)
 		vocab_free(v);
 	}
 	mc.task = c->task;
-	mc.num_labels = c->task == TASK_CLS ? data_classes(man) : 0;
+	mc.num_labels = c->task == TASK_MLM ? 0 : data_classes(man, c->task);
 	manifest_free(man);
 	return bert_config_numel(&mc);
 }
@@ -245,7 +248,7 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
 	int B = (int)c->batch, T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;
-	int M = c->task == TASK_CLS ? B : (int)ceil((double)B * T * c->mask_prob);
+	int M = bert_task_pooled(c->task) ? B : c->task == TASK_TOKCLS ? B * T : (int)ceil((double)B * T * c->mask_prob);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
 	memory_check(c->be, "batch", state + bert_batch_bytes(mc, c->be, B, T, M, c->recompute), purpose);
@@ -254,10 +257,10 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 static void build_model(struct trainer *t, const char *from)
 {
 	const struct train_config *c = t->c;
-	if (c->task == TASK_CLS) {
-		t->num_labels = data_classes(t->man);
-		if (t->num_labels < 2)
-			die("%s: cls training needs labels of at least two classes", c->data);
+	if (c->task != TASK_MLM) {
+		t->num_labels = data_classes(t->man, c->task);
+		if (t->num_labels < 2 && c->task != TASK_REG)
+			die("%s: %s training needs labels of at least two classes", c->data, task_name(c->task));
 	}
 	if (from) {
 		char **names = NULL;
@@ -401,8 +404,9 @@ static void sum_doubles(const void *comm, double *v, int n)
 static json_t *eval_split(struct trainer *t, struct split *sp, const char *name, struct eval_result *r)
 {
 	struct eval_share share = { t->comm->rank, t->comm->size, sum_doubles, t->comm };
-	evaluate(t->m, &sp->src, (int)t->c->batch, &share, NULL, NULL, r);
-	json_t *j = eval_json(r, t->c->task, t->labels);
+	struct eval_opts o = { (int)t->c->batch, t->c->threshold, t->labels, &share };
+	evaluate(t->m, &sp->src, &o, NULL, NULL, r);
+	json_t *j = eval_json(r, t->labels);
 	json_object_set_new(j, "step", json_integer(t->st.step));
 	json_object_set_new(j, "epoch", json_integer(t->st.epoch));
 	json_object_set_new(j, "split", json_string(name));
@@ -455,6 +459,12 @@ static void pack_ints(msgpack_packer *pk, const char *key, const int32_t *v, siz
 		msgpack_pack_int32(pk, v[i]);
 }
 
+/* The targets a bug record of B sequences holds: reg and multi's. */
+static size_t bug_targets(enum bert_task task, int B, int num_labels)
+{
+	return task == TASK_REG ? (size_t)B : task == TASK_MULTI ? (size_t)B * num_labels : 0;
+}
+
 /* bug/step-N/: the model before the step and its micro-batches, for --replay. */
 static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float scale)
 {
@@ -468,10 +478,10 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 	msgpack_packer *pk = rec_packer(w);
 	for (int k = 0; k < nmicro; k++) {
 		const struct batch *b = &t->micro[k];
-		size_t cells = (size_t)b->B * b->T;
-		msgpack_pack_map(pk, 11);
+		size_t cells = (size_t)b->B * b->T, ntargets = bug_targets(t->c->task, b->B, t->num_labels);
+		msgpack_pack_map(pk, 11 + (ntargets > 0));
 		mp_pack_str(pk, "step"), msgpack_pack_long(pk, t->st.step + 1);
-		mp_pack_str(pk, "task"), mp_pack_str(pk, t->c->task == TASK_CLS ? "cls" : "mlm");
+		mp_pack_str(pk, "task"), mp_pack_str(pk, task_name(t->c->task));
 		mp_pack_str(pk, "num_labels"), msgpack_pack_int(pk, t->num_labels);
 		mp_pack_str(pk, "B"), msgpack_pack_int(pk, b->B);
 		mp_pack_str(pk, "T"), msgpack_pack_int(pk, b->T);
@@ -483,7 +493,13 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 		msgpack_pack_array(pk, cells);
 		for (size_t i = 0; i < cells; i++)
 			msgpack_pack_uint8(pk, b->mask[i]);
-		pack_ints(pk, "labels", b->labels, t->c->task == TASK_CLS ? (size_t)b->B : cells);
+		pack_ints(pk, "labels", b->labels, bert_task_pooled(t->c->task) ? (size_t)b->B : cells);
+		if (ntargets) {
+			mp_pack_str(pk, "targets");
+			msgpack_pack_array(pk, ntargets);
+			for (size_t i = 0; i < ntargets; i++)
+				msgpack_pack_float(pk, b->targets[i]);
+		}
 	}
 	rec_commit(w);
 	logf_(t, "step %ld: non-finite loss or gradient; batch saved in %s", t->st.step + 1, name);
@@ -886,9 +902,9 @@ int train_run(const struct train_config *c)
 	open_run(&t, &ckpt);
 	check_vocab(&t);
 	build_model(&t, ckpt ? ckpt : c->init);
-	t.metric = c->metric ? c->metric : c->task == TASK_CLS ? "accuracy" : "loss";
+	t.metric = c->metric ? c->metric : metric_default(c->task);
 	if (!metric_known(t.metric, c->task))
-		die("--metric %s does not apply to the %s task", t.metric, c->task == TASK_CLS ? "cls" : "mlm");
+		die("--metric %s does not apply to the %s task", t.metric, task_name(c->task));
 	build_optimizer(&t);
 	plan_steps(&t);
 	start_state(&t, ckpt);
@@ -967,6 +983,24 @@ static int32_t *read_ints(const struct rec_reader *r, const msgpack_object *rec,
 	return v;
 }
 
+/* want floats under key, or NULL when want is 0. */
+static float *read_floats(const struct rec_reader *r, const msgpack_object *rec, const char *key, size_t want)
+{
+	if (!want)
+		return NULL;
+	const msgpack_object *o = mp_get(rec, key);
+	if (!o || o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != want)
+		rec_die(r, "'%s' is missing or has the wrong length", key);
+	float *v = xmalloc(want * sizeof *v);
+	for (size_t i = 0; i < want; i++) {
+		const msgpack_object *x = &o->via.array.ptr[i];
+		if (x->type != MSGPACK_OBJECT_FLOAT32 && x->type != MSGPACK_OBJECT_FLOAT64)
+			rec_die(r, "'%s' holds a value that is not a number", key);
+		v[i] = (float)x->via.f64;
+	}
+	return v;
+}
+
 static int64_t read_int(const struct rec_reader *r, const msgpack_object *rec, const char *key, int64_t min,
 			int64_t max)
 {
@@ -992,12 +1026,17 @@ static double replay_micro(struct bert **m, const char *dir, const struct rec_re
 	if (!task || task->type != MSGPACK_OBJECT_STR || !scale ||
 	    (scale->type != MSGPACK_OBJECT_FLOAT32 && scale->type != MSGPACK_OBJECT_FLOAT64))
 		rec_die(r, "not a bug record");
-	enum bert_task tk = task->via.str.size == 3 && !memcmp(task->via.str.ptr, "mlm", 3) ? TASK_MLM : TASK_CLS;
+	int tk = TASK_CLS;
+	while (tk <= TASK_TOKCLS && !mp_str_is(task, task_name((enum bert_task)tk)))
+		tk++;
+	if (tk > TASK_TOKCLS)
+		rec_die(r, "not a bug record: unknown task");
 	int B = (int)read_int(r, rec, "B", 1, MAX_REPLAY_BATCH), T = (int)read_int(r, rec, "T", 1, MAX_REPLAY_LEN);
+	int num_labels = (int)read_int(r, rec, "num_labels", 0, INT32_MAX);
 	if (!*m) {
 		char **names = NULL;
 		int n = 0;
-		*m = modeldir_load(dir, backend_cpu(), tk, (int)read_int(r, rec, "num_labels", 0, INT32_MAX), 0, &names, &n);
+		*m = modeldir_load(dir, backend_cpu(), (enum bert_task)tk, num_labels, 0, &names, &n);
 		hfconfig_free_labels(names, n);
 		bert_zero_grads(*m);
 	}
@@ -1005,15 +1044,16 @@ static double replay_micro(struct bert **m, const char *dir, const struct rec_re
 	int32_t *ids = read_ints(r, rec, "ids", cells, 0, INT32_MAX);
 	int32_t *types = read_ints(r, rec, "types", cells, 0, INT32_MAX);
 	int32_t *mask32 = read_ints(r, rec, "mask", cells, 0, 1);
-	int32_t *labels = read_ints(r, rec, "labels", tk == TASK_CLS ? (size_t)B : cells, -100, INT32_MAX);
+	int32_t *labels = read_ints(r, rec, "labels", bert_task_pooled((enum bert_task)tk) ? (size_t)B : cells, -100, INT32_MAX);
 	uint8_t *mask = xmalloc(cells);
 	for (size_t i = 0; i < cells; i++)
 		mask[i] = (uint8_t)mask32[i];
-	struct bert_batch b = {B, T, ids, types, mask, labels};
+	float *targets = read_floats(r, rec, "targets", bug_targets((enum bert_task)tk, B, num_labels));
+	struct bert_batch b = {B, T, ids, types, mask, labels, targets};
 	int64_t count;
 	double loss = bert_forward(*m, &b, 1, (uint64_t)read_seed(r, rec), &count);
 	bert_backward(*m, (float)scale->via.f64);
-	free(ids), free(types), free(mask32), free(labels), free(mask);
+	free(ids), free(types), free(mask32), free(labels), free(mask), free(targets);
 	return loss * scale->via.f64;
 }
 

@@ -21,6 +21,7 @@ struct train_config {
 	long eval_every, save_every, keep, patience;
 	int eval_test, bucket;
 	const char *metric;
+	double threshold;              /* multi: a class is predicted at this probability */
 	float mask_prob;
 	int whole_word;
 	int recompute;                 /* bert_set_recompute */

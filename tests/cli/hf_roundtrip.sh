@@ -28,13 +28,16 @@ mkdir -p "$T/saved"
 import os, sys
 import torch
 from safetensors.torch import load_file
-from transformers import BertForMaskedLM, BertForSequenceClassification, logging
+from transformers import BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification, logging
 logging.set_verbosity_error()
 saved, fix = sys.argv[1], sys.argv[2]
 ok = True
 for name, model_class, expect, labels in [
         ("tiny-cls", BertForSequenceClassification, "tiny-cls", ["neg", "neu", "pos"]),
         ("tiny-mlm", BertForMaskedLM, "tiny-mlm", None),
+        ("tiny-reg", BertForSequenceClassification, "tiny-reg", ["score"]),
+        ("tiny-multi", BertForSequenceClassification, "tiny-multi", ["neg", "neu", "pos"]),
+        ("tiny-tokcls", BertForTokenClassification, "tiny-tokcls", ["neg", "neu", "pos"]),
         ("minilm-cls", BertForSequenceClassification, "minilm", ["LABEL_0", "LABEL_1"])]:
     path = os.path.join(saved, name)
     if not os.path.isdir(path):
@@ -52,7 +55,8 @@ for name, model_class, expect, labels in [
     err = (out - ours).abs().max().item()
     got_labels = [model.config.id2label[i] for i in range(len(model.config.id2label))]
     good = (not problems and out.shape == ours.shape and err <= 1e-4
-            and (labels is None or got_labels == labels))
+            and (labels is None or got_labels == labels)
+            and model.config.problem_type == {"tiny-reg": "regression", "tiny-multi": "multi_label_classification"}.get(name))
     ok &= good
     print("%s transformers loads our %s with nothing missing or unexpected%s and gives our logits "
           "(max error %.2g), labels %s" % ("PASS" if good else "FAIL", name,

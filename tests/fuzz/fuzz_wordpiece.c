@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	size_t n = encode_pack(&o, &a, pair ? &b : NULL, &t, &pk);
+	size_t n = encode_pack(&o, &a, pair ? &b : NULL, NULL, &t, &pk);
 	check_records(&o, &sb, n, pair);
 	msgpack_sbuffer_destroy(&sb);
 	tokrec_free(&t);

@@ -1,4 +1,4 @@
-/* The whole model: gradients of both heads against central differences of
+/* The whole model: gradients of every head against central differences of
  * the summed loss (dropout off, and on with a fixed seed), repeatability,
  * unpadded batches, parameter names and initialisation. */
 #include "bert.h"
@@ -13,9 +13,12 @@ enum { B = 3, T = 7, V = 50, L = 3, SEED = 11 };
 static const int lengths[B] = { 7, 5, 3 };
 
 struct sample {
-	int32_t ids[B * T], types[B * T], cls_labels[B], mlm_labels[B * T];
+	int32_t ids[B * T], types[B * T], cls_labels[B], mlm_labels[B * T], tags[B * T];
 	uint8_t mask[B * T];
+	float reg_targets[B], multi_targets[B * L];
 };
+
+static const char *task_names[] = {"cls", "mlm", "reg", "multi", "tokcls"};
 
 static struct sample make_sample(void)
 {
@@ -30,15 +33,22 @@ static struct sample make_sample(void)
 			s.mask[i] = (uint8_t)real;
 			/* sequence 1 has nothing to predict */
 			s.mlm_labels[i] = real && t % 2 && b != 1 ? (int32_t)rng_below(&r, V) : -100;
+			/* words start at even positions but [CLS]; sequence 2 has none */
+			s.tags[i] = real && t && t % 2 == 0 && b != 2 ? (int32_t)rng_below(&r, L) : -100;
 		}
 	s.cls_labels[0] = 2, s.cls_labels[1] = 0, s.cls_labels[2] = 1;
+	s.reg_targets[0] = 1.5f, s.reg_targets[1] = -0.25f, s.reg_targets[2] = 0.5f;
+	for (int i = 0; i < B * L; i++)
+		s.multi_targets[i] = (float)(i % 2);
+	s.multi_targets[4] = 0.25f;   /* a soft target */
 	return s;
 }
 
 static struct bert_batch batch_of(const struct sample *s, enum bert_task task)
 {
-	struct bert_batch b = { B, T, s->ids, s->types, s->mask,
-				task == TASK_CLS ? s->cls_labels : s->mlm_labels };
+	const int32_t *labels[] = {s->cls_labels, s->mlm_labels, s->cls_labels, s->cls_labels, s->tags};
+	struct bert_batch b = { B, T, s->ids, s->types, s->mask, labels[task],
+				task == TASK_REG ? s->reg_targets : s->multi_targets };
 	return b;
 }
 
@@ -47,7 +57,7 @@ static struct bert_config tiny_config(enum bert_task task, float dropout)
 	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
 				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f,
 				 .hidden_dropout = dropout, .attn_dropout = dropout,
-				 .task = task, .num_labels = L };
+				 .task = task, .num_labels = task == TASK_REG ? 1 : L };
 	return c;
 }
 
@@ -124,7 +134,7 @@ static void check_gradients(enum bert_task task, float dropout, int train)
 	/* most sampled gradients must be large: zeros everywhere would agree too */
 	CHECK(!bad && big >= checked / 2,
 	      "%s gradients, dropout %.1f%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
-	      task == TASK_CLS ? "cls" : "mlm", dropout, train ? " on" : " off", bad, checked, big,
+	      task_names[task], dropout, train ? " on" : " off", bad, checked, big,
 	      worst);
 	free(t);
 	bert_free(m);
@@ -458,6 +468,10 @@ int main(void)
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.0f, 0);
 	check_gradients(TASK_MLM, 0.1f, 1);
+	for (enum bert_task k = TASK_REG; k <= TASK_TOKCLS; k++) {
+		check_gradients(k, 0.0f, 0);
+		check_gradients(k, 0.1f, 1);
+	}
 	check_repeatable(TASK_CLS);
 	check_repeatable(TASK_MLM);
 	check_accumulates();

@@ -244,6 +244,29 @@ static void test_crossentropy(int width, const char *what)
 	free(logits), free(lse), free(d);
 }
 
+/* Squared error (regression) and binary cross-entropy (multi-label),
+ * forward and backward, against the CPU's. */
+static void test_elementwise_losses(void)
+{
+	enum { N = 1000 };
+	float *x = randoms(N, 3), *y = randoms(N, 1), *d = xcalloc(N, 4);
+	for (int i = 0; i < N; i++)   /* targets in [0, 1]: some 0 and 1, most soft */
+		y[i] = i % 3 ? fabsf(y[i]) - floorf(fabsf(y[i])) : (float)(i % 2);
+	float *d_x = on_gpu(x, N * 4), *d_y = on_gpu(y, N * 4), *d_d = on_gpu(d, N * 4);
+	double want = mse_forward(x, y, N), got = gpu->mse_forward(d_x, d_y, N);
+	CHECK(close_enough(got, want, 1e-6, 1e-9), "mse_forward: %.12g, CPU %.12g", got, want);
+	mse_backward(d, x, y, N, 0.25f);
+	gpu->mse_backward(d_d, d_x, d_y, N, 0.25f);
+	expect_close("mse_backward", d_d, d, N, 1e-6, RTOL);
+	want = bce_forward(x, y, N), got = gpu->bce_forward(d_x, d_y, N);
+	CHECK(close_enough(got, want, 1e-6, 1e-9), "bce_forward: %.12g, CPU %.12g", got, want);
+	bce_backward(d, x, y, N, 0.25f);
+	gpu->bce_backward(d_d, d_x, d_y, N, 0.25f);
+	expect_close("bce_backward", d_d, d, N, 1e-6, RTOL);
+	gpu->release(d_x), gpu->release(d_y), gpu->release(d_d);
+	free(x), free(y), free(d);
+}
+
 /* ---- attention ---- */
 
 enum { AB = 3, AH = 4, AC = 64 };
@@ -374,6 +397,7 @@ int main(void)
 	test_rows();
 	test_crossentropy(3, "3 classes");
 	test_crossentropy(V, "a vocab of 1003");
+	test_elementwise_losses();
 	test_attention(17, 0, 0);
 	test_attention(17, 1, 0);
 	test_attention(128, 0, 0.1f);

@@ -64,12 +64,14 @@ static struct bert_batch read_batch(const struct st_file *e)
 	free(mask);
 	b.mask = m8;
 	b.labels = st_find(e, "labels") ? ints(e, "labels") : xcalloc((size_t)b.B, sizeof(int32_t));
+	b.targets = st_find(e, "targets") ? floats(e, "targets", NULL) : NULL;
 	return b;
 }
 
 static void free_batch(struct bert_batch *b)
 {
 	free((void *)b->ids), free((void *)b->types), free((void *)b->mask), free((void *)b->labels);
+	free((void *)b->targets);
 }
 
 /* Largest |got - want| and whether every element is within ATOL + RTOL|want|. */
@@ -156,9 +158,8 @@ static void save_for_transformers(struct bert *m, const char *name, const struct
 {
 	int64_t count;
 	bert_forward(m, b, 0, SEED, &count);
-	int cols = bert_config_of(m)->task == TASK_CLS ? bert_config_of(m)->num_labels
-						       : bert_config_of(m)->vocab;
-	int rows = bert_config_of(m)->task == TASK_CLS ? b->B : (int)count;
+	int cols = bert_logit_width(bert_config_of(m));
+	int rows = bert_task_pooled(bert_config_of(m)->task) ? b->B : (int)count;
 	struct tensor_ref logits = {"logits", 2, {rows, cols}, (float *)bert_logits(m)};
 	char *dir = path_join(savedir, name), file[300];
 	snprintf(file, sizeof file, "%s.logits.safetensors", dir);
@@ -180,7 +181,9 @@ static void check_tiny(const char *task_name, enum bert_task task)
 	struct st_file *e = st_open(exp);
 	struct bert_batch b = read_batch(e);
 	int64_t want_count = 0, count;
-	for (int i = 0; i < (task == TASK_CLS ? b.B : b.B * b.T); i++)
+	if (bert_task_pooled(task))
+		want_count = (int64_t)b.B * (task == TASK_MULTI ? bert_config_of(m)->num_labels : 1);
+	for (int i = 0; !bert_task_pooled(task) && i < b.B * b.T; i++)
 		want_count += b.labels[i] != -100;
 
 	/* dropout is 0 in the fixtures, so training mode computes what eval mode does */
@@ -312,6 +315,9 @@ int main(int argc, char **argv)
 		savedir = argv[2];
 	check_tiny("cls", TASK_CLS);
 	check_tiny("mlm", TASK_MLM);
+	check_tiny("reg", TASK_REG);
+	check_tiny("multi", TASK_MULTI);
+	check_tiny("tokcls", TASK_TOKCLS);
 	check_minilm();
 	CHECK_DONE();
 }

@@ -1,0 +1,132 @@
+# The tasks beyond cls and mlm, end to end on small made-up corpora that a
+# tiny model learns: token classification (CoNLL and JSON word lists, tags
+# on first pieces, entity scores, predictions, BertForTokenClassification),
+# regression (Pearson, Spearman), multi-label classification (thresholds),
+# and sentence pairs; and the mistakes a user can make with them.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMP_NUM_THREADS=2
+TINY=(--vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 64 --batch 16 --seed 5 -j 2)
+SMALL=(--vocab "$V" --layers 2 --hidden 64 --heads 4 --ffn 128 --max-pos 64 --batch 16 --seed 5 -j 2)
+PY=${TS_PYTHON:-python3}
+
+# --- token classification ---
+# sentences of 8 words: names are B-PER, cities B-LOC (two of them two words, B- then I-)
+awk 'BEGIN { srand(7); split("alice bob carol dave erin frank", n, " "); split("paris london berlin rome", c, " ")
+	split("went to saw the in and met", w, " ")
+	for (s = 0; s < 300; s++) { for (k = 0; k < 8; k++) { r = int(rand() * 5)
+		if (r == 0) print n[int(rand() * 6) + 1] " NNP B-PER"
+		else if (r == 1) print c[int(rand() * 4) + 1] " NNP B-LOC"
+		else if (r == 2) { print "new NNP B-LOC"; print "york NNP I-LOC"; k++ }
+		else print w[int(rand() * 7) + 1] " XX O" }
+	print "" } }' >"$T/ner.conll"
+printf -- '-DOCSTART- -X- O\n\nunbelievably RB O\nalice NNP B-PER\n\n' >"$T/pieces.conll"
+check "ts-tokenize reads CoNLL" ts-tokenize -v "$V" -o "$T/pieces.rec" "$T/pieces.conll"
+expect_eq "CoNLL: a tag on each word's first piece, -100 on the others and on [CLS] and [SEP]" \
+	"$(ts-cat "$T/pieces.rec" | jq -c 'select(.ids) | [(.ids | length), .label]')" '[8,[-100,0,-100,-100,-100,-100,1,-100]]'
+expect_eq "CoNLL: the tags are the label names, in order of first appearance" \
+	"$(ts-cat "$T/pieces.rec" | head -n 1 | jq -c .labels)" '["O","B-PER"]'
+printf '{"tokens": ["unbelievably", "alice"], "tags": ["O", "B-PER"]}\n' >"$T/words.jsonl"
+check "ts-tokenize reads JSON word lists" ts-tokenize -v "$V" --text tokens --label tags -o "$T/words.rec" "$T/words.jsonl"
+expect_eq "a JSON word list gives the records CoNLL gives" "$(ts-cat "$T/words.rec" | jq -c 'select(.ids) | [.ids, .label]')" \
+	"$(ts-cat "$T/pieces.rec" | jq -c 'select(.ids) | [.ids, .label]')"
+printf '{"tokens": ["alice", "went"]}\n' >"$T/untagged.jsonl"
+check "a word list without tags" ts-tokenize -v "$V" --text tokens -o "$T/untagged.rec" "$T/untagged.jsonl"
+expect_eq "marks each word's first piece -1: predicted, not scored" \
+	"$(ts-cat "$T/untagged.rec" | jq -c 'select(.ids) | .label')" '[-100,-1,-1,-100]'
+printf '{"tokens": ["alice", "went"], "tags": ["B-PER"]}\n' >"$T/short.jsonl"
+expect_fail "words and tags of different counts: refused" 1 "line 1: 2 words but 1 tags" \
+	ts-tokenize -v "$V" --text tokens --label tags "$T/short.jsonl"
+expect_fail "--label on CoNLL: refused" 2 "conll input has its words and tags in fixed columns" \
+	ts-tokenize -v "$V" --label tag "$T/ner.conll"
+ts-tokenize -v "$V" --max-len 12 --fold "$T/ner.conll" | ts-shard -o "$T/ner" --split train=.8,valid=.2 --seed 1 >/dev/null
+expect_eq "folded sentences keep a tag list the length of their tokens" \
+	"$(ts-cat "$T/ner/train"* | jq -c 'select(.ids) | (.ids | length) == (.label | length)' | sort -u)" true
+check "tokcls training" train "${TINY[@]}" --data "$T/ner" --run "$T/tok" --task tokcls --epochs 3 --lr 2e-3 --eval-every 20
+expect_eq "tokcls: best/ follows the entity F1" "$(ts-cat "$T/tok/events.msgpack" | jq -r 'select(.event=="best") | .metric' | sort -u)" entity-f1
+check "ts-eval scores the entities" ts-eval -m "$T/tok/best" --data "$T/ner" --split valid
+cp "$T/out" "$T/tok.json"
+expect_eq "tokcls learns the entities (micro F1 above 0.9)" "$(jq '.entities.micro.f1 > 0.9' "$T/tok.json")" true
+expect_eq "entity types as seqeval names them" "$(jq -c '.entities.classes | keys' "$T/tok.json")" '["LOC","PER"]'
+expect_eq "the word accuracy" "$(jq '.accuracy > 0.9' "$T/tok.json")" true
+check "ts-eval --report: entities, then the tags of words" ts-eval -m "$T/tok/best" --data "$T/ner" --split valid --report
+expect_eq "the report's sections" "$(grep -cE '^entities$|^tags of words$|micro avg|confusion matrix' "$T/out")" 4
+check "ts-eval --predict on untagged words" ts-eval -m "$T/tok/best" --predict -o "$T/tok.pred" "$T/untagged.rec"
+expect_eq "a predicted tag per word, by name" "$(ts-cat "$T/tok.pred" | jq -c '[(.pred | length), .pred_names[0]]')" '[2,"B-PER"]'
+printf 'alice B-PER\nwent O\n\nbob\nwent\n\n' >"$T/part.conll"
+ts-tokenize -v "$V" "$T/part.conll" | ts-shard -o "$T/part" --split train=1 >/dev/null
+expect_fail "words without tags do not train" 1 "record [12]: word at token 1 has no tag" \
+	train "${TINY[@]}" --data "$T/part" --run "$T/part-run" --task tokcls --max-steps 2
+expect_eq "the model dir is a BertForTokenClassification" "$(jq -r '.architectures[0]' "$T/tok/best/config.json")" \
+	BertForTokenClassification
+if "$PY" -c 'import transformers' 2>/dev/null; then
+	check "transformers loads it whole and predicts the same tags" "$PY" - "$T/tok/best" "$T/pieces.rec" <<'PY'
+import json, subprocess, sys, torch
+from transformers import BertForTokenClassification
+model, info = BertForTokenClassification.from_pretrained(sys.argv[1], output_loading_info=True)
+assert not any(info.values()), info
+rec = [json.loads(l) for l in subprocess.run(["ts-cat", sys.argv[2]], capture_output=True, text=True).stdout.splitlines()][1]
+logits = model.eval()(input_ids=torch.tensor([rec["ids"]])).logits[0]
+ours = json.loads(subprocess.run(["sh", "-c", "ts-eval -m %s --predict %s | ts-cat" % (sys.argv[1], sys.argv[2])],
+                                 capture_output=True, text=True).stdout)
+theirs = [int(logits[i].argmax()) for i, t in enumerate(rec["label"]) if t != -100]
+assert theirs == ours["pred"], (theirs, ours)
+PY
+else
+	fail "transformers loads it whole and predicts the same tags (no python with transformers: set TS_PYTHON)"
+fi
+
+# --- regression: the share of "good" words in a line ---
+awk 'BEGIN { srand(3); split("good fine bad poor meh", w, " ")
+	for (i = 0; i < 400; i++) { g = 0; t = ""; for (k = 0; k < 6; k++) { x = int(rand() * 5) + 1; t = t " " w[x]; g += x <= 2 }
+		printf "{\"text\": \"%s\", \"score\": %.4f}\n", t, g / 6 } }' >"$T/reg.jsonl"
+ts-tokenize -v "$V" --label score "$T/reg.jsonl" | ts-shard -o "$T/reg" --split train=.8,valid=.2 --seed 1 >/dev/null
+check "reg training" train "${TINY[@]}" --data "$T/reg" --run "$T/reg-run" --task reg --epochs 6 --lr 2e-3 --metric pearson
+check "ts-eval scores a regression" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid
+cp "$T/out" "$T/reg.json"
+expect_eq "reg: mse, rmse, pearson and spearman" "$(jq -c '[.mse == .loss, (.rmse * .rmse - .mse | fabs < 1e-9), .pearson > 0.9, .spearman > 0.9]' "$T/reg.json")" \
+	'[true,true,true,true]'
+expect_eq "reg: the model dir says regression" "$(jq -c '[.problem_type, .num_labels // (.id2label | length)]' "$T/reg-run/best/config.json")" '["regression",1]'
+check "reg: --predict" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --predict --csv
+expect_eq "reg: a number a record" "$(head -n 1 "$T/out"; sed -n 2p "$T/out" | awk -F, '{ print ($2 == $2 + 0) }')" "id,pred
+1"
+expect_fail "reg on class lists: refused" 1 "the regression head takes a number per record, not a list label" \
+	train "${TINY[@]}" --data "$T/ner" --run "$T/reg-bad" --task reg --max-steps 1
+
+# --- multi-label: each of three topics when its word is in the line ---
+awk 'BEGIN { srand(5); split("ball vote cash", w, " "); split("sport politics money", t, " ")
+	for (i = 0; i < 400; i++) { s = "the"; l = ""; for (k = 1; k <= 3; k++) if (rand() < 0.5) { s = s " " w[k]; l = l (l ? "," : "") "\"" t[k] "\"" }
+		printf "{\"text\": \"%s news\", \"topics\": [%s]}\n", s, l ? l : "\"none\"" } }' >"$T/multi.jsonl"
+ts-tokenize -v "$V" --label topics "$T/multi.jsonl" | ts-shard -o "$T/multi" --split train=.8,valid=.2 --seed 1 >/dev/null
+check "multi-label training" train "${SMALL[@]}" --data "$T/multi" --run "$T/multi-run" --task cls --multi-label --epochs 10 --lr 1e-3
+expect_eq "multi-label: best/ follows the micro F1" "$(ts-cat "$T/multi-run/events.msgpack" | jq -r 'select(.event=="best") | .metric' | sort -u)" micro-f1
+check "ts-eval scores each class" ts-eval -m "$T/multi-run/best" --data "$T/multi" --split valid
+cp "$T/out" "$T/multi.json"
+expect_eq "multi-label learns the topics (micro F1 above 0.9)" "$(jq -c '[.micro.f1 > 0.9, .exact_match > 0.7, .threshold, (.classes | keys)]' "$T/multi.json")" \
+	'[true,true,0.5,["money","none","politics","sport"]]'
+check "--threshold 0.99 predicts fewer classes" ts-eval -m "$T/multi-run/best" --data "$T/multi" --split valid --threshold 0.99
+expect_eq "so its recall is lower" \
+	"$(jq -c --slurpfile a "$T/multi.json" '[.threshold, .micro.recall < $a[0].micro.recall]' "$T/out")" '[0.99,true]'
+expect_eq "the model dir says multi-label" "$(jq -r .problem_type "$T/multi-run/best/config.json")" multi_label_classification
+check "multi-label --predict" ts-eval -m "$T/multi-run/best" --data "$T/multi" --split valid --predict -o "$T/multi.pred"
+expect_eq "the classes at the threshold, by number and name, with a probability each" \
+	"$(ts-cat "$T/multi.pred" | head -n 1 | jq -c '[(.pred | length) == (.pred_names | length), (.probs | length)]')" '[true,4]'
+expect_fail "--multi-label with --task reg: refused" 2 "--multi-label goes with --task cls" \
+	train "${TINY[@]}" --data "$T/multi" --run "$T/bad" --task reg --multi-label
+expect_fail "--threshold without --multi-label: refused" 2 "--threshold goes with --multi-label" \
+	train "${TINY[@]}" --data "$T/multi" --run "$T/bad" --threshold 0.3
+expect_fail "a metric of another task: refused" 1 "--metric pearson does not apply to the multi task" \
+	train "${TINY[@]}" --data "$T/multi" --run "$T/bad" --task cls --multi-label --metric pearson
+expect_fail "ts-eval --threshold on a regression model: refused" 2 "--threshold is for multi-label models" \
+	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --threshold 0.3
+
+# --- sentence pairs: does the second text name the first's colour? ---
+awk 'BEGIN { srand(9); split("red green blue black white", c, " "); print "a,b,label"
+	for (i = 0; i < 400; i++) { x = c[int(rand() * 5) + 1]; y = rand() < 0.5 ? x : c[int(rand() * 5) + 1]
+		printf "the %s car,it is %s,%s\n", x, y, x == y ? "same" : "other" } }' >"$T/pairs.csv"
+ts-tokenize -v "$V" --text a --text-pair b --label label "$T/pairs.csv" | ts-shard -o "$T/pairs" --split train=.8,valid=.2 --seed 1 >/dev/null
+expect_eq "pairs carry token types, 0 then 1" "$(ts-cat "$T/pairs/train"* | jq -c 'select(.types) | .types | [.[0], .[-1]]' | sort -u)" '[0,1]'
+check "sentence-pair training" train "${SMALL[@]}" --data "$T/pairs" --run "$T/pairs-run" --epochs 20 --lr 1e-3
+check "ts-eval on pairs" ts-eval -m "$T/pairs-run/best" --data "$T/pairs" --split valid
+expect_eq "pairs: learnt from both texts (accuracy above 0.9)" "$(jq '.accuracy > 0.9' "$T/out")" true
+finish
