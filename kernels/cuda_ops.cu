@@ -696,13 +696,24 @@ static __global__ void sum_losses_kernel(double *__restrict__ out,
 		*out = s;
 }
 
+/* The sum of loss[0..n) on the host; loss[n] takes it on the GPU. */
+static double losses_sum(double *loss, int n, cudaStream_t st)
+{
+	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(loss + n, loss, n);
+	CUDA_LAUNCHED();
+	double h = 0.0;
+	CUDA_CHECK(cudaMemcpyAsync(&h, loss + n, sizeof h, cudaMemcpyDeviceToHost, st));
+	CUDA_CHECK(cudaStreamSynchronize(st));
+	return h;
+}
+
 double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
 				 int V)
 {
 	if (N <= 0)
 		return 0.0;
 	cudaStream_t st = cuda_stream();
-	double *loss = (double *)scratch_get(((size_t)N + 1) * sizeof(double)), *total = loss + N;
+	double *loss = (double *)scratch_get(((size_t)N + 1) * sizeof(double));
 	int threads = (V + 31) / 32 * 32;
 	if (threads > CE_THREADS_MAX)
 		threads = CE_THREADS_MAX;
@@ -710,12 +721,7 @@ double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t 
 		threads = 32;
 	crossentropy_rows_kernel<<<N, threads, 0, st>>>(lse, loss, logits, labels, V);
 	CUDA_LAUNCHED();
-	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(total, loss, N);
-	CUDA_LAUNCHED();
-	double h = 0.0;
-	CUDA_CHECK(cudaMemcpyAsync(&h, total, sizeof h, cudaMemcpyDeviceToHost, st));
-	CUDA_CHECK(cudaStreamSynchronize(st));
-	return h;
+	return losses_sum(loss, N, st);
 }
 
 /* dlogits = scale * (softmax - onehot(label)) on labelled rows, 0 on others:
@@ -772,15 +778,10 @@ static double elementwise_loss(const float *x, const float *y, size_t n, int bce
 	if (!n)
 		return 0.0;
 	cudaStream_t st = cuda_stream();
-	double *loss = (double *)scratch_get((n + 1) * sizeof(double)), *total = loss + n;
+	double *loss = (double *)scratch_get((n + 1) * sizeof(double));
 	elementwise_loss_kernel<<<grid_1d(n), THREADS, 0, st>>>(loss, x, y, n, bce);
 	CUDA_LAUNCHED();
-	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(total, loss, (int)n);
-	CUDA_LAUNCHED();
-	double h = 0.0;
-	CUDA_CHECK(cudaMemcpyAsync(&h, total, sizeof h, cudaMemcpyDeviceToHost, st));
-	CUDA_CHECK(cudaStreamSynchronize(st));
-	return h;
+	return losses_sum(loss, (int)n, st);
 }
 
 /* dx = scale * 2 (x - y), or for bce scale * (sigmoid(x) - y). */
