@@ -21,7 +21,9 @@ static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
-static double threshold = 0.5;
+static double threshold = 0.5, label_smoothing, llrd, ema;
+static long freeze_layers;
+static int freeze_embeddings;
 static int eval_test, bucket, whole_word, recompute, true_gradient, count_params, multi_label;
 
 static const struct opt opts[] = {
@@ -79,6 +81,15 @@ static const struct opt opts[] = {
 	{0, "whole-word", OPT_FLAG, &whole_word, NULL, "mlm: mask all pieces of a word together", NULL},
 	{0, "max-ngram", OPT_INT, &max_ngram, "N", "mlm: mask spans of up to N words (default 1)", NULL,
 	 .min = 1, .max = 32},
+	{0, "label-smoothing", OPT_FLOAT, &label_smoothing, "E", "cls, tokcls and mlm: train against labels smoothed by E (1 - E on the label, E spread over all classes)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MAX},
+	{0, "llrd", OPT_FLOAT, &llrd, "F", "layer-wise learning-rate decay: layer l of L learns at F^(L - l) of the rate, the embeddings at F^(L + 1)", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MIN},
+	{0, "freeze-embeddings", OPT_FLAG, &freeze_embeddings, NULL, "do not train the embeddings", NULL},
+	{0, "freeze-layers", OPT_INT, &freeze_layers, "N", "do not train the lowest N encoder layers", NULL,
+	 .min = 0, .max = 1024},
+	{0, "ema", OPT_FLOAT, &ema, "D", "evaluate and save an exponential moving average of the weights, decay D a step", NULL,
+	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
 	{0, "eval-every", OPT_INT, &eval_every, "N", "evaluate every N steps as well as at each epoch end", NULL,
 	 .min = 0, .max = 1000000000000},
 	{0, "eval-test", OPT_FLAG, &eval_test, NULL, "evaluate on the test split too", NULL},
@@ -132,6 +143,10 @@ static void check_options(void)
 		die_usage("--multi-label goes with --task cls, not %s", task);
 	if (threshold != 0.5 && !multi_label)
 		die_usage("--threshold goes with --multi-label");
+	if (zero && ema > 0)
+		die_usage("--zero 1 does not go with --ema: the moving average needs the whole parameters");
+	if (label_smoothing > 0 && (!strcmp(task, "reg") || multi_label))
+		die_usage("--label-smoothing is for the cross-entropy of cls, tokcls and mlm");
 	if (zero && !strcmp(optimizer, "lamb"))
 		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
 }
@@ -229,13 +244,15 @@ int main(int argc, char **argv)
 			  .attn_dropout = (float)(dropout < 0 ? 0.1 : dropout)},
 		.dropout_given = dropout >= 0,
 		.optim = {.kind = (enum optim_kind)optim_kind_parse(optimizer), .weight_decay = weight_decay,
-			  .momentum = momentum, .eps = eps},
+			  .momentum = momentum, .eps = eps, .ema = ema},
 		.lr = lr, .warmup = warmup, .end_lr_ratio = end_lr_ratio, .clip = clip,
 		.decay = decay_kind_parse(decay),
 		.accum = accum, .batch = batch, .epochs = epochs, .max_steps = max_steps, .seed = seed,
 		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
 		.eval_test = eval_test, .bucket = bucket, .metric = metric, .threshold = threshold,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
+		.label_smoothing = label_smoothing, .llrd = llrd, .freeze_layers = freeze_layers,
+		.freeze_embeddings = freeze_embeddings,
 		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero,
 		.resume = resume != NULL, .write_config = write_config,
 	};

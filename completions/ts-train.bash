@@ -32,6 +32,10 @@ _ts_train() {
 	--seed) COMPREPLY=(); return ;;
 	--mask-prob) COMPREPLY=(); return ;;
 	--max-ngram) COMPREPLY=(); return ;;
+	--label-smoothing) COMPREPLY=(); return ;;
+	--llrd) COMPREPLY=(); return ;;
+	--freeze-layers) COMPREPLY=(); return ;;
+	--ema) COMPREPLY=(); return ;;
 	--eval-every) COMPREPLY=(); return ;;
 	--metric) COMPREPLY=(); return ;;
 	--save-every) COMPREPLY=(); return ;;
@@ -46,7 +50,7 @@ _ts_train() {
 	--replay) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --multi-label --threshold --init --vocab --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --recompute --device --gpus --count-params --replay --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --multi-label --threshold --init --vocab --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --label-smoothing --llrd --freeze-embeddings --freeze-layers --ema --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --recompute --device --gpus --count-params --replay --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_train ts-train

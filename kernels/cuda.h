@@ -79,9 +79,9 @@ void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, size_t
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
 double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
-				 int V);
+				 int V, float e);
 void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
-				const int32_t *labels, int N, int V, float scale);
+				const int32_t *labels, int N, int V, float e, float scale);
 double cuda_mse_forward(const float *pred, const float *target, int N);
 void cuda_mse_backward(float *dpred, const float *pred, const float *target, int N, float scale);
 double cuda_bce_forward(const float *logits, const float *targets, size_t n);
@@ -99,6 +99,8 @@ void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 /* kernels/cuda_optim.cu */
 double cuda_sum_squares(const float *x, size_t n);
 void cuda_scale(float *x, size_t n, float s);
+void cuda_ema_update(float *avg, const float *x, size_t n, float decay);
+void cuda_swap(float *a, float *b, size_t n);
 void cuda_adam_update(float *p, const float *g, float *m, float *v, size_t n,
 		      const struct adam_coef *c);
 void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum,

@@ -202,6 +202,8 @@ static void fill_table(void)
 	cuda.scatter_add_rows = cuda_scatter_add_rows;
 	cuda.sum_squares = cuda_sum_squares;
 	cuda.scale = cuda_scale;
+	cuda.ema_update = cuda_ema_update;
+	cuda.swap = cuda_swap;
 	cuda.adam_update = cuda_adam_update;
 	cuda.sgd_update = cuda_sgd_update;
 	cuda.lamb_moments = cuda_lamb_moments;

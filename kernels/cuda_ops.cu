@@ -635,13 +635,14 @@ void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t 
 /* ---- softmax cross-entropy ---- */
 
 /* One block per row: the log-sum-exp in one pass (a running max and sum per
- * thread, then a fixed tree), lse[r] and loss[r] = lse - logit[label] in
- * double; rows without a label get 0 in both. */
+ * thread, then a fixed tree), lse[r] and loss[r] = lse - (1 - e) logit[label]
+ * - e mean(logits) in double; rows without a label get 0 in both. */
 static __global__ void crossentropy_rows_kernel(float *__restrict__ lse, double *__restrict__ loss,
 						const float *__restrict__ logits,
-						const int32_t *__restrict__ labels, int V)
+						const int32_t *__restrict__ labels, int V, float e)
 {
 	__shared__ float sm[32], ss[32];
+	__shared__ double sx[32];
 	int r = blockIdx.x, tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
 	int y = labels[r];
 	if (y < 0) {   /* the whole block */
@@ -653,12 +654,17 @@ static __global__ void crossentropy_rows_kernel(float *__restrict__ lse, double 
 	}
 	const float *x = logits + (size_t)r * V;
 	float m = -INFINITY, s = 0.0f;
-	for (int j = tid; j < V; j += blockDim.x)
+	double sum = 0.0;
+	for (int j = tid; j < V; j += blockDim.x) {
 		lse_add(&m, &s, x[j]);
+		sum += x[j];
+	}
 	warp_lse(&m, &s);
+	sum = warp_sum_double(sum);
 	if (lane == 0) {
 		sm[wid] = m;
 		ss[wid] = s;
+		sx[wid] = sum;
 	}
 	__syncthreads();
 	if (wid)
@@ -666,11 +672,12 @@ static __global__ void crossentropy_rows_kernel(float *__restrict__ lse, double 
 	int nw = blockDim.x >> 5;
 	m = lane < nw ? sm[lane] : -INFINITY;
 	s = lane < nw ? ss[lane] : 0.0f;
+	sum = warp_sum_double(lane < nw ? sx[lane] : 0.0);
 	warp_lse(&m, &s);
 	if (lane == 0) {
 		float l = m + logf(s);
 		lse[r] = l;
-		loss[r] = (double)l - (double)x[y];
+		loss[r] = (double)l - (1.0 - e) * (double)x[y] - e * sum / V;
 	}
 }
 
@@ -708,7 +715,7 @@ static double losses_sum(double *loss, int n, cudaStream_t st)
 }
 
 double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
-				 int V)
+				 int V, float e)
 {
 	if (N <= 0)
 		return 0.0;
@@ -719,17 +726,17 @@ double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t 
 		threads = CE_THREADS_MAX;
 	if (threads < 32)
 		threads = 32;
-	crossentropy_rows_kernel<<<N, threads, 0, st>>>(lse, loss, logits, labels, V);
+	crossentropy_rows_kernel<<<N, threads, 0, st>>>(lse, loss, logits, labels, V, e);
 	CUDA_LAUNCHED();
 	return losses_sum(loss, N, st);
 }
 
-/* dlogits = scale * (softmax - onehot(label)) on labelled rows, 0 on others:
- * columns across the grid's x, rows strided over its y. */
+/* dlogits = scale * (softmax - smoothed onehot(label)) on labelled rows, 0
+ * on others: columns across the grid's x, rows strided over its y. */
 static __global__ void crossentropy_backward_kernel(float *dlogits, const float *logits,
 						    const float *__restrict__ lse,
 						    const int32_t *__restrict__ labels, int N,
-						    int V, float scale)
+						    int V, float e, float scale)
 {
 	int j = blockIdx.x * blockDim.x + threadIdx.x;
 	if (j >= V)
@@ -741,20 +748,20 @@ static __global__ void crossentropy_backward_kernel(float *dlogits, const float 
 			dlogits[o] = 0.0f;
 			continue;
 		}
-		float d = scale * expf(logits[o] - lse[r]);
+		float d = scale * expf(logits[o] - lse[r]) - scale * e / V;
 		if (j == y)
-			d -= scale;
+			d -= scale * (1.0f - e);
 		dlogits[o] = d;
 	}
 }
 
 void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
-				const int32_t *labels, int N, int V, float scale)
+				const int32_t *labels, int N, int V, float e, float scale)
 {
 	if (N <= 0 || V <= 0)
 		return;
 	crossentropy_backward_kernel<<<grid_rows(V, N), THREADS, 0, cuda_stream()>>>(
-		dlogits, logits, lse, labels, N, V, scale);
+		dlogits, logits, lse, labels, N, V, e, scale);
 	CUDA_LAUNCHED();
 }
 

@@ -376,6 +376,37 @@ void cuda_scale(float *x, size_t n, float s)
 	CUDA_LAUNCHED();
 }
 
+static __global__ void ema_kernel(float *avg, const float *__restrict__ x, size_t n, float decay)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		avg[i] = __fadd_rn(__fmul_rn(decay, avg[i]), __fmul_rn(1.0f - decay, x[i]));
+}
+
+void cuda_ema_update(float *avg, const float *x, size_t n, float decay)
+{
+	if (n == 0)
+		return;
+	ema_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(avg, x, n, decay);
+	CUDA_LAUNCHED();
+}
+
+static __global__ void swap_kernel(float *a, float *b, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+		float t = a[i];
+		a[i] = b[i];
+		b[i] = t;
+	}
+}
+
+void cuda_swap(float *a, float *b, size_t n)
+{
+	if (n == 0)
+		return;
+	swap_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(a, b, n);
+	CUDA_LAUNCHED();
+}
+
 void cuda_adam_update(float *p, const float *g, float *m, float *v, size_t n,
 		      const struct adam_coef *c)
 {

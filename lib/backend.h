@@ -83,9 +83,9 @@ struct backend {
 	void (*attention_backward)(float *dq, float *dk, float *dv, const float *dctx,
 				   const float *probs, const struct attention *a);
 	double (*crossentropy_forward)(float *lse, const float *logits, const int32_t *labels,
-				       int N, int V);
+				       int N, int V, float e);
 	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,
-				      const int32_t *labels, int N, int V, float scale);
+				      const int32_t *labels, int N, int V, float e, float scale);
 	double (*mse_forward)(const float *pred, const float *target, int N);
 	void (*mse_backward)(float *dpred, const float *pred, const float *target, int N,
 			     float scale);
@@ -100,6 +100,9 @@ struct backend {
 	 * any thread count), scaling, and one tensor's update */
 	double (*sum_squares)(const float *x, size_t n);
 	void (*scale)(float *x, size_t n, float s);
+	/* avg = decay avg + (1 - decay) x: an exponential moving average */
+	void (*ema_update)(float *avg, const float *x, size_t n, float decay);
+	void (*swap)(float *a, float *b, size_t n);
 	void (*adam_update)(float *p, const float *g, float *m, float *v, size_t n,
 			    const struct adam_coef *c);
 	/* m NULL: no momentum */

@@ -105,6 +105,8 @@ struct bert {
 	int ntensors;
 
 	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
+	float smoothing;           /* bert_set_label_smoothing */
+	int frozen_layers, frozen_embeddings;   /* bert_set_frozen */
 	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
 	void *bucket_ctx;
 
@@ -898,6 +900,12 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 
 /* ---- the losses of the classifier heads ---- */
 
+/* Label smoothing applies in training only: evaluations see the plain loss. */
+static float smoothing(const struct bert *m)
+{
+	return m->train ? m->smoothing : 0.0f;
+}
+
 /* The summed loss of the M rows of logits: cross-entropy, squared error or
  * binary cross-entropy. */
 static double head_loss(struct bert *m)
@@ -908,7 +916,7 @@ static double head_loss(struct bert *m)
 		return m->be->mse_forward(h->logits, m->d.targets, M);
 	if (m->c.task == TASK_MULTI)
 		return m->be->bce_forward(h->logits, m->d.targets, (size_t)M * W);
-	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, W);
+	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, W, smoothing(m));
 }
 
 static void head_loss_backward(struct bert *m, float scale)
@@ -921,7 +929,7 @@ static void head_loss_backward(struct bert *m, float scale)
 		m->be->bce_backward(h->dlogits, h->logits, m->d.targets, (size_t)M * W, scale);
 	else
 		m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, M, W,
-					     scale);
+					     smoothing(m), scale);
 }
 
 /* ---- sequence classification and regression head ---- */
@@ -988,7 +996,7 @@ static double mlm_head_forward(struct bert *m)
 	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
 				 m->w.tr_ln_b, M, C, m->c.ln_eps);
 	m->be->linear_forward(h->logits, h->norm, m->w.word, m->w.decoder_b, M, C, V);
-	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, V);
+	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, V, smoothing(m));
 }
 
 static void mlm_head_backward(struct bert *m, float scale)
@@ -997,7 +1005,7 @@ static void mlm_head_backward(struct bert *m, float scale)
 	struct acts *d = &m->a;
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
 	m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, M, V,
-				     scale);
+				     smoothing(m), scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
 	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->norm,
 			       m->w.word, M, C, V, 0);
@@ -1077,6 +1085,17 @@ static void bucket_complete(struct bert *m, int bucket)
 		m->bucket_done(m->bucket_ctx, bucket);
 }
 
+/* A frozen layer's parameter gradients are zero: its backward runs only to
+ * carry the gradient down to the embeddings. */
+static void zero_if_frozen(struct bert *m, int l)
+{
+	if (l >= m->frozen_layers)
+		return;
+	size_t lo = (size_t)(m->g.layer[l].qkv_w - m->dgrads);
+	size_t hi = (size_t)(m->g.layer[l].ffn_ln_b + m->c.hidden - m->dgrads);
+	m->be->zero(m->g.layer[l].qkv_w, (hi - lo) * sizeof(float));
+}
+
 void bert_backward(struct bert *m, float scale)
 {
 	int N = m->N, C = m->c.hidden, L = m->c.layers;
@@ -1089,22 +1108,33 @@ void bert_backward(struct bert *m, float scale)
 	else
 		token_head_backward(m, scale);
 	bucket_complete(m, 0);
+	/* below the frozen layers of a model with frozen embeddings nothing
+	 * needs a gradient */
+	int stop = m->frozen_embeddings ? m->frozen_layers : 0;
 	float *dh = m->a.dh;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
-	if (L) {
+	if (L && L - 1 >= stop) {
 		layer_backward(m, L - 1, layer_input(m, L - 1), &head, m->a.dhead_in, dh);
-		bucket_complete(m, 1);
-	} else {
+		zero_if_frozen(m, L - 1);
+	} else if (!L) {
 		m->be->zero(dh, sizeof(float) * N * C);
 		m->be->scatter_add_rows(dh, m->a.dhead_in, m->d.rows, m->M, C);
 	}
+	if (L)
+		bucket_complete(m, 1);
 	for (int l = L - 2; l >= 0; l--) {
-		if (m->shared)
-			layer_forward(m, l, layer_input(m, l), &all);
-		layer_backward(m, l, layer_input(m, l), &all, dh, dh);
+		if (l >= stop) {
+			if (m->shared)
+				layer_forward(m, l, layer_input(m, l), &all);
+			layer_backward(m, l, layer_input(m, l), &all, dh, dh);
+			zero_if_frozen(m, l);
+		}
 		bucket_complete(m, L - l);
 	}
-	embeddings_backward(m, dh);
+	if (!m->frozen_embeddings)
+		embeddings_backward(m, dh);
+	else if (m->c.task == TASK_MLM)   /* the decoder's gradient went to the word embeddings */
+		m->be->zero(m->g.word, (size_t)m->c.vocab * C * sizeof(float));
 	bucket_complete(m, L + 1);
 }
 
@@ -1116,6 +1146,21 @@ const float *bert_logits(struct bert *m)
 	grow(&m->logits, &m->logits_cap, n, sizeof *m->logits);
 	m->be->download(m->logits, m->a.head.logits, n * sizeof *m->logits);
 	return m->logits;
+}
+
+void bert_set_frozen(struct bert *m, int layers, int embeddings)
+{
+	if (layers < 0 || layers > m->c.layers)
+		die("bert: cannot freeze %d of %d layers", layers, m->c.layers);
+	m->frozen_layers = layers;
+	m->frozen_embeddings = embeddings;
+}
+
+void bert_set_label_smoothing(struct bert *m, float e)
+{
+	if (!(e >= 0 && e < 1))
+		die("bert: label smoothing must be in [0, 1)");
+	m->smoothing = e;
 }
 
 void bert_set_recompute(struct bert *m, int on)

@@ -89,6 +89,16 @@ int bert_decays(const char *name);
  * effect at the next forward. */
 void bert_set_recompute(struct bert *m, int on);
 
+/* Freezing: the lowest layers of the encoder (and the embeddings, when
+ * embeddings is set) get zero gradients, and the backward stops where
+ * nothing below needs one. With mlm, the decoder tied to frozen word
+ * embeddings takes no gradient either. */
+void bert_set_frozen(struct bert *m, int layers, int embeddings);
+
+/* Label smoothing e of the cross-entropy of cls, tokcls and mlm in
+ * training (1 - e on the label, e spread over all classes); 0 for none. */
+void bert_set_label_smoothing(struct bert *m, float e);
+
 /* Changes the dropout of hidden states and attention probabilities. */
 void bert_set_dropout(struct bert *m, float hidden, float attn);
 

@@ -343,29 +343,41 @@ HOT static float logsumexp_row(const float *x, int n)
 	return mx + logf(s);
 }
 
+/* The mean of a row, for label smoothing. */
+static double row_mean(const float *x, int n)
+{
+	double s = 0.0;
+	for (int j = 0; j < n; j++)
+		s += x[j];
+	return s / n;
+}
+
 double crossentropy_forward(float *lse, const float *logits, const int32_t *labels,
-			    int N, int V)
+			    int N, int V, float e)
 {
 #pragma omp parallel for schedule(static)
 	for (int r = 0; r < N; r++)
 		lse[r] = labels[r] >= 0 ? logsumexp_row(logits + (size_t)r * V, V) : 0.0f;
 	double loss = 0.0;
-	for (int r = 0; r < N; r++)
-		if (labels[r] >= 0)
-			loss += (double)lse[r] - logits[(size_t)r * V + labels[r]];
+	for (int r = 0; r < N; r++) {
+		if (labels[r] < 0)
+			continue;
+		const float *x = logits + (size_t)r * V;
+		loss += (double)lse[r] - (1.0 - e) * x[labels[r]] - (e ? e * row_mean(x, V) : 0.0);
+	}
 	return loss;
 }
 
 HOT static void crossentropy_backward_row(float *d, const float *x, float lse, int n,
-					  float scale)
+					  float scale, float floor)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++)
-		d[j] = scale * exp_approx(x[j] - lse);
+		d[j] = scale * exp_approx(x[j] - lse) - floor;
 }
 
 void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
-			   const int32_t *labels, int N, int V, float scale)
+			   const int32_t *labels, int N, int V, float e, float scale)
 {
 #pragma omp parallel for schedule(static)
 	for (int r = 0; r < N; r++) {
@@ -374,8 +386,8 @@ void crossentropy_backward(float *dlogits, const float *logits, const float *lse
 			memset(d, 0, sizeof(float) * V);
 			continue;
 		}
-		crossentropy_backward_row(d, logits + (size_t)r * V, lse[r], V, scale);
-		d[labels[r]] -= scale;
+		crossentropy_backward_row(d, logits + (size_t)r * V, lse[r], V, scale, scale * e / V);
+		d[labels[r]] -= scale * (1.0f - e);
 	}
 }
 

@@ -77,14 +77,15 @@ void attention_forward(float *ctx, float *probs, const struct attention *a);
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 			const float *probs, const struct attention *a);
 
-/* Softmax cross-entropy per row of logits[N,V]: returns the summed loss over
- * rows whose label is >= 0 (e.g. -100 is ignored) and keeps each row's
- * log-sum-exp in lse[N] for backward. */
+/* Softmax cross-entropy per row of logits[N,V] against the label smoothed
+ * by e (PyTorch's label_smoothing: 1 - e on the label, e/V on every class):
+ * returns the summed loss over rows whose label is >= 0 (e.g. -100 is
+ * ignored) and keeps each row's log-sum-exp in lse[N] for backward. */
 double crossentropy_forward(float *lse, const float *logits, const int32_t *labels,
-			    int N, int V);
-/* dlogits = scale * (softmax - onehot) on labelled rows, 0 on the others. */
+			    int N, int V, float e);
+/* dlogits = scale * (softmax - smoothed onehot) on labelled rows, 0 on the others. */
 void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
-			   const int32_t *labels, int N, int V, float scale);
+			   const int32_t *labels, int N, int V, float e, float scale);
 
 /* Squared error of N predictions: returns the sum of (pred - target)^2, in
  * double in a fixed order. */
@@ -115,6 +116,8 @@ void scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, i
  * over fixed chunks added in order: the same bits for any thread count. */
 double sum_squares(const float *x, size_t n);
 void scale_floats(float *x, size_t n, float s);
+void ema_update(float *avg, const float *x, size_t n, float decay);
+void swap_floats(float *a, float *b, size_t n);
 void adam_update(float *p, const float *g, float *m, float *v, size_t n,
 		 const struct adam_coef *c);
 void sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum, float wd);

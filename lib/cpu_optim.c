@@ -52,6 +52,23 @@ void scale_floats(float *x, size_t n, float s)
 		x[i] *= s;
 }
 
+void ema_update(float *restrict avg, const float *restrict x, size_t n, float decay)
+{
+	#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
+	for (size_t i = 0; i < n; i++)
+		avg[i] = decay * avg[i] + (1.0f - decay) * x[i];
+}
+
+void swap_floats(float *restrict a, float *restrict b, size_t n)
+{
+	#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
+	for (size_t i = 0; i < n; i++) {
+		float t = a[i];
+		a[i] = b[i];
+		b[i] = t;
+	}
+}
+
 /* torch.optim.Adam/AdamW: m_hat/(sqrt(v_hat) + eps) with eps outside the sqrt. */
 void adam_update(float *restrict p, const float *restrict grad, float *restrict m,
 		 float *restrict v, size_t n, const struct adam_coef *c)

@@ -13,10 +13,12 @@ struct optim_tensor {
 	float *p;
 	const float *g;
 	float *m, *v;      /* moments; m alone is SGD's momentum buffer; NULL when unused */
+	float *ema;        /* the moving average, or NULL */
 	size_t n;          /* elements owned */
 	size_t at, full;   /* the tensor's offset in the layout and its size */
 	size_t first;      /* the first element owned */
 	double wd;
+	double lr_scale;   /* optim_set_lr_scale */
 };
 
 struct optim {
@@ -29,7 +31,8 @@ struct optim {
 	float *moments;             /* all of them (or the shard's), in the backend's memory */
 	float *host;                /* their host copy: moments itself on a host backend, unsharded */
 	size_t nmoments;            /* in the host copy */
-	int nbuf;                   /* moments a parameter: 0, 1 or 2 */
+	int nbuf;                   /* buffers a parameter: its moments (0, 1 or 2), then the ema */
+	int nmoments_per;           /* its moments */
 	int sharded;                /* optim_own: a shard's moments */
 	void (*gather)(const void *ctx, float *x, size_t n);
 	const void *gather_ctx;
@@ -51,7 +54,7 @@ const char *optim_kind_name(enum optim_kind kind)
 	return kind_names[kind];
 }
 
-/* The state names are PyTorch's state_dict keys. */
+/* The moments' names are PyTorch's state_dict keys. */
 static int moment_names(const struct optim_config *c, const char **names)
 {
 	if (c->kind != OPTIM_SGD) {
@@ -61,6 +64,12 @@ static int moment_names(const struct optim_config *c, const char **names)
 	}
 	names[0] = "momentum_buffer";
 	return c->momentum != 0;
+}
+
+/* Buffer b of tensor t: its moments, then the moving average. */
+static float **buf_of(const struct optim *o, struct optim_tensor *t, int b)
+{
+	return b < o->nmoments_per ? (b ? &t->v : &t->m) : &t->ema;
 }
 
 static char *state_name(const char *moment, const char *param)
@@ -76,8 +85,11 @@ struct optim *optim_new(const struct optim_config *c, const struct backend *be,
 			const float *layout_base, float *params_dev, const float *grads_dev)
 {
 	struct optim *o = xcalloc(1, sizeof *o);
-	const char *names[2];
+	const char *names[3];
 	int nbuf = moment_names(c, names);
+	o->nmoments_per = nbuf;
+	if (c->ema > 0)
+		names[nbuf++] = "ema";
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
 		total += tensor_numel(&params[i]);
@@ -95,22 +107,24 @@ struct optim *optim_new(const struct optim_config *c, const struct backend *be,
 	size_t next = 0;
 	for (int i = 0; i < n; i++) {
 		struct optim_tensor *t = &o->t[i];
-		float **bufs[2] = {&t->m, &t->v};
 		size_t at = (size_t)(params[i].data - layout_base);
 		t->p = params_dev + at;
 		t->g = grads_dev + at;
 		t->n = t->full = tensor_numel(&params[i]);
 		t->at = at;
 		t->wd = decays[i] ? c->weight_decay : 0;
+		t->lr_scale = 1;
 		for (int b = 0; b < nbuf; b++) {
 			struct tensor_ref *s = &o->state[b * n + i];
 			*s = params[i];
 			s->name = state_name(names[b], params[i].name);
 			s->data = o->host + next;
 			o->state_at[b * n + i] = next;
-			*bufs[b] = o->moments + next;
+			*buf_of(o, t, b) = o->moments + next;
 			next += t->n;
 		}
+		if (t->ema)   /* the average starts at the parameters */
+			be->ema_update(t->ema, t->p, t->n, 0.0f);
 	}
 	return o;
 }
@@ -125,6 +139,8 @@ void optim_own(struct optim *o, size_t lo, size_t hi, void (*gather)(const void 
 		return;   /* all of it */
 	if (o->c.kind == OPTIM_LAMB)
 		die("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
+	if (o->c.ema > 0)
+		die("--zero 1 cannot keep a moving average of the parameters: it needs them whole");
 	o->sharded = 1;
 	o->gather = gather;
 	o->gather_ctx = ctx;
@@ -149,9 +165,8 @@ void optim_own(struct optim *o, size_t lo, size_t hi, void (*gather)(const void 
 	size_t next = 0;
 	for (int i = 0; i < o->n; i++) {
 		struct optim_tensor *t = &o->t[i];
-		float **bufs[2] = {&t->m, &t->v};
 		for (int b = 0; b < o->nbuf; b++, next += t->n)
-			*bufs[b] = o->moments + next;
+			*buf_of(o, t, b) = o->moments + next;
 	}
 }
 
@@ -176,11 +191,11 @@ void optim_unstage(struct optim *o)
 }
 
 /* A shard's moment buffer b of tensor i, and where its elements sit in the host copy. */
-static float *shard_buf(const struct optim *o, int i, int b, float **host)
+static float *shard_buf(struct optim *o, int i, int b, float **host)
 {
-	const struct optim_tensor *t = &o->t[i];
+	struct optim_tensor *t = &o->t[i];
 	*host = o->host + o->state_at[b * o->n + i] + t->first;
-	return b ? t->v : t->m;
+	return *buf_of(o, t, b);
 }
 
 void optim_pull(struct optim *o)
@@ -253,12 +268,15 @@ static void adam_step(struct optim *o, double lr)
 	const struct optim_config *c = &o->c;
 	struct adam_coef a = {
 		.b1 = c->beta1, .omb1 = 1 - c->beta1, .b2 = c->beta2, .omb2 = 1 - c->beta2,
-		.step_size = lr / (1 - pow(c->beta1, o->steps)),
 		.bc2_sqrt = sqrt(1 - pow(c->beta2, o->steps)), .eps = c->eps,
 	};
 	for (int i = 0; i < o->n; i++) {
 		const struct optim_tensor *t = &o->t[i];
-		a.keep = c->kind == OPTIM_ADAMW ? 1 - lr * t->wd : 1;
+		if (!t->lr_scale)
+			continue;
+		double lr_t = lr * t->lr_scale;
+		a.step_size = lr_t / (1 - pow(c->beta1, o->steps));
+		a.keep = c->kind == OPTIM_ADAMW ? 1 - lr_t * t->wd : 1;
 		a.l2 = c->kind == OPTIM_ADAM ? t->wd : 0;
 		o->be->adam_update(t->p, t->g, t->m, t->v, t->n, &a);
 	}
@@ -278,12 +296,20 @@ static void lamb_step(struct optim *o, double lr)
 	};
 	for (int i = 0; i < o->n; i++) {
 		const struct optim_tensor *t = &o->t[i];
+		if (!t->lr_scale)
+			continue;
 		double sq[2];
 		a.wd = t->wd;
 		o->be->lamb_moments(t->p, t->g, t->m, t->v, t->n, &a, sq);
 		double trust = sq[0] > 0 && sq[1] > 0 ? sqrt(sq[0]) / sqrt(sq[1]) : 1;
-		o->be->lamb_apply(t->p, t->m, t->v, t->n, &a, lr * trust);
+		o->be->lamb_apply(t->p, t->m, t->v, t->n, &a, lr * t->lr_scale * trust);
 	}
+}
+
+void optim_set_lr_scale(struct optim *o, const double *scale)
+{
+	for (int i = 0; i < o->n; i++)
+		o->t[i].lr_scale = scale[i];
 }
 
 void optim_step(struct optim *o, double lr)
@@ -297,11 +323,20 @@ void optim_step(struct optim *o, double lr)
 	case OPTIM_SGD:
 		for (int i = 0; i < o->n; i++) {
 			const struct optim_tensor *t = &o->t[i];
-			o->be->sgd_update(t->p, t->g, t->m, t->n, lr, o->c.momentum, t->wd);
+			if (t->lr_scale)
+				o->be->sgd_update(t->p, t->g, t->m, t->n, lr * t->lr_scale, o->c.momentum, t->wd);
 		}
 		break;
 	case OPTIM_LAMB:
 		lamb_step(o, lr);
 		break;
 	}
+	for (int i = 0; o->c.ema > 0 && i < o->n; i++)
+		o->be->ema_update(o->t[i].ema, o->t[i].p, o->t[i].n, (float)o->c.ema);
+}
+
+void optim_swap_ema(struct optim *o)
+{
+	for (int i = 0; i < o->n; i++)
+		o->be->swap(o->t[i].p, o->t[i].ema, o->t[i].n);
 }

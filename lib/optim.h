@@ -15,6 +15,8 @@ struct optim_config {
 	double weight_decay;        /* only on tensors whose decays[] flag is set */
 	double momentum;            /* SGD; 0 keeps no buffer */
 	double beta1, beta2, eps;   /* AdamW, Adam, LAMB */
+	double ema;                 /* > 0: keep an exponential moving average of the
+				     * parameters with this decay an update */
 };
 
 /* "adamw", "adam", "sgd" or "lamb" as an enum optim_kind; -1 for anything else. */
@@ -35,9 +37,14 @@ void optim_free(struct optim *o);
  * [lo, hi) of the layout (a shard of the parameter buffer); the other
  * processes' optimizers own the rest. gather(ctx, x, n) sums x[0..n) over
  * all of them, for optim_pull. Call it before the first step; dies for LAMB,
- * whose trust ratio needs whole tensors. */
+ * whose trust ratio needs whole tensors, and with a moving average, which
+ * needs the whole parameters. */
 void optim_own(struct optim *o, size_t lo, size_t hi, void (*gather)(const void *ctx, float *x, size_t n),
 	       const void *ctx);
+
+/* Learning rates by tensor: tensor i's is scale[i] times the step's; 0
+ * freezes it (no update, no weight decay, no moments). Default 1. */
+void optim_set_lr_scale(struct optim *o, const double *scale);
 
 /* One update of every tensor from the current gradients with learning rate lr;
  * counts the step first, as PyTorch does, so bias correction sees 1, 2, ... */
@@ -45,8 +52,13 @@ void optim_step(struct optim *o, double lr);
 long optim_steps(const struct optim *o);
 void optim_set_steps(struct optim *o, long steps);
 
+/* Swaps the parameters and their moving average (c->ema), for an
+ * evaluation of the average; a second call swaps them back. */
+void optim_swap_ema(struct optim *o);
+
 /* The moment buffers as named tensors for checkpoints: "exp_avg.<param>" and
- * "exp_avg_sq.<param>" (Adam family, LAMB) or "momentum_buffer.<param>" (SGD).
+ * "exp_avg_sq.<param>" (Adam family, LAMB) or "momentum_buffer.<param>" (SGD),
+ * and "ema.<param>", the moving average.
  * Fills out[] (when not NULL) with views into a host copy of them, which
  * optim_pull brings up to date and optim_push gives back to the backend (on
  * the CPU the views are the moments themselves); returns their number.

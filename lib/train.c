@@ -280,7 +280,11 @@ static void build_model(struct trainer *t, const char *from)
 		bert_init(t->m, (uint64_t)c->seed);
 	}
 	bert_set_recompute(t->m, c->recompute);
+	bert_set_label_smoothing(t->m, (float)c->label_smoothing);
 	const struct bert_config *mc = bert_config_of(t->m);
+	if (c->freeze_layers > mc->layers)
+		die("--freeze-layers %ld: the model has %d layers", c->freeze_layers, mc->layers);
+	bert_set_frozen(t->m, (int)c->freeze_layers, c->freeze_embeddings);
 	if (mc->vocab < vocab_size(t->vocab))
 		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from ? from : "model",
 		    mc->vocab, vocab_size(t->vocab));
@@ -298,16 +302,34 @@ static void gather_floats(const void *comm, float *x, size_t n)
 	comm_sum_floats(comm, x, n);
 }
 
+/* A tensor's share of the learning rate: with --llrd F the head has all of
+ * it, encoder layer l of L F^(L - l), the embeddings F^(L + 1); frozen
+ * tensors none. */
+static double lr_scale(const struct train_config *c, const char *name, int L)
+{
+	int l = -1, emb = !strncmp(name, "bert.embeddings.", 16);
+	sscanf(name, "bert.encoder.layer.%d.", &l);
+	if ((emb && c->freeze_embeddings) || (l >= 0 && l < c->freeze_layers))
+		return 0;
+	double f = c->llrd > 0 ? c->llrd : 1;
+	return emb ? pow(f, L + 1) : l >= 0 ? pow(f, L - l) : 1;
+}
+
 static void build_optimizer(struct trainer *t)
 {
 	int n = bert_tensors(t->m, NULL);
 	struct tensor_ref *refs = xcalloc((size_t)n, sizeof *refs);
 	unsigned char *decays = xcalloc((size_t)n, 1);
+	double *scale = xcalloc((size_t)n, sizeof *scale);
 	bert_tensors(t->m, refs);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		decays[i] = (unsigned char)bert_decays(refs[i].name);
+		scale[i] = lr_scale(t->c, refs[i].name, bert_config_of(t->m)->layers);
+	}
 	t->o = optim_new(&t->c->optim, bert_backend(t->m), refs, decays, n, bert_params(t->m),
 			 bert_backend_params(t->m), bert_backend_grads(t->m));
+	optim_set_lr_scale(t->o, scale);
+	free(scale);
 	if (t->c->zero) {
 		comm_shard(t->comm, bert_numel(t->m), &t->shard_lo, &t->shard_hi);
 		optim_own(t->o, t->shard_lo, t->shard_hi, gather_floats, t->comm);
@@ -353,14 +375,16 @@ static void log_parameters(struct trainer *t)
 	bert_tensors(t->m, refs);
 	qsort(refs, (size_t)n, sizeof *refs, by_size);
 	double total = (double)bert_numel(t->m);
-	fprintf(t->log, "%-64s %-16s %12s %7s\n", "parameter", "shape", "count", "share");
+	int L = bert_config_of(t->m)->layers;
+	fprintf(t->log, "%-64s %-16s %12s %7s %8s\n", "parameter", "shape", "count", "share", "lr");
 	for (int i = 0; i < n; i++) {
 		char shape[48] = "";
 		for (int d = 0; d < refs[i].ndim; d++)
 			snprintf(shape + strlen(shape), sizeof shape - strlen(shape), d ? "x%lld" : "%lld",
 				 (long long)refs[i].shape[d]);
 		int64_t k = tensor_numel(&refs[i]);
-		fprintf(t->log, "%-64s %-16s %12lld %6.2f%%\n", refs[i].name, shape, (long long)k, 100.0 * (double)k / total);
+		fprintf(t->log, "%-64s %-16s %12lld %6.2f%% %8.4g\n", refs[i].name, shape, (long long)k,
+			100.0 * (double)k / total, lr_scale(t->c, refs[i].name, L));
 	}
 	fprintf(t->log, "%-64s %-16s %12.0f %6.2f%%\n", "total", "", total, 100.0);
 	free(refs);
@@ -387,6 +411,8 @@ static void save_checkpoint(struct trainer *t)
 	events_sync(t->ev);
 }
 
+/* Saves the model, or with --ema its moving average (the parameters have
+ * been swapped with it by the caller). */
 static void save_model(struct trainer *t, const char *name)
 {
 	if (!t->lead)
@@ -394,6 +420,14 @@ static void save_model(struct trainer *t, const char *name)
 	char *dir = path_join(t->c->run, name);
 	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
 	free(dir);
+}
+
+/* With --ema, evaluations and saved models use the moving average:
+ * swapped in before, out after. */
+static void swap_ema(struct trainer *t)
+{
+	if (t->c->optim.ema > 0)
+		optim_swap_ema(t->o);
 }
 
 static void sum_doubles(const void *comm, double *v, int n)
@@ -417,10 +451,8 @@ static json_t *eval_split(struct trainer *t, struct split *sp, const char *name,
 /* Evaluates on valid (and test), every process its share; keeps best/ and
  * counts towards patience. Returns 1, on every process, when patience has
  * run out on process 0. */
-static int evaluate_now(struct trainer *t)
+static int evaluate_swapped(struct trainer *t)
 {
-	if (!t->valid.shard)
-		return 0;
 	struct eval_result r;
 	json_t *j = eval_split(t, &t->valid, "valid", &r);
 	double v = metric_value(&r, t->metric);
@@ -449,6 +481,16 @@ static int evaluate_now(struct trainer *t)
 	}
 	t->st.bad_evals++;
 	return comm_any(t->comm, t->lead && t->c->patience > 0 && t->st.bad_evals >= t->c->patience);
+}
+
+static int evaluate_now(struct trainer *t)
+{
+	if (!t->valid.shard)
+		return 0;
+	swap_ema(t);
+	int stop = evaluate_swapped(t);
+	swap_ema(t);
+	return stop;
 }
 
 static void pack_ints(msgpack_packer *pk, const char *key, const int32_t *v, size_t n)
@@ -860,9 +902,11 @@ static void finish(struct trainer *t)
 {
 	if (t->lead)
 		rundir_clear_stop(t->c->run);   /* a request that came with the last step */
+	swap_ema(t);
 	save_model(t, "final");
 	if (!t->valid.shard)
 		save_model(t, "best");
+	swap_ema(t);
 	double secs = t->st.elapsed_s > 0 ? t->st.elapsed_s : 1e-9;
 	event(t, "done", json_pack("{sI sI sI sf sf sf}", "step", (json_int_t)t->st.step, "skipped",
 					    (json_int_t)t->st.skipped, "best_step", (json_int_t)t->st.best_step,

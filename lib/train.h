@@ -25,6 +25,10 @@ struct train_config {
 	float mask_prob;
 	int whole_word;
 	int recompute;                 /* bert_set_recompute */
+	double label_smoothing;        /* bert_set_label_smoothing */
+	double llrd;                   /* layer-wise lr decay: 0 or 1 for none */
+	long freeze_layers;            /* bert_set_frozen */
+	int freeze_embeddings;
 	int true_gradient;             /* the mean over all processes' items, not of their means */
 	int zero;                      /* 1: ZeRO-1, each process updates its shard of the parameters */
 	const struct comm *comm;       /* the run's processes: each trains on its slice of every batch */

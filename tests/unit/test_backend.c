@@ -115,17 +115,17 @@ static void sim_attention_backward(float *dq, float *dk, float *dv, const float 
 }
 
 static double sim_crossentropy_forward(float *lse, const float *logits, const int32_t *labels,
-				       int n, int v)
+				       int n, int v, float e)
 {
 	sim(lse), sim(logits), sim(labels);
-	return crossentropy_forward(lse, logits, labels, n, v);
+	return crossentropy_forward(lse, logits, labels, n, v, e);
 }
 
 static void sim_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
-				      const int32_t *labels, int n, int v, float scale)
+				      const int32_t *labels, int n, int v, float e, float scale)
 {
 	sim(dlogits), sim(logits), sim(lse), sim(labels);
-	crossentropy_backward(dlogits, logits, lse, labels, n, v, scale);
+	crossentropy_backward(dlogits, logits, lse, labels, n, v, e, scale);
 }
 
 static void sim_gather_rows(float *out, const float *in, const int32_t *rows, int m, int c)

@@ -64,10 +64,13 @@ static struct bert_config tiny_config(enum bert_task task, float dropout)
 /* HF's init, then every parameter moved by normal(0, 0.2) so that the check
  * also sees non-trivial biases and LayerNorm weights and far-from-linear
  * activations; the [PAD] row stays at zero as HF keeps it. */
+static float label_smoothing;   /* of the models tiny_model makes */
+
 static struct bert *tiny_model(enum bert_task task, float dropout)
 {
 	struct bert_config c = tiny_config(task, dropout);
 	struct bert *m = bert_new(&c, backend_cpu());
+	bert_set_label_smoothing(m, label_smoothing);
 	bert_init(m, 1);
 	float *p = bert_params(m);
 	struct rng r;
@@ -133,11 +136,47 @@ static void check_gradients(enum bert_task task, float dropout, int train)
 	}
 	/* most sampled gradients must be large: zeros everywhere would agree too */
 	CHECK(!bad && big >= checked / 2,
-	      "%s gradients, dropout %.1f%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
-	      task_names[task], dropout, train ? " on" : " off", bad, checked, big,
+	      "%s gradients, dropout %.1f%s%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
+	      task_names[task], dropout, train ? " on" : " off", label_smoothing ? ", label smoothing" : "", bad,
+	      checked, big,
 	      worst);
 	free(t);
 	bert_free(m);
+}
+
+/* ---- freezing ---- */
+
+/* Gradients of frozen parts are zero, the others those of the whole
+ * model's, bit for bit: frozen layers below frozen embeddings are skipped,
+ * others carry the gradient down. */
+static void check_frozen(enum bert_task task, int layers, int embeddings)
+{
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	struct bert *whole = tiny_model(task, 0.1f), *part = tiny_model(task, 0.1f);
+	bert_set_frozen(part, layers, embeddings);
+	struct bert *m[2] = {whole, part};
+	for (int k = 0; k < 2; k++) {
+		loss_of(m[k], &b, 1);
+		memset(bert_grads(m[k]), 0, sizeof(float) * bert_numel(m[k]));
+		bert_backward(m[k], 1.0f);
+	}
+	int n = bert_tensors(part, NULL), ok = 1;
+	struct tensor_ref *t = malloc(sizeof *t * n);
+	bert_tensors(part, t);
+	for (int k = 0; k < n; k++) {
+		size_t off = t[k].data - bert_params(part), size = tensor_numel(&t[k]);
+		int l = -1, emb = !strncmp(t[k].name, "bert.embeddings.", 16);
+		sscanf(t[k].name, "bert.encoder.layer.%d.", &l);
+		int frozen = (emb && embeddings) || (l >= 0 && l < layers);
+		for (size_t i = 0; i < size; i++)
+			ok &= bert_grads(part)[off + i] == (frozen ? 0.0f : bert_grads(whole)[off + i]);
+	}
+	CHECK(ok, "%s, %d layers%s frozen: their gradients zero, the others the same bits", task_names[task], layers,
+	      embeddings ? " and the embeddings" : "");
+	free(t);
+	bert_free(whole);
+	bert_free(part);
 }
 
 /* ---- repeatability ---- */
@@ -472,6 +511,16 @@ int main(void)
 		check_gradients(k, 0.0f, 0);
 		check_gradients(k, 0.1f, 1);
 	}
+	label_smoothing = 0.1f;
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_TOKCLS, 0.1f, 1);
+	check_gradients(TASK_MLM, 0.0f, 1);
+	label_smoothing = 0;
+	check_frozen(TASK_CLS, 1, 1);
+	check_frozen(TASK_CLS, 2, 1);
+	check_frozen(TASK_CLS, 1, 0);
+	check_frozen(TASK_TOKCLS, 0, 1);
+	check_frozen(TASK_MLM, 1, 1);
 	check_repeatable(TASK_CLS);
 	check_repeatable(TASK_MLM);
 	check_accumulates();

@@ -551,10 +551,10 @@ static void test_attention_packed(void)
 enum { CN = 4, CV = 7 };
 static const int32_t ce_labels[CN] = { 3, -100, 0, 6 };
 
+/* ctx: the label smoothing, or NULL for none. */
 static double ce_loss(const double *logits, const void *ctx)
 {
-	(void)ctx;
-	double loss = 0;
+	double e = ctx ? *(const double *)ctx : 0, loss = 0;
 	for (int r = 0; r < CN; r++) {
 		if (ce_labels[r] < 0)
 			continue;
@@ -563,7 +563,10 @@ static double ce_loss(const double *logits, const void *ctx)
 			mx = fmax(mx, logits[r * CV + j]);
 		for (int j = 0; j < CV; j++)
 			s += exp(logits[r * CV + j] - mx);
-		loss += mx + log(s) - logits[r * CV + ce_labels[r]];
+		double mean = 0;
+		for (int j = 0; j < CV; j++)
+			mean += logits[r * CV + j] / CV;
+		loss += mx + log(s) - (1 - e) * logits[r * CV + ce_labels[r]] - e * mean;
 	}
 	return loss;
 }
@@ -573,11 +576,11 @@ static void test_crossentropy(void)
 	int n = CN * CV;
 	double *theta = rand_doubles(n, 3);
 	float *t = to_floats(theta, n), lse[CN], *grad = calloc(n, sizeof(float));
-	double loss = crossentropy_forward(lse, t, ce_labels, CN, CV);
+	double loss = crossentropy_forward(lse, t, ce_labels, CN, CV, 0);
 	CHECK(close_enough(loss, ce_loss(theta, NULL), 1e-5, 1e-6),
 	      "cross-entropy sums the loss of labelled rows (%.6f vs %.6f)", loss, ce_loss(theta, NULL));
 	float scale = 0.25f;
-	crossentropy_backward(grad, t, lse, ce_labels, CN, CV, scale);
+	crossentropy_backward(grad, t, lse, ce_labels, CN, CV, 0, scale);
 	for (int i = 0; i < n; i++)
 		grad[i] /= scale;
 	double err = grad_error(ce_loss, NULL, theta, grad, n);
@@ -589,8 +592,19 @@ static void test_crossentropy(void)
 
 	float big[2] = { 1000.0f, -1000.0f }, blse;
 	int32_t first = 0;
-	CHECK(crossentropy_forward(&blse, big, &first, 1, 2) == 0.0,
+	CHECK(crossentropy_forward(&blse, big, &first, 1, 2, 0) == 0.0,
 	      "cross-entropy is stable for logits of +-1000");
+
+	double e = 0.1;
+	loss = crossentropy_forward(lse, t, ce_labels, CN, CV, (float)e);
+	CHECK(close_enough(loss, ce_loss(theta, &e), 1e-5, 1e-6),
+	      "label smoothing 0.1: (1 - e) of the label's loss and e of the mean over classes (%.6f vs %.6f)", loss,
+	      ce_loss(theta, &e));
+	crossentropy_backward(grad, t, lse, ce_labels, CN, CV, (float)e, scale);
+	for (int i = 0; i < n; i++)
+		grad[i] /= scale;
+	err = grad_error(ce_loss, &e, theta, grad, n);
+	CHECK(err < GRAD_TOL, "label smoothing: gradient matches finite differences (%.1e)", err);
 	free(theta), free(t), free(grad);
 }
 

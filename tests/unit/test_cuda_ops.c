@@ -222,7 +222,7 @@ static void test_rows(void)
 	free(in), free(g), free(acc);
 }
 
-static void test_crossentropy(int width, const char *what)
+static void test_crossentropy(int width, float smoothing, const char *what)
 {
 	enum { R = 41 };
 	int32_t labels[R];
@@ -232,13 +232,13 @@ static void test_crossentropy(int width, const char *what)
 	float *logits = randoms(n, 3), *lse = xcalloc(R, 4), *d = xcalloc(n, 4);
 	float *d_logits = on_gpu(logits, n * 4), *d_lse = on_gpu(lse, R * 4), *d_d = on_gpu(d, n * 4);
 	int32_t *d_labels = on_gpu(labels, sizeof labels);
-	double want = crossentropy_forward(lse, logits, labels, R, width);
-	double got = gpu->crossentropy_forward(d_lse, d_logits, d_labels, R, width);
+	double want = crossentropy_forward(lse, logits, labels, R, width, smoothing);
+	double got = gpu->crossentropy_forward(d_lse, d_logits, d_labels, R, width, smoothing);
 	CHECK(close_enough(got, want, 1e-4, 1e-5), "crossentropy_forward %s: summed loss %.9g, CPU %.9g",
 	      what, got, want);
 	expect_close("crossentropy_forward: log-sum-exp", d_lse, lse, R, ATOL, RTOL);
-	crossentropy_backward(d, logits, lse, labels, R, width, 0.25f);
-	gpu->crossentropy_backward(d_d, d_logits, d_lse, d_labels, R, width, 0.25f);
+	crossentropy_backward(d, logits, lse, labels, R, width, smoothing, 0.25f);
+	gpu->crossentropy_backward(d_d, d_logits, d_lse, d_labels, R, width, smoothing, 0.25f);
 	expect_close("crossentropy_backward (ignored rows zero)", d_d, d, n, 1e-6, RTOL);
 	gpu->release(d_logits), gpu->release(d_lse), gpu->release(d_d), gpu->release(d_labels);
 	free(logits), free(lse), free(d);
@@ -395,8 +395,9 @@ int main(void)
 	test_layernorm(0.1f);
 	test_elementwise();
 	test_rows();
-	test_crossentropy(3, "3 classes");
-	test_crossentropy(V, "a vocab of 1003");
+	test_crossentropy(3, 0, "3 classes");
+	test_crossentropy(V, 0, "a vocab of 1003");
+	test_crossentropy(V, 0.1f, "label smoothing 0.1");
 	test_elementwise_losses();
 	test_attention(17, 0, 0);
 	test_attention(17, 1, 0);

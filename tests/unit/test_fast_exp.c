@@ -22,7 +22,7 @@ int main(void)
 	CHECK(isnan(gelu(NAN)), "gelu(NaN) is NaN");
 	float logits[2][4] = {{1, 2, NAN, 0}, {0.5f, -1, 2, 3}}, lse[2];
 	int32_t labels[2] = {1, 3};
-	double loss = crossentropy_forward(lse, &logits[0][0], labels, 2, 4);
+	double loss = crossentropy_forward(lse, &logits[0][0], labels, 2, 4, 0);
 	CHECK(isnan(lse[0]) && isfinite(lse[1]), "a NaN logit makes its row's log-sum-exp NaN, only its row's");
 	CHECK(isnan(loss), "and the loss NaN");
 	CHECK_DONE();

@@ -236,6 +236,78 @@ static void test_threads(void)
 	free(g);
 }
 
+/* Learning rates by tensor: a scale of 0.5 moves a tensor as half the
+ * learning rate does, bit for bit; 0 leaves it and its moments untouched. */
+static void test_lr_scale(void)
+{
+	struct optim_case a, b;
+	case_load(&a, "adamw");
+	case_load(&b, "adamw");
+	struct optim *oa = case_optim(&a), *ob = case_optim(&b);
+	double *scale = xmalloc((size_t)a.ntensor * sizeof *scale);
+	for (int i = 0; i < a.ntensor; i++)
+		scale[i] = i == 0 ? 0.5 : i == 1 ? 0 : 1;
+	optim_set_lr_scale(oa, scale);
+	float *frozen = xmalloc((size_t)tensor_numel(&a.t[1]) * sizeof *frozen);
+	memcpy(frozen, a.t[1].data, (size_t)tensor_numel(&a.t[1]) * sizeof *frozen);
+	for (int s = 0; s < a.nstep; s++) {
+		load_grads(&a, s);
+		load_grads(&b, s);
+		double lr = json_number_value(step_field(&a, s, "lr"));
+		optim_step(oa, lr);
+		optim_step(ob, lr * 0.5);
+	}
+	size_t n0 = (size_t)tensor_numel(&a.t[0]), n1 = (size_t)tensor_numel(&a.t[1]);
+	CHECK(!memcmp(a.t[0].data, b.t[0].data, n0 * sizeof(float)),
+	      "a tensor at lr scale 0.5 moves as at half the learning rate, bit for bit");
+	struct tensor_ref *st = xmalloc((size_t)optim_state(oa, NULL) * sizeof *st);
+	optim_state(oa, st);
+	int still = !memcmp(a.t[1].data, frozen, n1 * sizeof(float));
+	for (int k = 0; k < optim_state(oa, NULL); k++)
+		if (strstr(st[k].name, a.t[1].name))
+			for (size_t j = 0; j < n1; j++)
+				still &= st[k].data[j] == 0;
+	CHECK(still, "a tensor at lr scale 0 is frozen: no update, no decay, no moments");
+	free(st), free(frozen), free(scale);
+	optim_free(oa), optim_free(ob);
+	case_free(&a), case_free(&b);
+}
+
+/* --ema: the average follows decay avg + (1 - decay) p after every update,
+ * is saved with the moments, and swaps with the parameters. */
+static void test_ema(void)
+{
+	struct optim_case c;
+	case_load(&c, "adamw");
+	c.cfg.ema = 0.75;
+	struct optim *o = case_optim(&c);
+	float *avg = xmalloc(c.total * sizeof *avg), *live = xmalloc(c.total * sizeof *live);
+	memcpy(avg, c.params, c.total * sizeof *avg);
+	for (int s = 0; s < c.nstep; s++) {
+		run_steps(o, &c, s, s + 1);
+		for (size_t j = 0; j < c.total; j++)
+			avg[j] = 0.75f * avg[j] + (1.0f - 0.75f) * c.params[j];
+	}
+	int n = optim_state(o, NULL);
+	struct tensor_ref *st = xmalloc((size_t)n * sizeof *st);
+	optim_state(o, st);
+	int named = n == 3 * c.ntensor && !strncmp(st[2 * c.ntensor].name, "ema.", 4);
+	CHECK(named, "the average is optimizer state: %d tensors, ema.<param> after the moments", n);
+	int same = named;
+	for (int i = 0; named && i < c.ntensor; i++)
+		same &= !memcmp(st[2 * c.ntensor + i].data, avg + (c.t[i].data - c.params),
+				(size_t)tensor_numel(&c.t[i]) * sizeof(float));
+	CHECK(same, "the average after %d steps, bit for bit", c.nstep);
+	memcpy(live, c.params, c.total * sizeof *live);
+	optim_swap_ema(o);
+	int swapped = !memcmp(c.params, avg, c.total * sizeof *avg);
+	optim_swap_ema(o);
+	CHECK(swapped && !memcmp(c.params, live, c.total * sizeof *live), "swapped in, and back");
+	free(st), free(avg), free(live);
+	optim_free(o);
+	case_free(&c);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -252,5 +324,7 @@ int main(int argc, char **argv)
 	test_state_round_trip("sgd-plain", 0, "");
 	test_state_round_trip("lamb", 10, "exp_avg.dense.weight");
 	test_threads();
+	test_lr_scale();
+	test_ema();
 	CHECK_DONE();
 }
