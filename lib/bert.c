@@ -239,15 +239,6 @@ static void check_config(const struct bert_config *c)
 		die("bert: a classification head needs at least 2 labels, not %d", c->num_labels);
 }
 
-int bert_task_pooled(enum bert_task t)
-{
-	return t == TASK_CLS || t == TASK_REG || t == TASK_MULTI;
-}
-
-int bert_logit_width(const struct bert_config *c)
-{
-	return c->task == TASK_MLM ? c->vocab : c->task == TASK_REG ? 1 : c->num_labels;
-}
 
 /* A host copy of a backend buffer: the buffer itself on a host backend. */
 static float *host_copy(const struct backend *be, float *buf, size_t n)

@@ -63,9 +63,16 @@ void bert_scale_grads(struct bert *m, float s);
 size_t bert_numel(const struct bert *m);
 /* Whether the task's head reads the [CLS] row (cls, reg, multi) rather
  * than labelled tokens (mlm, tokcls). */
-int bert_task_pooled(enum bert_task t);
+static inline int bert_task_pooled(enum bert_task t)
+{
+	return t == TASK_CLS || t == TASK_REG || t == TASK_MULTI;
+}
+
 /* Logits a predicted row has: the classes, 1 for reg, the vocab for mlm. */
-int bert_logit_width(const struct bert_config *c);
+static inline int bert_logit_width(const struct bert_config *c)
+{
+	return c->task == TASK_MLM ? c->vocab : c->task == TASK_REG ? 1 : c->num_labels;
+}
 /* The parameters a model of config c would have, without making it. */
 size_t bert_config_numel(const struct bert_config *c);
 /* Bytes of the activations, their gradients and the ops' scratch on backend

@@ -217,9 +217,11 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 	json_object_set_new(cfg, "initializer_range", json_float(0.02f));
 	if (c->task != TASK_MLM || nlabels)
 		add_labels(path, cfg, c, labels, nlabels);
-	if (c->task == TASK_REG || c->task == TASK_MULTI)
+	if (bert_task_pooled(c->task))   /* said outright: one label alone would read as regression */
 		json_object_set_new(cfg, "problem_type",
-				    json_string(c->task == TASK_REG ? "regression" : "multi_label_classification"));
+				    json_string(c->task == TASK_REG     ? "regression"
+						: c->task == TASK_MULTI ? "multi_label_classification"
+									: "single_label_classification"));
 	char *text = json_dumps(cfg, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
 	json_decref(cfg);
 	if (!text)

@@ -18,8 +18,8 @@
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels);
 
 /* Writes config.json atomically, with every key transformers needs to load the
- * model unchanged as BertForSequenceClassification (cls, reg and multi, the
- * last two with their problem_type), BertForTokenClassification (tokcls) or
+ * model unchanged as BertForSequenceClassification (cls, reg and multi, each
+ * with its problem_type), BertForTokenClassification (tokcls) or
  * BertForMaskedLM (mlm). labels names the classes (nlabels must equal
  * c->num_labels but for mlm); with nlabels 0 the classes are named
  * LABEL_0... as transformers does. */
