@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if;
+static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if, *teacher;
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
 static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
@@ -22,7 +22,8 @@ static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
 static double threshold = 0.5, label_smoothing, llrd, ema;
-static long freeze_layers;
+static double kd_alpha = 0.5, kd_temp = 2, rdrop, vat, vat_xi = 1e-3;
+static long freeze_layers, vat_iters = 1;
 static int freeze_embeddings;
 static int eval_test, bucket, whole_word, recompute, true_gradient, count_params, multi_label;
 
@@ -90,6 +91,19 @@ static const struct opt opts[] = {
 	 .min = 0, .max = 1024},
 	{0, "ema", OPT_FLOAT, &ema, "D", "evaluate and save an exponential moving average of the weights, decay D a step", NULL,
 	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
+	{0, "teacher", OPT_STR, &teacher, "DIR", "distil from the model dir DIR (its task, classes and vocab the run's)", "@dir"},
+	{0, "kd-alpha", OPT_FLOAT, &kd_alpha, "A", "with --teacher: the soft loss's share of the loss (default 0.5)", NULL,
+	 .fmin = 0, .fmax = 1},
+	{0, "kd-temp", OPT_FLOAT, &kd_temp, "T", "with --teacher: the temperature of both softmaxes (default 2)", NULL,
+	 .fmin = 0, .fmax = 1000, .open = OPEN_MIN},
+	{0, "rdrop", OPT_FLOAT, &rdrop, "ALPHA", "cls, tokcls: R-Drop, each batch twice with the symmetric KL of the two weighted ALPHA", NULL,
+	 .fmin = 0, .fmax = 1000, .open = OPEN_MIN},
+	{0, "vat", OPT_FLOAT, &vat, "EPS", "virtual adversarial training: perturb each sequence's embeddings by norm EPS", NULL,
+	 .fmin = 0, .fmax = 1e6, .open = OPEN_MIN},
+	{0, "vat-xi", OPT_FLOAT, &vat_xi, "XI", "with --vat: the step of the power iteration (default 1e-3)", NULL,
+	 .fmin = 0, .fmax = 1e6, .open = OPEN_MIN},
+	{0, "vat-iters", OPT_INT, &vat_iters, "N", "with --vat: power iterations (default 1)", NULL,
+	 .min = 0, .max = 100},
 	{0, "eval-every", OPT_INT, &eval_every, "N", "evaluate every N steps as well as at each epoch end", NULL,
 	 .min = 0, .max = 1000000000000},
 	{0, "eval-test", OPT_FLAG, &eval_test, NULL, "evaluate on the test split too", NULL},
@@ -145,6 +159,18 @@ static void check_options(void)
 		die_usage("--threshold goes with --multi-label");
 	if (zero && ema > 0)
 		die_usage("--zero 1 does not go with --ema: the moving average needs the whole parameters");
+	if ((teacher != NULL) + (rdrop > 0) + (vat > 0) > 1)
+		die_usage("--teacher, --rdrop and --vat are one at a time");
+	if (!teacher && (opt_given(&spec, "kd-alpha") || opt_given(&spec, "kd-temp")) && !resume)
+		die_usage("--kd-alpha and --kd-temp go with --teacher");
+	if (!(vat > 0) && (opt_given(&spec, "vat-xi") || opt_given(&spec, "vat-iters")) && !resume)
+		die_usage("--vat-xi and --vat-iters go with --vat");
+	if (rdrop > 0 && strcmp(task, "cls") && strcmp(task, "tokcls"))
+		die_usage("--rdrop is for --task cls and tokcls");
+	if (rdrop > 0 && multi_label)
+		die_usage("--rdrop is for a softmax head, not --multi-label");
+	if ((teacher || vat > 0) && (!strcmp(task, "reg") || multi_label))
+		die_usage("--teacher and --vat are for the softmax heads of cls, tokcls and mlm");
 	if (label_smoothing > 0 && (!strcmp(task, "reg") || multi_label))
 		die_usage("--label-smoothing is for the cross-entropy of cls, tokcls and mlm");
 	if (zero && !strcmp(optimizer, "lamb"))
@@ -229,6 +255,7 @@ int main(int argc, char **argv)
 		default_vocab();
 	absolute(&data);
 	absolute(&init);
+	absolute(&teacher);
 	absolute(&vocab);
 	/* the config file records resolved values */
 	if (!ffn)
@@ -252,7 +279,8 @@ int main(int argc, char **argv)
 		.eval_test = eval_test, .bucket = bucket, .metric = metric, .threshold = threshold,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,
 		.label_smoothing = label_smoothing, .llrd = llrd, .freeze_layers = freeze_layers,
-		.freeze_embeddings = freeze_embeddings,
+		.freeze_embeddings = freeze_embeddings, .teacher = teacher, .kd_alpha = kd_alpha, .kd_temp = kd_temp,
+		.rdrop = rdrop, .vat = vat, .vat_xi = vat_xi, .vat_iters = vat_iters,
 		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero,
 		.resume = resume != NULL, .write_config = write_config,
 	};

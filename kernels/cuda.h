@@ -82,6 +82,13 @@ double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t 
 				 int V, float e);
 void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
 				const int32_t *labels, int N, int V, float e, float scale);
+void cuda_softmax_rows(float *out, const float *logits, int N, int V, float temp);
+double cuda_kl_forward(float *lse, const float *logits, const float *target, int N, int V, float temp);
+void cuda_kl_backward(float *dlogits, const float *logits, const float *lse, const float *target, int N,
+		      int V, float temp, float scale);
+double cuda_symkl_forward(const float *logits, int P, int V);
+void cuda_symkl_backward(float *dlogits, const float *logits, int P, int V, float scale);
+void cuda_axpy(float *y, const float *x, size_t n, float a);
 double cuda_mse_forward(const float *pred, const float *target, int N);
 void cuda_mse_backward(float *dpred, const float *pred, const float *target, int N, float scale);
 double cuda_bce_forward(const float *logits, const float *targets, size_t n);

@@ -193,6 +193,12 @@ static void fill_table(void)
 	cuda.attention_backward = cuda_attention_backward;
 	cuda.crossentropy_forward = cuda_crossentropy_forward;
 	cuda.crossentropy_backward = cuda_crossentropy_backward;
+	cuda.softmax_rows = cuda_softmax_rows;
+	cuda.kl_forward = cuda_kl_forward;
+	cuda.kl_backward = cuda_kl_backward;
+	cuda.symkl_forward = cuda_symkl_forward;
+	cuda.symkl_backward = cuda_symkl_backward;
+	cuda.axpy = cuda_axpy;
 	cuda.mse_forward = cuda_mse_forward;
 	cuda.mse_backward = cuda_mse_backward;
 	cuda.bce_forward = cuda_bce_forward;

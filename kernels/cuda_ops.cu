@@ -765,6 +765,173 @@ void cuda_crossentropy_backward(float *dlogits, const float *logits, const float
 	CUDA_LAUNCHED();
 }
 
+/* ---- divergences between distributions (distillation, VAT, R-Drop) ---- */
+
+enum { ROW_THREADS = 256 };   /* a block per row */
+
+/* The block's sum (or max) of v in every thread; red holds 32 doubles. */
+static __device__ double block_reduce(double v, double *red, int max)
+{
+	int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	for (int o = 16; o > 0; o >>= 1) {
+		double w = __shfl_xor_sync(FULL, v, o);
+		v = max ? fmax(v, w) : v + w;
+	}
+	__syncthreads();   /* red may still be read by an earlier reduction */
+	if (lane == 0)
+		red[wid] = v;
+	__syncthreads();
+	v = lane < nw ? red[lane] : max ? -INFINITY : 0.0;
+	for (int o = 16; o > 0; o >>= 1) {
+		double w = __shfl_xor_sync(FULL, v, o);
+		v = max ? fmax(v, w) : v + w;
+	}
+	return v;
+}
+
+/* The log-sum-exp of x[0..V) / temp, in every thread of the block. */
+static __device__ double block_lse(const float *x, int V, float temp, double *red)
+{
+	double mx = -INFINITY, s = 0;
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		mx = fmax(mx, (double)x[j] / temp);
+	mx = block_reduce(mx, red, 1);
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		s += exp((double)x[j] / temp - mx);
+	return mx + log(block_reduce(s, red, 0));
+}
+
+static __global__ void softmax_rows_kernel(float *out, const float *__restrict__ logits, int V, float temp)
+{
+	__shared__ double red[32];
+	const float *x = logits + (size_t)blockIdx.x * V;
+	double l = block_lse(x, V, temp, red);
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		out[(size_t)blockIdx.x * V + j] = (float)exp((double)x[j] / temp - l);
+}
+
+void cuda_softmax_rows(float *out, const float *logits, int N, int V, float temp)
+{
+	if (N <= 0)
+		return;
+	softmax_rows_kernel<<<N, ROW_THREADS, 0, cuda_stream()>>>(out, logits, V, temp);
+	CUDA_LAUNCHED();
+}
+
+static __global__ void kl_rows_kernel(float *lse, double *loss, const float *__restrict__ logits,
+				      const float *__restrict__ target, int V, float temp)
+{
+	__shared__ double red[32];
+	size_t r = blockIdx.x;
+	const float *x = logits + r * V, *t = target + r * V;
+	double l = block_lse(x, V, temp, red), s = 0;
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		if (t[j] > 0)
+			s += t[j] * (log((double)t[j]) - ((double)x[j] / temp - l));
+	s = block_reduce(s, red, 0);
+	if (threadIdx.x == 0) {
+		lse[r] = (float)l;
+		loss[r] = s;
+	}
+}
+
+double cuda_kl_forward(float *lse, const float *logits, const float *target, int N, int V, float temp)
+{
+	if (N <= 0)
+		return 0.0;
+	cudaStream_t st = cuda_stream();
+	double *loss = (double *)scratch_get(((size_t)N + 1) * sizeof(double));
+	kl_rows_kernel<<<N, ROW_THREADS, 0, st>>>(lse, loss, logits, target, V, temp);
+	CUDA_LAUNCHED();
+	return losses_sum(loss, N, st);
+}
+
+static __global__ void kl_backward_kernel(float *dlogits, const float *logits, const float *__restrict__ lse,
+					  const float *__restrict__ target, int N, int V, float temp, float scale)
+{
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= V)
+		return;
+	for (int r = blockIdx.y; r < N; r += gridDim.y) {
+		size_t i = (size_t)r * V + j;
+		dlogits[i] += scale / temp * (expf(logits[i] / temp - lse[r]) - target[i]);
+	}
+}
+
+void cuda_kl_backward(float *dlogits, const float *logits, const float *lse, const float *target, int N, int V,
+		      float temp, float scale)
+{
+	if (N <= 0 || V <= 0)
+		return;
+	kl_backward_kernel<<<grid_rows(V, N), THREADS, 0, cuda_stream()>>>(dlogits, logits, lse, target, N, V,
+									    temp, scale);
+	CUDA_LAUNCHED();
+}
+
+/* KL(p ‖ q) of rows a and b, in every thread of the block. */
+static __device__ double block_kl(const float *a, double la, const float *b, double lb, int V, double *red)
+{
+	double s = 0;
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		s += exp(a[j] - la) * ((a[j] - la) - (b[j] - lb));
+	return block_reduce(s, red, 0);
+}
+
+/* A block per pair: with grad, adds scale times the gradient; else loss[r]. */
+static __global__ void symkl_kernel(double *loss, float *dlogits, const float *__restrict__ logits, int P, int V,
+				    float scale)
+{
+	__shared__ double red[32];
+	size_t r = blockIdx.x;
+	const float *a = logits + r * V, *b = logits + (P + r) * V;
+	double la = block_lse(a, V, 1, red), lb = block_lse(b, V, 1, red);
+	double pq = block_kl(a, la, b, lb, V, red), qp = block_kl(b, lb, a, la, V, red);
+	if (!dlogits) {
+		if (threadIdx.x == 0)
+			loss[r] = pq + qp;
+		return;
+	}
+	float *da = dlogits + r * V, *db = dlogits + (P + r) * V;
+	for (int j = threadIdx.x; j < V; j += blockDim.x) {
+		double lp = a[j] - la, lq = b[j] - lb, p = exp(lp), q = exp(lq);
+		da[j] += (float)(scale * (p * (lp - lq - pq) + p - q));
+		db[j] += (float)(scale * (q * (lq - lp - qp) + q - p));
+	}
+}
+
+double cuda_symkl_forward(const float *logits, int P, int V)
+{
+	if (P <= 0)
+		return 0.0;
+	cudaStream_t st = cuda_stream();
+	double *loss = (double *)scratch_get(((size_t)P + 1) * sizeof(double));
+	symkl_kernel<<<P, ROW_THREADS, 0, st>>>(loss, NULL, logits, P, V, 0);
+	CUDA_LAUNCHED();
+	return losses_sum(loss, P, st);
+}
+
+void cuda_symkl_backward(float *dlogits, const float *logits, int P, int V, float scale)
+{
+	if (P <= 0)
+		return;
+	symkl_kernel<<<P, ROW_THREADS, 0, cuda_stream()>>>(NULL, dlogits, logits, P, V, scale);
+	CUDA_LAUNCHED();
+}
+
+static __global__ void axpy_kernel(float *y, const float *__restrict__ x, size_t n, float a)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		y[i] += a * x[i];
+}
+
+void cuda_axpy(float *y, const float *x, size_t n, float a)
+{
+	if (!n)
+		return;
+	axpy_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(y, x, n, a);
+	CUDA_LAUNCHED();
+}
+
 /* ---- squared error and binary cross-entropy (regression, multi-label) ---- */
 
 /* loss[i] per element, in double: (pred - target)^2, or for bce the stable

@@ -86,6 +86,14 @@ struct backend {
 				       int N, int V, float e);
 	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,
 				      const int32_t *labels, int N, int V, float e, float scale);
+	void (*softmax_rows)(float *out, const float *logits, int N, int V, float temp);
+	double (*kl_forward)(float *lse, const float *logits, const float *target, int N, int V,
+			     float temp);
+	void (*kl_backward)(float *dlogits, const float *logits, const float *lse,
+			    const float *target, int N, int V, float temp, float scale);
+	double (*symkl_forward)(const float *logits, int P, int V);
+	void (*symkl_backward)(float *dlogits, const float *logits, int P, int V, float scale);
+	void (*axpy)(float *y, const float *x, size_t n, float a);
 	double (*mse_forward)(const float *pred, const float *target, int N);
 	void (*mse_backward)(float *dpred, const float *pred, const float *target, int N,
 			     float scale);

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const task_names[] = {"cls", "mlm", "reg", "multi", "tokcls"};
+
 /* BERT's [PAD]: HF's padding_idx, whose word embedding starts at zero and
  * gets no gradient from the embedding lookup. */
 enum { PAD_ID = 0, IGNORE_LABEL = -100 };
@@ -68,6 +70,7 @@ struct head_acts {
 	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
 	float *logits, *dlogits;   /* [M, bert_logit_width] */
 	float *lse;            /* [M] */
+	float *kl_lse;         /* [M] of the soft loss */
 };
 
 struct acts {
@@ -107,6 +110,18 @@ struct bert {
 	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
 	float smoothing;           /* bert_set_label_smoothing */
 	int frozen_layers, frozen_embeddings;   /* bert_set_frozen */
+	float hard, soft, temp;    /* bert_set_soft_loss */
+	struct on_backend targets_soft;   /* [targets_rows, width]: the distribution to learn */
+	int targets_rows;
+	float rdrop;               /* bert_set_rdrop */
+	int doubled;               /* the last forward ran its batch twice (R-Drop) */
+	int32_t *twice_ids, *twice_types, *twice_labels;
+	uint8_t *twice_mask;
+	size_t twice_ids_cap, twice_types_cap, twice_labels_cap, twice_mask_cap;
+	const float *perturbation; /* VAT: [N, C] added to the embeddings' output, or NULL */
+	float *input_grad;         /* VAT: a backward's gradient of that output goes here */
+	struct on_backend vat_r, vat_g, vat_grads;   /* the perturbation, its gradient, scratch grads */
+	struct layer_weights *vat_layers;
 	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
 	void *bucket_ctx;
 
@@ -310,9 +325,12 @@ void bert_free(struct bert *m)
 	free(m->p_head);
 	free(m->mask);
 	free(m->targets);
+	free(m->twice_ids), free(m->twice_types), free(m->twice_labels), free(m->twice_mask);
+	free(m->vat_layers);
 	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_positions, &m->d_rows,
 				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
-				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->work };
+				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->targets_soft,
+				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->work };
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
 		if (bufs[i]->p)
 			m->be->release(bufs[i]->p);
@@ -476,6 +494,7 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 	h->logits = carve(k, M * width);
 	h->dlogits = carve(k, M * width);
 	h->lse = carve(k, M);
+	h->kl_lse = carve(k, M);
 }
 
 /* With recompute, the layers share one set of activations and keep only
@@ -518,7 +537,7 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	double width = bert_logit_width(c);
 	double layer = N * (8 * C + 2 * F + 4) + (double)B * c->heads * T * T;
 	double layers = recompute && c->layers ? layer + (c->layers - 1) * N * C : c->layers * layer;
-	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 3);
+	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 4);
 	double scratch = be->probs_scratch ? (double)B * c->heads * T * T : 0;
 	return sizeof(float) * (layers + rows + scratch);
 }
@@ -899,28 +918,63 @@ static float smoothing(const struct bert *m)
 
 /* The summed loss of the M rows of logits: cross-entropy, squared error or
  * binary cross-entropy. */
+/* Whether a training forward learns from soft targets too (bert_set_soft_loss). */
+static int soft_on(const struct bert *m)
+{
+	if (!m->train || !m->soft)
+		return 0;
+	if (m->targets_rows != m->M)
+		die("bert: soft targets for %d rows, but the batch predicts %d", m->targets_rows, m->M);
+	return 1;
+}
+
+/* The summed loss of the M rows of logits: squared error, binary
+ * cross-entropy, or the cross-entropy with in training the soft targets'
+ * KL divergence (weights hard and soft) and R-Drop's (halved, as the batch
+ * ran twice). */
 static double head_loss(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
-	int M = m->M, W = bert_logit_width(&m->c);
+	int M = m->M, W = bert_logit_width(&m->c), soft = soft_on(m);
 	if (m->c.task == TASK_REG)
 		return m->be->mse_forward(h->logits, m->d.targets, M);
 	if (m->c.task == TASK_MULTI)
 		return m->be->bce_forward(h->logits, m->d.targets, (size_t)M * W);
-	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, W, smoothing(m));
+	double loss = 0;
+	if (!soft || m->hard > 0)
+		loss = (soft ? m->hard : 1) *
+		       m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, W, smoothing(m));
+	if (soft)
+		loss += (double)m->soft * m->temp * m->temp *
+			m->be->kl_forward(h->kl_lse, h->logits, m->targets_soft.p, M, W, m->temp);
+	if (m->doubled)
+		loss = 0.5 * (loss + m->rdrop * m->be->symkl_forward(h->logits, M / 2, W));
+	return loss;
 }
 
 static void head_loss_backward(struct bert *m, float scale)
 {
 	struct head_acts *h = &m->a.head;
-	int M = m->M, W = bert_logit_width(&m->c);
-	if (m->c.task == TASK_REG)
+	int M = m->M, W = bert_logit_width(&m->c), soft = soft_on(m);
+	if (m->c.task == TASK_REG) {
 		m->be->mse_backward(h->dlogits, h->logits, m->d.targets, M, scale);
-	else if (m->c.task == TASK_MULTI)
+		return;
+	}
+	if (m->c.task == TASK_MULTI) {
 		m->be->bce_backward(h->dlogits, h->logits, m->d.targets, (size_t)M * W, scale);
-	else
+		return;
+	}
+	float s = m->doubled ? 0.5f * scale : scale;
+	if (!soft || m->hard > 0)
 		m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, M, W,
-					     smoothing(m), scale);
+					     smoothing(m), soft ? s * m->hard : s);
+	else
+		m->be->zero(h->dlogits, (size_t)M * W * sizeof(float));
+	if (soft)
+		m->be->kl_backward(h->dlogits, h->logits, h->kl_lse, m->targets_soft.p, M, W, m->temp,
+				   s * m->soft * m->temp * m->temp);
+	if (m->doubled)
+		m->be->symkl_backward(h->dlogits, h->logits, M / 2, W, s * m->rdrop);
 }
 
 /* ---- sequence classification and regression head ---- */
@@ -1009,20 +1063,39 @@ static void mlm_head_backward(struct bert *m, float scale)
 
 /* ---- the whole model ---- */
 
-double bert_forward(struct bert *m, const struct bert_batch *b, int train,
-		    uint64_t dropout_seed, int64_t *count)
+/* b with each sequence twice: the B of b, then the same B again. */
+static struct bert_batch twice(struct bert *m, const struct bert_batch *b)
 {
-	check_batch(m, b);
-	keep_batch(m, b);
-	upload_batch(m);
-	reserve(m);
-	m->train = train;
-	m->dropout_seed = dropout_seed;
-	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1);
-	if (m->M == 0)
-		return 0.0;    /* nothing to predict */
+	size_t cells = (size_t)b->B * b->T, nl = bert_task_pooled(m->c.task) ? (size_t)b->B : cells;
+	struct bert_batch d = *b;
+	d.B = 2 * b->B;
+	grow(&m->twice_ids, &m->twice_ids_cap, 2 * cells, sizeof *m->twice_ids);
+	grow(&m->twice_labels, &m->twice_labels_cap, 2 * nl, sizeof *m->twice_labels);
+	for (int k = 0; k < 2; k++) {
+		memcpy(m->twice_ids + k * cells, b->ids, cells * sizeof *b->ids);
+		memcpy(m->twice_labels + k * nl, b->labels, nl * sizeof *b->labels);
+		if (b->types) {
+			grow(&m->twice_types, &m->twice_types_cap, 2 * cells, sizeof *m->twice_types);
+			memcpy(m->twice_types + k * cells, b->types, cells * sizeof *b->types);
+		}
+		if (b->mask) {
+			grow(&m->twice_mask, &m->twice_mask_cap, 2 * cells, sizeof *m->twice_mask);
+			memcpy(m->twice_mask + k * cells, b->mask, cells);
+		}
+	}
+	d.ids = m->twice_ids, d.labels = m->twice_labels;
+	d.types = b->types ? m->twice_types : NULL;
+	d.mask = b->mask ? m->twice_mask : NULL;
+	return d;
+}
 
+/* The forward of the kept batch from its embeddings (plus a perturbation)
+ * through the head: its summed loss. */
+static double run_forward(struct bert *m)
+{
 	embeddings_forward(m);
+	if (m->perturbation)
+		m->be->axpy(m->a.emb_out, m->perturbation, (size_t)m->N * m->c.hidden, 1.0f);
 	const float *x = m->a.emb_out;
 	int L = m->c.layers;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
@@ -1040,6 +1113,25 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 	if (m->c.task == TASK_MLM)
 		return mlm_head_forward(m);
 	return bert_task_pooled(m->c.task) ? pooled_head_forward(m) : token_head_forward(m);
+}
+
+double bert_forward(struct bert *m, const struct bert_batch *b, int train,
+		    uint64_t dropout_seed, int64_t *count)
+{
+	struct bert_batch doubled;
+	m->doubled = train && m->rdrop > 0;
+	if (m->doubled)
+		b = (doubled = twice(m, b), &doubled);
+	check_batch(m, b);
+	keep_batch(m, b);
+	upload_batch(m);
+	reserve(m);
+	m->train = train;
+	m->dropout_seed = dropout_seed;
+	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1) / (m->doubled ? 2 : 1);
+	if (m->M == 0)
+		return 0.0;    /* nothing to predict */
+	return run_forward(m);
 }
 
 static const float *layer_input(const struct bert *m, int l)
@@ -1101,7 +1193,7 @@ void bert_backward(struct bert *m, float scale)
 	bucket_complete(m, 0);
 	/* below the frozen layers of a model with frozen embeddings nothing
 	 * needs a gradient */
-	int stop = m->frozen_embeddings ? m->frozen_layers : 0;
+	int stop = m->frozen_embeddings && !m->input_grad ? m->frozen_layers : 0;
 	float *dh = m->a.dh;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
 	if (L && L - 1 >= stop) {
@@ -1122,9 +1214,12 @@ void bert_backward(struct bert *m, float scale)
 		}
 		bucket_complete(m, L - l);
 	}
-	if (!m->frozen_embeddings)
+	if (m->input_grad) {   /* VAT: the gradient of the embeddings' output, and no further */
+		m->be->zero(m->input_grad, (size_t)N * C * sizeof(float));
+		m->be->axpy(m->input_grad, dh, (size_t)N * C, 1.0f);
+	} else if (!m->frozen_embeddings) {
 		embeddings_backward(m, dh);
-	else if (m->c.task == TASK_MLM)   /* the decoder's gradient went to the word embeddings */
+	} else if (m->c.task == TASK_MLM)   /* the decoder's gradient went to the word embeddings */
 		m->be->zero(m->g.word, (size_t)m->c.vocab * C * sizeof(float));
 	bucket_complete(m, L + 1);
 }
@@ -1137,6 +1232,106 @@ const float *bert_logits(struct bert *m)
 	grow(&m->logits, &m->logits_cap, n, sizeof *m->logits);
 	m->be->download(m->logits, m->a.head.logits, n * sizeof *m->logits);
 	return m->logits;
+}
+
+void bert_set_soft_loss(struct bert *m, float hard, float soft, float temp)
+{
+	if (!(hard >= 0 && soft >= 0 && temp > 0))
+		die("bert: soft loss weights must be at least 0 and the temperature positive");
+	if (soft && (m->c.task == TASK_REG || m->c.task == TASK_MULTI))
+		die("bert: soft targets are for the softmax heads of cls, tokcls and mlm");
+	m->hard = hard, m->soft = soft, m->temp = temp;
+}
+
+void bert_targets_from(struct bert *m, const struct bert *teacher, float temp)
+{
+	int W = bert_logit_width(&m->c);
+	if (bert_logit_width(&teacher->c) != W || teacher->c.task != m->c.task)
+		die("bert: a %s teacher of %d outputs cannot teach a %s model of %d", task_names[teacher->c.task],
+		    bert_logit_width(&teacher->c), task_names[m->c.task], W);
+	size_t n = (size_t)teacher->M * W;
+	fit(m->be, &m->targets_soft, (n ? n : 1) * sizeof(float));
+	m->be->softmax_rows(m->targets_soft.p, teacher->a.head.logits, teacher->M, W, temp);
+	m->targets_rows = teacher->M;
+}
+
+void bert_set_rdrop(struct bert *m, float alpha)
+{
+	if (!(alpha >= 0))
+		die("bert: the R-Drop weight must be at least 0");
+	if (alpha && m->c.task != TASK_CLS && m->c.task != TASK_TOKCLS)
+		die("bert: R-Drop is for the cls and tokcls heads");
+	m->rdrop = alpha;
+}
+
+/* ---- virtual adversarial training ---- */
+
+/* x scaled to norm `to` over each sequence's rows (a random direction when
+ * a sequence's part is all zeros). */
+static void normalize_sequences(const struct bert *m, float *x, float to)
+{
+	size_t C = (size_t)m->c.hidden;
+	for (int i = 0; i < m->B; i++) {
+		float *v = x + (size_t)m->kv_start[i] * C;
+		size_t n = (size_t)(m->kv_start[i + 1] - m->kv_start[i]) * C;
+		double ss = 0;
+		for (size_t j = 0; j < n; j++)
+			ss += (double)v[j] * v[j];
+		float k = ss > 0 ? (float)(to / sqrt(ss)) : 0.0f;
+		for (size_t j = 0; j < n; j++)
+			v[j] *= k;
+	}
+}
+
+/* The backward of the last forward to the embeddings' output only, into
+ * g: the parameters' gradients go to a scratch buffer, and no bucket is
+ * announced. */
+static void backward_to_input(struct bert *m, float *g)
+{
+	if (!m->vat_layers)
+		m->vat_layers = xcalloc(m->c.layers ? m->c.layers : 1, sizeof *m->vat_layers);
+	float *scratch = fit(m->be, &m->vat_grads, m->numel * sizeof(float)), *grads = m->dgrads;
+	struct weights g_scratch = {.layer = m->vat_layers}, g_real = m->g;
+	struct layout l = {scratch, 0, NULL, 0};
+	lay_out(&l, &m->c, &g_scratch);
+	void (*hook)(void *, int) = m->bucket_done;
+	m->be->zero(scratch, m->numel * sizeof(float));
+	m->dgrads = scratch, m->g = g_scratch, m->bucket_done = NULL, m->input_grad = g;
+	bert_backward(m, 1.0f);
+	m->dgrads = grads, m->g = g_real, m->bucket_done = hook, m->input_grad = NULL;
+}
+
+double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale)
+{
+	if (!m->M || !m->train)
+		return 0.0;
+	int W = bert_logit_width(&m->c);
+	size_t n = (size_t)m->N * m->c.hidden;
+	float hard = m->hard, soft = m->soft, temp = m->temp;
+	fit(m->be, &m->targets_soft, (size_t)m->M * W * sizeof(float));
+	m->be->softmax_rows(m->targets_soft.p, m->a.head.logits, m->M, W, 1.0f);
+	m->targets_rows = m->M;
+	bert_set_soft_loss(m, 0, 1, 1);
+	float *d = xmalloc(n * sizeof *d), *r = fit(m->be, &m->vat_r, n * sizeof *d);
+	float *g = fit(m->be, &m->vat_g, n * sizeof *d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = rng_normal_at(seed, i);
+	m->perturbation = r;
+	for (int it = 0; it < iters; it++) {   /* power iteration towards the most sensitive direction */
+		normalize_sequences(m, d, xi);
+		m->be->upload(r, d, n * sizeof *d);
+		run_forward(m);
+		backward_to_input(m, g);
+		m->be->download(d, g, n * sizeof *d);
+	}
+	normalize_sequences(m, d, eps);
+	m->be->upload(r, d, n * sizeof *d);
+	double loss = run_forward(m);
+	bert_backward(m, scale);
+	m->perturbation = NULL;
+	m->hard = hard, m->soft = soft, m->temp = temp;
+	free(d);
+	return loss;
 }
 
 void bert_set_frozen(struct bert *m, int layers, int embeddings)

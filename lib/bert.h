@@ -106,6 +106,30 @@ void bert_set_frozen(struct bert *m, int layers, int embeddings);
  * training (1 - e on the label, e spread over all classes); 0 for none. */
 void bert_set_label_smoothing(struct bert *m, float e);
 
+/* Learning from a distribution as well as from the labels (cls, tokcls,
+ * mlm): a training forward's loss becomes hard times the cross-entropy plus
+ * soft T^2 KL(targets ‖ softmax(logits / T)) for temperature T, the
+ * targets given by bert_targets_from before the forward. soft 0: none. */
+void bert_set_soft_loss(struct bert *m, float hard, float soft, float temp);
+/* The targets: softmax(logits / temp) of teacher's last forward, a model
+ * of the same task and outputs (distillation); on m's backend. */
+void bert_targets_from(struct bert *m, const struct bert *teacher, float temp);
+
+/* R-Drop (cls, tokcls): a training forward runs every sequence twice, with
+ * different dropout, and its loss is half the summed cross-entropy of both
+ * plus alpha times KL(p ‖ q) + KL(q ‖ p) of each pair: per item, the mean
+ * cross-entropy and alpha times the mean symmetric divergence. 0: none. */
+void bert_set_rdrop(struct bert *m, float alpha);
+
+/* Virtual adversarial training, after the forward and backward of a
+ * training batch: from a random direction (from seed), iters power
+ * iterations of step xi find the perturbation of the embeddings' output, of
+ * norm eps for each sequence, that most changes the model's predictions;
+ * the model then learns to keep them: ADDS the gradient of scale times
+ * KL(p ‖ p_perturbed), p the batch's own predictions, and returns that KL
+ * summed over the predicted rows. Softmax heads (cls, tokcls, mlm). */
+double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale);
+
 /* Changes the dropout of hidden states and attention probabilities. */
 void bert_set_dropout(struct bert *m, float hidden, float attn);
 

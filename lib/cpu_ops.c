@@ -391,6 +391,98 @@ void crossentropy_backward(float *dlogits, const float *logits, const float *lse
 	}
 }
 
+/* ---- divergences between distributions (distillation, VAT, R-Drop) ---- */
+
+/* The log-sum-exp of x / temp, in double. */
+static double lse_scaled(const float *x, int n, float temp)
+{
+	double mx = -INFINITY, s = 0;
+	for (int j = 0; j < n; j++)
+		mx = fmax(mx, x[j] / temp);
+	for (int j = 0; j < n; j++)
+		s += exp(x[j] / temp - mx);
+	return mx + log(s);
+}
+
+void softmax_rows(float *out, const float *logits, int N, int V, float temp)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++) {
+		const float *x = logits + (size_t)r * V;
+		double l = lse_scaled(x, V, temp);
+		for (int j = 0; j < V; j++)
+			out[(size_t)r * V + j] = (float)exp(x[j] / temp - l);
+	}
+}
+
+double kl_forward(float *lse, const float *logits, const float *target, int N, int V, float temp)
+{
+	double loss = 0;
+	for (int r = 0; r < N; r++) {
+		const float *x = logits + (size_t)r * V, *t = target + (size_t)r * V;
+		double l = lse_scaled(x, V, temp);
+		lse[r] = (float)l;
+		for (int j = 0; j < V; j++)
+			if (t[j] > 0)
+				loss += t[j] * (log(t[j]) - (x[j] / temp - l));
+	}
+	return loss;
+}
+
+void kl_backward(float *dlogits, const float *logits, const float *lse, const float *target, int N, int V,
+		 float temp, float scale)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++)
+		for (int j = 0; j < V; j++) {
+			size_t i = (size_t)r * V + j;
+			dlogits[i] += scale / temp * (expf(logits[i] / temp - lse[r]) - target[i]);
+		}
+}
+
+/* KL(p ‖ q) of rows a and b, from their log-sum-exps. */
+static double kl_rows(const float *a, double la, const float *b, double lb, int V)
+{
+	double kl = 0;
+	for (int j = 0; j < V; j++)
+		kl += exp(a[j] - la) * ((a[j] - la) - (b[j] - lb));
+	return kl;
+}
+
+double symkl_forward(const float *logits, int P, int V)
+{
+	double loss = 0;
+	for (int r = 0; r < P; r++) {
+		const float *a = logits + (size_t)r * V, *b = logits + (size_t)(P + r) * V;
+		double la = lse_scaled(a, V, 1), lb = lse_scaled(b, V, 1);
+		loss += kl_rows(a, la, b, lb, V) + kl_rows(b, lb, a, la, V);
+	}
+	return loss;
+}
+
+void symkl_backward(float *dlogits, const float *logits, int P, int V, float scale)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < P; r++) {
+		const float *a = logits + (size_t)r * V, *b = logits + (size_t)(P + r) * V;
+		float *da = dlogits + (size_t)r * V, *db = dlogits + (size_t)(P + r) * V;
+		double la = lse_scaled(a, V, 1), lb = lse_scaled(b, V, 1);
+		double pq = kl_rows(a, la, b, lb, V), qp = kl_rows(b, lb, a, la, V);
+		for (int j = 0; j < V; j++) {
+			double lp = a[j] - la, lq = b[j] - lb, p = exp(lp), q = exp(lq);
+			da[j] += (float)(scale * (p * (lp - lq - pq) + p - q));
+			db[j] += (float)(scale * (q * (lq - lp - qp) + q - p));
+		}
+	}
+}
+
+void axpy(float *y, const float *x, size_t n, float a)
+{
+#pragma omp parallel for schedule(static) if (n >= 65536)
+	for (size_t i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
 /* ---- squared error and binary cross-entropy (regression, multi-label) ---- */
 
 double mse_forward(const float *pred, const float *target, int N)

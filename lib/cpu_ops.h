@@ -87,6 +87,24 @@ double crossentropy_forward(float *lse, const float *logits, const int32_t *labe
 void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
 			   const int32_t *labels, int N, int V, float e, float scale);
 
+/* out[r] = softmax(logits[r] / temp), N rows of V: a distribution to learn from. */
+void softmax_rows(float *out, const float *logits, int N, int V, float temp);
+/* Returns the sum over N rows of KL(target ‖ softmax(logits / temp)), in
+ * double, target holding probabilities; keeps each row's log-sum-exp of
+ * logits / temp in lse[N]. */
+double kl_forward(float *lse, const float *logits, const float *target, int N, int V, float temp);
+/* ADDS the gradient of scale times it: dlogits += scale / temp (softmax(logits / temp) - target). */
+void kl_backward(float *dlogits, const float *logits, const float *lse, const float *target, int N, int V,
+		 float temp, float scale);
+/* R-Drop: rows r and P + r of logits[2P, V] are two passes of one item,
+ * p and q their softmax: returns the sum over r of KL(p ‖ q) + KL(q ‖ p), in
+ * double. */
+double symkl_forward(const float *logits, int P, int V);
+/* ADDS the gradient of scale times it into both rows of each pair. */
+void symkl_backward(float *dlogits, const float *logits, int P, int V, float scale);
+/* y += a x */
+void axpy(float *y, const float *x, size_t n, float a);
+
 /* Squared error of N predictions: returns the sum of (pred - target)^2, in
  * double in a fixed order. */
 double mse_forward(const float *pred, const float *target, int N);

@@ -54,6 +54,7 @@ struct trainer {
 	char **labels;
 	int nlabels, num_labels;
 	struct bert *m;
+	struct bert *teacher;  /* --teacher */
 	struct optim *o;
 	size_t shard_lo, shard_hi;   /* --zero 1: the parameters this process updates */
 	size_t (*buckets)[2];        /* the gradient's, in the order backward completes them */
@@ -254,6 +255,28 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	memory_check(c->be, "batch", state + bert_batch_bytes(mc, c->be, B, T, M, c->recompute), purpose);
 }
 
+/* --teacher: a model of the task and classes of the run, on its device,
+ * tokenized with its vocab; it only predicts. */
+static void load_teacher(struct trainer *t)
+{
+	const struct train_config *c = t->c;
+	char *vocab = path_join(c->teacher, "vocab.txt");
+	struct vocab *v = vocab_load(vocab);
+	if (strcmp(vocab_sha256(v), vocab_sha256(t->vocab)))
+		die("--teacher %s: its vocab is not the data's", c->teacher);
+	vocab_free(v);
+	free(vocab);
+	struct bert_config tc;
+	char *config = path_join(c->teacher, "config.json");
+	hfconfig_read(config, &tc, NULL, NULL);
+	free(config);
+	if (tc.task != c->task || (c->task != TASK_MLM && tc.num_labels != t->num_labels))
+		die("--teacher %s is a %s model of %d labels, the run trains a %s model of %d", c->teacher,
+		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
+	t->teacher = modeldir_load(c->teacher, c->be, c->task, 0, (uint64_t)c->seed, NULL, NULL);
+	bert_set_soft_loss(t->m, (float)(1 - c->kd_alpha), (float)c->kd_alpha, (float)c->kd_temp);
+}
+
 static void build_model(struct trainer *t, const char *from)
 {
 	const struct train_config *c = t->c;
@@ -285,6 +308,9 @@ static void build_model(struct trainer *t, const char *from)
 	if (c->freeze_layers > mc->layers)
 		die("--freeze-layers %ld: the model has %d layers", c->freeze_layers, mc->layers);
 	bert_set_frozen(t->m, (int)c->freeze_layers, c->freeze_embeddings);
+	bert_set_rdrop(t->m, (float)c->rdrop);
+	if (c->teacher)
+		load_teacher(t);
 	if (mc->vocab < vocab_size(t->vocab))
 		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from ? from : "model",
 		    mc->vocab, vocab_size(t->vocab));
@@ -675,7 +701,8 @@ static void train_step(struct trainer *t, struct step_result *r)
 	}
 	float scale = scale_count ? 1.0f / (float)scale_count : 0;
 	double loss = 0;
-	int overlap = t->comm->size > 1 && !t->c->zero;
+	/* VAT adds to the gradient after the backward: no bucket is final before */
+	int overlap = t->comm->size > 1 && !t->c->zero && !(t->c->vat > 0);
 	t->next_bucket = 0;
 	for (int k = 0; k < n; k++) {
 		/* no sum on accumulation micro-steps: only the last one's backward starts them */
@@ -687,9 +714,17 @@ static void train_step(struct trainer *t, struct step_result *r)
 			continue;
 		struct bert_batch v = batch_view(&t->micro[k]);
 		int64_t cnt;
+		if (t->teacher) {
+			bert_forward(t->teacher, &v, 0, 0, &cnt);
+			bert_targets_from(t->m, t->teacher, (float)t->c->kd_temp);
+		}
 		loss += bert_forward(t->m, &v, 1, seeds[k], &cnt);
-		if (count)
-			bert_backward(t->m, scale);
+		if (!count)
+			continue;
+		bert_backward(t->m, scale);
+		if (t->c->vat > 0)
+			loss += bert_vat(t->m, (float)t->c->vat, (float)t->c->vat_xi, (int)t->c->vat_iters,
+					 rng_derive(seeds[k], 0x766174), scale);
 	}
 	int with_items = reduce_gradient(t, &loss, count, r);
 	r->loss = loss;

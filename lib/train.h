@@ -29,6 +29,11 @@ struct train_config {
 	double llrd;                   /* layer-wise lr decay: 0 or 1 for none */
 	long freeze_layers;            /* bert_set_frozen */
 	int freeze_embeddings;
+	const char *teacher;           /* distillation from this model dir, or NULL */
+	double kd_alpha, kd_temp;      /* bert_set_soft_loss: the soft loss's weight, temperature */
+	double rdrop;                  /* bert_set_rdrop */
+	double vat, vat_xi;            /* bert_vat's eps and xi; vat 0: none */
+	long vat_iters;
 	int true_gradient;             /* the mean over all processes' items, not of their means */
 	int zero;                      /* 1: ZeRO-1, each process updates its shard of the parameters */
 	const struct comm *comm;       /* the run's processes: each trains on its slice of every batch */

@@ -1,7 +1,7 @@
 # Training methods on a small slice of the spam corpus with a tiny model:
-# layer-wise learning-rate decay, freezing, label smoothing and a moving
-# average of the weights; what each does to the run, its resume, and the
-# mistakes a user can make with them.
+# layer-wise learning-rate decay, freezing, label smoothing, a moving
+# average of the weights, distillation, R-Drop and VAT; what each does to
+# the run, its resume, and the mistakes a user can make with them.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
 export OMP_NUM_THREADS=2
@@ -61,4 +61,37 @@ check "resumes" train --resume "$T/ema2"
 check "to the same average, bit for bit" cmp "$T/ema2/final/model.safetensors" "$T/ema/final/model.safetensors"
 expect_fail "--ema with --zero 1: refused" 2 "--zero 1 does not go with --ema" \
 	train "${TINY[@]}" --run "$T/bad" --ema 0.9 --zero 1
+
+# --- distillation: a 1-layer student of the 2-layer model above ---
+STUDENT=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 2)
+check "--teacher --kd-alpha 0" train "${STUDENT[@]}" --run "$T/kd0" --max-steps 6 --teacher "$T/noema/final" --kd-alpha 0
+check "the student alone" train "${STUDENT[@]}" --run "$T/alone" --max-steps 6
+expect_eq "alpha 0 learns from the labels alone: the same losses" "$(losses "$T/kd0")" "$(losses "$T/alone")"
+check "--teacher --kd-alpha 0.9 --kd-temp 3" train "${STUDENT[@]}" --run "$T/kd" --max-steps 6 --teacher "$T/noema/final" \
+	--kd-alpha 0.9 --kd-temp 3
+expect_eq "the teacher changes the losses" "$(losses "$T/kd" | cut -d' ' -f2 | grep -cvxF -f <(losses "$T/alone" | cut -d' ' -f2))" 6
+check "a masked language model" train "${STUDENT[@]}" --run "$T/mlm" --max-steps 1 --task mlm
+expect_fail "a teacher of another task: refused" 1 "--teacher .* is a mlm model of .* labels, the run trains a cls model of 2" \
+	train "${STUDENT[@]}" --run "$T/bad-teacher" --teacher "$T/mlm/final"
+expect_fail "--kd-alpha without --teacher: refused" 2 "--kd-alpha and --kd-temp go with --teacher" \
+	train "${STUDENT[@]}" --run "$T/bad" --kd-alpha 0.3
+expect_fail "two regularizers at once: refused" 2 "--teacher, --rdrop and --vat are one at a time" \
+	train "${STUDENT[@]}" --run "$T/bad" --teacher "$T/noema/final" --rdrop 1
+
+# --- R-Drop and VAT ---
+check "--rdrop 1" train "${STUDENT[@]}" --run "$T/rdrop" --max-steps 6 --rdrop 1
+expect_eq "R-Drop changes the losses" "$(losses "$T/rdrop" | cut -d' ' -f2 | grep -cvxF -f <(losses "$T/alone" | cut -d' ' -f2))" 6
+check "--vat 1" train "${STUDENT[@]}" --run "$T/vat" --max-steps 6 --eval-every 3 --vat 1 --vat-iters 2
+expect_eq "VAT adds its divergence to the losses" "$(paste -d' ' <(losses "$T/vat") <(losses "$T/alone") | awk '$2 > $4' | wc -l)" 6
+mkdir -p "$T/vat2" && touch "$T/vat2/stop"
+check "--vat: a run stopped at step 1" train "${STUDENT[@]}" --run "$T/vat2" --max-steps 6 --eval-every 3 --vat 1 --vat-iters 2
+check "resumes" train --resume "$T/vat2"
+expect_eq "to the same losses" "$(losses "$T/vat2")" "$(losses "$T/vat")"
+check "and the same model, bit for bit" cmp "$T/vat2/final/model.safetensors" "$T/vat/final/model.safetensors"
+expect_fail "--rdrop on a regression: refused" 2 "--rdrop is for --task cls and tokcls" \
+	train "${STUDENT[@]}" --run "$T/bad" --task reg --rdrop 1
+expect_fail "--vat on multi-label: refused" 2 "--teacher and --vat are for the softmax heads" \
+	train "${STUDENT[@]}" --run "$T/bad" --multi-label --vat 1
+expect_fail "--vat-iters without --vat: refused" 2 "--vat-xi and --vat-iters go with --vat" \
+	train "${STUDENT[@]}" --run "$T/bad" --vat-iters 3
 finish

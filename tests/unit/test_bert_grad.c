@@ -100,11 +100,17 @@ static double central_difference(struct bert *m, const struct bert_batch *b, int
 
 /* Checks a sample of coordinates of every tensor: most where the analytic
  * gradient is non-zero, a few anywhere (where it may rightly be zero). */
+/* A method the gradient check sets on its model first, and its name. */
+static void (*method)(struct bert *m, const struct bert_batch *b);
+static const char *method_name = "";
+
 static void check_gradients(enum bert_task task, float dropout, int train)
 {
 	struct bert *m = tiny_model(task, dropout);
 	struct sample s = make_sample();
 	struct bert_batch b = batch_of(&s, task);
+	if (method)
+		method(m, &b);
 	loss_of(m, &b, train);
 	memset(bert_grads(m), 0, sizeof(float) * bert_numel(m));
 	bert_backward(m, 1.0f);
@@ -136,11 +142,57 @@ static void check_gradients(enum bert_task task, float dropout, int train)
 	}
 	/* most sampled gradients must be large: zeros everywhere would agree too */
 	CHECK(!bad && big >= checked / 2,
-	      "%s gradients, dropout %.1f%s%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
-	      task_names[task], dropout, train ? " on" : " off", label_smoothing ? ", label smoothing" : "", bad,
+	      "%s gradients, dropout %.1f%s%s%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
+	      task_names[task], dropout, train ? " on" : " off", label_smoothing ? ", label smoothing" : "",
+	      method_name, bad,
 	      checked, big,
 	      worst);
 	free(t);
+	bert_free(m);
+}
+
+/* ---- distillation, R-Drop, VAT ---- */
+
+/* Distillation from a larger teacher at temperature 2: 0.3 of the
+ * cross-entropy and 0.7 of the soft loss. */
+static void distil(struct bert *m, const struct bert_batch *b)
+{
+	struct bert_config c = tiny_config(bert_config_of(m)->task, 0);
+	c.layers = 3, c.hidden = 24, c.ffn = 48;
+	struct bert *teacher = bert_new(&c, backend_cpu());
+	bert_init(teacher, 9);
+	for (size_t i = c.hidden; i < bert_numel(teacher); i++)   /* far from uniform predictions */
+		bert_params(teacher)[i] *= 20;
+	loss_of(teacher, b, 0);
+	bert_targets_from(m, teacher, 2.0f);
+	bert_set_soft_loss(m, 0.3f, 0.7f, 2.0f);
+	bert_free(teacher);
+}
+
+static void rdrop(struct bert *m, const struct bert_batch *b)
+{
+	(void)b;
+	bert_set_rdrop(m, 0.7f);
+}
+
+/* VAT: the perturbation the power iteration finds changes the predictions
+ * more than a random one of the same norm; none changes nothing. */
+static void check_vat(enum bert_task task)
+{
+	struct bert *m = tiny_model(task, 0.1f);
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	double kl[3];
+	int iters[3] = {0, 1, 1};
+	float eps[3] = {2.0f, 2.0f, 0.0f};
+	for (int k = 0; k < 3; k++) {
+		loss_of(m, &b, 1);
+		bert_backward(m, 1.0f);
+		kl[k] = bert_vat(m, eps[k], 1e-3f, iters[k], 7, 1.0f);
+	}
+	CHECK(kl[1] > 2 * kl[0] && kl[0] > 0 && fabs(kl[2]) < 1e-6,
+	      "%s VAT: KL %.3g after a power iteration, %.3g in a random direction, %.1g at eps 0", task_names[task],
+	      kl[1], kl[0], kl[2]);
 	bert_free(m);
 }
 
@@ -516,6 +568,16 @@ int main(void)
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.0f, 1);
 	label_smoothing = 0;
+	method = distil, method_name = ", distilled";
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_TOKCLS, 0.0f, 1);
+	check_gradients(TASK_MLM, 0.1f, 1);
+	method = rdrop, method_name = ", R-Drop";
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_TOKCLS, 0.1f, 1);
+	method = NULL, method_name = "";
+	check_vat(TASK_CLS);
+	check_vat(TASK_TOKCLS);
 	check_frozen(TASK_CLS, 1, 1);
 	check_frozen(TASK_CLS, 2, 1);
 	check_frozen(TASK_CLS, 1, 0);

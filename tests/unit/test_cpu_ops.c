@@ -608,6 +608,89 @@ static void test_crossentropy(void)
 	free(theta), free(t), free(grad);
 }
 
+/* ---- divergences: distillation, VAT, R-Drop ---- */
+
+enum { KN = 4, KV = 5 };
+static float kl_target[KN * KV];
+static const float kl_temp = 2.0f;
+
+/* KL(target ‖ softmax(x / T)) summed over rows, in double. */
+static double kl_loss(const double *x, const void *ctx)
+{
+	(void)ctx;
+	double loss = 0;
+	for (int r = 0; r < KN; r++) {
+		double mx = -INFINITY, s = 0;
+		for (int j = 0; j < KV; j++)
+			mx = fmax(mx, x[r * KV + j] / kl_temp);
+		for (int j = 0; j < KV; j++)
+			s += exp(x[r * KV + j] / kl_temp - mx);
+		for (int j = 0; j < KV; j++) {
+			double t = kl_target[r * KV + j];
+			loss += t > 0 ? t * (log(t) - (x[r * KV + j] / kl_temp - mx - log(s))) : 0;
+		}
+	}
+	return loss;
+}
+
+/* KL(p ‖ q) + KL(q ‖ p) of rows r and KN/2 + r, summed. */
+static double symkl_loss(const double *x, const void *ctx)
+{
+	(void)ctx;
+	double loss = 0, lp[KV], lq[KV];
+	for (int r = 0; r < KN / 2; r++) {
+		const double *a = x + r * KV, *b = x + (KN / 2 + r) * KV;
+		double ma = -INFINITY, mb = -INFINITY, sa = 0, sb = 0;
+		for (int j = 0; j < KV; j++)
+			ma = fmax(ma, a[j]), mb = fmax(mb, b[j]);
+		for (int j = 0; j < KV; j++)
+			sa += exp(a[j] - ma), sb += exp(b[j] - mb);
+		for (int j = 0; j < KV; j++)
+			lp[j] = a[j] - ma - log(sa), lq[j] = b[j] - mb - log(sb);
+		for (int j = 0; j < KV; j++)
+			loss += (exp(lp[j]) - exp(lq[j])) * (lp[j] - lq[j]);
+	}
+	return loss;
+}
+
+static void test_divergences(void)
+{
+	int n = KN * KV;
+	double *theta = rand_doubles(n, 2), *other = rand_doubles(n, 2);
+	float *t = to_floats(theta, n), *o = to_floats(other, n), lse[KN], *grad = calloc(n, sizeof(float));
+	softmax_rows(kl_target, o, KN, KV, 1.5f);
+	double sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += kl_target[i];
+	CHECK(close_enough(sum, KN, 1e-5, 0), "softmax_rows: each row sums to 1 (%.7f over %d rows)", sum, KN);
+	double loss = kl_forward(lse, t, kl_target, KN, KV, kl_temp);
+	CHECK(close_enough(loss, kl_loss(theta, NULL), 1e-5, 1e-5), "kl_forward at temperature 2: %.6f vs %.6f", loss,
+	      kl_loss(theta, NULL));
+	for (int i = 0; i < n; i++)
+		grad[i] = 1.0f;   /* the backward adds */
+	kl_backward(grad, t, lse, kl_target, KN, KV, kl_temp, 0.5f);
+	for (int i = 0; i < n; i++)
+		grad[i] = (grad[i] - 1.0f) / 0.5f;
+	double err = grad_error(kl_loss, NULL, theta, grad, n);
+	CHECK(err < GRAD_TOL, "kl_backward adds the gradient (finite differences %.1e)", err);
+	softmax_rows(kl_target, t, KN, KV, kl_temp);
+	CHECK(fabs(kl_forward(lse, t, kl_target, KN, KV, kl_temp)) < 1e-6, "KL of a distribution from itself: 0");
+
+	loss = symkl_forward(t, KN / 2, KV);
+	CHECK(close_enough(loss, symkl_loss(theta, NULL), 1e-5, 1e-5), "symkl_forward: %.6f vs %.6f", loss,
+	      symkl_loss(theta, NULL));
+	memset(grad, 0, n * sizeof *grad);
+	symkl_backward(grad, t, KN / 2, KV, 0.25f);
+	for (int i = 0; i < n; i++)
+		grad[i] /= 0.25f;
+	err = grad_error(symkl_loss, NULL, theta, grad, n);
+	CHECK(err < GRAD_TOL, "symkl_backward: both rows of each pair (finite differences %.1e)", err);
+	float y[3] = {1, 2, 3}, x[3] = {1, -1, 0.5f};
+	axpy(y, x, 3, 2);
+	CHECK(y[0] == 3 && y[1] == 0 && y[2] == 4, "axpy: y += a x");
+	free(theta), free(other), free(t), free(o), free(grad);
+}
+
 /* ---- dropout ---- */
 
 static void test_dropout(void)
@@ -683,6 +766,7 @@ int main(void)
 	test_attention(0.2f, 1);
 	test_attention_packed();
 	test_crossentropy();
+	test_divergences();
 	test_dropout();
 	CHECK_DONE();
 }

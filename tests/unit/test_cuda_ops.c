@@ -267,6 +267,42 @@ static void test_elementwise_losses(void)
 	free(x), free(y), free(d);
 }
 
+/* Distillation, VAT and R-Drop's divergences, and the moving average,
+ * against the CPU's. */
+static void test_divergences(int V)
+{
+	enum { R = 34 };   /* R-Drop: 17 pairs */
+	size_t n = (size_t)R * V;
+	float *x = randoms(n, 3), *y = randoms(n, 3), *t = xmalloc(n * 4), *lse = xcalloc(R, 4);
+	float *d = randoms(n, 1);
+	float *d_x = on_gpu(x, n * 4), *d_y = on_gpu(y, n * 4), *d_t = on_gpu(t, n * 4), *d_lse = on_gpu(lse, R * 4);
+	float *d_d = on_gpu(d, n * 4);
+	softmax_rows(t, y, R, V, 2.0f);
+	gpu->softmax_rows(d_t, d_y, R, V, 2.0f);
+	expect_close("softmax_rows", d_t, t, n, 1e-7, 1e-5);
+	double want = kl_forward(lse, x, t, R, V, 2.0f), got = gpu->kl_forward(d_lse, d_x, d_t, R, V, 2.0f);
+	CHECK(close_enough(got, want, 1e-5, 1e-5), "kl_forward, %d classes: %.9g, CPU %.9g", V, got, want);
+	kl_backward(d, x, lse, t, R, V, 2.0f, 0.25f);
+	gpu->kl_backward(d_d, d_x, d_lse, d_t, R, V, 2.0f, 0.25f);
+	expect_close("kl_backward (adds)", d_d, d, n, 1e-6, RTOL);
+	want = symkl_forward(x, R / 2, V), got = gpu->symkl_forward(d_x, R / 2, V);
+	CHECK(close_enough(got, want, 1e-5, 1e-5), "symkl_forward, %d classes: %.9g, CPU %.9g", V, got, want);
+	symkl_backward(d, x, R / 2, V, 0.5f);
+	gpu->symkl_backward(d_d, d_x, R / 2, V, 0.5f);
+	expect_close("symkl_backward (adds)", d_d, d, n, 1e-6, RTOL);
+	axpy(d, x, n, 0.5f);
+	gpu->axpy(d_d, d_x, n, 0.5f);
+	expect_close("axpy", d_d, d, n, 1e-6, RTOL);
+	ema_update(d, x, n, 0.9f);
+	gpu->ema_update(d_d, d_x, n, 0.9f);
+	expect_close("ema_update", d_d, d, n, 0, 0);
+	swap_floats(d, x, n);
+	gpu->swap(d_d, d_x, n);
+	expect_close("swap", d_x, x, n, 0, 0);
+	gpu->release(d_x), gpu->release(d_y), gpu->release(d_t), gpu->release(d_lse), gpu->release(d_d);
+	free(x), free(y), free(t), free(lse), free(d);
+}
+
 /* ---- attention ---- */
 
 enum { AB = 3, AH = 4, AC = 64 };
@@ -399,6 +435,8 @@ int main(void)
 	test_crossentropy(V, 0, "a vocab of 1003");
 	test_crossentropy(V, 0.1f, "label smoothing 0.1");
 	test_elementwise_losses();
+	test_divergences(3);
+	test_divergences(V);
 	test_attention(17, 0, 0);
 	test_attention(17, 1, 0);
 	test_attention(128, 0, 0.1f);
