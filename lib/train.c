@@ -248,7 +248,8 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	double state = (2 + moments) * sizeof(float) * (double)numel;
 	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
-	int B = (int)c->batch, T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;
+	int B = (int)c->batch * (c->rdrop > 0 ? 2 : 1);   /* R-Drop runs each record twice */
+	int T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;
 	int M = bert_task_pooled(c->task) ? B : c->task == TASK_TOKCLS ? B * T : (int)ceil((double)B * T * c->mask_prob);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
