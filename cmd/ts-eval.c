@@ -178,6 +178,9 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		die("%s: some records have no label: only --predict works without labels", in->name);
 	if (merge_folds && task == TASK_TOKCLS)
 		die_usage("--merge-folds is for models that predict a record, not its words");
+	if (merge_folds && task != TASK_CLS && !predict)
+		die_usage("--merge-folds of a %s model goes with --predict: its metrics are by record",
+			  task == TASK_REG ? "regression" : "multi-label");
 	if (opt_given(&spec, "threshold") && task != TASK_MULTI)
 		die_usage("--threshold is for multi-label models");
 	if (names && nnames != bert_config_of(m)->num_labels)
@@ -191,7 +194,7 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		predictions_merge_folds(p);
 	if (predict)
 		predictions_write(p, output, csv, names, nnames);
-	if (all && task != TASK_CLS && (!predict || strcmp(output, "-")))
+	if (all && task != TASK_CLS && !merge_folds && (!predict || strcmp(output, "-")))
 		print_metrics(&r, names);
 	if (all && task == TASK_CLS && (!predict || strcmp(output, "-"))) {
 		struct confusion *c = predictions_confusion(p);

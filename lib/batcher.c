@@ -239,7 +239,7 @@ static int64_t token_tags(const struct batch_source *src, uint64_t row, const st
 			continue;
 		if (v == TAG_UNKNOWN && !src->unlabelled)
 			die("%s: record %llu: word at token %zu has no tag", src->name, (unsigned long long)row + 1, i);
-		if (v != TAG_UNKNOWN || !src->unlabelled)
+		if (v != TAG_UNKNOWN)
 			check_class(src, row, v);
 		y[i] = v < 0 ? 0 : v;
 		count++;

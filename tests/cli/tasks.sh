@@ -90,6 +90,10 @@ expect_eq "reg: the model dir says regression" "$(jq -c '[.problem_type, .num_la
 check "reg: --predict" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --predict --csv
 expect_eq "reg: a number a record" "$(head -n 1 "$T/out"; sed -n 2p "$T/out" | awk -F, '{ print ($2 == $2 + 0) }')" "id,pred
 1"
+expect_fail "--merge-folds of a regression without --predict: refused" 2 "goes with --predict: its metrics are by record" \
+	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --merge-folds
+check "--merge-folds --predict of a regression" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --merge-folds --predict -o "$T/reg.pred"
+expect_eq "a prediction per id" "$(ts-cat "$T/reg.pred" | jq -r .id | sort -u | wc -l)" "$(ts-cat "$T/reg.pred" | wc -l)"
 expect_fail "reg on class lists: refused" 1 "the regression head takes a number per record, not a list label" \
 	train "${TINY[@]}" --data "$T/ner" --run "$T/reg-bad" --task reg --max-steps 1
 
