@@ -908,7 +908,7 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 	qkv_backward(m, l, x, r, dq, dh, dx);
 }
 
-/* ---- the losses of the classifier heads ---- */
+/* ---- the losses of the heads ---- */
 
 /* Label smoothing applies in training only: evaluations see the plain loss. */
 static float smoothing(const struct bert *m)
@@ -916,8 +916,6 @@ static float smoothing(const struct bert *m)
 	return m->train ? m->smoothing : 0.0f;
 }
 
-/* The summed loss of the M rows of logits: cross-entropy, squared error or
- * binary cross-entropy. */
 /* Whether a training forward learns from soft targets too (bert_set_soft_loss). */
 static int soft_on(const struct bert *m)
 {
@@ -1041,7 +1039,7 @@ static double mlm_head_forward(struct bert *m)
 	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
 				 m->w.tr_ln_b, M, C, m->c.ln_eps);
 	m->be->linear_forward(h->logits, h->norm, m->w.word, m->w.decoder_b, M, C, V);
-	return m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, V, smoothing(m));
+	return head_loss(m);
 }
 
 static void mlm_head_backward(struct bert *m, float scale)
@@ -1049,8 +1047,7 @@ static void mlm_head_backward(struct bert *m, float scale)
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
-	m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, M, V,
-				     smoothing(m), scale);
+	head_loss_backward(m, scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
 	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->norm,
 			       m->w.word, M, C, V, 0);
@@ -1174,9 +1171,8 @@ static void zero_if_frozen(struct bert *m, int l)
 {
 	if (l >= m->frozen_layers)
 		return;
-	size_t lo = (size_t)(m->g.layer[l].qkv_w - m->dgrads);
-	size_t hi = (size_t)(m->g.layer[l].ffn_ln_b + m->c.hidden - m->dgrads);
-	m->be->zero(m->g.layer[l].qkv_w, (hi - lo) * sizeof(float));
+	const struct layer_weights *g = &m->g.layer[l];   /* laid out from qkv_w to ffn_ln_b */
+	m->be->zero(g->qkv_w, (size_t)(g->ffn_ln_b + m->c.hidden - g->qkv_w) * sizeof(float));
 }
 
 void bert_backward(struct bert *m, float scale)
@@ -1266,8 +1262,8 @@ void bert_set_rdrop(struct bert *m, float alpha)
 
 /* ---- virtual adversarial training ---- */
 
-/* x scaled to norm `to` over each sequence's rows (a random direction when
- * a sequence's part is all zeros). */
+/* x scaled to norm `to` over each sequence's rows (a sequence's part of
+ * all zeros stays so). */
 static void normalize_sequences(const struct bert *m, float *x, float to)
 {
 	size_t C = (size_t)m->c.hidden;

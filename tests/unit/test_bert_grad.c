@@ -175,6 +175,26 @@ static void rdrop(struct bert *m, const struct bert_batch *b)
 	bert_set_rdrop(m, 0.7f);
 }
 
+/* The soft loss alone against the model's own predictions is 0 (dropout
+ * off, so training predicts as evaluation does), and the head's loss with
+ * hard weight 1 is the plain one: every softmax head takes the soft loss. */
+static void check_self_distillation(enum bert_task task)
+{
+	struct bert *m = tiny_model(task, 0.0f);
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	double plain = loss_of(m, &b, 0);
+	bert_targets_from(m, m, 1.0f);
+	bert_set_soft_loss(m, 0, 1, 1);
+	double self = loss_of(m, &b, 1);
+	bert_set_soft_loss(m, 1, 1, 1);
+	double both = loss_of(m, &b, 1);
+	CHECK(fabs(self) < 1e-4 && fabs(both - plain) < 1e-4 * fabs(plain) && plain > 0.1,
+	      "%s: the soft loss against its own predictions %.2g; with the labels %.6f, plain %.6f", task_names[task],
+	      self, both, plain);
+	bert_free(m);
+}
+
 /* VAT: the perturbation the power iteration finds changes the predictions
  * more than a random one of the same norm; none changes nothing. */
 static void check_vat(enum bert_task task)
@@ -576,8 +596,12 @@ int main(void)
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	method = NULL, method_name = "";
+	check_self_distillation(TASK_CLS);
+	check_self_distillation(TASK_TOKCLS);
+	check_self_distillation(TASK_MLM);
 	check_vat(TASK_CLS);
 	check_vat(TASK_TOKCLS);
+	check_vat(TASK_MLM);
 	check_frozen(TASK_CLS, 1, 1);
 	check_frozen(TASK_CLS, 2, 1);
 	check_frozen(TASK_CLS, 1, 0);
