@@ -46,7 +46,7 @@ static void count_multi(struct eval_result *r, const float *logits, const float 
 {
 	int all_right = 1;
 	for (int c = 0; c < r->L; c++) {
-		int p = 1.0 / (1.0 + exp(-(double)logits[c])) >= r->threshold, y = truth[c] > 0.5f;
+		int p = class_predicted(logits[c], r->threshold), y = truth[c] > 0.5f;
 		r->tp[c] += p && y, r->fp[c] += p && !y, r->fn[c] += !p && y;
 		all_right &= p == y;
 	}

@@ -292,6 +292,16 @@ void prf_table_report(FILE *f, const struct prf_table *t, char *const *names)
 	report_line(f, width, "weighted avg", &t->weighted, t->weighted.f1, t->total);
 }
 
+double class_probability(float logit)
+{
+	return 1.0 / (1.0 + exp(-(double)logit));
+}
+
+int class_predicted(float logit, double threshold)
+{
+	return class_probability(logit) >= threshold;
+}
+
 int predicted_class(const float *logits, int k)
 {
 	int best = 0;

@@ -15,6 +15,10 @@ struct confusion {
 
 /* The class with the largest logit (the first of equals). */
 int predicted_class(const float *logits, int k);
+/* The probability of a multi-label class, sigmoid(logit), and whether it
+ * is predicted: at least threshold. */
+double class_probability(float logit);
+int class_predicted(float logit, double threshold);
 
 struct confusion *confusion_new(int k);
 /* Counts one example; dies on a class outside 0..k-1. */

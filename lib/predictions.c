@@ -101,19 +101,19 @@ struct confusion *predictions_confusion(const struct predictions *p)
 	return c;
 }
 
-static float sigmoid(float x)
+/* The list record i predicts, and its length in *n: its words' tags
+ * (tokcls), or the classes that pass the threshold (multi), filled into cls. */
+static const int32_t *predicted_list(const struct predictions *p, uint64_t i, int32_t *cls, int *n)
 {
-	return 1.0f / (1.0f + expf(-x));
-}
-
-/* The classes of a multi-label record's logits that pass the threshold. */
-static int passing(const struct predictions *p, const float *lg, int *out)
-{
-	int n = 0;
+	if (p->task == TASK_TOKCLS) {
+		*n = p->ntags[i];
+		return p->tags[i];
+	}
+	*n = 0;
 	for (int k = 0; k < p->L; k++)
-		if (sigmoid(lg[k]) >= p->threshold)
-			out[n++] = k;
-	return n;
+		if (class_predicted(p->logits[i * (size_t)p->L + k], p->threshold))
+			cls[(*n)++] = k;
+	return cls;
 }
 
 static void softmax(const float *x, float *out, int n)
@@ -134,18 +134,19 @@ static void add_name(struct strbuf *b, int k, char *const *names, int nnames)
 /* The pred column of reg, multi and tokcls: the value, or the classes or
  * tags by name, separated by spaces. */
 static void csv_pred(struct strbuf *b, const struct predictions *p, uint64_t i, char *const *names, int nnames,
-		     int *cls)
+		     int32_t *cls)
 {
 	if (p->task == TASK_REG) {
 		sb_addf(b, ",%.9g", p->logits[i]);
 		return;
 	}
-	int n = p->task == TASK_TOKCLS ? p->ntags[i] : passing(p, p->logits + i * (size_t)p->L, cls);
+	int n;
+	const int32_t *v = predicted_list(p, i, cls, &n);
 	sb_add(b, ",\"", 2);
 	for (int k = 0; k < n; k++) {
 		if (k)
 			sb_addc(b, ' ');
-		add_name(b, p->task == TASK_TOKCLS ? p->tags[i][k] : cls[k], names, nnames);
+		add_name(b, v[k], names, nnames);
 	}
 	sb_addc(b, '"');
 }
@@ -159,7 +160,7 @@ static void write_csv(const struct predictions *p, struct afile *f, char *const 
 		k < nnames ? sb_addf(&b, ",prob_%s", names[k]) : sb_addf(&b, ",prob_%d", k);
 	sb_addc(&b, '\n');
 	float *probs = xmalloc((size_t)p->L * sizeof *probs);
-	int *cls = xmalloc((size_t)p->L * sizeof *cls);
+	int32_t *cls = xmalloc((size_t)p->L * sizeof *cls);
 	for (uint64_t i = 0; i < p->n; i++) {
 		const float *lg = p->logits + i * (size_t)p->L;
 		softmax(lg, probs, p->L);
@@ -171,7 +172,7 @@ static void write_csv(const struct predictions *p, struct afile *f, char *const 
 		if (p->task != TASK_CLS) {
 			csv_pred(&b, p, i, names, nnames, cls);
 			for (int k = 0; p->task == TASK_MULTI && k < p->L; k++)
-				sb_addf(&b, ",%.6g", sigmoid(lg[k]));
+				sb_addf(&b, ",%.6g", class_probability(lg[k]));
 		} else if (p->labels[i] < 0)
 			sb_addc(&b, ',');
 		else
@@ -208,7 +209,7 @@ static void pack_id(msgpack_packer *pk, const struct predictions *p, uint64_t i)
 }
 
 /* pred (and, with names for all, pred_names) of a list of classes. */
-static void pack_classes(msgpack_packer *pk, const int *v, int n, char *const *names, int nnames)
+static void pack_classes(msgpack_packer *pk, const int32_t *v, int n, char *const *names, int nnames)
 {
 	mp_pack_str(pk, "pred");
 	msgpack_pack_array(pk, (size_t)n);
@@ -224,7 +225,7 @@ static void pack_classes(msgpack_packer *pk, const int *v, int n, char *const *n
 
 /* The records of reg, multi and tokcls. */
 static void pack_other(msgpack_packer *pk, const struct predictions *p, uint64_t i, char *const *names, int nnames,
-		       int *cls, float *probs)
+		       int32_t *cls, float *probs)
 {
 	const float *lg = p->logits + i * (size_t)p->L;
 	if (p->task == TASK_REG) {
@@ -236,17 +237,13 @@ static void pack_other(msgpack_packer *pk, const struct predictions *p, uint64_t
 	}
 	msgpack_pack_map(pk, (p->task == TASK_MULTI ? 4 : 2) + (nnames > 0));
 	pack_id(pk, p, i);
-	if (p->task == TASK_TOKCLS) {
-		int *v = xmalloc(((size_t)p->ntags[i] + 1) * sizeof *v);
-		for (int k = 0; k < p->ntags[i]; k++)
-			v[k] = p->tags[i][k];
-		pack_classes(pk, v, p->ntags[i], names, nnames);
-		free(v);
+	int n;
+	const int32_t *v = predicted_list(p, i, cls, &n);
+	pack_classes(pk, v, n, names, nnames);
+	if (p->task == TASK_TOKCLS)
 		return;
-	}
-	pack_classes(pk, cls, passing(p, lg, cls), names, nnames);
 	for (int k = 0; k < p->L; k++)
-		probs[k] = sigmoid(lg[k]);
+		probs[k] = (float)class_probability(lg[k]);
 	pack_floats(pk, "logits", lg, p->L);
 	pack_floats(pk, "probs", probs, p->L);
 }
@@ -256,7 +253,7 @@ static void write_records(const struct predictions *p, const char *path, char *c
 	struct rec_writer *w = rec_create(path);
 	msgpack_packer *pk = rec_packer(w);
 	float *probs = xmalloc((size_t)p->L * sizeof *probs);
-	int *cls = xmalloc((size_t)p->L * sizeof *cls);
+	int32_t *cls = xmalloc((size_t)p->L * sizeof *cls);
 	for (uint64_t i = 0; i < p->n; i++) {
 		if (p->task != TASK_CLS) {
 			pack_other(pk, p, i, names, nnames, cls, probs);
