@@ -9,7 +9,8 @@ OPENBLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-openmp
 VERSION := 0.1.0
 DEPS := gcc libc6-dev libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev libncurses-dev \
         libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev pkg-config tmux jq zsh \
-        groff-base time iproute2 openssh-server python3-venv python3-torch clang libclang-rt-14-dev
+        groff-base time iproute2 openssh-server python3-venv python3-torch clang libclang-rt-14-dev \
+        libdnnl-dev
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-math-errno -fopenmp -Ilib -I$(OPENBLAS_INC) \
@@ -27,6 +28,13 @@ LDLIBS := -Wl,--as-needed -Wl,-Bstatic $(LIBNAMES) $(OPENBLAS_DIR)/libopenblas.a
 else
 LDLIBS := -Wl,--as-needed $(LIBNAMES) -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas -fopenmp \
           -lm -lpthread
+endif
+
+# oneDNN runs the CPU's bf16 GEMMs (--precision bf16); a STATIC=1 build leaves
+# it out (Debian has no static libdnnl), and bf16 with it.
+ifneq ($(STATIC),1)
+CFLAGS += -DTS_DNNL=1
+LDLIBS += -ldnnl
 endif
 
 # MPI (OpenMPI) joins the processes of a distributed run; a STATIC=1 build, made
@@ -124,6 +132,17 @@ $(VENV)/ready: tests/requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $<
 	@$(VENV)/bin/python -c 'import torch, transformers, tokenizers, safetensors, tensorboard.backend.event_processing.event_accumulator' || \
 	  { echo "$(VENV): cannot import the references; make deps installs python3-torch"; exit 1; }
+	touch $@
+
+# The speed peers of the CPU benchmarks (tests/bench/requirements.txt): PyPI's
+# torch 2 and transformers' Trainer, in a venv of their own; only the
+# benchmarks make it.
+BENCH_VENV := build/venv-bench
+$(BENCH_VENV)/ready: tests/bench/requirements.txt
+	@echo "making $(BENCH_VENV): the PyPI packages of $< (about 6 GB)"
+	rm -rf $(BENCH_VENV)
+	/usr/bin/python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --disable-pip-version-check -r $<
 	touch $@
 
 # Under SAN=1 a sanitizer report from any process a test runs fails that test:

@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 	open_input(&in, files, nfiles);
 	check_vocab(&in, bc.vocab);
 	const struct comm alone = {.size = 1, .local_size = 1};   /* "cuda": the least busy GPU */
-	const struct backend *be = backend_open(gpus_pick(&alone, NULL, device ? device : backend_default(), NULL));
+	const struct backend *be = backend_open(gpus_pick(&alone, NULL, device ? device : backend_default(), NULL), PREC_FP32);
 	struct bert *m = modeldir_load(model, be, bc.task, 0, 0, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;

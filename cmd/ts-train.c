@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if, *teacher;
-static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999";
+static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999", *precision = "fp32";
 static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
@@ -122,6 +122,7 @@ static const struct opt opts[] = {
 	{0, "comm-timeout", OPT_FLOAT, &comm_timeout, "S", "end the run when processes wait S seconds for each other (default 300)", NULL,
 	 .fmin = 1, .fmax = 1e6},
 	{0, "net-if", OPT_STR, &net_if, "NAME", "network interface the processes talk over (default: as the routes choose)", NULL},
+	{0, "precision", OPT_STR, &precision, "P", "fp32, or bf16: the linear layers' matrix work in bf16 with fp32 accumulation, on CPUs with AVX512-BF16 or AMX (default fp32)", "fp32|bf16"},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},
@@ -295,7 +296,8 @@ int main(int argc, char **argv)
 	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	c.comm = &comm;
 	/* before the run dir exists: a missing GPU leaves nothing behind */
-	c.be = backend_open(gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus));
+	c.be = backend_open(gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus),
+			    precision_parse(precision));
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);
 	comm_close(&comm);

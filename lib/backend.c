@@ -27,14 +27,36 @@ static int cuda_index(const char *name)
 	return (int)n;
 }
 
-const struct backend *backend_open(const char *name)
+enum precision precision_parse(const char *name)
+{
+	if (!strcmp(name, "fp32"))
+		return PREC_FP32;
+	if (!strcmp(name, "bf16"))
+		return PREC_BF16;
+	die_usage("--precision %s: not fp32 or bf16", name);
+}
+
+static const struct backend *cpu_open(enum precision p)
+{
+	if (p == PREC_FP32)
+		return backend_cpu();
+	const char *why;
+	const struct backend *be = backend_cpu_bf16(&why);
+	if (!be)
+		die("--precision bf16 on the CPU: %s; --precision fp32 runs here", why);
+	return be;
+}
+
+const struct backend *backend_open(const char *name, enum precision p)
 {
 	if (!strcmp(name, "cpu"))
-		return backend_cpu();
+		return cpu_open(p);
 	int gpu = cuda_index(name);
 	if (gpu < 0)
 		die_usage("--device %s: not cpu, cuda or cuda:N (N from 0 to %d)", name,
 			  MAX_GPU_INDEX);
+	if (p != PREC_FP32)
+		die("--precision bf16 runs on the CPU so far; on --device %s use fp32", name);
 #ifdef TS_GPU
 	int n = cuda_device_count();
 	if (n == 0)

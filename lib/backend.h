@@ -131,9 +131,19 @@ int64_t attention_probs(int64_t *p_start, const int32_t *kv_start, const int32_t
 
 /* The CPU: fp32, OpenBLAS and OpenMP. */
 const struct backend *backend_cpu(void);
-/* The backend that --device name picks: "cpu", "cuda" or "cuda:N"; dies in
- * one line for another name, or a GPU that this build or machine lacks. */
-const struct backend *backend_open(const char *name);
+/* The CPU with the linear layers' GEMMs in bf16 (oneDNN; fp32 accumulation,
+ * every other op fp32), or NULL where this build or processor cannot, with
+ * the reason in why. */
+const struct backend *backend_cpu_bf16(const char **why);
+
+/* What the matrix work of training computes in (--precision). */
+enum precision { PREC_FP32, PREC_BF16 };
+/* "fp32" or "bf16" as enum precision; dies in one line for another name. */
+enum precision precision_parse(const char *name);
+/* The backend that --device name picks: "cpu", "cuda" or "cuda:N", at
+ * precision p; dies in one line for another name, or a GPU or precision
+ * that this build or machine lacks. */
+const struct backend *backend_open(const char *name, enum precision p);
 /* "cuda" where a GPU is usable, else "cpu". */
 const char *backend_default(void);
 #endif

@@ -1,6 +1,6 @@
 /* Multi-head self-attention on the CPU: one (sequence, head) pair per task,
- * single-threaded sgemm inside (OpenBLAS runs serially inside an OpenMP
- * region), heads read and written in place through row strides, so the
+ * single-threaded sgemm inside (OpenBLAS and oneDNN run serially inside an
+ * OpenMP region), heads read and written in place through row strides, so the
  * fused [rows, 3C] QKV product needs no reshuffling. Each pair's result
  * depends on nothing but its own data, so any schedule gives the same bits. */
 #include "cpu_ops.h"
@@ -20,14 +20,24 @@ struct heads {
 	float scale;               /* 1/sqrt(d) */
 	uint32_t threshold, key;   /* dropout on the probabilities; threshold 0: none */
 	float keep_scale;
+	sgemm_fn gemm;
 };
 
-static struct heads heads_of(const struct attention *a, const uint8_t *mask)
+static struct heads heads_of(const struct attention *a, const uint8_t *mask, sgemm_fn gemm)
 {
 	int d = a->C / a->H;
 	struct heads s = { a, mask, d, 1.0f / sqrtf((float)d), dropout_threshold(a->p),
-			   dropout_key(a->seed), 1.0f / (1.0f - a->p) };
+			   dropout_key(a->seed), 1.0f / (1.0f - a->p), gemm };
 	return s;
+}
+
+static void openblas_sgemm(char transa, char transb, int M, int N, int K, float alpha,
+			   const float *A, int lda, const float *B, int ldb, float beta, float *C,
+			   int ldc)
+{
+	cblas_sgemm(CblasRowMajor, transa == 'T' ? CblasTrans : CblasNoTrans,
+		    transb == 'T' ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta,
+		    C, ldc);
 }
 
 /* Keys past the last real one have zero weight, so the products stop there.
@@ -169,8 +179,7 @@ static void head_forward(float *ctx, float *probs, float *dropped, const struct 
 	const uint8_t *m = s->mask + t.k0;
 	float *pr = probs + t.probs;
 
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t.nq, t.n, d, s->scale, q, a->ldq,
-		    k, a->ldkv, 0.0f, pr, len);
+	s->gemm('N', 'T', t.nq, t.n, d, s->scale, q, a->ldq, k, a->ldkv, 0.0f, pr, len);
 	for (int i = 0; i < t.nq; i++)
 		masked_softmax_row(pr + (size_t)i * len, m, t.n, len);
 	const float *pv = pr;
@@ -180,14 +189,14 @@ static void head_forward(float *ctx, float *probs, float *dropped, const struct 
 				    (uint32_t)(t.probs + (size_t)i * len));
 		pv = dropped;
 	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, 1.0f, pv, len, v,
-		    a->ldkv, 0.0f, ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
+	s->gemm('N', 'N', t.nq, d, t.n, 1.0f, pv, len, v, a->ldkv, 0.0f,
+		ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
 }
 
-void attention_forward(float *ctx, float *probs, const struct attention *a)
+void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask);
+	struct heads s = heads_of(a, ones ? ones : a->mask, gemm);
 	size_t block = largest_block(a);
 	float *scratch = s.threshold ? thread_scratch(block) : NULL;
 #pragma omp parallel
@@ -226,8 +235,7 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 	dq += (size_t)t.q0 * a->ldq + t.h * d;
 
 	/* d(dropped probs) = dctx V^T */
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t.nq, t.n, d, 1.0f, dc, a->C, v,
-		    a->ldkv, 0.0f, dp, len);
+	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, dc, a->C, v, a->ldkv, 0.0f, dp, len);
 	for (int i = 0; i < t.nq; i++)
 		softmax_dropout_backward_row(dp + (size_t)i * len,
 					     dropped ? dropped + (size_t)i * len : NULL,
@@ -235,21 +243,18 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 					     (uint32_t)(t.probs + (size_t)i * len));
 	const float *pv = s->threshold ? dropped : pr;
 	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, 1.0f, pv, len, dc,
-		    a->C, 0.0f, dv, a->ldkv);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t.nq, d, t.n, s->scale, dp, len, k,
-		    a->ldkv, 0.0f, dq, a->ldq);
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t.n, d, t.nq, s->scale, dp, len, q,
-		    a->ldq, 0.0f, dk, a->ldkv);
+	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, pv, len, dc, a->C, 0.0f, dv, a->ldkv);
+	s->gemm('N', 'N', t.nq, d, t.n, s->scale, dp, len, k, a->ldkv, 0.0f, dq, a->ldq);
+	s->gemm('T', 'N', t.n, d, t.nq, s->scale, dp, len, q, a->ldq, 0.0f, dk, a->ldkv);
 	zero_rows(dv, t.n, len, a->ldkv, d);
 	zero_rows(dk, t.n, len, a->ldkv, d);
 }
 
-void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
-			const float *probs, const struct attention *a)
+void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a, sgemm_fn gemm)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask);
+	struct heads s = heads_of(a, ones ? ones : a->mask, gemm);
 	size_t block = largest_block(a), per_thread = s.threshold ? 2 * block : block;
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
@@ -262,4 +267,15 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 	}
 	free(scratch);
 	free(ones);
+}
+
+void attention_forward(float *ctx, float *probs, const struct attention *a)
+{
+	attention_forward_with(ctx, probs, a, openblas_sgemm);
+}
+
+void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+			const float *probs, const struct attention *a)
+{
+	attention_backward_with(dq, dk, dv, dctx, probs, a, openblas_sgemm);
 }

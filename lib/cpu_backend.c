@@ -1,4 +1,5 @@
-/* The CPU backend: host memory and the ops of cpu_ops.h. */
+/* The CPU backend: host memory and the ops of cpu_ops.h, in fp32 or with
+ * the linear layers' GEMMs in bf16. */
 #include "backend.h"
 #include "cpu_ops.h"
 #include "err.h"
@@ -77,4 +78,18 @@ static const struct backend cpu = {
 const struct backend *backend_cpu(void)
 {
 	return &cpu;
+}
+
+const struct backend *backend_cpu_bf16(const char **why)
+{
+	static struct backend bf16;
+	if (!bf16_available(why))
+		return NULL;
+	bf16 = cpu;
+	bf16.name = "cpu bf16";
+	bf16.linear_forward = linear_forward_bf16;
+	bf16.linear_backward = linear_backward_bf16;
+	bf16.attention_forward = attention_forward_bf16;
+	bf16.attention_backward = attention_backward_bf16;
+	return &bf16;
 }

@@ -21,6 +21,20 @@ void linear_backward(float *din, float *dw, float *dbias, const float *dout,
 /* acc[Cout] += column sums of x[N,Cout], rows summed in order. */
 void colsum_add(float *acc, const float *x, int N, int Cout);
 
+/* The same two with the GEMMs' inputs rounded to bf16 and fp32 accumulation,
+ * and attention with oneDNN's fp32 GEMM, about twice OpenBLAS's speed at
+ * its sizes (cpu_bf16.c); only where bf16_available says so, which
+ * otherwise sets why to the reason. */
+int bf16_available(const char **why);
+void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
+			 int N, int Cin, int Cout);
+void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
+			  const float *in, const float *w, int N, int Cin, int Cout,
+			  int accumulate);
+void attention_forward_bf16(float *ctx, float *probs, const struct attention *a);
+void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a);
+
 /* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] over N rows
  * (types NULL: type 0). */
 void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
@@ -76,6 +90,15 @@ void attention_forward(float *ctx, float *probs, const struct attention *a);
 /* Writes dq (stride ldq), dk and dv (stride ldkv) from dctx. */
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 			const float *probs, const struct attention *a);
+/* A row-major fp32 GEMM run on one thread, C = alpha op(A) op(B) + beta C,
+ * op(X) X or its transpose as trans is 'N' or 'T'. */
+typedef void (*sgemm_fn)(char transa, char transb, int M, int N, int K, float alpha,
+			 const float *A, int lda, const float *B, int ldb, float beta, float *C,
+			 int ldc);
+/* The two above with their products on gemm (the plain ones: OpenBLAS). */
+void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm);
+void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a, sgemm_fn gemm);
 
 /* Softmax cross-entropy per row of logits[N,V] against the label smoothed
  * by e (PyTorch's label_smoothing: 1 - e on the label, e/V on every class):

@@ -33,4 +33,9 @@ kill_trainer() { flock -n "$1/lock" true || kill -9 "$(cut -d' ' -f1 "$1/lock")"
 # losses RUNDIR: "step loss" a line, the last step event of each step winning
 # (a resumed run logs again the steps after its checkpoint)
 losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
+# keep_events DIR AWK: DIR's event log cut down to the records (as JSON lines) the awk program prints
+keep_events() { ts-cat "$1/events.msgpack" | awk "$2" | ts-cat --from-json -o "$T/ev" && mv "$T/ev" "$1/events.msgpack"; }
+# free_port: a TCP port below the kernel's ephemeral range (32768 up), where no
+# outgoing connection takes it, that nothing listens on now
+free_port() { local p; for _ in $(seq 100); do p=$((20000 + RANDOM % 12000)); ss -Htln "sport = :$p" | grep -q . || break; done; echo "$p"; }
 finish() { exit $failed; }

@@ -1,11 +1,13 @@
 /* Benchmark driver for tests/bench/train_cpu: times training steps
  * (forward, backward, plain SGD) of lib/bert on random full-length batches,
- * or measures the machine's sgemm peak. Prints "key value" lines.
+ * or measures the machine's sgemm and bf16 GEMM peaks. Prints "key value" lines.
  *   bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]
  *             [--seq T] [--batch B] [--labels L] [--task cls|mlm]
- *             [--steps S] [--warmup W]
- *   bert_step --sgemm-peak [--size N] */
+ *             [--steps S] [--warmup W] [--precision fp32|bf16]
+ *   bert_step --gemm-peak [--size N] */
+#include "backend.h"
 #include "bert.h"
+#include "cpu_ops.h"
 #include "err.h"
 #include "rng.h"
 #include <cblas.h>
@@ -17,12 +19,13 @@
 static const char usage[] =
 	"usage: bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]\n"
 	"                 [--seq T] [--batch B] [--labels L] [--task cls|mlm]\n"
-	"                 [--steps S] [--warmup W]\n"
-	"       bert_step --sgemm-peak [--size N]";
+	"                 [--steps S] [--warmup W] [--precision fp32|bf16]\n"
+	"       bert_step --gemm-peak [--size N]";
 
 struct options {
 	struct bert_config c;
-	int B, T, steps, warmup, sgemm_peak, size;
+	int B, T, steps, warmup, gemm_peak, size;
+	enum precision precision;
 };
 
 static struct options parse(int argc, char **argv)
@@ -48,8 +51,11 @@ static struct options parse(int argc, char **argv)
 		if (!strcmp(argv[i], "--task") && i + 1 < argc) {
 			o.c.task = !strcmp(argv[++i], "mlm") ? TASK_MLM : TASK_CLS;
 			known = 1;
-		} else if (!strcmp(argv[i], "--sgemm-peak")) {
-			o.sgemm_peak = known = 1;
+		} else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+			o.precision = precision_parse(argv[++i]);
+			known = 1;
+		} else if (!strcmp(argv[i], "--gemm-peak")) {
+			o.gemm_peak = known = 1;
 		} else if (!strcmp(argv[i], "--help")) {
 			puts(usage);
 			exit(0);
@@ -60,21 +66,35 @@ static struct options parse(int argc, char **argv)
 	return o;
 }
 
-static void sgemm_peak(int n)
+/* The best of 6 n x n x n products, in GFLOP/s. */
+static double gemm_rate(int n, const float *a, const float *b, float *c, int bf16)
+{
+	double best = 1e30;
+	for (int rep = 0; rep < 6; rep++) {
+		double t = omp_get_wtime();
+		if (bf16)
+			linear_forward_bf16(c, a, b, NULL, n, n, n);
+		else
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b,
+				    n, 0.0f, c, n);
+		t = omp_get_wtime() - t;
+		best = t < best ? t : best;
+	}
+	return 2.0 * n * n * n / best / 1e9;
+}
+
+/* OpenBLAS's sgemm and, where the CPU has bf16, the bf16 linear op (oneDNN,
+ * its inputs' rounding included) on n x n x n. */
+static void gemm_peaks(int n)
 {
 	float *a = xmalloc(sizeof(float) * n * n), *b = xmalloc(sizeof(float) * n * n),
 	      *c = xmalloc(sizeof(float) * n * n);
 	for (size_t i = 0; i < (size_t)n * n; i++)
 		a[i] = b[i] = 1e-3f * (float)(i % 1000);
-	double best = 1e30;
-	for (int rep = 0; rep < 6; rep++) {
-		double t = omp_get_wtime();
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n,
-			    0.0f, c, n);
-		t = omp_get_wtime() - t;
-		best = t < best ? t : best;
-	}
-	printf("sgemm_size %d\nsgemm_gflops %.1f\n", n, 2.0 * n * n * n / best / 1e9);
+	printf("sgemm_size %d\nsgemm_gflops %.1f\n", n, gemm_rate(n, a, b, c, 0));
+	const char *why;
+	if (bf16_available(&why))
+		printf("bf16_gemm_gflops %.1f\n", gemm_rate(n, a, b, c, 1));
 	free(a), free(b), free(c);
 }
 
@@ -127,7 +147,7 @@ static void sgd(struct bert *m, float lr)
 
 static void train(const struct options *o)
 {
-	struct bert *m = bert_new(&o->c, backend_cpu());
+	struct bert *m = bert_new(&o->c, backend_open("cpu", o->precision));
 	bert_init(m, 1);
 	int N = o->B * o->T;
 	int32_t *ids = xmalloc(sizeof(int32_t) * N), *labels = xmalloc(sizeof(int32_t) * N);
@@ -170,8 +190,8 @@ int main(int argc, char **argv)
 {
 	ts_prog = "bert_step";
 	struct options o = parse(argc, argv);
-	if (o.sgemm_peak)
-		sgemm_peak(o.size);
+	if (o.gemm_peak)
+		gemm_peaks(o.size);
 	else
 		train(&o);
 	return 0;

@@ -44,6 +44,7 @@ class Layer(nn.Module):
         super().__init__()
         C = a.hidden
         self.heads = a.heads
+        self.sdpa = a.sdpa
         self.query = nn.Linear(C, C)
         self.key = nn.Linear(C, C)
         self.value = nn.Linear(C, C)
@@ -64,9 +65,14 @@ class Layer(nn.Module):
         B, T, C = x.shape
         xq = x if rows is None else x.gather(1, rows[..., None].expand(-1, -1, C))
         q, k, v = self.split(self.query(xq)), self.split(self.key(x)), self.split(self.value(x))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.heads) + mask
-        probs = self.attn_dropout(scores.softmax(-1))
-        ctx = (probs @ v).permute(0, 2, 1, 3).reshape(B, xq.shape[1], C)
+        if self.sdpa:
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype),
+                                                 dropout_p=0.1 if self.training else 0.0)
+        else:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.heads) + mask
+            probs = self.attn_dropout(scores.softmax(-1))
+            ctx = probs @ v
+        ctx = ctx.permute(0, 2, 1, 3).reshape(B, xq.shape[1], C)
         x = self.attn_ln(xq + self.dropout(self.attn_out(ctx)))
         h = F.gelu(self.ffn_in(x))
         return self.ffn_ln(x + self.dropout(self.ffn_out(h)))
@@ -139,18 +145,23 @@ def main():
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--task", default="cls", choices=["cls", "mlm"])
     p.add_argument("--head-rows-only", action="store_true")
+    p.add_argument("--sdpa", action="store_true")
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--compile", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     model = Bert(a)
     model.train()
+    step_model = torch.compile(model) if a.compile else model
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(7)
     elapsed = 0.0
     for step in range(a.warmup + a.steps):
         ids, mask, labels = batch(a, gen)
         t = time.perf_counter()
-        loss = model(ids, mask, labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = step_model(ids, mask, labels)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

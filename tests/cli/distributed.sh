@@ -155,7 +155,7 @@ envrun() {
 		timeout 300 ts-train "$@"
 }
 envrun3() { WORLD=3 envrun "$@"; }
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 envrun 1 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 >"$T/e1.out" 2>&1 &
 check "launched by the environment: process 0" envrun 0 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 \
 	--eval-every 6 --save-every 6
@@ -173,7 +173,7 @@ expect_eq "launched by the environment: the sums run on a thread of their own, p
 expect_eq "launched by the environment: each process logs the interface the routes chose (lo), which NCCL would take" \
 	"$(grep -ho "process [01] of 2 talking over lo$" "$T"/e2/log/rank-*.log | sort | tr '\n' ';')" \
 	"process 0 of 2 talking over lo;process 1 of 2 talking over lo;"
-port=$((port + 1))
+port=$(free_port)
 envrun 1 "${TINY[@]}" --run "$T/ez" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 --zero 1 >/dev/null 2>&1 &
 check "launched by the environment, --zero 1: process 0" envrun 0 "${TINY[@]}" --run "$T/ez" --batch 8 \
 	--max-steps 12 --eval-every 6 --save-every 6 --zero 1
@@ -183,7 +183,7 @@ check "launched by the environment, --zero 1: the same optimizer state in the ch
 	cmp "$T/ez/ckpt/step-12/optimizer.safetensors" "$T/r0/ckpt/step-12/optimizer.safetensors"
 # 3 processes x batch 4 = 1 x 12 (6 steps, the slices equal): the TCP ring
 # with --zero 1 and MPI, each summing in its own order
-port=$((port + 1))
+port=$(free_port)
 for r in 1 2; do
 	envrun3 "$r" "${TINY[@]}" --run "$T/e3z" --batch 4 --max-steps 6 --dropout 0 --zero 1 >/dev/null 2>&1 &
 done
@@ -219,7 +219,7 @@ wait "$zero" 2>/dev/null
 expect_fail "--net-if: an interface this machine lacks" 1 "--net-if nosuch: no network interface of that name with an address here \(lo" \
 	train "${TINY[@]}" --run "$T/i0" --max-steps 2 --net-if nosuch
 check "--net-if: nothing written for a bad one" test ! -e "$T/i0"
-port=$((port + 1))
+port=$(free_port)
 envrun 1 "${TINY[@]}" --run "$T/i1" --batch 8 --max-steps 4 --net-if lo >/dev/null 2>&1 &
 check "--net-if lo: launched by the environment" envrun 0 "${TINY[@]}" --run "$T/i1" --batch 8 --max-steps 4 --net-if lo
 wait $!

@@ -13,8 +13,6 @@ TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --
 events() { ts-cat "$1/events.msgpack" | jq -r .event | tr '\n' ' '; }
 count() { events "$1" 2>/dev/null | grep -ow "$2" | wc -l; }   # count DIR TYPE: events of a type
 has() { [ "$(count "$1" "$2")" -ge "$3" ]; }                     # has DIR TYPE N: at least N such events
-# keep_events DIR AWK: DIR's event log cut down to the records (as JSON lines) the awk program prints
-keep_events() { ts-cat "$1/events.msgpack" | awk "$2" | ts-cat --from-json -o "$T/ev" && mv "$T/ev" "$1/events.msgpack"; }
 
 check "a run to crash in copies" train "${TINY[@]}" --run "$T/r0" --max-steps 6 --eval-every 3
 expect_eq "checkpoints at the evaluations, no temp dir beside them" "$(ls -A "$T/r0/ckpt" | tr '\n' ' ')" "step-3 step-6 "

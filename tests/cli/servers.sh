@@ -24,7 +24,7 @@ ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" >"$T/tok.m
 ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack"
 TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --seed 5 -j 1
 	--batch 8 --max-steps 8 --eval-every 4)
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 # on NS ADDR RANK ARGS...: process RANK of 2 on server NS, process 0 listening at ADDR
 on() {
 	local ns=$1 addr=$2 rank=$3; shift 3
@@ -36,7 +36,7 @@ on() {
 on "$A" 127.0.0.1 1 "${TINY[@]}" --run "$T/local" >/dev/null 2>&1 &
 check "one server: 2 processes over lo" on "$A" 127.0.0.1 0 "${TINY[@]}" --run "$T/local"
 wait $!
-port=$((port + 1))
+port=$(free_port)
 on "$B" 10.77.0.1 1 "${TINY[@]}" --run "$T/two" >"$T/two1.out" 2>&1 &
 check "two servers: process 0 on one, process 1 on the other" on "$A" 10.77.0.1 0 "${TINY[@]}" --run "$T/two"
 wait $!
@@ -48,7 +48,7 @@ expect_eq "two servers: each process found the interface that reaches the other"
 	"$(grep -ho "process [01] of 2 talking over .*" "$T"/two/log/rank-*.log | sort | tr '\n' ';')" \
 	"process 0 of 2 talking over ${A}e;process 1 of 2 talking over ${B}e;"
 
-port=$((port + 1))
+port=$(free_port)
 on "$B" 10.77.0.1 1 "${TINY[@]}" --run "$T/named" --net-if "${B}e" >/dev/null 2>&1 &
 check "--net-if naming the interface that reaches the other server" \
 	on "$A" 10.77.0.1 0 "${TINY[@]}" --run "$T/named" --net-if "${A}e"
@@ -56,7 +56,7 @@ wait $!
 expect_eq "--net-if: the same losses" "$(losses "$T/named")" "$(losses "$T/two")"
 
 # lo exists on the second server but cannot reach the first: both end, saying why
-port=$((port + 1))
+port=$(free_port)
 start=$SECONDS
 on "$B" 10.77.0.1 1 "${TINY[@]}" --run "$T/wrong" --net-if lo --comm-timeout 3 >"$T/wrong1.out" 2>&1 &
 on "$A" 10.77.0.1 0 "${TINY[@]}" --run "$T/wrong" --comm-timeout 3 >"$T/wrong0.out" 2>&1

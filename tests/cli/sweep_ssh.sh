@@ -9,7 +9,7 @@ trap cleanup EXIT
 mkdir -p /run/sshd
 ssh-keygen -q -t ed25519 -N '' -f "$T/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$T/id" &&
 	cp "$T/id.pub" "$T/authorized_keys"
-port=$((30000 + RANDOM % 20000))
+port=$(free_port)
 cat >"$T/sshd_config" <<END
 Port $port
 ListenAddress 127.0.0.1

@@ -24,7 +24,7 @@ static int holds(const struct backend *gpu, const float *d, const float *want, s
 
 static void test_world_of_one(void)
 {
-	const struct backend *gpu = backend_open("cuda");
+	const struct backend *gpu = backend_open("cuda", PREC_FP32);
 	unsigned char id[CUDA_COMM_ID_BYTES];
 	cuda_comm_id(id);
 	CHECK(cuda_comm_join(id, 0, 1, 60), "one process joins an NCCL world");

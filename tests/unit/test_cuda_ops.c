@@ -423,7 +423,7 @@ int main(void)
 		SKIP("CUDA ops against the CPU's: no GPU here");
 		return check_failed;
 	}
-	gpu = backend_open("cuda");
+	gpu = backend_open("cuda", PREC_FP32);
 	rng_seed(&gen, 17);
 	test_linear();
 	test_embedding();

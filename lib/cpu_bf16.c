@@ -1,0 +1,269 @@
+/* bf16 matrix work on the CPU (ts-train --precision bf16): the linear layers'
+ * GEMMs run on oneDNN's matmul with bf16 inputs, fp32 accumulation and fp32
+ * outputs, on processors with AVX512-BF16 or AMX-BF16. Each GEMM rounds its
+ * inputs to bf16 (nearest even) as it takes them; weights, gradients,
+ * optimizer state and every other op stay fp32. oneDNN shares OpenMP's
+ * threads with the rest of the CPU backend. */
+#include "cpu_ops.h"
+#include "err.h"
+#include <stdint.h>
+#include <string.h>
+
+#ifndef TS_DNNL
+int bf16_available(const char **why)
+{
+	*why = "this build has no oneDNN (the bf16 GEMMs' library; a STATIC=1 build leaves it out)";
+	return 0;
+}
+
+void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
+			 int N, int Cin, int Cout)
+{
+	(void)out, (void)in, (void)w, (void)bias, (void)N, (void)Cin, (void)Cout;
+	die("bf16 GEMMs without oneDNN");
+}
+
+void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
+			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate)
+{
+	(void)din, (void)dw, (void)dbias, (void)dout, (void)in, (void)w, (void)N, (void)Cin,
+		(void)Cout, (void)accumulate;
+	die("bf16 GEMMs without oneDNN");
+}
+
+void attention_forward_bf16(float *ctx, float *probs, const struct attention *a)
+{
+	(void)ctx, (void)probs, (void)a;
+	die("bf16 GEMMs without oneDNN");
+}
+
+void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a)
+{
+	(void)dq, (void)dk, (void)dv, (void)dctx, (void)probs, (void)a;
+	die("bf16 GEMMs without oneDNN");
+}
+#else
+#include "cpu_simd.h"
+#include <oneapi/dnnl/dnnl.h>
+#include <stdlib.h>
+
+int bf16_available(const char **why)
+{
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
+		return 1;
+	*why = "this processor has neither AVX512-BF16 nor AMX-BF16";
+	return 0;
+}
+
+static void check(dnnl_status_t s, const char *what)
+{
+	if (s != dnnl_success)
+		die("oneDNN: %s failed (status %d)", what, (int)s);
+}
+
+/* The GEMMs a linear layer takes, with the rows of the batch (N) left to
+ * run time so that one primitive serves every batch:
+ *   FWD   out[N,Cout]  = in[N,Cin] w[Cout,Cin]^T + bias
+ *   DATA  din[N,Cin]  (+)= dout[N,Cout] w[Cout,Cin]
+ *   WGT   dw[Cout,Cin] += dout[N,Cout]^T in[N,Cin]  */
+enum gemm_kind { FWD, DATA, WGT };
+
+struct gemm {
+	enum gemm_kind kind;
+	int Cin, Cout, flag;       /* flag: FWD a bias, DATA accumulate */
+	dnnl_primitive_t p;
+};
+
+enum { MAX_GEMMS = 256 };
+static struct gemm gemms[MAX_GEMMS];
+static int ngemms;
+static dnnl_engine_t engine;
+static dnnl_stream_t stream;
+
+/* A row-major [rows, cols] matrix, or its transpose with trans. */
+static dnnl_memory_desc_t matrix(int64_t rows, int64_t cols, dnnl_data_type_t t, int trans)
+{
+	dnnl_memory_desc_t d;
+	dnnl_dims_t dims = { trans ? cols : rows, trans ? rows : cols };
+	dnnl_dims_t strides = { trans ? 1 : cols, trans ? cols : 1 };
+	check(dnnl_memory_desc_init_by_strides(&d, 2, dims, t, strides), "a memory descriptor");
+	return d;
+}
+
+/* The matmul's src, weights and dst descriptors of a gemm over n rows
+ * (DNNL_RUNTIME_DIM_VAL when creating the primitive). */
+static void gemm_descs(const struct gemm *g, int64_t n, dnnl_memory_desc_t d[3])
+{
+	switch (g->kind) {
+	case FWD:
+		d[0] = matrix(n, g->Cin, dnnl_bf16, 0);
+		d[1] = matrix(g->Cout, g->Cin, dnnl_bf16, 1);
+		d[2] = matrix(n, g->Cout, dnnl_f32, 0);
+		break;
+	case DATA:
+		d[0] = matrix(n, g->Cout, dnnl_bf16, 0);
+		d[1] = matrix(g->Cout, g->Cin, dnnl_bf16, 0);
+		d[2] = matrix(n, g->Cin, dnnl_f32, 0);
+		break;
+	case WGT:
+		d[0] = matrix(n, g->Cout, dnnl_bf16, 1);
+		d[1] = matrix(n, g->Cin, dnnl_bf16, 0);
+		d[2] = matrix(g->Cout, g->Cin, dnnl_f32, 0);
+		break;
+	}
+}
+
+static void gemm_create(struct gemm *g)
+{
+	dnnl_memory_desc_t d[3], bias;
+	gemm_descs(g, DNNL_RUNTIME_DIM_VAL, d);
+	if (g->kind == FWD && g->flag)
+		bias = matrix(1, g->Cout, dnnl_f32, 0);
+	dnnl_primitive_attr_t attr;
+	check(dnnl_primitive_attr_create(&attr), "an attribute");
+	if (g->kind == WGT || (g->kind == DATA && g->flag)) {
+		dnnl_post_ops_t ops;
+		check(dnnl_post_ops_create(&ops), "post-ops");
+		check(dnnl_post_ops_append_sum(ops, 1.0f), "a sum post-op");
+		check(dnnl_primitive_attr_set_post_ops(attr, ops), "setting post-ops");
+		dnnl_post_ops_destroy(ops);
+	}
+	dnnl_matmul_desc_t md;
+	check(dnnl_matmul_desc_init(&md, &d[0], &d[1], g->kind == FWD && g->flag ? &bias : NULL, &d[2]),
+	      "a matmul descriptor");
+	dnnl_primitive_desc_t pd;
+	check(dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL), "a matmul");
+	check(dnnl_primitive_create(&g->p, pd), "a matmul primitive");
+	dnnl_primitive_desc_destroy(pd);
+	dnnl_primitive_attr_destroy(attr);
+}
+
+static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag)
+{
+	if (!engine) {
+		check(dnnl_engine_create(&engine, dnnl_cpu, 0), "the CPU engine");
+		check(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags), "a stream");
+	}
+	for (int i = 0; i < ngemms; i++)
+		if (gemms[i].kind == kind && gemms[i].Cin == Cin && gemms[i].Cout == Cout &&
+		    gemms[i].flag == flag)
+			return &gemms[i];
+	if (ngemms == MAX_GEMMS)
+		die("bf16: more than %d linear shapes", MAX_GEMMS);
+	struct gemm *g = &gemms[ngemms++];
+	*g = (struct gemm){ kind, Cin, Cout, flag, NULL };
+	gemm_create(g);
+	return g;
+}
+
+static dnnl_memory_t wrap(const dnnl_memory_desc_t *d, const void *p)
+{
+	dnnl_memory_t m;
+	check(dnnl_memory_create(&m, d, engine, (void *)p), "a memory object");
+	return m;
+}
+
+/* Runs g over n rows: a, b the bf16 operands, c the fp32 result. */
+static void gemm_run(const struct gemm *g, int64_t n, const uint16_t *a, const uint16_t *b,
+		     float *c, const float *bias)
+{
+	dnnl_memory_desc_t d[3];
+	gemm_descs(g, n, d);
+	dnnl_memory_t m[4] = { wrap(&d[0], a), wrap(&d[1], b), wrap(&d[2], c), NULL };
+	dnnl_exec_arg_t args[4] = {
+		{ DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] }, { DNNL_ARG_DST, m[2] },
+	};
+	int nargs = 3;
+	if (bias) {
+		dnnl_memory_desc_t bd = matrix(1, g->Cout, dnnl_f32, 0);
+		m[3] = wrap(&bd, bias);
+		args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, m[3] };
+	}
+	check(dnnl_primitive_execute(g->p, stream, nargs, args), "a matmul");
+	check(dnnl_stream_wait(stream), "the stream");
+	for (int i = 0; i < nargs; i++)
+		dnnl_memory_destroy(m[i]);
+}
+
+/* Round to nearest even; a NaN stays a (quiet) NaN. */
+static inline uint16_t to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
+	uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+	return (uint16_t)(nan ? (u >> 16) | 0x40u : r);
+}
+
+HOT static void to_bf16_span(uint16_t *dst, const float *src, size_t n)
+{
+#pragma omp simd
+	for (size_t i = 0; i < n; i++)
+		dst[i] = to_bf16(src[i]);
+}
+
+/* Scratch for the bf16 copies: slot 0 and 1 the GEMM's operands. */
+static uint16_t *scratch[2];
+static size_t scratch_n[2];
+
+/* src[n] in bf16 in scratch slot. */
+static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
+{
+	if (scratch_n[slot] < n) {
+		free(scratch[slot]);
+		scratch[slot] = xmalloc(n * sizeof **scratch);
+		scratch_n[slot] = n;
+	}
+	uint16_t *dst = scratch[slot];
+	enum { SPAN = 16384 };
+	size_t spans = (n + SPAN - 1) / SPAN;
+#pragma omp parallel for schedule(static)
+	for (size_t s = 0; s < spans; s++) {
+		size_t i = s * SPAN;
+		to_bf16_span(dst + i, src + i, n - i < SPAN ? n - i : SPAN);
+	}
+	return dst;
+}
+
+void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
+			 int N, int Cin, int Cout)
+{
+	const struct gemm *g = gemm_get(FWD, Cin, Cout, bias != NULL);
+	const uint16_t *a = bf16_copy(0, in, (size_t)N * Cin);
+	const uint16_t *b = bf16_copy(1, w, (size_t)Cout * Cin);
+	gemm_run(g, N, a, b, out, bias);
+}
+
+void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
+			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate)
+{
+	const uint16_t *d = bf16_copy(0, dout, (size_t)N * Cout);
+	if (din)
+		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d, bf16_copy(1, w, (size_t)Cout * Cin),
+			 din, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, bf16_copy(1, in, (size_t)N * Cin), dw, NULL);
+	if (dbias)
+		colsum_add(dbias, dout, N, Cout);
+}
+
+/* oneDNN's fp32 GEMM, row-major like the ops'; alone on its thread inside
+ * the attention's OpenMP region. */
+static void onednn_sgemm(char transa, char transb, int M, int N, int K, float alpha,
+			 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+	dnnl_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void attention_forward_bf16(float *ctx, float *probs, const struct attention *a)
+{
+	attention_forward_with(ctx, probs, a, onednn_sgemm);
+}
+
+void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a)
+{
+	attention_backward_with(dq, dk, dv, dctx, probs, a, onednn_sgemm);
+}
+#endif

@@ -1,0 +1,79 @@
+# ts-train --precision: fp32 as before, bf16 on the CPU within its stated
+# tolerance of fp32 (per-step loss and final accuracy), bf16's exact resume,
+# and the refusals: a CPU without bf16 (ONEDNN_MAX_CPU_ISA hides it), an
+# unknown precision, bf16 on a GPU.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMP_NUM_THREADS=2
+head -n 601 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 64 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
+MODEL=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 2 --ffn 128 --max-pos 64 --batch 16 --seed 5
+	--lr 1e-3)
+SMALL=("${MODEL[@]}" -j 2 --device cpu)
+no_bf16() { ONEDNN_MAX_CPU_ISA=AVX512_CORE "$@"; }
+stepped() { ts-cat "$1/events.msgpack" | grep -q '"event":"step"'; }
+accuracy() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="eval") | .accuracy' | tail -1; }
+
+check "the default precision" train "${SMALL[@]}" --run "$T/default" --epochs 3
+check "--precision fp32" train "${SMALL[@]}" --run "$T/fp32" --epochs 3 --precision fp32
+check "fp32 is the default: the same final model bit for bit" \
+	cmp "$T/default/final/model.safetensors" "$T/fp32/final/model.safetensors"
+
+if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
+	check "--precision bf16" train "${SMALL[@]}" --run "$T/bf16" --epochs 3 --precision bf16
+	expect_eq "the run records its precision" "$(grep '^precision' "$T/bf16/config")" "precision = bf16"
+	expect_eq "its start event names the bf16 CPU backend" \
+		"$(ts-cat "$T/bf16/events.msgpack" | jq -r 'select(.event=="start") | .device')" "cpu bf16"
+	# the tolerance the manual states: per-step loss within 0.01 on average and
+	# 0.05 at worst, final accuracy within 0.02; and not fp32's bits
+	diffs=$(paste <(losses "$T/fp32") <(losses "$T/bf16") |
+		awk '$1 == $3 { d = $2 - $4; d = d < 0 ? -d : d; s += d; m = d > m ? d : m; n++ }
+		     END { printf "%d %.6f %.6f", n, s / n, m }')
+	read -r n mean worst <<<"$diffs"
+	expect_eq "bf16's loss curve within tolerance of fp32's over all 90 steps (mean $mean, worst $worst)" \
+		"$(awk -v n="$n" -v a="$mean" -v w="$worst" 'BEGIN { print (n == 90 && a <= 0.01 && w <= 0.05 && a > 0) }')" 1
+	expect_eq "bf16's final validation accuracy within 0.02 of fp32's ($(accuracy "$T/bf16") and $(accuracy "$T/fp32"))" \
+		"$(awk -v a="$(accuracy "$T/bf16")" -v b="$(accuracy "$T/fp32")" 'BEGIN { d = a - b; print (d < 0 ? -d : d) <= 0.02 }')" 1
+	check "ts-eval reads the bf16-trained model (saved fp32)" ts-eval -m "$T/bf16/final" --data "$T/data" --split test
+
+	# exact resume: cut back to the checkpoint at step 30, resumed to the end
+	cp -r "$T/bf16" "$T/cut" && rm -rf "$T/cut/final" "$T/cut/best" "$T/cut/ckpt/step-60" "$T/cut/ckpt/step-90"
+	keep_events "$T/cut" '{print} /"event":"checkpoint"/ {exit}'
+	check "a bf16 run cut back to its first checkpoint: --resume" train --resume "$T/cut"
+	expect_eq "resumed in bf16: the same losses as the run never stopped" "$(losses "$T/cut")" "$(losses "$T/bf16")"
+	check "resumed in bf16: the same final model bit for bit" \
+		cmp "$T/cut/final/model.safetensors" "$T/bf16/final/model.safetensors"
+
+	# one thread pool: OpenMP's, which OpenBLAS and oneDNN both run on
+	for how in 1 2 default; do
+		jopt=(-j "$how") j=$how
+		[ "$how" = default ] && jopt=() j=$(nproc)
+		train "${MODEL[@]}" --device cpu "${jopt[@]}" --run "$T/threads-$how" --max-steps 100000 --precision bf16 \
+			>/dev/null 2>&1 &
+		wait_for "a bf16 run with ${jopt[*]:-no -j} under way" stepped "$T/threads-$how"
+		expect_eq "its process runs as many threads as asked ($j), no more" "$(ls "/proc/$(cut -d' ' -f1 "$T/threads-$how/lock")/task" | wc -l)" "$j"
+		check "and stops on request" ts-stop --wait --timeout 60 "$T/threads-$how"
+		wait
+	done
+
+	cp -r "$T/bf16" "$T/moved" && rm -rf "$T/moved/final" "$T/moved/ckpt/step-60" "$T/moved/ckpt/step-90"
+	keep_events "$T/moved" '{print} /"event":"checkpoint"/ {exit}'
+	cp "$T/moved/events.msgpack" "$T/moved.events"
+	expect_fail "resuming a bf16 run where the CPU has no bf16: refused in one line" 1 \
+		"precision bf16 on the CPU: this processor has neither AVX512-BF16 nor AMX-BF16" \
+		no_bf16 ts-train --resume "$T/moved"
+	check "the refused resume left the run as it was" cmp "$T/moved/events.msgpack" "$T/moved.events"
+else
+	expect_fail "bf16 on a CPU without it: refused in one line" 1 "neither AVX512-BF16 nor AMX-BF16" \
+		ts-train "${SMALL[@]}" --run "$T/nobf" --epochs 1 --precision bf16
+fi
+
+expect_fail "bf16 where oneDNN sees no bf16: refused in one line" 1 \
+	"^ts-train: --precision bf16 on the CPU: this processor has neither AVX512-BF16 nor AMX-BF16; --precision fp32 runs here$" \
+	no_bf16 ts-train "${SMALL[@]}" --run "$T/hidden" --epochs 1 --precision bf16
+check "the refused run left no run dir" test ! -e "$T/hidden"
+expect_fail "an unknown precision: a usage error" 2 "precision" \
+	ts-train "${SMALL[@]}" --run "$T/fp16" --epochs 1 --precision fp16
+expect_fail "bf16 on a GPU: refused in one line" 1 "--precision bf16 runs on the CPU so far" \
+	ts-train "${MODEL[@]}" --device cuda --run "$T/gpu" --epochs 1 --precision bf16
+finish

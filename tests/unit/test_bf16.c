@@ -1,0 +1,184 @@
+/* The CPU's bf16 GEMMs (cpu_bf16.c): each linear op against a double
+ * reference over the same bf16-rounded inputs, rounding to nearest even, one
+ * primitive reused for another row count, and a whole model's loss and
+ * gradients against fp32 within bf16's precision. Where the processor has no
+ * bf16 (or ONEDNN_MAX_CPU_ISA hides it), the backend must be refused with a
+ * reason instead. */
+#include "backend.h"
+#include "bert.h"
+#include "check.h"
+#include "cpu_ops.h"
+#include "err.h"
+#include "rng.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Round to bf16 and back, nearest even, written apart from cpu_bf16.c's. */
+static float bf16_round(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	uint32_t low = u & 0xffffu, keep = u & 0xffff0000u;
+	if (low > 0x8000u || (low == 0x8000u && (keep & 0x10000u)))
+		keep += 0x10000u;
+	memcpy(&f, &keep, sizeof f);
+	return f;
+}
+
+static float *randoms(struct rng *r, size_t n)
+{
+	float *x = xmalloc(n * sizeof *x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = rng_uniform(r) * 2 - 1;
+	return x;
+}
+
+/* The largest |a - ref| over n, relative to the largest |ref|. */
+static double rel_err(const float *a, const double *ref, size_t n)
+{
+	double e = 0, m = 1e-30;
+	for (size_t i = 0; i < n; i++) {
+		e = fmax(e, fabs(a[i] - ref[i]));
+		m = fmax(m, fabs(ref[i]));
+	}
+	return e / m;
+}
+
+static void check_rounding(void)
+{
+	/* rows of one value times a weight of 1 give bf16(x) back exactly */
+	float in[6] = { 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -(1.0f + 0x1p-9f), 1.0f + 0x1p-7f,
+			3.0e38f, NAN };
+	float w = 1.0f, out[6];
+	linear_forward_bf16(out, in, &w, NULL, 6, 1, 1);
+	CHECK(out[0] == 1.0f, "bf16: a tie rounds to the even 1.0 (got %.9g)", out[0]);
+	CHECK(out[1] == 1.0f + 0x1p-6f, "bf16: a tie rounds up to the even neighbour (got %.9g)", out[1]);
+	CHECK(out[2] == -1.0f, "bf16: below half an ulp rounds toward the value (got %.9g)", out[2]);
+	CHECK(out[3] == 1.0f + 0x1p-7f, "bf16: a representable value stays (got %.9g)", out[3]);
+	CHECK(out[4] == bf16_round(3.0e38f), "bf16: a large finite value rounds like the reference (got %.9g)", out[4]);
+	CHECK(isnan(out[5]), "bf16: a NaN stays NaN");
+}
+
+/* out = in w^T + bias over N rows, against double sums of the rounded inputs. */
+static void check_forward(struct rng *r, int N, int Cin, int Cout, int bias)
+{
+	float *in = randoms(r, (size_t)N * Cin), *w = randoms(r, (size_t)Cout * Cin),
+	      *b = randoms(r, Cout), *out = xmalloc((size_t)N * Cout * sizeof *out);
+	double *ref = xmalloc((size_t)N * Cout * sizeof *ref);
+	for (int n = 0; n < N; n++)
+		for (int o = 0; o < Cout; o++) {
+			double s = bias ? b[o] : 0;
+			for (int i = 0; i < Cin; i++)
+				s += (double)bf16_round(in[n * Cin + i]) * bf16_round(w[o * Cin + i]);
+			ref[n * Cout + o] = s;
+		}
+	linear_forward_bf16(out, in, w, bias ? b : NULL, N, Cin, Cout);
+	double e = rel_err(out, ref, (size_t)N * Cout);
+	CHECK(e < 1e-5, "bf16 forward %dx%d->%d%s: the reference's sums of bf16 products (rel err %.2g)",
+	      N, Cin, Cout, bias ? " with bias" : "", e);
+	free(in), free(w), free(b), free(out), free(ref);
+}
+
+/* din (+)= dout w, dw += dout^T in, dbias += column sums: each against double
+ * sums over the rounded inputs, starting from nonzero contents. */
+static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumulate, int with_din)
+{
+	float *dout = randoms(r, (size_t)N * Cout), *in = randoms(r, (size_t)N * Cin),
+	      *w = randoms(r, (size_t)Cout * Cin), *din = randoms(r, (size_t)N * Cin),
+	      *dw = randoms(r, (size_t)Cout * Cin), *db = randoms(r, Cout);
+	double *rdin = xmalloc((size_t)N * Cin * sizeof *rdin), *rdw = xmalloc((size_t)Cout * Cin * sizeof *rdw),
+	       *rdb = xmalloc((size_t)Cout * sizeof *rdb);
+	for (int n = 0; n < N; n++)
+		for (int i = 0; i < Cin; i++) {
+			double s = accumulate ? din[n * Cin + i] : 0;
+			for (int o = 0; o < Cout; o++)
+				s += (double)bf16_round(dout[n * Cout + o]) * bf16_round(w[o * Cin + i]);
+			rdin[n * Cin + i] = s;
+		}
+	for (int o = 0; o < Cout; o++) {
+		for (int i = 0; i < Cin; i++) {
+			double s = dw[o * Cin + i];
+			for (int n = 0; n < N; n++)
+				s += (double)bf16_round(dout[n * Cout + o]) * bf16_round(in[n * Cin + i]);
+			rdw[o * Cin + i] = s;
+		}
+		double s = db[o];
+		for (int n = 0; n < N; n++)
+			s += dout[n * Cout + o];   /* the bias gradient stays fp32 */
+		rdb[o] = s;
+	}
+	linear_backward_bf16(with_din ? din : NULL, dw, db, dout, in, w, N, Cin, Cout, accumulate);
+	const char *how = !with_din ? "no din" : accumulate ? "din added" : "din written";
+	if (with_din)
+		CHECK(rel_err(din, rdin, (size_t)N * Cin) < 1e-5, "bf16 backward %dx%d->%d (%s): din",
+		      N, Cin, Cout, how);
+	CHECK(rel_err(dw, rdw, (size_t)Cout * Cin) < 1e-5, "bf16 backward %dx%d->%d (%s): dw added",
+	      N, Cin, Cout, how);
+	CHECK(rel_err(db, rdb, Cout) < 1e-6, "bf16 backward %dx%d->%d (%s): dbias in fp32",
+	      N, Cin, Cout, how);
+	free(dout), free(in), free(w), free(din), free(dw), free(db), free(rdin), free(rdw), free(rdb);
+}
+
+/* One model's step on fp32 and on bf16: the same loss and gradients within
+ * bf16's 8 bits of mantissa. */
+static void check_model(const struct backend *bf16)
+{
+	struct bert_config c = { .vocab = 60, .hidden = 32, .layers = 2, .heads = 2, .ffn = 64,
+				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
+				 .num_labels = 3 };
+	enum { B = 4, T = 12 };
+	int32_t ids[B * T], labels[B] = { 0, 2, 1, 2 };
+	uint8_t mask[B * T];
+	struct rng r;
+	rng_seed(&r, 11);
+	for (int i = 0; i < B * T; i++) {
+		ids[i] = 1 + (int32_t)rng_below(&r, c.vocab - 1);
+		mask[i] = i % T < 5 + 2 * (i / T);    /* lengths 5, 7, 9, 11 */
+	}
+	struct bert_batch b = { B, T, ids, NULL, mask, labels, NULL };
+	struct bert *m[2] = { bert_new(&c, backend_cpu()), bert_new(&c, bf16) };
+	double loss[2];
+	for (int k = 0; k < 2; k++) {
+		bert_init(m[k], 3);
+		int64_t count;
+		loss[k] = bert_forward(m[k], &b, 1, 5, &count);
+		bert_backward(m[k], 1.0f / (float)count);
+	}
+	CHECK(close_enough(loss[1], loss[0], 0, 1e-2), "bf16 model: loss %.6f against fp32's %.6f",
+	      loss[1], loss[0]);
+	const float *g0 = bert_grads(m[0]), *g1 = bert_grads(m[1]);
+	double dot = 0, n0 = 0, n1 = 0;
+	for (size_t i = 0; i < bert_numel(m[0]); i++)
+		dot += (double)g0[i] * g1[i], n0 += (double)g0[i] * g0[i], n1 += (double)g1[i] * g1[i];
+	double cosine = dot / sqrt(n0 * n1), ratio = sqrt(n1 / n0);
+	CHECK(cosine > 0.999 && fabs(ratio - 1) < 0.02,
+	      "bf16 model: gradient direction (cosine %.5f) and norm (ratio %.4f) as fp32's", cosine, ratio);
+	bert_free(m[0]), bert_free(m[1]);
+}
+
+int main(void)
+{
+	const char *why = NULL;
+	const struct backend *bf16 = backend_cpu_bf16(&why);
+	const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+	if (!bf16) {
+		CHECK(why && *why, "no bf16 here (ONEDNN_MAX_CPU_ISA %s): refused with a reason: %s",
+		      cap ? cap : "unset", why ? why : "(none)");
+		CHECK_DONE();
+	}
+	CHECK(strcmp(bf16->name, "cpu") && bf16->linear_forward == linear_forward_bf16,
+	      "the bf16 backend (%s) runs the bf16 linear ops", bf16->name);
+	check_rounding();
+	struct rng r;
+	rng_seed(&r, 1);
+	check_forward(&r, 37, 19, 23, 1);
+	check_forward(&r, 5, 19, 23, 1);      /* the same primitive, another row count */
+	check_forward(&r, 64, 48, 96, 0);
+	check_backward(&r, 37, 19, 23, 0, 1);
+	check_backward(&r, 37, 19, 23, 1, 1);
+	check_backward(&r, 11, 19, 23, 1, 0);
+	check_backward(&r, 64, 48, 96, 1, 1);
+	check_model(bf16);
+	CHECK_DONE();
+}
