@@ -296,8 +296,9 @@ int main(int argc, char **argv)
 	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	c.comm = &comm;
 	/* before the run dir exists: a missing GPU leaves nothing behind */
+	c.precision = precision_parse(precision);
 	c.be = backend_open(gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus),
-			    precision_parse(precision));
+			    c.precision);
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);
 	comm_close(&comm);

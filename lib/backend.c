@@ -36,6 +36,11 @@ enum precision precision_parse(const char *name)
 	die_usage("--precision %s: not fp32 or bf16", name);
 }
 
+const char *precision_name(enum precision p)
+{
+	return p == PREC_BF16 ? "bf16" : "fp32";
+}
+
 static const struct backend *cpu_open(enum precision p)
 {
 	if (p == PREC_FP32)

@@ -140,6 +140,8 @@ const struct backend *backend_cpu_bf16(const char **why);
 enum precision { PREC_FP32, PREC_BF16 };
 /* "fp32" or "bf16" as enum precision; dies in one line for another name. */
 enum precision precision_parse(const char *name);
+/* The name precision_parse takes. */
+const char *precision_name(enum precision p);
 /* The backend that --device name picks: "cpu", "cuda" or "cuda:N", at
  * precision p; dies in one line for another name, or a GPU or precision
  * that this build or machine lacks. */

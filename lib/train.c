@@ -548,8 +548,9 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 	for (int k = 0; k < nmicro; k++) {
 		const struct batch *b = &t->micro[k];
 		size_t cells = (size_t)b->B * b->T, ntargets = bug_targets(t->c->task, b->B, t->num_labels);
-		msgpack_pack_map(pk, 11 + (ntargets > 0));
+		msgpack_pack_map(pk, 12 + (ntargets > 0));
 		mp_pack_str(pk, "step"), msgpack_pack_long(pk, t->st.step + 1);
+		mp_pack_str(pk, "precision"), mp_pack_str(pk, precision_name(t->c->precision));
 		mp_pack_str(pk, "task"), mp_pack_str(pk, task_name(t->c->task));
 		mp_pack_str(pk, "num_labels"), msgpack_pack_int(pk, t->num_labels);
 		mp_pack_str(pk, "B"), msgpack_pack_int(pk, b->B);
@@ -1099,6 +1100,17 @@ static uint64_t read_seed(const struct rec_reader *r, const msgpack_object *rec)
 	return o->via.u64;
 }
 
+/* The precision the step ran in: fp32 for records from before bf16. */
+static enum precision read_precision(const struct rec_reader *r, const msgpack_object *rec)
+{
+	const msgpack_object *o = mp_get(rec, "precision");
+	if (!o || mp_str_is(o, "fp32"))
+		return PREC_FP32;
+	if (!mp_str_is(o, "bf16"))
+		rec_die(r, "'precision' is not fp32 or bf16");
+	return PREC_BF16;
+}
+
 /* Runs one saved micro-batch forward and backward; returns its share of the step's mean loss. */
 static double replay_micro(struct bert **m, const char *dir, const struct rec_reader *r, const msgpack_object *rec)
 {
@@ -1116,7 +1128,8 @@ static double replay_micro(struct bert **m, const char *dir, const struct rec_re
 	if (!*m) {
 		char **names = NULL;
 		int n = 0;
-		*m = modeldir_load(dir, backend_cpu(), (enum bert_task)tk, num_labels, 0, &names, &n);
+		*m = modeldir_load(dir, backend_open("cpu", read_precision(r, rec)), (enum bert_task)tk,
+				   num_labels, 0, &names, &n);
 		hfconfig_free_labels(names, n);
 		bert_zero_grads(*m);
 	}

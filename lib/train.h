@@ -11,6 +11,7 @@
 struct train_config {
 	const char *data, *run, *init, *vocab;
 	const struct backend *be;      /* where the model lives and computes */
+	enum precision precision;      /* be's: the bug records say it, for --replay */
 	enum bert_task task;
 	struct bert_config model;      /* from scratch; its dropout also applies to --init when given */
 	int dropout_given;             /* override the checkpoint's dropout */

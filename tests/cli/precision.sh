@@ -44,6 +44,15 @@ if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
 	check "resumed in bf16: the same final model bit for bit" \
 		cmp "$T/cut/final/model.safetensors" "$T/bf16/final/model.safetensors"
 
+	# a non-finite step's record says bf16, and --replay runs it in bf16
+	check "a bf16 run with non-finite steps ends" train "${SMALL[@]}" --run "$T/nan" --max-steps 3 --optimizer sgd \
+		--lr 1e12 --clip 0 --warmup 0 --precision bf16
+	bug=$(ls -d "$T"/nan/bug/step-* | head -n 1)
+	expect_eq "its bug record says bf16" "$(ts-cat "$bug/batch.msgpack" | jq -r .precision | sort -u)" bf16
+	expect_eq "--replay reproduces it" "$(train --replay "$bug" | jq -r .reproduced)" true
+	expect_fail "--replay of a bf16 record where the CPU has no bf16: refused in one line" 1 \
+		"precision bf16 on the CPU: this processor has neither" no_bf16 ts-train --replay "$bug"
+
 	# one thread pool: OpenMP's, which OpenBLAS and oneDNN both run on
 	for how in 1 2 default; do
 		jopt=(-j "$how") j=$how
