@@ -64,6 +64,7 @@ void comm_close(const struct comm *c)
 	kind = ALONE;
 }
 
+#ifdef TS_GPU
 /* Ends the run when a GPU collective did not finish: the processes that do
  * not answer a roll call over MPI or TCP are named there; if all answer,
  * NCCL itself failed. */
@@ -73,6 +74,7 @@ static void gpu_failed(const struct comm *c)
 	die("NCCL: a collective did not finish within %g s while every process answered; "
 	    "NCCL_DEBUG=WARN says why (--net-if picks the network)", c->timeout_s);
 }
+#endif
 
 void comm_use_gpu(const struct comm *c)
 {
