@@ -230,6 +230,8 @@ static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
 void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
 			 int N, int Cin, int Cout)
 {
+	if (!N)
+		return;
 	const struct gemm *g = gemm_get(FWD, Cin, Cout, bias != NULL);
 	const uint16_t *a = bf16_copy(0, in, (size_t)N * Cin);
 	const uint16_t *b = bf16_copy(1, w, (size_t)Cout * Cin);
@@ -239,6 +241,8 @@ void linear_forward_bf16(float *out, const float *in, const float *w, const floa
 void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
 			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate)
 {
+	if (!N)
+		return;
 	const uint16_t *d = bf16_copy(0, dout, (size_t)N * Cout);
 	if (din)
 		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d, bf16_copy(1, w, (size_t)Cout * Cin),

@@ -179,6 +179,12 @@ int main(void)
 	check_backward(&r, 37, 19, 23, 1, 1);
 	check_backward(&r, 11, 19, 23, 1, 0);
 	check_backward(&r, 64, 48, 96, 1, 1);
+	/* no rows (a head with nothing to predict): nothing written, nothing added */
+	float w[6] = { 1, 2, 3, 4, 5, 6 }, dw[6] = { 1, 1, 1, 1, 1, 1 }, db[2] = { 7, 7 };
+	linear_forward_bf16(NULL, NULL, w, db, 0, 3, 2);
+	linear_backward_bf16(NULL, dw, db, NULL, NULL, w, 0, 3, 2, 0);
+	CHECK(dw[0] == 1 && dw[5] == 1 && db[0] == 7 && db[1] == 7,
+	      "bf16 linear over 0 rows leaves the gradients as they were");
 	check_model(bf16);
 	CHECK_DONE();
 }
