@@ -211,11 +211,7 @@ static size_t scratch_n[2];
 /* src[n] in bf16 in scratch slot. */
 static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
 {
-	if (scratch_n[slot] < n) {
-		free(scratch[slot]);
-		scratch[slot] = xmalloc(n * sizeof **scratch);
-		scratch_n[slot] = n;
-	}
+	grow(&scratch[slot], &scratch_n[slot], n, sizeof **scratch);
 	uint16_t *dst = scratch[slot];
 	enum { SPAN = 16384 };
 	size_t spans = (n + SPAN - 1) / SPAN;
@@ -224,6 +220,41 @@ static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
 		size_t i = s * SPAN;
 		to_bf16_span(dst + i, src + i, n - i < SPAN ? n - i : SPAN);
 	}
+	return dst;
+}
+
+HOT static void to_bf16_sum_row(uint16_t *dst, float *sum, const float *src, int n)
+{
+#pragma omp simd
+	for (int j = 0; j < n; j++) {
+		dst[j] = to_bf16(src[j]);
+		sum[j] += src[j];
+	}
+}
+
+/* dout[N,Cout] in bf16 in scratch slot 0, and its column sums added to
+ * dbias, in one pass over dout. Each span of SUM_ROWS rows is summed on its
+ * own and the spans are added in order: the same bits for any thread count. */
+static const uint16_t *bf16_copy_colsum(float *dbias, const float *dout, int N, int Cout)
+{
+	enum { SUM_ROWS = 64 };
+	static float *part;
+	static size_t part_n;
+	size_t spans = ((size_t)N + SUM_ROWS - 1) / SUM_ROWS;
+	grow(&part, &part_n, spans * Cout, sizeof *part);
+	grow(&scratch[0], &scratch_n[0], (size_t)N * Cout, sizeof **scratch);
+	uint16_t *dst = scratch[0];
+#pragma omp parallel for schedule(static)
+	for (size_t s = 0; s < spans; s++) {
+		float *sum = part + s * Cout;
+		memset(sum, 0, Cout * sizeof *sum);
+		size_t end = (s + 1) * SUM_ROWS < (size_t)N ? (s + 1) * SUM_ROWS : (size_t)N;
+		for (size_t r = s * SUM_ROWS; r < end; r++)
+			to_bf16_sum_row(dst + r * Cout, sum, dout + r * Cout, Cout);
+	}
+	for (size_t s = 0; s < spans; s++)
+		for (int c = 0; c < Cout; c++)
+			dbias[c] += part[s * Cout + c];
 	return dst;
 }
 
@@ -243,13 +274,12 @@ void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout
 {
 	if (!N)
 		return;
-	const uint16_t *d = bf16_copy(0, dout, (size_t)N * Cout);
+	const uint16_t *d = dbias ? bf16_copy_colsum(dbias, dout, N, Cout)
+				  : bf16_copy(0, dout, (size_t)N * Cout);
 	if (din)
 		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d, bf16_copy(1, w, (size_t)Cout * Cin),
 			 din, NULL);
 	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, bf16_copy(1, in, (size_t)N * Cin), dw, NULL);
-	if (dbias)
-		colsum_add(dbias, dout, N, Cout);
 }
 
 /* oneDNN's fp32 GEMM, row-major like the ops'; alone on its thread inside

@@ -179,6 +179,7 @@ int main(void)
 	check_backward(&r, 37, 19, 23, 1, 1);
 	check_backward(&r, 11, 19, 23, 1, 0);
 	check_backward(&r, 64, 48, 96, 1, 1);
+	check_backward(&r, 200, 19, 23, 1, 1);    /* column sums over spans of 64 rows and a part */
 	/* no rows (a head with nothing to predict): nothing written, nothing added */
 	float w[6] = { 1, 2, 3, 4, 5, 6 }, dw[6] = { 1, 1, 1, 1, 1, 1 }, db[2] = { 7, 7 };
 	linear_forward_bf16(NULL, NULL, w, db, 0, 3, 2);
