@@ -282,22 +282,24 @@ void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout
 	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, bf16_copy(1, in, (size_t)N * Cin), dw, NULL);
 }
 
-/* oneDNN's fp32 GEMM, row-major like the ops'; alone on its thread inside
- * the attention's OpenMP region. */
-static void onednn_sgemm(char transa, char transb, int M, int N, int K, float alpha,
-			 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+/* The heads' products on gemm_bf16, in space for the longest sequence
+ * and the head width. */
+static void reserve_heads(const struct attention *a)
 {
-	dnnl_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	int d = a->C / a->H;
+	gemm_bf16_reserve(a->T > d ? a->T : d);
 }
 
 void attention_forward_bf16(float *ctx, float *probs, const struct attention *a)
 {
-	attention_forward_with(ctx, probs, a, onednn_sgemm);
+	reserve_heads(a);
+	attention_forward_with(ctx, probs, a, gemm_bf16);
 }
 
 void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *probs, const struct attention *a)
 {
-	attention_backward_with(dq, dk, dv, dctx, probs, a, onednn_sgemm);
+	reserve_heads(a);
+	attention_backward_with(dq, dk, dv, dctx, probs, a, gemm_bf16);
 }
 #endif

@@ -96,6 +96,14 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 typedef void (*sgemm_fn)(char transa, char transb, int M, int N, int K, float alpha,
 			 const float *A, int lda, const float *B, int ldb, float beta, float *C,
 			 int ldc);
+/* An sgemm_fn with its products in bf16 (operands rounded to nearest even,
+ * denormals as zero) and fp32 sums, on AVX512-BF16: only where
+ * bf16_available. Each thread packs its operands in space that
+ * gemm_bf16_reserve(dim), called outside any parallel region, makes for
+ * all of OpenMP's threads and for M, N, K up to dim. */
+void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
+	       int lda, const float *B, int ldb, float beta, float *C, int ldc);
+void gemm_bf16_reserve(int dim);
 /* The two above with their products on gemm (the plain ones: OpenBLAS). */
 void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm);
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,

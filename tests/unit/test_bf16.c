@@ -120,6 +120,36 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 	free(dout), free(in), free(w), free(din), free(dw), free(db), free(rdin), free(rdw), free(rdb);
 }
 
+/* The attention heads' GEMM: C = alpha op(A) op(B) + beta C against double
+ * sums of the rounded operands, in each transpose, with row strides past
+ * the matrices' widths and sizes off every block edge. */
+static void check_gemm(struct rng *r, char ta, char tb, int M, int N, int K, float beta)
+{
+	int lda = (ta == 'N' ? K : M) + 3, ldb = (tb == 'N' ? N : K) + 5, ldc = N + 2;
+	float *A = randoms(r, (size_t)(ta == 'N' ? M : K) * lda),
+	      *B = randoms(r, (size_t)(tb == 'N' ? K : N) * ldb), *C = randoms(r, (size_t)M * ldc);
+	double *ref = xmalloc((size_t)M * N * sizeof *ref);
+	float *out = xmalloc((size_t)M * N * sizeof *out), alpha = 0.375f;
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double s = 0;
+			for (int k = 0; k < K; k++)
+				s += (double)bf16_round(ta == 'N' ? A[i * lda + k] : A[k * lda + i]) *
+				     bf16_round(tb == 'N' ? B[k * ldb + j] : B[j * ldb + k]);
+			ref[i * N + j] = alpha * s + beta * C[i * ldc + j];
+		}
+	float pad = C[ldc - 1];
+	gemm_bf16_reserve(M > N ? (M > K ? M : K) : (N > K ? N : K));
+	gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	for (int i = 0; i < M; i++)
+		memcpy(out + (size_t)i * N, C + (size_t)i * ldc, N * sizeof *out);
+	double e = rel_err(out, ref, (size_t)M * N);
+	CHECK(e < 1e-5 && C[ldc - 1] == pad,
+	      "bf16 heads' GEMM %c%c %dx%dx%d beta %g: the reference's sums (rel err %.2g), "
+	      "nothing past each row", ta, tb, M, N, K, beta, e);
+	free(A), free(B), free(C), free(ref), free(out);
+}
+
 /* One model's step on fp32 and on bf16: the same loss and gradients within
  * bf16's 8 bits of mantissa. */
 static void check_model(const struct backend *bf16)
@@ -186,6 +216,13 @@ int main(void)
 	linear_backward_bf16(NULL, dw, db, NULL, NULL, w, 0, 3, 2, 0);
 	CHECK(dw[0] == 1 && dw[5] == 1 && db[0] == 7 && db[1] == 7,
 	      "bf16 linear over 0 rows leaves the gradients as they were");
+	const char *ts = "NT";
+	for (int t = 0; t < 4; t++) {
+		check_gemm(&r, ts[t / 2], ts[t % 2], 37, 50, 64, 0.0f);
+		check_gemm(&r, ts[t / 2], ts[t % 2], 8, 32, 33, 0.0f);
+		check_gemm(&r, ts[t / 2], ts[t % 2], 1, 1, 1, 0.5f);
+		check_gemm(&r, ts[t / 2], ts[t % 2], 130, 17, 128, 1.0f);
+	}
 	check_model(bf16);
 	CHECK_DONE();
 }
