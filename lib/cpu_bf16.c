@@ -197,7 +197,7 @@ static inline uint16_t to_bf16(float f)
 	return (uint16_t)(nan ? (u >> 16) | 0x40u : r);
 }
 
-HOT static void to_bf16_span(uint16_t *dst, const float *src, size_t n)
+HOT_ELEMENTWISE static void to_bf16_span(uint16_t *dst, const float *src, size_t n)
 {
 #pragma omp simd
 	for (size_t i = 0; i < n; i++)
@@ -223,7 +223,7 @@ static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
 	return dst;
 }
 
-HOT static void to_bf16_sum_row(uint16_t *dst, float *sum, const float *src, int n)
+HOT_ELEMENTWISE static void to_bf16_sum_row(uint16_t *dst, float *sum, const float *src, int n)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++) {

@@ -280,7 +280,7 @@ float gelu(float x)
 	return x * cdf;
 }
 
-HOT static void bias_gelu_row(float *out, float *pre, const float *bias, int n)
+HOT_ELEMENTWISE static void bias_gelu_row(float *out, float *pre, const float *bias, int n)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++) {
@@ -298,7 +298,7 @@ void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F)
 		bias_gelu_row(out + (size_t)r * F, pre + (size_t)r * F, bias, F);
 }
 
-HOT static void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n)
+HOT_ELEMENTWISE static void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n)
 {
 #pragma omp simd
 	for (size_t i = 0; i < n; i++) {
@@ -520,7 +520,7 @@ void bce_backward(float *dlogits, const float *logits, const float *targets, siz
 
 /* ---- dropout ---- */
 
-HOT static void dropout_span(float *out, const float *in, int n, uint32_t key,
+HOT_ELEMENTWISE static void dropout_span(float *out, const float *in, int n, uint32_t key,
 			     uint32_t base, uint32_t threshold, float scale)
 {
 #pragma omp simd
