@@ -21,13 +21,15 @@ struct heads {
 	uint32_t threshold, key;   /* dropout on the probabilities; threshold 0: none */
 	float keep_scale;
 	sgemm_fn gemm;
+	softmax_row_fn softmax;
 };
 
-static struct heads heads_of(const struct attention *a, const uint8_t *mask, sgemm_fn gemm)
+static struct heads heads_of(const struct attention *a, const uint8_t *mask, sgemm_fn gemm,
+			     softmax_row_fn softmax)
 {
 	int d = a->C / a->H;
 	struct heads s = { a, mask, d, 1.0f / sqrtf((float)d), dropout_threshold(a->p),
-			   dropout_key(a->seed), 1.0f / (1.0f - a->p), gemm };
+			   dropout_key(a->seed), 1.0f / (1.0f - a->p), gemm, softmax };
 	return s;
 }
 
@@ -69,7 +71,7 @@ static uint8_t *ones_for_no_mask(const uint8_t *mask, int n)
 	return ones;
 }
 
-/* Scores p[0..n) in, probabilities p[0..len) out. */
+/* A softmax_row_fn. */
 HOT static void masked_softmax_row(float *p, const uint8_t *mask, int n, int len)
 {
 #pragma omp simd
@@ -95,7 +97,7 @@ HOT static void masked_softmax_row(float *p, const uint8_t *mask, int n, int len
 		p[j] = 0.0f;
 }
 
-HOT static void dropout_row(float *out, const float *in, int n, const struct heads *s,
+HOT_ELEMENTWISE static void dropout_row(float *out, const float *in, int n, const struct heads *s,
 			    uint32_t base)
 {
 #pragma omp simd
@@ -181,7 +183,7 @@ static void head_forward(float *ctx, float *probs, float *dropped, const struct 
 
 	s->gemm('N', 'T', t.nq, t.n, d, s->scale, q, a->ldq, k, a->ldkv, 0.0f, pr, len);
 	for (int i = 0; i < t.nq; i++)
-		masked_softmax_row(pr + (size_t)i * len, m, t.n, len);
+		s->softmax(pr + (size_t)i * len, m, t.n, len);
 	const float *pv = pr;
 	if (s->threshold) {
 		for (int i = 0; i < t.nq; i++)
@@ -193,10 +195,11 @@ static void head_forward(float *ctx, float *probs, float *dropped, const struct 
 		ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
 }
 
-void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm)
+void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm,
+			    softmax_row_fn softmax)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask, gemm);
+	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, softmax);
 	size_t block = largest_block(a);
 	float *scratch = s.threshold ? thread_scratch(block) : NULL;
 #pragma omp parallel
@@ -254,7 +257,7 @@ void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *probs, const struct attention *a, sgemm_fn gemm)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask, gemm);
+	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, NULL);
 	size_t block = largest_block(a), per_thread = s.threshold ? 2 * block : block;
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
@@ -271,7 +274,7 @@ void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
 
 void attention_forward(float *ctx, float *probs, const struct attention *a)
 {
-	attention_forward_with(ctx, probs, a, openblas_sgemm);
+	attention_forward_with(ctx, probs, a, openblas_sgemm, masked_softmax_row);
 }
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx,

@@ -293,7 +293,7 @@ static void reserve_heads(const struct attention *a)
 void attention_forward_bf16(float *ctx, float *probs, const struct attention *a)
 {
 	reserve_heads(a);
-	attention_forward_with(ctx, probs, a, gemm_bf16);
+	attention_forward_with(ctx, probs, a, gemm_bf16, softmax_row_bf16);
 }
 
 void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,

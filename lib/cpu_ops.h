@@ -104,8 +104,16 @@ typedef void (*sgemm_fn)(char transa, char transb, int M, int N, int K, float al
 void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
 	       int lda, const float *B, int ldb, float beta, float *C, int ldc);
 void gemm_bf16_reserve(int dim);
-/* The two above with their products on gemm (the plain ones: OpenBLAS). */
-void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm);
+/* Scores p[0..n) in, probabilities p[0..len) out: the softmax over the keys
+ * whose mask is set, zero for the others and past n; uniform over all len
+ * when no key is real. */
+typedef void (*softmax_row_fn)(float *p, const uint8_t *mask, int n, int len);
+/* That with AVX-512, only where bf16_available. */
+void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len);
+/* The two above with their products on gemm and the forward's softmax on
+ * softmax (the plain ones: OpenBLAS, and the softmax with fp32's bits). */
+void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm,
+			    softmax_row_fn softmax);
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *probs, const struct attention *a, sgemm_fn gemm);
 

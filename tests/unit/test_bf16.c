@@ -150,6 +150,35 @@ static void check_gemm(struct rng *r, char ta, char tb, int M, int N, int K, flo
 	free(A), free(B), free(C), free(ref), free(out);
 }
 
+/* The bf16 path's softmax of a row against a double reference: masked keys
+ * and keys past n get 0, a row with no real key is uniform over len. */
+static void check_softmax(struct rng *r, int n, int len, int holes)
+{
+	float *p = randoms(r, (size_t)len);
+	uint8_t *mask = xmalloc((size_t)len);
+	double ref[64], s = 0, m = -INFINITY;
+	for (int j = 0; j < len; j++) {
+		p[j] *= 8;
+		mask[j] = holes < 0 ? 0 : !(holes && j % holes == 1);
+		if (j < n && mask[j])
+			m = fmax(m, p[j]);
+	}
+	for (int j = 0; j < len; j++)
+		s += ref[j] = j < n && mask[j] ? exp((double)p[j] - m) : 0;
+	for (int j = 0; j < len; j++)
+		ref[j] = holes < 0 ? 1.0 / len : ref[j] / s;
+	softmax_row_bf16(p, mask, n, len);
+	double e = 0;
+	int exact = 1;
+	for (int j = 0; j < len; j++) {
+		e = fmax(e, fabs(p[j] - ref[j]));
+		exact &= ref[j] != 0 || p[j] == 0;
+	}
+	CHECK(e < 1e-6 && exact, "bf16 path's softmax, %d of %d keys%s: the reference within 1e-6 "
+	      "(%.2g), exact zeros", n, len, holes < 0 ? ", none real" : holes ? ", holes" : "", e);
+	free(p), free(mask);
+}
+
 /* One model's step on fp32 and on bf16: the same loss and gradients within
  * bf16's 8 bits of mantissa. */
 static void check_model(const struct backend *bf16)
@@ -223,6 +252,10 @@ int main(void)
 		check_gemm(&r, ts[t / 2], ts[t % 2], 1, 1, 1, 0.5f);
 		check_gemm(&r, ts[t / 2], ts[t % 2], 130, 17, 128, 1.0f);
 	}
+	check_softmax(&r, 40, 40, 0);
+	check_softmax(&r, 33, 50, 0);
+	check_softmax(&r, 7, 16, 3);
+	check_softmax(&r, 20, 20, -1);
 	check_model(bf16);
 	CHECK_DONE();
 }

@@ -1,11 +1,14 @@
-/* The attention heads' small GEMMs in bf16 (ts-train --precision bf16): one
- * thread's row-major C = alpha op(A) op(B) + beta C with its operands rounded
- * to bf16 and fp32 sums, on AVX512-BF16's pairwise dot products. Each operand
- * is packed as pairs of bf16 along the summed dimension, one 32-bit word a
- * pair; the kernel broadcasts a pair of A and multiplies it with 16 of B's
- * columns at once. */
+/* The bf16 path's attention kernels (ts-train --precision bf16), on
+ * AVX512-BF16 and AVX-512:
+ * - the heads' small GEMMs: one thread's row-major C = alpha op(A) op(B) +
+ *   beta C with its operands rounded to bf16 and fp32 sums. Each operand is
+ *   packed as pairs of bf16 along the summed dimension, one 32-bit word a
+ *   pair; the kernel broadcasts a pair of A and multiplies it with 16 of B's
+ *   columns at once;
+ * - the masked softmax of a row of scores, 16 keys at a time. */
 #include "cpu_ops.h"
 #include "err.h"
+#include <math.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -155,6 +158,57 @@ BF16 static void kernel(const uint32_t *a, size_t a_row, size_t a_k, const uint3
 	}
 }
 
+/* e^x as cpu_simd.h's exp_approx (Cody-Waite reduction, Cephes'
+ * polynomial, inputs clamped to [-87, 88]), 16 at a time; a NaN stays NaN. */
+BF16 static inline __m512 exp16(__m512 x)
+{
+	x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+					_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+	r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+	__m512 p = _mm512_set1_ps(1.9875691500e-4f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+	p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+	return _mm512_scalef_ps(p, n);
+}
+
+/* Keys j.. (up to 16 of the first n) that are real. */
+BF16 static inline __mmask16 real16(const uint8_t *mask, int j, int n)
+{
+	__mmask16 in = first(n - j);
+	return _mm_mask_cmpneq_epi8_mask(in, _mm_maskz_loadu_epi8(in, mask + j), _mm_setzero_si128());
+}
+
+BF16 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
+{
+	__m512 mx = _mm512_set1_ps(-INFINITY);
+	for (int j = 0; j < n; j += 16)
+		mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), real16(mask, j, n),
+							     p + j));
+	float m = _mm512_reduce_max_ps(mx);
+	if (m == -INFINITY) {
+		for (int j = 0; j < len; j++)
+			p[j] = 1.0f / len;
+		return;
+	}
+	__m512 sum = _mm512_setzero_ps();
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 real = real16(mask, j, n);
+		__m512 e = _mm512_maskz_mov_ps(real, exp16(_mm512_sub_ps(_mm512_loadu_ps(p + j), _mm512_set1_ps(m))));
+		_mm512_mask_storeu_ps(p + j, first(n - j), e);
+		sum = _mm512_add_ps(sum, e);
+	}
+	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+	for (int j = 0; j < n; j += 16)
+		_mm512_mask_storeu_ps(p + j, first(n - j), _mm512_mul_ps(_mm512_loadu_ps(p + j), inv));
+	memset(p + n, 0, sizeof *p * (size_t)(len - n));
+}
+
 void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
 	       int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
@@ -184,5 +238,11 @@ void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const
 	(void)transa, (void)transb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda,
 		(void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
 	abort();                   /* bf16_available is false off x86-64 */
+}
+
+void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
+{
+	(void)p, (void)mask, (void)n, (void)len;
+	abort();
 }
 #endif
