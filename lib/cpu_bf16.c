@@ -208,11 +208,9 @@ HOT_ELEMENTWISE static void to_bf16_span(uint16_t *dst, const float *src, size_t
 static uint16_t *scratch[2];
 static size_t scratch_n[2];
 
-/* src[n] in bf16 in scratch slot. */
-static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
+/* dst[n] = src[n] in bf16. */
+static void round_into(uint16_t *dst, const float *src, size_t n)
 {
-	grow(&scratch[slot], &scratch_n[slot], n, sizeof **scratch);
-	uint16_t *dst = scratch[slot];
 	enum { SPAN = 16384 };
 	size_t spans = (n + SPAN - 1) / SPAN;
 #pragma omp parallel for schedule(static)
@@ -220,7 +218,14 @@ static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
 		size_t i = s * SPAN;
 		to_bf16_span(dst + i, src + i, n - i < SPAN ? n - i : SPAN);
 	}
-	return dst;
+}
+
+/* src[n] in bf16 in scratch slot. */
+static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
+{
+	grow(&scratch[slot], &scratch_n[slot], n, sizeof **scratch);
+	round_into(scratch[slot], src, n);
+	return scratch[slot];
 }
 
 HOT_ELEMENTWISE static void to_bf16_sum_row(uint16_t *dst, float *sum, const float *src, int n)
@@ -258,13 +263,58 @@ static const uint16_t *bf16_copy_colsum(float *dbias, const float *dout, int N, 
 	return dst;
 }
 
+/* The bf16 copy of a layer's input that its forward made, kept for its
+ * backward: one per weight, with the input and size it was made from. */
+struct input_copy {
+	const float *w, *in;
+	size_t n, cap;
+	uint16_t *copy;
+};
+
+enum { MAX_INPUTS = 512 };
+static struct input_copy inputs[MAX_INPUTS];
+static int ninputs;
+
+/* w's entry, a new one for a new w; NULL when the table is full. */
+static struct input_copy *input_of(const float *w)
+{
+	for (int i = 0; i < ninputs; i++)
+		if (inputs[i].w == w)
+			return &inputs[i];
+	if (ninputs == MAX_INPUTS)
+		return NULL;
+	inputs[ninputs] = (struct input_copy){ .w = w };
+	return &inputs[ninputs++];
+}
+
+/* in[n] in bf16, kept as w's input copy (in scratch slot 0 when the table
+ * is full). */
+static const uint16_t *keep_input(const float *w, const float *in, size_t n)
+{
+	struct input_copy *c = input_of(w);
+	if (!c)
+		return bf16_copy(0, in, n);
+	grow(&c->copy, &c->cap, n, sizeof *c->copy);
+	round_into(c->copy, in, n);
+	c->in = in, c->n = n;
+	return c->copy;
+}
+
+/* in[n] in bf16: w's input copy when the forward made it from in, else
+ * rounded again into scratch slot 1. */
+static const uint16_t *kept_input(const float *w, const float *in, size_t n)
+{
+	struct input_copy *c = input_of(w);
+	return c && c->in == in && c->n == n ? c->copy : bf16_copy(1, in, n);
+}
+
 void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
 			 int N, int Cin, int Cout)
 {
 	if (!N)
 		return;
 	const struct gemm *g = gemm_get(FWD, Cin, Cout, bias != NULL);
-	const uint16_t *a = bf16_copy(0, in, (size_t)N * Cin);
+	const uint16_t *a = keep_input(w, in, (size_t)N * Cin);
 	const uint16_t *b = bf16_copy(1, w, (size_t)Cout * Cin);
 	gemm_run(g, N, a, b, out, bias);
 }
@@ -279,7 +329,7 @@ void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout
 	if (din)
 		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d, bf16_copy(1, w, (size_t)Cout * Cin),
 			 din, NULL);
-	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, bf16_copy(1, in, (size_t)N * Cin), dw, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, kept_input(w, in, (size_t)N * Cin), dw, NULL);
 }
 
 /* The heads' products on gemm_bf16, in space for the longest sequence

@@ -81,8 +81,11 @@ static void check_forward(struct rng *r, int N, int Cin, int Cout, int bias)
 }
 
 /* din (+)= dout w, dw += dout^T in, dbias += column sums: each against double
- * sums over the rounded inputs, starting from nonzero contents. */
-static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumulate, int with_din)
+ * sums over the rounded inputs, starting from nonzero contents. The forward
+ * runs first, as in training, on in itself or (other_input) on another
+ * input: the backward must use in either way. */
+static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumulate, int with_din,
+			   int other_input)
 {
 	float *dout = randoms(r, (size_t)N * Cout), *in = randoms(r, (size_t)N * Cin),
 	      *w = randoms(r, (size_t)Cout * Cin), *din = randoms(r, (size_t)N * Cin),
@@ -108,8 +111,12 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 			s += dout[n * Cout + o];   /* the bias gradient stays fp32 */
 		rdb[o] = s;
 	}
+	float *other = randoms(r, (size_t)N * Cin), *out = xmalloc((size_t)N * Cout * sizeof *out);
+	linear_forward_bf16(out, other_input ? other : in, w, NULL, N, Cin, Cout);
 	linear_backward_bf16(with_din ? din : NULL, dw, db, dout, in, w, N, Cin, Cout, accumulate);
-	const char *how = !with_din ? "no din" : accumulate ? "din added" : "din written";
+	free(other), free(out);
+	const char *how = other_input ? "after a forward on another input"
+			  : !with_din ? "no din" : accumulate ? "din added" : "din written";
 	if (with_din)
 		CHECK(rel_err(din, rdin, (size_t)N * Cin) < 1e-5, "bf16 backward %dx%d->%d (%s): din",
 		      N, Cin, Cout, how);
@@ -234,11 +241,12 @@ int main(void)
 	check_forward(&r, 37, 19, 23, 1);
 	check_forward(&r, 5, 19, 23, 1);      /* the same primitive, another row count */
 	check_forward(&r, 64, 48, 96, 0);
-	check_backward(&r, 37, 19, 23, 0, 1);
-	check_backward(&r, 37, 19, 23, 1, 1);
-	check_backward(&r, 11, 19, 23, 1, 0);
-	check_backward(&r, 64, 48, 96, 1, 1);
-	check_backward(&r, 200, 19, 23, 1, 1);    /* column sums over spans of 64 rows and a part */
+	check_backward(&r, 37, 19, 23, 0, 1, 0);
+	check_backward(&r, 37, 19, 23, 1, 1, 0);
+	check_backward(&r, 11, 19, 23, 1, 0, 0);
+	check_backward(&r, 64, 48, 96, 1, 1, 0);
+	check_backward(&r, 64, 48, 96, 1, 1, 1);
+	check_backward(&r, 200, 19, 23, 1, 1, 0);    /* column sums over spans of 64 rows and a part */
 	/* no rows (a head with nothing to predict): nothing written, nothing added */
 	float w[6] = { 1, 2, 3, 4, 5, 6 }, dw[6] = { 1, 1, 1, 1, 1, 1 }, db[2] = { 7, 7 };
 	linear_forward_bf16(NULL, NULL, w, db, 0, 3, 2);
