@@ -22,14 +22,15 @@ struct heads {
 	float keep_scale;
 	sgemm_fn gemm;
 	softmax_row_fn softmax;
+	softmax_backward_fn softmax_backward;
 };
 
 static struct heads heads_of(const struct attention *a, const uint8_t *mask, sgemm_fn gemm,
-			     softmax_row_fn softmax)
+			     softmax_row_fn softmax, softmax_backward_fn softmax_backward)
 {
 	int d = a->C / a->H;
 	struct heads s = { a, mask, d, 1.0f / sqrtf((float)d), dropout_threshold(a->p),
-			   dropout_key(a->seed), 1.0f / (1.0f - a->p), gemm, softmax };
+			   dropout_key(a->seed), 1.0f / (1.0f - a->p), gemm, softmax, softmax_backward };
 	return s;
 }
 
@@ -105,23 +106,21 @@ HOT_ELEMENTWISE static void dropout_row(float *out, const float *in, int n, cons
 		out[j] = in[j] * dropout_factor(s->key, base + (uint32_t)j, s->threshold, s->keep_scale);
 }
 
-/* Through dropout (dp *= mask, dropped = p * mask) and then the softmax:
- * ds = p * (dp - sum(p * dp)), or 0 where no key is real; ds overwrites dp. */
-HOT static void softmax_dropout_backward_row(float *dp, float *dropped, const float *p,
-					     int n, int real, const struct heads *s, uint32_t base)
+/* Back through dropout: dp *= mask, and dropped = p * mask for dV. */
+HOT_ELEMENTWISE static void dropout_backward_row(float *dp, float *dropped, const float *p, int n,
+						 const struct heads *s, uint32_t base)
 {
-	if (s->threshold) {
 #pragma omp simd
-		for (int j = 0; j < n; j++) {
-			float f = dropout_factor(s->key, base + (uint32_t)j, s->threshold, s->keep_scale);
-			dropped[j] = p[j] * f;
-			dp[j] *= f;
-		}
+	for (int j = 0; j < n; j++) {
+		float f = dropout_factor(s->key, base + (uint32_t)j, s->threshold, s->keep_scale);
+		dropped[j] = p[j] * f;
+		dp[j] *= f;
 	}
-	if (!real) {
-		memset(dp, 0, sizeof(float) * n);
-		return;
-	}
+}
+
+/* A softmax_backward_fn. */
+HOT static void softmax_backward_row(float *dp, const float *p, int n)
+{
 	float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
 	for (int j = 0; j < n; j++)
@@ -199,7 +198,7 @@ void attention_forward_with(float *ctx, float *probs, const struct attention *a,
 			    softmax_row_fn softmax)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, softmax);
+	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, softmax, NULL);
 	size_t block = largest_block(a);
 	float *scratch = s.threshold ? thread_scratch(block) : NULL;
 #pragma omp parallel
@@ -239,11 +238,18 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 
 	/* d(dropped probs) = dctx V^T */
 	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, dc, a->C, v, a->ldkv, 0.0f, dp, len);
-	for (int i = 0; i < t.nq; i++)
-		softmax_dropout_backward_row(dp + (size_t)i * len,
-					     dropped ? dropped + (size_t)i * len : NULL,
-					     pr + (size_t)i * len, t.n, t.real, s,
+	for (int i = 0; i < t.nq; i++) {
+		float *dpi = dp + (size_t)i * len;
+		const float *p = pr + (size_t)i * len;
+		if (s->threshold)
+			dropout_backward_row(dpi, dropped + (size_t)i * len, p, t.n, s,
 					     (uint32_t)(t.probs + (size_t)i * len));
+		/* ds, or 0 where no key is real */
+		if (t.real)
+			s->softmax_backward(dpi, p, t.n);
+		else
+			memset(dpi, 0, sizeof(float) * t.n);
+	}
 	const float *pv = s->threshold ? dropped : pr;
 	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
 	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, pv, len, dc, a->C, 0.0f, dv, a->ldkv);
@@ -254,10 +260,11 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 }
 
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a, sgemm_fn gemm)
+			     const float *probs, const struct attention *a, sgemm_fn gemm,
+			     softmax_backward_fn softmax_backward)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, NULL);
+	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, NULL, softmax_backward);
 	size_t block = largest_block(a), per_thread = s.threshold ? 2 * block : block;
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
@@ -280,5 +287,5 @@ void attention_forward(float *ctx, float *probs, const struct attention *a)
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 			const float *probs, const struct attention *a)
 {
-	attention_backward_with(dq, dk, dv, dctx, probs, a, openblas_sgemm);
+	attention_backward_with(dq, dk, dv, dctx, probs, a, openblas_sgemm, softmax_backward_row);
 }

@@ -5,7 +5,8 @@
  *   packed as pairs of bf16 along the summed dimension, one 32-bit word a
  *   pair; the kernel broadcasts a pair of A and multiplies it with 16 of B's
  *   columns at once;
- * - the masked softmax of a row of scores, 16 keys at a time. */
+ * - the masked softmax of a row of scores and its backward, 16 keys at a
+ *   time. */
 #include "cpu_ops.h"
 #include "err.h"
 #include <math.h>
@@ -209,6 +210,21 @@ BF16 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
 	memset(p + n, 0, sizeof *p * (size_t)(len - n));
 }
 
+BF16 void softmax_backward_row_bf16(float *dp, const float *p, int n)
+{
+	__m512 dot = _mm512_setzero_ps();
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 m = first(n - j);
+		dot = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + j), _mm512_maskz_loadu_ps(m, dp + j), dot);
+	}
+	__m512 sum = _mm512_set1_ps(_mm512_reduce_add_ps(dot));
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 m = first(n - j);
+		__m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + j), sum);
+		_mm512_mask_storeu_ps(dp + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), d));
+	}
+}
+
 void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
 	       int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
@@ -243,6 +259,12 @@ void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const
 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
 {
 	(void)p, (void)mask, (void)n, (void)len;
+	abort();
+}
+
+void softmax_backward_row_bf16(float *dp, const float *p, int n)
+{
+	(void)dp, (void)p, (void)n;
 	abort();
 }
 #endif

@@ -350,6 +350,6 @@ void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *probs, const struct attention *a)
 {
 	reserve_heads(a);
-	attention_backward_with(dq, dk, dv, dctx, probs, a, gemm_bf16);
+	attention_backward_with(dq, dk, dv, dctx, probs, a, gemm_bf16, softmax_backward_row_bf16);
 }
 #endif

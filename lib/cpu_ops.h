@@ -108,14 +108,20 @@ void gemm_bf16_reserve(int dim);
  * whose mask is set, zero for the others and past n; uniform over all len
  * when no key is real. */
 typedef void (*softmax_row_fn)(float *p, const uint8_t *mask, int n, int len);
-/* That with AVX-512, only where bf16_available. */
+/* Back through the softmax of a row with a real key, p its n probabilities:
+ * dp = p * (dp - sum(p * dp)). */
+typedef void (*softmax_backward_fn)(float *dp, const float *p, int n);
+/* Those two with AVX-512, only where bf16_available. */
 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len);
-/* The two above with their products on gemm and the forward's softmax on
- * softmax (the plain ones: OpenBLAS, and the softmax with fp32's bits). */
+void softmax_backward_row_bf16(float *dp, const float *p, int n);
+/* The two above with their products on gemm and their softmax on softmax
+ * and softmax_backward (the plain ones: OpenBLAS, and the softmax with
+ * fp32's bits). */
 void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm,
 			    softmax_row_fn softmax);
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a, sgemm_fn gemm);
+			     const float *probs, const struct attention *a, sgemm_fn gemm,
+			     softmax_backward_fn softmax_backward);
 
 /* Softmax cross-entropy per row of logits[N,V] against the label smoothed
  * by e (PyTorch's label_smoothing: 1 - e on the label, e/V on every class):

@@ -186,6 +186,24 @@ static void check_softmax(struct rng *r, int n, int len, int holes)
 	free(p), free(mask);
 }
 
+/* Its backward: dp = p * (dp - sum(p * dp)) against double sums. */
+static void check_softmax_backward(struct rng *r, int n)
+{
+	float *p = randoms(r, (size_t)n), *dp = randoms(r, (size_t)n + 1);
+	double dot = 0, ref[64], e = 0;
+	for (int j = 0; j < n; j++)
+		dot += (double)p[j] * dp[j];
+	for (int j = 0; j < n; j++)
+		ref[j] = p[j] * (dp[j] - dot);
+	float past = dp[n];
+	softmax_backward_row_bf16(dp, p, n);
+	for (int j = 0; j < n; j++)
+		e = fmax(e, fabs(dp[j] - ref[j]));
+	CHECK(e < 1e-5 && dp[n] == past, "bf16 path's softmax backward over %d keys: the reference "
+	      "within 1e-5 (%.2g), nothing past n", n, e);
+	free(p), free(dp);
+}
+
 /* One model's step on fp32 and on bf16: the same loss and gradients within
  * bf16's 8 bits of mantissa. */
 static void check_model(const struct backend *bf16)
@@ -264,6 +282,8 @@ int main(void)
 	check_softmax(&r, 33, 50, 0);
 	check_softmax(&r, 7, 16, 3);
 	check_softmax(&r, 20, 20, -1);
+	check_softmax_backward(&r, 16);
+	check_softmax_backward(&r, 45);
 	check_model(bf16);
 	CHECK_DONE();
 }
