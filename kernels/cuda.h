@@ -75,7 +75,7 @@ void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout
 			     const float *in, const float *mean, const float *rstd, const float *w,
 			     int N, int C);
 void cuda_bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F);
-void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, size_t n);
+void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
 double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,

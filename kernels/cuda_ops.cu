@@ -590,8 +590,9 @@ static __global__ void gelu_backward_kernel(float *dpre, const float *dout, cons
 	}
 }
 
-void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, size_t n)
+void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F)
 {
+	size_t n = N > 0 && F > 0 ? (size_t)N * F : 0;
 	if (!n)
 		return;
 	gelu_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(dpre, dout, pre, n);

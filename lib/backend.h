@@ -76,7 +76,7 @@ struct backend {
 				   const float *in, const float *mean, const float *rstd,
 				   const float *w, int N, int C);
 	void (*bias_gelu_forward)(float *out, float *pre, const float *bias, int N, int F);
-	void (*gelu_backward)(float *dpre, const float *dout, const float *pre, size_t n);
+	void (*gelu_backward)(float *dpre, const float *dout, const float *pre, int N, int F);
 	void (*tanh_forward)(float *out, const float *in, size_t n);
 	void (*tanh_backward)(float *din, const float *dout, const float *out, size_t n);
 	void (*attention_forward)(float *ctx, float *probs, const struct attention *a);

@@ -891,7 +891,7 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 	const float *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
 	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
 			       w->ffn_out_w, R, F, C, 0);
-	m->be->gelu_backward(d->dffn, d->dffn, a->ffn_pre, (size_t)R * F);
+	m->be->gelu_backward(d->dffn, d->dffn, a->ffn_pre, R, F);
 	/* the residual: dh already holds the sum's gradient, the FFN's adds to it */
 	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_ln,
 			       w->ffn_in_w, R, C, F, 1);
@@ -1053,7 +1053,7 @@ static void mlm_head_backward(struct bert *m, float scale)
 			       m->w.word, M, C, V, 0);
 	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
 				  h->mean, h->rstd, m->w.tr_ln_w, M, C);
-	m->be->gelu_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
+	m->be->gelu_backward(d->dhead, d->dhead, h->dense, M, C);
 	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in,
 			       m->w.tr_w, M, C, C, 0);
 }

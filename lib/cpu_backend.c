@@ -89,6 +89,8 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16.name = "cpu bf16";
 	bf16.linear_forward = linear_forward_bf16;
 	bf16.linear_backward = linear_backward_bf16;
+	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
+	bf16.gelu_backward = gelu_backward_bf16;
 	bf16.attention_forward = attention_forward_bf16;
 	bf16.attention_backward = attention_backward_bf16;
 	return &bf16;

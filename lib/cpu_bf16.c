@@ -31,6 +31,18 @@ void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout
 	die("bf16 GEMMs without oneDNN");
 }
 
+void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F)
+{
+	(void)out, (void)pre, (void)bias, (void)N, (void)F;
+	die("bf16 GEMMs without oneDNN");
+}
+
+void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F)
+{
+	(void)dpre, (void)dout, (void)pre, (void)N, (void)F;
+	die("bf16 GEMMs without oneDNN");
+}
+
 void attention_forward_bf16(float *ctx, float *probs, const struct attention *a)
 {
 	(void)ctx, (void)probs, (void)a;
@@ -187,16 +199,6 @@ static void gemm_run(const struct gemm *g, int64_t n, const uint16_t *a, const u
 		dnnl_memory_destroy(m[i]);
 }
 
-/* Round to nearest even; a NaN stays a (quiet) NaN. */
-static inline uint16_t to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
-	uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-	return (uint16_t)(nan ? (u >> 16) | 0x40u : r);
-}
-
 HOT_ELEMENTWISE static void to_bf16_span(uint16_t *dst, const float *src, size_t n)
 {
 #pragma omp simd
@@ -228,6 +230,38 @@ static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
 	return scratch[slot];
 }
 
+/* Runs row(ctx, r, sum) over rows 0..N, each adding its C values into sum,
+ * in spans of SUM_ROWS rows whose sums start from zero, and adds the spans'
+ * sums in order into acc[C]: the same bits for any thread count. */
+static void rows_with_colsums(float *acc, int N, int C,
+			      void (*row)(const void *ctx, size_t r, float *sum), const void *ctx)
+{
+	enum { SUM_ROWS = 64 };
+	static float *part;
+	static size_t part_n;
+	size_t spans = ((size_t)N + SUM_ROWS - 1) / SUM_ROWS;
+	grow(&part, &part_n, spans * C, sizeof *part);
+#pragma omp parallel for schedule(static)
+	for (size_t s = 0; s < spans; s++) {
+		float *sum = part + s * C;
+		memset(sum, 0, C * sizeof *sum);
+		size_t end = (s + 1) * SUM_ROWS < (size_t)N ? (s + 1) * SUM_ROWS : (size_t)N;
+		for (size_t r = s * SUM_ROWS; r < end; r++)
+			row(ctx, r, sum);
+	}
+	for (size_t s = 0; s < spans; s++)
+		for (int c = 0; c < C; c++)
+			acc[c] += part[s * C + c];
+}
+
+/* A row-wise op's operands, for rows_with_colsums. */
+struct rows {
+	uint16_t *copy;
+	float *out;
+	const float *in, *pre;
+	int C;
+};
+
 HOT_ELEMENTWISE static void to_bf16_sum_row(uint16_t *dst, float *sum, const float *src, int n)
 {
 #pragma omp simd
@@ -237,30 +271,82 @@ HOT_ELEMENTWISE static void to_bf16_sum_row(uint16_t *dst, float *sum, const flo
 	}
 }
 
+static void copy_sum_row(const void *ctx, size_t r, float *sum)
+{
+	const struct rows *x = ctx;
+	size_t o = r * x->C;
+	to_bf16_sum_row(x->copy + o, sum, x->in + o, x->C);
+}
+
 /* dout[N,Cout] in bf16 in scratch slot 0, and its column sums added to
- * dbias, in one pass over dout. Each span of SUM_ROWS rows is summed on its
- * own and the spans are added in order: the same bits for any thread count. */
+ * dbias, in one pass over dout. */
 static const uint16_t *bf16_copy_colsum(float *dbias, const float *dout, int N, int Cout)
 {
-	enum { SUM_ROWS = 64 };
-	static float *part;
-	static size_t part_n;
-	size_t spans = ((size_t)N + SUM_ROWS - 1) / SUM_ROWS;
-	grow(&part, &part_n, spans * Cout, sizeof *part);
 	grow(&scratch[0], &scratch_n[0], (size_t)N * Cout, sizeof **scratch);
-	uint16_t *dst = scratch[0];
+	struct rows x = { .copy = scratch[0], .in = dout, .C = Cout };
+	rows_with_colsums(dbias, N, Cout, copy_sum_row, &x);
+	return scratch[0];
+}
+
+/* A bf16 copy of an op's fp32 output made by the op itself, handed to the
+ * linear op that comes next: GELU's output, the input of the FFN's second
+ * layer, and GELU's backward, the dout of its first, with its column sums
+ * (the bias gradient). The next linear op takes it when its input (or dout)
+ * is that output and drops it either way, so an output must reach that op
+ * unchanged, as it does in the model's graph. */
+static struct {
+	const float *src;          /* NULL: none */
+	size_t n, cap;
+	uint16_t *copy;
+	float *sums;               /* the column sums of its rows of sum_cols */
+	size_t sums_cap;
+	int sum_cols;              /* 0: none */
+} handoff;
+
+/* The handoff's copy of src[n] (with the sums of sum_cols columns, or
+ * none), or NULL; the handoff is dropped either way. */
+static uint16_t *take_handoff(const float *src, size_t n, int sum_cols)
+{
+	const float *from = handoff.src;
+	handoff.src = NULL;
+	return from == src && handoff.n == n && handoff.sum_cols == sum_cols ? handoff.copy : NULL;
+}
+
+/* Space for a handoff of src[n], from now on. */
+static uint16_t *hand_off(const float *src, size_t n, int sum_cols)
+{
+	grow(&handoff.copy, &handoff.cap, n, sizeof *handoff.copy);
+	handoff.src = src, handoff.n = n, handoff.sum_cols = sum_cols;
+	return handoff.copy;
+}
+
+/* The GELU rows compute in fp32 (cpu_ops.c's kernels) and then round while
+ * the row is in L1: one loop doing both runs at half the vector width. */
+void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F)
+{
+	uint16_t *copy = hand_off(out, (size_t)N * F, 0);
 #pragma omp parallel for schedule(static)
-	for (size_t s = 0; s < spans; s++) {
-		float *sum = part + s * Cout;
-		memset(sum, 0, Cout * sizeof *sum);
-		size_t end = (s + 1) * SUM_ROWS < (size_t)N ? (s + 1) * SUM_ROWS : (size_t)N;
-		for (size_t r = s * SUM_ROWS; r < end; r++)
-			to_bf16_sum_row(dst + r * Cout, sum, dout + r * Cout, Cout);
+	for (int r = 0; r < N; r++) {
+		size_t o = (size_t)r * F;
+		bias_gelu_row(out + o, pre + o, bias, F);
+		to_bf16_span(copy + o, out + o, (size_t)F);
 	}
-	for (size_t s = 0; s < spans; s++)
-		for (int c = 0; c < Cout; c++)
-			dbias[c] += part[s * Cout + c];
-	return dst;
+}
+
+static void gelu_backward_row(const void *ctx, size_t r, float *sum)
+{
+	const struct rows *x = ctx;
+	size_t o = r * x->C;
+	gelu_backward_span(x->out + o, x->in + o, x->pre + o, (size_t)x->C);
+	to_bf16_sum_row(x->copy + o, sum, x->out + o, x->C);
+}
+
+void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F)
+{
+	struct rows x = { hand_off(dpre, (size_t)N * F, F), dpre, dout, pre, F };
+	grow(&handoff.sums, &handoff.sums_cap, (size_t)F, sizeof *handoff.sums);
+	memset(handoff.sums, 0, sizeof *handoff.sums * (size_t)F);
+	rows_with_colsums(handoff.sums, N, F, gelu_backward_row, &x);
 }
 
 /* The bf16 copy of a layer's input that its forward made, kept for its
@@ -288,14 +374,22 @@ static struct input_copy *input_of(const float *w)
 }
 
 /* in[n] in bf16, kept as w's input copy (in scratch slot 0 when the table
- * is full). */
-static const uint16_t *keep_input(const float *w, const float *in, size_t n)
+ * is full): given, when the op that made in handed it off, or rounded now. */
+static const uint16_t *keep_input(const float *w, const float *in, size_t n, uint16_t *given)
 {
 	struct input_copy *c = input_of(w);
 	if (!c)
-		return bf16_copy(0, in, n);
-	grow(&c->copy, &c->cap, n, sizeof *c->copy);
-	round_into(c->copy, in, n);
+		return given ? given : bf16_copy(0, in, n);
+	if (given) {
+		/* the handoff's space becomes the kept copy's, and the other way round */
+		uint16_t *t = c->copy;
+		size_t cap = c->cap;
+		c->copy = given, c->cap = handoff.cap;
+		handoff.copy = t, handoff.cap = cap;
+	} else {
+		grow(&c->copy, &c->cap, n, sizeof *c->copy);
+		round_into(c->copy, in, n);
+	}
 	c->in = in, c->n = n;
 	return c->copy;
 }
@@ -311,10 +405,11 @@ static const uint16_t *kept_input(const float *w, const float *in, size_t n)
 void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
 			 int N, int Cin, int Cout)
 {
+	uint16_t *given = take_handoff(in, (size_t)N * Cin, 0);
 	if (!N)
 		return;
 	const struct gemm *g = gemm_get(FWD, Cin, Cout, bias != NULL);
-	const uint16_t *a = keep_input(w, in, (size_t)N * Cin);
+	const uint16_t *a = keep_input(w, in, (size_t)N * Cin, given);
 	const uint16_t *b = bf16_copy(1, w, (size_t)Cout * Cin);
 	gemm_run(g, N, a, b, out, bias);
 }
@@ -322,10 +417,14 @@ void linear_forward_bf16(float *out, const float *in, const float *w, const floa
 void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
 			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate)
 {
+	const uint16_t *d = take_handoff(dout, (size_t)N * Cout, Cout);
 	if (!N)
 		return;
-	const uint16_t *d = dbias ? bf16_copy_colsum(dbias, dout, N, Cout)
-				  : bf16_copy(0, dout, (size_t)N * Cout);
+	if (d && dbias)
+		for (int c = 0; c < Cout; c++)
+			dbias[c] += handoff.sums[c];
+	else if (!d)
+		d = dbias ? bf16_copy_colsum(dbias, dout, N, Cout) : bf16_copy(0, dout, (size_t)N * Cout);
 	if (din)
 		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d, bf16_copy(1, w, (size_t)Cout * Cin),
 			 din, NULL);

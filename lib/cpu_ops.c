@@ -257,22 +257,6 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout,
 
 /* ---- GELU ---- */
 
-/* Phi(x) and phi(x) for GELU from one exp: Phi(-|x|) = erfc(|x|/sqrt 2)/2 by
- * Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), taken directly for the
- * lower tail so that 1 + erf never cancels there. */
-static inline void normal_cdf_pdf(float x, float *cdf, float *pdf)
-{
-	float z = fabsf(x) * 0.70710678118654752f;
-	float t = 1.0f / (1.0f + 0.3275911f * z);
-	float poly = t * (0.254829592f +
-			  t * (-0.284496736f +
-			       t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-	float e = exp_approx(-0.5f * x * x);
-	float tail = 0.5f * poly * e;
-	*cdf = select_float(x >= 0.0f, 1.0f - tail, tail);
-	*pdf = 0.39894228040143268f * e;
-}
-
 float gelu(float x)
 {
 	float cdf, pdf;
@@ -280,7 +264,7 @@ float gelu(float x)
 	return x * cdf;
 }
 
-HOT_ELEMENTWISE static void bias_gelu_row(float *out, float *pre, const float *bias, int n)
+HOT_ELEMENTWISE void bias_gelu_row(float *out, float *pre, const float *bias, int n)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++) {
@@ -298,7 +282,7 @@ void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F)
 		bias_gelu_row(out + (size_t)r * F, pre + (size_t)r * F, bias, F);
 }
 
-HOT_ELEMENTWISE static void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n)
+HOT_ELEMENTWISE void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n)
 {
 #pragma omp simd
 	for (size_t i = 0; i < n; i++) {
@@ -308,8 +292,9 @@ HOT_ELEMENTWISE static void gelu_backward_span(float *dpre, const float *dout, c
 	}
 }
 
-void gelu_backward(float *dpre, const float *dout, const float *pre, size_t n)
+void gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F)
 {
+	size_t n = (size_t)N * F;
 #pragma omp parallel for schedule(static)
 	for (size_t i = 0; i < n; i += SPAN)
 		gelu_backward_span(dpre + i, dout + i, pre + i, n - i < SPAN ? n - i : SPAN);

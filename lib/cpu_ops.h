@@ -32,6 +32,11 @@ void linear_forward_bf16(float *out, const float *in, const float *w, const floa
 void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
 			  const float *in, const float *w, int N, int Cin, int Cout,
 			  int accumulate);
+/* bias_gelu_forward and gelu_backward that also hand a bf16 copy of their
+ * output (and gelu_backward its column sums) to the linear op that comes
+ * next, if it takes that output unchanged. */
+void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F);
+void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F);
 void attention_forward_bf16(float *ctx, float *probs, const struct attention *a);
 void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *probs, const struct attention *a);
@@ -66,8 +71,12 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout,
 float gelu(float x);
 /* pre += bias (kept for backward), out = gelu(pre), over N rows of F. */
 void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F);
-/* dpre = dout * gelu'(pre); dpre may be dout. */
-void gelu_backward(float *dpre, const float *dout, const float *pre, size_t n);
+/* dpre = dout * gelu'(pre), over N rows of F; dpre may be dout. */
+void gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F);
+/* One row of n of bias_gelu_forward, and n elements of gelu_backward, on the
+ * calling thread. */
+void bias_gelu_row(float *out, float *pre, const float *bias, int n);
+void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n);
 
 void tanh_forward(float *out, const float *in, size_t n);
 /* din = dout * (1 - out^2); din may be dout. */

@@ -99,4 +99,30 @@ static inline float dropout_factor(uint32_t key, uint32_t i, uint32_t threshold,
 {
 	return select_float(dropout_hash(key, i) >= threshold, scale, 0.0f);
 }
+/* Phi(x) and phi(x) for GELU from one exp: Phi(-|x|) = erfc(|x|/sqrt 2)/2 by
+ * Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), taken directly for the
+ * lower tail so that 1 + erf never cancels there. */
+static inline void normal_cdf_pdf(float x, float *cdf, float *pdf)
+{
+	float z = fabsf(x) * 0.70710678118654752f;
+	float t = 1.0f / (1.0f + 0.3275911f * z);
+	float poly = t * (0.254829592f +
+			  t * (-0.284496736f +
+			       t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+	float e = exp_approx(-0.5f * x * x);
+	float tail = 0.5f * poly * e;
+	*cdf = select_float(x >= 0.0f, 1.0f - tail, tail);
+	*pdf = 0.39894228040143268f * e;
+}
+
+/* f in bf16, rounded to nearest even; a NaN stays a (quiet) NaN. */
+static inline uint16_t to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
+	uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+	return (uint16_t)(nan ? (u >> 16) | 0x40u : r);
+}
+
 #endif

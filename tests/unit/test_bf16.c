@@ -127,6 +127,66 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 	free(dout), free(in), free(w), free(din), free(dw), free(db), free(rdin), free(rdw), free(rdb);
 }
 
+/* GELU's forward and backward hand their output's bf16 copy (and the
+ * backward its column sums) to the next linear op: the same fp32 outputs as
+ * the plain ops, the same results as rounding afresh, and nothing handed on
+ * to a linear op that takes another input, or past one. */
+static void check_handoff(struct rng *r)
+{
+	enum { N = 70, F = 40, C = 24 };
+	float *pre = randoms(r, N * F), *pre2 = xmalloc(sizeof(float) * N * F), *bias = randoms(r, F),
+	      *act = xmalloc(sizeof(float) * N * F), *act2 = xmalloc(sizeof(float) * N * F),
+	      *w = randoms(r, C * F), *out = xmalloc(sizeof(float) * N * C),
+	      *ref = xmalloc(sizeof(float) * N * C), *other = randoms(r, N * F);
+	memcpy(pre2, pre, sizeof(float) * N * F);
+	bias_gelu_forward(act2, pre2, bias, N, F);
+	bias_gelu_forward_bf16(act, pre, bias, N, F);
+	CHECK(!memcmp(act, act2, sizeof(float) * N * F) && !memcmp(pre, pre2, sizeof(float) * N * F),
+	      "bf16 GELU: the plain op's fp32 outputs, bit for bit");
+	linear_forward_bf16(out, act, w, NULL, N, F, C);
+	memcpy(act2, act, sizeof(float) * N * F);
+	linear_forward_bf16(ref, act2, w, NULL, N, F, C);
+	CHECK(!memcmp(out, ref, sizeof(float) * N * C), "bf16 GELU's handed-off copy: the linear's "
+	      "result as from its input rounded afresh");
+	bias_gelu_forward_bf16(act, pre2, bias, N, F);
+	memset(act, 0, sizeof(float) * N * F);
+	linear_forward_bf16(out, other, w, NULL, N, F, C);
+	linear_forward_bf16(out, act, w, NULL, N, F, C);
+	int zero = 1;
+	for (int i = 0; i < N * C; i++)
+		zero &= out[i] == 0;
+	CHECK(zero, "a handoff goes to the next linear op only: a later one sees its input as it is");
+
+	/* backward: dact through GELU, then the linear that made pre */
+	float *dact = randoms(r, N * F), *dpre = xmalloc(sizeof(float) * N * F),
+	      *dpre2 = xmalloc(sizeof(float) * N * F), *x = randoms(r, N * C),
+	      *w1 = randoms(r, F * C), *dx = xmalloc(sizeof(float) * N * C),
+	      *dx2 = xmalloc(sizeof(float) * N * C), *dw = xcalloc(F * C, sizeof(float)),
+	      *dw2 = xcalloc(F * C, sizeof(float)), *db = xcalloc(F, sizeof(float)),
+	      *db2 = xcalloc(F, sizeof(float));
+	gelu_backward(dpre2, dact, pre, N, F);
+	gelu_backward_bf16(dpre, dact, pre, N, F);
+	CHECK(!memcmp(dpre, dpre2, sizeof(float) * N * F), "bf16 GELU backward: the plain op's fp32 result");
+	linear_forward_bf16(act, x, w1, NULL, N, C, F);
+	gelu_backward_bf16(dpre, dact, pre, N, F);
+	linear_backward_bf16(dx, dw, db, dpre, x, w1, N, C, F, 0);
+	linear_forward_bf16(act, x, w1, NULL, N, C, F);
+	linear_backward_bf16(dx2, dw2, db2, dpre2, x, w1, N, C, F, 0);
+	CHECK(!memcmp(dx, dx2, sizeof(float) * N * C) && !memcmp(dw, dw2, sizeof(float) * F * C),
+	      "bf16 GELU backward's handed-off copy: the linear's din and dw as from dout rounded afresh");
+	double e = 0;
+	for (int f = 0; f < F; f++) {
+		double s = 0;
+		for (int n = 0; n < N; n++)
+			s += dpre2[n * F + f];
+		e = fmax(e, fabs(db[f] - s) / fmax(1, fabs(s)));
+	}
+	CHECK(e < 1e-6, "bf16 GELU backward's handed-off column sums: the bias gradient (%.2g)", e);
+	free(pre), free(pre2), free(bias), free(act), free(act2), free(w), free(out), free(ref);
+	free(other), free(dact), free(dpre), free(dpre2), free(x), free(w1), free(dx), free(dx2);
+	free(dw), free(dw2), free(db), free(db2);
+}
+
 /* The attention heads' GEMM: C = alpha op(A) op(B) + beta C against double
  * sums of the rounded operands, in each transpose, with row strides past
  * the matrices' widths and sizes off every block edge. */
@@ -271,6 +331,7 @@ int main(void)
 	linear_backward_bf16(NULL, dw, db, NULL, NULL, w, 0, 3, 2, 0);
 	CHECK(dw[0] == 1 && dw[5] == 1 && db[0] == 7 && db[1] == 7,
 	      "bf16 linear over 0 rows leaves the gradients as they were");
+	check_handoff(&r);
 	const char *ts = "NT";
 	for (int t = 0; t < 4; t++) {
 		check_gemm(&r, ts[t / 2], ts[t % 2], 37, 50, 64, 0.0f);

@@ -303,7 +303,7 @@ static void test_gelu_accuracy(void)
 		worst = fmax(worst, fabs(g - ref_gelu(x)) / fmax(1, fabs(x)));
 		float one = 1, d;
 		float pre = (float)x;
-		gelu_backward(&d, &one, &pre, 1);
+		gelu_backward(&d, &one, &pre, 1, 1);
 		double exact = 0.5 * (1 + erf(pre / sqrt(2.0))) + pre * exp(-0.5 * pre * pre) / sqrt(2 * M_PI);
 		worst_grad = fmax(worst_grad, fabs(d - exact));
 	}
@@ -332,7 +332,7 @@ static void test_bias_gelu(void)
 	CHECK(max_abs_diff(out, ref, nx) < 1e-5, "bias+gelu forward matches the reference");
 
 	float *grad = calloc(n, sizeof(float));
-	gelu_backward(grad, dout, t, nx);   /* t now holds pre + bias */
+	gelu_backward(grad, dout, t, GN, GF);   /* t now holds pre + bias */
 	colsum_add(grad + nx, grad, GN, GF);
 	double err = grad_error(gelu_loss, w, theta, grad, n);
 	CHECK(err < GRAD_TOL, "bias+gelu gradients match finite differences (%.1e)", err);

@@ -185,8 +185,8 @@ static void test_elementwise(void)
 	gpu->bias_gelu_forward(d_out, d_pre, d_bias, N, F);
 	expect_close("bias_gelu_forward: pre + bias", d_pre, pre, n, ATOL, RTOL);
 	expect_close("bias_gelu_forward: gelu", d_out, out, n, ATOL, RTOL);
-	gelu_backward(dout, dout, pre, n);
-	gpu->gelu_backward(d_dout, d_dout, d_pre, n);
+	gelu_backward(dout, dout, pre, N, F);
+	gpu->gelu_backward(d_dout, d_dout, d_pre, N, F);
 	expect_close("gelu_backward (in place)", d_dout, dout, n, ATOL, RTOL);
 	tanh_forward(out, pre, n);
 	gpu->tanh_forward(d_out, d_pre, n);
