@@ -1,9 +1,12 @@
 /* bf16 matrix work on the CPU (ts-train --precision bf16): the linear layers'
  * GEMMs run on oneDNN's matmul with bf16 inputs, fp32 accumulation and fp32
- * outputs, on processors with AVX512-BF16 or AMX-BF16. Each GEMM rounds its
- * inputs to bf16 (nearest even) as it takes them; weights, gradients,
- * optimizer state and every other op stay fp32. oneDNN shares OpenMP's
- * threads with the rest of the CPU backend. */
+ * outputs, on processors with AVX512-BF16 or AMX-BF16, and the attention's
+ * products on cpu_attention_bf16.c's kernels. Each GEMM takes its inputs
+ * rounded to bf16 (nearest even): a layer's input once in the forward,
+ * kept for its weight gradient; GELU's output and its gradient by GELU
+ * itself (the handoff below). Weights, gradients, optimizer state and every
+ * other op stay fp32. oneDNN shares OpenMP's threads with the rest of the
+ * CPU backend. */
 #include "cpu_ops.h"
 #include "err.h"
 #include <stdint.h>
