@@ -200,13 +200,16 @@ BF16 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
 	__m512 sum = _mm512_setzero_ps();
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 real = real16(mask, j, n);
-		__m512 e = _mm512_maskz_mov_ps(real, exp16(_mm512_sub_ps(_mm512_loadu_ps(p + j), _mm512_set1_ps(m))));
+		__m512 x = _mm512_maskz_loadu_ps(real, p + j);
+		__m512 e = _mm512_maskz_mov_ps(real, exp16(_mm512_sub_ps(x, _mm512_set1_ps(m))));
 		_mm512_mask_storeu_ps(p + j, first(n - j), e);
 		sum = _mm512_add_ps(sum, e);
 	}
 	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-	for (int j = 0; j < n; j += 16)
-		_mm512_mask_storeu_ps(p + j, first(n - j), _mm512_mul_ps(_mm512_loadu_ps(p + j), inv));
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 in = first(n - j);
+		_mm512_mask_storeu_ps(p + j, in, _mm512_mul_ps(_mm512_maskz_loadu_ps(in, p + j), inv));
+	}
 	memset(p + n, 0, sizeof *p * (size_t)(len - n));
 }
 
