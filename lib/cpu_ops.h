@@ -22,10 +22,10 @@ void linear_backward(float *din, float *dw, float *dbias, const float *dout,
 void colsum_add(float *acc, const float *x, int N, int Cout);
 
 /* linear_forward and linear_backward with the GEMMs' inputs rounded to bf16
- * and fp32 accumulation, and attention_forward and attention_backward (below)
- * with their products on oneDNN's fp32 GEMM, about twice OpenBLAS's speed at
- * their sizes (cpu_bf16.c); only where bf16_available says so, which
- * otherwise sets why to the reason. */
+ * and fp32 accumulation (oneDNN), and attention_forward and
+ * attention_backward (below) with their products in bf16 too (gemm_bf16)
+ * (cpu_bf16.c); only where bf16_available says so, which otherwise sets why
+ * to the reason. */
 int bf16_available(const char **why);
 void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
 			 int N, int Cin, int Cout);

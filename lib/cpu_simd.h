@@ -99,6 +99,7 @@ static inline float dropout_factor(uint32_t key, uint32_t i, uint32_t threshold,
 {
 	return select_float(dropout_hash(key, i) >= threshold, scale, 0.0f);
 }
+
 /* Phi(x) and phi(x) for GELU from one exp: Phi(-|x|) = erfc(|x|/sqrt 2)/2 by
  * Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), taken directly for the
  * lower tail so that 1 + erf never cancels there. */
