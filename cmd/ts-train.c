@@ -122,7 +122,7 @@ static const struct opt opts[] = {
 	{0, "comm-timeout", OPT_FLOAT, &comm_timeout, "S", "end the run when processes wait S seconds for each other (default 300)", NULL,
 	 .fmin = 1, .fmax = 1e6},
 	{0, "net-if", OPT_STR, &net_if, "NAME", "network interface the processes talk over (default: as the routes choose)", NULL},
-	{0, "precision", OPT_STR, &precision, "P", "fp32, or bf16: the linear layers' matrix work in bf16 with fp32 accumulation, on CPUs with AVX512-BF16 or AMX (default fp32)", "fp32|bf16"},
+	{0, "precision", OPT_STR, &precision, "P", "fp32, or bf16: the linear layers' and attention's matrix work in bf16 with fp32 accumulation, on CPUs with AVX512-BF16 or AMX (default fp32)", "fp32|bf16"},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},

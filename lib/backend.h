@@ -131,7 +131,7 @@ int64_t attention_probs(int64_t *p_start, const int32_t *kv_start, const int32_t
 
 /* The CPU: fp32, OpenBLAS and OpenMP. */
 const struct backend *backend_cpu(void);
-/* The CPU with the linear layers' GEMMs in bf16 (oneDNN; fp32 accumulation,
+/* The CPU with the linear layers' and attention's products in bf16 (fp32 accumulation,
  * every other op fp32), or NULL where this build or processor cannot, with
  * the reason in why. */
 const struct backend *backend_cpu_bf16(const char **why);

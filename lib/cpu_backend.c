@@ -1,5 +1,5 @@
 /* The CPU backend: host memory and the ops of cpu_ops.h, in fp32 or with
- * the linear layers' GEMMs in bf16. */
+ * the linear layers' and attention's products in bf16. */
 #include "backend.h"
 #include "cpu_ops.h"
 #include "err.h"
