@@ -1,8 +1,11 @@
-/* Multi-head self-attention on the CPU: one (sequence, head) pair per task,
- * single-threaded sgemm inside (OpenBLAS and oneDNN run serially inside an
- * OpenMP region), heads read and written in place through row strides, so the
- * fused [rows, 3C] QKV product needs no reshuffling. Each pair's result
- * depends on nothing but its own data, so any schedule gives the same bits. */
+/* Multi-head self-attention on the CPU: one sequence per task, its heads in
+ * turn, single-threaded sgemm inside (OpenBLAS and oneDNN run serially inside
+ * an OpenMP region), heads read and written in place through row strides, so
+ * the fused [rows, 3C] QKV product needs no reshuffling. Each (sequence, head)
+ * pair's result depends on nothing but its own data, so any schedule gives the
+ * same bits. What is read only much later (the probabilities) or only after
+ * all heads (the gradients of Q, K and V) is made in the thread's scratch,
+ * which stays in its cache, and streamed out. */
 #include "cpu_ops.h"
 #include "cpu_simd.h"
 #include "err.h"
@@ -166,8 +169,18 @@ static size_t largest_block(const struct attention *a)
 	return most;
 }
 
-static void head_forward(float *ctx, float *probs, float *dropped, const struct heads *s,
-			 int bh)
+/* Asks for rows x width floats at x (rows ld apart) to come into the cache. */
+static void prefetch_rows(const float *x, int ld, int rows, int width)
+{
+	for (int i = 0; i < rows; i++)
+		for (int j = 0; j < width; j += 16)
+			__builtin_prefetch(x + (size_t)i * ld + j);
+}
+
+/* The probabilities are worked out in work and then streamed out to probs;
+ * the next head's queries, keys and values are asked for meanwhile. */
+static void head_forward(float *ctx, float *probs, float *work, float *dropped,
+			 const struct heads *s, int bh)
 {
 	const struct attention *a = s->a;
 	struct head_task t = head_task(s, bh);
@@ -178,20 +191,26 @@ static void head_forward(float *ctx, float *probs, float *dropped, const struct 
 	const float *k = a->k + (size_t)t.k0 * a->ldkv + t.h * d;
 	const float *v = a->v + (size_t)t.k0 * a->ldkv + t.h * d;
 	const uint8_t *m = s->mask + t.k0;
-	float *pr = probs + t.probs;
+	if (t.h + 1 < a->H) {
+		prefetch_rows(q + d, a->ldq, t.nq, d);
+		prefetch_rows(k + d, a->ldkv, t.n, d);
+		prefetch_rows(v + d, a->ldkv, t.n, d);
+	}
 
-	s->gemm('N', 'T', t.nq, t.n, d, s->scale, q, a->ldq, k, a->ldkv, 0.0f, pr, len);
+	s->gemm('N', 'T', t.nq, t.n, d, s->scale, q, a->ldq, k, a->ldkv, 0.0f, work, len);
 	for (int i = 0; i < t.nq; i++)
-		s->softmax(pr + (size_t)i * len, m, t.n, len);
-	const float *pv = pr;
+		s->softmax(work + (size_t)i * len, m, t.n, len);
+	const float *pv = work;
 	if (s->threshold) {
 		for (int i = 0; i < t.nq; i++)
-			dropout_row(dropped + (size_t)i * len, pr + (size_t)i * len, t.n, s,
+			dropout_row(dropped + (size_t)i * len, work + (size_t)i * len, t.n, s,
 				    (uint32_t)(t.probs + (size_t)i * len));
 		pv = dropped;
 	}
+	copy_streaming(probs + t.probs, work, (size_t)t.nq * len);
 	s->gemm('N', 'N', t.nq, d, t.n, 1.0f, pv, len, v, a->ldkv, 0.0f,
 		ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
+	stream_fence();
 }
 
 void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm,
@@ -199,14 +218,16 @@ void attention_forward_with(float *ctx, float *probs, const struct attention *a,
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
 	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, softmax, NULL);
-	size_t block = largest_block(a);
-	float *scratch = s.threshold ? thread_scratch(block) : NULL;
+	size_t block = largest_block(a), per_thread = s.threshold ? 2 * block : block;
+	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
-		float *dropped = scratch ? scratch + (size_t)omp_get_thread_num() * block : NULL;
+		float *work = scratch + (size_t)omp_get_thread_num() * per_thread;
+		float *dropped = s.threshold ? work + block : NULL;
 #pragma omp for schedule(dynamic)
-		for (int bh = 0; bh < a->B * a->H; bh++)
-			head_forward(ctx, probs, dropped, &s, bh);
+		for (int b = 0; b < a->B; b++)
+			for (int h = 0; h < a->H; h++)
+				head_forward(ctx, probs, work, dropped, &s, b * a->H + h);
 	}
 	free(scratch);
 	free(ones);
@@ -218,7 +239,16 @@ static void zero_rows(float *x, int from, int to, int ld, int width)
 		memset(x + (size_t)j * ld, 0, sizeof(float) * width);
 }
 
-static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dropped,
+/* rows x width floats of src, packed, streamed out to dst, rows ld apart. */
+static void stream_rows(float *dst, int ld, const float *src, int rows, int width)
+{
+	for (int i = 0; i < rows; i++)
+		copy_streaming(dst + (size_t)i * ld, src + (size_t)i * width, width);
+}
+
+/* dp, dropped and out: the thread's scratch; the gradients of q, k and v
+ * are made in out and streamed to their places. */
+static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dropped, float *out,
 			  const float *dctx, const float *probs, const struct heads *s, int bh)
 {
 	const struct attention *a = s->a;
@@ -252,9 +282,13 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 	}
 	const float *pv = s->threshold ? dropped : pr;
 	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
-	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, pv, len, dc, a->C, 0.0f, dv, a->ldkv);
-	s->gemm('N', 'N', t.nq, d, t.n, s->scale, dp, len, k, a->ldkv, 0.0f, dq, a->ldq);
-	s->gemm('T', 'N', t.n, d, t.nq, s->scale, dp, len, q, a->ldq, 0.0f, dk, a->ldkv);
+	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, pv, len, dc, a->C, 0.0f, out, d);
+	stream_rows(dv, a->ldkv, out, t.n, d);
+	s->gemm('N', 'N', t.nq, d, t.n, s->scale, dp, len, k, a->ldkv, 0.0f, out, d);
+	stream_rows(dq, a->ldq, out, t.nq, d);
+	s->gemm('T', 'N', t.n, d, t.nq, s->scale, dp, len, q, a->ldq, 0.0f, out, d);
+	stream_rows(dk, a->ldkv, out, t.n, d);
+	stream_fence();
 	zero_rows(dv, t.n, len, a->ldkv, d);
 	zero_rows(dk, t.n, len, a->ldkv, d);
 }
@@ -265,15 +299,18 @@ void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
 	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, NULL, softmax_backward);
-	size_t block = largest_block(a), per_thread = s.threshold ? 2 * block : block;
+	size_t block = largest_block(a), rows = (size_t)a->T * (size_t)s.d;
+	size_t per_thread = (s.threshold ? 2 * block : block) + rows;
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
 		float *dp = scratch + (size_t)omp_get_thread_num() * per_thread;
 		float *dropped = s.threshold ? dp + block : NULL;
+		float *out = dp + per_thread - rows;
 #pragma omp for schedule(dynamic)
-		for (int bh = 0; bh < a->B * a->H; bh++)
-			head_backward(dq, dk, dv, dp, dropped, dctx, probs, &s, bh);
+		for (int b = 0; b < a->B; b++)
+			for (int h = 0; h < a->H; h++)
+				head_backward(dq, dk, dv, dp, dropped, out, dctx, probs, &s, b * a->H + h);
 	}
 	free(scratch);
 	free(ones);

@@ -1,5 +1,6 @@
 /* Building blocks shared by the CPU op files: how hot loops are compiled,
- * branch-free selects, a vectorisable exp and row max, and the dropout mask.
+ * branch-free selects, a vectorisable exp and row max, the dropout mask,
+ * streaming stores and bf16 rounding.
  * Internal to lib/cpu_*.c. */
 #ifndef TS_CPU_SIMD_H
 #define TS_CPU_SIMD_H
@@ -8,6 +9,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 /* Hot loops get an AVX2+FMA clone chosen when the program loads, so one
  * portable binary still runs them 8 floats wide where the CPU allows; GCC,
@@ -114,6 +118,32 @@ static inline void normal_cdf_pdf(float x, float *cdf, float *pdf)
 	float tail = 0.5f * poly * e;
 	*cdf = select_float(x >= 0.0f, 1.0f - tail, tail);
 	*pdf = 0.39894228040143268f * e;
+}
+
+/* dst[n] = src[n] with stores that bypass the cache (x86-64's SSE2), for a
+ * result read back only much later: its lines are not first read in. Such
+ * stores are weakly ordered: stream_fence() must follow them before other
+ * threads may read what they wrote. */
+static inline void copy_streaming(float *dst, const float *src, size_t n)
+{
+#if defined(__x86_64__)
+	size_t i = 0;
+	for (; i < n && ((uintptr_t)(dst + i) & 15); i++)
+		dst[i] = src[i];
+	for (; i + 4 <= n; i += 4)
+		_mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+	for (; i < n; i++)
+		dst[i] = src[i];
+#else
+	memcpy(dst, src, sizeof *dst * n);
+#endif
+}
+
+static inline void stream_fence(void)
+{
+#if defined(__x86_64__)
+	_mm_sfence();
+#endif
 }
 
 /* f in bf16, rounded to nearest even; a NaN stays a (quiet) NaN. */
