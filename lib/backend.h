@@ -43,6 +43,9 @@ struct backend {
 	/* its attention backward takes a scratch as large as the probabilities
 	 * of a padded batch (B*H*T*T floats) */
 	int probs_scratch;
+	/* the same memory with every op in fp32, for work that a lower
+	 * precision would blur (VAT's small probe); NULL: this one is fp32 */
+	const struct backend *precise;
 
 	/* memory: alloc'd bytes are zero; dies in one line when out of memory */
 	void *(*alloc)(size_t bytes);

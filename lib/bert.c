@@ -121,6 +121,7 @@ struct bert {
 	const float *perturbation; /* VAT: [N, C] added to the embeddings' output, or NULL */
 	float *input_grad;         /* VAT: a backward's gradient of that output goes here */
 	struct on_backend vat_r, vat_g, vat_grads;   /* the perturbation, its gradient, scratch grads */
+	struct on_backend vat_p;   /* the probe's own predictions, made in fp32 */
 	struct layer_weights *vat_layers;
 	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
 	void *bucket_ctx;
@@ -330,7 +331,7 @@ void bert_free(struct bert *m)
 	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_positions, &m->d_rows,
 				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
 				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->targets_soft,
-				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->work };
+				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->vat_p, &m->work };
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
 		if (bufs[i]->p)
 			m->be->release(bufs[i]->p);
@@ -1297,6 +1298,41 @@ static void backward_to_input(struct bert *m, float *g)
 	m->dgrads = grads, m->g = g_real, m->bucket_done = hook, m->input_grad = NULL;
 }
 
+/* bert_vat's power iteration: d, from a random direction towards the most
+ * sensitive one, r and g the perturbation and its gradient. Where the
+ * backend computes in a coarser precision than fp32, the iteration runs on
+ * its fp32 twin, against predictions of an fp32 forward of its own: the
+ * coarser rounding of the layers' inputs would drown the probe's effect. */
+static void power_iteration(struct bert *m, float *d, float *r, float *g, float xi, int iters)
+{
+	const struct backend *be = m->be;
+	size_t n = (size_t)m->N * m->c.hidden;
+	int fp32 = iters && be->precise;
+	struct on_backend own = m->targets_soft;
+	if (fp32) {
+		int W = bert_logit_width(&m->c);
+		m->be = be->precise;
+		m->perturbation = NULL;
+		run_forward(m);
+		m->perturbation = r;
+		fit(m->be, &m->vat_p, (size_t)m->M * W * sizeof(float));
+		m->be->softmax_rows(m->vat_p.p, m->a.head.logits, m->M, W, 1.0f);
+		m->targets_soft = m->vat_p;
+	}
+	for (int it = 0; it < iters; it++) {
+		normalize_sequences(m, d, xi);
+		m->be->upload(r, d, n * sizeof *d);
+		run_forward(m);
+		backward_to_input(m, g);
+		m->be->download(d, g, n * sizeof *d);
+	}
+	if (fp32) {
+		m->vat_p = m->targets_soft;
+		m->targets_soft = own;
+		m->be = be;
+	}
+}
+
 double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale)
 {
 	if (!m->M || !m->train)
@@ -1313,13 +1349,7 @@ double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, f
 	for (size_t i = 0; i < n; i++)
 		d[i] = rng_normal_at(seed, i);
 	m->perturbation = r;
-	for (int it = 0; it < iters; it++) {   /* power iteration towards the most sensitive direction */
-		normalize_sequences(m, d, xi);
-		m->be->upload(r, d, n * sizeof *d);
-		run_forward(m);
-		backward_to_input(m, g);
-		m->be->download(d, g, n * sizeof *d);
-	}
+	power_iteration(m, d, r, g, xi, iters);
 	normalize_sequences(m, d, eps);
 	m->be->upload(r, d, n * sizeof *d);
 	double loss = run_forward(m);

@@ -127,7 +127,9 @@ void bert_set_rdrop(struct bert *m, float alpha);
  * norm eps for each sequence, that most changes the model's predictions;
  * the model then learns to keep them: ADDS the gradient of scale times
  * KL(p ‖ p_perturbed), p the batch's own predictions, and returns that KL
- * summed over the predicted rows. Softmax heads (cls, tokcls, mlm). */
+ * summed over the predicted rows. Softmax heads (cls, tokcls, mlm). On a
+ * backend coarser than fp32 (bf16) the power iteration runs in fp32, from
+ * an fp32 forward of its own. */
 double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale);
 
 /* Changes the dropout of hidden states and attention probabilities. */

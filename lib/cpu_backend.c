@@ -87,6 +87,7 @@ const struct backend *backend_cpu_bf16(const char **why)
 		return NULL;
 	bf16 = cpu;
 	bf16.name = "cpu bf16";
+	bf16.precise = &cpu;
 	bf16.linear_forward = linear_forward_bf16;
 	bf16.linear_backward = linear_backward_bf16;
 	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
