@@ -52,17 +52,9 @@ void gemm_bf16_reserve(int dim)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-#define BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#include "cpu_avx512.h"
 
 enum { MR = 8 };               /* rows of C a kernel step makes; 32 columns */
-
-/* The first n of 16 lanes. */
-static __mmask16 first(int n)
-{
-	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
 
 /* Lane j: the pair (lo[j], hi[j]) in bf16, rounded to nearest even. */
 BF16 static inline __m512i interleave_pairs(__m512 lo, __m512 hi)
@@ -82,8 +74,8 @@ BF16 static void pack_along_rows(uint32_t *dst, const float *X, int ld, int R, i
 	for (int r = 0; r < R; r++) {
 		const float *x = X + (size_t)r * ld;
 		for (int k = 0; k < K; k += 32) {
-			__m512 lo = _mm512_maskz_loadu_ps(first(K - k), x + k);
-			__m512 hi = _mm512_maskz_loadu_ps(first(K - k - 16), x + k + 16);
+			__m512 lo = load16(x + k, first(K - k));
+			__m512 hi = load16(x + k + 16, first(K - k - 16));
 			__m512i pairs = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 			_mm512_mask_storeu_epi32(dst + (size_t)r * K2 + k / 2, first(K2 - k / 2), pairs);
 		}
@@ -101,8 +93,8 @@ BF16 static void pack_down_columns(uint32_t *dst, const float *X, int ld, int R,
 		int two = 2 * kk + 1 < K;
 		for (int r = 0; r < R_pad; r += 16) {
 			__mmask16 m = first(R - r);
-			__m512 lo = _mm512_maskz_loadu_ps(m, x0 + r);
-			__m512 hi = two ? _mm512_maskz_loadu_ps(m, x1 + r) : _mm512_setzero_ps();
+			__m512 lo = load16(x0 + r, m);
+			__m512 hi = two ? load16(x1 + r, m) : _mm512_setzero_ps();
 			_mm512_storeu_si512(dst + (size_t)kk * R_pad + r, interleave_pairs(lo, hi));
 		}
 	}
@@ -152,30 +144,11 @@ BF16 static void kernel(const uint32_t *a, size_t a_row, size_t a_k, const uint3
 					__m512 v = _mm512_mul_ps(_mm512_set1_ps(alpha), acc[r][h]);
 					if (beta != 0.0f)
 						v = _mm512_fmadd_ps(_mm512_set1_ps(beta),
-								    _mm512_maskz_loadu_ps(m, c), v);
+								    load16(c, m), v);
 					_mm512_mask_storeu_ps(c, m, v);
 				}
 		}
 	}
-}
-
-/* e^x as cpu_simd.h's exp_approx (Cody-Waite reduction, Cephes'
- * polynomial, inputs clamped to [-87, 88]), 16 at a time; a NaN stays NaN. */
-BF16 static inline __m512 exp16(__m512 x)
-{
-	x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
-	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-					_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-	r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-	__m512 p = _mm512_set1_ps(1.9875691500e-4f);
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-	p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-	return _mm512_scalef_ps(p, n);
 }
 
 /* Keys j.. (up to 16 of the first n) that are real. */
@@ -200,7 +173,7 @@ BF16 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
 	__m512 sum = _mm512_setzero_ps();
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 real = real16(mask, j, n);
-		__m512 x = _mm512_maskz_loadu_ps(real, p + j);
+		__m512 x = load16(p + j, real);
 		__m512 e = _mm512_maskz_mov_ps(real, exp16(_mm512_sub_ps(x, _mm512_set1_ps(m))));
 		_mm512_mask_storeu_ps(p + j, first(n - j), e);
 		sum = _mm512_add_ps(sum, e);
@@ -208,7 +181,7 @@ BF16 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
 	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 in = first(n - j);
-		_mm512_mask_storeu_ps(p + j, in, _mm512_mul_ps(_mm512_maskz_loadu_ps(in, p + j), inv));
+		store16(p + j, in, _mm512_mul_ps(load16(p + j, in), inv));
 	}
 	memset(p + n, 0, sizeof *p * (size_t)(len - n));
 }
@@ -218,13 +191,13 @@ BF16 void softmax_backward_row_bf16(float *dp, const float *p, int n)
 	__m512 dot = _mm512_setzero_ps();
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
-		dot = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + j), _mm512_maskz_loadu_ps(m, dp + j), dot);
+		dot = _mm512_fmadd_ps(load16(p + j, m), load16(dp + j, m), dot);
 	}
 	__m512 sum = _mm512_set1_ps(_mm512_reduce_add_ps(dot));
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
-		__m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + j), sum);
-		_mm512_mask_storeu_ps(dp + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), d));
+		__m512 d = _mm512_sub_ps(load16(dp + j, m), sum);
+		store16(dp + j, m, _mm512_mul_ps(load16(p + j, m), d));
 	}
 }
 

@@ -5,11 +5,34 @@
 #include "err.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-static void *cpu_alloc(size_t bytes)
+enum { HUGE_PAGE = 2 << 20 };
+
+/* Buffers of a huge page or more sit on huge-page boundaries and ask the
+ * kernel for transparent huge pages: the scattered rows of the embedding
+ * gradient and the GEMMs' panels then miss the TLB far less often. */
+void *cpu_alloc(size_t bytes)
 {
-	return xcalloc(1, bytes ? bytes : 1);
+	if (bytes < HUGE_PAGE)
+		return xcalloc(1, bytes ? bytes : 1);
+	size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+	void *p = NULL;
+	if (posix_memalign(&p, HUGE_PAGE, rounded))
+		die("out of memory allocating %zu bytes", bytes);
+	madvise(p, rounded, MADV_HUGEPAGE);
+	memset(p, 0, rounded);
+	return p;
+}
+
+void cpu_grow(void *pp, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return;
+	*cap = grown(*cap, need);
+	free(*(void **)pp);
+	*(void **)pp = cpu_alloc(*cap * size);
 }
 
 static void copy(void *dst, const void *src, size_t bytes)
@@ -92,6 +115,8 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16.linear_backward = linear_backward_bf16;
 	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
 	bf16.gelu_backward = gelu_backward_bf16;
+	bf16.layernorm_backward = layernorm_backward_bf16;
+	bf16.residual_layernorm_forward = residual_layernorm_forward_bf16;
 	bf16.attention_forward = attention_forward_bf16;
 	bf16.attention_backward = attention_backward_bf16;
 	return &bf16;

@@ -3,10 +3,12 @@
  * outputs, on processors with AVX512-BF16 or AMX-BF16, and the attention's
  * products on cpu_attention_bf16.c's kernels. Each GEMM takes its inputs
  * rounded to bf16 (nearest even): a layer's input once in the forward,
- * kept for its weight gradient; GELU's output and its gradient by GELU
- * itself (the handoff below). Weights, gradients, optimizer state and every
- * other op stay fp32. oneDNN shares OpenMP's threads with the rest of the
- * CPU backend. */
+ * kept for its weight gradient; the residual LayerNorm's and GELU's
+ * outputs, and GELU's gradient, by those ops themselves (the handoff
+ * below), which run on cpu_rows_bf16.c's kernels, as the LayerNorm
+ * backward does. Weights, gradients, optimizer state and every other op
+ * stay fp32. oneDNN shares OpenMP's threads with the rest of the CPU
+ * backend. */
 #include "cpu_ops.h"
 #include "err.h"
 #include <stdint.h>
@@ -43,6 +45,25 @@ void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, in
 void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F)
 {
 	(void)dpre, (void)dout, (void)pre, (void)N, (void)F;
+	die("bf16 GEMMs without oneDNN");
+}
+
+void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float *rstd,
+				     const float *res, const float *bias, const float *w,
+				     const float *b, int N, int C, float eps, float p,
+				     uint64_t seed)
+{
+	(void)out, (void)sum, (void)mean, (void)rstd, (void)res, (void)bias, (void)w, (void)b,
+		(void)N, (void)C, (void)eps, (void)p, (void)seed;
+	die("bf16 GEMMs without oneDNN");
+}
+
+void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
+			     const float *in, const float *mean, const float *rstd,
+			     const float *w, int N, int C)
+{
+	(void)din, (void)dw, (void)db, (void)dout, (void)in, (void)mean, (void)rstd, (void)w,
+		(void)N, (void)C;
 	die("bf16 GEMMs without oneDNN");
 }
 
@@ -228,7 +249,7 @@ static void round_into(uint16_t *dst, const float *src, size_t n)
 /* src[n] in bf16 in scratch slot. */
 static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
 {
-	grow(&scratch[slot], &scratch_n[slot], n, sizeof **scratch);
+	cpu_grow(&scratch[slot], &scratch_n[slot], n, sizeof **scratch);
 	round_into(scratch[slot], src, n);
 	return scratch[slot];
 }
@@ -285,16 +306,17 @@ static void copy_sum_row(const void *ctx, size_t r, float *sum)
  * dbias, in one pass over dout. */
 static const uint16_t *bf16_copy_colsum(float *dbias, const float *dout, int N, int Cout)
 {
-	grow(&scratch[0], &scratch_n[0], (size_t)N * Cout, sizeof **scratch);
+	cpu_grow(&scratch[0], &scratch_n[0], (size_t)N * Cout, sizeof **scratch);
 	struct rows x = { .copy = scratch[0], .in = dout, .C = Cout };
 	rows_with_colsums(dbias, N, Cout, copy_sum_row, &x);
 	return scratch[0];
 }
 
 /* A bf16 copy of an op's fp32 output made by the op itself, handed to the
- * linear op that comes next: GELU's output, the input of the FFN's second
- * layer, and GELU's backward, the dout of its first, with its column sums
- * (the bias gradient). The next linear op takes it when its input (or dout)
+ * linear op that comes next: the residual LayerNorm's output, the input of
+ * the FFN or of the next layer's QKV; GELU's output, the input of the FFN's
+ * second layer; and GELU's backward, the dout of its first, with its column
+ * sums (the bias gradient). The next linear op takes it when its input (or dout)
  * is that output and drops it either way, so an output must reach that op
  * unchanged, as it does in the model's graph. */
 static struct {
@@ -318,21 +340,34 @@ static uint16_t *take_handoff(const float *src, size_t n, int sum_cols)
 /* Space for a handoff of src[n], from now on. */
 static uint16_t *hand_off(const float *src, size_t n, int sum_cols)
 {
-	grow(&handoff.copy, &handoff.cap, n, sizeof *handoff.copy);
+	cpu_grow(&handoff.copy, &handoff.cap, n, sizeof *handoff.copy);
 	handoff.src = src, handoff.n = n, handoff.sum_cols = sum_cols;
 	return handoff.copy;
 }
 
-/* The GELU rows compute in fp32 (cpu_ops.c's kernels) and then round while
- * the row is in L1: one loop doing both runs at half the vector width. */
+void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float *rstd,
+				     const float *res, const float *bias, const float *w,
+				     const float *b, int N, int C, float eps, float p,
+				     uint64_t seed)
+{
+	uint16_t *copy = hand_off(out, (size_t)N * C, 0);
+	uint32_t threshold = dropout_threshold(p), key = dropout_key(seed);
+	float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++) {
+		size_t o = (size_t)r * C;
+		residual_layernorm_row_bf16(out + o, copy + o, sum + o, mean + r, rstd + r, res + o,
+					    bias, w, b, C, eps, key, (uint32_t)o, threshold, scale);
+	}
+}
+
 void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F)
 {
 	uint16_t *copy = hand_off(out, (size_t)N * F, 0);
 #pragma omp parallel for schedule(static)
 	for (int r = 0; r < N; r++) {
 		size_t o = (size_t)r * F;
-		bias_gelu_row(out + o, pre + o, bias, F);
-		to_bf16_span(copy + o, out + o, (size_t)F);
+		bias_gelu_row_bf16(out + o, copy + o, pre + o, bias, F);
 	}
 }
 
@@ -340,8 +375,7 @@ static void gelu_backward_row(const void *ctx, size_t r, float *sum)
 {
 	const struct rows *x = ctx;
 	size_t o = r * x->C;
-	gelu_backward_span(x->out + o, x->in + o, x->pre + o, (size_t)x->C);
-	to_bf16_sum_row(x->copy + o, sum, x->out + o, x->C);
+	gelu_backward_row_bf16(x->out + o, x->copy + o, sum, x->in + o, x->pre + o, x->C);
 }
 
 void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F)
@@ -350,6 +384,37 @@ void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N,
 	grow(&handoff.sums, &handoff.sums_cap, (size_t)F, sizeof *handoff.sums);
 	memset(handoff.sums, 0, sizeof *handoff.sums * (size_t)F);
 	rows_with_colsums(handoff.sums, N, F, gelu_backward_row, &x);
+}
+
+/* A LayerNorm backward's operands, for rows_with_colsums. */
+struct norm_rows {
+	float *din;
+	const float *dout, *in, *mean, *rstd, *w;
+	int C;
+};
+
+static void norm_backward_row(const void *ctx, size_t r, float *sums)
+{
+	const struct norm_rows *x = ctx;
+	size_t o = r * x->C;
+	layernorm_backward_row_bf16(x->din + o, sums, x->dout + o, x->in + o, x->mean[r],
+				    x->rstd[r], x->w, x->C);
+}
+
+void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
+			     const float *in, const float *mean, const float *rstd,
+			     const float *w, int N, int C)
+{
+	static float *sums;
+	static size_t cap;
+	grow(&sums, &cap, 2 * (size_t)C, sizeof *sums);
+	memset(sums, 0, sizeof *sums * 2 * (size_t)C);
+	struct norm_rows x = { din, dout, in, mean, rstd, w, C };
+	rows_with_colsums(sums, N, 2 * C, norm_backward_row, &x);
+	for (int c = 0; c < C; c++) {
+		dw[c] += sums[c];
+		db[c] += sums[C + c];
+	}
 }
 
 /* The bf16 copy of a layer's input that its forward made, kept for its
@@ -390,7 +455,7 @@ static const uint16_t *keep_input(const float *w, const float *in, size_t n, uin
 		c->copy = given, c->cap = handoff.cap;
 		handoff.copy = t, handoff.cap = cap;
 	} else {
-		grow(&c->copy, &c->cap, n, sizeof *c->copy);
+		cpu_grow(&c->copy, &c->cap, n, sizeof *c->copy);
 		round_into(c->copy, in, n);
 	}
 	c->in = in, c->n = n;

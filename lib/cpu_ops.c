@@ -264,7 +264,7 @@ float gelu(float x)
 	return x * cdf;
 }
 
-HOT_ELEMENTWISE void bias_gelu_row(float *out, float *pre, const float *bias, int n)
+HOT_ELEMENTWISE static void bias_gelu_row(float *out, float *pre, const float *bias, int n)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++) {
@@ -282,7 +282,7 @@ void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F)
 		bias_gelu_row(out + (size_t)r * F, pre + (size_t)r * F, bias, F);
 }
 
-HOT_ELEMENTWISE void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n)
+HOT_ELEMENTWISE static void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n)
 {
 #pragma omp simd
 	for (size_t i = 0; i < n; i++) {

@@ -10,6 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Zeroed host memory, on transparent huge pages when it spans one or more
+ * (cpu_backend.c); free() releases it. cpu_grow makes room for need items
+ * of size bytes at *pp from it, not keeping the old contents. */
+void *cpu_alloc(size_t bytes);
+void cpu_grow(void *pp, size_t *cap, size_t need, size_t size);
+
 /* out[N,Cout] = in[N,Cin] w[Cout,Cin]^T + bias (bias may be NULL). */
 void linear_forward(float *out, const float *in, const float *w, const float *bias,
 		    int N, int Cin, int Cout);
@@ -37,6 +43,17 @@ void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout
  * next, if it takes that output unchanged. */
 void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F);
 void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F);
+/* residual_layernorm_forward on cpu_rows_bf16.c's kernel, handing a bf16
+ * copy of its output to the linear op that comes next, as GELU does. */
+void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float *rstd,
+				     const float *res, const float *bias, const float *w,
+				     const float *b, int N, int C, float eps, float p,
+				     uint64_t seed);
+/* layernorm_backward in one pass over the rows (the parameter gradients'
+ * sums in spans of rows), on cpu_rows_bf16.c's kernel. */
+void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
+			     const float *in, const float *mean, const float *rstd,
+			     const float *w, int N, int C);
 void attention_forward_bf16(float *ctx, float *probs, const struct attention *a);
 void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *probs, const struct attention *a);
@@ -73,10 +90,6 @@ float gelu(float x);
 void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F);
 /* dpre = dout * gelu'(pre), over N rows of F; dpre may be dout. */
 void gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F);
-/* One row of n of bias_gelu_forward, and n elements of gelu_backward, on the
- * calling thread. */
-void bias_gelu_row(float *out, float *pre, const float *bias, int n);
-void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n);
 
 void tanh_forward(float *out, const float *in, size_t n);
 /* din = dout * (1 - out^2); din may be dout. */
@@ -123,6 +136,22 @@ typedef void (*softmax_backward_fn)(float *dp, const float *p, int n);
 /* Those two with AVX-512, only where bf16_available. */
 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len);
 void softmax_backward_row_bf16(float *dp, const float *p, int n);
+/* cpu_rows_bf16.c's AVX-512 rows, only where bf16_available: one row of
+ * residual_layernorm_forward, its dropout key, threshold and scale from
+ * dropout.h and its element index base, with its output rounded into copy
+ * too; one of bias_gelu_forward with its output rounded into copy too; one of
+ * gelu_backward with its result rounded into copy and added into sum; one of
+ * layernorm_backward with dout * xhat added into sums[0..C) and dout into
+ * sums[C..2C) (din may be dout). */
+void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *mean,
+				 float *rstd, const float *res, const float *bias,
+				 const float *w, const float *b, int C, float eps,
+				 uint32_t key, uint32_t base, uint32_t threshold, float scale);
+void bias_gelu_row_bf16(float *out, uint16_t *copy, float *pre, const float *bias, int n);
+void gelu_backward_row_bf16(float *dpre, uint16_t *copy, float *sum, const float *dout,
+			    const float *pre, int n);
+void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, const float *x,
+				 float mean, float rstd, const float *w, int C);
 /* The two above with their products on gemm and their softmax on softmax
  * and softmax_backward (the plain ones: OpenBLAS, and the softmax with
  * fp32's bits). */

@@ -128,13 +128,18 @@ char *xstrdup(const char *s)
 	return d;
 }
 
+size_t grown(size_t cap, size_t need)
+{
+	size_t c = cap ? cap : 16;
+	while (c < need)
+		c *= 2;
+	return c;
+}
+
 void grow(void *pp, size_t *cap, size_t need, size_t sz)
 {
 	if (need <= *cap)
 		return;
-	size_t c = *cap ? *cap : 16;
-	while (c < need)
-		c *= 2;
-	*(void **)pp = xrealloc(*(void **)pp, c * sz);
-	*cap = c;
+	*cap = grown(*cap, need);
+	*(void **)pp = xrealloc(*(void **)pp, *cap * sz);
 }

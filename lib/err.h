@@ -32,6 +32,8 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* Grow *p (holding *cap elements of size sz) to hold at least need elements. */
 void grow(void *p, size_t *cap, size_t need, size_t sz);
+/* The capacity grow gives for need elements, from cap (need > cap). */
+size_t grown(size_t cap, size_t need);
 #ifdef __cplusplus
 }
 #endif

@@ -127,26 +127,51 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 	free(dout), free(in), free(w), free(din), free(dw), free(db), free(rdin), free(rdw), free(rdb);
 }
 
+/* The largest |a - b| over n, relative to the largest |b|. */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+	double *wide = xmalloc(n * sizeof *wide);
+	for (size_t i = 0; i < n; i++)
+		wide[i] = b[i];
+	double e = rel_err(a, wide, n);
+	free(wide);
+	return e;
+}
+
+/* Whether the bf16 linear op on in[N,Cin] gives the same bits as on a fresh
+ * copy of in, which it must round afresh: in's handed-off copy is in
+ * rounded. */
+static int as_rounded_afresh(const float *in, const float *w, int N, int Cin, int Cout)
+{
+	float *copy = xmalloc(sizeof(float) * N * Cin), *out = xmalloc(sizeof(float) * N * Cout),
+	      *ref = xmalloc(sizeof(float) * N * Cout);
+	linear_forward_bf16(out, in, w, NULL, N, Cin, Cout);
+	memcpy(copy, in, sizeof(float) * N * Cin);
+	linear_forward_bf16(ref, copy, w, NULL, N, Cin, Cout);
+	int same = !memcmp(out, ref, sizeof(float) * N * Cout);
+	free(copy), free(out), free(ref);
+	return same;
+}
+
 /* GELU's forward and backward hand their output's bf16 copy (and the
- * backward its column sums) to the next linear op: the same fp32 outputs as
- * the plain ops, the same results as rounding afresh, and nothing handed on
- * to a linear op that takes another input, or past one. */
+ * backward its column sums) to the next linear op: the plain ops' fp32
+ * outputs within fp32's rounding (the bf16 ops take 1/x from rcp14), the
+ * same results as rounding afresh, and nothing handed on to a linear op
+ * that takes another input, or past one. */
 static void check_handoff(struct rng *r)
 {
 	enum { N = 70, F = 40, C = 24 };
 	float *pre = randoms(r, N * F), *pre2 = xmalloc(sizeof(float) * N * F), *bias = randoms(r, F),
 	      *act = xmalloc(sizeof(float) * N * F), *act2 = xmalloc(sizeof(float) * N * F),
 	      *w = randoms(r, C * F), *out = xmalloc(sizeof(float) * N * C),
-	      *ref = xmalloc(sizeof(float) * N * C), *other = randoms(r, N * F);
+	      *other = randoms(r, N * F);
 	memcpy(pre2, pre, sizeof(float) * N * F);
 	bias_gelu_forward(act2, pre2, bias, N, F);
 	bias_gelu_forward_bf16(act, pre, bias, N, F);
-	CHECK(!memcmp(act, act2, sizeof(float) * N * F) && !memcmp(pre, pre2, sizeof(float) * N * F),
-	      "bf16 GELU: the plain op's fp32 outputs, bit for bit");
-	linear_forward_bf16(out, act, w, NULL, N, F, C);
-	memcpy(act2, act, sizeof(float) * N * F);
-	linear_forward_bf16(ref, act2, w, NULL, N, F, C);
-	CHECK(!memcmp(out, ref, sizeof(float) * N * C), "bf16 GELU's handed-off copy: the linear's "
+	double e = rel_diff(act, act2, N * F);
+	CHECK(e < 1e-6 && !memcmp(pre, pre2, sizeof(float) * N * F),
+	      "bf16 GELU: the plain op's fp32 outputs (%.2g)", e);
+	CHECK(as_rounded_afresh(act, w, N, F, C), "bf16 GELU's handed-off copy: the linear's "
 	      "result as from its input rounded afresh");
 	bias_gelu_forward_bf16(act, pre2, bias, N, F);
 	memset(act, 0, sizeof(float) * N * F);
@@ -166,15 +191,17 @@ static void check_handoff(struct rng *r)
 	      *db2 = xcalloc(F, sizeof(float));
 	gelu_backward(dpre2, dact, pre, N, F);
 	gelu_backward_bf16(dpre, dact, pre, N, F);
-	CHECK(!memcmp(dpre, dpre2, sizeof(float) * N * F), "bf16 GELU backward: the plain op's fp32 result");
+	e = rel_diff(dpre, dpre2, N * F);
+	CHECK(e < 1e-6, "bf16 GELU backward: the plain op's fp32 result (%.2g)", e);
 	linear_forward_bf16(act, x, w1, NULL, N, C, F);
 	gelu_backward_bf16(dpre, dact, pre, N, F);
 	linear_backward_bf16(dx, dw, db, dpre, x, w1, N, C, F, 0);
+	memcpy(dpre2, dpre, sizeof(float) * N * F);
 	linear_forward_bf16(act, x, w1, NULL, N, C, F);
 	linear_backward_bf16(dx2, dw2, db2, dpre2, x, w1, N, C, F, 0);
 	CHECK(!memcmp(dx, dx2, sizeof(float) * N * C) && !memcmp(dw, dw2, sizeof(float) * F * C),
 	      "bf16 GELU backward's handed-off copy: the linear's din and dw as from dout rounded afresh");
-	double e = 0;
+	e = 0;
 	for (int f = 0; f < F; f++) {
 		double s = 0;
 		for (int n = 0; n < N; n++)
@@ -182,9 +209,46 @@ static void check_handoff(struct rng *r)
 		e = fmax(e, fabs(db[f] - s) / fmax(1, fabs(s)));
 	}
 	CHECK(e < 1e-6, "bf16 GELU backward's handed-off column sums: the bias gradient (%.2g)", e);
-	free(pre), free(pre2), free(bias), free(act), free(act2), free(w), free(out), free(ref);
+	free(pre), free(pre2), free(bias), free(act), free(act2), free(w), free(out);
 	free(other), free(dact), free(dpre), free(dpre2), free(x), free(w1), free(dx), free(dx2);
 	free(dw), free(dw2), free(db), free(db2);
+}
+
+/* The residual LayerNorm hands its output's bf16 copy to the next linear
+ * op as GELU does, and with the LayerNorm backward (in place, as the model
+ * runs it) matches the plain ops within fp32's rounding: the same dropout
+ * mask, sums over several spans of rows, rows not a multiple of 16 wide. */
+static void check_layernorm(struct rng *r)
+{
+	enum { N = 200, C = 40, K = 24 };
+	const float p = 0.25f, eps = 1e-12f;
+	const uint64_t seed = 17;
+	float *res = randoms(r, N * C), *sum = randoms(r, N * C), *sum2 = xmalloc(sizeof(float) * N * C),
+	      *bias = randoms(r, C), *w = randoms(r, C), *b = randoms(r, C),
+	      *out = xmalloc(sizeof(float) * N * C), *out2 = xmalloc(sizeof(float) * N * C),
+	      mean[N], rstd[N], mean2[N], rstd2[N], *wl = randoms(r, K * C);
+	memcpy(sum2, sum, sizeof(float) * N * C);
+	residual_layernorm_forward(out2, sum2, mean2, rstd2, res, bias, w, b, N, C, eps, p, seed);
+	residual_layernorm_forward_bf16(out, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
+	double e = fmax(fmax(rel_diff(out, out2, N * C), rel_diff(sum, sum2, N * C)),
+			fmax(rel_diff(mean, mean2, N), rel_diff(rstd, rstd2, N)));
+	int same_mask = 1;
+	for (int i = 0; i < N * C; i++)
+		same_mask &= (sum[i] == res[i]) == (sum2[i] == res[i]);
+	CHECK(e < 1e-5 && same_mask, "bf16 residual LayerNorm: the plain op's outputs (%.2g) and "
+	      "dropout mask", e);
+	CHECK(as_rounded_afresh(out, wl, N, C, K), "bf16 residual LayerNorm's handed-off copy: the "
+	      "linear's result as from its input rounded afresh");
+
+	float *dout = randoms(r, N * C), *din2 = xmalloc(sizeof(float) * N * C),
+	      *dw = xcalloc(C, sizeof(float)), *db = xcalloc(C, sizeof(float)),
+	      *dw2 = xcalloc(C, sizeof(float)), *db2 = xcalloc(C, sizeof(float));
+	layernorm_backward(din2, dw2, db2, dout, sum, mean, rstd, w, N, C);
+	layernorm_backward_bf16(dout, dw, db, dout, sum, mean, rstd, w, N, C);
+	e = fmax(rel_diff(dout, din2, N * C), fmax(rel_diff(dw, dw2, C), rel_diff(db, db2, C)));
+	CHECK(e < 1e-5, "bf16 LayerNorm backward in place: the plain op's din, dw and db (%.2g)", e);
+	free(res), free(sum), free(sum2), free(bias), free(w), free(b), free(out), free(out2);
+	free(wl), free(dout), free(din2), free(dw), free(db), free(dw2), free(db2);
 }
 
 /* The attention heads' GEMM: C = alpha op(A) op(B) + beta C against double
@@ -347,6 +411,7 @@ int main(void)
 	CHECK(dw[0] == 1 && dw[5] == 1 && db[0] == 7 && db[1] == 7,
 	      "bf16 linear over 0 rows leaves the gradients as they were");
 	check_handoff(&r);
+	check_layernorm(&r);
 	const char *ts = "NT";
 	for (int t = 0; t < 4; t++) {
 		check_gemm(&r, ts[t / 2], ts[t % 2], 37, 50, 64, 0.0f);
