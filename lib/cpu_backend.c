@@ -3,27 +3,53 @@
 #include "backend.h"
 #include "cpu_ops.h"
 #include "err.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-enum { HUGE_PAGE = 2 << 20 };
+enum { HUGE_PAGE = 2 << 20, HEAD = 64 };
 
-/* Buffers of a huge page or more sit on huge-page boundaries and ask the
- * kernel for transparent huge pages: the scattered rows of the embedding
- * gradient and the GEMMs' panels then miss the TLB far less often. */
+/* What cpu_release needs, just before each buffer: the start and length of
+ * its mapping, or its calloc block when the length is 0. */
+struct head {
+	void *base;
+	size_t mapped;
+};
+
+/* A buffer of a huge page or more is mapped on huge-page boundaries and asks
+ * for transparent huge pages: the scattered rows of the embedding gradient
+ * and the GEMMs' panels then miss the TLB far less often. Its pages are
+ * taken, zeroed, as they are first touched. */
 void *cpu_alloc(size_t bytes)
 {
-	if (bytes < HUGE_PAGE)
-		return xcalloc(1, bytes ? bytes : 1);
-	size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-	void *p = NULL;
-	if (posix_memalign(&p, HUGE_PAGE, rounded))
+	if (bytes < HUGE_PAGE) {
+		char *block = xcalloc(1, bytes + HEAD);
+		((struct head *)(block + HEAD))[-1] = (struct head){ block, 0 };
+		return block + HEAD;
+	}
+	size_t len = bytes + HEAD + HUGE_PAGE;
+	char *map = len < bytes ? MAP_FAILED
+				: mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				       -1, 0);
+	if (map == MAP_FAILED)
 		die("out of memory allocating %zu bytes", bytes);
-	madvise(p, rounded, MADV_HUGEPAGE);
-	memset(p, 0, rounded);
+	char *p = (char *)(((uintptr_t)map + HEAD + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	madvise(p, bytes, MADV_HUGEPAGE);
+	((struct head *)p)[-1] = (struct head){ map, len };
 	return p;
+}
+
+void cpu_release(void *p)
+{
+	if (!p)
+		return;
+	struct head h = ((struct head *)p)[-1];
+	if (h.mapped)
+		munmap(h.base, h.mapped);
+	else
+		free(h.base);
 }
 
 void cpu_grow(void *pp, size_t *cap, size_t need, size_t size)
@@ -31,7 +57,7 @@ void cpu_grow(void *pp, size_t *cap, size_t need, size_t size)
 	if (need <= *cap)
 		return;
 	*cap = grown(*cap, need);
-	free(*(void **)pp);
+	cpu_release(*(void **)pp);
 	*(void **)pp = cpu_alloc(*cap * size);
 }
 
@@ -55,7 +81,7 @@ static const struct backend cpu = {
 	.name = "cpu",
 	.host = 1,
 	.alloc = cpu_alloc,
-	.release = free,
+	.release = cpu_release,
 	.upload = copy,
 	.download = copy,
 	.zero = zero,

@@ -11,9 +11,10 @@
 #include <stdint.h>
 
 /* Zeroed host memory, on transparent huge pages when it spans one or more
- * (cpu_backend.c); free() releases it. cpu_grow makes room for need items
- * of size bytes at *pp from it, not keeping the old contents. */
+ * (cpu_backend.c), and its release. cpu_grow makes room for need items of
+ * size bytes at *pp from it, not keeping the old contents. */
 void *cpu_alloc(size_t bytes);
+void cpu_release(void *p);
 void cpu_grow(void *pp, size_t *cap, size_t need, size_t size);
 
 /* out[N,Cout] = in[N,Cin] w[Cout,Cin]^T + bias (bias may be NULL). */
