@@ -84,7 +84,7 @@ void colsum_add(float *acc, const float *x, int N, int Cout)
 
 /* ---- embeddings ---- */
 
-HOT static void sum3_row(float *out, const float *a, const float *b, const float *c, int n)
+HOT_ELEMENTWISE static void sum3_row(float *out, const float *a, const float *b, const float *c, int n)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++)
@@ -105,7 +105,7 @@ void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
 
 /* One column block of the scatter-add, tokens in order: no two threads
  * ever touch the same float, and each sum has a fixed order. */
-HOT static void embedding_backward_block(float *dword, float *dpos, float *dtype,
+HOT_ELEMENTWISE static void embedding_backward_block(float *dword, float *dpos, float *dtype,
 					 const float *dout, const int32_t *ids,
 					 const int32_t *types, const int32_t *positions,
 					 int N, int C, int pad_id, int nc)
