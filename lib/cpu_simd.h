@@ -39,6 +39,16 @@
 #define HOT_ELEMENTWISE
 #endif
 
+/* Elementwise loops that must round as written (the optimizers' updates,
+ * which follow PyTorch's float operations): the AVX-512 and AVX2 clones of
+ * HOT_ELEMENTWISE without its licence to fuse multiply-adds under GCC, so
+ * every clone gives the plain loop's bits. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HOT_EXACT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define HOT_EXACT
+#endif
+
 /* cond ? a : b as bit masks. GCC (with the default -ftrapping-math) will
  * not vectorise a loop where a float ternary feeds later arithmetic, since
  * jump threading turns it into branches; masks stay branch-free. */
