@@ -316,9 +316,9 @@ static const uint16_t *bf16_copy_colsum(float *dbias, const float *dout, int N, 
  * linear op that comes next: the residual LayerNorm's output, the input of
  * the FFN or of the next layer's QKV; GELU's output, the input of the FFN's
  * second layer; and GELU's backward, the dout of its first, with its column
- * sums (the bias gradient). The next linear op takes it when its input (or dout)
- * is that output and drops it either way, so an output must reach that op
- * unchanged, as it does in the model's graph. */
+ * sums (the bias gradient). The next linear op takes it when its input (or
+ * dout) is that output and drops it either way, so an output must reach
+ * that op unchanged, as it does in the model's graph. */
 static struct {
 	const float *src;          /* NULL: none */
 	size_t n, cap;

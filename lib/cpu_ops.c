@@ -84,7 +84,8 @@ void colsum_add(float *acc, const float *x, int N, int Cout)
 
 /* ---- embeddings ---- */
 
-HOT_ELEMENTWISE static void sum3_row(float *out, const float *a, const float *b, const float *c, int n)
+HOT_ELEMENTWISE static void sum3_row(float *out, const float *a, const float *b, const float *c,
+				     int n)
 {
 #pragma omp simd
 	for (int j = 0; j < n; j++)
@@ -282,7 +283,8 @@ void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F)
 		bias_gelu_row(out + (size_t)r * F, pre + (size_t)r * F, bias, F);
 }
 
-HOT_ELEMENTWISE static void gelu_backward_span(float *dpre, const float *dout, const float *pre, size_t n)
+HOT_ELEMENTWISE static void gelu_backward_span(float *dpre, const float *dout, const float *pre,
+					       size_t n)
 {
 #pragma omp simd
 	for (size_t i = 0; i < n; i++) {

@@ -35,7 +35,7 @@ static void chunked_sums(size_t n, int nsum, chunk_sums_fn *fn, void *ctx, doubl
 /* Eight running sums, lane k taking every eighth square from lo + k (the
  * rest in lane 0), added in lane order: the same bits on any processor,
  * with or without vectors or fused multiply-adds (a float's square is exact
- * in double), and eight times the speed of one sum's chain of additions. */
+ * in double), and no longer held to the pace of one chain of additions. */
 HOT_ELEMENTWISE static void squares(void *ctx, size_t lo, size_t hi, double *sums)
 {
 	enum { LANES = 8 };
