@@ -107,9 +107,9 @@ void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
 /* One column block of the scatter-add, tokens in order: no two threads
  * ever touch the same float, and each sum has a fixed order. */
 HOT_ELEMENTWISE static void embedding_backward_block(float *dword, float *dpos, float *dtype,
-					 const float *dout, const int32_t *ids,
-					 const int32_t *types, const int32_t *positions,
-					 int N, int C, int pad_id, int nc)
+						     const float *dout, const int32_t *ids,
+						     const int32_t *types, const int32_t *positions,
+						     int N, int C, int pad_id, int nc)
 {
 	for (int r = 0; r < N; r++) {
 		const float *g = dout + (size_t)r * C;
