@@ -417,13 +417,12 @@ void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout
 	}
 }
 
-/* The bf16 copies of a layer's input and weight that its forward made, kept
- * for its backward: one per weight, with the input and size it was made
- * from (the weight does not change between a forward and its backward). */
+/* The bf16 copy of a layer's input that its forward made, kept for its
+ * backward: one per weight, with the input and size it was made from. */
 struct input_copy {
 	const float *w, *in;
-	size_t n, cap, wcap;
-	uint16_t *copy, *wcopy;
+	size_t n, cap;
+	uint16_t *copy;
 };
 
 enum { MAX_INPUTS = 512 };
@@ -463,23 +462,12 @@ static const uint16_t *keep_input(const float *w, const float *in, size_t n, uin
 	return c->copy;
 }
 
-/* w[n] in bf16, kept with w's input copy (in scratch slot 1 when the table
- * is full). */
-static const uint16_t *keep_weight(const float *w, size_t n)
+/* in[n] in bf16: w's input copy when the forward made it from in, else
+ * rounded again into scratch slot 1. */
+static const uint16_t *kept_input(const float *w, const float *in, size_t n)
 {
 	struct input_copy *c = input_of(w);
-	if (!c)
-		return bf16_copy(1, w, n);
-	cpu_grow(&c->wcopy, &c->wcap, n, sizeof *c->wcopy);
-	round_into(c->wcopy, w, n);
-	return c->wcopy;
-}
-
-/* w's entry when the forward made its copies from in[n], else NULL. */
-static const struct input_copy *kept(const float *w, const float *in, size_t n)
-{
-	struct input_copy *c = input_of(w);
-	return c && c->in == in && c->n == n ? c : NULL;
+	return c && c->in == in && c->n == n ? c->copy : bf16_copy(1, in, n);
 }
 
 void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
@@ -490,7 +478,7 @@ void linear_forward_bf16(float *out, const float *in, const float *w, const floa
 		return;
 	const struct gemm *g = gemm_get(FWD, Cin, Cout, bias != NULL);
 	const uint16_t *a = keep_input(w, in, (size_t)N * Cin, given);
-	const uint16_t *b = keep_weight(w, (size_t)Cout * Cin);
+	const uint16_t *b = bf16_copy(1, w, (size_t)Cout * Cin);
 	gemm_run(g, N, a, b, out, bias);
 }
 
@@ -505,12 +493,10 @@ void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout
 			dbias[c] += handoff.sums[c];
 	else if (!d)
 		d = dbias ? bf16_copy_colsum(dbias, dout, N, Cout) : bf16_copy(0, dout, (size_t)N * Cout);
-	const struct input_copy *c = kept(w, in, (size_t)N * Cin);
 	if (din)
-		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d,
-			 c ? c->wcopy : bf16_copy(1, w, (size_t)Cout * Cin), din, NULL);
-	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, c ? c->copy : bf16_copy(1, in, (size_t)N * Cin),
-		 dw, NULL);
+		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d, bf16_copy(1, w, (size_t)Cout * Cin),
+			 din, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, kept_input(w, in, (size_t)N * Cin), dw, NULL);
 }
 
 /* The heads' products on gemm_bf16, in space for the longest sequence
