@@ -1,9 +1,9 @@
 /* The bf16 path's row kernels on AVX-512 (ts-train --precision bf16): the
  * residual LayerNorm, GELU and GELU's backward, which round their results
  * to bf16 for the next GEMM in the same pass, and the LayerNorm backward in
- * one pass over its rows. They
- * compute in fp32, as cpu_ops.c's kernels do, but not to the same bits:
- * 1/x is rcp14 with a Newton step, and sums run 16 lanes wide. */
+ * one pass over its rows. They compute in fp32, as cpu_ops.c's kernels do,
+ * but not to the same bits: 1/x is rcp14 with a Newton step, and sums run
+ * 16 lanes wide. */
 #include "cpu_ops.h"
 #include <math.h>
 #include <stdlib.h>
@@ -90,8 +90,7 @@ BF16 void bias_gelu_row_bf16(float *out, uint16_t *copy, float *pre, const float
 {
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
-		__m512 x = _mm512_add_ps(load16(pre + j, m),
-					 load16(bias + j, m)), e;
+		__m512 x = _mm512_add_ps(load16(pre + j, m), load16(bias + j, m)), e;
 		__m512 y = _mm512_mul_ps(x, normal_cdf16(x, &e));
 		store16(pre + j, m, x);
 		store16(out + j, m, y);
@@ -135,8 +134,7 @@ BF16 void layernorm_backward_row_bf16(float *din, float *sums, const float *dout
 	for (int j = 0; j < C; j += 16) {
 		__mmask16 k = first(C - j);
 		__m512 xh = _mm512_mul_ps(_mm512_sub_ps(load16(x + j, k), m), rs);
-		__m512 gw = _mm512_mul_ps(load16(dout + j, k),
-					  load16(w + j, k));
+		__m512 gw = _mm512_mul_ps(load16(dout + j, k), load16(w + j, k));
 		__m512 d = _mm512_fnmadd_ps(xh, mgx, _mm512_sub_ps(gw, mg));
 		store16(din + j, k, _mm512_mul_ps(rs, d));
 	}
