@@ -11,6 +11,8 @@
 #include "err.h"
 #include "rng.h"
 #include <cblas.h>
+#include <errno.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,17 @@ struct options {
 	enum precision precision;
 };
 
+/* text as an int of at least min, or a one-line error. */
+static int int_arg(const char *name, const char *text, int min)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < min || v > INT_MAX)
+		die_usage("%s wants a whole number from %d to %d, not '%s'", name, min, INT_MAX, text);
+	return (int)v;
+}
+
 static struct options parse(int argc, char **argv)
 {
 	struct options o = { .c = { .vocab = 30522, .hidden = 256, .layers = 4, .heads = 4,
@@ -35,17 +48,17 @@ static struct options parse(int argc, char **argv)
 				    .ln_eps = 1e-12f, .hidden_dropout = 0.1f,
 				    .attn_dropout = 0.1f, .task = TASK_CLS, .num_labels = 2 },
 			     .B = 32, .T = 128, .steps = 10, .warmup = 2, .size = 3072 };
-	struct { const char *name; int *value; } ints[] = {
-		{ "--layers", &o.c.layers }, { "--hidden", &o.c.hidden }, { "--heads", &o.c.heads },
-		{ "--ffn", &o.c.ffn }, { "--vocab", &o.c.vocab }, { "--labels", &o.c.num_labels },
-		{ "--seq", &o.T }, { "--batch", &o.B }, { "--steps", &o.steps },
-		{ "--warmup", &o.warmup }, { "--size", &o.size },
+	struct { const char *name; int *value, min; } ints[] = {
+		{ "--layers", &o.c.layers, 1 }, { "--hidden", &o.c.hidden, 1 },
+		{ "--heads", &o.c.heads, 1 }, { "--ffn", &o.c.ffn, 1 }, { "--vocab", &o.c.vocab, 2 },
+		{ "--labels", &o.c.num_labels, 2 }, { "--seq", &o.T, 1 }, { "--batch", &o.B, 1 },
+		{ "--steps", &o.steps, 1 }, { "--warmup", &o.warmup, 0 }, { "--size", &o.size, 1 },
 	};
 	for (int i = 1; i < argc; i++) {
 		int known = 0;
 		for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
 			if (!strcmp(argv[i], ints[k].name) && i + 1 < argc) {
-				*ints[k].value = atoi(argv[++i]);
+				*ints[k].value = int_arg(ints[k].name, argv[++i], ints[k].min);
 				known = 1;
 			}
 		if (!strcmp(argv[i], "--task") && i + 1 < argc) {
@@ -145,6 +158,12 @@ static void sgd(struct bert *m, float lr)
 	}
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 static void train(const struct options *o)
 {
 	struct bert *m = bert_new(&o->c, backend_open("cpu", o->precision));
@@ -155,6 +174,7 @@ static void train(const struct options *o)
 	struct rng r;
 	rng_seed(&r, 7);
 	double fwd = 0, bwd = 0, upd = 0, model_flops = 0, done_flops = 0, loss = 0;
+	double *times = xmalloc(sizeof *times * (size_t)o->steps);
 	for (int step = 0; step < o->warmup + o->steps; step++) {
 		fill_batch(o, &r, ids, labels);
 		int64_t count;
@@ -168,6 +188,7 @@ static void train(const struct options *o)
 		if (step < o->warmup)
 			continue;
 		fwd += t1 - t0, bwd += t2 - t1, upd += t3 - t2;
+		times[step - o->warmup] = t3 - t0;
 		double model, done;
 		step_flops(o, count, &model, &done);
 		model_flops += model, done_flops += done;
@@ -178,11 +199,15 @@ static void train(const struct options *o)
 	       bert_numel(m), o->steps * o->B / total, 1e3 * total / o->steps);
 	printf("forward_ms %.1f\nbackward_ms %.1f\nupdate_ms %.1f\n", 1e3 * fwd / o->steps,
 	       1e3 * bwd / o->steps, 1e3 * upd / o->steps);
+	/* steadier than the mean where other work comes and goes: to compare builds */
+	qsort(times, (size_t)o->steps, sizeof *times, by_value);
+	printf("step_ms_p20 %.1f\nstep_ms_median %.1f\n", 1e3 * times[o->steps / 5],
+	       1e3 * times[o->steps / 2]);
 	printf("model_gflop_per_step %.2f\nmodel_gflops %.1f\n", model_flops / o->steps / 1e9,
 	       model_flops / total / 1e9);
 	printf("matmul_gflop_per_step %.2f\nmatmul_gflops %.1f\nlast_loss %.4f\n",
 	       done_flops / o->steps / 1e9, done_flops / total / 1e9, loss);
-	free(ids), free(labels);
+	free(ids), free(labels), free(times);
 	bert_free(m);
 }
 
