@@ -321,12 +321,41 @@ static const uint16_t *bf16_copy_colsum(float *dbias, const float *dout, int N, 
  * that op unchanged, as it does in the model's graph. */
 static struct {
 	const float *src;          /* NULL: none */
-	size_t n, cap;
+	size_t n;
 	uint16_t *copy;
 	float *sums;               /* the column sums of its rows of sum_cols */
 	size_t sums_cap;
 	int sum_cols;              /* 0: none */
 } handoff;
+
+/* Each output's copies are made in space of its own, kept until its op
+ * runs again, for the linear op that takes a copy keeps it for its
+ * backward by reference: each buffer is touched once and stays put (when
+ * buffers of two sizes traded places instead, each step until they had all
+ * grown faulted fresh pages in, which cost the first steps 10 to 35 ms). */
+struct site {
+	const float *out;
+	uint16_t *copy;
+	size_t cap;
+};
+
+enum { MAX_SITES = 512 };
+static struct site sites[MAX_SITES];
+static int nsites;
+
+/* Space for out's copy of n values; NULL when the table is full. */
+static uint16_t *site_copy(const float *out, size_t n)
+{
+	int i = 0;
+	while (i < nsites && sites[i].out != out)
+		i++;
+	if (i == MAX_SITES)
+		return NULL;
+	if (i == nsites)
+		sites[nsites++] = (struct site){ .out = out };
+	cpu_grow(&sites[i].copy, &sites[i].cap, n, sizeof *sites[i].copy);
+	return sites[i].copy;
+}
 
 /* The handoff's copy of src[n] (with the sums of sum_cols columns, or
  * none), or NULL; the handoff is dropped either way. */
@@ -337,10 +366,18 @@ static uint16_t *take_handoff(const float *src, size_t n, int sum_cols)
 	return from == src && handoff.n == n && handoff.sum_cols == sum_cols ? handoff.copy : NULL;
 }
 
-/* Space for a handoff of src[n], from now on. */
+/* Space for a handoff of src[n], from now on; when the sites are full,
+ * space whose copy goes to no one. */
 static uint16_t *hand_off(const float *src, size_t n, int sum_cols)
 {
-	cpu_grow(&handoff.copy, &handoff.cap, n, sizeof *handoff.copy);
+	static uint16_t *spill;
+	static size_t spill_cap;
+	handoff.copy = site_copy(src, n);
+	if (!handoff.copy) {
+		cpu_grow(&spill, &spill_cap, n, sizeof *spill);
+		handoff.src = NULL;
+		return spill;
+	}
 	handoff.src = src, handoff.n = n, handoff.sum_cols = sum_cols;
 	return handoff.copy;
 }
@@ -418,11 +455,13 @@ void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout
 }
 
 /* The bf16 copy of a layer's input that its forward made, kept for its
- * backward: one per weight, with the input and size it was made from. */
+ * backward: one per weight, with the input and size it was made from; a
+ * handed-off copy, or one rounded into its own space. */
 struct input_copy {
 	const float *w, *in;
 	size_t n, cap;
-	uint16_t *copy;
+	const uint16_t *copy;
+	uint16_t *own;
 };
 
 enum { MAX_INPUTS = 512 };
@@ -443,20 +482,18 @@ static struct input_copy *input_of(const float *w)
 
 /* in[n] in bf16, kept as w's input copy (in scratch slot 0 when the table
  * is full): given, when the op that made in handed it off, or rounded now. */
-static const uint16_t *keep_input(const float *w, const float *in, size_t n, uint16_t *given)
+static const uint16_t *keep_input(const float *w, const float *in, size_t n,
+				  const uint16_t *given)
 {
 	struct input_copy *c = input_of(w);
 	if (!c)
 		return given ? given : bf16_copy(0, in, n);
 	if (given) {
-		/* the handoff's space becomes the kept copy's, and the other way round */
-		uint16_t *t = c->copy;
-		size_t cap = c->cap;
-		c->copy = given, c->cap = handoff.cap;
-		handoff.copy = t, handoff.cap = cap;
+		c->copy = given;
 	} else {
-		cpu_grow(&c->copy, &c->cap, n, sizeof *c->copy);
-		round_into(c->copy, in, n);
+		cpu_grow(&c->own, &c->cap, n, sizeof *c->own);
+		round_into(c->own, in, n);
+		c->copy = c->own;
 	}
 	c->in = in, c->n = n;
 	return c->copy;

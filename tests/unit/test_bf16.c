@@ -214,6 +214,39 @@ static void check_handoff(struct rng *r)
 	free(dw), free(dw2), free(db), free(db2);
 }
 
+/* Past the table of the outputs that hand copies off (512), an op's copy
+ * goes to no one: the linear op after it rounds its input itself and keeps
+ * that, not space the next such op writes over. */
+static void check_handoffs_full(struct rng *r)
+{
+	enum { N = 3, F = 4, C = 2, OUTS = 600 };
+	size_t n = N * F;
+	float *outs = xmalloc(sizeof(float) * OUTS * n), *pre = randoms(r, n),
+	      *p = xmalloc(sizeof(float) * n), *bias = randoms(r, F), *w = randoms(r, C * F),
+	      *y = xmalloc(sizeof(float) * N * C), *dy = randoms(r, N * C),
+	      *dw = xcalloc(C * F, sizeof(float)), *dw2 = xcalloc(C * F, sizeof(float)),
+	      *fresh = xmalloc(sizeof(float) * n);
+	for (int i = 0; i < OUTS; i++) {
+		memcpy(p, pre, sizeof(float) * n);
+		bias_gelu_forward_bf16(outs + i * n, p, bias, N, F);
+	}
+	float *a = outs + (OUTS - 2) * n, *b = outs + (OUTS - 1) * n;
+	memcpy(p, pre, sizeof(float) * n);
+	bias_gelu_forward_bf16(a, p, bias, N, F);
+	linear_forward_bf16(y, a, w, NULL, N, F, C);
+	for (size_t i = 0; i < n; i++)
+		p[i] = 3 * pre[i];
+	bias_gelu_forward_bf16(b, p, bias, N, F);
+	linear_backward_bf16(NULL, dw, NULL, dy, a, w, N, F, C, 0);
+	memcpy(fresh, a, sizeof(float) * n);
+	linear_forward_bf16(y, fresh, w, NULL, N, F, C);
+	linear_backward_bf16(NULL, dw2, NULL, dy, fresh, w, N, F, C, 0);
+	CHECK(!memcmp(dw, dw2, sizeof(float) * C * F), "past the table of handed-off copies, a "
+	      "linear op keeps its input rounded itself");
+	free(outs), free(pre), free(p), free(bias), free(w), free(y), free(dy), free(dw), free(dw2);
+	free(fresh);
+}
+
 /* The residual LayerNorm hands its output's bf16 copy to the next linear
  * op as GELU does, and with the LayerNorm backward (in place, as the model
  * runs it) matches the plain ops within fp32's rounding: the same dropout
@@ -427,5 +460,6 @@ int main(void)
 	check_softmax_backward(&r, 45);
 	for (enum model_mode mode = PLAIN; mode <= VAT; mode++)
 		check_model(bf16, mode);
+	check_handoffs_full(&r);    /* last: it fills the table */
 	CHECK_DONE();
 }
