@@ -343,6 +343,8 @@ enum { MAX_SITES = 512 };
 static struct site sites[MAX_SITES];
 static int nsites;
 
+static void forget_kept(const uint16_t *copy);
+
 /* Space for out's copy of n values; NULL when the table is full. */
 static uint16_t *site_copy(const float *out, size_t n)
 {
@@ -353,6 +355,8 @@ static uint16_t *site_copy(const float *out, size_t n)
 		return NULL;
 	if (i == nsites)
 		sites[nsites++] = (struct site){ .out = out };
+	if (n > sites[i].cap)
+		forget_kept(sites[i].copy);   /* the space moves */
 	cpu_grow(&sites[i].copy, &sites[i].cap, n, sizeof *sites[i].copy);
 	return sites[i].copy;
 }
@@ -478,6 +482,14 @@ static struct input_copy *input_of(const float *w)
 		return NULL;
 	inputs[ninputs] = (struct input_copy){ .w = w };
 	return &inputs[ninputs++];
+}
+
+/* Drops the kept copies that are copy: a backward rounds their inputs again. */
+static void forget_kept(const uint16_t *copy)
+{
+	for (int i = 0; i < ninputs; i++)
+		if (inputs[i].copy == copy)
+			inputs[i].in = NULL, inputs[i].copy = NULL;
 }
 
 /* in[n] in bf16, kept as w's input copy (in scratch slot 0 when the table

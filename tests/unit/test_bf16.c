@@ -214,6 +214,29 @@ static void check_handoff(struct rng *r)
 	free(dw), free(dw2), free(db), free(db2);
 }
 
+/* A kept copy whose space moved (its output, now of more rows, handed off
+ * again) is dropped: the backward on the old rows rounds them afresh. The
+ * copy takes 2 MiB, so its old space is unmapped and reading it faults. */
+static void check_handoff_moved(struct rng *r)
+{
+	enum { N = 4, MORE = 8, F = 1 << 18, C = 2 };
+	float *out = xmalloc(sizeof(float) * MORE * F), *pre = randoms(r, MORE * F),
+	      *bias = randoms(r, F), *w = randoms(r, C * F), *y = xmalloc(sizeof(float) * MORE * C),
+	      *dy = randoms(r, N * C), *dw = xcalloc(C * F, sizeof(float)),
+	      *dw2 = xcalloc(C * F, sizeof(float)), *fresh = xmalloc(sizeof(float) * N * F);
+	bias_gelu_forward_bf16(out, pre, bias, N, F);
+	linear_forward_bf16(y, out, w, NULL, N, F, C);
+	memcpy(fresh, out, sizeof(float) * N * F);
+	bias_gelu_forward_bf16(out, pre, bias, MORE, F);
+	memcpy(out, fresh, sizeof(float) * N * F);
+	linear_backward_bf16(NULL, dw, NULL, dy, out, w, N, F, C, 0);
+	linear_forward_bf16(y, fresh, w, NULL, N, F, C);
+	linear_backward_bf16(NULL, dw2, NULL, dy, fresh, w, N, F, C, 0);
+	CHECK(!memcmp(dw, dw2, sizeof(float) * C * F), "a kept copy whose space moved is rounded "
+	      "afresh in the backward");
+	free(out), free(pre), free(bias), free(w), free(y), free(dy), free(dw), free(dw2), free(fresh);
+}
+
 /* Past the table of the outputs that hand copies off (512), an op's copy
  * goes to no one: the linear op after it rounds its input itself and keeps
  * that, not space the next such op writes over. */
@@ -444,6 +467,7 @@ int main(void)
 	CHECK(dw[0] == 1 && dw[5] == 1 && db[0] == 7 && db[1] == 7,
 	      "bf16 linear over 0 rows leaves the gradients as they were");
 	check_handoff(&r);
+	check_handoff_moved(&r);
 	check_layernorm(&r);
 	const char *ts = "NT";
 	for (int t = 0; t < 4; t++) {
