@@ -1,6 +1,8 @@
 /* Benchmark driver for tests/bench/train_cpu: times training steps
  * (forward, backward, plain SGD) of lib/bert on random full-length batches,
- * or measures the machine's sgemm and bf16 GEMM peaks. Prints "key value" lines.
+ * or measures the machine's sgemm and bf16 GEMM peaks and, where the CPU has
+ * AVX512-BF16, the rate at which its cores issue bf16 dot products (the most
+ * any bf16 GEMM could reach). Prints "key value" lines.
  *   bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]
  *             [--seq T] [--batch B] [--labels L] [--task cls|mlm]
  *             [--steps S] [--warmup W] [--precision fp32|bf16]
@@ -96,8 +98,53 @@ static double gemm_rate(int n, const float *a, const float *b, float *c, int bf1
 	return 2.0 * n * n * n / best / 1e9;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "cpu_avx512.h"
+
+enum { CHAINS = 12 };           /* independent sums: more than latency x ports */
+
+/* vdpbf16ps instructions issued back to back on 12 sums kept in registers,
+ * n rounds; returns their total so that none is optimised away. */
+BF16 static float dot_chains(long n)
+{
+	__m512 acc[CHAINS];
+	for (int i = 0; i < CHAINS; i++)
+		acc[i] = _mm512_setzero_ps();
+	__m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+	for (long k = 0; k < n; k++) {
+#pragma GCC unroll 12
+		for (int i = 0; i < CHAINS; i++)
+			acc[i] = _mm512_dpbf16_ps(acc[i], x, x);
+		__asm__ volatile("" : "+v"(x));
+	}
+	for (int i = 1; i < CHAINS; i++)
+		acc[0] = _mm512_add_ps(acc[0], acc[i]);
+	return _mm512_reduce_add_ps(acc[0]);
+}
+
+/* All threads issuing bf16 dot products at once, in GFLOP/s (64 a vdpbf16ps:
+ * 16 lanes of two multiply-adds). The best of 3 tries of about 10 ms. */
+static double bf16_dot_rate(void)
+{
+	const long n = 3000000;
+	double best = 1e30;
+	float sink = 0.0f;
+	for (int rep = 0; rep < 3; rep++) {
+		double t = omp_get_wtime();
+#pragma omp parallel reduction(+ : sink)
+		sink += dot_chains(n);
+		t = omp_get_wtime() - t;
+		best = t < best ? t : best;
+	}
+	if (sink == 1.0f)       /* never: keeps the sums alive */
+		puts("");
+	return 64.0 * CHAINS * (double)n * omp_get_max_threads() / best / 1e9;
+}
+#endif
+
 /* OpenBLAS's sgemm and, where the CPU has bf16, the bf16 linear op (oneDNN,
- * its inputs' rounding included) on n x n x n. */
+ * its inputs' rounding included) on n x n x n, and the cores' bf16 dot
+ * product rate. */
 static void gemm_peaks(int n)
 {
 	float *a = xmalloc(sizeof(float) * n * n), *b = xmalloc(sizeof(float) * n * n),
@@ -106,8 +153,12 @@ static void gemm_peaks(int n)
 		a[i] = b[i] = 1e-3f * (float)(i % 1000);
 	printf("sgemm_size %d\nsgemm_gflops %.1f\n", n, gemm_rate(n, a, b, c, 0));
 	const char *why;
-	if (bf16_available(&why))
+	if (bf16_available(&why)) {
 		printf("bf16_gemm_gflops %.1f\n", gemm_rate(n, a, b, c, 1));
+#if defined(__x86_64__) && defined(__GNUC__)
+		printf("bf16_dot_gflops %.1f\n", bf16_dot_rate());
+#endif
+	}
 	free(a), free(b), free(c);
 }
 
@@ -195,8 +246,9 @@ static void train(const struct options *o)
 		loss /= count ? count : 1;
 	}
 	double total = fwd + bwd + upd;
-	printf("threads %d\nparams %zu\nsamples_per_s %.2f\nstep_ms %.1f\n", omp_get_max_threads(),
-	       bert_numel(m), o->steps * o->B / total, 1e3 * total / o->steps);
+	printf("threads %d\nbatch %d\nparams %zu\nsamples_per_s %.2f\nstep_ms %.1f\n",
+	       omp_get_max_threads(), o->B, bert_numel(m), o->steps * o->B / total,
+	       1e3 * total / o->steps);
 	printf("forward_ms %.1f\nbackward_ms %.1f\nupdate_ms %.1f\n", 1e3 * fwd / o->steps,
 	       1e3 * bwd / o->steps, 1e3 * upd / o->steps);
 	/* steadier than the mean where other work comes and goes: to compare builds */
