@@ -205,7 +205,7 @@ static void pack_floats(msgpack_packer *pk, const char *key, const float *v, int
 static void pack_id(msgpack_packer *pk, const struct predictions *p, uint64_t i)
 {
 	mp_pack_str(pk, "id");
-	p->id_is_num ? msgpack_pack_int64(pk, strtoll(p->ids[i], NULL, 10)) : mp_pack_str(pk, p->ids[i]);
+	p->id_is_num ? mp_pack_decimal(pk, p->ids[i]) : mp_pack_str(pk, p->ids[i]);
 }
 
 /* pred (and, with names for all, pred_names) of a list of classes. */

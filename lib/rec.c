@@ -203,3 +203,11 @@ void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n)
 }
 
 void mp_pack_str(msgpack_packer *pk, const char *s) { mp_pack_strn(pk, s, strlen(s)); }
+
+void mp_pack_decimal(msgpack_packer *pk, const char *s)
+{
+	if (*s == '-')
+		msgpack_pack_int64(pk, strtoll(s, NULL, 10));
+	else
+		msgpack_pack_uint64(pk, strtoull(s, NULL, 10));
+}

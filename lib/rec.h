@@ -40,5 +40,8 @@ int mp_str_is(const msgpack_object *o, const char *s);
 double mp_number(const msgpack_object *o);
 void mp_pack_str(msgpack_packer *pk, const char *s);
 void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n);
+/* Packs s, a decimal integer from INT64_MIN to UINT64_MAX (a numeric id), as
+ * a msgpack integer: negative as int64, else as uint64. */
+void mp_pack_decimal(msgpack_packer *pk, const char *s);
 
 #endif

@@ -49,11 +49,12 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 		return 0;
 	memset(h, 0, sizeof *h);
 	h->kind = dup_str(r, kind, "kind");
-	if ((v = mp_get(o, "version")) && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+	if ((v = mp_get(o, "version")) && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (v->via.u64 > HEADER_VERSION)
+			rec_die(r, "stream version %llu is newer than this TopSpin understands (%d)",
+				(unsigned long long)v->via.u64, HEADER_VERSION);
 		h->version = (int)v->via.u64;
-	if (h->version > HEADER_VERSION)
-		rec_die(r, "stream version %d is newer than this TopSpin understands (%d)", h->version,
-			HEADER_VERSION);
+	}
 	if ((v = mp_get(o, "vocab")))
 		h->vocab_sha256 = dup_str(r, v, "vocab");
 	if ((v = mp_get(o, "vocab_file")))
@@ -156,7 +157,7 @@ void tokrec_pack(msgpack_packer *pk, const struct tokrec *t)
 	msgpack_pack_map(pk, n);
 	mp_pack_str(pk, "id");
 	if (t->id_is_num)
-		msgpack_pack_int64(pk, strtoll(t->id, NULL, 10));
+		mp_pack_decimal(pk, t->id);
 	else
 		mp_pack_str(pk, t->id);
 	mp_pack_str(pk, "ids");
@@ -272,6 +273,8 @@ void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct t
 		rec_die(r, "no 'ids' field (is this a token stream?)");
 	unpack_id(r, mp_get(o, "id"), t);
 	t->n = unpack_ints(r, ids, &t->ids, &t->cap_ids, "ids", "token id", 0);
+	if (t->n == 0)
+		rec_die(r, "'ids' is empty");
 	t->types = NULL;
 	if (types && types->type != MSGPACK_OBJECT_NIL) {
 		if (types->type != MSGPACK_OBJECT_ARRAY || types->via.array.size != t->n)
