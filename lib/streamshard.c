@@ -1,15 +1,26 @@
 #include "streamshard.h"
+#include "afile.h"
+#include "cleanup.h"
 #include "err.h"
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
+
+/* A private dir under $TMPDIR (default /tmp), removed if the command dies:
+ * a fixed name there could be a symlink another user planted. Malloc'd. */
+static char *make_private_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	char *dir = path_join(tmp, "ts-records-XXXXXX");
+	if (!mkdtemp(dir))
+		die("cannot create a temporary directory in %s:", tmp);
+	cleanup_add(dir);
+	return dir;
+}
 
 struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char ***labels, int *nlabels)
 {
-	const char *tmp = getenv("TMPDIR");
-	char path[4096];
-	snprintf(path, sizeof path, "%s/ts-records-%ld.shard", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+	char *dir = make_private_dir(), *path = path_join(dir, "records.shard");
 	struct shard_writer *w = shard_create(path);
 	struct tokrec t = {0};
 	struct stream_header h, acc = {0};
@@ -31,6 +42,10 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 	shard_commit(w);
 	struct shard *s = shard_open(path);
 	unlink(path);
+	rmdir(dir);
+	cleanup_forget(dir);
+	free(path);
+	free(dir);
 	*vocab_sha256 = acc.vocab_sha256;
 	*labels = acc.labels;
 	*nlabels = acc.nlabels;
