@@ -23,11 +23,13 @@ struct predictions *predictions_new(const struct shard *s, enum bert_task task, 
 	}
 	p->labels = xmalloc(p->n * sizeof *p->labels);
 	p->ids = xcalloc(p->n, sizeof *p->ids);
+	p->folds = xmalloc(p->n * sizeof *p->folds);
 	struct tokrec t = {0};
 	p->id_is_num = 1;
 	for (uint64_t i = 0; i < p->n; i++) {
 		shard_get(s, i, &t);
 		p->ids[i] = xstrdup(t.id);
+		p->folds[i] = t.fold;
 		p->id_is_num &= t.id_is_num;
 		p->labels[i] = labelled && t.label_kind == LABEL_INT ? t.label : -1;
 	}
@@ -60,16 +62,38 @@ void predictions_hook(const struct batch *b, const float *logits, void *ctx)
 		memcpy(p->logits + b->rows[i] * (size_t)p->L, logits + (size_t)i * p->L, (size_t)p->L * sizeof *logits);
 }
 
+/* The group record i joins: a new one for a record that was not folded, else
+ * its id's. A piece of an id seen before is an error. */
+static uint64_t fold_group(const struct predictions *p, uint64_t i, struct labelmap *ids,
+			   struct labelmap *pieces, uint64_t *group_of_id, uint64_t ng)
+{
+	if (p->folds[i] < 0)
+		return ng;
+	struct strbuf key = {0};
+	sb_addf(&key, "%d %s", p->folds[i], p->ids[i]);
+	int twice = labelmap_find(pieces, key.s, key.n) >= 0;
+	labelmap_id(pieces, key.s, key.n, "", 0);
+	sb_free(&key);
+	if (twice)
+		die("id '%s': piece %d appears twice (ids must be unique across the inputs)", p->ids[i], p->folds[i]);
+	int32_t k = labelmap_find(ids, p->ids[i], strlen(p->ids[i]));
+	if (k >= 0)
+		return group_of_id[k];
+	group_of_id[labelmap_id(ids, p->ids[i], strlen(p->ids[i]), "", 0)] = ng;
+	return ng;
+}
+
 void predictions_merge_folds(struct predictions *p)
 {
-	struct labelmap *groups = labelmap_new();
+	struct labelmap *ids = labelmap_new(), *pieces = labelmap_new();
 	size_t L = (size_t)p->L;
 	float *sum = xcalloc(p->n * L, sizeof *sum);
-	uint64_t *pieces = xcalloc(p->n, sizeof *pieces), ng = 0;
+	uint64_t *count = xcalloc(p->n, sizeof *count), *group_of_id = xmalloc(p->n * sizeof *group_of_id), ng = 0;
 	for (uint64_t i = 0; i < p->n; i++) {
-		uint64_t g = (uint64_t)labelmap_id(groups, p->ids[i], strlen(p->ids[i]), "", 0);
+		uint64_t g = fold_group(p, i, ids, pieces, group_of_id, ng);
 		if (g == ng) {
 			p->labels[ng] = p->labels[i];
+			p->folds[ng] = p->folds[i];
 			if (i != ng) {
 				free(p->ids[ng]);
 				p->ids[ng] = p->ids[i];
@@ -79,17 +103,19 @@ void predictions_merge_folds(struct predictions *p)
 		}
 		for (size_t k = 0; k < L; k++)
 			sum[g * L + k] += p->logits[i * L + k];
-		pieces[g]++;
+		count[g]++;
 	}
 	for (uint64_t g = 0; g < ng; g++)
 		for (size_t k = 0; k < L; k++)
-			p->logits[g * L + k] = sum[g * L + k] / (float)pieces[g];
+			p->logits[g * L + k] = sum[g * L + k] / (float)count[g];
 	for (uint64_t i = ng; i < p->n; i++)
 		free(p->ids[i]);
 	p->n = ng;
 	free(sum);
-	free(pieces);
-	labelmap_free(groups);
+	free(count);
+	free(group_of_id);
+	labelmap_free(ids);
+	labelmap_free(pieces);
 }
 
 struct confusion *predictions_confusion(const struct predictions *p)
@@ -303,6 +329,7 @@ void predictions_free(struct predictions *p)
 	free(p->tags);
 	free(p->ntags);
 	free(p->ids);
+	free(p->folds);
 	free(p->logits);
 	free(p->labels);
 	free(p);

@@ -16,6 +16,7 @@ struct predictions {
 	int32_t **tags;        /* tokcls: n lists of the words' predicted tags */
 	int *ntags;
 	char **ids;            /* n */
+	int *folds;            /* n: the piece index of a folded record, -1 when not folded */
 	int id_is_num;
 };
 
@@ -23,8 +24,10 @@ struct predictions *predictions_new(const struct shard *s, enum bert_task task, 
 				    int labelled);
 /* An eval_hook: keeps the logits of each row of the batch. */
 void predictions_hook(const struct batch *b, const float *logits, void *ctx);
-/* Replaces records that share an id (folded pieces) by one with the mean of
- * their logits, in order of first appearance. */
+/* Replaces the folded pieces of each id by one record with the mean of
+ * their logits, in order of first appearance; a record that was not folded
+ * stays as it is, even where another shares its id. Dies when the same
+ * piece of an id appears twice. */
 void predictions_merge_folds(struct predictions *p);
 struct confusion *predictions_confusion(const struct predictions *p);
 /* Writes msgpack records, or CSV: cls {id, label, pred, pred_name, logits,
