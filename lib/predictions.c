@@ -5,6 +5,7 @@
 #include "rec.h"
 #include "strbuf.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,13 +153,38 @@ static void softmax(const float *x, float *out, int n)
 		out[i] = (float)(out[i] / sum);
 }
 
-static void add_name(struct strbuf *b, int k, char *const *names, int nnames)
+/* Class k's name, or its number (written into num) when it has none. */
+static const char *class_name(int k, char *const *names, int nnames, char num[static 12])
 {
-	k < nnames ? sb_addf(b, "%s", names[k]) : sb_addf(b, "%d", k);
+	if (k < nnames)
+		return names[k];
+	snprintf(num, 12, "%d", k);
+	return num;
+}
+
+/* s inside a quoted CSV field: its quotes doubled. */
+static void csv_chars(struct strbuf *b, const char *s)
+{
+	for (; *s; s++)
+		*s == '"' ? sb_add(b, "\"\"", 2) : sb_addc(b, *s);
+}
+
+/* A CSV field of s, after a comma unless first: quoted when always is set or
+ * s holds a comma, a quote, CR or LF, which would otherwise end the field. */
+static void csv_field(struct strbuf *b, const char *s, int first, int always)
+{
+	int quote = always || s[strcspn(s, ",\"\r\n")];
+	if (!first)
+		sb_addc(b, ',');
+	if (quote)
+		sb_addc(b, '"');
+	csv_chars(b, s);
+	if (quote)
+		sb_addc(b, '"');
 }
 
 /* The pred column of reg, multi and tokcls: the value, or the classes or
- * tags by name, separated by spaces. */
+ * tags by name, separated by spaces, always quoted. */
 static void csv_pred(struct strbuf *b, const struct predictions *p, uint64_t i, char *const *names, int nnames,
 		     int32_t *cls)
 {
@@ -167,44 +193,49 @@ static void csv_pred(struct strbuf *b, const struct predictions *p, uint64_t i, 
 		return;
 	}
 	int n;
+	char num[12];
 	const int32_t *v = predicted_list(p, i, cls, &n);
 	sb_add(b, ",\"", 2);
 	for (int k = 0; k < n; k++) {
 		if (k)
 			sb_addc(b, ' ');
-		add_name(b, v[k], names, nnames);
+		csv_chars(b, class_name(v[k], names, nnames, num));
 	}
 	sb_addc(b, '"');
+}
+
+static void csv_header(struct strbuf *b, const struct predictions *p, char *const *names, int nnames)
+{
+	sb_addf(b, p->task == TASK_CLS ? "id,label,pred" : "id,pred");
+	struct strbuf h = {0};
+	char num[12];
+	for (int k = 0; (p->task == TASK_CLS || p->task == TASK_MULTI) && k < p->L; k++) {
+		h.n = 0;
+		sb_addf(&h, "prob_%s", class_name(k, names, nnames, num));
+		csv_field(b, h.s, 0, 0);
+	}
+	sb_free(&h);
+	sb_addc(b, '\n');
 }
 
 static void write_csv(const struct predictions *p, struct afile *f, char *const *names, int nnames)
 {
 	struct strbuf b = {0};
-	int probs_too = p->task == TASK_CLS || p->task == TASK_MULTI;
-	sb_addf(&b, p->task == TASK_CLS ? "id,label,pred" : "id,pred");
-	for (int k = 0; probs_too && k < p->L; k++)
-		k < nnames ? sb_addf(&b, ",prob_%s", names[k]) : sb_addf(&b, ",prob_%d", k);
-	sb_addc(&b, '\n');
+	csv_header(&b, p, names, nnames);
 	float *probs = xmalloc((size_t)p->L * sizeof *probs);
 	int32_t *cls = xmalloc((size_t)p->L * sizeof *cls);
+	char num[12];
 	for (uint64_t i = 0; i < p->n; i++) {
 		const float *lg = p->logits + i * (size_t)p->L;
-		softmax(lg, probs, p->L);
-		int pred = predicted_class(lg, p->L);
-		sb_addc(&b, '"');
-		for (const char *c = p->ids[i]; *c; c++)
-			*c == '"' ? sb_add(&b, "\"\"", 2) : sb_addc(&b, *c);
-		sb_addc(&b, '"');
+		csv_field(&b, p->ids[i], 1, 1);
 		if (p->task != TASK_CLS) {
 			csv_pred(&b, p, i, names, nnames, cls);
 			for (int k = 0; p->task == TASK_MULTI && k < p->L; k++)
 				sb_addf(&b, ",%.6g", class_probability(lg[k]));
-		} else if (p->labels[i] < 0)
-			sb_addc(&b, ',');
-		else
-			p->labels[i] < nnames ? sb_addf(&b, ",%s", names[p->labels[i]]) : sb_addf(&b, ",%d", p->labels[i]);
-		if (p->task == TASK_CLS) {
-			pred < nnames ? sb_addf(&b, ",%s", names[pred]) : sb_addf(&b, ",%d", pred);
+		} else {
+			csv_field(&b, p->labels[i] < 0 ? "" : class_name(p->labels[i], names, nnames, num), 0, 0);
+			csv_field(&b, class_name(predicted_class(lg, p->L), names, nnames, num), 0, 0);
+			softmax(lg, probs, p->L);
 			for (int k = 0; k < p->L; k++)
 				sb_addf(&b, ",%.6g", probs[k]);
 		}
