@@ -142,10 +142,13 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	char *vpath = path_join(model, "vocab.txt");
 	struct vocab *v = vocab_load(vpath);
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
+	mlm.vocab = in->vocab;   /* random replacements must fit the model's embeddings too */
 	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0, in->vocab};
 	struct eval_result r;
 	struct eval_opts o = {(int)batch, 0, NULL, NULL};
 	evaluate(m, &src, &o, NULL, NULL, &r);
+	if (r.count == 0)
+		die("%s: no token was masked (records too short or --mask-prob too small)", in->name);
 	if (report) {
 		eval_report(stdout, &r, NULL);
 	} else {
@@ -227,6 +230,8 @@ int main(int argc, char **argv)
 		die_usage("give either --data DIR or record files, not both");
 	if (csv && !predict)
 		die_usage("--csv goes with --predict");
+	if (opt_given(&spec, "output") && !predict)
+		die_usage("-o goes with --predict");
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 	char *config = path_join(model, "config.json"), **names = NULL;
 	struct bert_config bc;
