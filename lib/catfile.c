@@ -138,8 +138,8 @@ static int is_json_number(const char *s)
 	s += *s == '-';
 	if (!isdigit((unsigned char)*s))
 		return 0;
-	if (*s == '0')
-		s++;
+	if (*s == '0' && isdigit((unsigned char)s[1]))
+		return 0;   /* JSON has no leading zeros: 0042 stays a string */
 	while (isdigit((unsigned char)*s))
 		s++;
 	if (*s == '.' && isdigit((unsigned char)s[1]))
@@ -207,26 +207,50 @@ static int is_safetensors(const unsigned char *head, size_t n, off_t size)
 	return n > 8 && head[8] == '{' && len <= (uint64_t)size - 8;
 }
 
+/* A named file's first bytes, read without consuming them; *size gets its
+ * size. 0 bytes for an empty file. */
+static ssize_t sniff(const char *path, unsigned char *head, size_t n, off_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("cannot open %s:", path);
+	struct stat sb;
+	ssize_t got = pread(fd, head, n, 0);
+	if (got < 0 || fstat(fd, &sb) < 0)
+		die("read %s:", path);
+	close(fd);
+	*size = sb.st_size;
+	return got;
+}
+
+/* Standard input, a pipe or anything else that is not a regular file can be
+ * read only once, so it is taken for a record stream without a look (a
+ * directory then fails as a read). */
+static int regular_file(const char *path)
+{
+	struct stat sb;
+	if (!strcmp(path, "-"))
+		return 0;
+	if (stat(path, &sb) < 0)
+		die("cannot open %s:", path);
+	return S_ISREG(sb.st_mode);
+}
+
 void cat_to_json(const char *path, struct afile *out, struct cat_opts *co)
 {
-	unsigned char head[9] = {0};
-	ssize_t n = 0;
-	struct stat sb = {0};
-	if (strcmp(path, "-")) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			die("cannot open %s:", path);
-		n = pread(fd, head, sizeof head, 0);
-		if (n < 0 || fstat(fd, &sb) < 0)
-			die("read %s:", path);
-		close(fd);
-		if (n == 0)
-			return;
+	if (!regular_file(path)) {
+		cat_stream(path, out, co);
+		return;
 	}
+	unsigned char head[9] = {0};
+	off_t size;
+	ssize_t n = sniff(path, head, sizeof head, &size);
+	if (n == 0)
+		return;
 	/* msgpack streams start with a map: never '{' (fixint 123), a letter or '#' */
 	if (n >= 8 && !memcmp(head, SHARD_MAGIC, 8))
 		cat_shard(path, out, co);
-	else if (is_safetensors(head, (size_t)n, sb.st_size))
+	else if (is_safetensors(head, (size_t)n, size))
 		cat_safetensors(path, out, co);
 	else if (head[0] == '{')
 		cat_json(path, out, co);
