@@ -1,0 +1,95 @@
+# ts-eval and ts-cat on awkward input: a planted temp file, ids shared by
+# inputs, empty or oversized fields, names CSV must quote, pipes, MLM masks.
+. "$(dirname "$0")/../lib.sh"
+HF=$FIX/hf
+PY=${TS_PYTHON:-python3}
+export OMP_NUM_THREADS=1
+eval1() { timeout 60 ts-eval -j1 --device cpu "$@"; }
+cat1() { timeout 20 ts-cat "$@"; }
+
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":0}' '{"id":"b","ids":[2,7,8,9,3],"label":1}' \
+	'{"id":"c","ids":[2,10,3],"label":2}' >"$T/r.jsonl"
+cat1 --from-json "$T/r.jsonl" -o "$T/r.mp"
+
+# the temporary shard of record files lives in a private dir, gone at the end
+mkdir "$T/tmpd" && echo precious >"$T/victim"
+TMPDIR=$T/tmpd timeout 60 sh -c 'ln -s "$1" "$TMPDIR/ts-records-$$.shard"; exec ts-eval -m "$2" -j1 --device cpu "$3"' \
+	sh "$T/victim" "$HF/tiny-cls" "$T/r.mp" >/dev/null 2>&1
+expect_eq "a symlink planted in TMPDIR is not written through" "$(cat "$T/victim")" precious
+rm -f "$T"/tmpd/*
+TMPDIR=$T/tmpd eval1 -m "$HF/tiny-cls" "$T/r.mp" >/dev/null
+expect_eq "the temporary shard and its dir are gone after a run" "$(ls -A "$T/tmpd")" ""
+printf '{"ids":[2,99999,3]}\n' | cat1 --from-json -o "$T/far.mp"
+TMPDIR=$T/tmpd eval1 -m "$HF/tiny-cls" --predict "$T/far.mp" >/dev/null 2>&1
+expect_eq "the temporary dir is gone after an error too" "$(ls -A "$T/tmpd")" ""
+
+# --merge-folds merges the folded pieces of an id, never records that were not folded
+expect_eq "--merge-folds keeps unfolded records that share ids apart" \
+	"$(eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/r.mp" "$T/r.mp" | cat1 | wc -l)" 6
+printf '%s\n' '{"id":"a","ids":[2,5,3],"fold":0}' '{"id":"a","ids":[2,6,3],"fold":1}' '{"id":"b","ids":[2,7,3],"fold":0}' |
+	cat1 --from-json -o "$T/folds.mp"
+expect_eq "--merge-folds merges the pieces of each id" \
+	"$(eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/folds.mp" | cat1 | jq -r .id | paste -sd' ')" "a b"
+expect_fail "--merge-folds refuses a piece that appears twice" 1 "id 'a': piece 0 appears twice \(ids must be unique across the inputs\)" \
+	eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/folds.mp" "$T/folds.mp"
+
+# every record has token ids
+printf '%s\n' '{"id":"a","ids":[2,5,3]}' '{"id":"b","ids":[]}' | cat1 --from-json -o "$T/empty.mp"
+expect_fail "an empty 'ids' is refused" 1 "empty.mp: record 2: 'ids' is empty" \
+	eval1 -m "$HF/tiny-cls" --predict "$T/empty.mp"
+
+# masked language models
+printf '{"id":"a","ids":[2,5,3]}\n' | cat1 --from-json -o "$T/short.mp"
+expect_fail "ts-eval of an MLM says when no token was masked" 1 \
+	"short.mp: no token was masked \(records too short or --mask-prob too small\)" eval1 -m "$HF/tiny-mlm" --report "$T/short.mp"
+cp -r "$HF/tiny-mlm" "$T/longvocab"
+seq -f 'extra%g' 30000 >>"$T/longvocab/vocab.txt"
+awk 'BEGIN { for (r = 0; r < 20; r++) { printf "{\"id\":%d,\"ids\":[2", r; for (i = 0; i < 28; i++) printf ",%d", 5 + (r + i) % 50; print ",3]}" } }' |
+	cat1 --from-json -o "$T/long.mp"
+check "MLM replacement tokens stay within the model's vocab_size" \
+	eval1 -m "$T/longvocab" --mask-prob 0.5 "$T/long.mp"
+
+# integer ids above INT64_MAX keep their value
+printf '\x82\xa2id\xcf\xff\xff\xff\xff\xff\xff\xff\xff\xa3ids\x93\x02\x05\x03' >"$T/bigid.mp"
+expect_eq "ts-eval --predict keeps an id of 2^64-1" \
+	"$(eval1 -m "$HF/tiny-cls" --predict "$T/bigid.mp" | cat1 | grep -o '"id":[0-9]*')" '"id":18446744073709551615'
+timeout 20 ts-shard -f -o "$T/bigdata" --split train=1 "$T/bigid.mp" 2>/dev/null
+expect_eq "a shard prints an id of 2^64-1" "$(cat1 "$T/bigdata/train.shard" | grep -o '"id":[0-9]*')" '"id":18446744073709551615'
+
+# label names that CSV must quote
+for m in cls multi; do
+	cp -r "$HF/tiny-$m" "$T/names-$m"
+	jq '.id2label = {"0": "a,b", "1": "say \"hi\"", "2": "pos"} | .label2id = {"a,b": 0, "say \"hi\"": 1, "pos": 2}' \
+		"$HF/tiny-$m/config.json" >"$T/names-$m/config.json"
+done
+eval1 -m "$T/names-cls" --predict --csv -o "$T/cls.csv" "$T/r.mp" >/dev/null
+expect_eq "CSV: prob_NAME headers are quoted" "$(head -n 1 "$T/cls.csv")" 'id,label,pred,"prob_a,b","prob_say ""hi""",prob_pos'
+expect_eq "CSV: a label name is quoted" "$(sed -n 2p "$T/cls.csv" | cut -c1-10)" '"a","a,b",'
+eval1 -m "$T/names-multi" --predict --csv --threshold 0.000001 -o "$T/multi.csv" "$T/r.mp" >/dev/null
+expect_eq "CSV: quotes in the pred list are doubled" "$(sed -n 2p "$T/multi.csv" | sed 's/",[^"]*$/"/')" \
+	'"a","a,b say ""hi"" pos"'
+fields() { "$PY" -c 'import csv, sys; print(" ".join(str(len(r)) for r in csv.reader(open(sys.argv[1]))))' "$1"; }
+expect_eq "CSV: every cls row has its columns" "$(fields "$T/cls.csv")" "6 6 6 6"
+expect_eq "CSV: every multi row has its columns" "$(fields "$T/multi.csv")" "5 5 5 5"
+
+# a config value with a leading zero is not a JSON number
+printf 'seed = 0042\nlr = 0.5\nsteps = 0\n' >"$T/config"
+expect_eq "ts-cat: 0042 stays a string" "$(cat1 "$T/config")" '{"seed":"0042","lr":0.5,"steps":0}'
+
+# a header's version is compared before it is narrowed
+printf '%s\n' '{"kind":"tokens","version":4294967297}' '{"id":"a","ids":[2,5,3]}' | cat1 --from-json -o "$T/v.mp"
+expect_fail "a stream version above 2^32 is refused" 1 "v.mp: record 1: stream version 4294967297 is newer" \
+	eval1 -m "$HF/tiny-cls" --predict "$T/v.mp"
+
+# ts-cat reads named pipes and process substitutions as record streams
+expect_eq "ts-cat reads a process substitution" "$(cat1 <(cat "$T/r.mp"))" "$(cat1 "$T/r.mp")"
+mkfifo "$T/fifo"
+timeout 20 cat "$T/r.mp" >"$T/fifo" &
+expect_eq "ts-cat reads a named pipe" "$(cat1 "$T/fifo")" "$(cat1 "$T/r.mp")"
+wait
+
+# -o is for predictions
+expect_fail "ts-eval -o without --predict is a usage error" 2 "-o goes with --predict" \
+	eval1 -m "$HF/tiny-cls" -o "$T/metrics.json" "$T/r.mp"
+finish
