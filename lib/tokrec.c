@@ -42,6 +42,26 @@ static char *dup_str(const struct rec_reader *r, const msgpack_object *o, const 
 	return strndup(o->via.str.ptr, o->via.str.size);
 }
 
+/* An integer field in [lo, hi]; what names it in errors. A value out of range
+ * is reported as such, however large, not as something else. */
+static int64_t get_int(const struct rec_reader *r, const msgpack_object *o, const char *what, int64_t lo,
+		       int64_t hi)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 > (uint64_t)hi)
+			rec_die(r, "%s %llu is out of range (%lld to %lld)", what, (unsigned long long)o->via.u64,
+				(long long)lo, (long long)hi);
+		return (int64_t)o->via.u64;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		if (o->via.i64 < lo)
+			rec_die(r, "%s %lld is out of range (%lld to %lld)", what, (long long)o->via.i64, (long long)lo,
+				(long long)hi);
+		return o->via.i64;
+	}
+	rec_die(r, "%s is not an integer", what);
+}
+
 int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct stream_header *h)
 {
 	const msgpack_object *kind = mp_get(o, "kind"), *v;
@@ -62,6 +82,8 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 	if ((v = mp_get(o, "labels"))) {
 		if (v->type != MSGPACK_OBJECT_ARRAY)
 			rec_die(r, "header field 'labels' is not a list");
+		if (v->via.array.size > INT32_MAX)
+			rec_die(r, "header field 'labels' names %u labels, more than %d", v->via.array.size, INT32_MAX);
 		h->nlabels = (int)v->via.array.size;
 		h->labels = xcalloc((size_t)h->nlabels, sizeof *h->labels);
 		for (int i = 0; i < h->nlabels; i++)
@@ -70,8 +92,8 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 		if (k >= 0)
 			rec_die(r, "header label '%s' appears twice", h->labels[k]);
 	}
-	if ((v = mp_get(o, "max_len")) && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-		h->max_len = (long)v->via.u64;
+	if ((v = mp_get(o, "max_len")))
+		h->max_len = (long)get_int(r, v, "header field 'max_len'", 0, INT32_MAX);
 	if ((v = mp_get(o, "lower")) && v->type == MSGPACK_OBJECT_BOOLEAN)
 		h->lower = v->via.boolean;
 	return 1;
@@ -189,26 +211,6 @@ void tokrec_set_id(struct tokrec *t, const char *id, size_t len, int is_num)
 	memcpy(t->id, id, len);
 	t->id[len] = 0;
 	t->id_is_num = is_num;
-}
-
-/* An integer field in [lo, hi]; what names it in errors. A value out of range
- * is reported as such, however large, not as something else. */
-static int64_t get_int(const struct rec_reader *r, const msgpack_object *o, const char *what, int64_t lo,
-		       int64_t hi)
-{
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (o->via.u64 > (uint64_t)hi)
-			rec_die(r, "%s %llu is out of range (%lld to %lld)", what, (unsigned long long)o->via.u64,
-				(long long)lo, (long long)hi);
-		return (int64_t)o->via.u64;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		if (o->via.i64 < lo)
-			rec_die(r, "%s %lld is out of range (%lld to %lld)", what, (long long)o->via.i64, (long long)lo,
-				(long long)hi);
-		return o->via.i64;
-	}
-	rec_die(r, "%s is not an integer", what);
 }
 
 /* A list of integers in [lo, INT32_MAX] under key; what names one in errors. */

@@ -81,6 +81,9 @@ expect_eq "ts-cat: 0042 stays a string" "$(cat1 "$T/config")" '{"seed":"0042","l
 printf '%s\n' '{"kind":"tokens","version":4294967297}' '{"id":"a","ids":[2,5,3]}' | cat1 --from-json -o "$T/v.mp"
 expect_fail "a stream version above 2^32 is refused" 1 "v.mp: record 1: stream version 4294967297 is newer" \
 	eval1 -m "$HF/tiny-cls" --predict "$T/v.mp"
+printf '%s\n' '{"kind":"tokens","version":1,"max_len":3000000000}' '{"id":"a","ids":[2,5,3]}' | cat1 --from-json -o "$T/ml.mp"
+expect_fail "a header's max_len beyond int32 is refused" 1 "ml.mp: record 1: header field 'max_len' 3000000000 is out of range" \
+	timeout 20 ts-shard -o "$T/mldata" --split train=1 "$T/ml.mp"
 
 # ts-cat reads named pipes and process substitutions as record streams
 expect_eq "ts-cat reads a process substitution" "$(cat1 <(cat "$T/r.mp"))" "$(cat1 "$T/r.mp")"
