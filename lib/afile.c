@@ -45,6 +45,17 @@ char *resolve_links(const char *path)
 	return p;
 }
 
+/* A FIFO, pipe, device or socket is written in place, through the path as
+ * given: a rename would replace it, and the text of a link such as
+ * /proc/self/fd/1 ("pipe:[N]") names no file. */
+static void open_in_place(struct afile *f, const char *path)
+{
+	f->path = xstrdup(path);
+	f->fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		die("cannot open %s:", path);
+}
+
 struct afile *afile_open(const char *path)
 {
 	struct afile *f = xcalloc(1, sizeof *f);
@@ -53,15 +64,13 @@ struct afile *afile_open(const char *path)
 		f->fd = STDOUT_FILENO;
 		return f;
 	}
-	f->path = resolve_links(path);
 	struct stat st;
-	if (stat(f->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* a FIFO, device or socket is written in place: a rename would replace it */
-		f->fd = open(f->path, O_WRONLY | O_CLOEXEC);
-		if (f->fd < 0)
-			die("cannot open %s:", f->path);
+	int exists = stat(path, &st) == 0;   /* the kernel follows every link */
+	if (exists && !S_ISREG(st.st_mode)) {
+		open_in_place(f, path);
 		return f;
 	}
+	f->path = resolve_links(path);
 	size_t n = strlen(f->path) + 32;
 	f->tmp = xmalloc(n);
 	snprintf(f->tmp, n, "%s.tmp.%ld", f->path, (long)getpid());
@@ -69,6 +78,8 @@ struct afile *afile_open(const char *path)
 	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (f->fd < 0)
 		die("cannot create %s:", f->tmp);
+	if (exists && fchmod(f->fd, st.st_mode & 0777) < 0)   /* the file it replaces keeps its permissions */
+		die("cannot set the permissions of %s:", f->tmp);
 	return f;
 }
 

@@ -1,13 +1,14 @@
 /* Atomic file writes: data goes to a temp file beside the target, which is
  * fsynced and renamed over it on commit. If the program dies first, the temp
- * file is removed and the target is untouched. A symlink is followed and its
- * target written so; a FIFO, device or socket is written directly. */
+ * file is removed and the target is untouched. A file replaced keeps its
+ * permission bits; a symlink is followed and its target written so; a FIFO,
+ * pipe, device or socket is written directly. */
 #ifndef TS_AFILE_H
 #define TS_AFILE_H
 #include <stddef.h>
 
 struct afile {
-	char *path;   /* final name, symlinks followed */
+	char *path;   /* final name, symlinks followed; as given when written directly */
 	char *tmp;    /* temp name, beside it; NULL when written directly */
 	int fd;
 };
