@@ -55,6 +55,7 @@ struct item {
 	int32_t label;
 	double flabel;
 	size_t labels, nlabels;                        /* offsets into the batch's label list */
+	const char *file;                              /* where the item is, for errors found later */
 	uint64_t line;
 };
 
@@ -66,9 +67,9 @@ struct batch {
 	size_t nlab, lab_cap;
 	size_t *word;                                  /* offsets of words in the arena, then lengths */
 	size_t nword, word_cap;
-	const char *file;
 	msgpack_sbuffer out;
-	uint64_t records, bad_utf8, bad_line;
+	uint64_t records, bad_utf8;
+	size_t first_bad;                              /* the item of the first invalid UTF-8 */
 };
 
 struct ctx {
@@ -119,14 +120,18 @@ static int open_next(struct ctx *c)
 
 static void set_label(struct ctx *c, struct batch *b, struct item *it, const struct in_record *r)
 {
+	const char *name = tokinput_name(c->in);
 	it->label_kind = LABEL_NONE;
 	switch (r->label_kind) {
 	case IN_LABEL_NONE: break;
 	case IN_LABEL_STR:
 		it->label_kind = LABEL_INT;
-		it->label = labelmap_id(c->labels, r->label, r->label_n, tokinput_name(c->in), r->line);
+		it->label = labelmap_id(c->labels, r->label, r->label_n, name, r->line);
 		break;
-	case IN_LABEL_INT: it->label_kind = LABEL_INT, it->label = (int32_t)r->label_int; break;
+	case IN_LABEL_INT:
+		it->label_kind = LABEL_INT;
+		it->label = labelmap_class(c->labels, r->label_int, name, r->line);
+		break;
 	case IN_LABEL_FLOAT: it->label_kind = LABEL_FLOAT, it->flabel = r->label_float; break;
 	case IN_LABEL_LIST:
 	case IN_LABEL_NAMES:
@@ -136,12 +141,12 @@ static void set_label(struct ctx *c, struct batch *b, struct item *it, const str
 		it->nlabels = r->label_list_n;
 		for (size_t i = 0; i < r->label_list_n; i++)
 			b->lab[b->nlab++] = r->label_kind == IN_LABEL_LIST
-				? (int32_t)r->label_list[i]
-				: labelmap_id(c->labels, r->label_names[i].s, r->label_names[i].n, tokinput_name(c->in), r->line);
+				? labelmap_class(c->labels, r->label_list[i], name, r->line)
+				: labelmap_id(c->labels, r->label_names[i].s, r->label_names[i].n, name, r->line);
 		break;
 	}
 	if (r->nwords && it->label_kind != LABEL_NONE && (it->label_kind != LABEL_LIST || it->nlabels != r->nwords))
-		die("%s: line %llu: %zu words but %zu tags", tokinput_name(c->in), (unsigned long long)r->line, r->nwords,
+		die("%s: line %llu: %zu words but %zu tags", name, (unsigned long long)r->line, r->nwords,
 		    it->label_kind == LABEL_LIST ? it->nlabels : (size_t)1);
 }
 
@@ -157,7 +162,8 @@ static void add_item(struct ctx *c, struct batch *b, const struct in_record *r)
 {
 	grow(&b->items, &b->cap, b->n + 1, sizeof *b->items);
 	struct item *it = &b->items[b->n++];
-	*it = (struct item){.line = r->line};   /* work() reads every field, and grow() leaves them unset */
+	/* work() reads every field, and grow() leaves them unset */
+	*it = (struct item){.file = c->in_name, .line = r->line};
 	it->text = stash(&b->arena, r->text, r->text_n), it->text_n = r->text_n;
 	it->has_pair = r->pair != NULL;
 	if (r->nwords && r->pair)
@@ -193,8 +199,6 @@ static int produce(void *slot, void *ctxp)
 				break;
 			continue;
 		}
-		if (b->n == 0)
-			b->file = c->in_name;
 		add_item(c, b, &r);
 	}
 	if (c->prog)
@@ -229,7 +233,7 @@ static void work(void *slot, int worker, void *ctxp)
 	msgpack_packer pk;
 	b->out.size = 0;
 	msgpack_packer_init(&pk, &b->out, msgpack_sbuffer_write);
-	b->records = b->bad_utf8 = b->bad_line = 0;
+	b->records = b->bad_utf8 = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct item *it = &b->items[i];
 		a.n = p.n = 0;
@@ -238,7 +242,7 @@ static void work(void *slot, int worker, void *ctxp)
 		if (it->has_pair)
 			bad += wp_encode(tok, b->arena.s + it->pair, it->pair_n, &p);
 		if (bad && !b->bad_utf8)
-			b->bad_line = it->line;
+			b->first_bad = i;
 		b->bad_utf8 += bad;
 		tokrec_set_id(&t, b->arena.s + it->id, it->id_n, it->id_is_num);
 		t.label_kind = it->label_kind;
@@ -259,8 +263,10 @@ static void consume(void *slot, void *ctxp)
 {
 	struct ctx *c = ctxp;
 	struct batch *b = slot;
-	if (strict && b->bad_utf8)
-		die("%s: line %llu: invalid UTF-8", b->file, (unsigned long long)b->bad_line);
+	if (strict && b->bad_utf8) {
+		const struct item *bad = &b->items[b->first_bad];
+		die("%s: line %llu: invalid UTF-8", bad->file, (unsigned long long)bad->line);
+	}
 	c->records += b->records;
 	c->bad_utf8 += b->bad_utf8;
 	if (c->spool) {
@@ -292,7 +298,10 @@ static void copy_spool(struct ctx *c)
 {
 	char buf[1 << 16];
 	size_t n;
-	rewind(c->spool);
+	/* the last piece is still in the stream's buffer, and rewind() would
+	 * write it without a word on a full disk */
+	if (fflush(c->spool) == EOF || fseek(c->spool, 0, SEEK_SET) < 0)
+		die("cannot write a temporary file:");
 	while ((n = fread(buf, 1, sizeof buf, c->spool)) > 0)
 		afile_write(c->out, buf, n);
 	if (ferror(c->spool))

@@ -27,6 +27,17 @@ struct csv {
 	size_t fcap;
 };
 
+static int refill(struct csv *c);
+
+/* A byte order mark is no part of the first column's name. */
+static void skip_bom(struct csv *c)
+{
+	while (c->end < 3 && refill(c))
+		;
+	if (c->end >= 3 && !memcmp(c->buf, "\xef\xbb\xbf", 3))
+		c->pos = c->consumed = 3;
+}
+
 struct csv *csv_open(const char *path, char delim)
 {
 	struct csv *c = xcalloc(1, sizeof *c);
@@ -42,6 +53,7 @@ struct csv *csv_open(const char *path, char delim)
 	}
 	c->cap = CHUNK;
 	c->buf = xmalloc(c->cap + 1);
+	skip_bom(c);
 	return c;
 }
 

@@ -3,6 +3,7 @@
 #include "textin.h"
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 struct labelmap {
 	char **names;
@@ -41,6 +42,22 @@ static size_t find(const struct labelmap *m, const char *s, size_t n)
 	return i;
 }
 
+/* Why s[0..n) can be no label name, or NULL: the names are C strings in
+ * memory and JSON strings in a data dir's manifest. */
+static const char *bad_name(const char *s, size_t n)
+{
+	if (memchr(s, 0, n))
+		return "holds a NUL byte";
+	for (size_t i = 0; i < n;) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+		if (k < 0)
+			return "is not valid UTF-8";
+		i += (size_t)k;
+	}
+	return NULL;
+}
+
 static int32_t add(struct labelmap *m, const char *s, size_t n)
 {
 	if (2 * (m->n + 1) > m->nslots) {
@@ -65,6 +82,9 @@ struct labelmap *labelmap_load(const char *path)
 	while ((line = textin_line(t, &n))) {
 		if (n == 0)
 			die("%s: line %llu: empty label name", path, (unsigned long long)textin_lineno(t));
+		const char *why = bad_name(line, n);
+		if (why)
+			die("%s: line %llu: the label name %s", path, (unsigned long long)textin_lineno(t), why);
 		if (m->slot[find(m, line, n)])
 			die("%s: line %llu: label '%s' appears twice", path, (unsigned long long)textin_lineno(t), line);
 		add(m, line, n);
@@ -82,9 +102,20 @@ int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *
 	size_t i = find(m, name, n);
 	if (m->slot[i])
 		return m->slot[i] - 1;
+	const char *why = bad_name(name, n);
+	if (why)
+		die("%s: line %llu: the label %s", file, (unsigned long long)line, why);
 	if (m->fixed)
 		die("%s: line %llu: label '%.*s' is not in %s", file, (unsigned long long)line, (int)n, name, m->source);
 	return add(m, name, n);
+}
+
+int32_t labelmap_class(const struct labelmap *m, long id, const char *file, uint64_t line)
+{
+	if (m->fixed && (size_t)id >= m->n)
+		die("%s: line %llu: label %ld is beyond the %zu names in %s", file, (unsigned long long)line, id, m->n,
+		    m->source);
+	return (int32_t)id;
 }
 
 int32_t labelmap_find(const struct labelmap *m, const char *name, size_t n)

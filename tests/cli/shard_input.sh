@@ -18,4 +18,51 @@ expect_eq "ts-tokenize -o keeps a file's permissions" "$(stat -c %a "$T/private.
 chmod 640 "$T/private.msgpack" && ln -s private.msgpack "$T/private.link"
 timeout 60 ts-cat -o "$T/private.link" "$T/hello.msgpack"
 expect_eq "ts-cat -o keeps them through a link" "$(stat -c %a "$T/private.msgpack")" 640
+
+# The records of a labelled CSV wait in a temp file for the header; its last
+# piece (here all of them: under 4 KiB) is written only when it is read
+# back, and that write may fail too.
+{ echo text,label; for i in $(seq 100); do echo "word $i,l$((i % 3))"; done; } >"$T/labelled.csv"
+small_files() { (trap '' XFSZ; ulimit -f 1; "$@"); }
+expect_fail "a temp file that cannot be written is an error, not lost records" 1 \
+	"cannot write a temporary file: File too large" small_files tok --label label -o /dev/null "$T/labelled.csv"
+check "the same without the limit" tok --label label -o "$T/labelled.msgpack" "$T/labelled.csv"
+expect_eq "and it holds every record" "$(timeout 60 ts-cat --no-header "$T/labelled.msgpack" | wc -l)" 100
+
+# label names: no NUL byte, valid UTF-8
+printf 'text,label\nhello,a\000b\nworld,a\000b\nfoo,a\n' >"$T/nul.csv"
+expect_fail "a NUL byte in a CSV label" 1 "nul.csv: line 2: the label holds a NUL byte" \
+	tok --label label -o "$T/out.msgpack" "$T/nul.csv"
+printf 'text\tlabel\nhello\tsp\377m\n' >"$T/bad.tsv"
+expect_fail "a TSV label not in UTF-8" 1 "bad.tsv: line 2: the label is not valid UTF-8" \
+	tok --label label -o "$T/out.msgpack" "$T/bad.tsv"
+printf 'text,label\nhi,spam\nyo,ham\n' >"$T/two.csv"
+printf 'ham\nsp\377m\n' >"$T/bad-names.txt"
+expect_fail "a --labels name not in UTF-8" 1 "bad-names.txt: line 2: the label name is not valid UTF-8" \
+	tok --label label --labels "$T/bad-names.txt" -o "$T/out.msgpack" "$T/two.csv"
+
+# integer labels in JSON lines are classes of --labels FILE
+printf 'ham\nspam\n' >"$T/labels.txt"
+printf '{"text":"hi","label":7}\n' >"$T/int.jsonl"
+expect_fail "an integer label beyond --labels" 1 "int.jsonl: line 1: label 7 is beyond the 2 names in .*labels.txt" \
+	tok --label label --labels "$T/labels.txt" "$T/int.jsonl"
+printf '{"text":"hi","label":[1]}\n{"text":"x","label":[0,9]}\n' >"$T/list.jsonl"
+expect_fail "a list label beyond --labels" 1 "list.jsonl: line 2: label 9 is beyond the 2 names in .*labels.txt" \
+	tok --label label --labels "$T/labels.txt" "$T/list.jsonl"
+printf '{"text":"hi","label":1}\n' >"$T/in-range.jsonl"
+check "an integer label that --labels names" tok --label label --labels "$T/labels.txt" -o "$T/out.msgpack" "$T/in-range.jsonl"
+
+# --strict names the file that holds the invalid UTF-8, in a batch that spans files
+printf 'good one\ngood two\n' >"$T/a.txt"
+printf 'fine\nbad \377 here\n' >"$T/b.txt"
+expect_fail "--strict names the later file" 1 "b.txt: line 2: invalid UTF-8" tok --strict "$T/a.txt" "$T/b.txt"
+
+# a CSV or TSV that starts with a byte order mark
+printf '\357\273\277text,label\nhi,spam\n' >"$T/bom.csv"
+check "a CSV with a byte order mark" tok --label label -o "$T/bom.msgpack" "$T/bom.csv"
+expect_eq "its first column is text" "$(timeout 60 ts-cat "$T/bom.msgpack" | jq -c '.labels // .ids')" \
+	'["spam"]
+[101,7632,102]'
+printf '\357\273\277text\tlabel\nhi\tspam\n' >"$T/bom.tsv"
+check "a TSV with a byte order mark" tok --label label -o "$T/bom.msgpack" "$T/bom.tsv"
 finish

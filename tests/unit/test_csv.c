@@ -63,6 +63,9 @@ int main(void)
 	CHECK(!strcmp(render("a\tb\nx y\t\"q\tz\"\n", '\t'), "1:a|b;2:x y|q\tz;"), "TSV with a quoted tab");
 	CHECK(!strcmp(render("a,\"\"\n", ','), "1:a|;"), "empty quoted field");
 	CHECK(!strcmp(render("a,b\"c\n", ','), "1:a|b\"c;"), "quote inside an unquoted field is literal");
+	CHECK(!strcmp(render("\xef\xbb\xbftext,label\n1,2\n", ','), "1:text|label;2:1|2;"), "a byte order mark skipped");
+	CHECK(!strcmp(render("\xef\xbb\xbf\"text\",x\n", ','), "1:text|x;"), "a byte order mark before a quote");
+	CHECK(!strcmp(render("a\n\xef\xbb\xbf\n", ','), "1:a;2:\xef\xbb\xbf;"), "a byte order mark later is data");
 
 	/* a record longer than the read chunk */
 	size_t big = 3 << 20;
