@@ -42,6 +42,13 @@ static const struct cmd_spec spec = {
 	opts,
 };
 
+/* The largest value of a kind in the records read so far, and where it is. */
+struct seen {
+	int32_t max;
+	const char *file;   /* NULL while there is none */
+	uint64_t rec;
+};
+
 /* Reading the inputs: the header fields go into the manifest (first_header
  * names the stream they came from), the records into the sort. */
 struct inputs {
@@ -51,6 +58,8 @@ struct inputs {
 	struct extsort *sort;
 	struct vocab *vocab;           /* NULL while unknown */
 	const char *vocab_file;
+	struct seen id, label;         /* the largest token id and class label */
+	char *file;                    /* the stream being read, kept for seen */
 	struct tokrec t;
 	void *buf;
 	size_t cap;
@@ -67,6 +76,20 @@ static void open_header_vocab(struct inputs *in, const struct rec_reader *r)
 		    strerror(errno));
 	in->vocab = vocab_load(path);
 	in->vocab_file = path;
+}
+
+/* The records read so far against the vocab and the label names, as far as
+ * they are known: a header that comes after records applies to them too, so
+ * the order of the inputs cannot change what is refused. */
+static void check_seen(const struct inputs *in)
+{
+	const struct seen *id = &in->id, *label = &in->label;
+	if (in->vocab && id->file && id->max >= vocab_size(in->vocab))
+		die("%s: record %llu: token id %d is beyond the vocab's %d tokens", id->file, (unsigned long long)id->rec,
+		    id->max, vocab_size(in->vocab));
+	if (in->m->nlabels && label->file && label->max >= in->m->nlabels)
+		die("%s: record %llu: label %d is out of range (%d label names)", label->file,
+		    (unsigned long long)label->rec, label->max, in->m->nlabels);
 }
 
 /* The streams' headers agree with each other and with the vocab, and fill
@@ -86,6 +109,7 @@ static void agree_header(struct inputs *in, const struct rec_reader *r, struct s
 	m->nlabels = in->header.nlabels;
 	m->lower = in->header.lower;
 	m->max_len = in->header.max_len;
+	check_seen(in);
 }
 
 static const char *kind_text(enum label_kind k)
@@ -94,15 +118,20 @@ static const char *kind_text(enum label_kind k)
 	return text[k];
 }
 
-/* What shards cannot hold, token ids beyond the vocab, and labels that do
- * not fit the data dir. */
-static void check_record(const struct rec_reader *r, const struct inputs *in)
+static void note(struct seen *s, int32_t v, const struct inputs *in, const struct rec_reader *r)
+{
+	if (!s->file || v > s->max)
+		*s = (struct seen){v, in->file, rec_number(r)};
+}
+
+/* What shards cannot hold, ids too long and labels of mixed kinds; the
+ * token ids and labels are noted for check_seen. */
+static void check_record(const struct rec_reader *r, struct inputs *in)
 {
 	const struct tokrec *t = &in->t;
 	struct manifest *m = in->m;
-	for (size_t i = 0; in->vocab && i < t->n; i++)
-		if (t->ids[i] >= vocab_size(in->vocab))
-			rec_die(r, "token id %d is beyond the vocab's %d tokens", t->ids[i], vocab_size(in->vocab));
+	for (size_t i = 0; i < t->n; i++)
+		note(&in->id, t->ids[i], in, r);
 	if (strlen(t->id) > SHARD_MAX_ID)
 		rec_die(r, "id is %zu bytes long; shards hold ids of at most %d bytes", strlen(t->id), SHARD_MAX_ID);
 	if (t->label_kind == LABEL_NONE)
@@ -114,9 +143,8 @@ static void check_record(const struct rec_reader *r, const struct inputs *in)
 			kind_text(m->label_kind));
 	const int32_t *v = t->label_kind == LABEL_LIST ? t->labels : &t->label;
 	size_t n = t->label_kind == LABEL_LIST ? t->nlabels : t->label_kind == LABEL_INT;
-	for (size_t i = 0; i < n && m->nlabels; i++)
-		if ((v[i] < 0 && v[i] != TAG_NONE && v[i] != TAG_UNKNOWN) || v[i] >= m->nlabels)
-			rec_die(r, "label %d is out of range (%d label names)", v[i], m->nlabels);
+	for (size_t i = 0; i < n; i++)   /* tokrec_unpack refuses negative labels but for the tags */
+		note(&in->label, v[i], in, r);
 }
 
 /* With --dedupe the key hashes the tokens, so copies meet in the sort. */
@@ -141,6 +169,7 @@ static void add_record(struct inputs *in)
 static void read_file(struct inputs *in, const char *path)
 {
 	struct rec_reader *r = rec_open(path);
+	in->file = xstrdup(rec_name(r));   /* never freed: seen may point at it */
 	const msgpack_object *o;
 	struct stream_header h;
 	while ((o = rec_next(r))) {
@@ -151,6 +180,7 @@ static void read_file(struct inputs *in, const char *path)
 		}
 		tokrec_unpack(r, o, &in->t);
 		check_record(r, in);
+		check_seen(in);
 		add_record(in);
 	}
 	rec_close(r);
@@ -257,6 +287,19 @@ static void write_splits(struct reader *rd, const struct splitspec *sp, uint64_t
 	free(counts);
 }
 
+/* The bytes whose hash was checked, not the file read again: a pipe is
+ * empty by now, and a file may have changed. */
+static void write_vocab(const char *dir, const struct vocab *v)
+{
+	char *path = path_join(dir, "vocab.txt");
+	size_t n;
+	const char *bytes = vocab_bytes(v, &n);
+	struct afile *f = afile_open(path);
+	afile_write(f, bytes, n);
+	afile_commit(f);
+	free(path);
+}
+
 int main(int argc, char **argv)
 {
 	char **files;
@@ -289,9 +332,7 @@ int main(int argc, char **argv)
 	m->duplicates_dropped = m->records_in - kept;
 	write_splits(&rd, &sp, kept, adir_tmp(dir), m);
 	if (in.vocab) {
-		char *copy = path_join(adir_tmp(dir), "vocab.txt");
-		afile_copy(in.vocab_file, copy);
-		free(copy);
+		write_vocab(adir_tmp(dir), in.vocab);
 		if (!m->vocab_sha256)
 			m->vocab_sha256 = (char *)vocab_sha256(in.vocab);
 	}

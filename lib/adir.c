@@ -55,6 +55,13 @@ static int check_target(const char *path, int replace, const char *marker)
 	return 1;
 }
 
+/* Whether path ends in a name a dir can be renamed to: not ".", ".." or "/". */
+static int has_own_name(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	return *name && strcmp(name, ".") && strcmp(name, "..");
+}
+
 struct adir *adir_begin(const char *dir, int replace, const char *marker)
 {
 	struct adir *d = xcalloc(1, sizeof *d);
@@ -63,6 +70,8 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 		given[n - 1] = 0;
 	d->path = resolve_links(given);   /* a rename over a link would replace the link */
 	free(given);
+	if (!has_own_name(d->path))
+		die("cannot write a dir as %s: its name must not be ., .. or /", dir);
 	d->replace_old = check_target(d->path, replace, marker);
 	size_t n = strlen(d->path) + 32;
 	d->tmp = xmalloc(n);

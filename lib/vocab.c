@@ -25,7 +25,9 @@ struct slot {
 };
 
 struct vocab {
-	char *text;         /* the file, each line NUL-terminated in place */
+	char *bytes;        /* the file as read, the bytes sha256 hashes */
+	size_t nbytes;
+	char *text;         /* a copy, each line NUL-terminated in place */
 	char **tokens;      /* by id */
 	int n;
 	struct slot *slots;
@@ -106,6 +108,7 @@ int32_t vocab_id(const struct vocab *v, const char *tok, size_t len)
 int vocab_size(const struct vocab *v) { return v->n; }
 const char *vocab_token(const struct vocab *v, int32_t id) { return v->tokens[id]; }
 const char *vocab_sha256(const struct vocab *v) { return v->sha256; }
+const char *vocab_bytes(const struct vocab *v, size_t *n) { return *n = v->nbytes, v->bytes; }
 int32_t vocab_special(const struct vocab *v, enum vocab_special which) { return v->special[which]; }
 size_t vocab_max_piece(const struct vocab *v) { return v->max_piece; }
 
@@ -214,8 +217,11 @@ struct vocab *vocab_load(const char *path)
 {
 	struct vocab *v = xcalloc(1, sizeof *v);
 	size_t len;
-	v->text = read_file(path, &len);
-	hash_file(v, v->text, len);
+	v->bytes = read_file(path, &len);
+	v->nbytes = len;
+	hash_file(v, v->bytes, len);
+	v->text = xmalloc(len + 1);
+	memcpy(v->text, v->bytes, len + 1);
 	if (!len)
 		die("%s: not a WordPiece vocab: empty file", path);
 	const char *nul = memchr(v->text, 0, len);
@@ -251,6 +257,7 @@ void vocab_free(struct vocab *v)
 {
 	if (!v)
 		return;
+	free(v->bytes);
 	free(v->text);
 	free(v->tokens);
 	free(v->slots);

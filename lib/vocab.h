@@ -22,6 +22,8 @@ int32_t vocab_id(const struct vocab *v, const char *tok, size_t len);
 const char *vocab_token(const struct vocab *v, int32_t id);
 /* Lowercase hex SHA-256 of the file's bytes. */
 const char *vocab_sha256(const struct vocab *v);
+/* The file's bytes as they were read (n of them): the ones vocab_sha256 hashes. */
+const char *vocab_bytes(const struct vocab *v, size_t *n);
 int32_t vocab_special(const struct vocab *v, enum vocab_special which);
 /* The text of a special token, e.g. "[CLS]". */
 const char *vocab_special_name(enum vocab_special which);

@@ -65,4 +65,36 @@ expect_eq "its first column is text" "$(timeout 60 ts-cat "$T/bom.msgpack" | jq 
 [101,7632,102]'
 printf '\357\273\277text\tlabel\nhi\tspam\n' >"$T/bom.tsv"
 check "a TSV with a byte order mark" tok --label label -o "$T/bom.msgpack" "$T/bom.tsv"
+
+# ts-shard keeps the vocab bytes it checked, also from a pipe
+check "ts-shard -v a pipe" shard -v <(cat "$V") -o "$T/piped" "$T/hello.msgpack"
+check "the data dir's vocab.txt is the vocab" cmp "$T/piped/vocab.txt" "$V"
+
+# A header after headerless records applies to them too: the order of the inputs changes nothing.
+tok --label label -o "$T/header.msgpack" "$T/two.csv"
+echo '{"id":0,"ids":[101,999999,102],"label":1}' | msgpack -o "$T/far-id.msgpack"
+echo '{"id":0,"ids":[101,102],"label":5}' | msgpack -o "$T/far-label.msgpack"
+echo '{"id":0,"ids":[101,102],"label":1}' | msgpack -o "$T/fine.msgpack"
+for order in "far-id header" "header far-id"; do
+	set -- $order
+	expect_fail "a token id beyond the vocab is refused ($1 first)" 1 \
+		"far-id.msgpack: record 1: token id 999999 is beyond the vocab's 30522 tokens" \
+		shard -o "$T/o-$1" "$T/$1.msgpack" "$T/$2.msgpack"
+done
+for order in "far-label header" "header far-label"; do
+	set -- $order
+	expect_fail "a label beyond the names is refused ($1 first)" 1 \
+		"far-label.msgpack: record 1: label 5 is out of range \(2 label names\)" \
+		shard -o "$T/o-$1" "$T/$1.msgpack" "$T/$2.msgpack"
+done
+check "records in range before the header are kept" shard -o "$T/fine" "$T/fine.msgpack" "$T/header.msgpack"
+expect_eq "all of them" "$(jq .records_in "$T/fine/manifest.json")" 3
+
+# a data dir cannot be renamed to . or ..
+mkdir "$T/here"
+in_here() ( cd "$T/here" && "$@" )
+expect_fail "ts-shard -o . is refused before any work" 1 "cannot write a dir as \.: its name must not be \., \.\. or /" \
+	in_here shard -o . "$T/hello.msgpack"
+expect_fail "ts-shard -o DIR/.. too" 1 "cannot write a dir as .*here/\.\.: its name" shard -o "$T/here/.." "$T/hello.msgpack"
+expect_eq "and nothing is left behind" "$(ls -A "$T/here")" ""
 finish
