@@ -112,6 +112,8 @@ static int by_offset(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* An empty tensor holds no bytes, so it overlaps nothing, wherever its
+ * offsets point (Python's writer gives it [k, k] at the next one's start). */
 static void check_overlaps(const char *path, const struct st_tensor *t, const size_t *begin, int n)
 {
 	int *order = xmalloc((size_t)n * sizeof *order);
@@ -119,10 +121,13 @@ static void check_overlaps(const char *path, const struct st_tensor *t, const si
 		order[i] = i;
 	sort_key = begin;
 	qsort(order, (size_t)n, sizeof *order, by_offset);
-	for (int i = 1; i < n; i++) {
-		int p = order[i - 1], q = order[i];
-		if (begin[q] < begin[p] + t[p].nbytes)
+	for (int i = 0, p = -1; i < n; i++) {
+		int q = order[i];
+		if (!t[q].nbytes)
+			continue;
+		if (p >= 0 && begin[q] < begin[p] + t[p].nbytes)
 			corrupt(path, "tensors %s and %s overlap", t[p].name, t[q].name);
+		p = q;
 	}
 	free(order);
 }

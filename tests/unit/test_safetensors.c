@@ -114,6 +114,23 @@ static void convert_i64(const void *path)
 	st_to_f32(st_find(f, "i64"), out);
 }
 
+/* Empty tensors hold no bytes: at any offset, even another's start or
+ * inside it, they overlap nothing. */
+static void test_empty_tensors(void)
+{
+	char *path = path_join(tmpdir, "empty.safetensors");
+	write_raw(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+		  "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+		  "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]},"
+		  "\"f\":{\"dtype\":\"F32\",\"shape\":[2,0],\"data_offsets\":[4,4]}}", 12);
+	struct st_file *f = st_open(path);
+	CHECK(st_count(f) == 4 && st_find(f, "e")->nbytes == 0 && st_find(f, "f")->nbytes == 0,
+	      "empty tensors at another's start or inside it are no overlap");
+	st_close(f);
+	unlink(path);
+	free(path);
+}
+
 struct corruption { const char *what, *header; size_t datasize; const char *why; };
 
 static void test_corrupt_files(void)
@@ -178,6 +195,7 @@ int main(int argc, char **argv)
 		die("cannot create %s:", tmpdir);
 	test_round_trip();
 	test_python_dtypes();
+	test_empty_tensors();
 	test_corrupt_files();
 	rmdir(tmpdir);
 	CHECK_DONE();
