@@ -12,6 +12,7 @@
  * product, LayerNorm or attention works on padding. */
 #include "bert.h"
 #include "err.h"
+#include "memcheck.h"
 #include "rng.h"
 #include <math.h>
 #include <stdarg.h>
@@ -234,11 +235,20 @@ static void lay_out(struct layout *l, const struct bert_config *c, struct weight
 	}
 }
 
-static void check_config(const struct bert_config *c)
+/* Sizes in range: then no count of the parameters overflows. */
+static void check_sizes(const struct bert_config *c)
 {
 	if (c->vocab < 1 || c->hidden < 1 || c->layers < 0 || c->heads < 1 || c->ffn < 1 ||
 	    c->max_pos < 1 || c->type_vocab < 1)
 		die("bert: config sizes must be positive");
+	if (c->layers > BERT_MAX_LAYERS || c->hidden > BERT_MAX_HIDDEN || c->heads > BERT_MAX_HEADS ||
+	    c->ffn > BERT_MAX_FFN || c->max_pos > BERT_MAX_POS)
+		die("bert: config sizes beyond the largest model");
+}
+
+static void check_config(const struct bert_config *c)
+{
+	check_sizes(c);
 	if (c->hidden % c->heads)
 		die("bert: hidden size %d is not a multiple of %d heads", c->hidden, c->heads);
 	if (!(c->hidden_dropout >= 0 && c->hidden_dropout < 1 && c->attn_dropout >= 0 &&
@@ -276,6 +286,7 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 	lay_out(&count, c, &m->w);
 	m->numel = count.used;
 	m->ntensors = count.count;
+	memory_check(be, "model", 2.0 * sizeof(float) * (double)m->numel, "parameters and gradients");
 	m->dparams = be->alloc(m->numel * sizeof(float));
 	m->dgrads = be->alloc(m->numel * sizeof(float));
 	m->params = host_copy(be, m->dparams, m->numel);
@@ -292,6 +303,7 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 
 size_t bert_config_numel(const struct bert_config *c)
 {
+	check_sizes(c);
 	struct weights w = { .layer = xcalloc(c->layers ? c->layers : 1, sizeof *w.layer) };
 	struct layout count = { 0 };
 	lay_out(&count, c, &w);

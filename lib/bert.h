@@ -16,6 +16,15 @@
  * classification (softmax cross-entropy at labelled tokens). */
 enum bert_task { TASK_CLS, TASK_MLM, TASK_REG, TASK_MULTI, TASK_TOKCLS };
 
+/* The largest model: the ranges of ts-train's options and of a config.json's
+ * sizes. Within them (and vocab, type_vocab and num_labels below 2^31) a
+ * model has fewer than 2^50 parameters, so no count of them or of their
+ * bytes overflows. */
+enum {
+	BERT_MAX_LAYERS = 1000, BERT_MAX_HIDDEN = 65536, BERT_MAX_HEADS = 65536,
+	BERT_MAX_FFN = 262144, BERT_MAX_POS = 32768,
+};
+
 struct bert_config {
 	int vocab, hidden, layers, heads, ffn, max_pos, type_vocab;
 	float ln_eps;
@@ -36,6 +45,8 @@ struct bert_batch {
 
 struct bert;
 
+/* Dies (exit 1) on a config out of range, or when the parameters and their
+ * gradients would not fit in be's memory, before allocating them. */
 struct bert *bert_new(const struct bert_config *c, const struct backend *be);
 void bert_free(struct bert *m);
 const struct bert_config *bert_config_of(const struct bert *m);
@@ -73,7 +84,8 @@ static inline int bert_logit_width(const struct bert_config *c)
 {
 	return c->task == TASK_MLM ? c->vocab : c->task == TASK_REG ? 1 : c->num_labels;
 }
-/* The parameters a model of config c would have, without making it. */
+/* The parameters a model of config c would have, without making it (dies
+ * on a config out of range). */
 size_t bert_config_numel(const struct bert_config *c);
 /* Bytes of the activations, their gradients and the ops' scratch on backend
  * be for a batch of B sequences of T tokens with M rows predicted (and

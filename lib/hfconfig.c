@@ -13,7 +13,8 @@
 #define HF_DROPOUT 0.1
 #define HF_NUM_LABELS 2
 
-static int positive_int(const char *path, json_t *cfg, const char *key, int required, int dflt)
+/* A size from 1 to max; a required one must be there, else dflt. */
+static int size_in(const char *path, json_t *cfg, const char *key, int required, int dflt, int max)
 {
 	json_t *v = json_object_get(cfg, key);
 	if (!v) {
@@ -21,8 +22,8 @@ static int positive_int(const char *path, json_t *cfg, const char *key, int requ
 			die("%s: missing key %s", path, key);
 		return dflt;
 	}
-	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INT32_MAX)
-		die("%s: %s must be a positive integer", path, key);
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
+		die("%s: %s must be an integer from 1 to %d", path, key, max);
 	return (int)json_integer_value(v);
 }
 
@@ -113,13 +114,13 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	require_string(path, cfg, "model_type", "bert", "");
 	require_string(path, cfg, "hidden_act", "gelu", ", the exact erf GELU");
 	require_string(path, cfg, "position_embedding_type", "absolute", "");
-	c->vocab = positive_int(path, cfg, "vocab_size", 1, 0);
-	c->hidden = positive_int(path, cfg, "hidden_size", 1, 0);
-	c->layers = positive_int(path, cfg, "num_hidden_layers", 1, 0);
-	c->heads = positive_int(path, cfg, "num_attention_heads", 1, 0);
-	c->ffn = positive_int(path, cfg, "intermediate_size", 1, 0);
-	c->max_pos = positive_int(path, cfg, "max_position_embeddings", 1, 0);
-	c->type_vocab = positive_int(path, cfg, "type_vocab_size", 0, HF_TYPE_VOCAB);
+	c->vocab = size_in(path, cfg, "vocab_size", 1, 0, INT32_MAX);
+	c->hidden = size_in(path, cfg, "hidden_size", 1, 0, BERT_MAX_HIDDEN);
+	c->layers = size_in(path, cfg, "num_hidden_layers", 1, 0, BERT_MAX_LAYERS);
+	c->heads = size_in(path, cfg, "num_attention_heads", 1, 0, BERT_MAX_HEADS);
+	c->ffn = size_in(path, cfg, "intermediate_size", 1, 0, BERT_MAX_FFN);
+	c->max_pos = size_in(path, cfg, "max_position_embeddings", 1, 0, BERT_MAX_POS);
+	c->type_vocab = size_in(path, cfg, "type_vocab_size", 0, HF_TYPE_VOCAB, INT32_MAX);
 	c->ln_eps = number_in(path, cfg, "layer_norm_eps", HF_LN_EPS, 1e-30, 1);
 	c->hidden_dropout = number_in(path, cfg, "hidden_dropout_prob", HF_DROPOUT, 0, 1);
 	c->attn_dropout = number_in(path, cfg, "attention_probs_dropout_prob", HF_DROPOUT, 0, 1);
@@ -140,7 +141,7 @@ void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int 
 	read_keys(path, cfg, c);
 	int n;
 	char **names = read_labels(path, cfg, &n);
-	c->num_labels = positive_int(path, cfg, "num_labels", 0, n ? n : HF_NUM_LABELS);
+	c->num_labels = size_in(path, cfg, "num_labels", 0, n ? n : HF_NUM_LABELS, INT32_MAX);
 	if (n && c->num_labels != n)
 		die("%s: num_labels %d disagrees with the %d names in id2label", path, c->num_labels, n);
 	c->task = task_of(path, cfg, c->num_labels);

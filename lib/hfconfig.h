@@ -14,7 +14,8 @@
  * num_labels (c->num_labels; HF's default 2).
  * If labels is not NULL, *labels gets the id2label names ordered by id (each
  * and the array malloc'd) and *nlabels their count, 0 without id2label.
- * Dies "PATH: why" naming the key on anything missing, mistyped or unsupported. */
+ * Dies "PATH: why" naming the key on anything missing, mistyped, unsupported
+ * or out of range (the sizes of a model bert.h's BERT_MAX_* allow). */
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels);
 
 /* Writes config.json atomically, with every key transformers needs to load the

@@ -193,25 +193,39 @@ static int data_classes(const struct manifest *m, enum bert_task task)
 	return k;
 }
 
+/* The model a run builds, before it is made: the one of from's config.json
+ * (--init's model dir, or a checkpoint), or c->model from scratch over a
+ * vocab of vocab tokens; with the head of c's task, over num_labels
+ * classes (0: from's). */
+static struct bert_config model_config(const struct train_config *c, const char *from, int vocab,
+				       int num_labels)
+{
+	struct bert_config mc = c->model;
+	if (from) {
+		char *path = path_join(from, "config.json");
+		hfconfig_read(path, &mc, NULL, NULL);
+		free(path);
+	} else {
+		mc.vocab = vocab;
+	}
+	mc.task = c->task;
+	if (num_labels > 0)
+		mc.num_labels = num_labels;
+	return mc;
+}
+
 size_t train_count_params(const struct train_config *c)
 {
 	struct manifest *man = manifest_read(c->data);
-	struct bert_config mc = c->model;
-	if (c->init) {
-		char **names = NULL, *path = path_join(c->init, "config.json");
-		int n = 0;
-		hfconfig_read(path, &mc, &names, &n);
-		hfconfig_free_labels(names, n);
-		free(path);
-	} else {
+	int vocab = 0;
+	if (!c->init) {
 		if (!c->vocab)
 			die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
 		struct vocab *v = vocab_load(c->vocab);
-		mc.vocab = vocab_size(v);
+		vocab = vocab_size(v);
 		vocab_free(v);
 	}
-	mc.task = c->task;
-	mc.num_labels = c->task == TASK_MLM ? 0 : data_classes(man, c->task);
+	struct bert_config mc = model_config(c, c->init, vocab, c->task == TASK_MLM ? 0 : data_classes(man, c->task));
 	manifest_free(man);
 	return bert_config_numel(&mc);
 }
@@ -286,21 +300,14 @@ static void build_model(struct trainer *t, const char *from)
 		if (t->num_labels < 2 && c->task != TASK_REG)
 			die("%s: %s training needs labels of at least two classes", c->data, task_name(c->task));
 	}
+	struct bert_config start = model_config(c, from, vocab_size(t->vocab), t->num_labels);
+	check_memory(t, &start, bert_config_numel(&start));
 	if (from) {
-		char **names = NULL;
-		int n = 0;
-		t->m = modeldir_load(from, c->be, c->task, t->num_labels, (uint64_t)c->seed, &names, &n);
-		hfconfig_free_labels(names, n);
-		check_memory(t, bert_config_of(t->m), bert_numel(t->m));
+		t->m = modeldir_load(from, c->be, c->task, t->num_labels, (uint64_t)c->seed, NULL, NULL);
 		if (c->dropout_given)
 			bert_set_dropout(t->m, c->model.hidden_dropout, c->model.attn_dropout);
 	} else {
-		struct bert_config mc = c->model;
-		mc.vocab = vocab_size(t->vocab);
-		mc.task = c->task;
-		mc.num_labels = t->num_labels;
-		check_memory(t, &mc, bert_config_numel(&mc));
-		t->m = bert_new(&mc, c->be);
+		t->m = bert_new(&start, c->be);
 		bert_init(t->m, (uint64_t)c->seed);
 	}
 	bert_set_recompute(t->m, c->recompute);
