@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "err.h"
+#include "evaluate.h"
 #include "gpus.h"
 #include "opt.h"
 #include "schedule.h"
@@ -145,6 +146,13 @@ static void write_config(FILE *f)
 	run = saved_run, resume = saved_resume, device = saved_device, gpus = saved_gpus, net_if = saved_net_if;
 }
 
+static enum bert_task task_of(void)
+{
+	if (!strcmp(task, "cls"))
+		return multi_label ? TASK_MULTI : TASK_CLS;
+	return !strcmp(task, "reg") ? TASK_REG : !strcmp(task, "tokcls") ? TASK_TOKCLS : TASK_MLM;
+}
+
 /* Each number is in its range already (opt.c); these are the rules across options. */
 static void check_options(void)
 {
@@ -176,6 +184,8 @@ static void check_options(void)
 		die_usage("--label-smoothing is for the cross-entropy of cls, tokcls and mlm");
 	if (zero && !strcmp(optimizer, "lamb"))
 		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
+	if (metric && !metric_known(metric, task_of()))
+		die_usage("--metric %s does not apply to the %s task", metric, task_name(task_of()));
 }
 
 /* --resume and --replay take no other options but those of allowed, a
@@ -211,13 +221,6 @@ static void default_vocab(void)
 		free(path);
 	else
 		vocab = path;
-}
-
-static enum bert_task task_of(void)
-{
-	if (!strcmp(task, "cls"))
-		return multi_label ? TASK_MULTI : TASK_CLS;
-	return !strcmp(task, "reg") ? TASK_REG : !strcmp(task, "tokcls") ? TASK_TOKCLS : TASK_MLM;
 }
 
 static void parse_betas(double *b1, double *b2)

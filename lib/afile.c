@@ -118,6 +118,22 @@ static void afile_free(struct afile *f)
 	free(f);
 }
 
+/* The temp file on disk and closed, before it takes the target's name. */
+static void flush_tmp(struct afile *f)
+{
+	if (fsync(f->fd) < 0)
+		die("cannot write %s:", f->path);
+	if (close(f->fd) < 0)
+		die("cannot write %s:", f->path);
+}
+
+static void fsync_parent(const char *path)
+{
+	char *d = xstrdup(path);
+	fsync_dir(dirname(d));
+	free(d);
+}
+
 void afile_commit(struct afile *f)
 {
 	if (!f->tmp) {
@@ -126,16 +142,11 @@ void afile_commit(struct afile *f)
 		afile_free(f);
 		return;
 	}
-	if (fsync(f->fd) < 0)
-		die("cannot write %s:", f->path);
-	if (close(f->fd) < 0)
-		die("cannot write %s:", f->path);
+	flush_tmp(f);
 	if (rename(f->tmp, f->path) < 0)
 		die("cannot rename %s to %s:", f->tmp, f->path);
 	cleanup_forget(f->tmp);
-	char *d = xstrdup(f->path);
-	fsync_dir(dirname(d));
-	free(d);
+	fsync_parent(f->path);
 	afile_free(f);
 }
 
@@ -151,14 +162,39 @@ void afile_abort(struct afile *f)
 	afile_free(f);
 }
 
-void afile_put_text(const char *path, const char *text)
+/* An afile of text, ending in a newline, to commit. */
+static struct afile *text_file(const char *path, const char *text)
 {
 	size_t n = strlen(text);
 	struct afile *f = afile_open(path);
 	afile_write(f, text, n);
 	if (!n || text[n - 1] != '\n')
 		afile_write(f, "\n", 1);
-	afile_commit(f);
+	return f;
+}
+
+void afile_put_text(const char *path, const char *text)
+{
+	afile_commit(text_file(path, text));
+}
+
+/* A link, unlike a rename, never replaces its target. */
+int afile_put_new(const char *path, const char *text)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0)
+		return 0;
+	struct afile *f = text_file(path, text);
+	flush_tmp(f);
+	int made = link(f->tmp, f->path) == 0;
+	if (!made && errno != EEXIST)
+		die("cannot link %s to %s:", f->tmp, f->path);
+	unlink(f->tmp);
+	cleanup_forget(f->tmp);
+	if (made)
+		fsync_parent(f->path);
+	afile_free(f);
+	return made;
 }
 
 void afile_copy(const char *from, const char *to)

@@ -27,6 +27,9 @@ void afile_commit(struct afile *f);
 void afile_abort(struct afile *f);
 /* Writes text, ending in a newline, as the whole of path. */
 void afile_put_text(const char *path, const char *text);
+/* The same for a path that does not exist: returns 0, writing nothing, when
+ * it does. Of two processes writing one path so, one makes it, whole. */
+int afile_put_new(const char *path, const char *text);
 
 /* DIR/name, malloc'd. */
 char *path_join(const char *dir, const char *name);

@@ -41,14 +41,46 @@ void rundir_lock(const char *dir, const char *holder)
 	free(path);
 }
 
-void rundir_create(const char *dir)
+static _Noreturn void holds_a_run(const char *dir)
+{
+	die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
+}
+
+/* Whether dir holds something but a stop request. */
+static int holds_more_than_stop(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		die("cannot open %s:", dir);
+	struct dirent *e;
+	int more = 0;
+	while (!more && (e = readdir(d)))
+		more = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "stop");
+	closedir(d);
+	return more;
+}
+
+void rundir_check_new(const char *dir)
 {
 	char *config = path_join(dir, "config");
 	if (access(config, F_OK) == 0)
-		die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
+		holds_a_run(dir);
 	free(config);
-	make_parents(dir);
-	make_dir(dir);
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		if (errno != ENOENT)
+			die("cannot stat %s:", dir);
+	} else if (!S_ISDIR(st.st_mode)) {
+		die("%s exists and is not a directory", dir);
+	} else if (holds_more_than_stop(dir)) {
+		die("%s is not empty and holds no run; choose a new or an empty dir for --run", dir);
+	}
+}
+
+/* The lock, and the dirs a trainer writes in (which a run whose making was
+ * cut short after its config may lack). */
+static void take(const char *dir)
+{
 	rundir_lock(dir, "ts-train");
 	const char *subdirs[] = {"log", "ckpt"};
 	for (int i = 0; i < 2; i++) {
@@ -56,6 +88,20 @@ void rundir_create(const char *dir)
 		make_dir(p);
 		free(p);
 	}
+}
+
+/* The config comes first, whole, and only once: from then on the dir is a
+ * run, which --resume can take whenever the rest is cut short. */
+void rundir_create(const char *dir, const char *config)
+{
+	rundir_check_new(dir);
+	make_parents(dir);
+	make_dir(dir);
+	char *path = path_join(dir, "config");
+	if (!afile_put_new(path, config))
+		holds_a_run(dir);
+	free(path);
+	take(dir);
 }
 
 /* Whether name is a temp file or dir of afile or adir, or an old dir adir
@@ -90,7 +136,7 @@ void rundir_attach(const char *dir)
 	if (access(config, F_OK) < 0)
 		die("%s: not a run dir (no config file)", dir);
 	free(config);
-	rundir_lock(dir, "ts-train");
+	take(dir);
 	char *ckpt = path_join(dir, "ckpt");
 	remove_leftovers(dir);
 	remove_leftovers(ckpt);

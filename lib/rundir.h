@@ -3,9 +3,14 @@
 #ifndef TS_RUNDIR_H
 #define TS_RUNDIR_H
 
-/* Makes a new run dir (and log/, ckpt/), taking its lock. Refuses a dir
- * that already holds a run. */
-void rundir_create(const char *dir);
+/* Dies unless a new run may be made in dir: dir does not exist, is empty,
+ * or holds a stop request alone (ts-stop and ts-sweep may ask a run to stop
+ * before it starts). A dir that holds a run, or anything else, is refused:
+ * nothing of the user's is ever overwritten. */
+void rundir_check_new(const char *dir);
+/* Makes a new run dir where rundir_check_new allows one, with config as
+ * its config file (and log/, ckpt/), taking its lock. */
+void rundir_create(const char *dir, const char *config);
 /* Takes the lock of an existing run (for --resume) and removes the temp
  * files and dirs a killed trainer left there. */
 void rundir_attach(const char *dir);

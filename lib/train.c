@@ -166,6 +166,16 @@ static void open_data(struct trainer *t)
 	open_split(t, "test", &t->test);
 }
 
+/* The vocab a run starts with: --init's, or from scratch --vocab's. */
+static char *start_vocab(const struct train_config *c)
+{
+	if (c->init)
+		return path_join(c->init, "vocab.txt");
+	if (!c->vocab)
+		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
+	return xstrdup(c->vocab);
+}
+
 /* The vocab must be the one the data was tokenized with. */
 static void check_vocab(struct trainer *t)
 {
@@ -219,11 +229,11 @@ size_t train_count_params(const struct train_config *c)
 	struct manifest *man = manifest_read(c->data);
 	int vocab = 0;
 	if (!c->init) {
-		if (!c->vocab)
-			die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
-		struct vocab *v = vocab_load(c->vocab);
+		char *path = start_vocab(c);
+		struct vocab *v = vocab_load(path);
 		vocab = vocab_size(v);
 		vocab_free(v);
+		free(path);
 	}
 	struct bert_config mc = model_config(c, c->init, vocab, c->task == TASK_MLM ? 0 : data_classes(man, c->task));
 	manifest_free(man);
@@ -292,6 +302,24 @@ static void load_teacher(struct trainer *t)
 	bert_set_soft_loss(t->m, (float)(1 - c->kd_alpha), (float)c->kd_alpha, (float)c->kd_temp);
 }
 
+/* The model mc, to be made from from (or from scratch), must take the
+ * run's options, vocab and records. */
+static void check_model(const struct trainer *t, const struct bert_config *mc, const char *from)
+{
+	const struct train_config *c = t->c;
+	if (c->freeze_layers > mc->layers)
+		die_usage("--freeze-layers %ld: the model has %d layers", c->freeze_layers, mc->layers);
+	if (from && mc->vocab < vocab_size(t->vocab))
+		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from, mc->vocab,
+		    vocab_size(t->vocab));
+	uint32_t longest = longest_record(t->man);
+	if ((int64_t)longest <= mc->max_pos)
+		return;
+	if (!from)
+		die_usage("--max-pos %d: %s holds records of up to %u tokens", mc->max_pos, c->data, longest);
+	die("%s holds records of up to %u tokens but the model has %d positions", c->data, longest, mc->max_pos);
+}
+
 static void build_model(struct trainer *t, const char *from)
 {
 	const struct train_config *c = t->c;
@@ -301,6 +329,7 @@ static void build_model(struct trainer *t, const char *from)
 			die("%s: %s training needs labels of at least two classes", c->data, task_name(c->task));
 	}
 	struct bert_config start = model_config(c, from, vocab_size(t->vocab), t->num_labels);
+	check_model(t, &start, from);
 	check_memory(t, &start, bert_config_numel(&start));
 	if (from) {
 		t->m = modeldir_load(from, c->be, c->task, t->num_labels, (uint64_t)c->seed, NULL, NULL);
@@ -312,19 +341,10 @@ static void build_model(struct trainer *t, const char *from)
 	}
 	bert_set_recompute(t->m, c->recompute);
 	bert_set_label_smoothing(t->m, (float)c->label_smoothing);
-	const struct bert_config *mc = bert_config_of(t->m);
-	if (c->freeze_layers > mc->layers)
-		die("--freeze-layers %ld: the model has %d layers", c->freeze_layers, mc->layers);
 	bert_set_frozen(t->m, (int)c->freeze_layers, c->freeze_embeddings);
 	bert_set_rdrop(t->m, (float)c->rdrop);
 	if (c->teacher)
 		load_teacher(t);
-	if (mc->vocab < vocab_size(t->vocab))
-		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from ? from : "model",
-		    mc->vocab, vocab_size(t->vocab));
-	uint32_t longest = longest_record(t->man);
-	if ((int64_t)longest > mc->max_pos)
-		die("%s holds records of up to %u tokens but the model has %d positions", c->data, longest, mc->max_pos);
 	t->labels = t->man->labels;
 	t->nlabels = t->man->nlabels;
 	t->train.src.num_labels = t->valid.src.num_labels = t->test.src.num_labels = t->num_labels;
@@ -810,57 +830,62 @@ static void log_step(struct trainer *t, const struct step_result *r, double step
 
 /* --- the run --- */
 
-static void write_config(struct trainer *t)
+/* The resolved options, as RUN/config holds them. */
+static char *config_text(const struct trainer *t)
 {
-	char *path = path_join(t->c->run, "config"), *text = NULL;
+	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	t->c->write_config(f);
 	fclose(f);
-	afile_put_text(path, text);
-	free(text);
-	free(path);
+	return text;
 }
 
 /* The run keeps its own copy of the vocab, so checkpoints can come and go.
  * A run started again keeps the copy it made before it was killed. */
-static void keep_vocab(struct trainer *t)
+static void keep_vocab(const struct train_config *c)
 {
-	const struct train_config *c = t->c;
-	t->vocab_path = path_join(c->run, "vocab.txt");
-	if (c->resume && access(t->vocab_path, F_OK) == 0)
-		return;
-	char *src = c->init ? path_join(c->init, "vocab.txt") : c->vocab ? xstrdup(c->vocab) : NULL;
-	if (!src)
-		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
-	afile_copy(src, t->vocab_path);
-	free(src);
+	char *copy = path_join(c->run, "vocab.txt");
+	if (access(copy, F_OK)) {
+		char *src = start_vocab(c);
+		afile_copy(src, copy);
+		free(src);
+	}
+	free(copy);
 }
 
-/* Process 0 makes the run dir, or takes it over for --resume. */
-static void lead_open_run(struct trainer *t)
+/* Process 0 takes over the dir of a resumed run, which the other processes
+ * then find as it left it, or checks that a new run may be made where
+ * --run says. Sets *ckpt to the checkpoint a resumed run goes on from: NULL
+ * for a new run, and for one killed before its first checkpoint, which
+ * starts again. */
+static void claim_run(struct trainer *t, char **ckpt)
 {
 	const struct train_config *c = t->c;
-	if (c->resume) {
+	if (t->lead && c->resume) {
 		rundir_attach(c->run);
 		rundir_clear_stop(c->run);
-	} else {
-		rundir_create(c->run);
-		write_config(t);
+		keep_vocab(c);
+	} else if (t->lead) {
+		rundir_check_new(c->run);
 	}
-	keep_vocab(t);
-}
-
-/* Sets *ckpt to the checkpoint a resumed run goes on from: NULL for a new
- * run, and for one killed before its first checkpoint, which starts again.
- * The other processes find the run dir as process 0 left it. */
-static void open_run(struct trainer *t, char **ckpt)
-{
-	const struct train_config *c = t->c;
-	if (t->lead)
-		lead_open_run(t);
 	comm_barrier(t->comm);
 	*ckpt = c->resume ? checkpoint_latest(c->run) : NULL;
+	t->vocab_path = c->resume ? path_join(c->run, "vocab.txt") : start_vocab(c);
+}
+
+/* Once the run has passed every check, process 0 makes a new run's dir, so
+ * that a run refused leaves nothing behind; then each process opens its log. */
+static void open_run(struct trainer *t)
+{
+	const struct train_config *c = t->c;
+	if (t->lead && !c->resume) {
+		char *config = config_text(t);
+		rundir_create(c->run, config);
+		free(config);
+		keep_vocab(c);
+	}
+	comm_barrier(t->comm);
 	free(t->vocab_path);
 	t->vocab_path = path_join(c->run, "vocab.txt");
 	char name[32];
@@ -987,14 +1012,13 @@ int train_run(const struct train_config *c)
 	signal(SIGINT, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	open_data(&t);
-	open_run(&t, &ckpt);
+	claim_run(&t, &ckpt);
 	check_vocab(&t);
 	build_model(&t, ckpt ? ckpt : c->init);
 	t.metric = c->metric ? c->metric : metric_default(c->task);
-	if (!metric_known(t.metric, c->task))
-		die("--metric %s does not apply to the %s task", t.metric, task_name(c->task));
 	build_optimizer(&t);
 	plan_steps(&t);
+	open_run(&t);
 	start_state(&t, ckpt);
 	/* killed after its last checkpoint, a finished run still lacks final/ or its done event */
 	if (comm_any(t.comm, t.lead && t.st.finished && events_last_is(t.ev, "done"))) {

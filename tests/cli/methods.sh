@@ -38,7 +38,7 @@ PY
 else
 	fail "frozen tensors unchanged (no python with safetensors: set TS_PYTHON)"
 fi
-expect_fail "--freeze-layers beyond the model: refused" 1 "--freeze-layers 3: the model has 2 layers" \
+expect_fail "--freeze-layers beyond the model: refused" 2 "--freeze-layers 3: the model has 2 layers" \
 	train "${TINY[@]}" --run "$T/bad" --freeze-layers 3
 
 # --- label smoothing ---

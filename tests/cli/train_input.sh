@@ -26,4 +26,45 @@ expect_fail "--init: a model too big for memory is refused before it is made" 1 
 expect_fail "ts-eval refuses it before it is made" 1 "model: needs 412 TB for parameters and gradients" \
 	timeout 60 ts-eval -m "$T/hfhuge" --data "$T/data" --split test -j 1
 
+check "the refused runs left no run dir" test ! -e "$T/big" -a ! -e "$T/huge"
+
+# --- a --run dir that holds no run: only an empty one, or one with a stop request alone ---
+mkdir -p "$T/proj/best" && echo "my own vocab" >"$T/proj/vocab.txt" && echo '{"my":"model"}' >"$T/proj/best/config.json" &&
+	echo precious >"$T/proj/best/notes.txt"
+expect_fail "--run into a dir of the user's files is refused" 1 "proj is not empty and holds no run; choose a new or an empty dir for --run" \
+	train "${TINY[@]}" --run "$T/proj" --max-steps 1
+expect_eq "and the files are as they were" "$(cat "$T/proj/vocab.txt" "$T/proj/best/config.json" "$T/proj/best/notes.txt"; ls -A "$T/proj" "$T/proj/best" | tr '\n' ' ')" \
+	"my own vocab
+{\"my\":\"model\"}
+precious
+${T}/proj: best vocab.txt  ${T}/proj/best: config.json notes.txt "
+touch "$T/file"
+expect_fail "--run naming a file is refused" 1 "file exists and is not a directory" train "${TINY[@]}" --run "$T/file" --max-steps 1
+mkdir "$T/empty"
+check "--run into an empty dir trains" train "${TINY[@]}" --run "$T/empty" --max-steps 1
+mkdir "$T/stop" && touch "$T/stop/stop"
+check "--run into a dir that holds a stop request alone trains, and stops" train "${TINY[@]}" --run "$T/stop" --max-steps 4
+expect_eq "at step 1" "$(ts-cat "$T/stop/events.msgpack" | jq -c 'select(.event=="stop") | .step')" 1
+# a run whose making was cut short right after its config appeared
+mkdir "$T/cut" && cp "$T/empty/config" "$T/cut/"
+check "a run dir of a config alone resumes" train --resume "$T/cut"
+check "and ends as the run never cut short" cmp "$T/cut/final/model.safetensors" "$T/empty/final/model.safetensors"
+
+# --- input found wrong once the data or the model is read: refused before the run dir exists ---
+# refused RUN NAME CODE PATTERN ARGS...: ts-train ARGS --run RUN is refused, leaves no RUN, and RUN can then be trained
+refused() {
+	local run=$1 n=$2 code=$3 pat=$4; shift 4
+	expect_fail "$n" "$code" "$pat" train "$@" --run "$run"
+	check "$n: no run dir is left" test ! -e "$run"
+}
+refused "$T/r2" "a --metric of no task" 2 "--metric acuracy does not apply to the cls task" "${TINY[@]}" --max-steps 4 --metric acuracy
+refused "$T/r3" "--init of a dir that does not exist" 1 "/nonexistent/vocab.txt: No such file or directory" \
+	--data "$T/data" --init /nonexistent --max-steps 1 -j 1
+refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layers" "${TINY[@]}" --max-steps 1 --freeze-layers 3
+refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
+mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"
+refused "$T/r6" "an --init model of fewer positions than the data's records" 1 "data holds records of up to 32 tokens but the model has 16 positions" \
+	--data "$T/data" --init "$T/short" --max-steps 1 -j 1
+check "a refused run can then be made with the same --run" train "${TINY[@]}" --max-steps 1 --run "$T/r2"
+
 finish
