@@ -254,6 +254,7 @@ int main(int argc, char **argv)
 		free(path);
 		run = resume;
 	}
+	opt_check_recordable(&spec);
 	check_options();
 	if (!vocab && !init && !resume)
 		default_vocab();

@@ -433,6 +433,27 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 	return nops;
 }
 
+/* Whether a config file's line gives v back as it is: opt_read_config trims
+ * the blanks around a value, and a newline ends the line. */
+static int config_holds(const char *v)
+{
+	size_t n = strlen(v);
+	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
+		return 0;
+	for (; *v; v++)
+		if (iscntrl((unsigned char)*v))
+			return 0;
+	return 1;
+}
+
+void opt_check_recordable(const struct cmd_spec *spec)
+{
+	for (const struct opt *o = spec->opts; o->name; o++)
+		if (o->type == OPT_STR && *(char **)o->dest && !config_holds(*(char **)o->dest))
+			die_usage("--%s: a config file cannot hold a value with a blank at either end or a control character",
+				  o->name);
+}
+
 void opt_write_config(const struct cmd_spec *spec, FILE *f)
 {
 	for (const struct opt *o = spec->opts; o->name; o++) {

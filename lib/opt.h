@@ -42,6 +42,10 @@ struct cmd_spec {
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands);
 /* Whether the option was given (on the command line or in a config file). */
 int opt_given(const struct cmd_spec *spec, const char *name);
+/* Dies (exit 2) naming the first string option whose value a config file
+ * cannot give back as it is: one with a blank at either end, or a newline or
+ * other control character. A command that writes its options calls it first. */
+void opt_check_recordable(const struct cmd_spec *spec);
 /* Writes every set option as "key = value" (a config file that reproduces the run). */
 void opt_write_config(const struct cmd_spec *spec, FILE *f);
 /* Parses a config file into the table (used by opt_parse and by --resume). */

@@ -67,4 +67,14 @@ refused "$T/r6" "an --init model of fewer positions than the data's records" 1 "
 	--data "$T/data" --init "$T/short" --max-steps 1 -j 1
 check "a refused run can then be made with the same --run" train "${TINY[@]}" --max-steps 1 --run "$T/r2"
 
+# --- values the run's config cannot give back as they are ---
+cp -r "$T/data" "$T/data2 "
+refused "$T/r7" "--data of a trailing blank is refused" 2 "--data: a config file cannot hold a value with a blank at either end or a control character" \
+	"${TINY[@]}" --max-steps 1 --data "$T/data2 "
+refused "$T/r7" "--data of a leading blank is refused" 2 "--data: a config file cannot hold" "${TINY[@]}" --max-steps 1 --data " $T/data"
+refused "$T/r7" "--data of a newline is refused" 2 "--data: a config file cannot hold" "${TINY[@]}" --max-steps 1 --data "$T/da
+ta"
+refused "$T/r7" "--data of a tab is refused" 2 "--data: a config file cannot hold" "${TINY[@]}" --max-steps 1 --data "$T/da	ta"
+expect_fail "so is any string option's" 2 "--metric: a config file cannot hold" train "${TINY[@]}" --run "$T/r7" --metric "loss "
+
 finish
