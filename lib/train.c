@@ -17,6 +17,7 @@
 #include "checkpoint.h"
 #include "rundir.h"
 #include "schedule.h"
+#include "strbuf.h"
 #include "vocab.h"
 #include <math.h>
 #include <signal.h>
@@ -280,6 +281,46 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	memory_check(c->be, "batch", state + bert_batch_bytes(mc, c->be, B, T, M, c->recompute), purpose);
 }
 
+/* Whether names are the ones transformers gives classes never named:
+ * LABEL_0, LABEL_1, ... */
+static int unnamed_labels(char *const *names, int n)
+{
+	char want[32];
+	for (int i = 0; i < n; i++) {
+		snprintf(want, sizeof want, "LABEL_%d", i);
+		if (strcmp(names[i], want))
+			return 0;
+	}
+	return 1;
+}
+
+/* "a, b, c" */
+static void add_labels(struct strbuf *b, char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		sb_addf(b, "%s%s", i ? ", " : "", names[i]);
+}
+
+/* A teacher's class i must be the data's class i, where both are named:
+ * the same count of classes in another order would teach the student
+ * inverted labels. */
+static void check_teacher_labels(const struct trainer *t, char *const *names, int n)
+{
+	const struct manifest *m = t->man;
+	if (t->c->task == TASK_MLM || !n || !m->nlabels || unnamed_labels(names, n))
+		return;
+	int same = n == m->nlabels;
+	for (int i = 0; same && i < n; i++)
+		same = !strcmp(names[i], m->labels[i]);
+	if (same)
+		return;
+	struct strbuf theirs = {0}, ours = {0};
+	add_labels(&theirs, names, n);
+	add_labels(&ours, m->labels, m->nlabels);
+	die("--teacher %s: its labels (%s) are not the data's (%s), in that order", t->c->teacher, theirs.s,
+	    ours.s);
+}
+
 /* --teacher: a model of the task and classes of the run, on its device,
  * tokenized with its vocab; it only predicts. */
 static void load_teacher(struct trainer *t)
@@ -292,12 +333,15 @@ static void load_teacher(struct trainer *t)
 	vocab_free(v);
 	free(vocab);
 	struct bert_config tc;
-	char *config = path_join(c->teacher, "config.json");
-	hfconfig_read(config, &tc, NULL, NULL);
+	char *config = path_join(c->teacher, "config.json"), **names;
+	int n;
+	hfconfig_read(config, &tc, &names, &n);
 	free(config);
 	if (tc.task != c->task || (c->task != TASK_MLM && tc.num_labels != t->num_labels))
 		die("--teacher %s is a %s model of %d labels, the run trains a %s model of %d", c->teacher,
 		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
+	check_teacher_labels(t, names, n);
+	hfconfig_free_labels(names, n);
 	t->teacher = modeldir_load(c->teacher, c->be, c->task, 0, (uint64_t)c->seed, NULL, NULL);
 	bert_set_soft_loss(t->m, (float)(1 - c->kd_alpha), (float)c->kd_alpha, (float)c->kd_temp);
 }

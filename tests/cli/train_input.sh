@@ -77,4 +77,15 @@ ta"
 refused "$T/r7" "--data of a tab is refused" 2 "--data: a config file cannot hold" "${TINY[@]}" --max-steps 1 --data "$T/da	ta"
 expect_fail "so is any string option's" 2 "--metric: a config file cannot hold" train "${TINY[@]}" --run "$T/r7" --metric "loss "
 
+# --- a teacher of the data's classes in another order ---
+printf 'ham\nspam\n' >"$T/labels.txt"
+ts-tokenize -v "$V" --id id --label label --labels "$T/labels.txt" --max-len 32 "$T/small.csv" | ts-shard -o "$T/flipped" --seed 3 >/dev/null
+refused "$T/r8" "a teacher of the data's classes in another order is refused" 1 \
+	"--teacher .*/empty/final: its labels \(spam, ham\) are not the data's \(ham, spam\), in that order" \
+	"${TINY[@]}" --data "$T/flipped" --max-steps 1 --teacher "$T/empty/final"
+check "a teacher of the data's classes in their order distils" train "${TINY[@]}" --run "$T/kd" --max-steps 1 --teacher "$T/empty/final"
+mkdir "$T/unnamed" && cp "$T/empty/final/"* "$T/unnamed/" && sed -i 's/"spam"/"LABEL_0"/g; s/"ham"/"LABEL_1"/g' "$T/unnamed/config.json"
+check "a teacher of classes never named (LABEL_0, ...) distils" \
+	train "${TINY[@]}" --data "$T/flipped" --run "$T/kd2" --max-steps 1 --teacher "$T/unnamed"
+
 finish
