@@ -17,14 +17,18 @@
 
 static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if, *teacher;
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999", *precision = "fp32";
-static long layers = 4, hidden = 256, heads = 4, ffn, max_pos = 512;
+/* The model's shape applies from scratch, --kd-alpha and --kd-temp with
+ * --teacher, --vat-xi and --vat-iters with --vat. Until resolve_defaults
+ * gives them their defaults there, they hold values out of their ranges,
+ * which mean "not given" and which the run's config does not record. */
+static long layers, hidden, heads, ffn = -1, max_pos;
 static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
 static double threshold = 0.5, label_smoothing, llrd, ema;
-static double kd_alpha = 0.5, kd_temp = 2, rdrop, vat, vat_xi = 1e-3;
-static long freeze_layers, vat_iters = 1;
+static double kd_alpha = -1, kd_temp = -1, rdrop, vat, vat_xi = -1;
+static long freeze_layers, vat_iters = -1;
 static int freeze_embeddings;
 static int eval_test, bucket, whole_word, recompute, true_gradient, count_params, multi_label;
 
@@ -160,7 +164,11 @@ static void check_options(void)
 		die_usage("a data dir is required: --data DIR");
 	if (!run && !count_params)
 		die_usage("a run dir is required: --run DIR");
-	if (hidden % heads)
+	static const char *const shape[] = {"vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL};
+	for (int i = 0; init && !resume && shape[i]; i++)
+		if (opt_given(&spec, shape[i]))
+			die_usage("--%s is for a model from scratch: --init's model dir has its own", shape[i]);
+	if (!init && hidden % heads)
 		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
 	if (multi_label && strcmp(task, "cls"))
 		die_usage("--multi-label goes with --task cls, not %s", task);
@@ -186,6 +194,28 @@ static void check_options(void)
 		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
 	if (metric && !metric_known(metric, task_of()))
 		die_usage("--metric %s does not apply to the %s task", metric, task_name(task_of()));
+}
+
+/* Where they apply, the options not given take their defaults, which the
+ * run's config then records (a resumed run keeps those it began with). */
+static void resolve_defaults(void)
+{
+	if (!init) {
+		layers = layers ? layers : 4;
+		hidden = hidden ? hidden : 256;
+		heads = heads ? heads : 4;
+		ffn = ffn > 0 ? ffn : 4 * hidden;
+		max_pos = max_pos ? max_pos : 512;
+		dropout = dropout < 0 ? 0.1 : dropout;
+	}
+	if (teacher) {
+		kd_alpha = kd_alpha < 0 ? 0.5 : kd_alpha;
+		kd_temp = kd_temp < 0 ? 2 : kd_temp;
+	}
+	if (vat > 0) {
+		vat_xi = vat_xi < 0 ? 1e-3 : vat_xi;
+		vat_iters = vat_iters < 0 ? 1 : vat_iters;
+	}
 }
 
 /* --resume and --replay take no other options but those of allowed, a
@@ -255,6 +285,7 @@ int main(int argc, char **argv)
 		run = resume;
 	}
 	opt_check_recordable(&spec);
+	resolve_defaults();
 	check_options();
 	if (!vocab && !init && !resume)
 		default_vocab();
@@ -262,11 +293,6 @@ int main(int argc, char **argv)
 	absolute(&init);
 	absolute(&teacher);
 	absolute(&vocab);
-	/* the config file records resolved values */
-	if (!ffn)
-		ffn = 4 * hidden;
-	if (dropout < 0 && !init)
-		dropout = 0.1;
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,
 		.task = task_of(),

@@ -9,6 +9,7 @@ PY=${TS_PYTHON:-python3}
 head -n 301 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
 TINY=(--data "$T/data" --vocab "$V" --layers 2 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 2)
+FROM=(--data "$T/data" --batch 8 --seed 5 -j 2)   # with --init, whose model dir has the vocab and shape
 
 # --- layer-wise learning-rate decay ---
 check "--llrd 0.5" train "${TINY[@]}" --run "$T/llrd" --max-steps 2 --llrd 0.5
@@ -21,7 +22,7 @@ classifier.weight 1"
 
 # --- freezing ---
 check "a model to start from" train "${TINY[@]}" --run "$T/base" --max-steps 2
-check "--freeze-embeddings --freeze-layers 1 from it" train "${TINY[@]}" --run "$T/frozen" --init "$T/base/final" \
+check "--freeze-embeddings --freeze-layers 1 from it" train "${FROM[@]}" --run "$T/frozen" --init "$T/base/final" \
 	--max-steps 6 --freeze-embeddings --freeze-layers 1
 expect_eq "frozen tensors learn at 0" "$(awk '$1 ~ /^bert.embeddings|^bert.encoder.layer.0\./ { print $NF }' "$T/frozen/log/rank-0.log" | sort -u)" 0
 if "$PY" -c 'import safetensors' 2>/dev/null; then

@@ -164,7 +164,7 @@ printf 'layer = 2\n' >"$T/bad.conf"
 expect_fail "an unknown config key" 2 "bad.conf: line 1: unknown key 'layer'; did you mean 'layers'" train -c "$T/bad.conf"
 expect_fail "a run dir that holds a run" 1 "already holds a run" train "${TINY[@]}" --run "$T/r1" --max-steps 1
 mkdir -p "$T/broken" && cp "$T/r1/final/config.json" "$T/r1/final/vocab.txt" "$T/broken/" && printf 'garbage' >"$T/broken/model.safetensors"
-expect_fail "a corrupt safetensors header" 1 "corrupt safetensors header" train "${TINY[@]}" --init "$T/broken" --run "$T/b3" --max-steps 1
+expect_fail "a corrupt safetensors header" 1 "corrupt safetensors header" train --data "$T/data" --init "$T/broken" --run "$T/b3" --max-steps 1 -j 2
 expect_fail "resume of a dir without a run" 1 "not a run dir" train --resume "$T/data"
 # a full disk: the first checkpoint fits, the second does not
 if mkdir -p "$T/full" && mount -t tmpfs -o size=18m tmpfs "$T/full" 2>/dev/null; then

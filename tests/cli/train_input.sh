@@ -88,4 +88,40 @@ mkdir "$T/unnamed" && cp "$T/empty/final/"* "$T/unnamed/" && sed -i 's/"spam"/"L
 check "a teacher of classes never named (LABEL_0, ...) distils" \
 	train "${TINY[@]}" --data "$T/flipped" --run "$T/kd2" --max-steps 1 --teacher "$T/unnamed"
 
+# --- a run's own config repeats it: it records only the options that apply ---
+check "-c RUN/config --run NEW repeats a run" train -c "$T/empty/config" --run "$T/again"
+check "to the same model, bit for bit" cmp "$T/again/final/model.safetensors" "$T/empty/final/model.safetensors"
+check "with the same config" cmp "$T/again/config" "$T/empty/config"
+expect_eq "which records no --kd- or --vat- option" "$(grep -cE '^(kd|vat)-' "$T/empty/config")" 0
+check "a --vat run" train "${TINY[@]}" --run "$T/vat" --max-steps 2 --vat 1
+check "repeats from its config" train -c "$T/vat/config" --run "$T/vat-again"
+check "to the same model" cmp "$T/vat-again/final/model.safetensors" "$T/vat/final/model.safetensors"
+check "a --teacher run repeats from its config" train -c "$T/kd/config" --run "$T/kd-again"
+check "to the same model" cmp "$T/kd-again/final/model.safetensors" "$T/kd/final/model.safetensors"
+check "an --init run" train --data "$T/data" --init "$T/empty/final" --run "$T/fine" --max-steps 4 -j 1
+expect_eq "records no shape: the model dir has it" "$(grep -cE '^(vocab|layers|hidden|heads|ffn|max-pos|dropout) =' "$T/fine/config")" 0
+check "repeats from its config" train -c "$T/fine/config" --run "$T/fine-again"
+check "to the same model" cmp "$T/fine-again/final/model.safetensors" "$T/fine/final/model.safetensors"
+check "from scratch without a shape" train --data "$T/data" --run "$T/dflt" --max-steps 1 -j 1
+expect_eq "records the default shape" "$(grep -E '^(layers|hidden|heads|ffn|max-pos|dropout) =' "$T/dflt/config" | tr '\n' ' ')" \
+	"layers = 4 hidden = 256 heads = 4 ffn = 1024 max-pos = 512 dropout = 0.1 "
+# runs made before recorded every option: --resume still takes them
+for r in old old-init; do mkdir -p "$T/$r" && touch "$T/$r/stop"; done
+train "${TINY[@]}" --run "$T/old" --max-steps 4 2>/dev/null
+train --data "$T/data" --init "$T/empty/final" --run "$T/old-init" --max-steps 4 -j 1 2>/dev/null
+printf 'kd-alpha = 0.5\nkd-temp = 2\nvat-xi = 0.001\nvat-iters = 1\n' | tee -a "$T/old/config" >>"$T/old-init/config"
+printf 'layers = 4\nhidden = 256\nheads = 4\nffn = 1024\nmax-pos = 512\n' >>"$T/old-init/config"
+check "--resume of a run whose config records --kd- and --vat- options" train --resume "$T/old"
+check "--resume of an --init run whose config records a shape too" train --resume "$T/old-init"
+check "which is the --init model's" cmp "$T/old-init/final/model.safetensors" "$T/fine/final/model.safetensors"
+
+# --- the options of a model from scratch do not go with --init ---
+for o in "--vocab $V" "--layers 2" "--hidden 64" "--heads 4" "--ffn 128" "--ffn 0" "--max-pos 64"; do
+	# shellcheck disable=SC2086 # $o is an option and its value
+	refused "$T/r9" "--init with $o is refused" 2 "${o%% *} is for a model from scratch: --init's model dir has its own" \
+		--data "$T/data" --init "$T/empty/final" --max-steps 1 -j 1 $o
+done
+expect_fail "--count-params too" 2 "--layers is for a model from scratch" train --data "$T/data" --init "$T/empty/final" --layers 2 --count-params
+check "--dropout, which applies, goes with --init" train --data "$T/data" --init "$T/empty/final" --run "$T/drop" --max-steps 1 -j 1 --dropout 0.2
+
 finish
