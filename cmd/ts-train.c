@@ -284,7 +284,6 @@ int main(int argc, char **argv)
 		free(path);
 		run = resume;
 	}
-	opt_check_recordable(&spec);
 	resolve_defaults();
 	check_options();
 	if (!vocab && !init && !resume)
@@ -293,6 +292,7 @@ int main(int argc, char **argv)
 	absolute(&init);
 	absolute(&teacher);
 	absolute(&vocab);
+	opt_check_recordable(&spec);   /* the values as the config records them */
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,
 		.task = task_of(),

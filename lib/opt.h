@@ -44,7 +44,7 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 int opt_given(const struct cmd_spec *spec, const char *name);
 /* Dies (exit 2) naming the first string option whose value a config file
  * cannot give back as it is: one with a blank at either end, or a newline or
- * other control character. A command that writes its options calls it first. */
+ * other control character. A command that writes its options calls it before. */
 void opt_check_recordable(const struct cmd_spec *spec);
 /* Writes every set option as "key = value" (a config file that reproduces the run). */
 void opt_write_config(const struct cmd_spec *spec, FILE *f);

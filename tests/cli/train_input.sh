@@ -75,7 +75,10 @@ refused "$T/r7" "--data of a leading blank is refused" 2 "--data: a config file 
 refused "$T/r7" "--data of a newline is refused" 2 "--data: a config file cannot hold" "${TINY[@]}" --max-steps 1 --data "$T/da
 ta"
 refused "$T/r7" "--data of a tab is refused" 2 "--data: a config file cannot hold" "${TINY[@]}" --max-steps 1 --data "$T/da	ta"
-expect_fail "so is any string option's" 2 "--metric: a config file cannot hold" train "${TINY[@]}" --run "$T/r7" --metric "loss "
+mkdir "$T/a	b" && cp -r "$T/data" "$T/a	b/"
+expect_fail "so is a relative path whose absolute one has a control character" 2 "--data: a config file cannot hold" \
+	bash -c 'cd "$1/a	b" && shift && timeout 60 ts-train "$@"' _ "$T" "${TINY[@]}" --max-steps 1 --run r --data data
+expect_fail "so is any string option's" 2 "--betas: a config file cannot hold" train "${TINY[@]}" --run "$T/r7" --betas "0.9,0.999 "
 
 # --- a teacher of the data's classes in another order ---
 printf 'ham\nspam\n' >"$T/labels.txt"
