@@ -187,8 +187,10 @@ int afile_put_new(const char *path, const char *text)
 	struct afile *f = text_file(path, text);
 	flush_tmp(f);
 	int made = link(f->tmp, f->path) == 0;
+	if (!made && (errno == EPERM || errno == EOPNOTSUPP))
+		made = rename(f->tmp, f->path) == 0;   /* a file system without links (FAT): as afile_commit */
 	if (!made && errno != EEXIST)
-		die("cannot link %s to %s:", f->tmp, f->path);
+		die("cannot make %s:", f->path);
 	unlink(f->tmp);
 	cleanup_forget(f->tmp);
 	if (made)
