@@ -27,7 +27,7 @@ static const struct opt opts[] = {
 	{0, "once", OPT_FLAG, &once, NULL, "print a plain-text snapshot and exit", NULL},
 	{0, "json", OPT_FLAG, &as_json, NULL, "print a JSON snapshot and exit", NULL},
 	{0, "until", OPT_INT, &until, "STEP", "show the runs as they stood after step STEP (with --once or --json)", NULL,
-	 .min = 0, .max = LONG_MAX},
+	 .min = 1, .max = LONG_MAX},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
 
@@ -137,6 +137,8 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 	char a[32], b[32], c[32];
 	sb_addf(&lines[n++], "%s  [%s]  %s, %d process%s, %.1fM parameters", v->dir, state, *v->device ? v->device : "-",
 		v->processes, v->processes == 1 ? "" : "es", v->params / 1e6);
+	if (*v->error)
+		sb_addf(&lines[n++], "%s", v->error);
 	double share = v->total_steps > 0 ? (double)v->step / (double)v->total_steps : 0;
 	sb_addf(&lines[n], "step %ld/%ld (%.0f%%), epoch %ld  [", v->step, v->total_steps, 100 * share, v->epoch + 1);
 	for (int i = 0; i < 30; i++)
@@ -380,7 +382,7 @@ int main(int argc, char **argv)
 	int n = opt_parse(&spec, argc, argv, &dirs);
 	if (n == 0)
 		die_usage("name the run or sweep dirs to watch");
-	if (until && !once && !as_json)
+	if (opt_given(&spec, "until") && !once && !as_json)
 		die_usage("--until goes with --once or --json");
 	setlocale(LC_ALL, "");
 	utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
@@ -388,7 +390,8 @@ int main(int argc, char **argv)
 		add_dir(dirs[i]);
 	if (once || as_json) {
 		for (int r = 0; r < nruns; r++)
-			run_view_update(runs[r]);
+			if (run_view_update(runs[r]) < 0)
+				die("%s", runs[r]->error);
 		if (as_json)
 			snapshot_json();
 		else

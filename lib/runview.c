@@ -2,9 +2,11 @@
 #include "afile.h"
 #include "err.h"
 #include "rec.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <msgpack.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +50,6 @@ struct run_view *run_view_open(const char *dir)
 
 void run_view_free(struct run_view *v)
 {
-	if (v->unpacker)
-		msgpack_unpacker_free(v->unpacker);
 	free(v->dir);
 	free(v);
 }
@@ -145,39 +145,73 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 		v->last_time = t;
 }
 
-int run_view_update(struct run_view *v)
+/* Sets v's error and returns -1. */
+static int unreadable(struct run_view *v, const char *fmt, ...)
 {
-	char *path = path_join(v->dir, "events.msgpack");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return v->read > 0;
-	if (!v->unpacker)
-		v->unpacker = msgpack_unpacker_new(1 << 16);
-	msgpack_unpacker *up = v->unpacker;
-	for (;;) {
-		if (!msgpack_unpacker_reserve_buffer(up, 1 << 16))
-			die("out of memory");
-		ssize_t got = pread(fd, msgpack_unpacker_buffer(up), msgpack_unpacker_buffer_capacity(up), (off_t)v->read);
-		if (got <= 0)
-			break;
-		v->read += got;
-		msgpack_unpacker_buffer_consumed(up, (size_t)got);
-	}
-	close(fd);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v->error, sizeof v->error, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Takes the whole records up holds, up to step until's; moves v->read past
+ * each, the bytes up was fed ending at byte at. */
+static int take_records(struct run_view *v, msgpack_unpacker *up, long long at, const char *path)
+{
 	msgpack_unpacked u;
 	msgpack_unpacked_init(&u);
-	/* a record cut short waits for its end: the unpacker keeps it */
-	while (!v->frozen && msgpack_unpacker_next(up, &u) == MSGPACK_UNPACK_SUCCESS) {
-		if (u.data.type != MSGPACK_OBJECT_MAP)
-			continue;
+	int ret = MSGPACK_UNPACK_CONTINUE, rc = 0;
+	while (!v->frozen && (ret = msgpack_unpacker_next(up, &u)) == MSGPACK_UNPACK_SUCCESS) {
+		if (u.data.type != MSGPACK_OBJECT_MAP) {
+			rc = unreadable(v, "%s: record %ld: not a map", path, v->records + 1);
+			break;
+		}
+		v->records++;
+		v->read = at - (long long)msgpack_unpacker_message_size(up);
 		if (v->until > 0 && mp_str_is(mp_get(&u.data, "event"), "step") && mp_number(mp_get(&u.data, "step")) > (double)v->until)
 			v->frozen = 1;
 		else
 			on_event(v, &u.data);
 	}
+	if (!rc && !v->frozen && ret != MSGPACK_UNPACK_CONTINUE)
+		rc = unreadable(v, "%s: record %ld: malformed msgpack", path, v->records + 1);
 	msgpack_unpacked_destroy(&u);
-	return 1;
+	return rc;
+}
+
+int run_view_update(struct run_view *v)
+{
+	v->error[0] = 0;
+	if (v->frozen)
+		return 0;
+	char *path = path_join(v->dir, "events.msgpack");
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	if (fd < 0) {
+		rc = errno == ENOENT ? 0 : unreadable(v, "cannot open %s: %s", path, strerror(errno));
+		free(path);
+		return rc;
+	}
+	/* from the end of the last whole record: one cut short is read again */
+	msgpack_unpacker *up = msgpack_unpacker_new(1 << 16);
+	long long at = v->read;
+	for (;;) {
+		if (!up || !msgpack_unpacker_reserve_buffer(up, 1 << 16))
+			die("out of memory");
+		ssize_t got = pread(fd, msgpack_unpacker_buffer(up), msgpack_unpacker_buffer_capacity(up), (off_t)at);
+		if (got < 0)
+			rc = unreadable(v, "cannot read %s: %s", path, strerror(errno));
+		if (got <= 0)
+			break;
+		at += got;
+		msgpack_unpacker_buffer_consumed(up, (size_t)got);
+		if ((rc = take_records(v, up, at, path)) < 0 || v->frozen)
+			break;
+	}
+	close(fd);
+	msgpack_unpacker_free(up);
+	free(path);
+	return rc;
 }
 
 long run_view_pid(const struct run_view *v)
@@ -199,6 +233,8 @@ long run_view_pid(const struct run_view *v)
 
 const char *run_view_state(const struct run_view *v)
 {
+	if (*v->error)
+		return "unreadable";
 	if (run_view_pid(v))
 		return "running";
 	if (!strcmp(v->job_state, "failed") || !strcmp(v->job_state, "pruned") || !strcmp(v->job_state, "skipped"))
@@ -220,12 +256,44 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Whether step k evaluates (and so checkpoints, unless --save-every says
- * otherwise), as ts-train decides. */
-static int evaluates(const struct run_view *v, long k)
+/* How many steps in (from, to] are multiples of every (> 0). */
+static long multiples(long every, long from, long to)
 {
-	return (v->eval_every > 0 && k % v->eval_every == 0) ||
-	       (v->steps_per_epoch > 0 && k % v->steps_per_epoch == 0) || k == v->total_steps;
+	return to > from ? to / every - from / every : 0;
+}
+
+static long gcd(long a, long b)
+{
+	while (b) {
+		long r = a % b;
+		a = b, b = r;
+	}
+	return a;
+}
+
+/* The evaluations left after step from, as ts-train places them: at every
+ * eval_every-th step, at each epoch's end and at the last step. */
+static long evals_left(const struct run_view *v, long from)
+{
+	long a = v->eval_every, b = v->steps_per_epoch, to = v->total_steps, n = 0;
+	if (a > 0)
+		n += multiples(a, from, to);
+	if (b > 0)
+		n += multiples(b, from, to);
+	if (a > 0 && b > 0 && a / gcd(a, b) <= to / b)   /* the steps both count, once: multiples of their lcm */
+		n -= multiples(a / gcd(a, b) * b, from, to);
+	int last_counted = (a > 0 && to % a == 0) || (b > 0 && to % b == 0);
+	return n + (to > from && !last_counted);
+}
+
+/* The checkpoints left after step from: at every save_every-th step and the
+ * last, or else at every evaluation. */
+static long ckpts_left(const struct run_view *v, long from)
+{
+	if (v->save_every <= 0)
+		return evals_left(v, from);
+	return multiples(v->save_every, from, v->total_steps) +
+	       (v->total_steps > from && v->total_steps % v->save_every != 0);
 }
 
 double run_view_left(const struct run_view *v, double *plus_minus)
@@ -240,12 +308,7 @@ double run_view_left(const struct run_view *v, double *plus_minus)
 	memcpy(sorted, v->recent, (size_t)m * sizeof *sorted);
 	qsort(sorted, (size_t)m, sizeof *sorted, by_value);
 	double mean = sorted[m / 2], sd = (sorted[m * 3 / 4] - sorted[m / 4]) / 1.35;
-	long evals = 0, ckpts = 0;
-	for (long k = v->step + 1; k <= v->total_steps; k++) {
-		int e = evaluates(v, k);
-		evals += e;
-		ckpts += v->save_every > 0 ? k % v->save_every == 0 : e;
-	}
+	long from = v->step > 0 ? v->step : 0, evals = evals_left(v, from), ckpts = ckpts_left(v, from);
 	double eval = v->nevals ? v->eval_s / v->nevals : 0, ckpt = v->nckpts ? v->ckpt_s / v->nckpts : 0;
 	long n = v->total_steps - v->step;
 	/* the step time's spread over the steps left, and a guess of an

@@ -1,6 +1,7 @@
 /* What ts-top shows of a run: its events (RUN/events.msgpack) read as they
- * are appended, like tail -f, a record still being written waiting for its
- * end; its config; its state; and the prediction of its finish. */
+ * are appended, like tail -f, a record cut short read again from its start
+ * (still being written, or torn by a crash and written over by the resumed
+ * trainer); its config; its state; and the prediction of its finish. */
 #ifndef TS_RUNVIEW_H
 #define TS_RUNVIEW_H
 #include <jansson.h>
@@ -36,22 +37,24 @@ struct run_view {
 	long until;                        /* > 0: read no further than step until's events */
 	int frozen;
 	/* where the reading is */
-	void *unpacker;
-	long long read;
+	long long read;                    /* the bytes of the whole records read */
+	long records;
+	char error[1024];                  /* why the events cannot be read ("": they can) */
 	double last_step_time;
 };
 
 /* Opens dir's view (reads nothing yet). */
 struct run_view *run_view_open(const char *dir);
 void run_view_free(struct run_view *v);
-/* Reads what was appended since the last call; 0 when the run dir has no
- * events (yet). */
+/* Reads what was appended since the last call (nothing when the run dir
+ * has no events yet): 0, or -1 when the events cannot be read (a record
+ * that is not msgpack or not a map, a failed read), error saying why. */
 int run_view_update(struct run_view *v);
 /* running (its trainer holds the lock), done, stopped (on request or early),
  * failed (its trainer ended on an error; or a sweep's job, as its sweep
- * says, as are pruned and skipped), stale (no
- * trainer holds it, but it neither finished nor stopped: the process is
- * gone), or new (no events yet). */
+ * says, as are pruned and skipped), stale (no trainer holds it, but it
+ * neither finished nor stopped: the process is gone), new (no events yet),
+ * or unreadable (the last update found its events unreadable). */
 const char *run_view_state(const struct run_view *v);
 /* Seconds left, with *plus_minus its uncertainty: the steps left at the
  * recent step time, and the evaluations and checkpoints left at the time

@@ -1,0 +1,69 @@
+# ts-sweep, ts-top and ts-stop on what a user can get wrong or leave
+# running, a block each: what must fail fails with one line and its exit
+# status; what must not neither hangs nor crashes nor loses a job's state.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+S="ts-sweep-input-$$"
+cleanup() { tmux kill-session -t "$S" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
+BASE=(--data "$T/data" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --eval-every 50 --seed 5 --vocab "$V")
+MODEL=("${BASE[@]}" -j 1)
+LONG=(ts-train "${MODEL[@]}" --max-steps 100000)
+sweep() { timeout 300 ts-sweep "$@"; }
+# states DIR: each job's last state, "job state" a line
+states() { ts-cat "$1/jobs.msgpack" | jq -r 'select(.event=="job" and .state != "queued" and .state != "running") | "\(.job) \(.state)"' | sort -n; }
+# steps_in RUN: whether the run has taken 3 steps
+steps_in() { [ "$(ts-cat "$1/events.msgpack" 2>/dev/null | jq -r 'select(.event=="step") | .step' | wc -l)" -ge 3 ]; }
+# ended DIR: whether no ts-sweep or ts-train holds DIR's lock any more
+ended() { flock -n "$1/lock" true; }
+screen() { tmux capture-pane -p -t "$S"; }
+shows() { screen | grep -q -- "$1"; }
+config_of() { grep -E "^$2 = " "$1/config" | sed "s/^$2 = //"; }
+
+# ts-top counts the evaluations and checkpoints left without a loop over the steps left
+train "${MODEL[@]}" --max-steps 1000000000000 --run "$T/big" >/dev/null 2>&1 &
+trainer=$!
+wait_for "a run of 10^12 steps under way" steps_in "$T/big"
+check "ts-top --once of a run of 10^12 steps: at once" timeout 10 ts-top --once "$T/big"
+expect_eq "ts-top --json of it: years left" "$(timeout 10 ts-top --json "$T/big" | jq -r '.[0].left_s > 1e8')" true
+tmux new-session -d -s "$S" -x 80 -y 24 "TERM=xterm-256color $BIN/ts-top $T/big"
+wait_for "the live view of it" sh -c "$(declare -f screen shows); S=$S; shows 'step [0-9]*/1000000000000'"
+tmux kill-session -t "$S"
+check "ts-stop it" timeout 60 ts-stop --wait "$T/big"
+wait "$trainer"
+
+# events that cannot be read: an error for a snapshot, "unreadable" in the live view
+check "a run of 8 steps" train "${MODEL[@]}" --max-steps 8 --eval-every 4 --run "$T/r"
+mkdir -p "$T/dir/events.msgpack" "$T/bad" "$T/torn"
+cp "$T/r/config" "$T/dir" && cp "$T/r/config" "$T/bad" && cp "$T/r/config" "$T/torn"
+expect_fail "ts-top --once: events.msgpack a dir" 1 "^ts-top: cannot read $T/dir/events.msgpack: Is a directory$" \
+	timeout 10 ts-top --once "$T/dir"
+expect_fail "ts-top --json: events.msgpack a dir" 1 "cannot read $T/dir/events.msgpack: Is a directory" \
+	timeout 10 ts-top --json "$T/dir"
+ts-cat "$T/r/events.msgpack" | head -n 3 | ts-cat --from-json -o "$T/bad/events.msgpack"
+printf '\xc1' >>"$T/bad/events.msgpack"
+expect_fail "ts-top --once: a record that is not msgpack" 1 "^ts-top: $T/bad/events.msgpack: record 4: malformed msgpack$" \
+	timeout 10 ts-top --once "$T/bad"
+# a record torn by a crash is no error; the resumed trainer cuts it off and writes on from there
+ts-cat "$T/r/events.msgpack" | head -n 5 | ts-cat --from-json -o "$T/torn/events.msgpack"
+whole=$(stat -c %s "$T/torn/events.msgpack")
+step=$(ts-cat "$T/r/events.msgpack" | head -n 5 | jq -s 'map(select(.event == "step")) | last | .step')
+ts-cat "$T/r/events.msgpack" | sed -n 6p | ts-cat --from-json | head -c 10 >>"$T/torn/events.msgpack"
+expect_eq "ts-top --json: a torn last record is no error: the run as its whole records leave it" \
+	"$(timeout 10 ts-top --json "$T/torn" 2>"$T/err" | jq -r '.[0] | "\(.state) \(.step)"') $(wc -c <"$T/err")" "stale $step 0"
+tmux new-session -d -s "$S" -x 100 -y 30 "TERM=xterm-256color $BIN/ts-top $T/bad $T/torn"
+wait_for "the live view: events not msgpack, unreadable and why" sh -c \
+	"$(declare -f screen shows); S=$S; shows 'bad  \[unreadable\]' && shows 'record 4: malformed msgpack'"
+wait_for "the live view: the torn run at its last whole record" sh -c \
+	"$(declare -f screen); S=$S; screen | grep -q '^  .*/torn  *stale  *$step/8 '"
+truncate -s "$whole" "$T/torn/events.msgpack"
+ts-cat "$T/r/events.msgpack" | tail -n +6 | ts-cat --from-json >>"$T/torn/events.msgpack"
+wait_for "the live view: the torn record written over, the run reads to its end" sh -c \
+	"$(declare -f screen); S=$S; screen | grep -q '^  .*/torn  *done  *8/8 '"
+tmux send-keys -t "$S" q
+wait_for "the live view quits" sh -c "! tmux has-session -t $S 2>/dev/null"
+expect_fail "ts-top --until 0: refused, not ignored" 2 "--until: 0 is out of range" timeout 10 ts-top --once --until 0 "$T/r"
+
+finish
