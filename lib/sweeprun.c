@@ -120,11 +120,13 @@ static json_t *record_json(const msgpack_object *o)
 }
 
 /* The run's valid evaluation at its best step ("done" names it), else its
- * last one; NULL when it has none. */
-static json_t *best_eval(const char *run)
+ * last one; NULL when it has none. *stopped: whether its events end in a
+ * stop (on request: it goes on with --resume). */
+static json_t *outcome(const char *run, int *stopped)
 {
 	char *path = path_join(run, "events.msgpack");
 	json_t *best = NULL;
+	*stopped = 0;
 	if (access(path, R_OK) == 0) {
 		struct rec_reader *r = rec_open(path);
 		rec_allow_torn_tail(r);
@@ -136,6 +138,7 @@ static json_t *best_eval(const char *run)
 			const msgpack_object *bs = mp_get(o, "best_step");
 			if (mp_str_is(mp_get(o, "event"), "done") && bs && bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 				best_step = (long)bs->via.u64;
+			*stopped = mp_str_is(mp_get(o, "event"), "stop");
 			if (!valid_eval(o))
 				continue;
 			grow(&evals, &cap, n + 1, sizeof *evals);
@@ -290,19 +293,20 @@ static pid_t start(const char *dir, const char *cwd, const struct sweep_place *p
 	return pid;
 }
 
-/* The record of job i's end. */
-static json_t *ended(const char *dir, int i, int status, int stopping, int pruned, double took)
+/* The record of job i's end: failed, pruned, stopped (on request: its run
+ * ends in a stop, whoever asked) or done. */
+static json_t *ended(const char *dir, int i, int status, int pruned, double took)
 {
 	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
 	sprintf(out, "%s.out", run);
-	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0, stopped;
+	json_t *best = outcome(run, &stopped);
 	json_t *rec = json_pack("{sI ss sf}", "job", (json_int_t)i + 1,
-				"state", ok ? (pruned ? "pruned" : stopping ? "stopped" : "done") : "failed", "seconds", took);
+				"state", !ok ? "failed" : pruned ? "pruned" : stopped ? "stopped" : "done", "seconds", took);
 	if (WIFEXITED(status))
 		json_object_set_new(rec, "exit", json_integer(WEXITSTATUS(status)));
 	else
 		json_object_set_new(rec, "signal", json_integer(WTERMSIG(status)));
-	json_t *best = best_eval(run);
 	if (best)
 		json_object_set_new(rec, "best", best);
 	if (!ok)
@@ -433,6 +437,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	int next = 0, running = 0, failed = 0, stopping = 0;
 	struct pruning pr = {0};
 	while (running || (next < n && !stopping)) {
+		if (rundir_stop_requested(p->dir))   /* ts-stop from another machine writes it alone */
+			stop_asked = 1;
 		for (int k = 0; k < p->nplaces && next < n && !stop_asked; k++)
 			while (busy[k] < p->places[k].slots && next < n) {
 				const struct sweep_place *pl = &p->places[k];
@@ -482,7 +488,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		}
 		for (int i = 0; i < running; i++)
 			if (run[i].pid == pid) {
-				json_t *rec = ended(p->dir, run[i].job, status, stopping, run[i].pruned, now() - run[i].began);
+				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, now() - run[i].began);
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				events_add(ev, "job", rec);
 				busy[run[i].place]--;
@@ -493,8 +499,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 			}
 	}
 	events_add(ev, stopping ? "stop" : "done", json_pack("{sI}", "started", (json_int_t)next));
-	if (stopping)
-		rundir_clear_stop(p->dir);
+	rundir_clear_stop(p->dir);   /* acted on, or come with the last job's end */
 	free(run), free(busy);
 	if (pr.asha)
 		asha_free(pr.asha);
@@ -781,6 +786,7 @@ int sweep_resume(const char *dir, long slots)
 {
 	json_t *sweep, *jobs = sweep_read(dir, &sweep);
 	rundir_lock(dir, "ts-sweep");
+	rundir_clear_stop(dir);   /* one left by a sweep killed before it acted */
 	char *abs = realpath(dir, NULL);   /* the jobs start in the sweep's working dir */
 	if (!abs)
 		die("%s:", dir);

@@ -34,6 +34,36 @@ tmux kill-session -t "$S"
 check "ts-stop it" timeout 60 ts-stop --wait "$T/big"
 wait "$trainer"
 
+# a job stopped on its own (ts-stop on its run dir, or ts-top's s) is stopped, and --resume goes on with it
+sweep -p lr=1e-4,1e-3 --dir "$T/js" -- "${LONG[@]}" >/dev/null 2>&1 &
+sweeper=$!
+wait_for "a sweep's job 1 under way" steps_in "$T/js/job-001"
+check "ts-stop on job 1's run dir" timeout 60 ts-stop --wait "$T/js/job-001"
+wait_for "then job 2 under way" steps_in "$T/js/job-002"
+check "ts-stop on job 2's run dir" timeout 60 ts-stop --wait "$T/js/job-002"
+wait "$sweeper"
+expect_eq "jobs stopped on their own: the sweep exits 0 and records each stopped" "$? $(states "$T/js" | tr '\n' ';')" \
+	"0 1 stopped;2 stopped;"
+sweep --resume "$T/js" >/dev/null 2>&1 &
+sweeper=$!
+resumed() { ts-cat "$T/js/jobs.msgpack" | jq -se 'any(.[]; .job == 1 and .state == "running" and .argv[1] == "--resume")' >/dev/null; }
+wait_for "--resume goes on with job 1 from its checkpoint" resumed
+timeout 60 ts-stop --wait "$T/js" >/dev/null 2>&1
+wait "$sweeper"
+
+# ts-stop SWEEPDIR from another machine writes SWEEPDIR/stop alone: the sweep finds it
+sweep -p lr=1e-4,1e-3 --dir "$T/oh" -- "${LONG[@]}" >/dev/null 2>&1 &
+sweeper=$!
+wait_for "another sweep's job 1 under way" steps_in "$T/oh/job-001"
+check "ts-stop SWEEPDIR from another machine (another host name)" \
+	unshare -u sh -c "hostname otherhost && timeout 60 ts-stop '$T/oh'"
+wait_for "...the sweep finds the request and stops" ended "$T/oh"
+ended "$T/oh" || timeout 60 ts-stop "$T/oh" >/dev/null
+wait "$sweeper"
+expect_eq "...exit 0, job 1 stopped, job 2 never started, the stop recorded, the request removed" \
+	"$? $(states "$T/oh" | tr '\n' ';') $(test -e "$T/oh/job-002" && echo started)$(ts-cat "$T/oh/jobs.msgpack" | jq -r .event | tail -1) $(test -e "$T/oh/stop" && echo left)" \
+	"0 1 stopped; stop "
+
 # events that cannot be read: an error for a snapshot, "unreadable" in the live view
 check "a run of 8 steps" train "${MODEL[@]}" --max-steps 8 --eval-every 4 --run "$T/r"
 mkdir -p "$T/dir/events.msgpack" "$T/bad" "$T/torn"
