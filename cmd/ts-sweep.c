@@ -230,8 +230,8 @@ static void print_board(const char *d)
 /* ---- running ---- */
 
 /* A job's command: ts-train, with no --run or --resume of its own; where
- * says where it came from. Returns whether it gives -j itself. */
-static int check_command(char **cmd, int n, const char *where)
+ * says where it came from. */
+static void check_command(char **cmd, int n, const char *where)
 {
 	char *name = xstrdup(cmd[0]);
 	if (strcmp(basename(name), "ts-train"))
@@ -242,7 +242,6 @@ static int check_command(char **cmd, int n, const char *where)
 		    !strncmp(cmd[i], "--resume=", 9))
 			die_usage("%sts-sweep gives each job its own run dir: drop %s from the ts-train arguments", where,
 				  cmd[i]);
-	return sweep_gives_threads(cmd);
 }
 
 /* A line of a --tasks or --servers file: its words and where it is. */
@@ -283,9 +282,8 @@ static struct line *read_lines(const char *opt, const char *path, int *count)
 }
 
 /* The commands to sweep: the one after --, or each line of the task file;
- * each checked, with its length in lens and whether it gives -j itself in
- * own. */
-static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
+ * each checked, with its length in lens. */
+static char ***commands(char **cmd, int ncmd, int *n, int **lens)
 {
 	struct line *l = NULL;
 	*n = 1;
@@ -293,14 +291,13 @@ static char ***commands(char **cmd, int ncmd, int *n, int **lens, int **own)
 		l = read_lines("tasks", tasks, n);
 	char ***all = xcalloc((size_t)*n, sizeof *all);
 	*lens = xcalloc((size_t)*n, sizeof **lens);
-	*own = xcalloc((size_t)*n, sizeof **own);
 	for (int i = 0; i < *n; i++) {
 		char where[160] = "";
 		if (l)
 			snprintf(where, sizeof where, "%s: ", l[i].where);
 		all[i] = l ? l[i].w : cmd;
 		(*lens)[i] = l ? l[i].n : ncmd;
-		(*own)[i] = check_command(all[i], (*lens)[i], where);
+		check_command(all[i], (*lens)[i], where);
 	}
 	free(l);
 	return all;
@@ -401,8 +398,8 @@ int main(int argc, char **argv)
 		sweep_parse(params.v[i], &specs[i]);
 	struct sweep_job *grid;
 	int ngrid = sweep_jobs(specs, params.n, draws, (uint64_t)seed, 100000, &grid);
-	int ncmds, *lens, *own;
-	char ***cmds = commands(cmd, ncmd, &ncmds, &lens, &own);
+	int ncmds, *lens;
+	char ***cmds = commands(cmd, ncmd, &ncmds, &lens);
 	if ((long)ncmds * ngrid > 100000)
 		die_usage("the sweep has more than 100000 jobs");
 	struct sweep_plan plan = {.dir = dir, .njobs = ncmds * ngrid};
@@ -412,7 +409,6 @@ int main(int argc, char **argv)
 			struct sweep_job *j = &plan.jobs[c * ngrid + g];
 			*j = grid[g];
 			j->cmd = cmds[c], j->ncmd = lens[c];
-			j->threads = !own[c];
 		}
 	if (print) {
 		print_jobs(&plan);

@@ -124,9 +124,23 @@ static void take(struct sweep_job *j, const struct sweep_spec *s, int v, struct 
 	}
 }
 
+/* Dies when an option is in two specs, or twice in one: one value would
+ * silently win. */
+static void check_keys(const struct sweep_spec *specs, int nspecs)
+{
+	for (int i = 0; i < nspecs; i++)
+		for (int k = 0; k < specs[i].nkeys; k++)
+			for (int j = i; j < nspecs; j++)   /* against each key after it */
+				for (int m = j == i ? k + 1 : 0; m < specs[j].nkeys; m++)
+					if (!strcmp(specs[i].keys[k], specs[j].keys[m]))
+						die_usage("-p: option %s is given twice: name each option in one spec, once",
+							  specs[i].keys[k]);
+}
+
 int sweep_jobs(const struct sweep_spec *specs, int nspecs, long draws, uint64_t seed, long max_jobs,
 	       struct sweep_job **jobs)
 {
+	check_keys(specs, nspecs);
 	long n = draws;
 	if (!draws) {
 		n = 1;

@@ -19,20 +19,19 @@ struct sweep_spec {
 };
 
 /* One job: its command (ts-train and the arguments it shares with other
- * jobs), the options it adds, opts[2i] = key, opts[2i+1] = value, and
- * whether the place it runs at adds its -j (the command gives none). */
+ * jobs) and the options it adds, opts[2i] = key, opts[2i+1] = value. */
 struct sweep_job {
 	char **cmd;
 	int ncmd;
 	int nopts;
 	char **opts;
-	int threads;
 };
 
 /* Parses one -p spec; dies with a usage error naming what is wrong. */
 void sweep_parse(const char *text, struct sweep_spec *s);
 /* The jobs of specs: the grid (draws 0; a range is an error) or that many
- * random draws from seed. Returns how many; dies when a grid would exceed
+ * random draws from seed. Returns how many; dies with a usage error when
+ * two specs (or one twice) name an option, or a grid would exceed
  * max_jobs. */
 int sweep_jobs(const struct sweep_spec *specs, int nspecs, long draws, uint64_t seed, long max_jobs,
 	       struct sweep_job **jobs);

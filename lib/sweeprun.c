@@ -45,7 +45,7 @@ char **sweep_argv(const struct sweep_plan *p, int i, int threads)
 	}
 	v[n++] = xstrdup("--run");
 	v[n++] = sweep_job_dir(p->dir, i);
-	if (j->threads && threads > 0) {
+	if (threads > 0 && !sweep_gives_threads(v)) {
 		v[n++] = xstrdup("-j");
 		v[n] = xmalloc(16);
 		snprintf(v[n++], 16, "%d", threads);
@@ -698,7 +698,7 @@ int sweep_run(struct sweep_plan *p)
 			json_object_set_new(rec, "state", json_string("skipped"));
 			warnx("job %d skipped: its model has %ld parameters, over --max-params %ld", i + 1, size, p->max_params);
 		} else {
-			ids[n] = i, add_j[n] = p->jobs[i].threads, argvs[n++] = argv;
+			ids[n] = i, add_j[n] = !sweep_gives_threads(argv), argvs[n++] = argv;
 		}
 		events_add(ev, "job", rec);
 	}

@@ -41,8 +41,8 @@ double sweep_metric(const json_t *eval, const char *name);
 /* Whether lower values of metric name are better. */
 int sweep_lower_is_better(const char *name);
 
-/* Job i's command line, NULL-terminated, with -j threads where the job
- * gives none and threads > 0. */
+/* Job i's command line, NULL-terminated, with -j threads where it gives
+ * none (in its command or a -p threads spec) and threads > 0. */
 char **sweep_argv(const struct sweep_plan *p, int i, int threads);
 /* Job i's run dir. */
 char *sweep_job_dir(const char *dir, int i);

@@ -64,6 +64,19 @@ expect_eq "...exit 0, job 1 stopped, job 2 never started, the stop recorded, the
 	"$? $(states "$T/oh" | tr '\n' ';') $(test -e "$T/oh/job-002" && echo started)$(ts-cat "$T/oh/jobs.msgpack" | jq -r .event | tail -1) $(test -e "$T/oh/stop" && echo left)" \
 	"0 1 stopped; stop "
 
+# an option in two specs, or twice in one, would have one value win silently
+expect_fail "-p: an option in two specs" 2 "-p: option lr is given twice" \
+	sweep -p lr=1e-4,1e-2 -p lr=5e-3 --dir "$T/u1" -- ts-train "${MODEL[@]}" --max-steps 1
+expect_fail "-p: an option twice in a group" 2 "-p: option lr is given twice" \
+	sweep -p lr,lr=1:2 --dir "$T/u2" -- ts-train "${MODEL[@]}" --max-steps 1
+check "nothing written for them" sh -c "! ls -d '$T'/u* 2>/dev/null"
+# -p threads: each job's own, as ts-train -j in the command is; -P 1024 would give each 1 core
+sweep --print -P 1024 -p threads=2,3 --dir "$T/u3" -- ts-train "${BASE[@]}" >"$T/print.txt"
+expect_eq "-p threads with --print: each job's own, no -j of the sweep's after it" \
+	"$(grep -c -- '--threads [23] --run [^ ]*$' "$T/print.txt") $(grep -c -- ' -j ' "$T/print.txt")" "2 0"
+check "-p threads=2 at -P 1024" sweep -P 1024 -p threads=2 --dir "$T/th" -- ts-train "${BASE[@]}" --max-steps 2
+expect_eq "...the job runs on 2 threads" "$(config_of "$T/th/job-001" threads)" 2
+
 # events that cannot be read: an error for a snapshot, "unreadable" in the live view
 check "a run of 8 steps" train "${MODEL[@]}" --max-steps 8 --eval-every 4 --run "$T/r"
 mkdir -p "$T/dir/events.msgpack" "$T/bad" "$T/torn"
