@@ -113,11 +113,13 @@ static void take(struct sweep_job *j, const struct sweep_spec *s, int v, struct 
 			j->opts[j->nopts++] = xstrdup(s->vals[v][k]);
 			continue;
 		}
-		double u = rng_uniform(r), x = s->log ? exp(log(s->lo) + u * (log(s->hi) - log(s->lo)))
-						      : s->lo + u * (s->hi - s->lo);
+		/* whole numbers: each from lo to hi as likely (on :log, as log-uniform
+		 * on [lo, hi + 1) puts it), hi included */
+		double hi = s->whole ? s->hi + 1 : s->hi, u = rng_uniform(r);
+		double x = s->log ? exp(log(s->lo) + u * (log(hi) - log(s->lo))) : s->lo + u * (hi - s->lo);
 		char buf[64];
 		if (s->whole)
-			snprintf(buf, sizeof buf, "%.0f", floor(x + 0.5));
+			snprintf(buf, sizeof buf, "%.0f", fmin(floor(x), s->hi));
 		else
 			snprintf(buf, sizeof buf, "%.4g", x);
 		j->opts[j->nopts++] = xstrdup(buf);

@@ -77,6 +77,12 @@ expect_eq "-p threads with --print: each job's own, no -j of the sweep's after i
 check "-p threads=2 at -P 1024" sweep -P 1024 -p threads=2 --dir "$T/th" -- ts-train "${BASE[@]}" --max-steps 2
 expect_eq "...the job runs on 2 threads" "$(config_of "$T/th/job-001" threads)" 2
 
+# whole-number ranges: each whole number from LO to HI as likely
+sweep --print --random 3000 -p layers=1:3 --dir "$T/u4" -- ts-train >"$T/draws.txt"
+expect_eq "--random 3000 -p layers=1:3: 1, 2 and 3 each 900 to 1100 times" \
+	"$(grep -o -- '--layers [0-9]*' "$T/draws.txt" | sort | uniq -c | awk '{ printf "%s:%d ", $3, ($1 > 900 && $1 < 1100) }')" \
+	"1:1 2:1 3:1 "
+
 # events that cannot be read: an error for a snapshot, "unreadable" in the live view
 check "a run of 8 steps" train "${MODEL[@]}" --max-steps 8 --eval-every 4 --run "$T/r"
 mkdir -p "$T/dir/events.msgpack" "$T/bad" "$T/torn"
