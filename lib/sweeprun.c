@@ -672,8 +672,12 @@ int sweep_run(struct sweep_plan *p)
 		if (pl->host ? check_server(p, pl, cwd, abs) : !pl->gpus || check_gpus(pl))
 			p->places[kept++] = *pl, slots += pl->slots;
 	}
-	if (!kept)
+	if (!kept) {   /* the dir holds only its lock: nothing is left behind */
+		char *lock = path_join(p->dir, "lock");
+		unlink(lock);
+		rmdir(p->dir);
 		die("no server or GPU is left to run the jobs (see the warnings above)");
+	}
 	p->nplaces = kept;
 	struct events *ev = open_records(p->dir);
 	json_t *ssh = json_array();
@@ -742,9 +746,13 @@ json_t *sweep_read(const char *dir, json_t **sweep)
 	return jobs;
 }
 
-/* A string array of a record as a NULL-terminated argv. */
+/* A string array of a record as a NULL-terminated argv; NULL when it holds
+ * anything else. */
 static char **argv_of(const json_t *a)
 {
+	for (size_t i = 0; i < json_array_size(a); i++)
+		if (!json_is_string(json_array_get(a, i)))
+			return NULL;
 	char **v = xcalloc(json_array_size(a) + 1, sizeof *v);
 	for (size_t i = 0; i < json_array_size(a); i++)
 		v[i] = xstrdup(json_string_value(json_array_get(a, i)));
@@ -774,7 +782,8 @@ static void recorded_places(struct sweep_plan *p, const json_t *sweep, long slot
 	if (!p->nplaces)
 		die("%s: jobs.msgpack: the sweep record names no place to run", p->dir);
 	p->nssh = (int)json_array_size(ssh);
-	p->ssh = argv_of(ssh);
+	if (!(p->ssh = argv_of(ssh)))
+		die("%s: jobs.msgpack: the sweep record's ssh command is not a list of words", p->dir);
 	if (slots && remote)
 		die_usage("-P sets the jobs at a time on this machine's cores; the sweep in %s ran on servers or GPUs",
 			  p->dir);
@@ -802,19 +811,25 @@ int sweep_resume(const char *dir, long slots)
 	for (size_t i = 0; i < n; i++) {
 		const json_t *job = json_array_get(jobs, i), *argv = json_object_get(job, "argv");
 		const char *state = json_string_value(json_object_get(job, "state"));
+		if (!state)
+			die("%s: jobs.msgpack: job %zu has no state", dir, i + 1);
 		if (!strcmp(state, "done") || !strcmp(state, "pruned") || !strcmp(state, "skipped"))
 			continue;
-		if (!json_array_size(argv))
+		char **words = argv_of(argv);
+		if (!words || !words[0])
 			die("%s: jobs.msgpack: job %zu has no command line", dir, i + 1);
 		/* a run that began goes on from its checkpoint, with its own -j; the others start */
 		char *run = sweep_job_dir(abs, (int)i), *config = path_join(run, "config");
 		if (access(config, F_OK) == 0) {
 			argvs[todo] = xcalloc(4, sizeof **argvs);
-			argvs[todo][0] = xstrdup(json_string_value(json_array_get(argv, 0)));
+			argvs[todo][0] = words[0];
 			argvs[todo][1] = xstrdup("--resume"), argvs[todo][2] = run;
+			for (char **w = words + 1; *w; w++)
+				free(*w);
+			free(words);
 		} else {
-			argvs[todo] = argv_of(argv);
-			add_j[todo] = !sweep_gives_threads(argvs[todo]);
+			argvs[todo] = words;
+			add_j[todo] = !sweep_gives_threads(words);
 			free(run);
 		}
 		free(config);

@@ -115,4 +115,12 @@ tmux send-keys -t "$S" q
 wait_for "the live view quits" sh -c "! tmux has-session -t $S 2>/dev/null"
 expect_fail "ts-top --until 0: refused, not ignored" 2 "--until: 0 is out of range" timeout 10 ts-top --once --until 0 "$T/r"
 
+# a sweep record damaged by hand; a place check that fails
+cp -r "$T/oh" "$T/ns"
+ts-cat "$T/oh/jobs.msgpack" | jq -c 'if .job == 2 then del(.state) else . end' | ts-cat --from-json -o "$T/ns/jobs.msgpack"
+expect_fail "--resume: a job record without a state" 1 "jobs.msgpack: job 2 has no state" sweep --resume "$T/ns"
+echo nohost >"$T/servers"
+sweep --servers "$T/servers" --ssh false -p lr=1e-4 --dir "$T/pl" -- "${LONG[@]}" >/dev/null 2>"$T/pl.err"
+expect_eq "no place passes its check: exit 1, why, and no sweep dir left to block a retry" \
+	"$? $(grep -c 'no server or GPU is left' "$T/pl.err") $(test -e "$T/pl" && echo left)" "1 1 "
 finish
