@@ -38,8 +38,13 @@ check "the prediction after 10% of the steps is within 10% of the run's length" 
 check "a sweep of 2 jobs" timeout 300 ts-sweep -p lr=1e-4,1e-3 --dir "$T/sw" -- ts-train "${MODEL[@]}" --max-steps 4
 expect_eq "--json of a sweep dir: each job" "$(ts-top --json "$T/sw" | jq -r 'map(.run | sub(".*/"; "")) | join(" ")')" \
 	"job-001 job-002"
+# (its data's manifest understates the largest token id, which the trainer
+# finds only as it batches the records, after making its run dir)
+awk 'BEGIN { for (r = 0; r < 40; r++) printf "{\"id\":%d,\"ids\":[2,%d,40000,3],\"label\":%d}\n", r, 5 + r, r % 2 }' |
+	ts-cat --from-json | ts-shard -o "$T/bad" --seed 3 >/dev/null 2>&1
+jq '.splits |= with_entries(.value.max_id = 100)' "$T/bad/manifest.json" >"$T/m" && mv "$T/m" "$T/bad/manifest.json"
 check "a sweep whose second job fails after making its run dir" sh -c \
-	"timeout 300 ts-sweep -p max-pos=64,16 --dir '$T/swf' -- ts-train ${MODEL[*]} --max-steps 2 >/dev/null 2>&1; test \$? = 1"
+	"timeout 300 ts-sweep -p data=$T/data,$T/bad --dir '$T/swf' -- ts-train ${MODEL[*]:2} --max-steps 2 >/dev/null 2>&1; test \$? = 1 && test -f '$T/swf/job-002/config'"
 expect_eq "a sweep job that failed is shown failed, as its sweep says" \
 	"$(ts-top --json "$T/swf" | jq -r 'map(.state) | join(" ")')" "done failed"
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
