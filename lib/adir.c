@@ -17,7 +17,7 @@ struct adir {
 	int replace_old;   /* DIR holds an old dir of the same kind */
 };
 
-static int is_empty_dir(const char *path)
+int dir_empty_but(const char *path, const char *except)
 {
 	DIR *d = opendir(path);
 	if (!d)
@@ -25,7 +25,7 @@ static int is_empty_dir(const char *path)
 	struct dirent *e;
 	int empty = 1;
 	while (empty && (e = readdir(d)))
-		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || (except && !strcmp(e->d_name, except));
 	closedir(d);
 	return empty;
 }
@@ -41,7 +41,7 @@ static int check_target(const char *path, int replace, const char *marker)
 	}
 	if (!S_ISDIR(st.st_mode))
 		die("%s exists and is not a directory", path);
-	if (is_empty_dir(path))
+	if (dir_empty_but(path, NULL))
 		return 0;
 	if (!replace)
 		die("%s exists and is not empty (--force replaces it)", path);

@@ -14,4 +14,7 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker);
 const char *adir_tmp(const struct adir *d);
 /* Renames the temp dir to DIR, replacing the old DIR where allowed; frees d. */
 void adir_commit(struct adir *d);
+/* Whether the directory at path holds nothing, or nothing but a file named
+ * except (NULL: nothing at all). */
+int dir_empty_but(const char *path, const char *except);
 #endif

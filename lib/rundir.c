@@ -46,20 +46,6 @@ static _Noreturn void holds_a_run(const char *dir)
 	die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
 }
 
-/* Whether dir holds something but a stop request. */
-static int holds_more_than_stop(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		die("cannot open %s:", dir);
-	struct dirent *e;
-	int more = 0;
-	while (!more && (e = readdir(d)))
-		more = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "stop");
-	closedir(d);
-	return more;
-}
-
 void rundir_check_new(const char *dir)
 {
 	char *config = path_join(dir, "config");
@@ -72,7 +58,7 @@ void rundir_check_new(const char *dir)
 			die("cannot stat %s:", dir);
 	} else if (!S_ISDIR(st.st_mode)) {
 		die("%s exists and is not a directory", dir);
-	} else if (holds_more_than_stop(dir)) {
+	} else if (!dir_empty_but(dir, "stop")) {
 		die("%s is not empty and holds no run; choose a new or an empty dir for --run", dir);
 	}
 }
