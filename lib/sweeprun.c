@@ -743,6 +743,9 @@ json_t *sweep_read(const char *dir, json_t **sweep)
 	free(path);
 	if (!*sweep)
 		die("%s: jobs.msgpack holds no sweep record", dir);
+	for (size_t i = 0; i < json_array_size(jobs); i++)
+		if (!json_string_value(json_object_get(json_array_get(jobs, i), "state")))
+			die("%s: jobs.msgpack: job %zu has no state", dir, i + 1);
 	return jobs;
 }
 
@@ -811,8 +814,6 @@ int sweep_resume(const char *dir, long slots)
 	for (size_t i = 0; i < n; i++) {
 		const json_t *job = json_array_get(jobs, i), *argv = json_object_get(job, "argv");
 		const char *state = json_string_value(json_object_get(job, "state"));
-		if (!state)
-			die("%s: jobs.msgpack: job %zu has no state", dir, i + 1);
 		if (!strcmp(state, "done") || !strcmp(state, "pruned") || !strcmp(state, "skipped"))
 			continue;
 		char **words = argv_of(argv);

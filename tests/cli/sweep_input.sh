@@ -119,6 +119,7 @@ expect_fail "ts-top --until 0: refused, not ignored" 2 "--until: 0 is out of ran
 cp -r "$T/oh" "$T/ns"
 ts-cat "$T/oh/jobs.msgpack" | jq -c 'if .job == 2 then del(.state) else . end' | ts-cat --from-json -o "$T/ns/jobs.msgpack"
 expect_fail "--resume: a job record without a state" 1 "jobs.msgpack: job 2 has no state" sweep --resume "$T/ns"
+expect_fail "ts-top: a job record without a state" 1 "jobs.msgpack: job 2 has no state" timeout 10 ts-top --once "$T/ns"
 echo nohost >"$T/servers"
 sweep --servers "$T/servers" --ssh false -p lr=1e-4 --dir "$T/pl" -- "${LONG[@]}" >/dev/null 2>"$T/pl.err"
 expect_eq "no place passes its check: exit 1, why, and no sweep dir left to block a retry" \
