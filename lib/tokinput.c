@@ -313,9 +313,10 @@ static int next_conll(struct tokinput *in, struct in_record *r)
 		    (unsigned long long)r->line);
 	grow(&in->words, &in->words_cap, count + 1, sizeof *in->words);
 	grow(&in->names, &in->names_cap, count + 1, sizeof *in->names);
-	for (size_t i = 0; i < count; i++) {
-		in->words[i] = (struct in_str){in->sentence.s + at[2 * i], strlen(in->sentence.s + at[2 * i])};
-		in->names[i] = (struct in_str){in->sentence.s + at[2 * i + 1], strlen(in->sentence.s + at[2 * i + 1])};
+	for (size_t i = 0; i < count; i++) {   /* lengths from the offsets: a NUL in a field is data */
+		size_t end = i + 1 < count ? at[2 * i + 2] : in->sentence.n;
+		in->words[i] = (struct in_str){in->sentence.s + at[2 * i], at[2 * i + 1] - at[2 * i] - 1};
+		in->names[i] = (struct in_str){in->sentence.s + at[2 * i + 1], end - at[2 * i + 1] - 1};
 	}
 	free(at);
 	if (!count)

@@ -33,6 +33,11 @@ expect_eq "and it holds every record" "$(timeout 60 ts-cat --no-header "$T/label
 printf 'text,label\nhello,a\000b\nworld,a\000b\nfoo,a\n' >"$T/nul.csv"
 expect_fail "a NUL byte in a CSV label" 1 "nul.csv: line 2: the label holds a NUL byte" \
 	tok --label label -o "$T/out.msgpack" "$T/nul.csv"
+printf 'hello\tO\nwor\000ld\tB-X\000Y\n\n' >"$T/nul.conll"
+expect_fail "a NUL byte in a CoNLL tag" 1 "nul.conll: line 1: the label holds a NUL byte" tok -o "$T/out.msgpack" "$T/nul.conll"
+printf 'hello\tO\nwor\000ld\tB-X\n\n' >"$T/nulword.conll"
+expect_eq "a NUL byte in a CoNLL word is data, as in text (BERT's cleaning drops it), not its end" \
+	"$(tok "$T/nulword.conll" | timeout 60 ts-cat --no-header)" '{"id":0,"ids":[101,7592,2088,102],"label":[-100,0,1,-100]}'
 printf 'text\tlabel\nhello\tsp\377m\n' >"$T/bad.tsv"
 expect_fail "a TSV label not in UTF-8" 1 "bad.tsv: line 2: the label is not valid UTF-8" \
 	tok --label label -o "$T/out.msgpack" "$T/bad.tsv"
