@@ -145,9 +145,13 @@ static void set_label(struct ctx *c, struct batch *b, struct item *it, const str
 				: labelmap_id(c->labels, r->label_names[i].s, r->label_names[i].n, name, r->line);
 		break;
 	}
-	if (r->nwords && it->label_kind != LABEL_NONE && (it->label_kind != LABEL_LIST || it->nlabels != r->nwords))
-		die("%s: line %llu: %zu words but %zu tags", name, (unsigned long long)r->line, r->nwords,
-		    it->label_kind == LABEL_LIST ? it->nlabels : (size_t)1);
+	if (!r->nwords || it->label_kind == LABEL_NONE)
+		return;
+	if (it->label_kind != LABEL_LIST)
+		die("%s: line %llu: a list of words takes a list of tags, one a word, not one label", name,
+		    (unsigned long long)r->line);
+	if (it->nlabels != r->nwords)
+		die("%s: line %llu: %zu words but %zu tags", name, (unsigned long long)r->line, r->nwords, it->nlabels);
 }
 
 static size_t stash(struct strbuf *a, const char *s, size_t n)

@@ -37,6 +37,10 @@ expect_eq "marks each word's first piece -1: predicted, not scored" \
 printf '{"tokens": ["alice", "went"], "tags": ["B-PER"]}\n' >"$T/short.jsonl"
 expect_fail "words and tags of different counts: refused" 1 "line 1: 2 words but 1 tags" \
 	ts-tokenize -v "$V" --text tokens --label tags "$T/short.jsonl"
+printf '{"tokens": ["alice"], "tags": "B-PER"}\n' >"$T/one.jsonl"
+expect_fail "a word list with one label, not a list of tags: refused as such" 1 \
+	"line 1: a list of words takes a list of tags, one a word, not one label" \
+	ts-tokenize -v "$V" --text tokens --label tags "$T/one.jsonl"
 expect_fail "--label on CoNLL: refused" 2 "conll input has its words and tags in fixed columns" \
 	ts-tokenize -v "$V" --label tag "$T/ner.conll"
 ts-tokenize -v "$V" --max-len 12 --fold "$T/ner.conll" | ts-shard -o "$T/ner" --split train=.8,valid=.2 --seed 1 >/dev/null
