@@ -59,6 +59,7 @@ struct input {
 	char **labels;
 	int nlabels;
 	const struct manifest_split *split;   /* with --data */
+	struct row_origin origin;             /* with record files: where each row came from */
 	int32_t vocab;                        /* token ids must be below this */
 };
 
@@ -81,7 +82,7 @@ static void open_input(struct input *in, char **files, int nfiles)
 	}
 	static char *dash[] = {"-"};
 	in->shard = shard_from_streams(nfiles ? files : dash, nfiles ? nfiles : 1, &in->vocab_sha256, &in->labels,
-				       &in->nlabels);
+				       &in->nlabels, &in->origin);
 	in->name = xstrdup(nfiles == 1 ? files[0] : "the input records");
 }
 
@@ -143,7 +144,8 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	struct vocab *v = vocab_load(vpath);
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	mlm.vocab = in->vocab;   /* random replacements must fit the model's embeddings too */
-	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0, in->vocab};
+	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0, in->vocab,
+				   in->origin.files ? &in->origin : NULL};
 	struct eval_result r;
 	struct eval_opts o = {(int)batch, 0, NULL, NULL};
 	evaluate(m, &src, &o, NULL, NULL, &r);
@@ -188,7 +190,8 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		die_usage("--threshold is for multi-label models");
 	if (names && nnames != bert_config_of(m)->num_labels)
 		names = NULL, nnames = 0;
-	struct batch_source src = {in->shard, in->name, task, L, NULL, (uint64_t)seed, !all, in->vocab};
+	struct batch_source src = {in->shard, in->name, task, L, NULL, (uint64_t)seed, !all, in->vocab,
+				   in->origin.files ? &in->origin : NULL};
 	struct predictions *p = predictions_new(in->shard, task, L, threshold, all);
 	struct eval_result r;
 	struct eval_opts o = {(int)batch, threshold, names, NULL};

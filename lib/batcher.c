@@ -3,6 +3,8 @@
 #include "rng.h"
 #include "vocab.h"
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,15 +169,30 @@ static const char *kind_name(enum label_kind k)
 }
 
 /* Dies unless record row has a label of kind want (or, where int_ok, a class). */
+/* Dies with "NAME: record N: " and the message: the row's stream and its
+ * place there when the shard was made from streams, else the shard's row. */
+__attribute__((noreturn, format(printf, 3, 4))) static void die_at(const struct batch_source *src, uint64_t row,
+								   const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const struct row_origin *o = src->origin;
+	if (o)
+		die("%s: record %llu: %s", o->files[o->file[row]], (unsigned long long)o->rec[row], msg);
+	die("%s: record %llu: %s", src->name, (unsigned long long)row + 1, msg);
+}
+
 static void need_label(const struct batch_source *src, uint64_t row, const struct tokrec *t, enum label_kind want,
 		       int int_ok, const char *head)
 {
 	if (t->label_kind == want || (int_ok && t->label_kind == LABEL_INT))
 		return;
 	if (t->label_kind == LABEL_NONE)
-		die("%s: record %llu: no label (training and evaluation need labelled data)", src->name,
-		    (unsigned long long)row + 1);
-	die("%s: record %llu: the %s head takes %s, not a %s label", src->name, (unsigned long long)row + 1, head,
+		die_at(src, row, "no label (training and evaluation need labelled data)");
+	die_at(src, row, "the %s head takes %s, not a %s label", head,
 	    want == LABEL_INT ? "one class per record" : want == LABEL_FLOAT ? "a number per record"
 	    : src->task == TASK_TOKCLS ? "a tag per token" : "a list of classes per record", kind_name(t->label_kind));
 }
@@ -183,7 +200,7 @@ static void need_label(const struct batch_source *src, uint64_t row, const struc
 static void check_class(const struct batch_source *src, uint64_t row, int32_t y)
 {
 	if (y < 0 || y >= src->num_labels)
-		die("%s: record %llu: label %d is beyond the head's %d classes", src->name, (unsigned long long)row + 1, y,
+		die_at(src, row, "label %d is beyond the head's %d classes", y,
 		    src->num_labels);
 }
 
@@ -203,7 +220,7 @@ static float reg_target(const struct batch_source *src, uint64_t row, const stru
 	need_label(src, row, t, LABEL_FLOAT, 1, "regression");
 	double y = t->label_kind == LABEL_INT ? t->label : t->flabel;
 	if (!isfinite(y) || fabs(y) > 1e30)
-		die("%s: record %llu: label %g is not a finite number", src->name, (unsigned long long)row + 1, y);
+		die_at(src, row, "label %g is not a finite number", y);
 	return (float)y;
 }
 
@@ -231,14 +248,14 @@ static int64_t token_tags(const struct batch_source *src, uint64_t row, const st
 {
 	need_label(src, row, t, LABEL_LIST, 0, "token classification");
 	if (t->nlabels != t->n)
-		die("%s: record %llu: %zu tags for %zu tokens", src->name, (unsigned long long)row + 1, t->nlabels, t->n);
+		die_at(src, row, "%zu tags for %zu tokens", t->nlabels, t->n);
 	int64_t count = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		int32_t v = t->labels[i];
 		if (v == TAG_NONE)
 			continue;
 		if (v == TAG_UNKNOWN && !src->unlabelled)
-			die("%s: record %llu: word at token %zu has no tag", src->name, (unsigned long long)row + 1, i);
+			die_at(src, row, "word at token %zu has no tag", i);
 		if (v != TAG_UNKNOWN)
 			check_class(src, row, v);
 		y[i] = v < 0 ? 0 : v;
@@ -253,8 +270,7 @@ static void check_ids(const struct batch_source *src, uint64_t row, const struct
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (t->ids[i] >= src->vocab)
-			die("%s: record %llu: token id %d is beyond the vocab's %d tokens", src->name,
-			    (unsigned long long)row + 1, t->ids[i], src->vocab);
+			die_at(src, row, "token id %d is beyond the vocab's %d tokens", t->ids[i], src->vocab);
 }
 
 void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t *rows, int n, long epoch)

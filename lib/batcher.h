@@ -35,6 +35,13 @@ struct batch {
 };
 
 /* Where batches come from and how they are labelled. */
+/* Where each row of a shard made from streams came from, for errors. */
+struct row_origin {
+	char **files;              /* the streams' names */
+	uint32_t *file;            /* by row: its stream */
+	uint64_t *rec;             /* by row: its record's number there */
+};
+
 struct batch_source {
 	const struct shard *shard;
 	const char *name;          /* for errors */
@@ -44,6 +51,7 @@ struct batch_source {
 	uint64_t seed;
 	int unlabelled;            /* records without labels: predictions only */
 	int32_t vocab;             /* token ids must be below this: the model's embeddings */
+	const struct row_origin *origin;   /* NULL: the shard's rows are the records errors name */
 };
 
 /* The record order of an epoch: batch b holds order[b*B, (b+1)*B). With

@@ -18,15 +18,20 @@ static char *make_private_dir(void)
 	return dir;
 }
 
-struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char ***labels, int *nlabels)
+struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char ***labels, int *nlabels,
+				 struct row_origin *origin)
 {
 	char *dir = make_private_dir(), *path = path_join(dir, "records.shard");
 	struct shard_writer *w = shard_create(path);
 	struct tokrec t = {0};
 	struct stream_header h, acc = {0};
 	char *from = NULL;
+	uint64_t rows = 0;
+	size_t cap_file = 0, cap_rec = 0;
+	*origin = (struct row_origin){xcalloc((size_t)n, sizeof *origin->files), NULL, NULL};
 	for (int i = 0; i < n; i++) {
 		struct rec_reader *r = rec_open(files[i]);
+		origin->files[i] = xstrdup(rec_name(r));
 		const msgpack_object *o;
 		while ((o = rec_next(r))) {
 			if (header_unpack(r, o, &h)) {
@@ -36,6 +41,10 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 			}
 			tokrec_unpack(r, o, &t);
 			shard_append(w, &t);
+			grow(&origin->file, &cap_file, rows + 1, sizeof *origin->file);
+			grow(&origin->rec, &cap_rec, rows + 1, sizeof *origin->rec);
+			origin->file[rows] = (uint32_t)i;
+			origin->rec[rows++] = rec_number(r);
 		}
 		rec_close(r);
 	}

@@ -2,10 +2,13 @@
  * records from pipes but need random access (ts-eval). */
 #ifndef TS_STREAMSHARD_H
 #define TS_STREAMSHARD_H
+#include "batcher.h"
 #include "shard.h"
 
 /* Reads every record of the streams into an unlinked temporary shard and
  * opens it. *vocab_sha256 and *labels and *nlabels get the streams' header
- * values (NULL/0 when none); the streams must agree. */
-struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char ***labels, int *nlabels);
+ * values (NULL/0 when none); the streams must agree. *origin gets each
+ * row's stream and record number, for errors. */
+struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char ***labels, int *nlabels,
+				 struct row_origin *origin);
 #endif

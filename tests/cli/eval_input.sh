@@ -92,6 +92,14 @@ timeout 20 cat "$T/r.mp" >"$T/fifo" &
 expect_eq "ts-cat reads a named pipe" "$(cat1 "$T/fifo")" "$(cat1 "$T/r.mp")"
 wait
 
+# an error names the record by its file and its place there, headers counted
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"lower":true}' '{"id":"a","ids":[2,5,3],"label":0}' \
+	'{"id":"b","ids":[2,6,3],"label":7}' | cat1 --from-json -o "$T/bad3.mp"
+expect_fail "an error names the record's place in its file" 1 "bad3.mp: record 3: label 7 is beyond the head's 3 classes" \
+	eval1 -m "$HF/tiny-cls" "$T/bad3.mp"
+expect_fail "an error names the file that holds the record" 1 "bad3.mp: record 3: label 7 is beyond" \
+	eval1 -m "$HF/tiny-cls" "$T/r.mp" "$T/bad3.mp"
+
 # -o is for predictions
 expect_fail "ts-eval -o without --predict is a usage error" 2 "-o goes with --predict" \
 	eval1 -m "$HF/tiny-cls" -o "$T/metrics.json" "$T/r.mp"
