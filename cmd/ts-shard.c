@@ -287,19 +287,6 @@ static void write_splits(struct reader *rd, const struct splitspec *sp, uint64_t
 	free(counts);
 }
 
-/* The bytes whose hash was checked, not the file read again: a pipe is
- * empty by now, and a file may have changed. */
-static void write_vocab(const char *dir, const struct vocab *v)
-{
-	char *path = path_join(dir, "vocab.txt");
-	size_t n;
-	const char *bytes = vocab_bytes(v, &n);
-	struct afile *f = afile_open(path);
-	afile_write(f, bytes, n);
-	afile_commit(f);
-	free(path);
-}
-
 int main(int argc, char **argv)
 {
 	char **files;
@@ -332,7 +319,9 @@ int main(int argc, char **argv)
 	m->duplicates_dropped = m->records_in - kept;
 	write_splits(&rd, &sp, kept, adir_tmp(dir), m);
 	if (in.vocab) {
-		write_vocab(adir_tmp(dir), in.vocab);
+		char *path = path_join(adir_tmp(dir), "vocab.txt");
+		vocab_save(in.vocab, path);
+		free(path);
 		if (!m->vocab_sha256)
 			m->vocab_sha256 = (char *)vocab_sha256(in.vocab);
 	}

@@ -927,7 +927,9 @@ static void open_run(struct trainer *t)
 		char *config = config_text(t);
 		rundir_create(c->run, config);
 		free(config);
-		keep_vocab(c);
+		char *copy = path_join(c->run, "vocab.txt");
+		vocab_save(t->vocab, copy);   /* the one checked: --vocab may be a pipe, read once */
+		free(copy);
 	}
 	comm_barrier(t->comm);
 	free(t->vocab_path);

@@ -2,6 +2,7 @@
  * A token "##x" is keyed as the continuation piece "x", so that WordPiece can look up
  * "##" + piece without building the string. */
 #include "vocab.h"
+#include "afile.h"
 #include "err.h"
 #include <nettle/sha2.h>
 #include <stdio.h>
@@ -108,9 +109,15 @@ int32_t vocab_id(const struct vocab *v, const char *tok, size_t len)
 int vocab_size(const struct vocab *v) { return v->n; }
 const char *vocab_token(const struct vocab *v, int32_t id) { return v->tokens[id]; }
 const char *vocab_sha256(const struct vocab *v) { return v->sha256; }
-const char *vocab_bytes(const struct vocab *v, size_t *n) { return *n = v->nbytes, v->bytes; }
 int32_t vocab_special(const struct vocab *v, enum vocab_special which) { return v->special[which]; }
 size_t vocab_max_piece(const struct vocab *v) { return v->max_piece; }
+
+void vocab_save(const struct vocab *v, const char *path)
+{
+	struct afile *f = afile_open(path);
+	afile_write(f, v->bytes, v->nbytes);
+	afile_commit(f);
+}
 
 static char *read_file(const char *path, size_t *len)
 {

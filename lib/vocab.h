@@ -22,8 +22,10 @@ int32_t vocab_id(const struct vocab *v, const char *tok, size_t len);
 const char *vocab_token(const struct vocab *v, int32_t id);
 /* Lowercase hex SHA-256 of the file's bytes. */
 const char *vocab_sha256(const struct vocab *v);
-/* The file's bytes as they were read (n of them): the ones vocab_sha256 hashes. */
-const char *vocab_bytes(const struct vocab *v, size_t *n);
+/* Writes the bytes the vocab was read from, which its sha256 hashes, to path
+ * (whole or not at all): not the file read again, which a pipe could not give
+ * twice and which may have changed. */
+void vocab_save(const struct vocab *v, const char *path);
 int32_t vocab_special(const struct vocab *v, enum vocab_special which);
 /* The text of a special token, e.g. "[CLS]". */
 const char *vocab_special_name(enum vocab_special which);

@@ -127,4 +127,8 @@ done
 expect_fail "--count-params too" 2 "--layers is for a model from scratch" train --data "$T/data" --init "$T/empty/final" --layers 2 --count-params
 check "--dropout, which applies, goes with --init" train --data "$T/data" --init "$T/empty/final" --run "$T/drop" --max-steps 1 -j 1 --dropout 0.2
 
+# --- a vocab from a pipe, read once: the run keeps the bytes it checked ---
+train --data "$T/data" --vocab <(cat "$V") --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 \
+	--max-steps 1 -j 1 --run "$T/piped" >/dev/null 2>&1
+check "--vocab from a pipe: the run's vocab.txt is the whole vocab" cmp "$T/piped/vocab.txt" "$V"
 finish
