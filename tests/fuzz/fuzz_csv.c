@@ -55,8 +55,11 @@ static void run(void *arg)
 		touch(c, r.pair, r.pair_n);
 		touch(c, r.id, r.id_n);
 		touch(c, r.label, r.label_n);
-		for (size_t i = 0; i < r.label_list_n; i++)
-			c->sum += (unsigned)r.label_list[i];
+		for (size_t i = 0; i < r.label_list_n; i++)   /* label_list_n counts either list */
+			if (r.label_kind == IN_LABEL_LIST)
+				c->sum += (unsigned)r.label_list[i];
+			else
+				touch(c, r.label_names[i].s, r.label_names[i].n);
 	}
 }
 
