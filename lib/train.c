@@ -885,8 +885,9 @@ static char *config_text(const struct trainer *t)
 	return text;
 }
 
-/* The run keeps its own copy of the vocab, so checkpoints can come and go.
- * A run started again keeps the copy it made before it was killed. */
+/* A resumed run keeps the copy of the vocab it made when it began (so that
+ * checkpoints can come and go), or, killed before it made one, makes it now
+ * from the vocab it began with. */
 static void keep_vocab(const struct train_config *c)
 {
 	char *copy = path_join(c->run, "vocab.txt");
