@@ -170,6 +170,18 @@ void evaluate(struct bert *m, const struct batch_source *src, const struct eval_
 	free(order);
 }
 
+int eval_scores_any(const struct batch_source *src)
+{
+	struct batch b = {0};
+	int any = 0;
+	for (uint64_t row = 0; row < shard_count(src->shard) && !any; row++) {
+		batch_fill(&b, src, &row, 1, EVAL_EPOCH);
+		any = b.count > 0;
+	}
+	batch_free(&b);
+	return any;
+}
+
 void eval_result_free(struct eval_result *r)
 {
 	confusion_free(r->conf);

@@ -46,6 +46,9 @@ struct eval_opts {
 /* MLM masks are drawn from a fixed epoch so every evaluation sees the same. */
 void evaluate(struct bert *m, const struct batch_source *src, const struct eval_opts *o, eval_hook hook, void *ctx,
 	      struct eval_result *out);
+/* Whether evaluating src scores anything: false when, say, MLM masks no
+ * token of any record. */
+int eval_scores_any(const struct batch_source *src);
 void eval_result_free(struct eval_result *r);
 
 /* Metric names: loss, ppl; accuracy, macro-f1 (cls); micro-f1, macro-f1,

@@ -252,6 +252,17 @@ static void check_ids(struct trainer *t, struct split *sp)
 	sp->src.vocab = vocab_size(t->vocab);
 }
 
+/* An evaluation that scores nothing would report a loss of 0, the best
+ * there is. */
+static void check_scored(const struct trainer *t, const struct split *sp)
+{
+	if (!sp->shard || eval_scores_any(&sp->src))
+		return;
+	if (t->c->task == TASK_MLM)
+		die("%s: no token is masked for evaluation (records too short or --mask-prob too small)", sp->path);
+	die("%s: no record has anything to score", sp->path);
+}
+
 /* --- model and optimizer --- */
 
 static uint32_t longest_record(const struct manifest *m)
@@ -393,6 +404,9 @@ static void build_model(struct trainer *t, const char *from)
 	t->nlabels = t->man->nlabels;
 	t->train.src.num_labels = t->valid.src.num_labels = t->test.src.num_labels = t->num_labels;
 	check_ids(t, &t->train), check_ids(t, &t->valid), check_ids(t, &t->test);
+	check_scored(t, &t->valid);
+	if (c->eval_test)
+		check_scored(t, &t->test);
 }
 
 static void gather_floats(const void *comm, float *x, size_t n)

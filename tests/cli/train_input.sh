@@ -131,4 +131,11 @@ check "--dropout, which applies, goes with --init" train --data "$T/data" --init
 train --data "$T/data" --vocab <(cat "$V") --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 \
 	--max-steps 1 -j 1 --run "$T/piped" >/dev/null 2>&1
 check "--vocab from a pipe: the run's vocab.txt is the whole vocab" cmp "$T/piped/vocab.txt" "$V"
+# --- an evaluation that scores nothing would report a loss of 0, the best ---
+for i in $(seq 40); do echo "word$i"; done | ts-tokenize -v "$V" | ts-shard -o "$T/words" --seed 3 --split train=0.5,valid=0.5 >/dev/null
+refused "$T/r10" "an MLM run whose valid split masks no token is refused" 1 \
+	"words/valid.shard: no token is masked for evaluation \(records too short or --mask-prob too small\)" \
+	--data "$T/words" --vocab "$V" --task mlm --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --max-steps 1 -j 1 --mask-prob 0.001
+check "with masks drawn, the same data trains" train --data "$T/words" --vocab "$V" --task mlm --layers 1 --hidden 32 --heads 2 \
+	--ffn 64 --max-pos 32 --max-steps 1 -j 1 --mask-prob 0.5 --run "$T/words-run"
 finish
