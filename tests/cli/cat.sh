@@ -28,6 +28,9 @@ printf '\xc1' >"$T/bad.msgpack"
 expect_fail "malformed msgpack" 1 "record 1: malformed msgpack" ts-cat "$T/bad.msgpack"
 printf '{"a":1}\n{"a":\n' >"$T/bad.jsonl"
 expect_fail "bad JSON names the line" 1 "bad.jsonl: line 2: not JSON" ts-cat --from-json "$T/bad.jsonl"
+expect_eq "the largest and smallest int64 make the round trip" "$(echo '{"a":9223372036854775807,"b":-9223372036854775808}' | ts-cat --from-json | ts-cat)" '{"a":9223372036854775807,"b":-9223372036854775808}'
+expect_fail "an integer beyond int64 is refused, not rounded" 1 "line 1: not JSON: too big integer" \
+	sh -c 'echo "{\"id\":9223372036854775808}" | ts-cat --from-json'
 echo '[1,2]' >"$T/arr.jsonl"
 expect_fail "JSON that is not an object" 1 "line 1: not a JSON object" ts-cat --from-json "$T/arr.jsonl"
 expect_fail "missing file" 1 "cannot open $T/nope: No such file" ts-cat "$T/nope"
