@@ -82,14 +82,27 @@ static void add_dir(const char *dir)
 
 /* ---- text ---- */
 
+#define CLOCK_MAX 1e8   /* seconds: about three years; beyond, a time is shown as "-" */
+
 static void clock_text(char *out, size_t n, double s)
 {
-	if (!(s >= 0) || s > 1e8) {
+	if (!(s >= 0) || s > CLOCK_MAX) {
 		snprintf(out, n, "-");
 		return;
 	}
 	long t = (long)(s + 0.5);
 	snprintf(out, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* The time of day s seconds from now, or "-" as clock_text. */
+static void finish_text(char *out, size_t n, double s)
+{
+	if (!(s >= 0) || s > CLOCK_MAX) {
+		snprintf(out, n, "-");
+		return;
+	}
+	time_t at = time(NULL) + (time_t)s;
+	strftime(out, n, "%H:%M", localtime(&at));
 }
 
 /* A sparkline of the last width values of hist[n]. */
@@ -148,9 +161,8 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 	clock_text(b, sizeof b, left);
 	clock_text(c, sizeof c, pm);
 	if (!strcmp(state, "running") && left >= 0) {
-		time_t at = time(NULL) + (time_t)left;
 		char when[16];
-		strftime(when, sizeof when, "%H:%M", localtime(&at));
+		finish_text(when, sizeof when, left);
 		sb_addf(&lines[n++], "elapsed %s  left %s ± %s  finish at %s", a, b, c, when);
 	} else {
 		sb_addf(&lines[n++], "elapsed %s%s", a, !strcmp(state, "running") ? "  left: known after a few steps" : "");

@@ -47,6 +47,17 @@ check "a sweep whose second job fails after making its run dir" sh -c \
 	"timeout 300 ts-sweep -p data=$T/data,$T/bad --dir '$T/swf' -- ts-train ${MODEL[*]:2} --max-steps 2 >/dev/null 2>&1; test \$? = 1 && test -f '$T/swf/job-002/config'"
 expect_eq "a sweep job that failed is shown failed, as its sweep says" \
 	"$(ts-top --json "$T/swf" | jq -r 'map(.state) | join(" ")')" "done failed"
+# a running run whose events foretell a finish beyond any calendar: no finish time, no crash
+mkdir "$T/huge"
+for s in 1 2 3 4 5; do echo "{\"event\":\"step\",\"time\":$s,\"step\":$s,\"step_ms\":1000}"; done |
+	sed '1i {"event":"start","time":0,"total_steps":9e18,"processes":1}' | ts-cat --from-json -o "$T/huge/events.msgpack"
+echo "$$ $(hostname)" >"$T/huge/lock"
+(exec 9<"$T/huge/lock"; flock -n 9 && exec sleep 60) &
+holder=$!
+wait_for "a lock held on that run" sh -c "! flock -n '$T/huge/lock' true"
+check "a finish beyond any calendar: shown as unknown" sh -c \
+	"timeout 10 ts-top --once '$T/huge' | grep -q '^elapsed 0:00:05  left - ± -  finish at -\$'"
+kill "$holder"; wait "$holder" 2>/dev/null
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
 expect_fail "--until without --once" 2 "--until goes with --once or --json" ts-top --until 3 "$T/r"
 expect_fail "not a terminal" 1 "standard output is not a terminal" ts-top "$T/r"
