@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 static int once, as_json;
 static long until;
@@ -266,12 +267,34 @@ static void snapshot_json(void)
 
 static int colour;
 
+/* The bytes of the longest start of s that takes at most cols columns (a
+ * byte that is no character in the locale counted as one). */
+static int fitting(const char *s, int cols)
+{
+	mbstate_t st = {0};
+	size_t i = 0, n = strlen(s);
+	while (i < n) {
+		wchar_t wc;
+		size_t k = mbrtowc(&wc, s + i, n - i, &st);
+		int w = 1;
+		if (k == (size_t)-1 || k == (size_t)-2)
+			k = 1, memset(&st, 0, sizeof st);
+		else
+			w = wcwidth(wc) < 0 ? 2 : wcwidth(wc);   /* a control character shows as ^X */
+		if (w > cols)
+			break;
+		cols -= w;
+		i += k;
+	}
+	return (int)i;
+}
+
 static void put(int y, const char *s, int attr)
 {
 	if (y >= LINES)
 		return;
 	attron(attr);
-	mvaddnstr(y, 0, s, COLS);
+	mvaddnstr(y, 0, s, fitting(s, COLS));
 	attroff(attr);
 }
 

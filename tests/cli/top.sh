@@ -68,7 +68,7 @@ trainer=$!
 wait_for "a long run under way" test -s "$T/live/events.msgpack"
 screen() { tmux capture-pane -p -t "$S" "$@"; }
 shows() { screen | grep -q -- "$1"; }
-tmux new-session -d -s "$S" -x 80 -y 24 "TERM=xterm-256color $BIN/ts-top $T/live $T/r"
+tmux new-session -d -s "$S" -x 80 -y 24 "LC_ALL=C.UTF-8 TERM=xterm-256color $BIN/ts-top $T/live $T/r"
 wait_for "the live view shows both runs, one running" sh -c "$(declare -f screen shows); S=$S; shows '\[running\]' && shows 'step [0-9]*/1000000'"
 check "80x24: the header fits" sh -c "$(declare -f screen); S=$S; screen | head -1 | grep -q 'q quit'"
 check "the view shows the list of runs, the selected one marked" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*live'"
@@ -82,6 +82,8 @@ wait_for "h shows the help" sh -c "$(declare -f screen shows); S=$S; shows 'stop
 tmux send-keys -t "$S" h
 tmux resize-window -t "$S" -x 120 -y 40
 wait_for "after a resize the view fills the new size" sh -c "tmux display -p -t $S '#{window_width}x#{window_height}' | grep -qx 120x40 && $(declare -f screen shows); S=$S; shows '^> .*/r '"
+speed=$(LC_ALL=C.UTF-8 ts-top --once "$T/r" | grep '^speed')
+check "a line that fits is shown whole, its sparkline of 3-byte blocks too" sh -c "$(declare -f screen); S=$S; screen | grep -qxF '$speed'"
 tmux send-keys -t "$S" Tab
 wait_for "back on the live run" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*live'"
 tmux send-keys -t "$S" s
