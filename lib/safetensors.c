@@ -161,12 +161,14 @@ static void parse_header(struct st_file *f, const char *text, size_t len, const 
 
 struct st_file *st_open(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO: no wait for a writer */
 	if (fd < 0)
 		die("cannot open %s:", path);
 	struct stat sb;
 	if (fstat(fd, &sb) < 0)
 		die("cannot stat %s:", path);
+	if (!S_ISREG(sb.st_mode))
+		die("%s: not a regular file", path);
 	size_t size = (size_t)sb.st_size;
 	if (size < 8)
 		corrupt(path, "file is %zu bytes, shorter than the 8-byte header length", size);

@@ -107,6 +107,13 @@ static void open_file(const void *path)
 	st_open(path);
 }
 
+/* As open_file, but killed by SIGALRM after 10 s: a FIFO must not hang it. */
+static void open_file_soon(const void *path)
+{
+	alarm(10);
+	st_open(path);
+}
+
 static void convert_i64(const void *path)
 {
 	struct st_file *f = st_open(path);
@@ -181,6 +188,15 @@ static void test_corrupt_files(void)
 	expect_die("truncated file refused", open_file, path, "corrupt safetensors header: tensor w");
 	unlink(path);
 	free(path);
+
+	/* a directory or a FIFO where the file should be */
+	char *dir = path_join(tmpdir, "dir.safetensors"), *fifo = path_join(tmpdir, "fifo.safetensors");
+	if (mkdir(dir, 0755) < 0 || mkfifo(fifo, 0644) < 0)
+		die("cannot make %s or %s:", dir, fifo);
+	expect_die("a directory refused", open_file, dir, "dir.safetensors: not a regular file");
+	expect_die("a FIFO refused at once", open_file_soon, fifo, "fifo.safetensors: not a regular file");
+	rmdir(dir), unlink(fifo);
+	free(dir), free(fifo);
 
 	char *dt = path_join(fixdir, "dtypes.safetensors");
 	expect_die("st_to_f32 refuses an integer tensor", convert_i64, dt, "tensor i64 has dtype I64");
