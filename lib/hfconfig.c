@@ -131,8 +131,14 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels)
 {
+	FILE *f = fopen(path, "r");
+	if (!f)
+		die("cannot open %s:", path);
 	json_error_t jerr;
-	json_t *cfg = json_load_file(path, 0, &jerr);
+	json_t *cfg = json_loadf(f, 0, &jerr);
+	if (!cfg && ferror(f))   /* a directory, say: no JSON error is the why */
+		die("cannot read %s:", path);
+	fclose(f);
 	if (!cfg)
 		die("%s:%d: %s", path, jerr.line, jerr.text);
 	if (!json_is_object(cfg))

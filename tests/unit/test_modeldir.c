@@ -376,6 +376,14 @@ static void test_bad_dirs(void)
 	fputs("{\"hidden_size\": 32,\n oops}", f);
 	fclose(f);
 	expect_die("config.json not JSON", load_quietly, d, "config.json:2:");
+	char want[512];
+	unlink(cfg);
+	snprintf(want, sizeof want, "cannot open %s: No such file or directory", cfg);
+	expect_die("no config.json", load_quietly, d, want);
+	mkdir(cfg, 0755);
+	snprintf(want, sizeof want, "cannot read %s: Is a directory", cfg);
+	expect_die("config.json a directory", load_quietly, d, want);
+	rmdir(cfg);
 	free(cfg), free(d);
 }
 
