@@ -83,6 +83,20 @@ struct afile *afile_open(const char *path)
 	return f;
 }
 
+int open_regular(const char *path, off_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO: no wait for a writer */
+	if (fd < 0)
+		die("cannot open %s:", path);
+	struct stat sb;
+	if (fstat(fd, &sb) < 0)
+		die("cannot stat %s:", path);
+	if (!S_ISREG(sb.st_mode))
+		die("%s: not a regular file", path);
+	*size = sb.st_size;
+	return fd;
+}
+
 void write_all(int fd, const void *buf, size_t n, const char *what)
 {
 	const char *p = buf;

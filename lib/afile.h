@@ -6,6 +6,7 @@
 #ifndef TS_AFILE_H
 #define TS_AFILE_H
 #include <stddef.h>
+#include <sys/types.h>
 
 struct afile {
 	char *path;   /* final name, symlinks followed; as given when written directly */
@@ -40,6 +41,9 @@ void make_parents(const char *path);
 /* Copies a file atomically. */
 void afile_copy(const char *from, const char *to);
 
+/* Opens path for reading, *size its bytes; dies "cannot open PATH: why", or
+ * "PATH: not a regular file" for a directory, FIFO or device. */
+int open_regular(const char *path, off_t *size);
 /* Writes all of buf to fd or dies with "what:" (errno appended). */
 void write_all(int fd, const void *buf, size_t n, const char *what);
 /* fsyncs a directory so a rename in it is durable. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* transformers' BertConfig defaults for the keys a config may leave out */
 #define HF_TYPE_VOCAB 2
@@ -131,14 +132,11 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		die("cannot open %s:", path);
+	off_t size;
+	int fd = open_regular(path, &size);
 	json_error_t jerr;
-	json_t *cfg = json_loadf(f, 0, &jerr);
-	if (!cfg && ferror(f))   /* a directory, say: no JSON error is the why */
-		die("cannot read %s:", path);
-	fclose(f);
+	json_t *cfg = json_loadfd(fd, 0, &jerr);
+	close(fd);
 	if (!cfg)
 		die("%s:%d: %s", path, jerr.line, jerr.text);
 	if (!json_is_object(cfg))

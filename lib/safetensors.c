@@ -161,15 +161,9 @@ static void parse_header(struct st_file *f, const char *text, size_t len, const 
 
 struct st_file *st_open(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO: no wait for a writer */
-	if (fd < 0)
-		die("cannot open %s:", path);
-	struct stat sb;
-	if (fstat(fd, &sb) < 0)
-		die("cannot stat %s:", path);
-	if (!S_ISREG(sb.st_mode))
-		die("%s: not a regular file", path);
-	size_t size = (size_t)sb.st_size;
+	off_t bytes;
+	int fd = open_regular(path, &bytes);
+	size_t size = (size_t)bytes;
 	if (size < 8)
 		corrupt(path, "file is %zu bytes, shorter than the 8-byte header length", size);
 	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -26,9 +26,10 @@ struct st_tensor {
 struct st_file;
 
 /* Maps and validates path; dies "PATH: not a regular file" on a directory,
- * FIFO or device, and "PATH: corrupt safetensors header: why" on a short file, a header length beyond the file, a header that is not a JSON
- * object, an unknown dtype, or byte ranges out of range, overlapping or not
- * matching shape*dtype. */
+ * FIFO or device, and "PATH: corrupt safetensors header: why" on a short
+ * file, a header length beyond the file, a header that is not a JSON object,
+ * an unknown dtype, or byte ranges out of range, overlapping or not matching
+ * shape*dtype. */
 struct st_file *st_open(const char *path);
 void st_close(struct st_file *f);
 int st_count(const struct st_file *f);

@@ -381,9 +381,14 @@ static void test_bad_dirs(void)
 	snprintf(want, sizeof want, "cannot open %s: No such file or directory", cfg);
 	expect_die("no config.json", load_quietly, d, want);
 	mkdir(cfg, 0755);
-	snprintf(want, sizeof want, "cannot read %s: Is a directory", cfg);
+	snprintf(want, sizeof want, "%s: not a regular file", cfg);
 	expect_die("config.json a directory", load_quietly, d, want);
 	rmdir(cfg);
+	mkfifo(cfg, 0644);
+	alarm(10);   /* the old open waited for a writer */
+	expect_die("config.json a FIFO, refused at once", load_quietly, d, want);
+	alarm(0);
+	unlink(cfg);
 	free(cfg), free(d);
 }
 
