@@ -150,6 +150,7 @@ static void parse_header(struct st_file *f, const char *text, size_t len, const 
 			continue;
 		struct st_tensor *t = &f->t[f->n];
 		t->name = xstrdup(key);
+		t->file = f->path;
 		parse_entry(f->path, t, v, datasize, &begin[f->n]);
 		t->data = data + begin[f->n];
 		f->n++;
@@ -262,7 +263,7 @@ void st_to_f32(const struct st_tensor *t, float *dst)
 		}
 		return;
 	default:
-		die("tensor %s has dtype %s, not F32, F16, BF16 or F64", t->name, dtypes[t->dtype].name);
+		die("%s: tensor %s has dtype %s, not F32, F16, BF16 or F64", t->file, t->name, dtypes[t->dtype].name);
 	}
 }
 

@@ -16,6 +16,7 @@ enum st_dtype {
 
 struct st_tensor {
 	const char *name;
+	const char *file;               /* the path of its file, for errors */
 	int dtype;                      /* enum st_dtype */
 	int ndim;                       /* 0 for a scalar */
 	int64_t shape[ST_MAX_DIMS];

@@ -199,7 +199,7 @@ static void test_corrupt_files(void)
 	free(dir), free(fifo);
 
 	char *dt = path_join(fixdir, "dtypes.safetensors");
-	expect_die("st_to_f32 refuses an integer tensor", convert_i64, dt, "tensor i64 has dtype I64");
+	expect_die("st_to_f32 refuses an integer tensor, naming its file", convert_i64, dt, "dtypes.safetensors: tensor i64 has dtype I64");
 	free(dt);
 }
 
