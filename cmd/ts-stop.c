@@ -1,10 +1,12 @@
 /* ts-stop: ask a training run to checkpoint and stop. */
+#include "adir.h"
 #include "afile.h"
 #include "err.h"
 #include "opt.h"
 #include "rundir.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <fcntl.h>
 #include <time.h>
@@ -45,6 +47,12 @@ int main(int argc, char **argv)
 		die_usage("name the run or sweep dir to stop");
 	int failed = 0;
 	for (int i = 0; i < n; i++) {
+		int why = dir_reachable(dirs[i]);
+		if (why) {
+			warnx("cannot open %s: %s", dirs[i], strerror(why));
+			failed = 1;
+			continue;
+		}
 		long pid = rundir_request_stop(dirs[i]);
 		if (!pid) {
 			warnx("%s: no ts-train or ts-sweep is running there", dirs[i]);

@@ -1,4 +1,5 @@
 /* ts-top: a live view of training runs and sweeps. */
+#include "adir.h"
 #include "afile.h"
 #include "err.h"
 #include "nvml.h"
@@ -53,6 +54,9 @@ static void add_run(const char *dir)
 /* A run dir, or a sweep dir's jobs (those that have begun). */
 static void add_dir(const char *dir)
 {
+	int why = dir_reachable(dir);
+	if (why)
+		die("cannot open %s: %s", dir, strerror(why));
 	char *jobs = path_join(dir, "jobs.msgpack");
 	int sweep = access(jobs, F_OK) == 0;
 	free(jobs);

@@ -125,3 +125,13 @@ void adir_commit(struct adir *d)
 	free(d->path);
 	free(d);
 }
+
+int dir_reachable(const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return errno;
+	if (!S_ISDIR(sb.st_mode))
+		return ENOTDIR;
+	return access(path, X_OK) < 0 ? errno : 0;
+}

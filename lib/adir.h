@@ -17,4 +17,7 @@ void adir_commit(struct adir *d);
 /* Whether the directory at path holds nothing, or nothing but a file named
  * except (NULL: nothing at all). */
 int dir_empty_but(const char *path, const char *except);
+/* 0 when path is a directory whose files can be reached, else why not as an
+ * errno (ENOENT, ENOTDIR, EACCES...). */
+int dir_reachable(const char *path);
 #endif

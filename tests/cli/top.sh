@@ -38,10 +38,11 @@ check "the prediction after 10% of the steps is within 10% of the run's length" 
 check "a sweep of 2 jobs" timeout 300 ts-sweep -p lr=1e-4,1e-3 --dir "$T/sw" -- ts-train "${MODEL[@]}" --max-steps 4
 expect_eq "--json of a sweep dir: each job" "$(ts-top --json "$T/sw" | jq -r 'map(.run | sub(".*/"; "")) | join(" ")')" \
 	"job-001 job-002"
-# (its data's manifest understates the largest token id, which the trainer
-# finds only as it batches the records, after making its run dir)
+# (its data, a train split alone, has a manifest that understates the largest
+# token id, which the trainer finds only as it batches the records, after
+# making its run dir)
 awk 'BEGIN { for (r = 0; r < 40; r++) printf "{\"id\":%d,\"ids\":[2,%d,40000,3],\"label\":%d}\n", r, 5 + r, r % 2 }' |
-	ts-cat --from-json | ts-shard -o "$T/bad" --seed 3 >/dev/null 2>&1
+	ts-cat --from-json | ts-shard -o "$T/bad" --seed 3 --split train=1 >/dev/null 2>&1
 jq '.splits |= with_entries(.value.max_id = 100)' "$T/bad/manifest.json" >"$T/m" && mv "$T/m" "$T/bad/manifest.json"
 check "a sweep whose second job fails after making its run dir" sh -c \
 	"timeout 300 ts-sweep -p data=$T/data,$T/bad --dir '$T/swf' -- ts-train ${MODEL[*]:2} --max-steps 2 >/dev/null 2>&1; test \$? = 1 && test -f '$T/swf/job-002/config'"
@@ -59,6 +60,8 @@ check "a finish beyond any calendar: shown as unknown" sh -c \
 	"timeout 10 ts-top --once '$T/huge' | grep -q '^elapsed 0:00:05  left - ± -  finish at -\$'"
 kill "$holder"; wait "$holder" 2>/dev/null
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
+expect_fail "a path that does not exist: the system's reason" 1 "cannot open $T/nothere: No such file or directory" ts-top --once "$T/nothere"
+expect_fail "a file: not a directory" 1 "cannot open $T/data/manifest.json: Not a directory" ts-top --once "$T/data/manifest.json"
 expect_fail "--until without --once" 2 "--until goes with --once or --json" ts-top --until 3 "$T/r"
 expect_fail "not a terminal" 1 "standard output is not a terminal" ts-top "$T/r"
 

@@ -74,6 +74,7 @@ stopped=$(ts-cat "$T/r3/events.msgpack" | jq -c 'select(.event=="stop") | .step'
 [ -n "$stopped" ] && [ "$stopped" -lt 300 ] && pass "stopped mid-run at step $stopped" || fail "stopped mid-run (got '$stopped')"
 [ -d "$T/r3/ckpt/step-$stopped" ] && pass "a checkpoint at the stop" || fail "a checkpoint at the stop"
 expect_fail "ts-stop on a run that is not running" 1 "no ts-train or ts-sweep is running there" ts-stop "$T/r3"
+expect_fail "ts-stop on a path that does not exist says so" 1 "cannot open $T/nothere: No such file or directory" ts-stop "$T/nothere"
 check "a run never stopped, to compare with" train "${TINY[@]}" --run "$T/r3full" --max-steps 300 --eval-every 100 --keep 1
 check "resume after ts-stop" train --resume "$T/r3"
 expect_eq "ts-stop and resume: the same losses as a run never stopped" "$(losses "$T/r3")" "$(losses "$T/r3full")"
