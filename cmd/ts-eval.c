@@ -5,6 +5,7 @@
 #include "evaluate.h"
 #include "gpus.h"
 #include "hfconfig.h"
+#include "labelmap.h"
 #include "manifest.h"
 #include "modeldir.h"
 #include "opt.h"
@@ -190,6 +191,11 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		die_usage("--threshold is for multi-label models");
 	if (names && nnames != bert_config_of(m)->num_labels)
 		names = NULL, nnames = 0;
+	/* labels are scored, and in CSV named, by class id */
+	int scored = all && (!predict || strcmp(output, "-")), named = scored || (all && csv && task == TASK_CLS);
+	char *why = named ? labels_disagree(names, nnames, in->labels, in->nlabels) : NULL;
+	if (why)
+		die("-m %s: %s (ts-tokenize --labels FILE numbers them as the model does)", model, why);
 	struct batch_source src = {in->shard, in->name, task, L, NULL, (uint64_t)seed, !all, in->vocab,
 				   in->origin.files ? &in->origin : NULL};
 	struct predictions *p = predictions_new(in->shard, task, L, threshold, all);
@@ -200,9 +206,9 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		predictions_merge_folds(p);
 	if (predict)
 		predictions_write(p, output, csv, names, nnames);
-	if (all && task != TASK_CLS && !merge_folds && (!predict || strcmp(output, "-")))
+	if (scored && task != TASK_CLS && !merge_folds)
 		print_metrics(&r, names);
-	if (all && task == TASK_CLS && (!predict || strcmp(output, "-"))) {
+	if (scored && task == TASK_CLS) {
 		struct confusion *c = predictions_confusion(p);
 		struct cls_metrics *cm = metrics_compute(c);
 		if (report) {
@@ -245,7 +251,7 @@ int main(int argc, char **argv)
 	check_vocab(&in, bc.vocab);
 	const struct comm alone = {.size = 1, .local_size = 1};   /* "cuda": the least busy GPU */
 	const struct backend *be = backend_open(gpus_pick(&alone, NULL, device ? device : backend_default(), NULL), PREC_FP32);
-	struct bert *m = modeldir_load(model, be, bc.task, 0, 0, NULL, NULL);
+	struct bert *m = modeldir_load(model, be, bc.task, 0, NULL, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;
 	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_classifier(m, &in, names, nnames);

@@ -1,6 +1,8 @@
 #include "labelmap.h"
 #include "err.h"
+#include "strbuf.h"
 #include "textin.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -137,4 +139,40 @@ void labelmap_free(struct labelmap *m)
 	free(m->slot);
 	free(m->source);
 	free(m);
+}
+
+static int unnamed(char *const *names, int n)
+{
+	char want[32];
+	for (int i = 0; i < n; i++) {
+		snprintf(want, sizeof want, "LABEL_%d", i);
+		if (strcmp(names[i], want))
+			return 0;
+	}
+	return 1;
+}
+
+/* "a, b, c" */
+static void add_names(struct strbuf *b, char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		sb_addf(b, "%s%s", i ? ", " : "", names[i]);
+}
+
+char *labels_disagree(char *const *model, int nmodel, char *const *data, int ndata)
+{
+	if (!nmodel || !ndata || unnamed(model, nmodel))
+		return NULL;
+	int same = nmodel == ndata;
+	for (int i = 0; same && i < nmodel; i++)
+		same = !strcmp(model[i], data[i]);
+	if (same)
+		return NULL;
+	struct strbuf b = {0};
+	sb_addf(&b, "its labels (");
+	add_names(&b, model, nmodel);
+	sb_addf(&b, ") are not the data's (");
+	add_names(&b, data, ndata);
+	sb_addf(&b, "), in that order");
+	return b.s;
 }

@@ -22,4 +22,11 @@ int32_t labelmap_find(const struct labelmap *m, const char *name, size_t n);
 /* The names in id order (owned by the map). */
 void labelmap_names(const struct labelmap *m, char ***names, int *n);
 void labelmap_free(struct labelmap *m);
+
+/* Why a model's class names cannot score or teach the data's: "its labels
+ * (a, b) are not the data's (b, a), in that order" (malloc'd); NULL when
+ * they are the same list or either side names nothing (no names, or a
+ * model's LABEL_0, LABEL_1, ... as transformers names classes it was never
+ * told). */
+char *labels_disagree(char *const *model, int nmodel, char *const *data, int ndata);
 #endif

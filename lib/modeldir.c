@@ -132,7 +132,7 @@ static void copy_tensors(struct bert *m, const struct st_file *st, const char *p
 }
 
 struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
-			   int num_labels, uint64_t seed, char ***labels, int *nlabels)
+			   int num_labels, const uint64_t *head_seed, char ***labels, int *nlabels)
 {
 	char *cfg_path = path_join(dir, "config.json"), *weights = path_join(dir, "model.safetensors");
 	refuse_unsupported_format(dir, weights);
@@ -142,7 +142,10 @@ struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_
 	hfconfig_read(cfg_path, &c, &names, &nnames);
 	c.task = task;
 	int new_classifier = task != TASK_MLM && num_labels > 0 && num_labels != c.num_labels;
+	uint64_t seed = head_seed ? *head_seed : 0;
 	if (new_classifier) {
+		if (!head_seed)
+			die("%s: the checkpoint has %d labels, not %d", dir, c.num_labels, num_labels);
 		warnx("%s: %d labels instead of the checkpoint's %d: new classifier from seed %llu",
 		      dir, num_labels, c.num_labels, (unsigned long long)seed);
 		c.num_labels = num_labels;
@@ -156,6 +159,8 @@ struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_
 	struct strbuf missing = {0};
 	copy_tensors(m, st, weights, new_classifier, &missing);
 	bert_push(m);
+	if (missing.n && !head_seed)
+		die("%s: no %s: the model has no trained head", weights, missing.s);
 	if (missing.n)
 		warnx("%s: no %s: new head from seed %llu", weights, missing.s, (unsigned long long)seed);
 	sb_free(&missing);

@@ -10,13 +10,15 @@
  * gamma/beta as weight/bias, and "cls.predictions.decoder.bias" as
  * "cls.predictions.bias"; tensors the model does not use are ignored. A missing
  * head (pooler and classifier for cls, cls.predictions.* for mlm) gets
- * bert_init's values for seed, with one line on stderr; a missing encoder or
- * embedding tensor, or one of another shape, is an error naming it.
- * num_labels 0 takes the config's; another count than the config's gives a
- * new classifier (said on stderr) and no label names. If labels is not NULL,
- * *labels and *nlabels get the config's label names (see hfconfig_read). */
+ * bert_init's values for *head_seed, with one line on stderr, and is an
+ * error when head_seed is NULL (a model to evaluate or learn from); a missing
+ * encoder or embedding tensor, or one of another shape, is an error naming
+ * it. num_labels 0 takes the config's; another count than the config's gives
+ * a new classifier (said on stderr; an error without head_seed) and no label
+ * names. If labels is not NULL, *labels and *nlabels get the config's label
+ * names (see hfconfig_read). */
 struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
-			   int num_labels, uint64_t seed, char ***labels, int *nlabels);
+			   int num_labels, const uint64_t *head_seed, char ***labels, int *nlabels);
 
 /* Writes model.safetensors, config.json and a copy of vocab_path (none when
  * NULL) as DIR, atomically as a whole: the files go to DIR.tmp.PID, are

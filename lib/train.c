@@ -6,6 +6,7 @@
 #include "err.h"
 #include "evaluate.h"
 #include "hfconfig.h"
+#include "labelmap.h"
 #include "events.h"
 #include "manifest.h"
 #include "modeldir.h"
@@ -17,7 +18,6 @@
 #include "checkpoint.h"
 #include "rundir.h"
 #include "schedule.h"
-#include "strbuf.h"
 #include "vocab.h"
 #include <math.h>
 #include <signal.h>
@@ -292,44 +292,17 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	memory_check(c->be, "batch", state + bert_batch_bytes(mc, c->be, B, T, M, c->recompute), purpose);
 }
 
-/* Whether names are the ones transformers gives classes never named:
- * LABEL_0, LABEL_1, ... */
-static int unnamed_labels(char *const *names, int n)
-{
-	char want[32];
-	for (int i = 0; i < n; i++) {
-		snprintf(want, sizeof want, "LABEL_%d", i);
-		if (strcmp(names[i], want))
-			return 0;
-	}
-	return 1;
-}
-
-/* "a, b, c" */
-static void add_labels(struct strbuf *b, char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		sb_addf(b, "%s%s", i ? ", " : "", names[i]);
-}
-
 /* A teacher's class i must be the data's class i, where both are named:
  * the same count of classes in another order would teach the student
  * inverted labels. */
 static void check_teacher_labels(const struct trainer *t, char *const *names, int n)
 {
 	const struct manifest *m = t->man;
-	if (t->c->task == TASK_MLM || !n || !m->nlabels || unnamed_labels(names, n))
+	if (t->c->task == TASK_MLM)
 		return;
-	int same = n == m->nlabels;
-	for (int i = 0; same && i < n; i++)
-		same = !strcmp(names[i], m->labels[i]);
-	if (same)
-		return;
-	struct strbuf theirs = {0}, ours = {0};
-	add_labels(&theirs, names, n);
-	add_labels(&ours, m->labels, m->nlabels);
-	die("--teacher %s: its labels (%s) are not the data's (%s), in that order", t->c->teacher, theirs.s,
-	    ours.s);
+	char *why = labels_disagree(names, n, m->labels, m->nlabels);
+	if (why)
+		die("--teacher %s: %s", t->c->teacher, why);
 }
 
 /* --teacher: a model of the task and classes of the run, on its device,
@@ -353,7 +326,7 @@ static void load_teacher(struct trainer *t)
 		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
 	check_teacher_labels(t, names, n);
 	hfconfig_free_labels(names, n);
-	t->teacher = modeldir_load(c->teacher, c->be, c->task, 0, (uint64_t)c->seed, NULL, NULL);
+	t->teacher = modeldir_load(c->teacher, c->be, c->task, 0, NULL, NULL, NULL);
 	bert_set_soft_loss(t->m, (float)(1 - c->kd_alpha), (float)c->kd_alpha, (float)c->kd_temp);
 }
 
@@ -387,7 +360,7 @@ static void build_model(struct trainer *t, const char *from)
 	check_model(t, &start, from);
 	check_memory(t, &start, bert_config_numel(&start));
 	if (from) {
-		t->m = modeldir_load(from, c->be, c->task, t->num_labels, (uint64_t)c->seed, NULL, NULL);
+		t->m = modeldir_load(from, c->be, c->task, t->num_labels, &(uint64_t){(uint64_t)c->seed}, NULL, NULL);
 		if (c->dropout_given)
 			bert_set_dropout(t->m, c->model.hidden_dropout, c->model.attn_dropout);
 	} else {
@@ -1221,7 +1194,7 @@ static double replay_micro(struct bert **m, const char *dir, const struct rec_re
 		char **names = NULL;
 		int n = 0;
 		*m = modeldir_load(dir, backend_open("cpu", read_precision(r, rec)), (enum bert_task)tk,
-				   num_labels, 0, &names, &n);
+				   num_labels, NULL, &names, &n);
 		hfconfig_free_labels(names, n);
 		bert_zero_grads(*m);
 	}

@@ -63,15 +63,30 @@ for m in cls multi; do
 	jq '.id2label = {"0": "a,b", "1": "say \"hi\"", "2": "pos"} | .label2id = {"a,b": 0, "say \"hi\"": 1, "pos": 2}' \
 		"$HF/tiny-$m/config.json" >"$T/names-$m/config.json"
 done
-eval1 -m "$T/names-cls" --predict --csv -o "$T/cls.csv" "$T/r.mp" >/dev/null
+cat1 "$T/r.mp" | jq -c 'if .kind then .labels = ["a,b", "say \"hi\"", "pos"] else . end' | cat1 --from-json -o "$T/rq.mp"
+eval1 -m "$T/names-cls" --predict --csv -o "$T/cls.csv" "$T/rq.mp" >/dev/null
 expect_eq "CSV: prob_NAME headers are quoted" "$(head -n 1 "$T/cls.csv")" 'id,label,pred,"prob_a,b","prob_say ""hi""",prob_pos'
 expect_eq "CSV: a label name is quoted" "$(sed -n 2p "$T/cls.csv" | cut -c1-10)" '"a","a,b",'
-eval1 -m "$T/names-multi" --predict --csv --threshold 0.000001 -o "$T/multi.csv" "$T/r.mp" >/dev/null
+eval1 -m "$T/names-multi" --predict --csv --threshold 0.000001 -o "$T/multi.csv" "$T/rq.mp" >/dev/null
 expect_eq "CSV: quotes in the pred list are doubled" "$(sed -n 2p "$T/multi.csv" | sed 's/",[^"]*$/"/')" \
 	'"a","a,b say ""hi"" pos"'
 fields() { "$PY" -c 'import csv, sys; print(" ".join(str(len(r)) for r in csv.reader(open(sys.argv[1]))))' "$1"; }
 expect_eq "CSV: every cls row has its columns" "$(fields "$T/cls.csv")" "6 6 6 6"
 expect_eq "CSV: every multi row has its columns" "$(fields "$T/multi.csv")" "5 5 5 5"
+
+# a model to evaluate has its trained head: a new one from a seed scores nothing
+expect_fail "a checkpoint without its classifier is refused, not scored at random" 1 \
+	"tiny-cls-alias/model.safetensors: no classifier.weight, classifier.bias: the model has no trained head" \
+	eval1 -m "$HF/tiny-cls-alias" "$T/r.mp"
+
+# labels go by class id: names that differ would score and name them wrongly
+expect_fail "labels named otherwise than the model's are not scored" 1 \
+	"-m .*/names-cls: its labels \(a,b, say \"hi\", pos\) are not the data's \(neg, neu, pos\), in that order" \
+	eval1 -m "$T/names-cls" "$T/r.mp"
+expect_fail "nor named in CSV" 1 "its labels .* are not the data's" eval1 -m "$T/names-cls" --predict --csv "$T/r.mp"
+check "predictions by class id (no metrics) need no names" sh -c "timeout 60 ts-eval -j1 --device cpu -m '$T/names-cls' --predict '$T/r.mp' >/dev/null"
+check "a model's LABEL_0, LABEL_1, ... name nothing" sh -c "jq '.id2label = {\"0\": \"LABEL_0\", \"1\": \"LABEL_1\", \"2\": \"LABEL_2\"} | del(.label2id)' \
+	'$HF/tiny-cls/config.json' >'$T/names-cls/config.json' && timeout 60 ts-eval -j1 --device cpu -m '$T/names-cls' '$T/r.mp' >/dev/null"
 
 # a config value with a leading zero is not a JSON number
 printf 'seed = 0042\nlr = 0.5\nsteps = 0\n' >"$T/config"

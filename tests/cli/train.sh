@@ -157,9 +157,12 @@ sed '2000s/.*/notaword/' "$V" >"$T/vocab2.txt"
 expect_fail "data made with another vocab" 1 "tokenized with another vocab" train "${TINY[@]}" --vocab "$T/vocab2.txt" --run "$T/b1" --max-steps 1
 ts-tokenize -v "$V" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/notrain" --split valid=0.5,test=0.5 >/dev/null
 expect_fail "an empty train split" 1 "train split is empty or missing" train "${TINY[@]}" --data "$T/notrain" --run "$T/b2" --max-steps 1
-printf 'text,label\na,x\nb,y\nc,z\n' >"$T/three.csv"
-ts-tokenize -v "$V" --label label "$T/three.csv" | ts-shard -o "$T/three" --split train=1 >/dev/null
+printf '%s\n' '{"ids":[101,1037,102],"label":0}' '{"ids":[101,1038,102],"label":2}' | ts-cat --from-json |
+	ts-shard -o "$T/three" --split train=1 >/dev/null
 expect_fail "labels beyond the head's classes" 1 "label 2 is beyond the head's 2 classes" ts-eval -m "$T/r1/final" --data "$T/three" --split train
+printf 'text,label\na,x\nb,y\nc,z\n' | ts-tokenize -v "$V" --label label -f csv | ts-shard -o "$T/xyz" --split train=1 >/dev/null
+expect_fail "labels named otherwise than the model's" 1 "its labels \(spam, ham\) are not the data's \(x, y, z\), in that order" \
+	ts-eval -m "$T/r1/final" --data "$T/xyz" --split train
 expect_fail "an unknown option suggests the nearest" 2 "unknown option '--epoch'; did you mean '--epochs'" train --epoch 3
 printf 'layer = 2\n' >"$T/bad.conf"
 expect_fail "an unknown config key" 2 "bad.conf: line 1: unknown key 'layer'; did you mean 'layers'" train -c "$T/bad.conf"

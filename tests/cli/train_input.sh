@@ -87,6 +87,17 @@ refused "$T/r8" "a teacher of the data's classes in another order is refused" 1 
 	"--teacher .*/empty/final: its labels \(spam, ham\) are not the data's \(ham, spam\), in that order" \
 	"${TINY[@]}" --data "$T/flipped" --max-steps 1 --teacher "$T/empty/final"
 check "a teacher of the data's classes in their order distils" train "${TINY[@]}" --run "$T/kd" --max-steps 1 --teacher "$T/empty/final"
+mkdir "$T/bare" && cp "$T/empty/final/"* "$T/bare/" &&
+	"${TS_PYTHON:-python3}" - "$T/bare/model.safetensors" <<'PY'
+import sys
+from safetensors.torch import load_file, save_file
+t = load_file(sys.argv[1])
+save_file({k: v for k, v in t.items() if not k.startswith("classifier.")}, sys.argv[1])
+PY
+refused "$T/r11" "a teacher without its classifier is refused" 1 \
+	"bare/model.safetensors: no classifier.weight, classifier.bias: the model has no trained head" \
+	"${TINY[@]}" --max-steps 1 --teacher "$T/bare"
+check "the same model starts a run with --init, its head new" train --data "$T/data" --init "$T/bare" --run "$T/from-bare" --max-steps 1 -j 1
 mkdir "$T/unnamed" && cp "$T/empty/final/"* "$T/unnamed/" && sed -i 's/"spam"/"LABEL_0"/g; s/"ham"/"LABEL_1"/g' "$T/unnamed/config.json"
 check "a teacher of classes never named (LABEL_0, ...) distils" \
 	train "${TINY[@]}" --data "$T/flipped" --run "$T/kd2" --max-steps 1 --teacher "$T/unnamed"

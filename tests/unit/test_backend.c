@@ -278,7 +278,7 @@ static void test_task(enum bert_task task, const struct backend *s, const char *
 
 	/* saved from sim, loaded onto sim: the loaded model is pushed */
 	modeldir_save(dir, on_sim.m, NULL, 0, NULL);
-	struct bert *back = modeldir_load(dir, s, task, 0, 0, NULL, NULL);
+	struct bert *back = modeldir_load(dir, s, task, 0, NULL, NULL, NULL);
 	int32_t ids[B * T], labels[B * T];
 	uint8_t mask[B * T];
 	struct bert_batch bt = batch(task, ids, mask, labels);

@@ -177,7 +177,7 @@ static void check_tiny(const char *task_name, enum bert_task task)
 	char *dir = path_join(fixdir, dirname), *exp = path_join(fixdir, expname);
 	char **labels;
 	int nlabels;
-	struct bert *m = modeldir_load(dir, backend_cpu(), task, 0, SEED, &labels, &nlabels);
+	struct bert *m = modeldir_load(dir, backend_cpu(), task, 0, &(uint64_t){SEED}, &labels, &nlabels);
 	struct st_file *e = st_open(exp);
 	struct bert_batch b = read_batch(e);
 	int64_t want_count = 0, count;
@@ -281,7 +281,7 @@ static void check_minilm(void)
 	struct bert_batch b = read_batch(e);
 	int64_t count;
 
-	struct bert *m = modeldir_load(dir, backend_cpu(), TASK_CLS, 2, SEED, NULL, NULL);
+	struct bert *m = modeldir_load(dir, backend_cpu(), TASK_CLS, 2, &(uint64_t){SEED}, NULL, NULL);
 	float *w = floats(e, "classifier.weight", NULL), *bias = floats(e, "classifier.bias", NULL);
 	set_tensor(m, "classifier.weight", w, 0);
 	set_tensor(m, "classifier.bias", bias, 0);
@@ -294,7 +294,7 @@ static void check_minilm(void)
 	}
 	bert_free(m);
 
-	m = modeldir_load(dir, backend_cpu(), TASK_CLS, 384, SEED, NULL, NULL);
+	m = modeldir_load(dir, backend_cpu(), TASK_CLS, 384, &(uint64_t){SEED}, NULL, NULL);
 	set_tensor(m, "classifier.weight", NULL, 1);
 	set_tensor(m, "classifier.bias", NULL, 0);
 	bert_forward(m, &b, 0, SEED, &count);

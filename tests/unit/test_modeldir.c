@@ -103,7 +103,7 @@ static void test_load_cls(void)
 	char *dir = path_join(fixdir, "tiny-cls"), *weights = path_join(dir, "model.safetensors");
 	char **labels;
 	int nlabels;
-	struct bert *m = modeldir_load(dir, backend_cpu(), TASK_CLS, 0, SEED, &labels, &nlabels);
+	struct bert *m = modeldir_load(dir, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, &labels, &nlabels);
 	const struct bert_config *c = bert_config_of(m);
 	CHECK(c->vocab == 64 && c->hidden == 32 && c->layers == 2 && c->heads == 4 && c->ffn == 64 &&
 	      c->max_pos == 32 && c->type_vocab == 2 && c->ln_eps == 1e-12f && c->num_labels == 3 &&
@@ -121,7 +121,18 @@ static void test_load_cls(void)
 
 static void load_quietly(const void *dir)
 {
-	bert_free(modeldir_load(dir, backend_cpu(), TASK_CLS, 0, SEED, NULL, NULL));
+	bert_free(modeldir_load(dir, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, NULL, NULL));
+}
+
+/* Loads dir as a whole model (to evaluate or learn from): no new head. */
+static void load_whole(const void *dir)
+{
+	bert_free(modeldir_load(dir, backend_cpu(), TASK_CLS, 0, NULL, NULL, NULL));
+}
+
+static void load_whole_5(const void *dir)
+{
+	bert_free(modeldir_load(dir, backend_cpu(), TASK_CLS, 5, NULL, NULL, NULL));
 }
 
 /* Loads dir, catching what the load says on stderr in said. */
@@ -131,7 +142,7 @@ static struct bert *load_telling(const char *dir, enum bert_task task, int num_l
 	int saved = dup(2);
 	fflush(stderr);
 	dup2(fileno(caught), 2);
-	struct bert *m = modeldir_load(dir, backend_cpu(), task, num_labels, SEED, NULL, NULL);
+	struct bert *m = modeldir_load(dir, backend_cpu(), task, num_labels, &(uint64_t){SEED}, NULL, NULL);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -191,7 +202,12 @@ static void test_heads(void)
 	CHECK(one_line(said) && strstr(said, "cls.predictions.bias"), "cls as mlm tells: %s", said);
 	bert_free(m);
 
-	m = modeldir_load(mlm, backend_cpu(), TASK_MLM, 0, SEED, NULL, NULL);
+	expect_die("without a seed for a new head, a missing head is an error", load_whole, alias,
+		   "no classifier.weight, classifier.bias: the model has no trained head");
+	expect_die("and another label count too", load_whole_5, cls, "the checkpoint has 3 labels, not 5");
+	bert_free(modeldir_load(cls, backend_cpu(), TASK_CLS, 0, NULL, NULL, NULL));
+
+	m = modeldir_load(mlm, backend_cpu(), TASK_MLM, 0, NULL, NULL, NULL);
 	diff = differences(m, mlm_weights, NULL);
 	CHECK(!*diff, "tiny-mlm: every tensor as in the file%s", diff);
 	bert_free(m);
@@ -217,7 +233,7 @@ static void test_save(void)
 {
 	char *mlm = path_join(fixdir, "tiny-mlm"), *vocab = path_join(mlm, "vocab.txt");
 	char *out = path_join(tmpdir, "saved"), *weights = path_join(out, "model.safetensors");
-	struct bert *m = modeldir_load(mlm, backend_cpu(), TASK_MLM, 0, SEED, NULL, NULL);
+	struct bert *m = modeldir_load(mlm, backend_cpu(), TASK_MLM, 0, &(uint64_t){SEED}, NULL, NULL);
 	bert_params(m)[5] = 123.5f;
 	mkdir(out, 0755);
 	char *stale = path_join(out, "stale-file"), *old_config = path_join(out, "config.json");
@@ -228,7 +244,7 @@ static void test_save(void)
 	free(old_config);
 	CHECK(dir_entries(tmpdir) == 1, "save leaves no temp dir beside it");
 
-	struct bert *back = modeldir_load(out, backend_cpu(), TASK_MLM, 0, SEED, NULL, NULL);
+	struct bert *back = modeldir_load(out, backend_cpu(), TASK_MLM, 0, &(uint64_t){SEED}, NULL, NULL);
 	CHECK(bert_numel(back) == bert_numel(m) &&
 	      same_floats(bert_params(back), bert_params(m), (int64_t)bert_numel(m)),
 	      "saved mlm model loads back bit for bit");
@@ -287,7 +303,7 @@ static void test_config_round_trip(void)
 static char *bad_dir(const char *name, const char *key, const char *value)
 {
 	char *src = path_join(fixdir, "tiny-cls"), *dir = path_join(tmpdir, name);
-	struct bert *m = modeldir_load(src, backend_cpu(), TASK_CLS, 0, SEED, NULL, NULL);
+	struct bert *m = modeldir_load(src, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, NULL, NULL);
 	modeldir_save(dir, m, NULL, 0, NULL);
 	bert_free(m);
 	char *cfg_path = path_join(dir, "config.json");
@@ -307,7 +323,7 @@ static char *bad_dir(const char *name, const char *key, const char *value)
  * dimensions swapped. */
 static void rewrite_weights(const char *dir, const char *drop, const char *reshape)
 {
-	struct bert *m = modeldir_load(dir, backend_cpu(), TASK_CLS, 0, SEED, NULL, NULL);
+	struct bert *m = modeldir_load(dir, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, NULL, NULL);
 	struct tensor_ref *t;
 	int n = ntensors(m, &t), k = 0;
 	for (int i = 0; i < n; i++) {
