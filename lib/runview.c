@@ -4,6 +4,7 @@
 #include "rec.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <msgpack.h>
 #include <stdarg.h>
@@ -60,6 +61,15 @@ static void str(const msgpack_object *o, char *out, size_t size)
 		snprintf(out, size, "%.*s", (int)o->via.str.size, o->via.str.ptr);
 }
 
+/* A count in an event: o's value when it is a whole number from 0 to max,
+ * else 0 (a damaged or foreign log shows zeros, never casts what no long
+ * holds). */
+static long count(const msgpack_object *o, long max)
+{
+	double x = mp_number(o);
+	return x >= 0 && x <= (double)max && x == floor(x) ? (long)x : 0;
+}
+
 static void push(double *hist, int n, double x)
 {
 	if (n == HISTORY)
@@ -69,8 +79,8 @@ static void push(double *hist, int n, double x)
 
 static void on_step(struct run_view *v, const msgpack_object *o, double t)
 {
-	v->step = (long)mp_number(mp_get(o, "step"));
-	v->epoch = (long)mp_number(mp_get(o, "epoch"));
+	v->step = count(mp_get(o, "step"), LONG_MAX / 2);
+	v->epoch = count(mp_get(o, "epoch"), LONG_MAX / 2);
 	v->loss = mp_number(mp_get(o, "loss"));
 	v->lr = mp_number(mp_get(o, "lr"));
 	v->grad_norm = mp_number(mp_get(o, "grad_norm"));
@@ -94,7 +104,7 @@ static void on_step(struct run_view *v, const msgpack_object *o, double t)
 		v->comm_ms = mp_number(mp_get(c, "ms"));
 		v->exposed_ms = mp_number(mp_get(c, "exposed_ms"));
 		v->busbw_gbs = mp_number(mp_get(c, "busbw_gbs"));
-		v->slowest = (int)mp_number(mp_get(c, "slowest"));
+		v->slowest = (int)count(mp_get(c, "slowest"), INT_MAX);
 	}
 }
 
@@ -111,10 +121,10 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 	str(ev, v->last_event, sizeof v->last_event);
 	if (mp_str_is(ev, "start") || mp_str_is(ev, "resume")) {
 		if (mp_str_is(ev, "start")) {
-			v->total_steps = (long)mp_number(mp_get(o, "total_steps"));
-			v->steps_per_epoch = (long)mp_number(mp_get(o, "steps_per_epoch"));
-			v->params = (long)mp_number(mp_get(o, "params"));
-			v->processes = (int)mp_number(mp_get(o, "processes"));
+			v->total_steps = count(mp_get(o, "total_steps"), LONG_MAX / 2);
+			v->steps_per_epoch = count(mp_get(o, "steps_per_epoch"), LONG_MAX / 2);
+			v->params = count(mp_get(o, "params"), LONG_MAX / 2);
+			v->processes = (int)count(mp_get(o, "processes"), INT_MAX);
 			str(mp_get(o, "device"), v->device, sizeof v->device);
 		}
 		/* timing starts again: a stop's pause is no step's time */
@@ -129,7 +139,7 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 		v->eval_value = event_metric(o, v->metric);
 		int lower = !strcmp(v->metric, "loss") || !strcmp(v->metric, "ppl");
 		if (isnan(v->best_value) || (lower ? v->eval_value < v->best_value : v->eval_value > v->best_value))
-			v->best_value = v->eval_value, v->best_step = (long)mp_number(mp_get(o, "step"));
+			v->best_value = v->eval_value, v->best_step = count(mp_get(o, "step"), LONG_MAX / 2);
 		v->eval_s += t - v->last_step_time, v->nevals++;
 		v->last_step_time = t;
 	} else if (mp_str_is(ev, "eval")) {

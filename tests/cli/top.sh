@@ -51,14 +51,20 @@ expect_eq "a sweep job that failed is shown failed, as its sweep says" \
 # a running run whose events foretell a finish beyond any calendar: no finish time, no crash
 mkdir "$T/huge"
 for s in 1 2 3 4 5; do echo "{\"event\":\"step\",\"time\":$s,\"step\":$s,\"step_ms\":1000}"; done |
-	sed '1i {"event":"start","time":0,"total_steps":9e18,"processes":1}' | ts-cat --from-json -o "$T/huge/events.msgpack"
+	sed '1i {"event":"start","time":0,"total_steps":4e18,"processes":1}' | ts-cat --from-json -o "$T/huge/events.msgpack"
 echo "$$ $(hostname)" >"$T/huge/lock"
-(exec 9<"$T/huge/lock"; flock -n 9 && exec sleep 60) &
+(exec 9<"$T/huge/lock"; flock 9 && exec sleep 60) &   # blocking: the check below takes the lock for a moment
 holder=$!
 wait_for "a lock held on that run" sh -c "! flock -n '$T/huge/lock' true"
 check "a finish beyond any calendar: shown as unknown" sh -c \
 	"timeout 10 ts-top --once '$T/huge' | grep -q '^elapsed 0:00:05  left - ± -  finish at -\$'"
 kill "$holder"; wait "$holder" 2>/dev/null
+# counts no long holds, or none at all, read as zero: never a cast out of range
+mkdir "$T/wild"
+printf '%s\n' '{"event":"start","time":0,"total_steps":1e300,"processes":-5,"params":"many"}' \
+	'{"event":"step","time":1,"step":1e30,"epoch":1.5,"step_ms":1000}' | ts-cat --from-json -o "$T/wild/events.msgpack"
+expect_eq "counts out of range show as zero" "$(ts-top --json "$T/wild" | jq -c '.[0] | [.step, .epoch, .total_steps, .processes, .params]')" \
+	"[0,0,0,0,0]"
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
 expect_fail "a path that does not exist: the system's reason" 1 "cannot open $T/nothere: No such file or directory" ts-top --once "$T/nothere"
 expect_fail "a file: not a directory" 1 "cannot open $T/data/manifest.json: Not a directory" ts-top --once "$T/data/manifest.json"
