@@ -2,6 +2,7 @@
 #include "comm_mpi.h"
 #include "comm_tcp.h"
 #include "err.h"
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +243,25 @@ int comm_any(const struct comm *c, int flag)
 	double v = flag != 0;
 	sum(c, &v, 1, 1);
 	return v > 0;
+}
+
+char *comm_lead_text(const struct comm *c, const char *text)
+{
+	double len = c->rank == 0 ? (double)strlen(text) : 0;
+	comm_sum_doubles(c, &len, 1);
+	if (len > INT_MAX)
+		die("process 0's text of %.0f bytes is more than the sums carry", len);
+	size_t n = (size_t)len;
+	double *bytes = xcalloc(n + 1, sizeof *bytes);
+	for (size_t i = 0; c->rank == 0 && i < n; i++)
+		bytes[i] = (unsigned char)text[i];
+	comm_sum_doubles(c, bytes, (int)n);
+	char *copy = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		copy[i] = (char)(unsigned char)bytes[i];
+	copy[n] = 0;
+	free(bytes);
+	return copy;
 }
 
 void comm_barrier(const struct comm *c)

@@ -60,6 +60,9 @@ void comm_wait_sums(const struct comm *c);
 void comm_sum_doubles(const struct comm *c, double *x, int n);
 /* Whether flag is set on any process. */
 int comm_any(const struct comm *c, int flag);
+/* A copy of process 0's text on every process (free it), carried by the
+ * sums: for short texts. */
+char *comm_lead_text(const struct comm *c, const char *text);
 /* Returns when every process has called it. */
 void comm_barrier(const struct comm *c);
 /* The largest of the processes' v, and in *who the first process with it. */

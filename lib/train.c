@@ -20,6 +20,7 @@
 #include "schedule.h"
 #include "vocab.h"
 #include <math.h>
+#include <nettle/sha2.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -906,6 +907,59 @@ static void claim_run(struct trainer *t, char **ckpt)
 	t->vocab_path = c->resume ? path_join(c->run, "vocab.txt") : start_vocab(c);
 }
 
+/* The line of text that holds offset at: its start, and its length as the
+ * return value. */
+static int line_at(const char *text, size_t at, const char **start)
+{
+	while (at > 0 && text[at - 1] != '\n')
+		at--;
+	*start = text + at;
+	return (int)strcspn(*start, "\n");
+}
+
+/* The start of the hex SHA-256 of the model's weights. */
+static void weights_digest(struct bert *m, char hex[17])
+{
+	struct sha256_ctx ctx;
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	sha256_init(&ctx);
+	sha256_update(&ctx, bert_numel(m) * sizeof(float), (const uint8_t *)bert_params(m));
+	sha256_digest(&ctx, sizeof digest, digest);
+	for (int i = 0; i < 8; i++)
+		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+}
+
+/* Every process trains the run process 0 records: with the options of its
+ * config (which all the processes of a resumed run read) and from the same
+ * weights. One started otherwise would add another model's gradients to
+ * the sums, or wait for sums the others never make; so all end before the
+ * run dir is made, the one that differs naming its first line that does. */
+static void check_same_run(struct trainer *t)
+{
+	if (t->comm->size == 1)
+		return;
+	char *config = config_text(t), hex[17];
+	weights_digest(t->m, hex);
+	struct strbuf mine = {0};
+	sb_addf(&mine, "%sstarting weights sha256 = %s\n", config, hex);
+	char *lead = comm_lead_text(t->comm, mine.s);
+	size_t at = 0;
+	while (mine.s[at] && mine.s[at] == lead[at])
+		at++;
+	int who, differs = mine.s[at] != lead[at];
+	if (comm_max(t->comm, differs, &who) > 0) {
+		const char *here, *there;
+		int n = line_at(mine.s, at, &here), m = line_at(lead, at, &there);
+		if (differs)
+			die("process %d: %.*s here, %.*s on process 0 (the processes of a run must be started alike)",
+			    t->comm->rank, n, here, m, there);
+		die("process %d: process %d was started otherwise than process 0 (it says how)", t->comm->rank, who);
+	}
+	free(lead);
+	sb_free(&mine);
+	free(config);
+}
+
 /* Once the run has passed every check, process 0 makes a new run's dir, so
  * that a run refused leaves nothing behind; then each process opens its log. */
 static void open_run(struct trainer *t)
@@ -1049,6 +1103,7 @@ int train_run(const struct train_config *c)
 	claim_run(&t, &ckpt);
 	check_vocab(&t);
 	build_model(&t, ckpt ? ckpt : c->init);
+	check_same_run(&t);
 	t.metric = c->metric ? c->metric : metric_default(c->task);
 	build_optimizer(&t);
 	plan_steps(&t);

@@ -204,6 +204,35 @@ expect_fail "launched by the environment: a bad MASTER_PORT" 1 "MASTER_PORT=9999
 expect_fail "launched by the environment: process 0 never comes" 1 \
 	"process 1: cannot reach process 0 at 127.0.0.1:$port in 2 s \(MASTER_ADDR, MASTER_PORT\)" \
 	envrun 1 "${TINY[@]}" --run "$T/e3" --max-steps 2 --comm-timeout 2
+# processes started otherwise than process 0 (another seed, model shape or
+# --init of the same path): all refuse at the start, before the run dir is made
+alike="(the processes of a run must be started alike)"
+port=$(free_port)
+envrun 1 "${TINY[@]}" --run "$T/a1" --max-steps 4 --comm-timeout 20 --seed 7 >"$T/a1.out" 2>&1 &
+expect_fail "launched by the environment, process 1 with another --seed: process 0 refuses" 1 \
+	"^ts-train: process 0: process 1 was started otherwise than process 0 \(it says how\)$" \
+	envrun 0 "${TINY[@]}" --run "$T/a1" --max-steps 4 --comm-timeout 20
+wait $!
+expect_eq "another --seed: process 1 exits 1" "$?" 1
+expect_eq "another --seed: process 1 says how, in one line" "$(cat "$T/a1.out")" "ts-train: process 1: seed = 7 here, seed = 5 on process 0 $alike"
+check "another --seed: no run dir made" test ! -e "$T/a1"
+timeout 300 mpirun -np 1 "$BIN/ts-train" "${TINY[@]}" --run "$T/a2" --max-steps 4 : \
+	-np 1 "$BIN/ts-train" "${TINY[@]}" --run "$T/a2" --max-steps 4 --hidden 64 >"$T/a2.out" 2>&1
+expect_eq "under mpirun, process 1 with another --hidden: the run fails" "$?" 1
+check "another --hidden: process 1 says how" grep -qxF "ts-train: process 1: hidden = 64 here, hidden = 32 on process 0 $alike" "$T/a2.out"
+check "another --hidden: no run dir made" test ! -e "$T/a2"
+# process 1 finds other files at --init's path, as on a server of its own
+port=$(free_port)
+INIT=(--data "$T/data" --init "$T/p1/final" -j 1 --batch 8 --max-steps 4 --comm-timeout 20)
+env WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" timeout 300 unshare -m \
+	sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/g1/final" "$T/p1/final" \
+	ts-train "${INIT[@]}" --run "$T/a3" >"$T/a3.out" 2>&1 &
+expect_fail "process 1 with other weights at --init's path: process 0 refuses" 1 "process 1 was started otherwise" \
+	envrun 0 "${INIT[@]}" --run "$T/a3"
+wait $!
+expect_eq "other weights: process 1 exits 1" "$?" 1
+check "other weights: process 1 says so" grep -qE "^ts-train: process 1: starting weights sha256 = [0-9a-f]{16} here, starting weights sha256 = [0-9a-f]{16} on process 0" "$T/a3.out"
+check "other weights: no run dir made" test ! -e "$T/a3"
 envrun 1 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >"$T/e4.out" 2>&1 &
 one=$!
 envrun 0 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >/dev/null 2>&1 &
