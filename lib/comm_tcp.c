@@ -1,10 +1,11 @@
 /* Process 0 listens at MASTER_ADDR:MASTER_PORT; every other process connects
- * there and says its rank and the port it listens at itself; process 0 sends
- * back where each one listens (the address it saw the process come from),
- * and each process connects to the next one, making a ring. A sum is a ring
- * all-reduce: the data in n chunks, each summed once along the ring to the
- * process that owns it (reduce-scatter), then passed round whole
- * (all-gather), so that every process ends with the same bits. */
+ * there and says who it is (HELLO, its rank, the port it listens at itself
+ * and its WORLD_SIZE); process 0 answers with HELLO and its WORLD_SIZE and,
+ * once all have come, where each one listens (the address it saw the
+ * process come from), and each process connects to the next one, making a
+ * ring. A sum is a ring all-reduce: the data in n chunks, each summed once
+ * along the ring to the process that owns it (reduce-scatter), then passed
+ * round whole (all-gather), so that every process ends with the same bits. */
 #include "comm_tcp.h"
 #include "err.h"
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 enum { MAX_PROCESSES = 65536 };
+static const int32_t HELLO = 0x54537031;   /* "TSp1": a ts-train process, this version of the join */
 
 /* Where a process listens, as process 0 tells the others. */
 struct peer {
@@ -192,7 +194,7 @@ static int listen_any(int family, int port, int *bound)
 }
 
 /* Process 0: takes every other process's rank and port, answers with the table. */
-static void gather_peers(const struct comm *c, int master, struct peer *peers, double deadline)
+static void gather_peers(const struct comm *c, int master, int port, struct peer *peers, double deadline)
 {
 	int *fds = xcalloc((size_t)c->size, sizeof *fds);
 	for (int k = 1; k < c->size; k++) {
@@ -202,17 +204,26 @@ static void gather_peers(const struct comm *c, int master, struct peer *peers, d
 		if (fd < 0)
 			die("process 0: only %d of %d processes came in %g s (--comm-timeout)", k, c->size,
 			    c->timeout_s);
-		int32_t hello[2];
+		int32_t hello[4], answer[2] = { HELLO, c->size };
 		move_all(fd, hello, sizeof hello, 0, deadline, -1);
-		if (hello[0] < 1 || hello[0] >= c->size || fds[hello[0]] || hello[1] < 1 || hello[1] > 65535)
+		if (hello[0] != HELLO)
+			die("process 0: something that is no ts-train process of this version connected at port %d "
+			    "(MASTER_PORT)", port);
+		if (hello[3] != c->size) {
+			move_all(fd, answer, sizeof answer, 1, deadline, hello[1]);
+			die("process 0: process %d came with WORLD_SIZE=%d, this one has %d", hello[1], hello[3], c->size);
+		}
+		if (hello[1] < 1 || hello[1] >= c->size || fds[hello[1]] || hello[2] < 1 || hello[2] > 65535)
 			die("process 0: a process came as rank %d of %d, which is taken or out of range (RANK)",
-			    hello[0], c->size);
-		fds[hello[0]] = fd;
-		peers[hello[0]].addr = from;
-		peers[hello[0]].len = len;
-		set_port(&peers[hello[0]].addr, hello[1]);
+			    hello[1], c->size);
+		fds[hello[1]] = fd;
+		peers[hello[1]].addr = from;
+		peers[hello[1]].len = len;
+		set_port(&peers[hello[1]].addr, hello[2]);
 	}
 	for (int r = 1; r < c->size; r++) {
+		int32_t answer[2] = { HELLO, c->size };
+		move_all(fds[r], answer, sizeof answer, 1, deadline, r);
 		move_all(fds[r], peers, sizeof *peers * (size_t)c->size, 1, deadline, r);
 		close(fds[r]);
 	}
@@ -272,15 +283,21 @@ void tcp_open(struct comm *c)
 		memcpy(&peers[0].addr, ai->ai_addr, ai->ai_addrlen);
 		peers[0].len = ai->ai_addrlen;
 		set_port(&peers[0].addr, ring_port);
-		gather_peers(c, master, peers, deadline);
+		gather_peers(c, master, master_port, peers, deadline);
 		close(master);
 	} else {
 		int fd = connect_by(ai->ai_addr, ai->ai_addrlen, deadline);
 		if (fd < 0)
 			die("process %d: cannot reach process 0 at %s:%s in %g s (MASTER_ADDR, MASTER_PORT)", c->rank, host,
 			    port, c->timeout_s);
-		int32_t hello[2] = { c->rank, ring_port };
+		int32_t hello[4] = { HELLO, c->rank, ring_port, c->size }, answer[2];
 		move_all(fd, hello, sizeof hello, 1, deadline, 0);
+		move_all(fd, answer, sizeof answer, 0, deadline, 0);
+		if (answer[0] != HELLO)
+			die("process %d: something that is no ts-train process of this version answered at %s:%s "
+			    "(MASTER_ADDR, MASTER_PORT)", c->rank, host, port);
+		if (answer[1] != c->size)
+			die("process %d: WORLD_SIZE=%d here, %d at process 0", c->rank, c->size, answer[1]);
 		move_all(fd, peers, sizeof *peers * (size_t)c->size, 0, deadline, 0);
 		close(fd);
 	}

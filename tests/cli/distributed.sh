@@ -204,6 +204,36 @@ expect_fail "launched by the environment: a bad MASTER_PORT" 1 "MASTER_PORT=9999
 expect_fail "launched by the environment: process 0 never comes" 1 \
 	"process 1: cannot reach process 0 at 127.0.0.1:$port in 2 s \(MASTER_ADDR, MASTER_PORT\)" \
 	envrun 1 "${TINY[@]}" --run "$T/e3" --max-steps 2 --comm-timeout 2
+# processes launched with other WORLD_SIZEs, and something else at
+# MASTER_PORT: refused at once, not after --comm-timeout
+port=$(free_port)
+start=$SECONDS
+WORLD=3 envrun 1 "${TINY[@]}" --run "$T/w" --max-steps 2 --comm-timeout 30 >"$T/w1.out" 2>&1 &
+expect_fail "launched by the environment, process 0 with WORLD_SIZE=2 and process 1 with 3: process 0 refuses" 1 \
+	"^ts-train: process 0: process 1 came with WORLD_SIZE=3, this one has 2$" \
+	envrun 0 "${TINY[@]}" --run "$T/w" --max-steps 2 --comm-timeout 30
+wait $!
+expect_eq "other WORLD_SIZEs: process 1 exits 1, saying why" "$? $(cat "$T/w1.out")" \
+	"1 ts-train: process 1: WORLD_SIZE=3 here, 2 at process 0"
+check "other WORLD_SIZEs: refused within 15 s, not after --comm-timeout (30 s)" test $((SECONDS - start)) -lt 15
+listening() { ss -Htln "sport = :$port" | grep -q .; }
+port=$(free_port)
+envrun 0 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 30 >"$T/j.out" 2>&1 &
+wait_for "process 0 listens at MASTER_PORT" listening
+(exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && sleep 1)
+wait $!
+expect_eq "junk at MASTER_PORT: process 0 exits 1, saying what came" "$? $(cat "$T/j.out")" \
+	"1 ts-train: process 0: something that is no ts-train process of this version connected at port $port (MASTER_PORT)"
+check "junk at MASTER_PORT: no run dir made" test ! -e "$T/j"
+port=$(free_port)
+timeout 60 "${TS_PYTHON:-python3}" -c 'import socket, sys
+l = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+c = l.accept()[0]; c.recv(16); c.sendall(b"HTTP/1.0 200 OK\r\n\r\n" * 100)' "$port" &
+wait_for "something else listens at MASTER_PORT" listening
+expect_fail "junk from MASTER_PORT: process 1 refuses it at once" 1 \
+	"^ts-train: process 1: something that is no ts-train process of this version answered at 127.0.0.1:$port \(MASTER_ADDR, MASTER_PORT\)$" \
+	envrun 1 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 30
+wait $!
 # processes started otherwise than process 0 (another seed, model shape or
 # --init of the same path): all refuse at the start, before the run dir is made
 alike="(the processes of a run must be started alike)"
