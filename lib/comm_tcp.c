@@ -261,7 +261,7 @@ void tcp_open(struct comm *c)
 	c->rank = (int)env_int("RANK", 0, c->size - 1, -1);
 	if (c->rank < 0)
 		die("WORLD_SIZE is set, so RANK must be too (0 to %d)", c->size - 1);
-	c->local_size = (int)env_int("LOCAL_WORLD_SIZE", 1, MAX_PROCESSES, 1);
+	c->local_size = (int)env_int("LOCAL_WORLD_SIZE", 1, c->size, 1);
 	c->local_rank = (int)env_int("LOCAL_RANK", 0, c->local_size - 1, 0);
 	if (c->size == 1)
 		return;

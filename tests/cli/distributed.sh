@@ -199,6 +199,9 @@ expect_fail "launched by the environment: RANK missing" 1 "WORLD_SIZE is set, so
 	env WORLD_SIZE=2 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
 expect_fail "launched by the environment: RANK out of range" 1 "RANK=2: not a whole number from 0 to 1" \
 	env WORLD_SIZE=2 RANK=2 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
+expect_fail "launched by the environment: more processes on the machine than in the run" 1 \
+	"LOCAL_WORLD_SIZE=4: not a whole number from 1 to 2" \
+	env WORLD_SIZE=2 RANK=1 LOCAL_WORLD_SIZE=4 LOCAL_RANK=3 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
 expect_fail "launched by the environment: a bad MASTER_PORT" 1 "MASTER_PORT=99999: not a whole number from 1 to 65535" \
 	env WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=99999 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
 expect_fail "launched by the environment: process 0 never comes" 1 \
