@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Records are read in place (ids as int32_t through the map), so the host
@@ -183,17 +182,11 @@ static const char *check_header(const uint8_t *h, size_t size)
 
 struct shard *shard_open(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		die("cannot open %s:", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		die("cannot stat %s:", path);
-	if (!S_ISREG(st.st_mode))
-		die("%s: not a shard file (not a regular file)", path);
+	off_t size;
+	int fd = open_regular(path, &size);
 	struct shard *s = xcalloc(1, sizeof *s);
 	s->path = xstrdup(path);
-	s->size = (size_t)st.st_size;
+	s->size = (size_t)size;
 	if (s->size < SHARD_HEADER_SIZE)
 		die("%s: not a shard file (too short)", path);
 	void *m = mmap(NULL, s->size, PROT_READ, MAP_SHARED, fd, 0);

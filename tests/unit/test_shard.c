@@ -228,6 +228,14 @@ static void open_and_read_all(const void *arg)
 	exit(0);
 }
 
+/* As open_and_read_all, but killed by SIGALRM after 10 s: a FIFO must not
+ * hang it. */
+static void open_soon(const void *path)
+{
+	alarm(10);
+	open_and_read_all(path);
+}
+
 /* Writes a copy of the good shard with len bytes, patched at off, and expects
  * reading it to fail with pattern. */
 static void expect_corrupt(const char *what, size_t off, const void *patch, size_t plen, long cut,
@@ -279,6 +287,10 @@ static void test_corrupt(void)
 		       "bad.shard: record 3: corrupt shard");
 	char *missing = path_join(tmpdir, "nope.shard");
 	expect_die("missing file", open_and_read_all, missing, "cannot open");
+	if (mkfifo(missing, 0644) < 0)
+		die("cannot make %s:", missing);
+	expect_die("a FIFO refused at once", open_soon, missing, "nope.shard: not a regular file");
+	unlink(missing);
 	free(missing);
 	free(good);
 }
