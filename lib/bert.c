@@ -435,10 +435,12 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-void bert_init(struct bert *m, uint64_t seed)
+void bert_init_tensors(struct bert *m, uint64_t seed, const char *prefix)
 {
 	for (int i = 0; i < m->ntensors; i++) {
 		const struct tensor_ref *t = &m->tensors[i];
+		if (strncmp(t->name, prefix, strlen(prefix)))
+			continue;
 		int64_t n = tensor_numel(t);
 		float *p = t->data;
 		if (ends_with(t->name, "LayerNorm.weight")) {
@@ -453,9 +455,16 @@ void bert_init(struct bert *m, uint64_t seed)
 				p[j] = 0.02f * rng_normal_at(s, j);
 		}
 	}
-	float *word = m->tensors[0].data;   /* the embeddings come first */
-	memset(word + (size_t)PAD_ID * m->c.hidden, 0, sizeof(float) * m->c.hidden);
+	if (!strncmp(m->tensors[0].name, prefix, strlen(prefix))) {   /* the embeddings come first */
+		float *word = m->tensors[0].data;
+		memset(word + (size_t)PAD_ID * m->c.hidden, 0, sizeof(float) * m->c.hidden);
+	}
 	bert_push(m);
+}
+
+void bert_init(struct bert *m, uint64_t seed)
+{
+	bert_init_tensors(m, seed, "");
 }
 
 /* ---- workspace ---- */

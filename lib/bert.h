@@ -150,6 +150,8 @@ void bert_set_dropout(struct bert *m, float hidden, float attn);
 /* HF initialisation: normal(0, 0.02) weights, zero biases, LayerNorm 1/0;
  * pushed to the backend. */
 void bert_init(struct bert *m, uint64_t seed);
+/* The same values for the tensors whose names begin with prefix alone. */
+void bert_init_tensors(struct bert *m, uint64_t seed, const char *prefix);
 
 /* Forward pass; keeps what backward needs. Dropout is on when train is set,
  * drawn from dropout_seed alone (the same seed gives the same masks whatever

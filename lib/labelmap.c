@@ -176,3 +176,18 @@ char *labels_disagree(char *const *model, int nmodel, char *const *data, int nda
 	sb_addf(&b, "), in that order");
 	return b.s;
 }
+
+int labels_reordered(char *const *have, int nhave, char *const *want, int nwant, int *from)
+{
+	if (nhave != nwant)
+		return 0;
+	for (int i = 0; i < nwant; i++) {
+		from[i] = -1;
+		for (int j = 0; j < nhave && from[i] < 0; j++)
+			if (!strcmp(want[i], have[j]))
+				from[i] = j;
+		if (from[i] < 0)
+			return 0;
+	}
+	return 1;
+}

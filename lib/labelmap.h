@@ -29,4 +29,7 @@ void labelmap_free(struct labelmap *m);
  * model's LABEL_0, LABEL_1, ... as transformers names classes it was never
  * told). */
 char *labels_disagree(char *const *model, int nmodel, char *const *data, int ndata);
+/* Whether want names the classes of have in another order; then want[i]
+ * is have[from[i]]. */
+int labels_reordered(char *const *have, int nhave, char *const *want, int nwant, int *from);
 #endif

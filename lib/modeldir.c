@@ -3,6 +3,7 @@
 #include "afile.h"
 #include "err.h"
 #include "hfconfig.h"
+#include "labelmap.h"
 #include "safetensors.h"
 #include "strbuf.h"
 #include <errno.h>
@@ -174,6 +175,42 @@ struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_
 	free(cfg_path);
 	free(weights);
 	return m;
+}
+
+/* Puts row from[i] of t in row i (a tensor of rows, outermost first). */
+static void reorder_rows(const struct tensor_ref *t, const int *from, int rows)
+{
+	size_t row = (size_t)tensor_numel(t) / (size_t)rows;
+	float *copy = xmalloc((size_t)tensor_numel(t) * sizeof *copy);
+	memcpy(copy, t->data, (size_t)tensor_numel(t) * sizeof *copy);
+	for (int i = 0; i < rows; i++)
+		memcpy((float *)t->data + (size_t)i * row, copy + (size_t)from[i] * row, row * sizeof *copy);
+	free(copy);
+}
+
+void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, int nhave, char *const *want,
+			    int nwant, uint64_t seed)
+{
+	char *why = labels_disagree(have, nhave, want, nwant);
+	if (!why)
+		return;
+	int *from = xmalloc((size_t)nwant * sizeof *from);
+	if (labels_reordered(have, nhave, want, nwant, from)) {
+		int n = bert_tensors(m, NULL);
+		struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
+		bert_tensors(m, t);
+		for (int i = 0; i < n; i++)
+			if (starts_with(t[i].name, "classifier."))
+				reorder_rows(&t[i], from, nwant);
+		free(t);
+		bert_push(m);
+		warnx("%s: %s: its classifier's rows put in the data's order", dir, why);
+	} else {
+		bert_init_tensors(m, seed, "classifier.");
+		warnx("%s: %s: new classifier from seed %llu", dir, why, (unsigned long long)seed);
+	}
+	free(from);
+	free(why);
 }
 
 /* The parameters under the names transformers saves them as. */

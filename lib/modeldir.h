@@ -20,6 +20,13 @@
 struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
 			   int num_labels, const uint64_t *head_seed, char ***labels, int *nlabels);
 
+/* Makes the classifier of m, loaded from dir whose classes are named have,
+ * one for the classes named want: its rows reordered when want names the
+ * same classes in another order, a new one from seed (said on stderr) when
+ * other classes; unchanged when the names agree or either side has none. */
+void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, int nhave, char *const *want,
+			    int nwant, uint64_t seed);
+
 /* Writes model.safetensors, config.json and a copy of vocab_path (none when
  * NULL) as DIR, atomically as a whole: the files go to DIR.tmp.PID, are
  * fsynced, and that dir then takes DIR's place; an existing DIR is replaced

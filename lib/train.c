@@ -361,7 +361,11 @@ static void build_model(struct trainer *t, const char *from)
 	check_model(t, &start, from);
 	check_memory(t, &start, bert_config_numel(&start));
 	if (from) {
-		t->m = modeldir_load(from, c->be, c->task, t->num_labels, &(uint64_t){(uint64_t)c->seed}, NULL, NULL);
+		char **names;
+		int n;
+		t->m = modeldir_load(from, c->be, c->task, t->num_labels, &(uint64_t){(uint64_t)c->seed}, &names, &n);
+		modeldir_order_classes(t->m, from, names, n, t->man->labels, t->man->nlabels, (uint64_t)c->seed);
+		hfconfig_free_labels(names, n);
 		if (c->dropout_given)
 			bert_set_dropout(t->m, c->model.hidden_dropout, c->model.attn_dropout);
 	} else {

@@ -149,4 +149,16 @@ refused "$T/r10" "an MLM run whose valid split masks no token is refused" 1 \
 	--data "$T/words" --vocab "$V" --task mlm --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --max-steps 1 -j 1 --mask-prob 0.001
 check "with masks drawn, the same data trains" train --data "$T/words" --vocab "$V" --task mlm --layers 1 --hidden 32 --heads 2 \
 	--ffn 64 --max-pos 32 --max-steps 1 -j 1 --mask-prob 0.5 --run "$T/words-run"
+# --- --init of a classifier whose classes the data names in another order ---
+HV=$FIX/hf/tiny-cls/vocab.txt   # its classes: neg, neu, pos
+{ echo text,label; for i in $(seq 30); do w=$(sed -n "$((i % 20 + 10))p" "$HV"); echo "$w $w,$(echo neu pos neg | cut -d' ' -f$((i % 3 + 1)))"; done; } >"$T/order.csv"
+ts-tokenize -v "$HV" --label label --max-len 16 "$T/order.csv" | ts-shard -o "$T/order" --split train=1 >/dev/null
+ts-tokenize -v "$HV" --max-len 16 "$T/order.csv" -o "$T/order.mp"
+train --data "$T/order" --init "$FIX/hf/tiny-cls" --run "$T/reordered" --max-steps 1 --lr 1e-12 --batch 30 -j 1 2>"$T/said" >/dev/null
+check "--init tells that it puts the classifier's rows in the data's order" grep -q "its labels (neg, neu, pos) are not the data's (pos, neg, neu), in that order: its classifier's rows put in the data's order" "$T/said"
+names() { timeout 60 ts-eval -j1 --device cpu -m "$1" --predict "$T/order.mp" | ts-cat | jq -r .pred_name | paste -sd' '; }
+expect_eq "so the model predicts the same classes, by name, as the checkpoint" "$(names "$T/reordered/final")" "$(names "$FIX/hf/tiny-cls")"
+sed 's/,pos$/,x/; s/,neg$/,y/; s/,neu$/,z/' "$T/order.csv" | ts-tokenize -v "$HV" --label label --max-len 16 -f csv | ts-shard -o "$T/other" --split train=1 >/dev/null
+train --data "$T/other" --init "$FIX/hf/tiny-cls" --run "$T/otherrun" --max-steps 1 -j 1 2>"$T/said" >/dev/null
+check "classes of other names get a new classifier, said so" grep -q "its labels (neg, neu, pos) are not the data's (x, y, z), in that order: new classifier from seed 0" "$T/said"
 finish
