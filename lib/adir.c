@@ -17,7 +17,7 @@ struct adir {
 	int replace_old;   /* DIR holds an old dir of the same kind */
 };
 
-int dir_empty_but(const char *path, const char *except)
+int dir_empty_but(const char *path, int (*spare)(const char *name))
 {
 	DIR *d = opendir(path);
 	if (!d)
@@ -25,7 +25,7 @@ int dir_empty_but(const char *path, const char *except)
 	struct dirent *e;
 	int empty = 1;
 	while (empty && (e = readdir(d)))
-		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || (except && !strcmp(e->d_name, except));
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || (spare && spare(e->d_name));
 	closedir(d);
 	return empty;
 }

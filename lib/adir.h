@@ -14,9 +14,9 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker);
 const char *adir_tmp(const struct adir *d);
 /* Renames the temp dir to DIR, replacing the old DIR where allowed; frees d. */
 void adir_commit(struct adir *d);
-/* Whether the directory at path holds nothing, or nothing but a file named
- * except (NULL: nothing at all). */
-int dir_empty_but(const char *path, const char *except);
+/* Whether the directory at path holds nothing, or nothing but entries
+ * whose names spare accepts (NULL: nothing at all). */
+int dir_empty_but(const char *path, int (*spare)(const char *name));
 /* 0 when path is a directory whose files can be reached, else why not as an
  * errno (ENOENT, ENOTDIR, EACCES...). */
 int dir_reachable(const char *path);

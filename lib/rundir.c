@@ -46,6 +46,39 @@ static _Noreturn void holds_a_run(const char *dir)
 	die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
 }
 
+/* Whether name is a temp file or dir of afile or adir, or an old dir adir
+ * moves aside: NAME.tmp.PID or NAME.old.PID. */
+static int is_leftover(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	if (!dot || dot - name < 5 || !dot[1] || dot[strspn(dot + 1, "0123456789") + 1])
+		return 0;
+	return !strncmp(dot - 4, ".tmp", 4) || !strncmp(dot - 4, ".old", 4);
+}
+
+/* Removes what a trainer killed in the middle of a write left in dir: with
+ * the lock held, no other process is writing there. */
+static void remove_leftovers(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));)
+		if (is_leftover(e->d_name)) {
+			char *p = path_join(dir, e->d_name);
+			remove_tree(p);
+			free(p);
+		}
+	closedir(d);
+}
+
+/* What a dir may hold before a run is made in it: a stop request, and the
+ * temp file of a trainer killed while it wrote the run's config. */
+static int may_precede_a_run(const char *name)
+{
+	return !strcmp(name, "stop") || (!strncmp(name, "config.tmp.", 11) && is_leftover(name));
+}
+
 void rundir_check_new(const char *dir)
 {
 	char *config = path_join(dir, "config");
@@ -58,7 +91,7 @@ void rundir_check_new(const char *dir)
 			die("cannot stat %s:", dir);
 	} else if (!S_ISDIR(st.st_mode)) {
 		die("%s exists and is not a directory", dir);
-	} else if (!dir_empty_but(dir, "stop")) {
+	} else if (!dir_empty_but(dir, may_precede_a_run)) {
 		die("%s is not empty and holds no run; choose a new or an empty dir for --run", dir);
 	}
 }
@@ -88,32 +121,7 @@ void rundir_create(const char *dir, const char *config)
 		holds_a_run(dir);
 	free(path);
 	take(dir);
-}
-
-/* Whether name is a temp file or dir of afile or adir, or an old dir adir
- * moves aside: NAME.tmp.PID or NAME.old.PID. */
-static int is_leftover(const char *name)
-{
-	const char *dot = strrchr(name, '.');
-	if (!dot || dot - name < 5 || !dot[1] || dot[strspn(dot + 1, "0123456789") + 1])
-		return 0;
-	return !strncmp(dot - 4, ".tmp", 4) || !strncmp(dot - 4, ".old", 4);
-}
-
-/* Removes what a trainer killed in the middle of a write left in dir: with
- * the lock held, no other process is writing there. */
-static void remove_leftovers(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	for (struct dirent *e; (e = readdir(d));)
-		if (is_leftover(e->d_name)) {
-			char *p = path_join(dir, e->d_name);
-			remove_tree(p);
-			free(p);
-		}
-	closedir(d);
+	remove_leftovers(dir);
 }
 
 void rundir_attach(const char *dir)

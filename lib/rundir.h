@@ -4,12 +4,14 @@
 #define TS_RUNDIR_H
 
 /* Dies unless a new run may be made in dir: dir does not exist, is empty,
- * or holds a stop request alone (ts-stop and ts-sweep may ask a run to stop
- * before it starts). A dir that holds a run, or anything else, is refused:
+ * or holds a stop request (ts-stop and ts-sweep may ask a run to stop
+ * before it starts) and the temp config of a trainer killed before it made
+ * the run, alone. A dir that holds a run, or anything else, is refused:
  * nothing of the user's is ever overwritten. */
 void rundir_check_new(const char *dir);
 /* Makes a new run dir where rundir_check_new allows one, with config as
- * its config file (and log/, ckpt/), taking its lock. */
+ * its config file (and log/, ckpt/), taking its lock; removes the temp
+ * configs of killed trainers. */
 void rundir_create(const char *dir, const char *config);
 /* Takes the lock of an existing run (for --resume) and removes the temp
  * files and dirs a killed trainer left there. */

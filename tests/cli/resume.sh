@@ -26,6 +26,12 @@ expect_eq "started again: the same losses as the run never killed" "$(losses "$T
 check "started again: the same final model" cmp "$T/a/final/model.safetensors" "$T/r0/final/model.safetensors"
 check "started again: its own vocab copy" cmp "$T/a/vocab.txt" "$V"
 
+# killed while it wrote the config: no run yet, and no rerun held back by the temp config
+mkdir "$T/z" && printf 'layers = ' >"$T/z/config.tmp.99999"
+check "killed while writing its config: --run makes the run there" train "${TINY[@]}" --run "$T/z" --max-steps 6 --eval-every 3
+expect_eq "killed while writing its config: the temp config is gone" "$(ls -A "$T/z" | grep -c "\.tmp\.")" 0
+check "killed while writing its config: the same final model" cmp "$T/z/final/model.safetensors" "$T/r0/final/model.safetensors"
+
 # killed after some steps but before the first checkpoint
 cp -r "$T/r0" "$T/b" && rm -rf "$T/b/ckpt/"* "$T/b/best" "$T/b/final"
 keep_events "$T/b" '/"event":"checkpoint"/ {exit} {print}'
