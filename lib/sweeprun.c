@@ -14,6 +14,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
@@ -256,6 +257,16 @@ static int lead(char **argv, int k)
 	return rc;
 }
 
+/* In a job's process: a sweep killed outright (SIGKILL, no handler to
+ * pass the stop on) stops its jobs as a stop would, so that none runs on
+ * unwatched, racing the sweep's --resume for its run dir. */
+static void stop_with(pid_t sweep)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != sweep)   /* it died before the prctl */
+		_exit(128 + SIGTERM);
+}
+
 /* Starts argv at place pl with its output into job i's .out file; returns
  * its pid. */
 static pid_t start(const char *dir, const char *cwd, const struct sweep_place *pl, int i, char **argv)
@@ -266,11 +277,12 @@ static pid_t start(const char *dir, const char *cwd, const struct sweep_place *p
 	if (fd < 0)
 		die("cannot create %s:", out);
 	fflush(NULL);
-	pid_t pid = fork();
+	pid_t sweep = getpid(), pid = fork();
 	if (pid < 0)
 		die("cannot start a job:");
 	if (pid == 0) {
 		signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+		stop_with(sweep);
 		int null = open("/dev/null", O_RDONLY);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);

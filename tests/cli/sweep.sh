@@ -125,6 +125,24 @@ expect_eq "--resume: a failed job runs again, a done one does not" \
 expect_fail "--resume of a sweep that runs" 1 "is in use by another ts-sweep" sh -c \
 	"flock '$T/g/lock' sleep 2 & sleep 0.5; ts-sweep --resume '$T/g'"
 
+# a sweep killed outright (SIGKILL): its job checkpoints and stops, not to run on unwatched
+timeout 300 ts-sweep -p lr=1e-4 --dir "$T/k" -- ts-train "${MODEL[@]}" --vocab "$V" --max-steps 100000 >/dev/null 2>&1 &
+sweeper=$!
+wait_for "a sweep killed outright: its job under way" sh -c "$(declare -f steps_in); steps_in '$T/k/job-001'"
+kill -9 "$(cut -d' ' -f1 "$T/k/lock")"
+wait "$sweeper" 2>/dev/null
+wait_for "a sweep killed outright: its job ends" flock -n "$T/k/job-001/lock" true
+kill_trainer "$T/k/job-001"
+stopped=$(ts-cat "$T/k/job-001/events.msgpack" | jq -r 'select(.event=="stop") | .step')
+check "a sweep killed outright: its job stopped with a checkpoint" test -d "$T/k/job-001/ckpt/step-$stopped"
+timeout 300 ts-sweep --resume "$T/k" >/dev/null 2>&1 &
+sweeper=$!
+wait_for "a sweep killed outright: --resume goes on with the job" sh -c "ts-cat '$T/k/job-001/events.msgpack' | grep -q '\"resume\"'"
+check "a sweep killed outright: the resumed sweep stops on request" ts-stop --wait --timeout 60 "$T/k"
+wait "$sweeper"
+expect_eq "a sweep killed outright: the job went on from its checkpoint" \
+	"$(ts-cat "$T/k/job-001/events.msgpack" | jq -r 'select(.event=="resume") | .step')" "$stopped"
+
 # --prune asha on real data: the rates from good to useless, so that the later jobs
 # reach the first rung (the evaluation at step 10) behind the earlier ones
 head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
