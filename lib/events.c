@@ -4,6 +4,7 @@
 #include "mpjson.h"
 #include "rec.h"
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,18 @@ void events_sync(struct events *e)
 {
 	if (fsync(e->fd) < 0)
 		die("cannot write %s:", e->path);
+}
+
+void events_rename(struct events *e, const char *path)
+{
+	events_sync(e);
+	if (rename(e->path, path) < 0)
+		die("cannot rename %s to %s:", e->path, path);
+	free(e->path);
+	e->path = xstrdup(path);
+	char *dir = xstrdup(path);
+	fsync_dir(dirname(dir));
+	free(dir);
 }
 
 void events_close(struct events *e)

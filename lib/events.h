@@ -16,5 +16,8 @@ void events_add(struct events *e, const char *type, json_t *fields);
 int events_last_is(const struct events *e, const char *type);
 /* Makes the events so far durable (at a checkpoint, which they describe). */
 void events_sync(struct events *e);
+/* Makes the events so far durable and renames the log to path, so that a
+ * log first written under a temp name appears with them all or not at all. */
+void events_rename(struct events *e, const char *path);
 void events_close(struct events *e);
 #endif

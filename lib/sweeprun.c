@@ -1,6 +1,8 @@
 #include "sweeprun.h"
 #include "afile.h"
+#include "adir.h"
 #include "asha.h"
+#include "cleanup.h"
 #include "gpulist.h"
 #include "nvml.h"
 #include "err.h"
@@ -666,15 +668,33 @@ static long count_params(const char *cwd, char **argv)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && end != out && *end == '\n' ? n : -1;
 }
 
+/* What a sweep killed before its records were whole leaves in its dir. */
+static int left_unbegun(const char *name)
+{
+	return !strcmp(name, "lock") || !strcmp(name, "jobs.msgpack.tmp");
+}
+
+/* Whether dir is what a sweep killed before its records were whole left:
+ * a lock, perhaps their temp file, nothing else. */
+static int unbegun(const char *dir)
+{
+	char *lock = path_join(dir, "lock");
+	int yes = access(lock, F_OK) == 0 && dir_empty_but(dir, left_unbegun);
+	free(lock);
+	return yes;
+}
+
 int sweep_run(struct sweep_plan *p)
 {
 	make_parents(p->dir);
 	if (mkdir(p->dir, 0755) < 0) {
-		if (errno == EEXIST)
+		if (errno != EEXIST)
+			die("cannot create %s:", p->dir);
+		if (!unbegun(p->dir))
 			die("%s exists: a sweep makes its dir (choose another --dir, or --resume it)", p->dir);
-		die("cannot create %s:", p->dir);
 	}
 	rundir_lock(p->dir, "ts-sweep");
+	cleanup_add(p->dir);   /* until its records are whole, a sweep cut short leaves no dir */
 	char *cwd = getcwd(NULL, 0), *abs = realpath(p->dir, NULL);
 	if (!cwd || !abs)
 		die("cannot name the working dir:");
@@ -684,14 +704,13 @@ int sweep_run(struct sweep_plan *p)
 		if (pl->host ? check_server(p, pl, cwd, abs) : !pl->gpus || check_gpus(pl))
 			p->places[kept++] = *pl, slots += pl->slots;
 	}
-	if (!kept) {   /* the dir holds only its lock: nothing is left behind */
-		char *lock = path_join(p->dir, "lock");
-		unlink(lock);
-		rmdir(p->dir);
+	if (!kept)
 		die("no server or GPU is left to run the jobs (see the warnings above)");
-	}
 	p->nplaces = kept;
-	struct events *ev = open_records(p->dir);
+	/* the records appear whole: a resume knows every job or finds no sweep */
+	char *records = path_join(p->dir, "jobs.msgpack"), *tmp = path_join(p->dir, "jobs.msgpack.tmp");
+	unlink(tmp);
+	struct events *ev = events_open(tmp);
 	json_t *ssh = json_array();
 	for (int k = 0; k < p->nssh; k++)
 		json_array_append_new(ssh, json_string(p->ssh[k]));
@@ -718,6 +737,9 @@ int sweep_run(struct sweep_plan *p)
 		}
 		events_add(ev, "job", rec);
 	}
+	events_rename(ev, records);
+	cleanup_forget(p->dir);
+	free(records), free(tmp);
 	int rc = schedule(p, cwd, ev, n, ids, argvs, add_j);
 	events_close(ev);
 	free(cwd), free(abs), free(ids), free(argvs), free(add_j);

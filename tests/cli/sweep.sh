@@ -143,6 +143,25 @@ wait "$sweeper"
 expect_eq "a sweep killed outright: the job went on from its checkpoint" \
 	"$(ts-cat "$T/k/job-001/events.msgpack" | jq -r 'select(.event=="resume") | .step')" "$stopped"
 
+# a sweep killed while it records its jobs, placed by a ts-train that hangs
+# counting job 2's parameters: no sweep of job 1 alone, and the same command runs it
+mkdir "$T/hook" && cat >"$T/hook/ts-train" <<EOF
+#!/bin/sh
+case " \$* " in *" --lr 3e-4 "*" --count-params "*) echo \$\$ >"$T/counting"; exec sleep 60;; esac
+exec "$BIN/ts-train" "\$@"
+EOF
+chmod +x "$T/hook/ts-train"
+PATH=$T/hook:$PATH timeout 300 ts-sweep --max-params 100000000 -p lr=1e-4,3e-4 --dir "$T/q" -- "${TRAIN[@]}" >/dev/null 2>&1 &
+sweeper=$!
+wait_for "killed while recording its jobs: the sweep counts job 2's parameters" test -s "$T/counting"
+kill -9 "$(cut -d' ' -f1 "$T/q/lock")" "$(cat "$T/counting")"
+wait "$sweeper" 2>/dev/null
+expect_fail "killed while recording its jobs: --resume finds no sweep, not one of job 1 alone" 1 "not a sweep dir" \
+	ts-sweep --resume "$T/q"
+check "killed while recording its jobs: the same command runs the sweep in its dir" \
+	sweep --max-params 100000000 -p lr=1e-4,3e-4 --dir "$T/q" -- "${TRAIN[@]}"
+expect_eq "killed while recording its jobs: both jobs done" "$(states "$T/q" | tr '\n' ';')" "1 done;2 done;"
+
 # --prune asha on real data: the rates from good to useless, so that the later jobs
 # reach the first rung (the evaluation at step 10) behind the earlier ones
 head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
