@@ -131,10 +131,13 @@ void rundir_attach(const char *dir)
 		die("%s: not a run dir (no config file)", dir);
 	free(config);
 	take(dir);
-	char *ckpt = path_join(dir, "ckpt");
 	remove_leftovers(dir);
-	remove_leftovers(ckpt);
-	free(ckpt);
+	const char *subdirs[] = {"ckpt", "plots"};
+	for (int i = 0; i < 2; i++) {
+		char *p = path_join(dir, subdirs[i]);
+		remove_leftovers(p);
+		free(p);
+	}
 }
 
 int rundir_stop_requested(const char *dir)

@@ -55,8 +55,9 @@ cp -r "$T/r0" "$T/c" && rm -rf "$T/c/final"
 keep_events "$T/c" '!/"event":"done"/'
 # and what a kill in the middle of writing final/ and a checkpoint would leave
 mkdir "$T/c/final.tmp.99999" "$T/c/ckpt/step-9.tmp.99999" && touch "$T/c/ckpt/step-9.tmp.99999/model.safetensors"
+touch "$T/c/plots/loss.svg.tmp.99999"   # and one writing a plot
 check "killed before final/: --resume finishes the run" train --resume "$T/c"
-expect_eq "killed while writing: resume removes the temp dirs" "$(ls -A "$T/c" "$T/c/ckpt" | grep -c "\.tmp\.")" 0
+expect_eq "killed while writing: resume removes the temp files and dirs" "$(ls -A "$T/c" "$T/c/ckpt" "$T/c/plots" | grep -c "\.tmp\.")" 0
 check "killed before final/: final/ is the last checkpoint's model" cmp "$T/c/final/model.safetensors" "$T/r0/final/model.safetensors"
 expect_eq "killed before final/: the log ends with resume, done" "$(events "$T/c" | awk '{print $(NF-1), $NF}')" "resume done"
 expect_eq "killed before final/: one done event" "$(count "$T/c" done)" 1
