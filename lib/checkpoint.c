@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static json_t *state_json(const struct train_state *s)
 {
@@ -127,15 +128,21 @@ static int list_steps(const char *ckdir, int **steps)
 	return n;
 }
 
+/* Removes all but the newest keep checkpoints. Each is renamed aside
+ * first, so that a kill in the middle of its removal leaves a leftover for
+ * --resume to remove, not a checkpoint with files missing. */
 static void prune(const char *ckdir, int keep)
 {
 	int *steps, n = list_steps(ckdir, &steps);
 	for (int i = keep; i < n; i++) {
-		char name[32];
+		char name[32], aside[64];
 		snprintf(name, sizeof name, "step-%d", steps[i]);
-		char *p = path_join(ckdir, name);
-		remove_tree(p);
+		snprintf(aside, sizeof aside, "%s.old.%ld", name, (long)getpid());
+		char *p = path_join(ckdir, name), *q = path_join(ckdir, aside);
+		if (rename(p, q) == 0)
+			remove_tree(q);
 		free(p);
+		free(q);
 	}
 	free(steps);
 }

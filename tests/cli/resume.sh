@@ -50,6 +50,32 @@ check "killed with no checkpoint: the resumed run goes on, and stops on request"
 kill_trainer "$T/k"
 expect_eq "killed with no checkpoint: the resumed run stops with a checkpoint" "$(ls -A "$T/k/ckpt" | wc -l)" 1
 
+# killed while it removed an old checkpoint (--keep), placed by a remove()
+# that kills the trainer at the second file of a checkpoint it removes
+cat >"$T/killrm.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <string.h>
+int remove(const char *path)
+{
+	static int n;
+	if (strstr(path, "/ckpt/step-") && ++n == 2)
+		raise(SIGKILL);
+	return ((int (*)(const char *))dlsym(RTLD_NEXT, "remove"))(path);
+}
+EOF
+${CC:-cc} -shared -fPIC -o "$T/killrm.so" "$T/killrm.c" -ldl
+LD_PRELOAD=$T/killrm.so train "${TINY[@]}" --run "$T/p" --max-steps 6 --eval-every 3 --keep 1 >/dev/null 2>&1
+expect_eq "killed while pruning: the run has its checkpoint at step 6, not yet final/" \
+	"$(ls "$T/p/ckpt" | grep -c '^step-6$') $(ls -d "$T/p/final" 2>/dev/null | wc -l)" "1 0"
+whole() { for f in config.json model.safetensors optimizer.safetensors state.json vocab.txt; do [ -f "$1/$f" ] || return 1; done; }
+check "killed while pruning: no checkpoint left with files missing" sh -c \
+	"$(declare -f whole); for k in '$T/p/ckpt'/step-*; do case \$k in *.old.*) ;; *) whole \$k || exit 1;; esac; done"
+check "killed while pruning: --resume" train --resume "$T/p"
+expect_eq "killed while pruning: after --resume, the newest checkpoint alone (--keep 1)" "$(ls -A "$T/p/ckpt")" "step-6"
+check "killed while pruning: the same final model" cmp "$T/p/final/model.safetensors" "$T/r0/final/model.safetensors"
+
 # killed after the last checkpoint, before final/ and the done event
 cp -r "$T/r0" "$T/c" && rm -rf "$T/c/final"
 keep_events "$T/c" '!/"event":"done"/'
