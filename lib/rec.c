@@ -118,6 +118,65 @@ void rec_close(struct rec_reader *r)
 	free(r);
 }
 
+/* Takes the whole records up holds; t->read moves past each, the bytes up
+ * was fed ending at byte at. Returns 1 when take stopped, 0 when up needs
+ * more bytes, -1 on a record that is no map or no msgpack. */
+static int take_whole(struct rec_tail *t, msgpack_unpacker *up, long long at,
+		      int (*take)(void *ctx, const msgpack_object *o), void *ctx, const char *path, char *err,
+		      size_t errlen)
+{
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	int ret, rc = 0;
+	while (!rc && (ret = msgpack_unpacker_next(up, &u)) == MSGPACK_UNPACK_SUCCESS) {
+		if (u.data.type != MSGPACK_OBJECT_MAP) {
+			snprintf(err, errlen, "%s: record %ld: not a map", path, t->records + 1);
+			rc = -1;
+			break;
+		}
+		t->records++;
+		t->read = at - (long long)msgpack_unpacker_message_size(up);
+		rc = take(ctx, &u.data) ? 1 : 0;
+	}
+	if (!rc && ret != MSGPACK_UNPACK_CONTINUE) {
+		snprintf(err, errlen, "%s: record %ld: malformed msgpack", path, t->records + 1);
+		rc = -1;
+	}
+	msgpack_unpacked_destroy(&u);
+	return rc;
+}
+
+int rec_tail_read(const char *path, struct rec_tail *t, int (*take)(void *ctx, const msgpack_object *o), void *ctx,
+		  char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	msgpack_unpacker *up = msgpack_unpacker_new(1 << 16);
+	long long at = t->read;
+	while (!rc) {
+		if (!up || !msgpack_unpacker_reserve_buffer(up, 1 << 16))
+			die("out of memory");
+		ssize_t got = pread(fd, msgpack_unpacker_buffer(up), msgpack_unpacker_buffer_capacity(up), (off_t)at);
+		if (got < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+			rc = -1;
+		}
+		if (got <= 0)
+			break;
+		at += got;
+		msgpack_unpacker_buffer_consumed(up, (size_t)got);
+		rc = take_whole(t, up, at, take, ctx, path, err, errlen);
+	}
+	close(fd);
+	msgpack_unpacker_free(up);
+	return rc < 0 ? -1 : 0;
+}
+
 struct rec_writer {
 	struct afile *f;
 	char *buf;

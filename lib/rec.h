@@ -24,6 +24,20 @@ void rec_close(struct rec_reader *r);
 _Noreturn void rec_die(const struct rec_reader *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* An append-only file of records read as it grows, like tail -f: how far
+ * its whole records have been read. */
+struct rec_tail {
+	long long read;           /* bytes */
+	long records;
+};
+/* Hands take each whole record appended to path since the last call (none
+ * while path does not exist), until take returns nonzero; a record cut short
+ * at the end is read again from its start by a later call. Returns 0, or -1
+ * with why in err when path cannot be read or holds a record that is not
+ * msgpack or not a map. */
+int rec_tail_read(const char *path, struct rec_tail *t, int (*take)(void *ctx, const msgpack_object *o), void *ctx,
+		  char *err, size_t errlen);
+
 struct rec_writer;
 /* Writes to path atomically (temp + rename on rec_commit), or to stdout for "-". */
 struct rec_writer *rec_create(const char *path);

@@ -2,12 +2,10 @@
 #include "afile.h"
 #include "err.h"
 #include "rec.h"
-#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <msgpack.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,39 +153,14 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 		v->last_time = t;
 }
 
-/* Sets v's error and returns -1. */
-static int unreadable(struct run_view *v, const char *fmt, ...)
+/* Takes a record, up to step until's. */
+static int take_event(void *ctx, const msgpack_object *o)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(v->error, sizeof v->error, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* Takes the whole records up holds, up to step until's; moves v->read past
- * each, the bytes up was fed ending at byte at. */
-static int take_records(struct run_view *v, msgpack_unpacker *up, long long at, const char *path)
-{
-	msgpack_unpacked u;
-	msgpack_unpacked_init(&u);
-	int ret = MSGPACK_UNPACK_CONTINUE, rc = 0;
-	while (!v->frozen && (ret = msgpack_unpacker_next(up, &u)) == MSGPACK_UNPACK_SUCCESS) {
-		if (u.data.type != MSGPACK_OBJECT_MAP) {
-			rc = unreadable(v, "%s: record %ld: not a map", path, v->records + 1);
-			break;
-		}
-		v->records++;
-		v->read = at - (long long)msgpack_unpacker_message_size(up);
-		if (v->until > 0 && mp_str_is(mp_get(&u.data, "event"), "step") && mp_number(mp_get(&u.data, "step")) > (double)v->until)
-			v->frozen = 1;
-		else
-			on_event(v, &u.data);
-	}
-	if (!rc && !v->frozen && ret != MSGPACK_UNPACK_CONTINUE)
-		rc = unreadable(v, "%s: record %ld: malformed msgpack", path, v->records + 1);
-	msgpack_unpacked_destroy(&u);
-	return rc;
+	struct run_view *v = ctx;
+	if (v->until > 0 && mp_str_is(mp_get(o, "event"), "step") && mp_number(mp_get(o, "step")) > (double)v->until)
+		return v->frozen = 1;
+	on_event(v, o);
+	return 0;
 }
 
 int run_view_update(struct run_view *v)
@@ -196,30 +169,7 @@ int run_view_update(struct run_view *v)
 	if (v->frozen)
 		return 0;
 	char *path = path_join(v->dir, "events.msgpack");
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-	if (fd < 0) {
-		rc = errno == ENOENT ? 0 : unreadable(v, "cannot open %s: %s", path, strerror(errno));
-		free(path);
-		return rc;
-	}
-	/* from the end of the last whole record: one cut short is read again */
-	msgpack_unpacker *up = msgpack_unpacker_new(1 << 16);
-	long long at = v->read;
-	for (;;) {
-		if (!up || !msgpack_unpacker_reserve_buffer(up, 1 << 16))
-			die("out of memory");
-		ssize_t got = pread(fd, msgpack_unpacker_buffer(up), msgpack_unpacker_buffer_capacity(up), (off_t)at);
-		if (got < 0)
-			rc = unreadable(v, "cannot read %s: %s", path, strerror(errno));
-		if (got <= 0)
-			break;
-		at += got;
-		msgpack_unpacker_buffer_consumed(up, (size_t)got);
-		if ((rc = take_records(v, up, at, path)) < 0 || v->frozen)
-			break;
-	}
-	close(fd);
-	msgpack_unpacker_free(up);
+	int rc = rec_tail_read(path, &v->tail, take_event, v, v->error, sizeof v->error);
 	free(path);
 	return rc;
 }

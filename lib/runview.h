@@ -6,6 +6,7 @@
 #define TS_RUNVIEW_H
 #include <jansson.h>
 #include <msgpack.h>
+#include "rec.h"
 
 enum { HISTORY = 64 };
 
@@ -36,9 +37,7 @@ struct run_view {
 	char job_state[16];                /* a sweep job's, as its sweep recorded it ("": not a job) */
 	long until;                        /* > 0: read no further than step until's events */
 	int frozen;
-	/* where the reading is */
-	long long read;                    /* the bytes of the whole records read */
-	long records;
+	struct rec_tail tail;              /* where the reading is */
 	char error[1024];                  /* why the events cannot be read ("": they can) */
 	double last_step_time;
 };

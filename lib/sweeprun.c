@@ -358,8 +358,7 @@ struct running {
 	pid_t pid;
 	int job, place;
 	double began;
-	msgpack_unpacker *events;
-	off_t read;
+	struct rec_tail events;
 	int pruned;
 };
 
@@ -382,56 +381,55 @@ struct pruning {
 	const char *metric;
 };
 
+/* What watching a job's events needs. */
+struct watching {
+	const struct sweep_plan *p;
+	struct pruning *pr;
+	struct running *r;
+	struct events *ev;
+};
+
+/* Takes an event of a watched job: an evaluation that ASHA says falls
+ * short stops the job, recording why. Returns 1 once it is stopped. */
+static int take_eval(void *ctx, const msgpack_object *o)
+{
+	struct watching *w = ctx;
+	struct pruning *pr = w->pr;
+	if (!valid_eval(o))
+		return 0;
+	json_t *eval = record_json(o);
+	if (!pr->asha) {
+		pr->metric = w->p->metric ? w->p->metric : json_object_get(eval, "accuracy") ? "accuracy" : "loss";
+		pr->asha = asha_new(w->p->eta, sweep_lower_is_better(pr->metric));
+	}
+	long step = (long)json_integer_value(json_object_get(eval, "step"));
+	double value = sweep_metric(eval, pr->metric), best;
+	int rung;
+	if (asha_report(pr->asha, w->r->job, step, value, &rung, &best)) {
+		w->r->pruned = 1;
+		events_add(w->ev, "job", json_pack("{sI ss sI sI ss sf sf}", "job", (json_int_t)w->r->job + 1, "state",
+						   "pruning", "rung", (json_int_t)rung, "step", (json_int_t)step, "metric",
+						   pr->metric, "value", value, "rung_best", best));
+		if (w->p->places[w->r->place].host)
+			stop_remote(w->p->dir, w->r->job);
+		else
+			kill(w->r->pid, SIGTERM);
+	}
+	json_decref(eval);
+	return w->r->pruned;
+}
+
 /* Reads the evaluations job r has added to its events since the last call,
- * and stops it when ASHA says so, recording why in ev. */
+ * and stops it when ASHA says so, recording why in ev. Events that cannot
+ * be read prune nothing: the job's outcome tells of them. */
 static void watch(const struct sweep_plan *p, struct pruning *pr, struct running *r, struct events *ev)
 {
-	char *run = sweep_job_dir(p->dir, r->job), *path = path_join(run, "events.msgpack");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0) {
-		free(run);
+	if (r->pruned)
 		return;
-	}
-	if (!r->events)
-		r->events = msgpack_unpacker_new(1 << 16);
-	for (;;) {
-		if (!msgpack_unpacker_reserve_buffer(r->events, 1 << 16))
-			die("out of memory");
-		ssize_t got = pread(fd, msgpack_unpacker_buffer(r->events), msgpack_unpacker_buffer_capacity(r->events),
-				    r->read);
-		if (got <= 0)
-			break;
-		r->read += got;
-		msgpack_unpacker_buffer_consumed(r->events, (size_t)got);
-	}
-	close(fd);
-	msgpack_unpacked u;
-	msgpack_unpacked_init(&u);
-	while (!r->pruned && msgpack_unpacker_next(r->events, &u) == MSGPACK_UNPACK_SUCCESS) {
-		if (u.data.type != MSGPACK_OBJECT_MAP || !valid_eval(&u.data))
-			continue;
-		json_t *eval = record_json(&u.data);
-		if (!pr->asha) {
-			pr->metric = p->metric ? p->metric : json_object_get(eval, "accuracy") ? "accuracy" : "loss";
-			pr->asha = asha_new(p->eta, sweep_lower_is_better(pr->metric));
-		}
-		long step = (long)json_integer_value(json_object_get(eval, "step"));
-		double value = sweep_metric(eval, pr->metric), best;
-		int rung;
-		if (asha_report(pr->asha, r->job, step, value, &rung, &best)) {
-			r->pruned = 1;
-			events_add(ev, "job", json_pack("{sI ss sI sI ss sf sf}", "job", (json_int_t)r->job + 1, "state", "pruning",
-							"rung", (json_int_t)rung, "step", (json_int_t)step, "metric",
-							pr->metric, "value", value, "rung_best", best));
-			if (p->places[r->place].host)
-				stop_remote(p->dir, r->job);
-			else
-				kill(r->pid, SIGTERM);
-		}
-		json_decref(eval);
-	}
-	msgpack_unpacked_destroy(&u);
+	char *run = sweep_job_dir(p->dir, r->job), *path = path_join(run, "events.msgpack"), err[256];
+	struct watching w = {p, pr, r, ev};
+	rec_tail_read(path, &r->events, take_eval, &w, err, sizeof err);
+	free(path);
 	free(run);
 }
 
@@ -506,8 +504,6 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				events_add(ev, "job", rec);
 				busy[run[i].place]--;
-				if (run[i].events)
-					msgpack_unpacker_free(run[i].events);
 				run[i] = run[--running];
 				break;
 			}
