@@ -132,8 +132,8 @@ void rundir_attach(const char *dir)
 	free(config);
 	take(dir);
 	remove_leftovers(dir);
-	const char *subdirs[] = {"ckpt", "plots"};
-	for (int i = 0; i < 2; i++) {
+	const char *subdirs[] = {"ckpt", "plots", "bug"};
+	for (int i = 0; i < 3; i++) {
 		char *p = path_join(dir, subdirs[i]);
 		remove_leftovers(p);
 		free(p);

@@ -1,6 +1,7 @@
 #include "train.h"
 #include "runplots.h"
 #include "tboard.h"
+#include "adir.h"
 #include "afile.h"
 #include "batcher.h"
 #include "err.h"
@@ -597,15 +598,17 @@ static size_t bug_targets(enum bert_task task, int B, int num_labels)
 	return task == TASK_REG ? (size_t)B : task == TASK_MULTI ? (size_t)B * num_labels : 0;
 }
 
-/* bug/step-N/: the model before the step and its micro-batches, for --replay. */
+/* bug/step-N/: the model before the step and its micro-batches, for
+ * --replay; it appears whole or not at all. */
 static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float scale)
 {
 	char name[48];
 	snprintf(name, sizeof name, "bug/step-%ld", t->st.step + 1);
 	char *bug = path_join(t->c->run, "bug"), *dir = path_join(t->c->run, name);
 	mkdir(bug, 0755);
-	modeldir_save(dir, t->m, t->labels, t->nlabels, t->vocab_path);
-	char *path = path_join(dir, "batch.msgpack");
+	struct adir *d = adir_begin(dir, 1, "config.json");
+	modeldir_write(adir_tmp(d), t->m, t->labels, t->nlabels, t->vocab_path);
+	char *path = path_join(adir_tmp(d), "batch.msgpack");
 	struct rec_writer *w = rec_create(path);
 	msgpack_packer *pk = rec_packer(w);
 	for (int k = 0; k < nmicro; k++) {
@@ -635,6 +638,7 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 		}
 	}
 	rec_commit(w);
+	adir_commit(d);
 	logf_(t, "step %ld: non-finite loss or gradient; batch saved in %s", t->st.step + 1, name);
 	free(path);
 	free(dir);

@@ -76,6 +76,31 @@ check "killed while pruning: --resume" train --resume "$T/p"
 expect_eq "killed while pruning: after --resume, the newest checkpoint alone (--keep 1)" "$(ls -A "$T/p/ckpt")" "step-6"
 check "killed while pruning: the same final model" cmp "$T/p/final/model.safetensors" "$T/r0/final/model.safetensors"
 
+# killed while it saved a non-finite step's batch for --replay, placed by a
+# rename() that kills the trainer as batch.msgpack takes its place
+cat >"$T/killbug.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <string.h>
+int rename(const char *from, const char *to)
+{
+	size_t n = strlen(to), k = strlen("/batch.msgpack");
+	if (n > k && !strcmp(to + n - k, "/batch.msgpack"))
+		raise(SIGKILL);
+	return ((int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename"))(from, to);
+}
+EOF
+${CC:-cc} -shared -fPIC -o "$T/killbug.so" "$T/killbug.c" -ldl
+LD_PRELOAD=$T/killbug.so train "${TINY[@]}" --run "$T/nan" --max-steps 3 --optimizer sgd --lr 1e12 --clip 0 --warmup 0 >/dev/null 2>&1
+check "killed while saving a bad batch: the trainer died there" test -d "$T/nan/bug"
+check "killed while saving a bad batch: no bug record without its batch" sh -c \
+	"for b in '$T/nan/bug'/step-*; do case \$b in *.tmp.*) ;; *) [ -f \$b/batch.msgpack ] || exit 1;; esac; done"
+check "killed while saving a bad batch: --resume" train --resume "$T/nan"
+expect_eq "killed while saving a bad batch: resume removes the half-made record" "$(ls -A "$T/nan/bug" | grep -c "\.tmp\.")" 0
+check "killed while saving a bad batch: the records made again replay" sh -c \
+	"for b in '$T/nan/bug'/step-*; do timeout 300 ts-train --replay \$b >/dev/null || exit 1; done"
+
 # killed after the last checkpoint, before final/ and the done event
 cp -r "$T/r0" "$T/c" && rm -rf "$T/c/final"
 keep_events "$T/c" '!/"event":"done"/'
