@@ -9,9 +9,10 @@
  * bit as on the CPU, which is compiled without contraction.
  *
  * The sums take the CPU's order exactly, so they equal its bits too: chunks
- * of SUM_CHUNK elements, each summed in element order in double, then the
- * chunk sums added in chunk order (on the host, after the one download). A
- * chunk's sum is a chain of SUM_CHUNK dependent double adds, so a block takes
+ * of SUM_CHUNK elements, each summed in double (LAMB's in element order, the
+ * sum of squares in cpu_optim.c's eight lanes), then the chunk sums added in
+ * chunk order (on the host, after the one download). A chunk's sum is a
+ * chain of SUM_CHUNK (or SUM_CHUNK/8) dependent double adds, so a block takes
  * ROWS chunks side by side: its loader warps stage a TILE-wide slice of each
  * chunk in shared memory, coalesced, while its adder warp, one lane per
  * chunk, runs down the slice staged before. Long inputs are then bound by
@@ -32,10 +33,12 @@ enum {
 	SUM_THREADS = LOADERS + 32,
 	PER_LOADER = ROWS * TILE / LOADERS,
 	GRID_MAX = 65535,       /* blocks of an elementwise kernel; its threads stride on */
+	LANES = 8,              /* cpu_optim.c's running sums of squares: the bits depend on it */
 };
 static_assert(ROWS == 32 && TILE % 32 == 0 && LOADERS % 32 == 0 && ROWS * TILE % LOADERS == 0,
 	      "a warp of loaders reads 32 floats of one row; the tile splits evenly");
 static_assert(SUM_CHUNK % TILE == 0, "a chunk is a whole number of tiles");
+static_assert(TILE % LANES == 0, "a tile is a whole number of groups of lanes");
 
 /* Two stages (the one being filled, the one being added) of nsum staged
  * values per element. */
@@ -161,28 +164,53 @@ static __device__ __forceinline__ void stage_floats(float *tile, const float *__
 		tile[tile_dst(tid + k * LOADERS)] = val[k];
 }
 
-/* s + the squares of a staged row's TILE floats, added in order: the CPU's
- * sums[0] += (double)x[i] * x[i]. */
-static __device__ __forceinline__ double add_squares(double s, const float *row)
+static __device__ __forceinline__ double add_square(double s, float x)
 {
-	#pragma unroll 16
-	for (int j = 0; j < TILE; j++) {
-		double d = row[j];
+	double d = x;
 
-		s = __dadd_rn(s, __dmul_rn(d, d));
-	}
-	return s;
+	return __dadd_rn(s, __dmul_rn(d, d));
 }
 
-/* sum_squares: part[c] = the sum of (double)x[i]*x[i] over chunk c, in order. */
+/* Adds the squares of a staged row's TILE floats, elements from.. of its
+ * chunk, to cpu_optim.c's eight lanes (squares): element i to lane i %
+ * LANES, or to lane 0 from full (the chunk's length in whole groups of
+ * LANES) on. from and full are whole groups, so a group goes one way. */
+static __device__ __forceinline__ void add_squares(double lane[LANES], const float *row,
+						   int from, int full)
+{
+	for (int j = 0; j < TILE; j += LANES) {
+		if (from + j < full) {
+			#pragma unroll
+			for (int k = 0; k < LANES; k++)
+				lane[k] = add_square(lane[k], row[j + k]);
+		} else {   /* the chunk's last few elements, and zeros past n */
+			#pragma unroll
+			for (int k = 0; k < LANES; k++)
+				lane[0] = add_square(lane[0], row[j + k]);
+		}
+	}
+}
+
+/* The elements of the chunk from start in whole groups of LANES (0 past n). */
+static __device__ __forceinline__ int whole_groups(size_t n, size_t start)
+{
+	if (start >= n)
+		return 0;
+	return (int)((n - start < SUM_CHUNK ? n - start : SUM_CHUNK) / LANES * LANES);
+}
+
+/* sum_squares: part[c] = the lanes of (double)x[i]*x[i] over chunk c, added
+ * in lane order. */
 static __global__ void __launch_bounds__(SUM_THREADS)
 squares_kernel(const float *__restrict__ x, size_t n, double *__restrict__ part)
 {
 	size_t c0 = (size_t)blockIdx.x * ROWS, base = c0 * SUM_CHUNK;
 	size_t len = n - base < SUM_CHUNK ? n - base : SUM_CHUNK;    /* the longest row's */
 	int ntile = (int)((len + TILE - 1) / TILE);
-	unsigned tid = threadIdx.x;
-	double s = 0;
+	unsigned tid = threadIdx.x, row = tid - LOADERS;    /* an adder's row: its chunk */
+	size_t start = base + (size_t)row * SUM_CHUNK;
+	int full = tid < LOADERS ? 0 : whole_groups(n, start);
+	double lane[LANES] = {};
 
 	if (tid < LOADERS)
 		stage_floats(stage, x, n, base, 0, tid);
@@ -194,16 +222,17 @@ squares_kernel(const float *__restrict__ x, size_t n, double *__restrict__ part)
 				stage_floats(stage + ((t + 1) & 1) * ROWS * PITCH, x, n, base,
 					     t + 1, tid);
 		} else {
-			s = add_squares(s, stage + (t & 1) * ROWS * PITCH +
-					   (tid - LOADERS) * PITCH);
+			add_squares(lane, stage + (t & 1) * ROWS * PITCH + row * PITCH, t * TILE,
+				    full);
 		}
 		__syncthreads();
 	}
-	if (tid >= LOADERS) {
-		unsigned lane = tid - LOADERS;
+	if (tid >= LOADERS && start < n) {
+		double s = 0;
 
-		if (base + (size_t)lane * SUM_CHUNK < n)
-			part[c0 + lane] = s;
+		for (int k = 0; k < LANES; k++)
+			s = __dadd_rn(s, lane[k]);
+		part[c0 + row] = s;
 	}
 }
 

@@ -375,16 +375,17 @@ static void test_attention(int T, int head_rows, float p)
 
 /* ---- the optimizer ---- */
 
-static void test_optimizer(void)
+/* n floats: 16384-float chunks (the last short, its length not a multiple of
+ * the CPU's eight lanes, when n says so), 32 chunks to a GPU block. */
+static void test_optimizer(size_t n)
 {
-	size_t n = 100003;
 	float *p = randoms(n, 1), *g = randoms(n, 0.1f), *m = randoms(n, 0.01f), *v = randoms(n, 0.01f);
 	for (size_t i = 0; i < n; i++)
 		v[i] = v[i] * v[i];
 	float *d_p = on_gpu(p, n * 4), *d_g = on_gpu(g, n * 4), *d_m = on_gpu(m, n * 4);
 	float *d_v = on_gpu(v, n * 4);
 	double want = sum_squares(g, n), got = gpu->sum_squares(d_g, n);
-	CHECK(got == want, "sum_squares: %.17g, the CPU's %.17g", got, want);
+	CHECK(got == want, "sum_squares of %zu: %.17g, the CPU's %.17g", n, got, want);
 	scale_floats(g, n, 0.7f);
 	gpu->scale(d_g, n, 0.7f);
 	expect_same("scale", d_g, g, n);
@@ -442,7 +443,9 @@ int main(void)
 	test_attention(128, 0, 0.1f);
 	test_attention(128, 1, 0.1f);
 	test_attention(512, 0, 0.1f);
-	test_optimizer();
+	test_optimizer(5);
+	test_optimizer(100003);
+	test_optimizer(33 * 16384 + 12345);
 	CHECK_DONE();
 #endif
 }
