@@ -79,6 +79,9 @@ static void test_linear(void)
 	float *d_in = on_gpu(in, N * C * 4), *d_w = on_gpu(w, F * C * 4), *d_b = on_gpu(b, F * 4);
 	float *d_out = on_gpu(out, N * F * 4), *d_dout = on_gpu(dout, N * F * 4);
 	float *d_din = on_gpu(din, N * C * 4), *d_dw = on_gpu(dw, F * C * 4), *d_db = on_gpu(db, F * 4);
+	linear_forward(out, in, w, NULL, N, C, F);
+	gpu->linear_forward(d_out, d_in, d_w, NULL, N, C, F);
+	expect_close("linear_forward without a bias", d_out, out, (size_t)N * F, ATOL, RTOL);
 	linear_forward(out, in, w, b, N, C, F);
 	gpu->linear_forward(d_out, d_in, d_w, d_b, N, C, F);
 	expect_close("linear_forward", d_out, out, (size_t)N * F, ATOL, RTOL);
@@ -134,40 +137,96 @@ static void test_embedding(void)
 	free(word), free(pos), free(type), free(out), free(dout), free(dword), free(dpos), free(dtype);
 }
 
-static void test_layernorm(float p)
+/* Many tokens over a few hundred ids (many scatter buckets, repeated ids),
+ * a width that ends in a partial column tile, token types past the four
+ * summed in registers or none at all, and no padding id: the scatter-adds
+ * give the CPU's bits. */
+static void test_embedding_many(int with_types)
 {
-	size_t n = (size_t)N * C;
-	float *in = randoms(n, 2), *w = randoms(C, 1), *b = randoms(C, 1), *res = randoms(n, 1);
-	float *bias = randoms(C, 1), *out = xcalloc(n, 4), *mean = xcalloc(N, 4), *rstd = xcalloc(N, 4);
-	float *sum = xmalloc(n * 4), *dout = randoms(n, 1), *dw = randoms(C, 1), *db = randoms(C, 1);
+	enum { EN = 3001, EC = 200, EV = 499, ETYPES = 6, EPOS = 512 };
+	int32_t *ids = xmalloc(EN * 4), *types = xmalloc(EN * 4), *positions = xmalloc(EN * 4);
+	for (int i = 0; i < EN; i++) {
+		ids[i] = (int32_t)rng_below(&gen, EV);
+		types[i] = (int32_t)rng_below(&gen, ETYPES);
+		positions[i] = i % EPOS;
+	}
+	size_t nw = (size_t)EV * EC, np = (size_t)EPOS * EC, nt = (size_t)ETYPES * EC, n = (size_t)EN * EC;
+	float *word = randoms(nw, 1), *pos = randoms(np, 1), *type = randoms(nt, 1);
+	float *out = xcalloc(n, 4), *dout = randoms(n, 1);
+	float *dword = randoms(nw, 1), *dpos = randoms(np, 1), *dtype = randoms(nt, 1);
+	int32_t *d_ids = on_gpu(ids, EN * 4), *d_types = with_types ? on_gpu(types, EN * 4) : NULL;
+	int32_t *d_positions = on_gpu(positions, EN * 4);
+	float *d_word = on_gpu(word, nw * 4), *d_pos = on_gpu(pos, np * 4), *d_type = on_gpu(type, nt * 4);
+	float *d_out = on_gpu(out, n * 4), *d_dout = on_gpu(dout, n * 4);
+	float *d_dword = on_gpu(dword, nw * 4), *d_dpos = on_gpu(dpos, np * 4);
+	float *d_dtype = on_gpu(dtype, nt * 4);
+	const int32_t *ty = with_types ? types : NULL;
+	const char *what = with_types ? "6 token types" : "no token types";
+	char line[128];
+	embedding_forward(out, ids, ty, positions, word, pos, type, EN, EC);
+	gpu->embedding_forward(d_out, d_ids, d_types, d_positions, d_word, d_pos, d_type, EN, EC);
+	snprintf(line, sizeof line, "embedding_forward, %d tokens, %s", EN, what);
+	expect_close(line, d_out, out, n, ATOL, RTOL);
+	embedding_backward(dword, dpos, dtype, dout, ids, ty, positions, EN, EC, -1);
+	gpu->embedding_backward(d_dword, d_dpos, d_dtype, d_dout, d_ids, d_types, d_positions, EN, EC,
+				-1);
+	snprintf(line, sizeof line, "embedding_backward dword, %d tokens, no padding id", EN);
+	expect_same(line, d_dword, dword, nw);
+	snprintf(line, sizeof line, "embedding_backward dpos, %d tokens", EN);
+	expect_same(line, d_dpos, dpos, np);
+	snprintf(line, sizeof line, "embedding_backward dtype, %d tokens, %s", EN, what);
+	expect_close(line, d_dtype, dtype, nt, 1e-3, RTOL);
+	void *d[] = { d_ids, d_positions, d_word, d_pos, d_type, d_out, d_dout, d_dword, d_dpos, d_dtype };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	if (d_types)
+		gpu->release(d_types);
+	free(ids), free(types), free(positions), free(word), free(pos), free(type), free(out);
+	free(dout), free(dword), free(dpos), free(dtype);
+}
+
+/* rows x cols, more than one chunk of rows and tile of columns when
+ * they are large, with dropout p in the residual's. */
+static void test_layernorm(int rows, int cols, float p)
+{
+	size_t n = (size_t)rows * cols;
+	float *in = randoms(n, 2), *w = randoms(cols, 1), *b = randoms(cols, 1), *res = randoms(n, 1);
+	float *bias = randoms(cols, 1), *out = xcalloc(n, 4), *mean = xcalloc(rows, 4);
+	float *rstd = xcalloc(rows, 4), *sum = xmalloc(n * 4), *dout = randoms(n, 1);
+	float *dw = randoms(cols, 1), *db = randoms(cols, 1);
 	memcpy(sum, in, n * 4);
-	float *d_in = on_gpu(in, n * 4), *d_w = on_gpu(w, C * 4), *d_b = on_gpu(b, C * 4);
-	float *d_res = on_gpu(res, n * 4), *d_bias = on_gpu(bias, C * 4), *d_out = on_gpu(out, n * 4);
-	float *d_mean = on_gpu(mean, N * 4), *d_rstd = on_gpu(rstd, N * 4), *d_sum = on_gpu(sum, n * 4);
-	float *d_dout = on_gpu(dout, n * 4), *d_dw = on_gpu(dw, C * 4), *d_db = on_gpu(db, C * 4);
+	float *d_in = on_gpu(in, n * 4), *d_w = on_gpu(w, cols * 4), *d_b = on_gpu(b, cols * 4);
+	float *d_res = on_gpu(res, n * 4), *d_bias = on_gpu(bias, cols * 4), *d_out = on_gpu(out, n * 4);
+	float *d_mean = on_gpu(mean, rows * 4), *d_rstd = on_gpu(rstd, rows * 4);
+	float *d_sum = on_gpu(sum, n * 4);
+	float *d_dout = on_gpu(dout, n * 4), *d_dw = on_gpu(dw, cols * 4), *d_db = on_gpu(db, cols * 4);
 	char what[96];
 	if (p == 0) {
-		layernorm_forward(out, mean, rstd, in, w, b, N, C, 1e-12f);
-		gpu->layernorm_forward(d_out, d_mean, d_rstd, d_in, d_w, d_b, N, C, 1e-12f);
-		expect_close("layernorm_forward", d_out, out, n, ATOL, RTOL);
+		layernorm_forward(out, mean, rstd, in, w, b, rows, cols, 1e-12f);
+		gpu->layernorm_forward(d_out, d_mean, d_rstd, d_in, d_w, d_b, rows, cols, 1e-12f);
+		snprintf(what, sizeof what, "layernorm_forward %dx%d", rows, cols);
+		expect_close(what, d_out, out, n, ATOL, RTOL);
 	} else {
-		residual_layernorm_forward(out, sum, mean, rstd, res, bias, w, b, N, C, 1e-12f, p, 42);
+		residual_layernorm_forward(out, sum, mean, rstd, res, bias, w, b, rows, cols, 1e-12f, p,
+					   42);
 		gpu->residual_layernorm_forward(d_out, d_sum, d_mean, d_rstd, d_res, d_bias, d_w, d_b,
-						N, C, 1e-12f, p, 42);
-		snprintf(what, sizeof what, "residual_layernorm_forward p %.1f: the sum", p);
+						rows, cols, 1e-12f, p, 42);
+		snprintf(what, sizeof what, "residual_layernorm_forward %dx%d p %.1f: the sum", rows,
+			 cols, p);
 		expect_close(what, d_sum, sum, n, ATOL, RTOL);
-		snprintf(what, sizeof what, "residual_layernorm_forward p %.1f: the output", p);
+		snprintf(what, sizeof what, "residual_layernorm_forward %dx%d p %.1f: the output", rows,
+			 cols, p);
 		expect_close(what, d_out, out, n, ATOL, RTOL);
 	}
-	expect_close("layernorm mean", d_mean, mean, N, ATOL, RTOL);
-	expect_close("layernorm rstd", d_rstd, rstd, N, ATOL, RTOL);
+	expect_close("layernorm mean", d_mean, mean, rows, ATOL, RTOL);
+	expect_close("layernorm rstd", d_rstd, rstd, rows, ATOL, RTOL);
 	const float *x = p == 0 ? in : sum;
 	const float *d_x = p == 0 ? d_in : d_sum;
-	layernorm_backward(dout, dw, db, dout, x, mean, rstd, w, N, C);   /* in place, as bert.c */
-	gpu->layernorm_backward(d_dout, d_dw, d_db, d_dout, d_x, d_mean, d_rstd, d_w, N, C);
+	layernorm_backward(dout, dw, db, dout, x, mean, rstd, w, rows, cols);  /* in place, as bert.c */
+	gpu->layernorm_backward(d_dout, d_dw, d_db, d_dout, d_x, d_mean, d_rstd, d_w, rows, cols);
 	expect_close("layernorm_backward din (in place)", d_dout, dout, n, 1e-4, RTOL);
-	expect_close("layernorm_backward dw", d_dw, dw, C, 1e-4, RTOL);
-	expect_close("layernorm_backward db", d_db, db, C, 1e-4, RTOL);
+	expect_close("layernorm_backward dw", d_dw, dw, cols, 1e-4, RTOL);
+	expect_close("layernorm_backward db", d_db, db, cols, 1e-4, RTOL);
 	void *d[] = { d_in, d_w, d_b, d_res, d_bias, d_out, d_mean, d_rstd, d_sum, d_dout, d_dw, d_db };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
@@ -220,6 +279,79 @@ static void test_rows(void)
 	expect_same("scatter_add_rows", d_acc, acc, (size_t)N * C);
 	gpu->release(d_in), gpu->release(d_g), gpu->release(d_acc), gpu->release(d_rows);
 	free(in), free(g), free(acc);
+}
+
+/* More rows than a grid has blocks in y (65535): the kernels that stride
+ * rows over it must reach the last ones. */
+static void test_many_rows(void)
+{
+	enum { MR = 70001, MW = 5, IDS = 11, POSITIONS = 13 };
+	size_t n = (size_t)MR * MW;
+	float *pre = randoms(n, 2), *bias = randoms(MW, 1), *out = xcalloc(n, 4), *g = xcalloc(n, 4);
+	float *lse = xcalloc(MR, 4), *t = xmalloc(n * 4), *d = randoms(n, 1);
+	float *word = randoms(IDS * MW, 1), *pos = randoms(POSITIONS * MW, 1), *type = randoms(2 * MW, 1);
+	int32_t *rows = xmalloc(MR * 4), *labels = xmalloc(MR * 4), *ids = xmalloc(MR * 4);
+	int32_t *positions = xmalloc(MR * 4), *types = xmalloc(MR * 4);
+	for (int r = 0; r < MR; r++) {
+		rows[r] = MR - 1 - r;
+		labels[r] = r % 7 == 6 ? -100 : r % MW;
+		ids[r] = r % IDS, positions[r] = r % POSITIONS, types[r] = r % 2;
+	}
+	float *d_pre = on_gpu(pre, n * 4), *d_bias = on_gpu(bias, MW * 4), *d_out = on_gpu(out, n * 4);
+	float *d_g = on_gpu(g, n * 4), *d_lse = on_gpu(lse, MR * 4), *d_t = on_gpu(t, n * 4);
+	float *d_d = on_gpu(d, n * 4), *d_word = on_gpu(word, IDS * MW * 4);
+	float *d_pos = on_gpu(pos, POSITIONS * MW * 4), *d_type = on_gpu(type, 2 * MW * 4);
+	int32_t *d_rows = on_gpu(rows, MR * 4), *d_labels = on_gpu(labels, MR * 4);
+	int32_t *d_ids = on_gpu(ids, MR * 4), *d_positions = on_gpu(positions, MR * 4);
+	int32_t *d_types = on_gpu(types, MR * 4);
+	bias_gelu_forward(out, pre, bias, MR, MW);
+	gpu->bias_gelu_forward(d_out, d_pre, d_bias, MR, MW);
+	expect_close("bias_gelu_forward, 70001 rows", d_out, out, n, ATOL, RTOL);
+	gather_rows(g, out, rows, MR, MW);
+	gpu->gather_rows(d_g, d_out, d_rows, MR, MW);
+	expect_same("gather_rows, 70001 rows", d_g, g, n);
+	embedding_forward(g, ids, types, positions, word, pos, type, MR, MW);
+	gpu->embedding_forward(d_g, d_ids, d_types, d_positions, d_word, d_pos, d_type, MR, MW);
+	expect_close("embedding_forward, 70001 rows", d_g, g, n, ATOL, RTOL);
+	double want = crossentropy_forward(lse, pre, labels, MR, MW, 0);
+	double got = gpu->crossentropy_forward(d_lse, d_pre, d_labels, MR, MW, 0);
+	CHECK(close_enough(got, want, 1e-3, 1e-6), "crossentropy_forward, 70001 rows: %.9g, CPU %.9g",
+	      got, want);
+	crossentropy_backward(out, pre, lse, labels, MR, MW, 0, 0.5f);
+	gpu->crossentropy_backward(d_out, d_pre, d_lse, d_labels, MR, MW, 0, 0.5f);
+	expect_close("crossentropy_backward, 70001 rows", d_out, out, n, 1e-6, RTOL);
+	softmax_rows(t, g, MR, MW, 1.5f);
+	gpu->softmax_rows(d_t, d_g, MR, MW, 1.5f);
+	kl_forward(lse, pre, t, MR, MW, 1.5f);
+	gpu->kl_forward(d_lse, d_pre, d_t, MR, MW, 1.5f);
+	kl_backward(d, pre, lse, t, MR, MW, 1.5f, 0.25f);
+	gpu->kl_backward(d_d, d_pre, d_lse, d_t, MR, MW, 1.5f, 0.25f);
+	expect_close("kl_backward, 70001 rows", d_d, d, n, 1e-6, RTOL);
+	void *dv[] = { d_pre, d_bias, d_out, d_g, d_lse, d_t, d_d, d_word, d_pos, d_type, d_rows,
+		       d_labels, d_ids, d_positions, d_types };
+	for (size_t i = 0; i < sizeof dv / sizeof *dv; i++)
+		gpu->release(dv[i]);
+	free(pre), free(bias), free(out), free(g), free(lse), free(t), free(d), free(word), free(pos);
+	free(type), free(rows), free(labels), free(ids), free(positions), free(types);
+}
+
+/* The backend's memory: zeroed when allocated, copied both ways, zeroed
+ * in part; dropout 0 copies. */
+static void test_memory(void)
+{
+	size_t n = 1001;
+	float *x = randoms(n, 1), *want = xcalloc(n, 4);
+	float *d = gpu->alloc(n * 4), *d2 = gpu->alloc(n * 4);
+	expect_same("alloc: zeroed", d, want, n);
+	gpu->upload(d, x, n * 4);
+	expect_same("upload, then download", d, x, n);
+	gpu->dropout_apply(d2, d, n, 0, 3);
+	expect_same("dropout_apply p 0 copies", d2, x, n);
+	gpu->zero(d + 1, (n - 2) * 4);
+	want[0] = x[0], want[n - 1] = x[n - 1];
+	expect_same("zero: the bytes asked, no more", d, want, n);
+	gpu->release(d), gpu->release(d2);
+	free(x), free(want);
 }
 
 static void test_crossentropy(int width, float smoothing, const char *what)
@@ -305,11 +437,13 @@ static void test_divergences(int V)
 
 /* ---- attention ---- */
 
-enum { AB = 3, AH = 4, AC = 64 };
+enum { AB = 3 };
 
-/* Sequences packed one after another, of lengths T, T/2 + 1 and T/3 + 1:
- * the second with two padding keys at its end, the third with no real key. */
-static void test_attention(int T, int head_rows, float p)
+/* Sequences packed one after another, of lengths T, T/2 + 1 and T/3 + 1,
+ * H heads over C columns: when masked, the first with a padding key in its
+ * middle, the second with two at its end, the third with no real key; else
+ * no mask at all. */
+static void test_attention(int T, int H, int C, int masked, int head_rows, float p)
 {
 	int lengths[AB] = { T, T / 2 + 1, T / 3 + 1 }, real[AB] = { T, T / 2 - 1, 0 };
 	int32_t kv_start[AB + 1] = { 0 }, q_start[AB + 1] = { 0 };
@@ -320,6 +454,7 @@ static void test_attention(int T, int head_rows, float p)
 	for (int b = 0; b < AB; b++)
 		for (int t = 0; t < lengths[b]; t++)
 			mask[kv_start[b] + t] = t < real[b];
+	mask[T / 2] = 0;
 	int R = NT;
 	if (head_rows) {   /* the last layer: sequence b asks for b + 1 query rows */
 		for (int b = 0; b < AB; b++)
@@ -328,48 +463,52 @@ static void test_attention(int T, int head_rows, float p)
 	}
 	int64_t p_start[AB + 1];
 	size_t probs_n = (size_t)attention_probs(p_start, kv_start, head_rows ? q_start : NULL,
-						 AB, AH);
-	int ldq = head_rows ? AC : 3 * AC, ldkv = head_rows ? 2 * AC : 3 * AC;
+						 AB, H);
+	int ldq = head_rows ? C : 3 * C, ldkv = head_rows ? 2 * C : 3 * C;
 	size_t kv_n = (size_t)NT * ldkv, q_n = (size_t)R * ldq;
 	float *kv = randoms(kv_n, 1), *q = head_rows ? randoms(q_n, 1) : kv;
-	float *ctx = xcalloc((size_t)R * AC, 4), *probs = xcalloc(probs_n, 4);
-	float *dctx = randoms((size_t)R * AC, 1);
+	float *ctx = xcalloc((size_t)R * C, 4), *probs = xcalloc(probs_n, 4);
+	float *dctx = randoms((size_t)R * C, 1);
 	float *dkv = xcalloc(kv_n, 4), *dq = head_rows ? xcalloc(q_n, 4) : dkv;
 	float *d_kv = on_gpu(kv, kv_n * 4), *d_q = head_rows ? on_gpu(q, q_n * 4) : d_kv;
-	float *d_ctx = on_gpu(ctx, (size_t)R * AC * 4), *d_probs = on_gpu(probs, probs_n * 4);
-	float *d_dctx = on_gpu(dctx, (size_t)R * AC * 4), *d_dkv = on_gpu(dkv, kv_n * 4);
+	float *d_ctx = on_gpu(ctx, (size_t)R * C * 4), *d_probs = on_gpu(probs, probs_n * 4);
+	float *d_dctx = on_gpu(dctx, (size_t)R * C * 4), *d_dkv = on_gpu(dkv, kv_n * 4);
 	float *d_dq = head_rows ? on_gpu(dq, q_n * 4) : d_dkv;
-	uint8_t *d_mask = on_gpu(mask, (size_t)NT);
+	uint8_t *d_mask = masked ? on_gpu(mask, (size_t)NT) : NULL;
 	int32_t *d_kv_start = on_gpu(kv_start, sizeof kv_start);
 	int32_t *d_q_start = on_gpu(q_start, sizeof q_start);
 	int64_t *d_p_start = on_gpu(p_start, sizeof p_start);
 	/* fused [N, 3C] q|k|v, or q apart and k|v [N, 2C], as bert.c lays them out */
-	const float *k = head_rows ? kv : kv + AC, *d_k = head_rows ? d_kv : d_kv + AC;
-	struct attention cpu_a = { AB, T, AC, AH, q, k, k + AC, ldq, ldkv, kv_start,
-				   head_rows ? q_start : NULL, p_start, mask, p, 99 };
-	struct attention gpu_a = { AB, T, AC, AH, d_q, d_k, d_k + AC, ldq, ldkv, d_kv_start,
+	const float *k = head_rows ? kv : kv + C, *d_k = head_rows ? d_kv : d_kv + C;
+	struct attention cpu_a = { AB, T, C, H, q, k, k + C, ldq, ldkv, kv_start,
+				   head_rows ? q_start : NULL, p_start, masked ? mask : NULL, p, 99 };
+	struct attention gpu_a = { AB, T, C, H, d_q, d_k, d_k + C, ldq, ldkv, d_kv_start,
 				   head_rows ? d_q_start : NULL, d_p_start, d_mask, p, 99 };
-	char what[128];
-	const char *rows = head_rows ? "head rows" : "all rows";
+	char what[160];
+	char rows[64];
+	snprintf(rows, sizeof rows, "%s, %d heads of %d, %s", head_rows ? "head rows" : "all rows",
+		 H, C / H, masked ? "masked" : "no mask");
 	attention_forward(ctx, probs, &cpu_a);
 	gpu->attention_forward(d_ctx, d_probs, &gpu_a);
 	snprintf(what, sizeof what, "attention_forward T %d, %s, p %.1f: probs", T, rows, p);
 	expect_close(what, d_probs, probs, probs_n, 1e-6, RTOL);
 	snprintf(what, sizeof what, "attention_forward T %d, %s, p %.1f: ctx", T, rows, p);
-	expect_close(what, d_ctx, ctx, (size_t)R * AC, ATOL, RTOL);
-	float *dk = head_rows ? dkv : dkv + AC, *d_dk = head_rows ? d_dkv : d_dkv + AC;
-	attention_backward(dq, dk, dk + AC, dctx, probs, &cpu_a);
-	gpu->attention_backward(d_dq, d_dk, d_dk + AC, d_dctx, d_probs, &gpu_a);
+	expect_close(what, d_ctx, ctx, (size_t)R * C, ATOL, RTOL);
+	float *dk = head_rows ? dkv : dkv + C, *d_dk = head_rows ? d_dkv : d_dkv + C;
+	attention_backward(dq, dk, dk + C, dctx, probs, &cpu_a);
+	gpu->attention_backward(d_dq, d_dk, d_dk + C, d_dctx, d_probs, &gpu_a);
 	snprintf(what, sizeof what, "attention_backward T %d, %s, p %.1f: dq, dk, dv", T, rows, p);
 	expect_close(what, d_dkv, dkv, kv_n, 1e-4, RTOL);
 	if (head_rows) {
-		snprintf(what, sizeof what, "attention_backward T %d, head rows, p %.1f: dq", T, p);
+		snprintf(what, sizeof what, "attention_backward T %d, %s, p %.1f: dq", T, rows, p);
 		expect_close(what, d_dq, dq, q_n, 1e-4, RTOL);
 		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
 	}
-	void *d[] = { d_kv, d_ctx, d_probs, d_dctx, d_dkv, d_mask, d_kv_start, d_q_start, d_p_start };
+	void *d[] = { d_kv, d_ctx, d_probs, d_dctx, d_dkv, d_kv_start, d_q_start, d_p_start };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
+	if (d_mask)
+		gpu->release(d_mask);
 	free(mask), free(kv), free(ctx), free(probs), free(dctx), free(dkv);
 }
 
@@ -395,10 +534,19 @@ static void test_optimizer(size_t n)
 	expect_same("adam_update: p", d_p, p, n);
 	expect_same("adam_update: m", d_m, m, n);
 	expect_same("adam_update: v", d_v, v, n);
+	struct adam_coef l2 = { 1, 0.01f, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f };
+	adam_update(p, g, m, v, n, &l2);
+	gpu->adam_update(d_p, d_g, d_m, d_v, n, &l2);
+	expect_same("adam_update with L2 (Adam): p", d_p, p, n);
+	expect_same("adam_update with L2 (Adam): m", d_m, m, n);
+	expect_same("adam_update with L2 (Adam): v", d_v, v, n);
 	sgd_update(p, g, m, n, 0.01f, 0.9f, 0.01f);
 	gpu->sgd_update(d_p, d_g, d_m, n, 0.01f, 0.9f, 0.01f);
 	expect_same("sgd_update with momentum: p", d_p, p, n);
 	expect_same("sgd_update with momentum: m", d_m, m, n);
+	sgd_update(p, g, NULL, n, 0.01f, 0, 0.01f);
+	gpu->sgd_update(d_p, d_g, NULL, n, 0.01f, 0, 0.01f);
+	expect_same("sgd_update without momentum: p", d_p, p, n);
 	struct lamb_coef l = { 0.9f, 0.1f, 0.999f, 0.001f, 0.5f, 0.3f, 1e-6f, 0.01f };
 	double s_cpu[2], s_gpu[2];
 	lamb_moments(p, g, m, v, n, &l, s_cpu);
@@ -426,23 +574,34 @@ int main(void)
 	}
 	gpu = backend_open("cuda", PREC_FP32);
 	rng_seed(&gen, 17);
+	test_memory();
 	test_linear();
 	test_embedding();
-	test_layernorm(0);
-	test_layernorm(0.1f);
+	test_embedding_many(1);
+	test_embedding_many(0);
+	test_layernorm(N, C, 0);
+	test_layernorm(N, C, 0.1f);
+	test_layernorm(300, 768, 0);
+	test_layernorm(300, 768, 0.1f);
 	test_elementwise();
 	test_rows();
+	test_many_rows();
 	test_crossentropy(3, 0, "3 classes");
 	test_crossentropy(V, 0, "a vocab of 1003");
 	test_crossentropy(V, 0.1f, "label smoothing 0.1");
 	test_elementwise_losses();
 	test_divergences(3);
 	test_divergences(V);
-	test_attention(17, 0, 0);
-	test_attention(17, 1, 0);
-	test_attention(128, 0, 0.1f);
-	test_attention(128, 1, 0.1f);
-	test_attention(512, 0, 0.1f);
+	test_attention(17, 4, 64, 1, 0, 0);
+	test_attention(17, 4, 64, 1, 1, 0);
+	test_attention(128, 4, 64, 1, 0, 0.1f);
+	test_attention(128, 4, 64, 1, 1, 0.1f);
+	test_attention(512, 4, 64, 1, 0, 0.1f);
+	test_attention(77, 2, 128, 1, 0, 0.1f);   /* BERT's heads, 64 wide */
+	test_attention(77, 2, 128, 0, 1, 0.1f);
+	test_attention(65, 12, 768, 0, 0, 0);
+	test_attention(40, 1, 256, 1, 0, 0.1f);   /* the widest head: shared memory past 48 KiB */
+	test_attention(40, 1, 256, 1, 1, 0);
 	test_optimizer(5);
 	test_optimizer(100003);
 	test_optimizer(33 * 16384 + 12345);
