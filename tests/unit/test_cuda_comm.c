@@ -1,7 +1,8 @@
 /* The NCCL collectives (kernels/cuda_comm.cu) in a world of one process,
  * the most one GPU holds: each must leave the data as it is, the overlapped
- * sums too, with their times measured. Needs libnccl.so.2 on the loader's
- * path. */
+ * sums too, with their times measured; and a world whose other process
+ * never comes is given up at the timeout. Needs libnccl.so.2 on the
+ * loader's path. */
 #include "check.h"
 #include "err.h"
 #ifdef TS_GPU
@@ -9,6 +10,7 @@
 #include "cuda.h"
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { N = 1 << 20 };
 
@@ -53,6 +55,26 @@ static void test_world_of_one(void)
 	gpu->release(d), gpu->release(busy);
 	free(x);
 }
+
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Every wait is bounded: a world of two that the other process never joins
+ * is given up at the timeout, not waited for. */
+static void test_nobody_joins(void)
+{
+	unsigned char id[CUDA_COMM_ID_BYTES];
+	cuda_comm_id(id);
+	double t0 = seconds();
+	int joined = cuda_comm_join(id, 0, 2, 3);
+	double took = seconds() - t0;
+	CHECK(!joined && took < 30,
+	      "a world of two that no other process joins: given up after %.1f s (timeout 3 s)", took);
+}
 #endif
 
 int main(void)
@@ -64,7 +86,7 @@ int main(void)
 	if (cuda_device_count() == 0)
 		SKIP("NCCL collectives: no GPU here");
 	else
-		test_world_of_one();
+		test_world_of_one(), test_nobody_joins();
 #endif
 	CHECK_DONE();
 }
