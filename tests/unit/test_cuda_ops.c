@@ -528,18 +528,19 @@ static void test_optimizer(size_t n)
 	scale_floats(g, n, 0.7f);
 	gpu->scale(d_g, n, 0.7f);
 	expect_same("scale", d_g, g, n);
-	struct adam_coef a = { 0.999f, 0, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f };
-	adam_update(p, g, m, v, n, &a);
-	gpu->adam_update(d_p, d_g, d_m, d_v, n, &a);
-	expect_same("adam_update: p", d_p, p, n);
-	expect_same("adam_update: m", d_m, m, n);
-	expect_same("adam_update: v", d_v, v, n);
-	struct adam_coef l2 = { 1, 0.01f, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f };
-	adam_update(p, g, m, v, n, &l2);
-	gpu->adam_update(d_p, d_g, d_m, d_v, n, &l2);
-	expect_same("adam_update with L2 (Adam): p", d_p, p, n);
-	expect_same("adam_update with L2 (Adam): m", d_m, m, n);
-	expect_same("adam_update with L2 (Adam): v", d_v, v, n);
+	const struct adam_coef coefs[2] = {
+		{ 0.999f, 0, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f },   /* AdamW */
+		{ 1, 0.01f, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f },    /* Adam with L2 */
+	};
+	for (int k = 0; k < 2; k++) {
+		const char *how = k ? "adam_update with L2 (Adam)" : "adam_update";
+		char what[64];
+		adam_update(p, g, m, v, n, &coefs[k]);
+		gpu->adam_update(d_p, d_g, d_m, d_v, n, &coefs[k]);
+		snprintf(what, sizeof what, "%s: p", how), expect_same(what, d_p, p, n);
+		snprintf(what, sizeof what, "%s: m", how), expect_same(what, d_m, m, n);
+		snprintf(what, sizeof what, "%s: v", how), expect_same(what, d_v, v, n);
+	}
 	sgd_update(p, g, m, n, 0.01f, 0.9f, 0.01f);
 	gpu->sgd_update(d_p, d_g, d_m, n, 0.01f, 0.9f, 0.01f);
 	expect_same("sgd_update with momentum: p", d_p, p, n);
