@@ -350,10 +350,29 @@ static void check_model(const struct trainer *t, const struct bert_config *mc, c
 	die("%s holds records of up to %u tokens but the model has %d positions", c->data, longest, mc->max_pos);
 }
 
+/* The data's labels must be of a kind the task takes; a run of the wrong
+ * task (a forgotten --task) is told the one that fits. */
+static void check_label_kind(const struct train_config *c, enum label_kind k)
+{
+	const char *why = NULL;
+	if (k == LABEL_NONE)
+		why = "the records have no labels; only --task mlm trains on them";
+	else if (k == LABEL_FLOAT && c->task != TASK_REG)
+		why = "the labels are numbers; train them with --task reg";
+	else if (k == LABEL_LIST && (c->task == TASK_CLS || c->task == TASK_REG))
+		why = "the labels are lists; train them with --multi-label (classes of a record) or --task tokcls (a tag "
+		      "per token)";
+	else if (k == LABEL_INT && c->task == TASK_TOKCLS)
+		why = "the labels are one class per record, not a tag per token; train them with --task cls";
+	if (why)
+		die("%s: %s", c->data, why);
+}
+
 static void build_model(struct trainer *t, const char *from)
 {
 	const struct train_config *c = t->c;
 	if (c->task != TASK_MLM) {
+		check_label_kind(c, t->man->label_kind);
 		t->num_labels = data_classes(t->man, c->task);
 		if (t->num_labels < 2 && c->task != TASK_REG)
 			die("%s: %s training needs labels of at least two classes", c->data, task_name(c->task));

@@ -98,7 +98,7 @@ expect_fail "--merge-folds of a regression without --predict: refused" 2 "goes w
 	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --merge-folds
 check "--merge-folds --predict of a regression" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --merge-folds --predict -o "$T/reg.pred"
 expect_eq "a prediction per id" "$(ts-cat "$T/reg.pred" | jq -r .id | sort -u | wc -l)" "$(ts-cat "$T/reg.pred" | wc -l)"
-expect_fail "reg on class lists: refused" 1 "the regression head takes a number per record, not a list label" \
+expect_fail "reg on class lists: refused" 1 "ner: the labels are lists; train them with --multi-label \\(classes of a record\\) or --task tokcls" \
 	train "${TINY[@]}" --data "$T/ner" --run "$T/reg-bad" --task reg --max-steps 1
 
 # --- multi-label: each of three topics when its word is in the line ---

@@ -67,6 +67,23 @@ refused "$T/r6" "an --init model of fewer positions than the data's records" 1 "
 	--data "$T/data" --init "$T/short" --max-steps 1 -j 1
 check "a refused run can then be made with the same --run" train "${TINY[@]}" --max-steps 1 --run "$T/r2"
 
+# --- labels of a kind the task cannot take (a forgotten --task): the one that fits is named ---
+for i in $(seq 20); do echo "{\"text\": \"word $i\", \"score\": $i.5, \"tags\": [\"a\", \"b\"]}"; done >"$T/kinds.jsonl"
+ts-tokenize -v "$V" --label score --max-len 32 "$T/kinds.jsonl" | ts-shard -o "$T/numbers" >/dev/null
+ts-tokenize -v "$V" --label tags --max-len 32 "$T/kinds.jsonl" | ts-shard -o "$T/lists" >/dev/null
+ts-tokenize -v "$V" --max-len 32 "$T/kinds.jsonl" | ts-shard -o "$T/unlabelled" >/dev/null
+refused "$T/kind" "numbers as labels, without --task reg" 1 "numbers: the labels are numbers; train them with --task reg$" \
+	"${TINY[@]:2}" --data "$T/numbers" --max-steps 1
+refused "$T/kind" "lists as labels, without --multi-label" 1 \
+	"lists: the labels are lists; train them with --multi-label \(classes of a record\) or --task tokcls \(a tag per token\)$" \
+	"${TINY[@]:2}" --data "$T/lists" --max-steps 1
+refused "$T/kind" "classes as labels, with --task tokcls" 1 \
+	"data: the labels are one class per record, not a tag per token; train them with --task cls$" \
+	"${TINY[@]}" --task tokcls --max-steps 1
+refused "$T/kind" "no labels, without --task mlm" 1 "unlabelled: the records have no labels; only --task mlm trains on them$" \
+	"${TINY[@]:2}" --data "$T/unlabelled" --max-steps 1
+check "numbers train with --task reg" train "${TINY[@]:2}" --data "$T/numbers" --task reg --max-steps 1 --run "$T/kind"
+
 # --- values the run's config cannot give back as they are ---
 cp -r "$T/data" "$T/data2 "
 refused "$T/r7" "--data of a trailing blank is refused" 2 "--data: a config file cannot hold a value with a blank at either end or a control character" \
