@@ -53,7 +53,7 @@ static const struct opt opts[] = {
 };
 
 static const struct cmd_spec spec = {
-	"ts-sweep", "Run ts-train over a grid of options and rank the jobs.", "[-- ts-train ARGS...]", NULL, opts,
+	"ts-sweep", "Run ts-train over a grid of options and rank the jobs.", "[-- ts-train ARGS...]", "command", opts,
 };
 
 /* ---- the leaderboard ---- */

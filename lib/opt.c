@@ -384,7 +384,7 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
 		if (only_ops || a[0] != '-' || !a[1]) {
-			if (!*a && spec->complete)
+			if (!*a && spec->complete && strcmp(spec->complete, "command"))
 				die_usage("an argument is an empty path");
 			ops[nops++] = a;
 		} else if (!strcmp(a, "--")) {

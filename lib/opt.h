@@ -31,7 +31,7 @@ struct cmd_spec {
 	const char *name;       /* ts-xxx */
 	const char *summary;    /* one line */
 	const char *operands;   /* e.g. "[FILE...]" */
-	const char *complete;   /* operand completion: "file", "dir" or NULL */
+	const char *complete;   /* operand completion: "file", "dir", "command" (after --) or NULL */
 	const struct opt *opts; /* ends with an entry whose name is NULL */
 };
 

@@ -80,6 +80,9 @@ check_completions() {   # CMD, with the option table in $T/table
 	local every wrong_flag="" wrong_zsh="" wrong_value=""
 	every=$(printf -- '--%s\n' "${all[@]}" | sort)
 	expect_eq "$cmd: bash completes every option after --" "$(complete_bash "$cmd" --)" "$every"
+	# words after a -- word are operands (ts-sweep's: a ts-train command line), never its options
+	expect_eq "$cmd: bash offers none of its options after a -- word" "$(cd "$T" && complete_bash "$cmd" -- ts-train --)" ""
+	check "$cmd: zsh takes the words after -- as operands" grep -q '^_arguments -s -S ' "$zsh_c"
 	while IFS=$US read -r long arg choices; do
 		if [ -z "$arg" ]; then
 			[ "$(complete_bash "$cmd" "--$long" --)" = "$every" ] || wrong_flag+=" --$long"
