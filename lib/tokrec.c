@@ -140,7 +140,7 @@ void header_merge(struct stream_header *acc, char **from, const struct rec_reade
 		die("%s: vocab sha256 %.12s\u2026 differs from %s's %.12s\u2026", name, h->vocab_sha256, *from,
 		    acc->vocab_sha256);
 	if (*from && h->nlabels && acc->nlabels && !same_labels(acc, h))
-		die("%s: label names differ from %s's", name, *from);
+		die("%s: label names differ from %s's (tokenize both with one --labels FILE)", name, *from);
 	if (*from && h->lower != acc->lower)
 		die("%s: lowercasing %s, but %s's is %s", name, h->lower ? "on" : "off", *from,
 		    acc->lower ? "on" : "off");
