@@ -2,6 +2,7 @@
  * the leaderboard. */
 #include "afile.h"
 #include "err.h"
+#include "evaluate.h"
 #include "gpulist.h"
 #include "opt.h"
 #include "rec.h"
@@ -47,8 +48,8 @@ static const struct opt opts[] = {
 	{0, "show", OPT_STR, &show, "DIR", "print the leaderboard of a sweep dir", "@dir"},
 	{0, "plot", OPT_STR, &plot, "FILE", "with --show, also plot every job's valid metric over its steps in FILE (SVG)", NULL},
 	{0, "format", OPT_STR, &format, "FMT", "leaderboard as table, tsv or json (default table)", "table|tsv|json"},
-	{0, "metric", OPT_STR, &metric, "NAME", "rank by this valid metric (default accuracy, else loss)",
-	 "accuracy|macro-f1|mcc|loss|ppl"},
+	{0, "metric", OPT_STR, &metric, "NAME", "rank by this valid metric (default: ts-train's default for the jobs' task)",
+	 "accuracy|macro-f1|mcc|micro-f1|exact-match|pearson|spearman|entity-f1|loss|ppl"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
 
@@ -157,10 +158,12 @@ static void print_board(const char *d)
 	size_t n = json_array_size(jobs);
 	struct row *rows = xcalloc(n ? n : 1, sizeof *rows);
 	json_t *keys = json_array();
-	int any_accuracy = 0;
+	const char *name = metric;
 	for (size_t i = 0; i < n; i++) {
 		rows[i].job = json_array_get(jobs, i);
-		any_accuracy |= json_object_get(json_object_get(rows[i].job, "best"), "accuracy") != NULL;
+		const json_t *best = json_object_get(rows[i].job, "best");
+		if (!name && best)
+			name = sweep_default_metric(best);
 		const char *k;
 		json_t *v;
 		json_object_foreach(json_object_get(rows[i].job, "params"), k, v) {
@@ -172,8 +175,9 @@ static void print_board(const char *d)
 				json_array_append_new(keys, json_string(k));
 		}
 	}
-	const char *name = metric ? metric : any_accuracy ? "accuracy" : "loss";
-	lower_is_better = sweep_lower_is_better(name);
+	if (!name)
+		name = "loss";   /* no job has evaluated: no values to rank */
+	lower_is_better = !metric_higher_is_better(name);
 	for (size_t i = 0; i < n; i++)
 		rows[i].value = sweep_metric(json_object_get(rows[i].job, "best"), name);
 	qsort(rows, n, sizeof *rows, by_metric);

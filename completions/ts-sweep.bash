@@ -22,7 +22,7 @@ _ts_sweep() {
 	--show) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--plot) COMPREPLY=(); return ;;
 	--format) COMPREPLY=($(compgen -W "table tsv json" -- "$cur")); return ;;
-	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 mcc loss ppl" -- "$cur")); return ;;
+	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 mcc micro-f1 exact-match pearson spearman entity-f1 loss ppl" -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--param --tasks --random --seed --jobs --max-params --prune --eta --gpus --per-job --servers --ssh --dir --resume --print --show --plot --format --metric --help --version --config" -- "$cur")); return; fi

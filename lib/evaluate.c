@@ -227,6 +227,28 @@ const char *metric_default(enum bert_task task)
 	return names[task];
 }
 
+const char *metric_key(const char *name)
+{
+	static const char *const keys[][2] = {
+		{"accuracy", "accuracy"}, {"macro-f1", "macro.f1"}, {"mcc", "mcc"}, {"micro-f1", "micro.f1"},
+		{"exact-match", "exact_match"}, {"pearson", "pearson"}, {"spearman", "spearman"},
+		{"entity-f1", "entities.micro.f1"}, {"loss", "loss"}, {"ppl", "ppl"},
+	};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		if (!strcmp(name, keys[i][0]))
+			return keys[i][1];
+	return NULL;
+}
+
+enum bert_task eval_json_task(const json_t *j)
+{
+	return json_object_get(j, "entities")      ? TASK_TOKCLS
+	       : json_object_get(j, "exact_match") ? TASK_MULTI
+	       : json_object_get(j, "pearson")     ? TASK_REG
+	       : json_object_get(j, "accuracy")    ? TASK_CLS
+						   : TASK_MLM;
+}
+
 static struct prf_table *multi_table(const struct eval_result *r)
 {
 	int64_t *pred = xmalloc((size_t)r->L * sizeof *pred), *truth = xmalloc((size_t)r->L * sizeof *truth);

@@ -1,6 +1,7 @@
 #include "runview.h"
 #include "afile.h"
 #include "err.h"
+#include "evaluate.h"
 #include "rec.h"
 #include <fcntl.h>
 #include <limits.h>
@@ -18,10 +19,10 @@ static void read_config(struct run_view *v)
 	char *path = path_join(v->dir, "config"), line[512];
 	FILE *f = fopen(path, "r");
 	free(path);
-	snprintf(v->metric, sizeof v->metric, "accuracy");
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f)) {
+	enum bert_task task = TASK_CLS;
+	int multi = 0;
+	char metric[sizeof v->metric] = "";
+	while (f && fgets(line, sizeof line, f)) {
 		char key[64], value[256];
 		if (sscanf(line, " %63[a-z0-9-] = %255s", key, value) != 2)
 			continue;
@@ -30,11 +31,18 @@ static void read_config(struct run_view *v)
 		else if (!strcmp(key, "save-every"))
 			v->save_every = atol(value);
 		else if (!strcmp(key, "metric"))
-			snprintf(v->metric, sizeof v->metric, "%.15s", value);
-		else if (!strcmp(key, "task") && !strcmp(value, "mlm") && strcmp(v->metric, "ppl"))
-			snprintf(v->metric, sizeof v->metric, "loss");
+			snprintf(metric, sizeof metric, "%.15s", value);
+		else if (!strcmp(key, "task"))
+			task = !strcmp(value, "mlm") ? TASK_MLM : !strcmp(value, "reg") ? TASK_REG
+				: !strcmp(value, "tokcls") ? TASK_TOKCLS : TASK_CLS;
+		else if (!strcmp(key, "multi-label"))
+			multi = !strcmp(value, "true");
 	}
-	fclose(f);
+	if (f)
+		fclose(f);
+	if (multi && task == TASK_CLS)
+		task = TASK_MULTI;
+	snprintf(v->metric, sizeof v->metric, "%s", *metric ? metric : metric_default(task));
 }
 
 struct run_view *run_view_open(const char *dir)
@@ -108,7 +116,14 @@ static void on_step(struct run_view *v, const msgpack_object *o, double t)
 
 double event_metric(const msgpack_object *eval, const char *metric)
 {
-	const msgpack_object *v = !strcmp(metric, "macro-f1") ? mp_get(mp_get(eval, "macro"), "f1") : mp_get(eval, metric);
+	const char *key = metric_key(metric);
+	const msgpack_object *v = key ? eval : NULL;
+	char part[32];
+	for (size_t n; v && *key; key += n + (key[n] == '.')) {
+		n = strcspn(key, ".");
+		snprintf(part, sizeof part, "%.*s", (int)n, key);
+		v = mp_get(v, part);
+	}
 	return mp_number(v);
 }
 
@@ -135,7 +150,7 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 		on_step(v, o, t);
 	} else if (mp_str_is(ev, "eval") && mp_str_is(mp_get(o, "split"), "valid")) {
 		v->eval_value = event_metric(o, v->metric);
-		int lower = !strcmp(v->metric, "loss") || !strcmp(v->metric, "ppl");
+		int lower = !metric_higher_is_better(v->metric);
 		if (isnan(v->best_value) || (lower ? v->eval_value < v->best_value : v->eval_value > v->best_value))
 			v->best_value = v->eval_value, v->best_step = count(mp_get(o, "step"), LONG_MAX / 2);
 		v->eval_s += t - v->last_step_time, v->nevals++;

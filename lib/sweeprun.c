@@ -6,6 +6,7 @@
 #include "gpulist.h"
 #include "nvml.h"
 #include "err.h"
+#include "evaluate.h"
 #include "events.h"
 #include "mpjson.h"
 #include "rec.h"
@@ -364,14 +365,18 @@ struct running {
 
 double sweep_metric(const json_t *eval, const char *name)
 {
-	const json_t *v = !strcmp(name, "macro-f1") ? json_object_get(json_object_get(eval, "macro"), "f1")
-						    : json_object_get(eval, name);
+	const char *key = metric_key(name);
+	const json_t *v = key ? eval : NULL;
+	for (size_t n; v && *key; key += n + (key[n] == '.')) {
+		n = strcspn(key, ".");
+		v = json_object_getn(v, key, n);
+	}
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-int sweep_lower_is_better(const char *name)
+const char *sweep_default_metric(const json_t *eval)
 {
-	return !strcmp(name, "loss") || !strcmp(name, "ppl");
+	return metric_default(eval_json_task(eval));
 }
 
 /* The pruning of a schedule: the rungs, made at the first evaluation seen
@@ -399,8 +404,8 @@ static int take_eval(void *ctx, const msgpack_object *o)
 		return 0;
 	json_t *eval = record_json(o);
 	if (!pr->asha) {
-		pr->metric = w->p->metric ? w->p->metric : json_object_get(eval, "accuracy") ? "accuracy" : "loss";
-		pr->asha = asha_new(w->p->eta, sweep_lower_is_better(pr->metric));
+		pr->metric = w->p->metric ? w->p->metric : sweep_default_metric(eval);
+		pr->asha = asha_new(w->p->eta, !metric_higher_is_better(pr->metric));
 	}
 	long step = (long)json_integer_value(json_object_get(eval, "step"));
 	double value = sweep_metric(eval, pr->metric), best;

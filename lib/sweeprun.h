@@ -31,15 +31,15 @@ struct sweep_plan {
 	char **ssh;            /* the command that reaches a server, as words */
 	int nssh;
 	int eta;               /* > 1: stop the worse jobs at rungs (asha.h), keeping 1 in eta */
-	const char *metric;    /* what ranks the jobs; NULL: accuracy where evaluations have it, else loss */
+	const char *metric;    /* what ranks the jobs; NULL: their task's default, as ts-train's */
 	long max_params;       /* > 0: skip a job whose model has more parameters */
 };
 
-/* The value of metric name (accuracy, macro-f1, mcc, loss, ppl) in an
- * evaluation record; NAN when it has none. */
+/* The value of metric name (see metric_key) in an evaluation record; NAN
+ * when it has none. */
 double sweep_metric(const json_t *eval, const char *name);
-/* Whether lower values of metric name are better. */
-int sweep_lower_is_better(const char *name);
+/* The metric ts-train's best/ follows by default for the task of eval. */
+const char *sweep_default_metric(const json_t *eval);
 
 /* Job i's command line, NULL-terminated, with -j threads where it gives
  * none (in its command or a -p threads spec) and threads > 0. */

@@ -48,6 +48,15 @@ expect_eq "folded sentences keep a tag list the length of their tokens" \
 	"$(ts-cat "$T/ner/train"* | jq -c 'select(.ids) | (.ids | length) == (.label | length)' | sort -u)" true
 check "tokcls training" train "${TINY[@]}" --data "$T/ner" --run "$T/tok" --task tokcls --epochs 3 --lr 2e-3 --eval-every 20
 expect_eq "tokcls: best/ follows the entity F1" "$(ts-cat "$T/tok/events.msgpack" | jq -r 'select(.event=="best") | .metric' | sort -u)" entity-f1
+expect_eq "ts-top shows the entity F1 of the best evaluation, as best/ follows it" \
+	"$(ts-top --json "$T/tok" | jq -c '.[0] | [.metric, .best]')" \
+	"$(ts-cat "$T/tok/events.msgpack" | jq -sc '[.[] | select(.event=="best")] | last | ["entity-f1", .value]')"
+check "a sweep of tokcls jobs" sh -c "timeout 300 ts-sweep -P 2 -p lr=1e-4,2e-3 --dir '$T/tsw' -- ts-train ${TINY[*]} \
+	--data '$T/ner' --task tokcls --max-steps 6 --eval-every 3 >/dev/null"
+expect_eq "its leaderboard ranks by the entity F1 by default, as the jobs' best/" \
+	"$(ts-sweep --show "$T/tsw" --format json | jq -c '[.[0].metric, (.[0].value == .[0].best.entities.micro.f1)]')" '["entity-f1",true]'
+expect_eq "or by the word accuracy when asked" \
+	"$(ts-sweep --show "$T/tsw" --format json --metric accuracy | jq -c '[.[] | .value == .best.accuracy] | unique')" '[true]'
 check "ts-eval scores the entities" ts-eval -m "$T/tok/best" --data "$T/ner" --split valid
 cp "$T/out" "$T/tok.json"
 expect_eq "tokcls learns the entities (micro F1 above 0.9)" "$(jq '.entities.micro.f1 > 0.9' "$T/tok.json")" true
@@ -86,6 +95,7 @@ awk 'BEGIN { srand(3); split("good fine bad poor meh", w, " ")
 		printf "{\"text\": \"%s\", \"score\": %.4f}\n", t, g / 6 } }' >"$T/reg.jsonl"
 ts-tokenize -v "$V" --label score "$T/reg.jsonl" | ts-shard -o "$T/reg" --split train=.8,valid=.2 --seed 1 >/dev/null
 check "reg training" train "${TINY[@]}" --data "$T/reg" --run "$T/reg-run" --task reg --epochs 6 --lr 2e-3 --metric pearson
+expect_eq "ts-top shows the run's --metric pearson" "$(ts-top --json "$T/reg-run" | jq -c '.[0] | [.metric, .best > 0.9]')" '["pearson",true]'
 check "ts-eval scores a regression" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid
 cp "$T/out" "$T/reg.json"
 expect_eq "reg: mse, rmse, pearson and spearman" "$(jq -c '[.mse == .loss, (.rmse * .rmse - .mse | fabs < 1e-9), .pearson > 0.9, .spearman > 0.9]' "$T/reg.json")" \
@@ -108,6 +118,7 @@ awk 'BEGIN { srand(5); split("ball vote cash", w, " "); split("sport politics mo
 ts-tokenize -v "$V" --label topics "$T/multi.jsonl" | ts-shard -o "$T/multi" --split train=.8,valid=.2 --seed 1 >/dev/null
 check "multi-label training" train "${SMALL[@]}" --data "$T/multi" --run "$T/multi-run" --task cls --multi-label --epochs 10 --lr 1e-3
 expect_eq "multi-label: best/ follows the micro F1" "$(ts-cat "$T/multi-run/events.msgpack" | jq -r 'select(.event=="best") | .metric' | sort -u)" micro-f1
+expect_eq "ts-top shows the micro F1 of a multi-label run" "$(ts-top --json "$T/multi-run" | jq -c '.[0] | [.metric, .best > 0.9]')" '["micro-f1",true]'
 check "ts-eval scores each class" ts-eval -m "$T/multi-run/best" --data "$T/multi" --split valid
 cp "$T/out" "$T/multi.json"
 expect_eq "multi-label learns the topics (micro F1 above 0.9)" "$(jq -c '[.micro.f1 > 0.9, .exact_match > 0.7, .threshold, (.classes | keys)]' "$T/multi.json")" \
