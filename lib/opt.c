@@ -177,6 +177,8 @@ static void set_value(const struct opt *o, const char *v)
 	case OPT_STR:
 		if (!*v && names_path(o))
 			bad("--%s: the path is empty%s", o->name, "");
+		if (!strcmp(v, "-") && !strcmp(o->choices ? o->choices : "", "@dir"))
+			bad("--%s: '-' stands for standard input or output, not a dir (name one so: ./%s)", o->name, v);
 		check_choice(o, v);
 		*(char **)o->dest = xstrdup(v);
 		break;
@@ -272,8 +274,19 @@ void opt_read_config(const struct cmd_spec *spec, const char *path)
 	source = NULL;
 }
 
+/* The length of the longest start of p[0..n) that ends in '|' and has at
+ * most room characters; 0 when there is none. */
+static int last_bar_before(const char *p, int n, int room)
+{
+	for (int k = n < room ? n : room; k > 0; k--)
+		if (p[k - 1] == '|')
+			return k;
+	return 0;
+}
+
 /* Prints words from column `at` on, breaking lines before column 80 and
- * starting each new one at column `indent`. */
+ * starting each new one at column `indent`; a word too long for a line (a
+ * list of choices) breaks after a '|'. */
 static void print_wrapped(const char *text, int at, int indent)
 {
 	int start = at;
@@ -282,6 +295,10 @@ static void print_wrapped(const char *text, int at, int indent)
 		if (at > start && at + 1 + n > 80) {
 			printf("\n%*s", indent, "");
 			at = start = indent;
+		}
+		for (int k; at + n > 80 && (k = last_bar_before(p, n, 80 - at - (at > start))) > 0; p += k, n -= k) {
+			printf("%s%.*s\n%*s", at > start ? " " : "", k, p, indent, "");
+			at = indent, start = indent + 1;   /* the rest of the word follows on without a space */
 		}
 		at += printf("%s%.*s", at > start ? " " : "", n, p);
 		p += n;

@@ -138,4 +138,10 @@ expect_fail "a bad-input error is one line, without the --help pointer" 1 "^ts-t
 	train --resume "$T/data"
 refused "a usage error is one line that points to --help" "^ts-train: --keep: 0 is out of range \(1 to 1000000\); see 'ts-train --help'$" \
 	train --keep 0
+# '-' is standard input or output, never a dir of that name
+expect_fail "ts-shard -o - is refused, not made a dir named -" 2 "--output: '-' stands for standard input or output, not a dir" \
+	sh -c "cd '$T' && ts-shard -o - </dev/null"
+check "so no dir named - is left" test ! -e "$T/-"
+expect_fail "ts-train --run - too" 2 "--run: '-' stands for standard input or output" ts-train --run - --data "$T/nowhere"
+expect_fail "ts-sweep --dir - too" 2 "--dir: '-' stands for standard input or output" ts-sweep --dir - -p lr=1 -- ts-train
 finish
