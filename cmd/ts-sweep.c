@@ -2,8 +2,8 @@
  * the leaderboard. */
 #include "afile.h"
 #include "err.h"
-#include "evaluate.h"
 #include "gpulist.h"
+#include "metricnames.h"
 #include "opt.h"
 #include "rec.h"
 #include "runplots.h"

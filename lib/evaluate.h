@@ -7,6 +7,7 @@
 #define TS_EVALUATE_H
 #include "batcher.h"
 #include "entities.h"
+#include "metricnames.h"
 #include "metrics.h"
 #include <jansson.h>
 
@@ -51,20 +52,6 @@ void evaluate(struct bert *m, const struct batch_source *src, const struct eval_
 int eval_scores_any(const struct batch_source *src);
 void eval_result_free(struct eval_result *r);
 
-/* Metric names: loss, ppl; accuracy, macro-f1 (cls); micro-f1, macro-f1,
- * exact-match (multi); pearson, spearman (reg); entity-f1, accuracy
- * (tokcls). */
-int metric_known(const char *name, enum bert_task task);
-int metric_higher_is_better(const char *name);
-/* The metric best/ follows when none is given. */
-const char *metric_default(enum bert_task task);
-/* Where metric name (one of the above, or mcc) lies in eval_json's object:
- * its keys from the top, joined by '.' ("entities.micro.f1"); NULL for a
- * name no task has. */
-const char *metric_key(const char *name);
-/* The task whose evaluation eval_json made j (told by the keys only that
- * task's has). */
-enum bert_task eval_json_task(const json_t *j);
 double metric_value(const struct eval_result *r, const char *name);
 /* Everything as one JSON object: loss and ppl, and the task's metrics
  * (classes by names, NULL: by number). */

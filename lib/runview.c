@@ -1,7 +1,7 @@
 #include "runview.h"
 #include "afile.h"
 #include "err.h"
-#include "evaluate.h"
+#include "metricnames.h"
 #include "rec.h"
 #include <fcntl.h>
 #include <limits.h>
