@@ -50,6 +50,10 @@ check "killed with no checkpoint: the resumed run goes on, and stops on request"
 kill_trainer "$T/k"
 expect_eq "killed with no checkpoint: the resumed run stops with a checkpoint" "$(ls -A "$T/k/ckpt" | wc -l)" 1
 
+# preloaded LIB CMD...: CMD with LIB preloaded (under ASan too, whose runtime
+# would otherwise refuse to come after it)
+preloaded() { LD_PRELOAD=$1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "${@:2}"; }
+
 # killed while it removed an old checkpoint (--keep), placed by a remove()
 # that kills the trainer at the second file of a checkpoint it removes
 cat >"$T/killrm.c" <<'EOF'
@@ -66,7 +70,7 @@ int remove(const char *path)
 }
 EOF
 ${CC:-cc} -shared -fPIC -o "$T/killrm.so" "$T/killrm.c" -ldl
-LD_PRELOAD=$T/killrm.so train "${TINY[@]}" --run "$T/p" --max-steps 6 --eval-every 3 --keep 1 >/dev/null 2>&1
+preloaded "$T/killrm.so" train "${TINY[@]}" --run "$T/p" --max-steps 6 --eval-every 3 --keep 1 >/dev/null 2>&1
 expect_eq "killed while pruning: the run has its checkpoint at step 6, not yet final/" \
 	"$(ls "$T/p/ckpt" | grep -c '^step-6$') $(ls -d "$T/p/final" 2>/dev/null | wc -l)" "1 0"
 whole() { for f in config.json model.safetensors optimizer.safetensors state.json vocab.txt; do [ -f "$1/$f" ] || return 1; done; }
@@ -92,7 +96,7 @@ int rename(const char *from, const char *to)
 }
 EOF
 ${CC:-cc} -shared -fPIC -o "$T/killbug.so" "$T/killbug.c" -ldl
-LD_PRELOAD=$T/killbug.so train "${TINY[@]}" --run "$T/nan" --max-steps 3 --optimizer sgd --lr 1e12 --clip 0 --warmup 0 >/dev/null 2>&1
+preloaded "$T/killbug.so" train "${TINY[@]}" --run "$T/nan" --max-steps 3 --optimizer sgd --lr 1e12 --clip 0 --warmup 0 >/dev/null 2>&1
 check "killed while saving a bad batch: the trainer died there" test -d "$T/nan/bug"
 check "killed while saving a bad batch: no bug record without its batch" sh -c \
 	"for b in '$T/nan/bug'/step-*; do case \$b in *.tmp.*) ;; *) [ -f \$b/batch.msgpack ] || exit 1;; esac; done"
