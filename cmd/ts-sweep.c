@@ -163,7 +163,7 @@ static void print_board(const char *d)
 		rows[i].job = json_array_get(jobs, i);
 		const json_t *best = json_object_get(rows[i].job, "best");
 		if (!name && best)
-			name = sweep_default_metric(best);
+			name = metric_default(eval_json_task(best));
 		const char *k;
 		json_t *v;
 		json_object_foreach(json_object_get(rows[i].job, "params"), k, v) {

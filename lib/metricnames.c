@@ -32,16 +32,19 @@ const char *metric_default(enum bert_task task)
 	return names[task];
 }
 
-const char *metric_key(const char *name)
+const char *const *metric_path(const char *name)
 {
-	static const char *const keys[][2] = {
-		{"accuracy", "accuracy"}, {"macro-f1", "macro.f1"}, {"mcc", "mcc"}, {"micro-f1", "micro.f1"},
-		{"exact-match", "exact_match"}, {"pearson", "pearson"}, {"spearman", "spearman"},
-		{"entity-f1", "entities.micro.f1"}, {"loss", "loss"}, {"ppl", "ppl"},
+	static const struct {
+		const char *name, *path[4];
+	} paths[] = {
+		{"accuracy", {"accuracy"}}, {"macro-f1", {"macro", "f1"}}, {"mcc", {"mcc"}},
+		{"micro-f1", {"micro", "f1"}}, {"exact-match", {"exact_match"}}, {"pearson", {"pearson"}},
+		{"spearman", {"spearman"}}, {"entity-f1", {"entities", "micro", "f1"}}, {"loss", {"loss"}},
+		{"ppl", {"ppl"}},
 	};
-	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-		if (!strcmp(name, keys[i][0]))
-			return keys[i][1];
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+		if (!strcmp(name, paths[i].name))
+			return paths[i].path;
 	return NULL;
 }
 

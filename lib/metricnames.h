@@ -15,9 +15,9 @@ int metric_higher_is_better(const char *name);
 /* The metric best/ follows when none is given. */
 const char *metric_default(enum bert_task task);
 /* Where metric name (one of the above, or mcc) lies in eval_json's object:
- * its keys from the top, joined by '.' ("entities.micro.f1"); NULL for a
- * name no task has. */
-const char *metric_key(const char *name);
+ * its keys from the top, NULL-terminated ({"entities", "micro", "f1"});
+ * NULL for a name no task has. */
+const char *const *metric_path(const char *name);
 /* The task whose evaluation eval_json made j (told by the keys only that
  * task's has). */
 enum bert_task eval_json_task(const json_t *j);

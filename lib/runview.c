@@ -116,14 +116,10 @@ static void on_step(struct run_view *v, const msgpack_object *o, double t)
 
 double event_metric(const msgpack_object *eval, const char *metric)
 {
-	const char *key = metric_key(metric);
+	const char *const *key = metric_path(metric);
 	const msgpack_object *v = key ? eval : NULL;
-	char part[32];
-	for (size_t n; v && *key; key += n + (key[n] == '.')) {
-		n = strcspn(key, ".");
-		snprintf(part, sizeof part, "%.*s", (int)n, key);
-		v = mp_get(v, part);
-	}
+	for (; v && *key; key++)
+		v = mp_get(v, *key);
 	return mp_number(v);
 }
 

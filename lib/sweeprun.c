@@ -365,18 +365,11 @@ struct running {
 
 double sweep_metric(const json_t *eval, const char *name)
 {
-	const char *key = metric_key(name);
+	const char *const *key = metric_path(name);
 	const json_t *v = key ? eval : NULL;
-	for (size_t n; v && *key; key += n + (key[n] == '.')) {
-		n = strcspn(key, ".");
-		v = json_object_getn(v, key, n);
-	}
+	for (; v && *key; key++)
+		v = json_object_get(v, *key);
 	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-const char *sweep_default_metric(const json_t *eval)
-{
-	return metric_default(eval_json_task(eval));
 }
 
 /* The pruning of a schedule: the rungs, made at the first evaluation seen
@@ -404,7 +397,7 @@ static int take_eval(void *ctx, const msgpack_object *o)
 		return 0;
 	json_t *eval = record_json(o);
 	if (!pr->asha) {
-		pr->metric = w->p->metric ? w->p->metric : sweep_default_metric(eval);
+		pr->metric = w->p->metric ? w->p->metric : metric_default(eval_json_task(eval));
 		pr->asha = asha_new(w->p->eta, !metric_higher_is_better(pr->metric));
 	}
 	long step = (long)json_integer_value(json_object_get(eval, "step"));

@@ -35,11 +35,9 @@ struct sweep_plan {
 	long max_params;       /* > 0: skip a job whose model has more parameters */
 };
 
-/* The value of metric name (see metric_key) in an evaluation record; NAN
+/* The value of metric name (see metric_path) in an evaluation record; NAN
  * when it has none. */
 double sweep_metric(const json_t *eval, const char *name);
-/* The metric ts-train's best/ follows by default for the task of eval. */
-const char *sweep_default_metric(const json_t *eval);
 
 /* Job i's command line, NULL-terminated, with -j threads where it gives
  * none (in its command or a -p threads spec) and threads > 0. */
