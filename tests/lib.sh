@@ -7,6 +7,8 @@ export PATH=$BIN:$PATH
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 failed=0
+# tmux_session: S names a tmux session of this script's own, ended at exit
+tmux_session() { S="ts-$(basename "$0" .sh)-$$"; trap 'tmux kill-session -t "$S" 2>/dev/null; rm -rf "$T"' EXIT; }
 
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; failed=1; }

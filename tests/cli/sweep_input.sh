@@ -3,9 +3,7 @@
 # status; what must not neither hangs nor crashes nor loses a job's state.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
-S="ts-sweep-input-$$"
-cleanup() { tmux kill-session -t "$S" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
+tmux_session
 head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
 BASE=(--data "$T/data" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --eval-every 50 --seed 5 --vocab "$V")

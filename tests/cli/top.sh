@@ -5,9 +5,7 @@
 # run whose trainer is killed shown stale.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
-S="ts-top-$$"
-cleanup() { tmux kill-session -t "$S" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
+tmux_session
 head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
 ts-tokenize -v "$V" --label label --max-len 64 "$T/spam.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
 MODEL=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 2 --max-pos 64 --batch 16 --seed 1 -j 1)
