@@ -17,11 +17,11 @@
 #include "rec.h"
 #include "rng.h"
 #include "checkpoint.h"
+#include "digest.h"
 #include "rundir.h"
 #include "schedule.h"
 #include "vocab.h"
 #include <math.h>
-#include <nettle/sha2.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -944,18 +944,6 @@ static int line_at(const char *text, size_t at, const char **start)
 	return (int)strcspn(*start, "\n");
 }
 
-/* The start of the hex SHA-256 of the model's weights. */
-static void weights_digest(struct bert *m, char hex[17])
-{
-	struct sha256_ctx ctx;
-	uint8_t digest[SHA256_DIGEST_SIZE];
-	sha256_init(&ctx);
-	sha256_update(&ctx, bert_numel(m) * sizeof(float), (const uint8_t *)bert_params(m));
-	sha256_digest(&ctx, sizeof digest, digest);
-	for (int i = 0; i < 8; i++)
-		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-}
-
 /* Every process trains the run process 0 records: with the options of its
  * config (which all the processes of a resumed run read) and from the same
  * weights. One started otherwise would add another model's gradients to
@@ -965,10 +953,10 @@ static void check_same_run(struct trainer *t)
 {
 	if (t->comm->size == 1)
 		return;
-	char *config = config_text(t), hex[17];
-	weights_digest(t->m, hex);
+	char *config = config_text(t), hex[SHA256_HEX_SIZE];
+	sha256_hex(bert_params(t->m), bert_numel(t->m) * sizeof(float), hex);
 	struct strbuf mine = {0};
-	sb_addf(&mine, "%sstarting weights sha256 = %s\n", config, hex);
+	sb_addf(&mine, "%sstarting weights sha256 = %.16s\n", config, hex);
 	char *lead = comm_lead_text(t->comm, mine.s);
 	size_t at = 0;
 	while (mine.s[at] && mine.s[at] == lead[at])

@@ -4,7 +4,7 @@
 #include "vocab.h"
 #include "afile.h"
 #include "err.h"
-#include <nettle/sha2.h>
+#include "digest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +35,7 @@ struct vocab {
 	size_t mask;        /* slots - 1, a power of two minus one */
 	size_t max_piece;
 	int32_t special[VOCAB_NSPECIAL];
-	char sha256[2 * SHA256_DIGEST_SIZE + 1];
+	char sha256[SHA256_HEX_SIZE];
 };
 
 static const char *const special_names[VOCAB_NSPECIAL] = {
@@ -139,17 +139,6 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-static void hash_file(struct vocab *v, const char *text, size_t len)
-{
-	struct sha256_ctx ctx;
-	uint8_t digest[SHA256_DIGEST_SIZE];
-	sha256_init(&ctx);
-	sha256_update(&ctx, len, (const uint8_t *)text);
-	sha256_digest(&ctx, sizeof digest, digest);
-	for (size_t i = 0; i < sizeof digest; i++)
-		snprintf(v->sha256 + 2 * i, 3, "%02x", digest[i]);
-}
-
 /* Why line tok (NUL-terminated, len bytes) is no token, or NULL. */
 static const char *bad_token(const char *tok, size_t len)
 {
@@ -226,7 +215,7 @@ struct vocab *vocab_load(const char *path)
 	size_t len;
 	v->bytes = read_file(path, &len);
 	v->nbytes = len;
-	hash_file(v, v->bytes, len);
+	sha256_hex(v->bytes, len, v->sha256);
 	v->text = xmalloc(len + 1);
 	memcpy(v->text, v->bytes, len + 1);
 	if (!len)
