@@ -235,15 +235,17 @@ static void read_hist(const char *path, const char *where, json_t *a, struct man
 }
 
 /* Keys are label names where the manifest has them (names finds them), else
- * ids in decimal. */
+ * ids in decimal as label_counts_json writes them: "5", never " 5" or
+ * "05", which would be written back as a key that may name another label. */
 static int32_t label_id(const char *path, const char *where, const struct labelmap *names, const char *key)
 {
 	int32_t id = labelmap_find(names, key, strlen(key));
 	if (id >= 0)
 		return id;
-	char *end;
+	char *end, canon[24];
 	long v = strtol(key, &end, 10);
-	if (!*key || *end || v < INT32_MIN || v > INT32_MAX)
+	snprintf(canon, sizeof canon, "%ld", v);
+	if (!*key || *end || v < INT32_MIN || v > INT32_MAX || strcmp(canon, key))
 		die("%s: %s'label_counts' has unknown label '%s'", path, where, key);
 	return (int32_t)v;
 }

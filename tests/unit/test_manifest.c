@@ -303,6 +303,9 @@ static void test_bad(void)
 	snprintf(text, sizeof text, "%s,\"splits\":{\"t\":{\"file\":\"t.shard\",\"count\":1,\"tokens\":1,"
 		 "\"max_tokens\":1,\"length_hist\":[],\"label_counts\":{\"zz\":1}}}}", head);
 	expect_bad(text, "'label_counts' has unknown label 'zz'");
+	snprintf(text, sizeof text, "%s,\"splits\":{\"t\":{\"file\":\"t.shard\",\"count\":1,\"tokens\":1,"
+		 "\"max_tokens\":1,\"length_hist\":[],\"label_counts\":{\" 5\":1}}}}", head);
+	expect_bad(text, "'label_counts' has unknown label ' 5'");   /* written back as "5", another label's name */
 	expect_bad("{\"format\":\"topspin-data\",\"version\":1,\"labels\":[\"a\",\"b\",\"a\"]}",
 		   "manifest.json: label 'a' appears twice");
 }
