@@ -137,14 +137,15 @@ static void test_embedding(void)
 	free(word), free(pos), free(type), free(out), free(dout), free(dword), free(dpos), free(dtype);
 }
 
-/* Many tokens over a few hundred ids (many scatter buckets, repeated ids),
+/* EN tokens over a few hundred ids (many scatter buckets, repeated ids),
  * a width that ends in a partial column tile, token types past the four
  * summed in registers or none at all, and no padding id: the scatter-adds
  * give the CPU's bits. */
-static void test_embedding_many(int with_types)
+static void test_embedding_many(int EN, int with_types)
 {
-	enum { EN = 3001, EC = 200, EV = 499, ETYPES = 6, EPOS = 512 };
-	int32_t *ids = xmalloc(EN * 4), *types = xmalloc(EN * 4), *positions = xmalloc(EN * 4);
+	enum { EC = 200, EV = 499, ETYPES = 6, EPOS = 512 };
+	int32_t *ids = xmalloc((size_t)EN * 4), *types = xmalloc((size_t)EN * 4);
+	int32_t *positions = xmalloc((size_t)EN * 4);
 	for (int i = 0; i < EN; i++) {
 		ids[i] = (int32_t)rng_below(&gen, EV);
 		types[i] = (int32_t)rng_below(&gen, ETYPES);
@@ -154,8 +155,9 @@ static void test_embedding_many(int with_types)
 	float *word = randoms(nw, 1), *pos = randoms(np, 1), *type = randoms(nt, 1);
 	float *out = xcalloc(n, 4), *dout = randoms(n, 1);
 	float *dword = randoms(nw, 1), *dpos = randoms(np, 1), *dtype = randoms(nt, 1);
-	int32_t *d_ids = on_gpu(ids, EN * 4), *d_types = with_types ? on_gpu(types, EN * 4) : NULL;
-	int32_t *d_positions = on_gpu(positions, EN * 4);
+	int32_t *d_ids = on_gpu(ids, (size_t)EN * 4);
+	int32_t *d_types = with_types ? on_gpu(types, (size_t)EN * 4) : NULL;
+	int32_t *d_positions = on_gpu(positions, (size_t)EN * 4);
 	float *d_word = on_gpu(word, nw * 4), *d_pos = on_gpu(pos, np * 4), *d_type = on_gpu(type, nt * 4);
 	float *d_out = on_gpu(out, n * 4), *d_dout = on_gpu(dout, n * 4);
 	float *d_dword = on_gpu(dword, nw * 4), *d_dpos = on_gpu(dpos, np * 4);
@@ -288,7 +290,7 @@ static void test_many_rows(void)
 	enum { MR = 70001, MW = 5, IDS = 11, POSITIONS = 13 };
 	size_t n = (size_t)MR * MW;
 	float *pre = randoms(n, 2), *bias = randoms(MW, 1), *out = xcalloc(n, 4), *g = xcalloc(n, 4);
-	float *lse = xcalloc(MR, 4), *t = xmalloc(n * 4), *d = randoms(n, 1);
+	float *lse = xcalloc(MR, 4), *t = xcalloc(n, 4), *d = randoms(n, 1);
 	float *word = randoms(IDS * MW, 1), *pos = randoms(POSITIONS * MW, 1), *type = randoms(2 * MW, 1);
 	int32_t *rows = xmalloc(MR * 4), *labels = xmalloc(MR * 4), *ids = xmalloc(MR * 4);
 	int32_t *positions = xmalloc(MR * 4), *types = xmalloc(MR * 4);
@@ -307,9 +309,18 @@ static void test_many_rows(void)
 	bias_gelu_forward(out, pre, bias, MR, MW);
 	gpu->bias_gelu_forward(d_out, d_pre, d_bias, MR, MW);
 	expect_close("bias_gelu_forward, 70001 rows", d_out, out, n, ATOL, RTOL);
-	gather_rows(g, out, rows, MR, MW);
-	gpu->gather_rows(d_g, d_out, d_rows, MR, MW);
+	gather_rows(g, pre, rows, MR, MW);   /* pre: the same bits on both sides */
+	gpu->gather_rows(d_g, d_pre, d_rows, MR, MW);
 	expect_same("gather_rows, 70001 rows", d_g, g, n);
+	scatter_add_rows(t, pre, rows, MR, MW);
+	gpu->scatter_add_rows(d_t, d_pre, d_rows, MR, MW);
+	expect_same("scatter_add_rows, 70001 rows", d_t, t, n);
+	gelu_backward(g, d, pre, MR, MW);
+	gpu->gelu_backward(d_g, d_d, d_pre, MR, MW);
+	expect_close("gelu_backward, 70001 rows", d_g, g, n, ATOL, RTOL);
+	dropout_apply(out, pre, n, 0.1f, 9);
+	gpu->dropout_apply(d_out, d_pre, n, 0.1f, 9);
+	expect_same("dropout_apply, 70001 rows", d_out, out, n);
 	embedding_forward(g, ids, types, positions, word, pos, type, MR, MW);
 	gpu->embedding_forward(d_g, d_ids, d_types, d_positions, d_word, d_pos, d_type, MR, MW);
 	expect_close("embedding_forward, 70001 rows", d_g, g, n, ATOL, RTOL);
@@ -425,6 +436,7 @@ static void test_divergences(int V)
 	axpy(d, x, n, 0.5f);
 	gpu->axpy(d_d, d_x, n, 0.5f);
 	expect_close("axpy", d_d, d, n, 1e-6, RTOL);
+	gpu->upload(d_d, d, n * 4);   /* the bitwise checks start from the same bits */
 	ema_update(d, x, n, 0.9f);
 	gpu->ema_update(d_d, d_x, n, 0.9f);
 	expect_close("ema_update", d_d, d, n, 0, 0);
@@ -512,6 +524,58 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	free(mask), free(kv), free(ctx), free(probs), free(dctx), free(dkv);
 }
 
+/* More probabilities than a 32-bit index reaches: SEQS sequences of ALEN
+ * keys, one head, the last one's probabilities past float 2^31 (8193 x 512^2).
+ * The others are zeros, there for their size; the last one's results against
+ * the CPU's attention over it alone (no dropout: a draw is numbered by its
+ * offset, which differs). Some 26 GB of GPU memory. */
+static void test_attention_past_2g(void)
+{
+	enum { ALEN = 512, AC = 64, SEQS = (1 << 13) + 2, LD = 3 * AC };
+	const double need = 28e9;
+	if (gpu->memory() < need) {
+		SKIP("attention past 2^31 probabilities: the GPU has %.1f GB free, not %.0f",
+		     gpu->memory() / 1e9, need / 1e9);
+		return;
+	}
+	int32_t *kv_start = xmalloc((SEQS + 1) * sizeof *kv_start);
+	int64_t *p_start = xmalloc((SEQS + 1) * sizeof *p_start), one_p[2];
+	for (int b = 0; b <= SEQS; b++)
+		kv_start[b] = b * ALEN;
+	size_t probs_n = (size_t)attention_probs(p_start, kv_start, NULL, SEQS, 1);
+	int32_t one_kv[2] = { 0, ALEN };
+	size_t one_probs = (size_t)attention_probs(one_p, one_kv, NULL, 1, 1);
+	size_t rows = (size_t)SEQS * ALEN, last = rows - ALEN;
+	float *kv = randoms((size_t)ALEN * LD, 1), *dctx = randoms((size_t)ALEN * AC, 1);
+	float *ctx = xcalloc((size_t)ALEN * AC, 4), *probs = xcalloc(one_probs, 4);
+	float *dkv = xcalloc((size_t)ALEN * LD, 4);
+	float *d_kv = gpu->alloc(rows * LD * 4), *d_dkv = gpu->alloc(rows * LD * 4);
+	float *d_ctx = gpu->alloc(rows * AC * 4), *d_dctx = gpu->alloc(rows * AC * 4);
+	float *d_probs = gpu->alloc(probs_n * 4);
+	int32_t *d_kv_start = on_gpu(kv_start, (SEQS + 1) * sizeof *kv_start);
+	int64_t *d_p_start = on_gpu(p_start, (SEQS + 1) * sizeof *p_start);
+	gpu->upload(d_kv + last * LD, kv, (size_t)ALEN * LD * 4);
+	gpu->upload(d_dctx + last * AC, dctx, (size_t)ALEN * AC * 4);
+	struct attention cpu_a = { 1, ALEN, AC, 1, kv, kv + AC, kv + 2 * AC, LD, LD, one_kv, NULL,
+				   one_p, NULL, 0, 99 };
+	struct attention gpu_a = { SEQS, ALEN, AC, 1, d_kv, d_kv + AC, d_kv + 2 * AC, LD, LD,
+				   d_kv_start, NULL, d_p_start, NULL, 0, 99 };
+	attention_forward(ctx, probs, &cpu_a);
+	gpu->attention_forward(d_ctx, d_probs, &gpu_a);
+	expect_close("attention_forward past 2^31 probabilities: probs", d_probs + p_start[SEQS - 1],
+		     probs, one_probs, 1e-6, RTOL);
+	expect_close("attention_forward past 2^31 probabilities: ctx", d_ctx + last * AC, ctx,
+		     (size_t)ALEN * AC, ATOL, RTOL);
+	attention_backward(dkv, dkv + AC, dkv + 2 * AC, dctx, probs, &cpu_a);
+	gpu->attention_backward(d_dkv, d_dkv + AC, d_dkv + 2 * AC, d_dctx, d_probs, &gpu_a);
+	expect_close("attention_backward past 2^31 probabilities: dq, dk, dv", d_dkv + last * LD,
+		     dkv, (size_t)ALEN * LD, 1e-4, RTOL);
+	void *d[] = { d_kv, d_dkv, d_ctx, d_dctx, d_probs, d_kv_start, d_p_start };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(kv_start), free(p_start), free(kv), free(dctx), free(ctx), free(probs), free(dkv);
+}
+
 /* ---- the optimizer ---- */
 
 /* n floats: 16384-float chunks (the last short, its length not a multiple of
@@ -578,12 +642,15 @@ int main(void)
 	test_memory();
 	test_linear();
 	test_embedding();
-	test_embedding_many(1);
-	test_embedding_many(0);
+	test_embedding_many(3001, 1);
+	test_embedding_many(3001, 0);
+	test_embedding_many(70001, 1);   /* more rows than a grid has blocks in y */
 	test_layernorm(N, C, 0);
 	test_layernorm(N, C, 0.1f);
 	test_layernorm(300, 768, 0);
 	test_layernorm(300, 768, 0.1f);
+	test_layernorm(70001, 37, 0);
+	test_layernorm(70001, 37, 0.1f);
 	test_elementwise();
 	test_rows();
 	test_many_rows();
@@ -603,6 +670,7 @@ int main(void)
 	test_attention(65, 12, 768, 0, 0, 0);
 	test_attention(40, 1, 256, 1, 0, 0.1f);   /* the widest head: shared memory past 48 KiB */
 	test_attention(40, 1, 256, 1, 1, 0);
+	test_attention_past_2g();
 	test_optimizer(5);
 	test_optimizer(100003);
 	test_optimizer(33 * 16384 + 12345);
