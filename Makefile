@@ -61,8 +61,10 @@ NVFLAGS := -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=comp
 CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
 ifeq ($(STATIC),1)
 # the CUDA runtime and the C++ runtime inside; cuBLAS (no static library in
-# every toolkit) and the driver come from the GPU machine
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt \
+# every toolkit) and the driver come from the GPU machine, found where its
+# loader looks (tests/gpu/run finds them for the bundle): no path of this
+# machine goes inside
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt \
           -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
 else
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
@@ -92,6 +94,7 @@ CMDS := $(patsubst cmd/%.c,$(BINDIR)/%,$(wildcard cmd/*.c))
 UNIT := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 
 all: $(CMDS) completions
+commands: $(CMDS)
 
 $(B)/%.o: %.c $(wildcard lib/*.h) | $(B)/lib $(B)/cmd
 	$(CC) $(CFLAGS) -c -o $@ $<
@@ -157,6 +160,16 @@ SAN_ENV := TS_SAN_LOG=$(SAN_LOG) \
 test: all $(UNIT) $(VENV)/ready
 	@TS_BIN=$(CURDIR)/$(BINDIR) TS_BUILD=$(B) $(if $(filter 1,$(SAN)),$(SAN_ENV)) tests/run
 
+# The GPU check for a machine with a driver but no compilers (tests/gpu/README.md):
+# static binaries with the CUDA backend, built apart in build-bundle/, and what
+# tests/gpu/run needs beside them, in one relocatable tarball.
+BUNDLE := build/topspin-$(VERSION)-gpu.tar.xz
+bundle: $(BUNDLE)
+$(BUNDLE): $(CU_SRC) $(LIB_SRC) $(wildcard cmd/*.c lib/*.h kernels/*.h tests/unit/*) tests/gpu/pack tests/gpu/run
+	@$(MAKE) --no-print-directory GPU=1 STATIC=1 SAN=0 B=build-bundle BINDIR=build-bundle/bin commands \
+	  build-bundle/tests/test_cuda_ops build-bundle/tests/test_cuda_comm
+	tests/gpu/pack build-bundle $@
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@examples/demo
@@ -179,9 +192,9 @@ install: all
 	  install -m 644 completions/_$$c $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$c; done
 
 clean:
-	rm -rf build bin build-san bin-san
+	rm -rf build bin build-san bin-san build-bundle
 
-.PHONY: all test demo deps install clean completions fuzz fuzz-smoke
+.PHONY: all commands bundle test demo deps install clean completions fuzz fuzz-smoke
 .SECONDARY:
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over a
