@@ -47,6 +47,17 @@ int gpus_host_share(const double *hosts, int size, int rank, int *slot, int *fir
 	return n;
 }
 
+void gpus_enough(int share, int have, const char *host, const char *list)
+{
+	if (share <= have)
+		return;
+	if (list)
+		die("cannot give the %d processes on %s a GPU each: --gpus %s names %d (name %d, or give --device cpu)",
+		    share, host, list, have, share);
+	die("cannot give the %d processes on %s a GPU each: %d GPU%s here (--device cpu trains them on the cores)",
+	    share, host, have, have == 1 ? "" : "s");
+}
+
 #ifdef TS_GPU
 /* This machine, as a number that the sum of doubles carries exactly. */
 static double host_key(char *name, size_t len)
@@ -127,9 +138,7 @@ const char *gpus_pick(const struct comm *c, void (*sum)(const struct comm *c, do
 	int have = 0;
 	while (have < MAX_GPUS && lead[1 + have])
 		have++;
-	if (slot >= have)
-		die("%d processes on %s, but %d GPU%s for them%s%s", share, host, have, have == 1 ? "" : "s",
-		    list ? " in --gpus " : "", list ? list : "");
+	gpus_enough(share, have, host, list);
 	int gpu = (int)lead[1 + slot] - 1;
 	free(table);
 	char bus[32];

@@ -16,12 +16,16 @@ void gpus_by_load(const struct gpu_usage *u, int n, int *order);
  * share rank's machine, with rank's place among them in *slot and the
  * first of them in *first. */
 int gpus_host_share(const double *hosts, int size, int rank, int *slot, int *first);
+/* Dies, on every one of the share processes of host alike, when the have
+ * GPUs of --gpus list (NULL: of the machine) are too few to give each its
+ * own, in one line naming the way out: --device cpu, or a longer list. */
+void gpus_enough(int share, int have, const char *host, const char *list);
 /* The --device name this process trains on, for the given --device and
  * --gpus (NULL: none given): "cpu", or "cuda:N". The processes of c agree
  * through sum (comm_sum_doubles; NULL for a process alone, which keeps the
  * commands of one process free of the comm layer) and call it in the same
  * order. Dies in one line when list names a GPU that is not here, or a
- * machine has more processes than GPUs to give them. */
+ * machine has more processes than GPUs to give them (gpus_enough). */
 const char *gpus_pick(const struct comm *c, void (*sum)(const struct comm *c, double *x, int n),
 		      const char *device, const char *list);
 #endif

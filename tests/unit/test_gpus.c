@@ -68,6 +68,30 @@ static void test_host_share(void)
 	CHECK(n == 3 && slot == 2 && first == 0, "process 3 is the third on its machine");
 }
 
+/* share processes on a machine of have GPUs, from --gpus list (NULL: the machine's) */
+struct machine {
+	int share, have;
+	const char *list;
+};
+
+static void enough(const void *m)
+{
+	const struct machine *x = m;
+	gpus_enough(x->share, x->have, "node1", x->list);
+}
+
+static void test_enough(void)
+{
+	char err[256];
+	struct machine fit = {2, 2, NULL};
+	CHECK(run_child(enough, &fit, err, sizeof err) == 0 && !*err, "2 processes on 2 GPUs go on: %s", err);
+	/* each process of the machine asks with the same numbers: all stop, none waits for the others */
+	expect_die("3 processes on 1 GPU: the line names --device cpu", enough, &(struct machine){3, 1, NULL},
+		   "cannot give the 3 processes on node1 a GPU each: 1 GPU here (--device cpu trains them on the cores)");
+	expect_die("2 processes on --gpus 3: the line names both ways out", enough, &(struct machine){2, 1, "3"},
+		   "cannot give the 2 processes on node1 a GPU each: --gpus 3 names 1 (name 2, or give --device cpu)");
+}
+
 static void test_peaks(void)
 {
 	CHECK(gpu_fp32_peak("NVIDIA H100 80GB HBM3") == 67e12, "H100 SXM: 67 TFLOP/s fp32");
@@ -84,5 +108,6 @@ int main(void)
 	test_parse();
 	test_by_load();
 	test_host_share();
+	test_enough();
 	CHECK_DONE();
 }
