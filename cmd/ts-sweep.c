@@ -353,15 +353,19 @@ static struct sweep_place *places(int *n)
 
 static void print_jobs(const struct sweep_plan *plan)
 {
+	const struct sweep_place here = {NULL, (int)slots, sweep_threads((int)slots), NULL, 1};
 	for (int i = 0; i < plan->njobs; i++) {
-		char **v = sweep_argv(plan, i, sweep_threads((int)slots));
+		char **job = sweep_argv(plan, i), threads[16];
+		char **v = sweep_at(&here, job, !sweep_gives(job, "threads", 'j'), threads);
 		for (char **a = v; *a; a++) {
 			char *q = sweep_quote(*a);
 			printf("%s%s", a == v ? "" : " ", q);
-			free(q), free(*a);
+			free(q);
 		}
 		printf("\n");
-		free(v);
+		for (char **a = job; *a; a++)
+			free(*a);
+		free(job), free(v);
 	}
 }
 

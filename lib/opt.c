@@ -246,7 +246,11 @@ static char *config_text(const char *path)
 	return buf;
 }
 
-void opt_read_config(const struct cmd_spec *spec, const char *path)
+/* Calls use(ctx, key, value) for each "key = value" line of config file
+ * path, in order; dies in one line on any other line but a blank or a
+ * comment. */
+static void each_setting(const char *path, void (*use)(void *ctx, const char *key, const char *val),
+			 void *ctx)
 {
 	if (!*path)
 		die_usage("--config: the path is empty");
@@ -264,14 +268,45 @@ void opt_read_config(const struct cmd_spec *spec, const char *path)
 		if (!eq)
 			bad("expected 'key = value', got '%s'%s", s, "");
 		*eq = 0;
-		char *key = trim(s), *val = trim(eq + 1);
-		const struct opt *o = find_long(spec, key, strlen(key));
-		if (!o)
-			unknown(spec, key, "key", "");
-		set_value(o, val);
-		mark_given(spec, o);
+		use(ctx, trim(s), trim(eq + 1));
 	}
 	source = NULL;
+}
+
+static void set_setting(void *spec_, const char *key, const char *val)
+{
+	const struct cmd_spec *spec = spec_;
+	const struct opt *o = find_long(spec, key, strlen(key));
+	if (!o)
+		unknown(spec, key, "key", "");
+	set_value(o, val);
+	mark_given(spec, o);
+}
+
+void opt_read_config(const struct cmd_spec *spec, const char *path)
+{
+	each_setting(path, set_setting, (void *)spec);
+}
+
+struct wanted {
+	const char *key;
+	char *val;
+};
+
+static void keep_setting(void *w_, const char *key, const char *val)
+{
+	struct wanted *w = w_;
+	if (!strcmp(key, w->key)) {
+		free(w->val);
+		w->val = xstrdup(val);
+	}
+}
+
+char *opt_config_value(const char *path, const char *key)
+{
+	struct wanted w = {key, NULL};
+	each_setting(path, keep_setting, &w);
+	return w.val;
 }
 
 /* The length of the longest start of p[0..n) that ends in '|' and has at

@@ -50,4 +50,7 @@ void opt_check_recordable(const struct cmd_spec *spec);
 void opt_write_config(const struct cmd_spec *spec, FILE *f);
 /* Parses a config file into the table (used by opt_parse and by --resume). */
 void opt_read_config(const struct cmd_spec *spec, const char *path);
+/* The value config file path gives key, the last if it gives it twice,
+ * malloc'd; NULL: none. Dies as opt_read_config does on a bad line. */
+char *opt_config_value(const char *path, const char *key);
 #endif

@@ -1,5 +1,6 @@
 #include "sweep.h"
 #include "err.h"
+#include "opt.h"
 #include "rng.h"
 #include "strbuf.h"
 #include <errno.h>
@@ -222,12 +223,48 @@ char **sweep_words(const char *line, int *n, const char *where)
 	return v;
 }
 
-int sweep_gives_threads(char **argv)
+/* The value of argv[*i] when it is the option --name (--name V, --name=V)
+ * or, with a letter, -L (-L V, -LV), moving *i past a separate value; else NULL. */
+static const char *option_at(char **argv, int *i, const char *name, char letter)
 {
-	for (char **a = argv + 1; *a && strcmp(*a, "--"); a++)
-		if (!strcmp(*a, "-j") || !strncmp(*a, "--threads", 9) || (!strncmp(*a, "-j", 2) && (*a)[2]))
-			return 1;
-	return 0;
+	const char *a = argv[*i];
+	size_t len = strlen(name);
+	const char *inline_val = NULL;
+	if (!strncmp(a, "--", 2) && !strncmp(a + 2, name, len) && (!a[2 + len] || a[2 + len] == '='))
+		inline_val = a[2 + len] ? a + 3 + len : NULL;
+	else if (letter && a[0] == '-' && a[1] == letter)
+		inline_val = a[2] ? a + 2 : NULL;
+	else
+		return NULL;
+	if (inline_val)
+		return inline_val;
+	return argv[*i + 1] ? argv[++*i] : "";
+}
+
+char *sweep_option(char **argv, const char *name, char letter)
+{
+	const char *given = NULL, *v;
+	char *from_config = NULL;
+	for (int i = 1; argv[i] && strcmp(argv[i], "--"); i++) {
+		if ((v = option_at(argv, &i, name, letter))) {
+			given = v;
+		} else if ((v = option_at(argv, &i, "config", 'c'))) {
+			char *c = opt_config_value(v, name);
+			if (c)
+				free(from_config), from_config = c;
+		}
+	}
+	if (given)
+		return free(from_config), xstrdup(given);
+	return from_config;
+}
+
+int sweep_gives(char **argv, const char *name, char letter)
+{
+	char *v = sweep_option(argv, name, letter);
+	int given = v != NULL;
+	free(v);
+	return given;
 }
 
 int sweep_threads(int slots)

@@ -40,9 +40,13 @@ int sweep_jobs(const struct sweep_spec *specs, int nspecs, long draws, uint64_t 
  * one of " \\ $ `; \\ outside quotes keeps the next character. Dies with
  * a usage error naming where (a task file's line) on an unclosed quote. */
 char **sweep_words(const char *line, int *n, const char *where);
-/* Whether a ts-train command line argv (NULL-terminated) gives its own
- * thread count (-j, --threads). */
-int sweep_gives_threads(char **argv);
+/* The value a ts-train command line argv (NULL-terminated) gives the option
+ * --name (--name V, --name=V) or, with a letter, -L (-L V, -LV), or else a
+ * config file it names (-c FILE) gives the key name, as ts-train takes it:
+ * the command line wins, then the last; malloc'd, NULL: none. */
+char *sweep_option(char **argv, const char *name, char letter);
+/* Whether argv gives the option, as sweep_option finds it. */
+int sweep_gives(char **argv, const char *name, char letter);
 /* The -j of a job when slots jobs share this machine's cores (those this
  * process may use): at least 1. */
 int sweep_threads(int slots);

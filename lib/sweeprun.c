@@ -35,10 +35,10 @@ char *sweep_job_dir(const char *dir, int i)
 	return path_join(dir, name);
 }
 
-char **sweep_argv(const struct sweep_plan *p, int i, int threads)
+char **sweep_argv(const struct sweep_plan *p, int i)
 {
 	const struct sweep_job *j = &p->jobs[i];
-	char **v = xcalloc((size_t)(j->ncmd + j->nopts + 6), sizeof *v);
+	char **v = xcalloc((size_t)(j->ncmd + j->nopts + 3), sizeof *v);
 	int n = 0;
 	for (int k = 0; k < j->ncmd; k++)
 		v[n++] = xstrdup(j->cmd[k]);
@@ -49,11 +49,23 @@ char **sweep_argv(const struct sweep_plan *p, int i, int threads)
 	}
 	v[n++] = xstrdup("--run");
 	v[n++] = sweep_job_dir(p->dir, i);
-	if (threads > 0 && !sweep_gives_threads(v)) {
-		v[n++] = xstrdup("-j");
-		v[n] = xmalloc(16);
-		snprintf(v[n++], 16, "%d", threads);
-	}
+	return v;
+}
+
+char **sweep_at(const struct sweep_place *pl, char **argv, int add_j, char threads[16])
+{
+	int n = 0;
+	while (argv[n])
+		n++;
+	char **v = xcalloc((size_t)n + 5, sizeof *v);
+	memcpy(v, argv, (size_t)n * sizeof *v);
+	snprintf(threads, 16, "%d", pl->threads);
+	if (add_j && pl->threads > 0)
+		v[n++] = "-j", v[n++] = threads;
+	char *device = pl->gpus ? NULL : sweep_option(argv, "device", 0);
+	if (!pl->gpus && !device)
+		v[n++] = "--device", v[n++] = "cpu";
+	free(device);
 	return v;
 }
 
@@ -452,16 +464,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		for (int k = 0; k < p->nplaces && next < n && !stop_asked; k++)
 			while (busy[k] < p->places[k].slots && next < n) {
 				const struct sweep_place *pl = &p->places[k];
-				char **argv = argvs[next];
-				int len = 0;
-				while (argv[len])
-					len++;
-				char **with = xcalloc((size_t)len + 3, sizeof *with);
-				memcpy(with, argv, (size_t)len * sizeof *with);
-				char threads[16];
-				snprintf(threads, sizeof threads, "%d", pl->threads);
-				if (add_j[next] && pl->threads > 0)
-					with[len] = "-j", with[len + 1] = threads;
+				char threads[16], **with = sweep_at(pl, argvs[next], add_j[next], threads);
 				char **cmd = placed(p, pl, cwd, with);
 				struct running *r = &run[running++];
 				*r = (struct running){start(p->dir, cwd, pl, ids[next], cmd), ids[next], k, now()};
@@ -717,7 +720,7 @@ int sweep_run(struct sweep_plan *p)
 	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
 	int n = 0;
 	for (int i = 0; i < p->njobs; i++) {
-		char **argv = sweep_argv(p, i, 0);
+		char **argv = sweep_argv(p, i);
 		long size = p->max_params ? count_params(cwd, argv) : -1;
 		json_t *rec = json_pack("{sI ss so so}", "job", (json_int_t)i + 1, "state", "queued", "params",
 					params_json(&p->jobs[i]), "argv", strings_json(argv));
@@ -727,7 +730,7 @@ int sweep_run(struct sweep_plan *p)
 			json_object_set_new(rec, "state", json_string("skipped"));
 			warnx("job %d skipped: its model has %ld parameters, over --max-params %ld", i + 1, size, p->max_params);
 		} else {
-			ids[n] = i, add_j[n] = !sweep_gives_threads(argv), argvs[n++] = argv;
+			ids[n] = i, add_j[n] = !sweep_gives(argv, "threads", 'j'), argvs[n++] = argv;
 		}
 		events_add(ev, "job", rec);
 	}
@@ -847,18 +850,22 @@ int sweep_resume(const char *dir, long slots)
 		char **words = argv_of(argv);
 		if (!words || !words[0])
 			die("%s: jobs.msgpack: job %zu has no command line", dir, i + 1);
-		/* a run that began goes on from its checkpoint, with its own -j; the others start */
+		/* a run that began goes on from its checkpoint, with its own -j and
+		 * the --device it was given, which its config leaves out; the others start */
 		char *run = sweep_job_dir(abs, (int)i), *config = path_join(run, "config");
 		if (access(config, F_OK) == 0) {
-			argvs[todo] = xcalloc(4, sizeof **argvs);
+			char *device = sweep_option(words, "device", 0);
+			argvs[todo] = xcalloc(6, sizeof **argvs);
 			argvs[todo][0] = words[0];
 			argvs[todo][1] = xstrdup("--resume"), argvs[todo][2] = run;
+			if (device)
+				argvs[todo][3] = xstrdup("--device"), argvs[todo][4] = device;
 			for (char **w = words + 1; *w; w++)
 				free(*w);
 			free(words);
 		} else {
 			argvs[todo] = words;
-			add_j[todo] = !sweep_gives_threads(words);
+			add_j[todo] = !sweep_gives(words, "threads", 'j');
 			free(run);
 		}
 		free(config);

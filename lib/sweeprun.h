@@ -39,9 +39,15 @@ struct sweep_plan {
  * when it has none. */
 double sweep_metric(const json_t *eval, const char *name);
 
-/* Job i's command line, NULL-terminated, with -j threads where it gives
- * none (in its command or a -p threads spec) and threads > 0. */
-char **sweep_argv(const struct sweep_plan *p, int i, int threads);
+/* Job i's command line, NULL-terminated: its command, its options and
+ * --run. */
+char **sweep_argv(const struct sweep_plan *p, int i);
+/* Job command line argv as place pl runs it: with the place's -j (its
+ * digits written into threads) where add_j, and where the place has no
+ * GPUs, --device cpu unless argv names a device, so that the jobs that
+ * share a machine's cores never reach for its GPUs (more processes than
+ * GPUs stop a run). A new array of argv's words (free it alone). */
+char **sweep_at(const struct sweep_place *pl, char **argv, int add_j, char threads[16]);
 /* Job i's run dir. */
 char *sweep_job_dir(const char *dir, int i);
 /* Makes the sweep dir, skips the jobs whose models are too big (asking

@@ -11,6 +11,10 @@ sweep() { timeout 300 ts-sweep "$@"; }
 # states DIR: each job's last state, "job state" a line
 states() { ts-cat "$1/jobs.msgpack" | jq -r 'select(.event=="job" and .state != "queued" and .state != "running") | "\(.job) \(.state)"' | sort -n; }
 config_of() { grep -E "^$2 = " "$1/config" | sed "s/^$2 = //"; }
+# share N: each job's -j where N processes share this machine's cores, as ts-sweep counts them
+share() { local c; c=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc); echo $((c / $1 > 1 ? c / $1 : 1)); }
+# argvs DIR: the command line of each job as it started, a line each
+argvs() { ts-cat "$1/jobs.msgpack" | jq -r 'select(.event=="job" and .state=="running") | .argv | join(" ")'; }
 
 check "a grid of 2 x a group of 3 at -P 2" sweep -P 2 -p lr=1e-4,1e-3 -p warmup,dropout=0:0,0.1:0.1,0.2:0 \
 	--dir "$T/g" -- "${TRAIN[@]}"
@@ -19,7 +23,9 @@ expect_eq "6 jobs, all done" "$(states "$T/g" | tr '\n' ';')" "1 done;2 done;3 d
 expect_eq "each job's run has its options: job 5 is lr 1e-3, warmup 0.1, dropout 0.1" \
 	"$(config_of "$T/g/job-005" lr) $(config_of "$T/g/job-005" warmup) $(config_of "$T/g/job-005" dropout)" \
 	"0.001 0.1 0.1"
-expect_eq "the jobs share the 2 cores: -j 1 each" "$(config_of "$T/g/job-001" threads)" 1
+expect_eq "the 2 jobs at a time share the cores: -j $(share 2) each" "$(config_of "$T/g/job-001" threads)" "$(share 2)"
+expect_eq "jobs on the cores run on the CPU: each gets --device cpu, never the GPU ts-train would take" \
+	"$(argvs "$T/g" | grep -c -- " -j $(share 2) --device cpu$")" 6
 expect_eq "the leaderboard printed at the end ranks 6 jobs" "$(grep -cE '^[1-6] +[1-6] +done' "$T/g.out")" 6
 expect_eq "the leaderboard counts them" "$(tail -1 "$T/g.out")" "6 jobs: 6 done"
 sweep --show "$T/g" --format json >"$T/board.json"
@@ -74,7 +80,8 @@ expect_eq "a failing job: its exit status and its last lines are recorded" \
 
 # --print | xargs does the same work
 sweep --print -P 2 -p lr=1e-4,1e-3 --dir "$T/x" -- "${TRAIN[@]}" >"$T/jobs.txt"
-expect_eq "--print: a command line a job" "$(wc -l <"$T/jobs.txt")" 2
+expect_eq "--print: a command line a job, for the cores: -j and --device cpu" \
+	"$(grep -c -- " -j $(share 2) --device cpu$" "$T/jobs.txt")" 2
 check "--print | xargs runs them" sh -c "xargs -P 2 -I{} sh -c '{} >/dev/null 2>&1' <'$T/jobs.txt'"
 check "--print makes no sweep dir of its own" test ! -e "$T/x/jobs.msgpack"
 sweep -P 2 -p lr=1e-4,1e-3 --dir "$T/y" -- "${TRAIN[@]}" >/dev/null
@@ -97,7 +104,7 @@ check "--random: another seed draws others" sh -c "! cmp -s '$T/r1.txt' '$T/r3.t
 
 # a stop in the middle: the running jobs checkpoint and stop, no other starts
 LONG=(ts-train "${MODEL[@]}" --vocab "$V" --max-steps 400 --eval-every 100 --dropout 0.1)
-sweep -P 2 -p lr=1e-4,2e-4,3e-4 --dir "$T/s" -- "${LONG[@]}" >"$T/s.out" 2>&1 &
+sweep -P 2 -p lr=1e-4,2e-4,3e-4 --dir "$T/s" -- "${LONG[@]}" --device=cpu >"$T/s.out" 2>&1 &
 sweeper=$!
 steps_in() { [ "$(ts-cat "$1/events.msgpack" 2>/dev/null | jq -r 'select(.event=="step")' | grep -c step)" -ge 3 ]; }
 wait_for "a stop in the middle: jobs 1 and 2 under way" sh -c "$(declare -f steps_in); steps_in '$T/s/job-001' && steps_in '$T/s/job-002'"
@@ -116,8 +123,10 @@ expect_eq "--resume: all 3 done" \
 	"1 done;2 done;3 done"
 expect_eq "--resume: jobs 1 and 2 went on with ts-train --resume" \
 	"$(ts-cat "$T/s/jobs.msgpack" | jq -r 'select(.state=="running" and .argv[1]=="--resume") | .job' | tr '\n' ' ')" "1 2 "
+expect_eq "--resume: a job's own --device goes on with it, the sweep adds none" \
+	"$(argvs "$T/s" | grep -c -- "--resume $T/s/job-00[12] --device cpu$")" 2
 check "--resume: a stopped job ends with the model of a run never stopped" sh -c \
-	"${LONG[*]@Q} -j 1 --run '$T/whole' >/dev/null 2>&1 && cmp '$T/whole/final/model.safetensors' '$T/s/job-001/final/model.safetensors'"
+	"${LONG[*]@Q} -j $(share 2) --device cpu --run '$T/whole' >/dev/null 2>&1 && cmp '$T/whole/final/model.safetensors' '$T/s/job-001/final/model.safetensors'"
 sweep --resume "$T/f" >/dev/null 2>&1
 expect_eq "--resume: a failed job runs again, a done one does not" \
 	"$(ts-cat "$T/f/jobs.msgpack" | jq -r 'select(.state=="running") | .job' | sort -n | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')" \
@@ -198,6 +207,8 @@ check "--per-job 2: jobs of 2 processes" sweep -P 1 --per-job 2 -p lr=1e-4,1e-3 
 expect_eq "--per-job 2: each job ran on 2 processes, all done" \
 	"$(for j in 1 2; do ts-cat "$T/d/job-00$j/events.msgpack" | jq -r 'select(.event=="start") | .processes'; ls "$T/d/job-00$j/log" | tr '\n' ' '; done | tr '\n' ' ')$(states "$T/d" | tr '\n' ';')" \
 	"2 rank-0.log rank-1.log 2 rank-0.log rank-1.log 1 done;2 done;"
+expect_eq "--per-job 2: its 2 processes share the cores (-j $(share 2)) on the CPU, never 2 on one GPU" \
+	"$(config_of "$T/d/job-001" threads) $(argvs "$T/d" | grep -c -- " -j $(share 2) --device cpu$")" "$(share 2) 2"
 sweep -P 1 --per-job 2 -p lr=1e-4 --dir "$T/ds" -- "${LONG[@]}" >/dev/null 2>&1 &
 sweeper=$!
 wait_for "--per-job 2: a long job under way" steps_in "$T/ds/job-001"

@@ -71,7 +71,16 @@ check "nothing written for them" sh -c "! ls -d '$T'/u* 2>/dev/null"
 # -p threads: each job's own, as ts-train -j in the command is; -P 1024 would give each 1 core
 sweep --print -P 1024 -p threads=2,3 --dir "$T/u3" -- ts-train "${BASE[@]}" >"$T/print.txt"
 expect_eq "-p threads with --print: each job's own, no -j of the sweep's after it" \
-	"$(grep -c -- '--threads [23] --run [^ ]*$' "$T/print.txt") $(grep -c -- ' -j ' "$T/print.txt")" "2 0"
+	"$(grep -c -- "--threads [23] --run [^ ]* --device cpu$" "$T/print.txt") $(grep -c -- ' -j ' "$T/print.txt")" "2 0"
+# a config file (-c) of the job's own gives its threads and device as the command line would
+printf 'threads = 3\ndevice = cuda\n' >"$T/own.conf"
+sweep --print -P 2 -p lr=1e-4,1e-3 --dir "$T/u4" -- ts-train "${BASE[@]}" -c "$T/own.conf" >"$T/print2.txt"
+expect_eq "-c FILE giving threads and device: the job's own, the sweep adds neither -j nor --device" \
+	"$(wc -l <"$T/print2.txt") $(grep -c -- ' -j \| --device ' "$T/print2.txt")" "2 0"
+printf 'threads = 3\nnot a setting\n' >"$T/bad.conf"
+expect_fail "a job's config file that ts-train would refuse: refused before any job starts" 2 \
+	"$T/bad.conf: line 2: expected 'key = value', got 'not a setting'" \
+	sweep --print -p lr=1e-4 --dir "$T/u5" -- ts-train "${BASE[@]}" --config="$T/bad.conf"
 check "-p threads=2 at -P 1024" sweep -P 1024 -p threads=2 --dir "$T/th" -- ts-train "${BASE[@]}" --max-steps 2
 expect_eq "...the job runs on 2 threads" "$(config_of "$T/th/job-001" threads)" 2
 
