@@ -37,7 +37,14 @@ kill_trainer() { flock -n "$1/lock" true || kill -9 "$(cut -d' ' -f1 "$1/lock")"
 losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 # keep_events DIR AWK: DIR's event log cut down to the records (as JSON lines) the awk program prints
 keep_events() { ts-cat "$1/events.msgpack" | awk "$2" | ts-cat --from-json -o "$T/ev" && mv "$T/ev" "$1/events.msgpack"; }
+# listens PORT: something listens at TCP port PORT here (read from /proc: no ss on some machines)
+listens() { awk -v p=":$(printf %04X "$1")" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' /proc/net/tcp /proc/net/tcp6; }
 # free_port: a TCP port below the kernel's ephemeral range (32768 up), where no
 # outgoing connection takes it, that nothing listens on now
-free_port() { local p; for _ in $(seq 100); do p=$((20000 + RANDOM % 12000)); ss -Htln "sport = :$p" | grep -q . || break; done; echo "$p"; }
+free_port() { local p; for _ in $(seq 100); do p=$((20000 + RANDOM % 12000)); listens "$p" || break; done; echo "$p"; }
+# RAND: awk functions of a seeded generator that draws the same numbers under every awk
+# (awk's own rand() after srand(N) differs between mawk versions): seed(N), then rnd()
+# in [0, 1); use as awk "$RAND"' BEGIN { seed(9); ... rnd() ... }'
+RAND='function seed(n,  i) { _s = n % 2147483646 + 1; for (i = 0; i < 8; i++) rnd() }
+	function rnd() { _s = (_s * 48271) % 2147483647; return (_s - 1) / 2147483646 }'
 finish() { exit $failed; }

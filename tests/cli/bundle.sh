@@ -26,6 +26,14 @@ expect_fail "tests/gpu/run with a file for its report dir" 1 "tests/gpu/run: $T/
 expect_fail "TS_GPU_BUDGET must be seconds" 2 "TS_GPU_BUDGET=soon: a whole number of seconds from 1" \
 	env TS_GPU_BUDGET=soon "$B/tests/gpu/run" "$T/r0"
 
+expect_fail "TS_GPU_STEPS names the steps" 2 "TS_GPU_STEPS: tests: not one of ops gpu.sh suites memcheck bench ncu" \
+	env TS_GPU_STEPS="ops tests" "$B/tests/gpu/run" "$T/r0"
+TS_GPU_STEPS="ops ncu" timeout 120 "$B/tests/gpu/run" "$T/some" >/dev/null 2>&1
+check "TS_GPU_STEPS: the steps not named are not run" grep -qx "gpu.sh: not run, not in TS_GPU_STEPS" "$T/some/summary.txt"
+check "TS_GPU_STEPS: the steps named are" grep -q "^test_cuda_ops: " "$T/some/summary.txt"
+TS_GPU_BUDGET=1 timeout 120 "$B/tests/gpu/run" "$T/spent" >/dev/null 2>&1
+check "a spent TS_GPU_BUDGET: the steps left are reported not run" grep -qx "ops: not run, TS_GPU_BUDGET=1 s spent" \
+	"$T/spent/summary.txt"
 (cd / && timeout 300 "$B/tests/gpu/run" "$T/rep" >"$T/run.out" 2>&1); rc=$?
 S=$T/rep/summary.txt
 expect_eq "tests/gpu/run, unpacked elsewhere, run from elsewhere: exit 0" "$rc" 0

@@ -8,7 +8,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" >"$T/tok.msgpack"
 ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack"
-TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --seed 5 -j 1)
+TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --seed 5 -j 1 --device cpu)
 # mpi N ARGS...: ts-train on N processes, under a time limit
 mpi() { local n=$1; shift; timeout 300 mpirun -np "$n" "$BIN/ts-train" "$@"; }
 events() { ts-cat "$1/events.msgpack" | jq -r .event | tr '\n' ' '; }
@@ -72,7 +72,7 @@ check "2 processes, dropout on: 12 steps" mpi 2 "${TINY[@]}" --run "$T/r0" --bat
 cp -r "$T/r0" "$T/r" && rm -rf "$T/r/final" "$T/r/best" "$T/r/ckpt/step-12"
 ts-cat "$T/r/events.msgpack" | awk '{print} /"event":"checkpoint"/ {exit}' | ts-cat --from-json -o "$T/ev" &&
 	mv "$T/ev" "$T/r/events.msgpack"
-check "2 processes: --resume from step 6" mpi 2 --resume "$T/r"
+check "2 processes: --resume from step 6" mpi 2 --resume "$T/r" --device cpu
 expect_eq "2 processes, resumed: the same losses, step for step" "$(losses "$T/r")" "$(losses "$T/r0")"
 check "2 processes, resumed: the same final model" cmp "$T/r/final/model.safetensors" "$T/r0/final/model.safetensors"
 # resume on another number of processes: from the same record of the epoch,
@@ -88,20 +88,20 @@ cut_to() {
 at() { ts-cat "$1/events.msgpack" | jq -r --argjson s "$2" 'select(.event=="step" and .step==$s) | "\(.samples) \(.epoch)"' | tail -n 1; }
 check "1 process, batch 8: 12 steps" train "${TINY[@]}" --run "$T/g1" --batch 8 --max-steps 12 --save-every 3 --keep 5
 cut_to "$T/g1" "$T/g12" 3
-check "a 1-process run, checkpoint at step 3 (24 records), resumed on 2 processes" mpi 2 --resume "$T/g12"
+check "a 1-process run, checkpoint at step 3 (24 records), resumed on 2 processes" mpi 2 --resume "$T/g12" --device cpu
 expect_eq "resumed on 2: 16 records a step, and the epoch's last step takes the 8 left (process 1 none)" \
 	"$(at "$T/g12" 6) | $(at "$T/g12" 7) | $(at "$T/g12" 8)" "72 0 | 80 0 | 96 1"
 check "resumed on 2: the log says so" grep -q "the run trained on 1 processes and goes on on 2" "$T/g12/log/rank-1.log"
 expect_eq "resumed on 2: its checkpoints record 2 processes" "$(jq .processes "$T/g12/ckpt/step-12/state.json")" 2
 check "2 processes, batch 8: 12 steps" mpi 2 "${TINY[@]}" --run "$T/g2" --batch 8 --max-steps 12 --save-every 3 --keep 5
 cut_to "$T/g2" "$T/g21" 3
-check "a 2-process run, checkpoint at step 3 (48 records), resumed on 1 process" train --resume "$T/g21"
+check "a 2-process run, checkpoint at step 3 (48 records), resumed on 1 process" train --resume "$T/g21" --device cpu
 expect_eq "resumed on 1: 8 records a step from record 48 on" "$(at "$T/g21" 4) | $(at "$T/g21" 7) | $(at "$T/g21" 8)" \
 	"56 0 | 80 0 | 88 1"
 check "2 processes, --bucket: 6 steps" mpi 2 "${TINY[@]}" --run "$T/b2" --batch 8 --max-steps 6 --save-every 3 --keep 5 --bucket
 cut_to "$T/b2" "$T/b21" 3
 expect_fail "a --bucket run resumed on another number of processes: refused" 1 \
-	"a --bucket run resumes on as many processes as it trained on \(2\), not 1" train --resume "$T/b21"
+	"a --bucket run resumes on as many processes as it trained on \(2\), not 1" train --resume "$T/b21" --device cpu
 
 # ZeRO-1: each process keeps the moments of, and updates, its shard; the
 # gradient is reduce-scattered and the shards all-gathered
@@ -112,13 +112,13 @@ check "--zero 1: the same final model" cmp "$T/z/final/model.safetensors" "$T/r0
 check "--zero 1: the checkpoint holds every shard's optimizer state, as plain data parallel's" \
 	cmp "$T/z/ckpt/step-12/optimizer.safetensors" "$T/r0/ckpt/step-12/optimizer.safetensors"
 cut_to "$T/z" "$T/zr" 6
-check "--zero 1: resumed on 2 processes" mpi 2 --resume "$T/zr"
+check "--zero 1: resumed on 2 processes" mpi 2 --resume "$T/zr" --device cpu
 expect_eq "--zero 1, resumed: the same losses" "$(losses "$T/zr")" "$(losses "$T/r0")"
 check "--zero 1, resumed: the same final model" cmp "$T/zr/final/model.safetensors" "$T/r0/final/model.safetensors"
 cut_to "$T/z" "$T/z1" 6
 cut_to "$T/r0" "$T/d1" 6
-check "--zero 1: resumed on 1 process (one shard: all of it)" train --resume "$T/z1"
-check "plain data parallel: resumed on 1 process" train --resume "$T/d1"
+check "--zero 1: resumed on 1 process (one shard: all of it)" train --resume "$T/z1" --device cpu
+check "plain data parallel: resumed on 1 process" train --resume "$T/d1" --device cpu
 expect_eq "--zero 1 resumed on 1 process: as plain data parallel resumed so" "$(losses "$T/z1")" "$(losses "$T/d1")"
 expect_fail "--zero 1 with lamb: refused" 2 "--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors" \
 	train "${TINY[@]}" --run "$T/zl" --max-steps 2 --zero 1 --optimizer lamb
@@ -219,7 +219,7 @@ wait $!
 expect_eq "other WORLD_SIZEs: process 1 exits 1, saying why" "$? $(cat "$T/w1.out")" \
 	"1 ts-train: process 1: WORLD_SIZE=3 here, 2 at process 0"
 check "other WORLD_SIZEs: refused within 15 s, not after --comm-timeout (30 s)" test $((SECONDS - start)) -lt 15
-listening() { ss -Htln "sport = :$port" | grep -q .; }
+listening() { listens "$port"; }
 port=$(free_port)
 envrun 0 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 30 >"$T/j.out" 2>&1 &
 wait_for "process 0 listens at MASTER_PORT" listening
@@ -256,7 +256,7 @@ check "another --hidden: process 1 says how" grep -qxF "ts-train: process 1: hid
 check "another --hidden: no run dir made" test ! -e "$T/a2"
 # process 1 finds other files at --init's path, as on a server of its own
 port=$(free_port)
-INIT=(--data "$T/data" --init "$T/p1/final" -j 1 --batch 8 --max-steps 4 --comm-timeout 20)
+INIT=(--data "$T/data" --init "$T/p1/final" -j 1 --batch 8 --max-steps 4 --comm-timeout 20 --device cpu)
 env WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" timeout 300 unshare -m \
 	sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/g1/final" "$T/p1/final" \
 	ts-train "${INIT[@]}" --run "$T/a3" >"$T/a3.out" 2>&1 &

@@ -11,10 +11,13 @@ BERT=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 4 --ffn 128 -
 	--max-steps 12 --eval-every 4)
 CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and resumed on the GPU: the same losses"
 	"stopped and resumed on the GPU: the same model bytes" "a GPU checkpoint resumes on the CPU"
-	"ts-eval on the GPU: the CPU's accuracy" "mlm on the GPU: losses within 2e-3 of the CPU's")
+	"ts-eval on the GPU: the CPU's accuracy" "mlm on the GPU: losses within 2e-3 of the CPU's"
+	"sentence pairs (token types) on the GPU: losses within 2e-3 of the CPU's")
 GPU_CHOICE=("--device cuda: the start event names the GPU it took" "--gpus 0 trains on cuda:0"
 	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error"
-	"ts-sweep --gpus 0: its jobs run on the GPU")
+	"ts-sweep --gpus 0: its jobs run on the GPU"
+	"2 processes on 1 GPU, no --device: each stops in one line naming --device cpu, no run dir"
+	"ts-sweep --per-job 2 without --gpus: its jobs train on the cores")
 
 # close A B: the loss columns of two loss lists agree within 2e-3 relative
 close() { [ -n "$1" ] && paste <(echo "$1") <(echo "$2") | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 2e-3 * ($4 < 0 ? -$4 : $4) + 1e-6) bad++ } END { exit bad > 0 || NR == 0 }'; }
@@ -46,6 +49,17 @@ expect_fail "GPU: ${GPU_CHOICE[3]}" 2 "--gpus chooses GPUs for --device cuda; --
 timeout 300 ts-sweep --gpus 0 -p lr=1e-4,2e-4 --dir "$T/sweep" -- ts-train "${BERT[@]}" --max-steps 2 >/dev/null 2>&1
 expect_eq "GPU: ${GPU_CHOICE[4]}" "$(device_of "$T/sweep/job-001") $(device_of "$T/sweep/job-002")" "cuda:0 cuda:0"
 
+port=$(free_port) pids=()
+for r in 0 1; do
+	CUDA_VISIBLE_DEVICES=0 WORLD_SIZE=2 RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+		timeout 60 ts-train "${BERT[@]}" --run "$T/two" >/dev/null 2>"$T/two-$r.err" & pids+=($!)
+done
+rcs=""
+for p in "${pids[@]}"; do wait "$p"; rcs+="$? "; done
+expect_eq "GPU: ${GPU_CHOICE[5]}" "$rcs$(cat "$T"/two-*.err | grep -c -- 'GPU each: 1 GPU here (--device cpu trains them on the cores)$') $(cat "$T"/two-*.err | wc -l) $(test -e "$T/two" && echo made)" "1 1 2 2 "
+timeout 120 ts-sweep --per-job 2 -p lr=1e-4 --dir "$T/cores" -- ts-train "${BERT[@]}" --max-steps 2 >/dev/null 2>&1
+expect_eq "GPU: ${GPU_CHOICE[6]}" "$(device_of "$T/cores/job-001")" cpu
+
 train "${BERT[@]}" --run "$T/cpu" --device cpu >/dev/null 2>&1 || fail "the CPU run"
 train "${BERT[@]}" --run "$T/gpu" --device cuda >/dev/null 2>&1 || fail "the GPU run"
 check "GPU: ${CHECKS[0]}" close "$(losses "$T/gpu")" "$(losses "$T/cpu")"
@@ -66,4 +80,14 @@ expect_eq "GPU: ${CHECKS[4]}" "$(acc "$T/cpu/final" cuda)" "$(acc "$T/cpu/final"
 train "${BERT[@]}" --task mlm --run "$T/mlm-cpu" --device cpu >/dev/null 2>&1 || fail "the CPU mlm run"
 train "${BERT[@]}" --task mlm --run "$T/mlm-gpu" --device cuda >/dev/null 2>&1 || fail "the GPU mlm run"
 check "GPU: ${CHECKS[5]}" close "$(losses "$T/mlm-gpu")" "$(losses "$T/mlm-cpu")"
+
+# sentence pairs: does the second text name the first's colour?
+awk "$RAND"' BEGIN { seed(9); split("red green blue black white", c, " "); print "a,b,label"
+	for (i = 0; i < 200; i++) { x = c[int(rnd() * 5) + 1]; y = rnd() < 0.5 ? x : c[int(rnd() * 5) + 1]
+		printf "the %s car,it is %s,%s\n", x, y, x == y ? "same" : "other" } }' >"$T/pairs.csv"
+ts-tokenize -v "$V" --text a --text-pair b --label label "$T/pairs.csv" | ts-shard -o "$T/pairs" --seed 1 >/dev/null
+PAIRS=("${BERT[@]}" --data "$T/pairs" --max-steps 20 --eval-every 10)
+train "${PAIRS[@]}" --run "$T/pairs-cpu" --device cpu >/dev/null 2>&1 || fail "the CPU run on pairs"
+train "${PAIRS[@]}" --run "$T/pairs-gpu" --device cuda >/dev/null 2>&1 || fail "the GPU run on pairs"
+check "GPU: ${CHECKS[6]}" close "$(losses "$T/pairs-gpu")" "$(losses "$T/pairs-cpu")"
 finish

@@ -5,7 +5,7 @@
 V=$TOP/examples/vocab.txt
 SHA=$(sha256sum "$V" | cut -d' ' -f1)
 export OMP_NUM_THREADS=1
-TINY=(--layers 1 --hidden 16 --heads 2 --ffn 32 --max-pos 8 --batch 8 -j 1)
+TINY=(--layers 1 --hidden 16 --heads 2 --ffn 32 --max-pos 8 --batch 8 -j 1 --device cpu)
 header() { printf '{"kind":"tokens","version":1,"vocab":"%s","vocab_file":"%s","labels":[],"max_len":8,"lower":true}\n' "$SHA" "$V"; }
 # 40 records with class labels 0 and 1 (no names); record $1 (from 1) gets token id $2
 records() { awk -v bad="${1:-0}" -v id="$2" 'BEGIN { for (i = 1; i <= 40; i++)

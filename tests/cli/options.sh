@@ -7,7 +7,7 @@ V=$TOP/examples/vocab.txt
 export OMP_NUM_THREADS=2
 head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" >/dev/null
-TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 -j 2)
+TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 -j 2 --device cpu)
 # A run that might hang gets 20 seconds, and a KILL 5 seconds later if it ignores the TERM.
 train() { timeout -k 5 20 ts-train "$@"; }
 
@@ -108,7 +108,7 @@ refused "--resume: keep = 4294967296 in the run's config is refused" "config: li
 mkdir -p "$T/r2" && touch "$T/r2/stop"
 train --data "$T/data" --init "$T/n2/final" --task mlm --run "$T/r2" --batch 8 -j 2 --max-steps 3 >/dev/null 2>&1
 expect_eq "a run from --init without --dropout writes no dropout" "$(grep -c '^dropout' "$T/r2/config")" 0
-check "that run resumes" train --resume "$T/r2"
+check "that run resumes" train --resume "$T/r2" --device cpu
 
 # --- empty paths: every option that names a file or dir, and operands ---
 for exe in "$BIN"/ts-*; do

@@ -39,7 +39,7 @@ if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
 	# exact resume: cut back to the checkpoint at step 30, resumed to the end
 	cp -r "$T/bf16" "$T/cut" && rm -rf "$T/cut/final" "$T/cut/best" "$T/cut/ckpt/step-60" "$T/cut/ckpt/step-90"
 	keep_events "$T/cut" '{print} /"event":"checkpoint"/ {exit}'
-	check "a bf16 run cut back to its first checkpoint: --resume" train --resume "$T/cut"
+	check "a bf16 run cut back to its first checkpoint: --resume" train --resume "$T/cut" --device cpu
 	expect_eq "resumed in bf16: the same losses as the run never stopped" "$(losses "$T/cut")" "$(losses "$T/bf16")"
 	check "resumed in bf16: the same final model bit for bit" \
 		cmp "$T/cut/final/model.safetensors" "$T/bf16/final/model.safetensors"
@@ -70,7 +70,7 @@ if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
 	cp "$T/moved/events.msgpack" "$T/moved.events"
 	expect_fail "resuming a bf16 run where the CPU has no bf16: refused in one line" 1 \
 		"precision bf16 on the CPU: this processor has neither AVX512-BF16 nor AMX-BF16" \
-		no_bf16 ts-train --resume "$T/moved"
+		no_bf16 ts-train --resume "$T/moved" --device cpu
 	check "the refused resume left the run as it was" cmp "$T/moved/events.msgpack" "$T/moved.events"
 else
 	expect_fail "bf16 on a CPU without it: refused in one line" 1 "neither AVX512-BF16 nor AMX-BF16" \

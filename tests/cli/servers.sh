@@ -22,7 +22,7 @@ check "two servers: network namespaces joined by a veth link (10.77.0.1, 10.77.0
 head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" >"$T/tok.msgpack"
 ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack"
-TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --seed 5 -j 1
+TINY=(--data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --seed 5 -j 1 --device cpu
 	--batch 8 --max-steps 8 --eval-every 4)
 port=$(free_port)
 # on NS ADDR RANK ARGS...: process RANK of 2 on server NS, process 0 listening at ADDR

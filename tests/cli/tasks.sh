@@ -12,13 +12,13 @@ PY=${TS_PYTHON:-python3}
 
 # --- token classification ---
 # sentences of 8 words: names are B-PER, cities B-LOC (two of them two words, B- then I-)
-awk 'BEGIN { srand(7); split("alice bob carol dave erin frank", n, " "); split("paris london berlin rome", c, " ")
+awk "$RAND"' BEGIN { seed(7); split("alice bob carol dave erin frank", n, " "); split("paris london berlin rome", c, " ")
 	split("went to saw the in and met", w, " ")
-	for (s = 0; s < 300; s++) { for (k = 0; k < 8; k++) { r = int(rand() * 5)
-		if (r == 0) print n[int(rand() * 6) + 1] " NNP B-PER"
-		else if (r == 1) print c[int(rand() * 4) + 1] " NNP B-LOC"
+	for (s = 0; s < 300; s++) { for (k = 0; k < 8; k++) { r = int(rnd() * 5)
+		if (r == 0) print n[int(rnd() * 6) + 1] " NNP B-PER"
+		else if (r == 1) print c[int(rnd() * 4) + 1] " NNP B-LOC"
 		else if (r == 2) { print "new NNP B-LOC"; print "york NNP I-LOC"; k++ }
-		else print w[int(rand() * 7) + 1] " XX O" }
+		else print w[int(rnd() * 7) + 1] " XX O" }
 	print "" } }' >"$T/ner.conll"
 printf -- '-DOCSTART- -X- O\n\nunbelievably RB O\nalice NNP B-PER\n\n' >"$T/pieces.conll"
 check "ts-tokenize reads CoNLL" ts-tokenize -v "$V" -o "$T/pieces.rec" "$T/pieces.conll"
@@ -90,8 +90,8 @@ else
 fi
 
 # --- regression: the share of "good" words in a line ---
-awk 'BEGIN { srand(3); split("good fine bad poor meh", w, " ")
-	for (i = 0; i < 400; i++) { g = 0; t = ""; for (k = 0; k < 6; k++) { x = int(rand() * 5) + 1; t = t " " w[x]; g += x <= 2 }
+awk "$RAND"' BEGIN { seed(3); split("good fine bad poor meh", w, " ")
+	for (i = 0; i < 400; i++) { g = 0; t = ""; for (k = 0; k < 6; k++) { x = int(rnd() * 5) + 1; t = t " " w[x]; g += x <= 2 }
 		printf "{\"text\": \"%s\", \"score\": %.4f}\n", t, g / 6 } }' >"$T/reg.jsonl"
 ts-tokenize -v "$V" --label score "$T/reg.jsonl" | ts-shard -o "$T/reg" --split train=.8,valid=.2 --seed 1 >/dev/null
 check "reg training" train "${TINY[@]}" --data "$T/reg" --run "$T/reg-run" --task reg --epochs 6 --lr 2e-3 --metric pearson
@@ -112,11 +112,12 @@ expect_fail "reg on class lists: refused" 1 "ner: the labels are lists; train th
 	train "${TINY[@]}" --data "$T/ner" --run "$T/reg-bad" --task reg --max-steps 1
 
 # --- multi-label: each of three topics when its word is in the line ---
-awk 'BEGIN { srand(5); split("ball vote cash", w, " "); split("sport politics money", t, " ")
-	for (i = 0; i < 400; i++) { s = "the"; l = ""; for (k = 1; k <= 3; k++) if (rand() < 0.5) { s = s " " w[k]; l = l (l ? "," : "") "\"" t[k] "\"" }
+awk "$RAND"' BEGIN { seed(5); split("ball vote cash", w, " "); split("sport politics money", t, " ")
+	for (i = 0; i < 400; i++) { s = "the"; l = ""; for (k = 1; k <= 3; k++) if (rnd() < 0.5) { s = s " " w[k]; l = l (l ? "," : "") "\"" t[k] "\"" }
 		printf "{\"text\": \"%s news\", \"topics\": [%s]}\n", s, l ? l : "\"none\"" } }' >"$T/multi.jsonl"
 ts-tokenize -v "$V" --label topics "$T/multi.jsonl" | ts-shard -o "$T/multi" --split train=.8,valid=.2 --seed 1 >/dev/null
-check "multi-label training" train "${SMALL[@]}" --data "$T/multi" --run "$T/multi-run" --task cls --multi-label --epochs 10 --lr 1e-3
+check "multi-label training" train "${SMALL[@]}" --data "$T/multi" --run "$T/multi-run" --task cls --multi-label --epochs 20 \
+	--lr 1e-3 --warmup 0.1 --dropout 0
 expect_eq "multi-label: best/ follows the micro F1" "$(ts-cat "$T/multi-run/events.msgpack" | jq -r 'select(.event=="best") | .metric' | sort -u)" micro-f1
 expect_eq "ts-top shows the micro F1 of a multi-label run" "$(ts-top --json "$T/multi-run" | jq -c '.[0] | [.metric, .best > 0.9]')" '["micro-f1",true]'
 check "ts-eval scores each class" ts-eval -m "$T/multi-run/best" --data "$T/multi" --split valid
@@ -140,12 +141,13 @@ expect_fail "ts-eval --threshold on a regression model: refused" 2 "--threshold 
 	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --threshold 0.3
 
 # --- sentence pairs: does the second text name the first's colour? ---
-awk 'BEGIN { srand(9); split("red green blue black white", c, " "); print "a,b,label"
-	for (i = 0; i < 400; i++) { x = c[int(rand() * 5) + 1]; y = rand() < 0.5 ? x : c[int(rand() * 5) + 1]
+awk "$RAND"' BEGIN { seed(9); split("red green blue black white", c, " "); print "a,b,label"
+	for (i = 0; i < 400; i++) { x = c[int(rnd() * 5) + 1]; y = rnd() < 0.5 ? x : c[int(rnd() * 5) + 1]
 		printf "the %s car,it is %s,%s\n", x, y, x == y ? "same" : "other" } }' >"$T/pairs.csv"
 ts-tokenize -v "$V" --text a --text-pair b --label label "$T/pairs.csv" | ts-shard -o "$T/pairs" --split train=.8,valid=.2 --seed 1 >/dev/null
 expect_eq "pairs carry token types, 0 then 1" "$(ts-cat "$T/pairs/train"* | jq -c 'select(.types) | .types | [.[0], .[-1]]' | sort -u)" '[0,1]'
-check "sentence-pair training" train "${SMALL[@]}" --data "$T/pairs" --run "$T/pairs-run" --epochs 20 --lr 1e-3
+check "sentence-pair training" train "${SMALL[@]}" --data "$T/pairs" --run "$T/pairs-run" --epochs 30 --lr 1e-3 \
+	--warmup 0.1 --dropout 0
 check "ts-eval on pairs" ts-eval -m "$T/pairs-run/best" --data "$T/pairs" --split valid
 expect_eq "pairs: learnt from both texts (accuracy above 0.9)" "$(jq '.accuracy > 0.9' "$T/out")" true
 finish

@@ -8,7 +8,7 @@ V=$TOP/examples/vocab.txt
 tmux_session
 head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
 ts-tokenize -v "$V" --label label --max-len 64 "$T/spam.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
-MODEL=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 2 --max-pos 64 --batch 16 --seed 1 -j 1)
+MODEL=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 2 --max-pos 64 --batch 16 --seed 1 -j 1 --device cpu)
 
 check "a run of 40 steps, evaluated every 20" train "${MODEL[@]}" --max-steps 40 --eval-every 20 --run "$T/r"
 check "--once: a snapshot" ts-top --once "$T/r"

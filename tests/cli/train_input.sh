@@ -5,7 +5,7 @@
 V=$TOP/examples/vocab.txt
 head -n 121 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
-TINY=(--data "$T/data" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 1)
+TINY=(--data "$T/data" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 1 --device cpu)
 
 # --- a config.json with sizes beyond the largest model ---
 # hf_dir DIR JSON: a model dir of that config.json, the data's vocab and no tensors
@@ -47,7 +47,7 @@ check "--run into a dir that holds a stop request alone trains, and stops" train
 expect_eq "at step 1" "$(ts-cat "$T/stop/events.msgpack" | jq -c 'select(.event=="stop") | .step')" 1
 # a run whose making was cut short right after its config appeared
 mkdir "$T/cut" && cp "$T/empty/config" "$T/cut/"
-check "a run dir of a config alone resumes" train --resume "$T/cut"
+check "a run dir of a config alone resumes" train --resume "$T/cut" --device cpu
 check "and ends as the run never cut short" cmp "$T/cut/final/model.safetensors" "$T/empty/final/model.safetensors"
 
 # --- input found wrong once the data or the model is read: refused before the run dir exists ---
@@ -142,8 +142,8 @@ train "${TINY[@]}" --run "$T/old" --max-steps 4 2>/dev/null
 train --data "$T/data" --init "$T/empty/final" --run "$T/old-init" --max-steps 4 -j 1 2>/dev/null
 printf 'kd-alpha = 0.5\nkd-temp = 2\nvat-xi = 0.001\nvat-iters = 1\n' | tee -a "$T/old/config" >>"$T/old-init/config"
 printf 'layers = 4\nhidden = 256\nheads = 4\nffn = 1024\nmax-pos = 512\n' >>"$T/old-init/config"
-check "--resume of a run whose config records --kd- and --vat- options" train --resume "$T/old"
-check "--resume of an --init run whose config records a shape too" train --resume "$T/old-init"
+check "--resume of a run whose config records --kd- and --vat- options" train --resume "$T/old" --device cpu
+check "--resume of an --init run whose config records a shape too" train --resume "$T/old-init" --device cpu
 check "which is the --init model's" cmp "$T/old-init/final/model.safetensors" "$T/fine/final/model.safetensors"
 
 # --- the options of a model from scratch do not go with --init ---
