@@ -165,7 +165,8 @@ test: all $(UNIT) $(VENV)/ready
 # tests/gpu/run needs beside them, in one relocatable tarball.
 BUNDLE := build/topspin-$(VERSION)-gpu.tar.xz
 bundle: $(BUNDLE)
-$(BUNDLE): $(CU_SRC) $(LIB_SRC) $(wildcard cmd/*.c lib/*.h kernels/*.h tests/unit/*) tests/gpu/pack tests/gpu/run
+$(BUNDLE): $(CU_SRC) $(LIB_SRC) $(wildcard cmd/*.c lib/*.h kernels/*.h tests/unit/* tests/gpu/* tests/cli/*.sh examples/*) \
+           tests/lib.sh tests/bench/train_gpu tests/bench/hf_bert_gpu.py
 	@$(MAKE) --no-print-directory GPU=1 STATIC=1 SAN=0 B=build-bundle BINDIR=build-bundle/bin commands \
 	  build-bundle/tests/test_cuda_ops build-bundle/tests/test_cuda_comm
 	tests/gpu/pack build-bundle $@

@@ -227,8 +227,10 @@ static void test_layernorm(int rows, int cols, float p)
 	layernorm_backward(dout, dw, db, dout, x, mean, rstd, w, rows, cols);  /* in place, as bert.c */
 	gpu->layernorm_backward(d_dout, d_dw, d_db, d_dout, d_x, d_mean, d_rstd, d_w, rows, cols);
 	expect_close("layernorm_backward din (in place)", d_dout, dout, n, 1e-4, RTOL);
-	expect_close("layernorm_backward dw", d_dw, dw, cols, 1e-4, RTOL);
-	expect_close("layernorm_backward db", d_db, db, cols, 1e-4, RTOL);
+	/* sums over the rows in another order: the error grows with them */
+	double sum_atol = 1e-4 + 2e-7 * rows;
+	expect_close("layernorm_backward dw", d_dw, dw, cols, sum_atol, RTOL);
+	expect_close("layernorm_backward db", d_db, db, cols, sum_atol, RTOL);
 	void *d[] = { d_in, d_w, d_b, d_res, d_bias, d_out, d_mean, d_rstd, d_sum, d_dout, d_dw, d_db };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
