@@ -47,7 +47,6 @@ for s in suites memcheck bench ncu; do
 	check "$s: reported skipped, no GPU" grep -qx "$s: skipped, no GPU" "$S"
 done
 check "a total line closes it" grep -qE "^total: [0-9]+ passed, 0 failed, [0-9]+ skipped" "$S"
-expect_eq "six logs at most beside the summary" "$(find "$T/rep" -type f ! -name summary.txt | wc -l | awk '$1 <= 6')" \
-	"$(find "$T/rep" -type f ! -name summary.txt | wc -l)"
+check "six logs at most beside the summary" test "$(find "$T/rep" -type f ! -name summary.txt | wc -l)" -le 6
 check "it prints the summary, and nothing else" cmp "$T/run.out" "$S"
 finish
