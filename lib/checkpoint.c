@@ -15,12 +15,13 @@
 
 static json_t *state_json(const struct train_state *s)
 {
-	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb sI}", "step", (json_int_t)s->step, "epoch",
+	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb sI sI sI sf}", "step", (json_int_t)s->step, "epoch",
 			 (json_int_t)s->epoch, "record", (json_int_t)s->record, "samples", (json_int_t)s->samples,
 			 "tokens", (json_int_t)s->tokens, "best", s->best, "best_step", (json_int_t)s->best_step,
 			 "bad_evals", (json_int_t)s->bad_evals, "skipped", (json_int_t)s->skipped, "optim_steps",
 			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s, "finished", s->finished,
-			 "processes", (json_int_t)s->processes);
+			 "processes", (json_int_t)s->processes, "sched_processes", (json_int_t)s->sched_processes,
+			 "sched_step", (json_int_t)s->sched_step, "sched_pos", s->sched_pos);
 }
 
 static json_t *state_field(const char *path, json_t *j, const char *key)
@@ -59,7 +60,7 @@ static void state_read(const char *path, int64_t records, struct train_state *s)
 {
 	static const char *const keys[] = {"step", "epoch", "record", "samples", "tokens", "best", "best_step",
 					   "bad_evals", "skipped", "optim_steps", "elapsed_s", "finished",
-					   "processes"};
+					   "processes", "sched_processes", "sched_step", "sched_pos"};
 	json_error_t err;
 	json_t *j = json_load_file(path, 0, &err);
 	if (!j)
@@ -87,6 +88,11 @@ static void state_read(const char *path, int64_t records, struct train_state *s)
 	s->optim_steps = state_int(path, j, "optim_steps", 0, s->step);
 	s->elapsed_s = state_real(path, j, "elapsed_s", 0);
 	s->processes = (int)state_int(path, j, "processes", 1, INT_MAX);
+	/* absent from the checkpoints of older versions: a schedule never moved */
+	s->sched_processes = json_object_get(j, "sched_processes") ?
+		(int)state_int(path, j, "sched_processes", 1, INT_MAX) : s->processes;
+	s->sched_step = json_object_get(j, "sched_step") ? state_int(path, j, "sched_step", 0, s->step) : 0;
+	s->sched_pos = json_object_get(j, "sched_pos") ? state_real(path, j, "sched_pos", 0) : 0;
 	v = state_field(path, j, "finished");
 	if (!json_is_boolean(v))
 		die("%s: 'finished' is not true or false", path);

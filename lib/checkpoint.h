@@ -19,6 +19,13 @@ struct train_state {
 	long optim_steps;     /* updates the optimizer made (skipped steps make none) */
 	int finished;         /* the run reached its end or stopped early */
 	int processes;        /* the processes it trains on */
+	/* The lr schedule runs over the steps the run planned on sched_processes;
+	 * from sched_step (at schedule position sched_pos) it goes at the pace
+	 * that ends it with the data: resumed on another number of processes, a
+	 * step takes other records, and the schedule goes on without a jump. */
+	int sched_processes;
+	long sched_step;
+	double sched_pos;
 	double elapsed_s;     /* training time so far */
 };
 

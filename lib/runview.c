@@ -129,11 +129,14 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 	double t = mp_number(mp_get(o, "time"));
 	str(ev, v->last_event, sizeof v->last_event);
 	if (mp_str_is(ev, "start") || mp_str_is(ev, "resume")) {
-		if (mp_str_is(ev, "start")) {
+		/* a resume on another number of processes plans other steps */
+		if (mp_get(o, "total_steps")) {
 			v->total_steps = count(mp_get(o, "total_steps"), LONG_MAX / 2);
 			v->steps_per_epoch = count(mp_get(o, "steps_per_epoch"), LONG_MAX / 2);
-			v->params = count(mp_get(o, "params"), LONG_MAX / 2);
 			v->processes = (int)count(mp_get(o, "processes"), INT_MAX);
+		}
+		if (mp_str_is(ev, "start")) {
+			v->params = count(mp_get(o, "params"), LONG_MAX / 2);
 			str(mp_get(o, "device"), v->device, sizeof v->device);
 		}
 		/* timing starts again: a stop's pause is no step's time */

@@ -29,7 +29,7 @@ long warmup_steps_from(double warmup, long total_steps)
 /* The decay factor of a step past warmup: 1 going to 0 at total_steps, and 0
  * after (HF's cosine would climb back up). Linear is HF's (total - step)/span,
  * not 1 - progress, to round as HF does. */
-static double decay_factor(const struct schedule *s, long step)
+static double decay_factor(const struct schedule *s, double step)
 {
 	long span = s->total_steps - s->warmup_steps;
 	span = span > 1 ? span : 1;
@@ -37,16 +37,16 @@ static double decay_factor(const struct schedule *s, long step)
 		return 0;
 	double progress = (double)(step - s->warmup_steps) / span;
 	if (s->decay == DECAY_LINEAR)
-		return (double)(s->total_steps - step) / span;
+		return (s->total_steps - step) / span;
 	if (s->decay == DECAY_COSINE)
 		return 0.5 * (1 + cos(M_PI * progress));
 	return pow(1 - progress, s->power);   /* DECAY_POLY; constant never decays */
 }
 
-double schedule_lr(const struct schedule *s, long step)
+double schedule_lr(const struct schedule *s, double step)
 {
 	if (step < s->warmup_steps)
-		return s->peak_lr * ((double)step / s->warmup_steps);
+		return s->peak_lr * (step / s->warmup_steps);
 	if (s->decay == DECAY_CONSTANT)
 		return s->peak_lr;
 	double end = s->end_ratio * s->peak_lr;

@@ -22,7 +22,8 @@ const char *decay_kind_name(enum decay_kind kind);
  * (rounded up, as HF's TrainingArguments), else a number of steps. */
 long warmup_steps_from(double warmup, long total_steps);
 
-/* The lr of optimizer step `step` (0-based), as HF's LambdaLR gives it; past
- * total_steps it stays at the end value. */
-double schedule_lr(const struct schedule *s, long step);
+/* The lr at schedule position `step` (0-based optimizer steps, a fraction
+ * between them where a resumed run's pace is not 1), as HF's LambdaLR gives
+ * it at whole steps; past total_steps it stays at the end value. */
+double schedule_lr(const struct schedule *s, double step);
 #endif

@@ -70,6 +70,7 @@ struct trainer {
 	uint64_t *order;
 	long order_epoch;      /* the epoch order holds, -1 for none */
 	long steps_per_epoch, total_steps;
+	double pace;           /* schedule steps a step: sched_pace */
 	struct batch *micro;
 	const char *metric;
 	double t0;
@@ -457,16 +458,73 @@ static uint64_t global_batch(const struct trainer *t)
 	return (uint64_t)t->c->batch * (uint64_t)t->comm->size;
 }
 
-static void plan_steps(struct trainer *t)
+/* Optimizer steps an epoch takes on a number of processes. */
+static long epoch_steps(const struct trainer *t, int processes)
+{
+	uint64_t n = shard_count(t->train.shard), gb = (uint64_t)t->c->batch * (uint64_t)processes;
+	return (long)(((n + gb - 1) / gb + (uint64_t)t->c->accum - 1) / (uint64_t)t->c->accum);
+}
+
+/* Optimizer steps to the end of the run from the state's place in the data,
+ * on a number of processes: the rest of the epoch, then whole epochs. */
+static long steps_to_end(const struct trainer *t, int processes)
 {
 	const struct train_config *c = t->c;
-	uint64_t n = shard_count(t->train.shard);
-	long nbatches = (long)((n + global_batch(t) - 1) / global_batch(t));
-	t->steps_per_epoch = (nbatches + c->accum - 1) / c->accum;
-	t->total_steps = c->max_steps > 0 ? c->max_steps : c->epochs * t->steps_per_epoch;
-	t->sched = (struct schedule){c->lr, t->total_steps, warmup_steps_from(c->warmup, t->total_steps),
-				     (enum decay_kind)c->decay, c->end_lr_ratio, 1.0};
-	t->order = xmalloc(n * sizeof *t->order);
+	if (c->max_steps > 0)
+		return c->max_steps - t->st.step;
+	uint64_t left = shard_count(t->train.shard) - (uint64_t)t->st.record, gb = (uint64_t)c->batch * (uint64_t)processes;
+	long rest = (long)(((left + gb - 1) / gb + (uint64_t)c->accum - 1) / (uint64_t)c->accum);
+	return rest + (c->epochs - t->st.epoch - 1) * epoch_steps(t, processes);
+}
+
+/* The pace of the schedule from its anchor on: schedule steps a step that
+ * ends it with the run on a number of processes (1 on the first number). */
+static double sched_pace(const struct trainer *t, int processes)
+{
+	long to_end = t->st.step - t->st.sched_step + steps_to_end(t, processes);
+	return to_end > 0 ? (t->sched.total_steps - t->st.sched_pos) / (double)to_end : 1;
+}
+
+/* The schedule's position at the state's step. */
+static double sched_position(const struct trainer *t)
+{
+	return t->st.sched_pos + (double)(t->st.step - t->st.sched_step) * t->pace;
+}
+
+/* A run resumed on another number of processes goes on from the same
+ * record of the epoch, in micro-batches of --batch records a process, and
+ * its schedule goes on from where it was at the pace that ends it with the
+ * data; but a --bucket run, whose order depends on the micro-batch, resumes
+ * on as many. */
+static void resize(struct trainer *t)
+{
+	int was = t->st.processes, now = t->comm->size;
+	if (t->c->bucket)
+		die("%s: a --bucket run resumes on as many processes as it trained on (%d), not %d", t->c->run, was,
+		    now);
+	t->pace = sched_pace(t, was);
+	t->st.sched_pos = sched_position(t);
+	t->st.sched_step = t->st.step;
+	t->st.processes = now;
+	logf_(t, "the run trained on %d processes and goes on on %d", was, now);
+}
+
+/* The steps of the run from its state (fresh or resumed from ckpt) and its
+ * lr schedule, which keeps the length the run first planned. */
+static void plan_steps(struct trainer *t, const char *ckpt)
+{
+	const struct train_config *c = t->c;
+	long planned = c->max_steps > 0 ? c->max_steps : c->epochs * epoch_steps(t, t->st.sched_processes);
+	if (t->st.sched_pos > (double)planned)
+		die("%s/state.json: 'sched_pos' is %g, past the schedule's %ld steps", ckpt, t->st.sched_pos, planned);
+	t->sched = (struct schedule){c->lr, planned, warmup_steps_from(c->warmup, planned), (enum decay_kind)c->decay,
+				     c->end_lr_ratio, 1.0};
+	if (t->st.processes != t->comm->size)
+		resize(t);
+	t->steps_per_epoch = epoch_steps(t, t->comm->size);
+	t->total_steps = t->st.step + steps_to_end(t, t->comm->size);
+	t->pace = sched_pace(t, t->comm->size);
+	t->order = xmalloc(shard_count(t->train.shard) * sizeof *t->order);
 	t->order_epoch = -1;
 	t->micro = xcalloc((size_t)c->accum, sizeof *t->micro);
 }
@@ -817,7 +875,7 @@ static void train_step(struct trainer *t, struct step_result *r)
 	int with_items = reduce_gradient(t, &loss, count, r);
 	r->loss = loss;
 	r->grad_norm = grad_norm(t);
-	r->lr = schedule_lr(&t->sched, t->st.step);
+	r->lr = schedule_lr(&t->sched, sched_position(t));
 	if (!with_items || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
 		r->skipped = 1;
 		if (count && t->lead && t->st.skipped < MAX_BUG_DUMPS)
@@ -1000,27 +1058,12 @@ static void open_run(struct trainer *t)
 	free(logpath);
 }
 
-/* A run resumed on another number of processes goes on from the same
- * record of the epoch, in micro-batches of --batch records a process; but a
- * --bucket run, whose order depends on the micro-batch, resumes on as many. */
-static void resize(struct trainer *t)
-{
-	int was = t->st.processes, now = t->comm->size;
-	if (was == now)
-		return;
-	if (t->c->bucket)
-		die("%s: a --bucket run resumes on as many processes as it trained on (%d), not %d", t->c->run, was,
-		    now);
-	logf_(t, "the run trained on %d processes and goes on on %d", was, now);
-	t->st.processes = now;
-}
-
 static void start_state(struct trainer *t, const char *ckpt)
 {
 	char *events = path_join(t->c->run, "events.msgpack");
 	memset(&t->st, 0, sizeof t->st);
 	t->st.best_step = -1;
-	t->st.processes = t->comm->size;
+	t->st.processes = t->st.sched_processes = t->comm->size;
 	if (t->lead) {
 		t->ev = events_open(events);
 		dying_events = t->ev;
@@ -1031,9 +1074,10 @@ static void start_state(struct trainer *t, const char *ckpt)
 	}
 	if (ckpt) {
 		checkpoint_load(ckpt, (int64_t)shard_count(t->train.shard), t->o, &t->st);
-		resize(t);
 		logf_(t, "resumed from %s at step %ld", ckpt, t->st.step);
-	} else {
+	}
+	plan_steps(t, ckpt);
+	if (!ckpt) {
 		event(t, "start", json_pack("{sI sI sI sI sI ss}", "total_steps", (json_int_t)t->total_steps,
 					    "steps_per_epoch", (json_int_t)t->steps_per_epoch, "params",
 					    (json_int_t)bert_numel(t->m), "train_records",
@@ -1121,7 +1165,6 @@ int train_run(const struct train_config *c)
 	check_same_run(&t);
 	t.metric = c->metric ? c->metric : metric_default(c->task);
 	build_optimizer(&t);
-	plan_steps(&t);
 	open_run(&t);
 	start_state(&t, ckpt);
 	/* killed after its last checkpoint, a finished run still lacks final/ or its done event */
@@ -1132,7 +1175,9 @@ int train_run(const struct train_config *c)
 		return 0;
 	}
 	if (ckpt)
-		event(&t, "resume", json_pack("{sI ss}", "step", (json_int_t)t.st.step, "from", ckpt));
+		event(&t, "resume", json_pack("{sI ss sI sI sI}", "step", (json_int_t)t.st.step, "from", ckpt, "total_steps",
+					      (json_int_t)t.total_steps, "steps_per_epoch", (json_int_t)t.steps_per_epoch,
+					      "processes", (json_int_t)t.comm->size));
 	t.prog = t.lead ? progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS) : NULL;
 	t.t0 = now();
 	double elapsed0 = t.st.elapsed_s;

@@ -98,6 +98,43 @@ cut_to "$T/g2" "$T/g21" 3
 check "a 2-process run, checkpoint at step 3 (48 records), resumed on 1 process" train --resume "$T/g21" --device cpu
 expect_eq "resumed on 1: 8 records a step from record 48 on" "$(at "$T/g21" 4) | $(at "$T/g21" 7) | $(at "$T/g21" 8)" \
 	"56 0 | 80 0 | 88 1"
+# an epoch budget and a decaying schedule across a resize: the run ends with
+# its 3 epochs of data, and the schedule of the steps first planned goes on
+# from where it was at the pace that ends it with the data
+# lrs RUN: "step lr" of each step
+lrs() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.lr)"'; }
+# lr_fits RUN FROM PACE PLANNED WARMUP: every step after FROM has the lr of
+# schedule position FROM + (step - 1 - FROM) x PACE (1e-3 peak, linear decay)
+lr_fits() {
+	lrs "$1" | awk -v from="$2" -v pace="$3" -v T="$4" -v w="$5" '$1 > from {
+		p = from + ($1 - 1 - from) * pace; want = p < w ? 1e-3 * p / w : 1e-3 * (T - p) / (T - w)
+		d = $2 - want; if (d < 0) d = -d; if (d > 1e-9) bad++; n++ } END { exit !(n > 0 && !bad) }'
+}
+SCHED=(--batch 8 --epochs 3 --lr 1e-3 --warmup 0.2 --decay linear --save-every 2 --keep 20 --eval-every 0)
+check "2 processes, 3 epochs of 80 records (5 steps each), linear decay" mpi 2 "${TINY[@]}" --run "$T/h2" "${SCHED[@]}"
+cut_to "$T/h2" "$T/h21" 4
+check "a 3-epoch 2-process run cut at step 4 (record 64), resumed on 1 process" train --resume "$T/h21" --device cpu
+expect_eq "resumed 2 -> 1: 2 steps end epoch 1, then 2 epochs of 10: 26 steps, 240 records, 3 epochs" \
+	"$(lrs "$T/h21" | tail -n 1 | cut -d' ' -f1) $(at "$T/h21" 26)" "26 240 2"
+expect_eq "resumed 2 -> 1: the evaluations at the epochs' ends" \
+	"$(ts-cat "$T/h21/events.msgpack" | jq -r 'select(.event=="eval") | .step' | tr '\n' ' ')" "6 16 26 "
+check "resumed 2 -> 1: the lr of the 15 steps planned, at pace 11/22 from step 4 (no jump)" lr_fits "$T/h21" 4 0.5 15 3
+check "resumed 2 -> 1: up to step 4 the lr of the uninterrupted run" \
+	test "$(lrs "$T/h21" | head -n 4)" == "$(lrs "$T/h2" | head -n 4)"
+expect_eq "resumed 2 -> 1: ts-top counts the steps planned on 1 process" \
+	"$(ts-top --json "$T/h21" | jq -r '.[0] | "\(.step) \(.total_steps)"')" "26 26"
+cut_to "$T/h21" "$T/h211" 14
+check "that run cut again at step 14, resumed on 1 process" train --resume "$T/h211" --device cpu
+expect_eq "resumed again on as many: the same lr and losses, step for step" \
+	"$(lrs "$T/h211"; losses "$T/h211")" "$(lrs "$T/h21"; losses "$T/h21")"
+check "that run resumed again: the same final model" cmp "$T/h211/final/model.safetensors" "$T/h21/final/model.safetensors"
+check "1 process, 3 epochs (10 steps each), linear decay" train "${TINY[@]}" --run "$T/h1" "${SCHED[@]}" --save-every 3
+cut_to "$T/h1" "$T/h12" 3
+check "a 3-epoch 1-process run cut at step 3 (record 24), resumed on 2 processes" mpi 2 --resume "$T/h12" --device cpu
+expect_eq "resumed 1 -> 2: 4 steps end epoch 1, then 2 epochs of 5: 17 steps, 240 records, 3 epochs" \
+	"$(lrs "$T/h12" | tail -n 1 | cut -d' ' -f1) $(at "$T/h12" 17)" "17 240 2"
+check "resumed 1 -> 2: still in warmup, the lr of the 30 steps planned at pace 27/14 from step 3" \
+	lr_fits "$T/h12" 3 "$(awk 'BEGIN { printf "%.17g", 27 / 14 }')" 30 6
 check "2 processes, --bucket: 6 steps" mpi 2 "${TINY[@]}" --run "$T/b2" --batch 8 --max-steps 6 --save-every 3 --keep 5 --bucket
 cut_to "$T/b2" "$T/b21" 3
 expect_fail "a --bucket run resumed on another number of processes: refused" 1 \

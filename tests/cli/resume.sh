@@ -159,6 +159,14 @@ tamper "best as a string" '.best = "x"' "'best' is not a number"
 tamper "negative elapsed time" '.elapsed_s = -1' "'elapsed_s' is -1, below 0"
 tamper "finished as a number" '.finished = 1' "'finished' is not true or false"
 tamper "a field missing" 'del(.optim_steps)' "no 'optim_steps'"
+tamper "a schedule position past the schedule's end" '.sched_pos = 1e9' "'sched_pos' is 1e\\+09, past the schedule's 6 steps"
+tamper "a schedule anchor after the step" '.sched_step = 7' "'sched_step' is 7, outside \\[0, 6\\]"
 tamper "an unknown field" '.extra = 1' "unknown field 'extra'"
 tamper "not an object" '[1]' "not a training state"
+# a checkpoint of an older version, without the schedule's anchor
+rm -rf "$T/o" && cp -r "$T/r0" "$T/o" && rm -rf "$T/o/final" "$T/o/best" "$T/o/ckpt/step-6"
+keep_events "$T/o" '{print} /"event":"checkpoint"/ {exit}'
+jq 'del(.sched_processes, .sched_step, .sched_pos)' "$T/r0/ckpt/step-3/state.json" >"$T/o/ckpt/step-3/state.json"
+check "a checkpoint without the schedule's fields (an older version's) resumes" train --resume "$T/o"
+expect_eq "an older version's checkpoint: the same losses" "$(losses "$T/o")" "$(losses "$T/r0")"
 finish
