@@ -264,6 +264,7 @@ static void parse_betas(double *b1, double *b2)
 int main(int argc, char **argv)
 {
 	char **operands;
+	comm_tell_refusal();
 	if (opt_parse(&spec, argc, argv, &operands) > 0)
 		die_usage("unexpected argument '%s'", operands[0]);
 	if (replay) {

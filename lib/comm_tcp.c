@@ -3,7 +3,10 @@
  * and its WORLD_SIZE); process 0 answers with HELLO and its WORLD_SIZE and,
  * once all have come, where each one listens (the address it saw the
  * process come from), and each process connects to the next one, making a
- * ring. A sum is a ring all-reduce: the data in n chunks, each summed once
+ * ring. A process that cannot start (a bad option, a bad variable) says
+ * so instead: to process 0 as a hello of REFUSED with its message, and
+ * process 0 to the others as its answer; all end at once, naming it.
+ * A sum is a ring all-reduce: the data in n chunks, each summed once
  * along the ring to the process that owns it (reduce-scatter), then passed
  * round whole (all-gather), so that every process ends with the same bits. */
 #include "comm_tcp.h"
@@ -26,6 +29,8 @@
 
 enum { MAX_PROCESSES = 65536 };
 static const int32_t HELLO = 0x54537031;   /* "TSp1": a ts-train process, this version of the join */
+static const int32_t REFUSED = 0x54537030; /* "TSp0": the process cannot start; its message follows */
+enum { MAX_MESSAGE = 2048, REFUSAL_S = 5 };
 
 /* Where a process listens, as process 0 tells the others. */
 struct peer {
@@ -37,6 +42,13 @@ static int left_fd = -1, right_fd = -1;   /* from the previous process, to the n
 static int left_rank, right_rank;
 static struct sockaddr_storage if_addr;   /* --net-if's address (family 0: none) */
 static socklen_t if_len;
+/* While the processes join: process 0's listener at MASTER_PORT and the
+ * connections of those that came (seen[r]: process r came, or refused). */
+static int master_fd = -1, *waiting;
+static char *seen;
+/* Nothing to tell: the processes joined, or (on another than process 0) it
+ * reached process 0, or found it cannot. */
+static int told;
 
 void tcp_use_if(const char *name)
 {
@@ -94,25 +106,45 @@ static const char *env_str(const char *name)
 	return v;
 }
 
-/* Writes or reads all of buf on fd by the deadline; dies naming process who
- * (-1: one not known yet). */
-static void move_all(int fd, void *buf, size_t n, int out, double deadline, int who)
+/* Writes or reads all of buf on fd by the deadline; returns 0, or -1 when
+ * the deadline passed, or -2 when the other end closed. */
+static int move_by(int fd, void *buf, size_t n, int out, double deadline)
 {
-	char name[32] = "a process";
-	if (who >= 0)
-		snprintf(name, sizeof name, "process %d", who);
 	char *p = buf;
 	while (n) {
 		struct pollfd pf = { fd, (short)(out ? POLLOUT : POLLIN), 0 };
 		double left = deadline - seconds();
 		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0)
-			die("no answer from %s in time (--comm-timeout); ending the run", name);
+			return -1;
 		ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
 		if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
-			die("%s closed its connection (it ended?)", name);
+			return -2;
 		if (k > 0)
 			p += k, n -= (size_t)k;
 	}
+	return 0;
+}
+
+/* move_by, dying naming process who (-1: one not known yet). */
+static void move_all(int fd, void *buf, size_t n, int out, double deadline, int who)
+{
+	char name[32] = "a process";
+	if (who >= 0)
+		snprintf(name, sizeof name, "process %d", who);
+	int rc = move_by(fd, buf, n, out, deadline);
+	if (rc == -1)
+		die("no answer from %s in time (--comm-timeout); ending the run", name);
+	if (rc == -2)
+		die("%s closed its connection (it ended?)", name);
+}
+
+/* A refusal's message, as its length says (at most MAX_MESSAGE bytes). */
+static void read_message(int fd, int32_t len, double deadline, int who, char text[MAX_MESSAGE + 1])
+{
+	if (len < 0 || len > MAX_MESSAGE)
+		die("process %d could not start (its message is garbled)", who);
+	move_all(fd, text, (size_t)len, 0, deadline, who);
+	text[len] = 0;
 }
 
 static int listener(struct sockaddr *addr, socklen_t len)
@@ -196,7 +228,8 @@ static int listen_any(int family, int port, int *bound)
 /* Process 0: takes every other process's rank and port, answers with the table. */
 static void gather_peers(const struct comm *c, int master, int port, struct peer *peers, double deadline)
 {
-	int *fds = xcalloc((size_t)c->size, sizeof *fds);
+	int *fds = waiting = xcalloc((size_t)c->size, sizeof *fds);
+	seen = xcalloc((size_t)c->size, 1);
 	for (int k = 1; k < c->size; k++) {
 		struct sockaddr_storage from;
 		socklen_t len;
@@ -206,6 +239,13 @@ static void gather_peers(const struct comm *c, int master, int port, struct peer
 			    c->timeout_s);
 		int32_t hello[4], answer[2] = { HELLO, c->size };
 		move_all(fd, hello, sizeof hello, 0, deadline, -1);
+		if (hello[0] == REFUSED && hello[1] > 0 && hello[1] < c->size) {
+			char why[MAX_MESSAGE + 1];
+			seen[hello[1]] = 1;
+			read_message(fd, hello[2], deadline, hello[1], why);
+			close(fd);
+			die("process %d could not start: %s", hello[1], why);
+		}
 		if (hello[0] != HELLO)
 			die("process 0: something that is no ts-train process of this version connected at port %d "
 			    "(MASTER_PORT)", port);
@@ -217,6 +257,7 @@ static void gather_peers(const struct comm *c, int master, int port, struct peer
 			die("process 0: a process came as rank %d of %d, which is taken or out of range (RANK)",
 			    hello[1], c->size);
 		fds[hello[1]] = fd;
+		seen[hello[1]] = 1;
 		peers[hello[1]].addr = from;
 		peers[hello[1]].len = len;
 		set_port(&peers[hello[1]].addr, hello[2]);
@@ -226,8 +267,8 @@ static void gather_peers(const struct comm *c, int master, int port, struct peer
 		move_all(fds[r], answer, sizeof answer, 1, deadline, r);
 		move_all(fds[r], peers, sizeof *peers * (size_t)c->size, 1, deadline, r);
 		close(fds[r]);
+		fds[r] = 0;
 	}
-	free(fds);
 }
 
 /* Names the network interface whose address socket fd leaves from. */
@@ -261,8 +302,11 @@ void tcp_open(struct comm *c)
 	c->rank = (int)env_int("RANK", 0, c->size - 1, -1);
 	if (c->rank < 0)
 		die("WORLD_SIZE is set, so RANK must be too (0 to %d)", c->size - 1);
-	c->local_size = (int)env_int("LOCAL_WORLD_SIZE", 1, c->size, 1);
-	c->local_rank = (int)env_int("LOCAL_RANK", 0, c->local_size - 1, 0);
+	/* without LOCAL_WORLD_SIZE (a launch by hand may give LOCAL_RANK alone)
+	 * comm_open counts the processes of each machine: local_size 0 */
+	int local = getenv("LOCAL_WORLD_SIZE") != NULL;
+	c->local_size = local ? (int)env_int("LOCAL_WORLD_SIZE", 1, c->size, 1) : 0;
+	c->local_rank = (int)env_int("LOCAL_RANK", 0, (local ? c->local_size : c->size) - 1, 0);
 	if (c->size == 1)
 		return;
 	const char *host = env_str("MASTER_ADDR"), *port = env_str("MASTER_PORT");
@@ -277,22 +321,28 @@ void tcp_open(struct comm *c)
 	if (ring < 0)
 		die("process %d: cannot listen for the next process: %s", c->rank, strerror(errno));
 	if (c->rank == 0) {
-		int master_port, master = listen_any(ai->ai_family, atoi(port), &master_port);
-		if (master < 0)
+		int master_port;
+		master_fd = listen_any(ai->ai_family, atoi(port), &master_port);
+		if (master_fd < 0)
 			die("process 0: cannot listen at port %s (MASTER_PORT): %s", port, strerror(errno));
 		memcpy(&peers[0].addr, ai->ai_addr, ai->ai_addrlen);
 		peers[0].len = ai->ai_addrlen;
 		set_port(&peers[0].addr, ring_port);
-		gather_peers(c, master, master_port, peers, deadline);
-		close(master);
+		gather_peers(c, master_fd, master_port, peers, deadline);
 	} else {
 		int fd = connect_by(ai->ai_addr, ai->ai_addrlen, deadline);
+		told = 1;
 		if (fd < 0)
 			die("process %d: cannot reach process 0 at %s:%s in %g s (MASTER_ADDR, MASTER_PORT)", c->rank, host,
 			    port, c->timeout_s);
 		int32_t hello[4] = { HELLO, c->rank, ring_port, c->size }, answer[2];
 		move_all(fd, hello, sizeof hello, 1, deadline, 0);
 		move_all(fd, answer, sizeof answer, 0, deadline, 0);
+		if (answer[0] == REFUSED) {
+			char why[MAX_MESSAGE + 1];
+			read_message(fd, answer[1], deadline, 0, why);
+			die("process %d: process 0 could not start: %s", c->rank, why);
+		}
 		if (answer[0] != HELLO)
 			die("process %d: something that is no ts-train process of this version answered at %s:%s "
 			    "(MASTER_ADDR, MASTER_PORT)", c->rank, host, port);
@@ -322,6 +372,79 @@ void tcp_open(struct comm *c)
 	close(ring);
 	free(peers);
 	interface_of(right_fd, c->net_if, sizeof c->net_if);
+	if (master_fd >= 0)
+		close(master_fd);
+	master_fd = -1;
+	free(waiting);
+	free(seen);
+	told = 1;
+}
+
+/* An environment variable as an integer in [min, max], or -1: read while
+ * dying, where a bad one is no more than a launch this process cannot tell. */
+static long env_int_or_none(const char *name, long min, long max)
+{
+	const char *v = getenv(name);
+	char *end;
+	errno = 0;
+	long x = v ? strtol(v, &end, 10) : -1;
+	return v && *v && !*end && !errno && x >= min && x <= max ? x : -1;
+}
+
+/* Process 0, dying before the processes joined: the refusal as the answer
+ * to each process that came or comes within REFUSAL_S seconds. */
+static void refuse_all(int size, int family, int port, const char *msg, int32_t len, double deadline)
+{
+	int32_t answer[2] = { REFUSED, len };
+	if (!seen) {
+		seen = xcalloc((size_t)size, 1);
+		seen[0] = 1;
+	}
+	for (int r = 1; waiting && r < size; r++)
+		if (waiting[r] > 0 && !move_by(waiting[r], answer, sizeof answer, 1, deadline))
+			move_by(waiting[r], (void *)msg, (size_t)len, 1, deadline);
+	int bound, left = 0;
+	for (int r = 1; r < size; r++)
+		left += !seen[r];
+	if (left && master_fd < 0)
+		master_fd = listen_any(family, port, &bound);
+	while (left-- > 0 && master_fd >= 0) {
+		struct sockaddr_storage from;
+		socklen_t n;
+		int32_t hello[4];
+		int fd = accept_by(master_fd, deadline, &from, &n);
+		if (fd < 0)
+			return;
+		if (!move_by(fd, hello, sizeof hello, 0, deadline) && hello[0] == HELLO &&
+		    !move_by(fd, answer, sizeof answer, 1, deadline))
+			move_by(fd, (void *)msg, (size_t)len, 1, deadline);
+		close(fd);
+	}
+}
+
+void tcp_refuse(const char *message)
+{
+	if (told || !tcp_launched())
+		return;
+	long size = env_int_or_none("WORLD_SIZE", 2, MAX_PROCESSES), rank = env_int_or_none("RANK", 0, size - 1);
+	const char *host = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	if (size < 0 || rank < 0 || !host || !port || env_int_or_none("MASTER_PORT", 1, 65535) < 0 ||
+	    getaddrinfo(host, port, &hints, &ai))
+		return;
+	int32_t len = (int32_t)strnlen(message, MAX_MESSAGE);
+	double deadline = seconds() + REFUSAL_S;
+	if (rank == 0)
+		refuse_all((int)size, ai->ai_family, atoi(port), message, len, deadline);
+	else {
+		int fd = connect_by(ai->ai_addr, ai->ai_addrlen, deadline);
+		int32_t hello[4] = { REFUSED, (int32_t)rank, len, (int32_t)size };
+		if (fd >= 0 && !move_by(fd, hello, sizeof hello, 1, deadline))
+			move_by(fd, (void *)message, (size_t)len, 1, deadline);
+		if (fd >= 0)
+			close(fd);
+	}
+	freeaddrinfo(ai);
 }
 
 /* Sends out[0..nout) to the next process while receiving in[0..nin) from the

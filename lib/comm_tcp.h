@@ -14,6 +14,9 @@ int tcp_launched(void);
  * a bad variable or a process that cannot be reached within c->timeout_s. */
 void tcp_open(struct comm *c);
 void tcp_close(void);
+/* Before the processes have joined, tells the others that this one cannot
+ * start, and why: comm_tell_refusal's die_tell. */
+void tcp_refuse(const char *message);
 /* x[0..n) of doubles (dbl) or floats becomes the sum over all processes, the
  * same bits on each. */
 void tcp_sum(const struct comm *c, void *x, size_t n, int dbl);

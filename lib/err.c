@@ -11,19 +11,20 @@
 const char *ts_prog = "topspin";
 
 static void (*hook)(void);
+static void (*teller)(const char *message);
 
 void die_hook(void (*fn)(void)) { hook = fn; }
+void die_tell(void (*fn)(const char *message)) { teller = fn; }
 
-/* One line: "prog: message[: errno text][hint]". */
-static void vmsg(const char *fmt, va_list ap, int err, const char *hint)
+/* One line: "prog: message[: errno text][hint]"; the message (without prog
+ * and hint) left in line. */
+static void vmsg(const char *fmt, va_list ap, int err, const char *hint, char line[2048])
 {
-	char buf[2048];
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	size_t n = strlen(buf);
-	if (n && buf[n - 1] == ':')
-		fprintf(stderr, "%s: %s %s%s\n", ts_prog, buf, strerror(err), hint);
-	else
-		fprintf(stderr, "%s: %s%s\n", ts_prog, buf, hint);
+	vsnprintf(line, 2048, fmt, ap);
+	size_t n = strlen(line);
+	if (n && line[n - 1] == ':')
+		snprintf(line + n, 2048 - n, " %s", strerror(err));
+	fprintf(stderr, "%s: %s%s\n", ts_prog, line, hint);
 }
 
 /* die() may run on any thread: a failed allocation on a worker, a write error
@@ -60,8 +61,11 @@ void die(const char *fmt, ...)
 	begin_ending(EXIT_BAD_INPUT);
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, err, "");
+	char line[2048];
+	vmsg(fmt, ap, err, "", line);
 	va_end(ap);
+	if (teller)
+		teller(line);
 	finish(EXIT_BAD_INPUT);
 }
 
@@ -75,8 +79,11 @@ void die_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	char hint[128];
 	snprintf(hint, sizeof hint, "; see '%s --help'", ts_prog);
-	vmsg(fmt, ap, err, hint);
+	char line[2048];
+	vmsg(fmt, ap, err, hint, line);
 	va_end(ap);
+	if (teller)
+		teller(line);
 	finish(EXIT_USAGE);
 }
 
@@ -85,7 +92,8 @@ void warnx(const char *fmt, ...)
 	int err = errno;
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, err, "");
+	char line[2048];
+	vmsg(fmt, ap, err, "", line);
 	va_end(ap);
 }
 

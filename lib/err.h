@@ -20,6 +20,9 @@ void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A function die() and die_usage() call first (NULL: none): the fuzz
  * targets jump back from it, so that bad input does not end the fuzzer. */
 void die_hook(void (*fn)(void));
+/* A function die() and die_usage() give their message to just before the
+ * process exits (NULL: none): a process of a launch tells the others why. */
+void die_tell(void (*fn)(const char *message));
 
 /* Flushes and closes standard output; dies if a write to it failed, so a
  * full disk is an error, not silent truncation. Every command calls it last. */

@@ -32,21 +32,6 @@ void gpus_by_load(const struct gpu_usage *u, int n, int *order)
 	qsort(order, (size_t)n, sizeof *order, by_load);
 }
 
-int gpus_host_share(const double *hosts, int size, int rank, int *slot, int *first)
-{
-	int n = 0;
-	*slot = 0, *first = -1;
-	for (int r = 0; r < size; r++)
-		if (hosts[r] == hosts[rank]) {
-			if (*first < 0)
-				*first = r;
-			if (r < rank)
-				++*slot;
-			n++;
-		}
-	return n;
-}
-
 void gpus_enough(int share, int have, const char *host, const char *list)
 {
 	if (share <= have)
@@ -59,18 +44,6 @@ void gpus_enough(int share, int have, const char *host, const char *list)
 }
 
 #ifdef TS_GPU
-/* This machine, as a number that the sum of doubles carries exactly. */
-static double host_key(char *name, size_t len)
-{
-	if (gethostname(name, len) < 0)
-		snprintf(name, len, "localhost");
-	name[len - 1] = 0;
-	uint64_t h = 1469598103934665603ull;
-	for (const char *s = name; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (double)(h >> 12) + 1;
-}
-
 /* This machine's candidate GPUs in the order its processes take them. */
 static int candidates(const char *list, int count, int *ids)
 {
@@ -116,7 +89,7 @@ const char *gpus_pick(const struct comm *c, void (*sum)(const struct comm *c, do
 	enum { ROW = 1 + MAX_GPUS };
 	char host[256];
 	double *table = xcalloc((size_t)c->size * ROW, sizeof *table), *row = table + (size_t)c->rank * ROW;
-	row[0] = host_key(host, sizeof host);
+	row[0] = comm_host_key(host, sizeof host);
 	int n = !strcmp(device, "cuda") ? candidates(list, count, ids) : 0;
 	for (int i = 0; i < n; i++)
 		row[1 + i] = ids[i] + 1;
@@ -125,7 +98,7 @@ const char *gpus_pick(const struct comm *c, void (*sum)(const struct comm *c, do
 	double *hosts = xcalloc((size_t)c->size, sizeof *hosts);
 	for (int r = 0; r < c->size; r++)
 		hosts[r] = table[(size_t)r * ROW];
-	int slot, first, share = gpus_host_share(hosts, c->size, c->rank, &slot, &first);
+	int slot, first, share = comm_host_share(hosts, c->size, c->rank, &slot, &first);
 	free(hosts);
 	if (n == 0) {    /* cuda:N */
 		free(table);

@@ -12,10 +12,6 @@
 /* Orders n GPUs by their usage u: free ones (no process) first, then by
  * utilisation, then by memory in use, then as given. */
 void gpus_by_load(const struct gpu_usage *u, int n, int *order);
-/* hosts[size] holds each process's machine; returns how many processes
- * share rank's machine, with rank's place among them in *slot and the
- * first of them in *first. */
-int gpus_host_share(const double *hosts, int size, int rank, int *slot, int *first);
 /* Dies, on every one of the share processes of host alike, when the have
  * GPUs of --gpus list (NULL: of the machine) are too few to give each its
  * own, in one line naming the way out: --device cpu, or a longer list. */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
@@ -72,10 +73,70 @@ static void fill(struct rec_reader *r)
 	r->read += got;
 }
 
+/* The length of the whole msgpack object that starts p[0..n), 0 while those
+ * bytes do not hold all of it, or NOT_MSGPACK. Found without allocating: a
+ * header that claims 4 billion entries costs nothing until they come. */
+enum { NOT_MSGPACK = -1 };
+static int64_t whole_object(const unsigned char *p, size_t n)
+{
+	size_t at = 0;
+	uint64_t items = 1;   /* objects still to come */
+	while (items--) {
+		if (at >= n)
+			return 0;
+		unsigned c = p[at++];
+		uint64_t len = 0, skip = 0;
+		int k = 0;       /* bytes of a big-endian length after c */
+		int times = 0;   /* what len counts: 0 bytes to skip, 1 objects, 2 pairs */
+		if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+			;
+		else if (c <= 0x8f)
+			len = c & 0xf, times = 2;
+		else if (c <= 0x9f)
+			len = c & 0xf, times = 1;
+		else if (c <= 0xbf)
+			skip = c & 0x1f;
+		else if (c == 0xc4 || c == 0xd9 || c == 0xc5 || c == 0xda || c == 0xc6 || c == 0xdb)
+			k = c == 0xc4 || c == 0xd9 ? 1 : c == 0xc5 || c == 0xda ? 2 : 4;
+		else if (c >= 0xc7 && c <= 0xc9)   /* ext 8/16/32: the length, a type byte */
+			k = 1 << (c - 0xc7), skip = 1;
+		else if (c >= 0xca && c <= 0xd3)   /* float32, float64, (u)int8..64 */
+			skip = c == 0xca ? 4 : c == 0xcb ? 8 : 1u << ((c - 0xcc) & 3);
+		else if (c >= 0xd4 && c <= 0xd8)   /* fixext 1..16: a type byte and the data */
+			skip = 1 + (1u << (c - 0xd4));
+		else if (c >= 0xdc && c <= 0xdf)
+			k = c & 1 ? 4 : 2, times = c >= 0xde ? 2 : 1;
+		else
+			return NOT_MSGPACK;   /* 0xc1 */
+		if (n - at < (size_t)k)
+			return 0;
+		for (int i = 0; i < k; i++)
+			len = len << 8 | p[at++];
+		if (times)
+			items += len * (uint64_t)times;
+		else
+			skip += len;
+		if (n - at < skip)
+			return 0;
+		at += skip;
+	}
+	return (int64_t)at;
+}
+
+/* msgpack_unpacker_next, once the bytes up holds make a whole object:
+ * MSGPACK_UNPACK_CONTINUE until then. */
+static msgpack_unpack_return next_whole(msgpack_unpacker *up, msgpack_unpacked *u)
+{
+	int64_t len = whole_object((const unsigned char *)up->buffer + up->off, up->used - up->off);
+	if (len == NOT_MSGPACK)
+		return MSGPACK_UNPACK_PARSE_ERROR;
+	return len ? msgpack_unpacker_next(up, u) : MSGPACK_UNPACK_CONTINUE;
+}
+
 const msgpack_object *rec_next(struct rec_reader *r)
 {
 	for (;;) {
-		msgpack_unpack_return ret = msgpack_unpacker_next(&r->up, &r->res);
+		msgpack_unpack_return ret = next_whole(&r->up, &r->res);
 		if (ret == MSGPACK_UNPACK_SUCCESS) {
 			r->n++;
 			if (r->res.data.type != MSGPACK_OBJECT_MAP)
@@ -128,7 +189,7 @@ static int take_whole(struct rec_tail *t, msgpack_unpacker *up, long long at,
 	msgpack_unpacked u;
 	msgpack_unpacked_init(&u);
 	int ret, rc = 0;
-	while (!rc && (ret = msgpack_unpacker_next(up, &u)) == MSGPACK_UNPACK_SUCCESS) {
+	while (!rc && (ret = next_whole(up, &u)) == MSGPACK_UNPACK_SUCCESS) {
 		if (u.data.type != MSGPACK_OBJECT_MAP) {
 			snprintf(err, errlen, "%s: record %ld: not a map", path, t->records + 1);
 			rc = -1;

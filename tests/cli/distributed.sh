@@ -256,6 +256,37 @@ wait $!
 expect_eq "other WORLD_SIZEs: process 1 exits 1, saying why" "$? $(cat "$T/w1.out")" \
 	"1 ts-train: process 1: WORLD_SIZE=3 here, 2 at process 0"
 check "other WORLD_SIZEs: refused within 15 s, not after --comm-timeout (30 s)" test $((SECONDS - start)) -lt 15
+# LOCAL_RANK without LOCAL_WORLD_SIZE, as launches by hand give it: the
+# processes of each machine are counted
+# local_envrun LOCAL_RANK RANK ARGS...
+local_envrun() { local l=$1; shift; LOCAL_RANK=$l envrun "$@"; }
+port=$(free_port)
+local_envrun 1 1 "${TINY[@]}" --run "$T/lr" --max-steps 2 >"$T/lr1.out" 2>&1 &
+check "LOCAL_RANK alone: process 0" local_envrun 0 0 "${TINY[@]}" --run "$T/lr" --max-steps 2
+wait $!
+expect_eq "LOCAL_RANK alone: process 1 exits 0" "$? $(cat "$T/lr1.out")" "0 "
+# a process that cannot start tells the others, who end at once naming it
+port=$(free_port)
+start=$SECONDS
+envrun 0 "${TINY[@]}" --run "$T/rf" --max-steps 2 --comm-timeout 60 >"$T/rf0.out" 2>&1 &
+expect_fail "process 1 with a bad option: refused" 2 "--batch" envrun 1 "${TINY[@]}" --run "$T/rf" --batch 0
+wait $!
+expect_eq "process 1 could not start: process 0 exits 1, naming it and why" "$? $(cat "$T/rf0.out")" \
+	"1 ts-train: process 1 could not start: --batch: 0 is out of range (1 to 32768)"
+check "process 1 could not start: process 0 ended within 15 s, not after --comm-timeout (60 s)" \
+	test $((SECONDS - start)) -lt 15
+port=$(free_port)
+start=$SECONDS
+envrun 1 "${TINY[@]}" --run "$T/rg" --max-steps 2 --comm-timeout 60 >"$T/rg1.out" 2>&1 &
+sleep 0.5
+expect_fail "process 0 with a bad LOCAL_RANK: refused" 1 "LOCAL_RANK=x: not a whole number from 0 to 1" \
+	local_envrun x 0 "${TINY[@]}" --run "$T/rg"
+wait $!
+expect_eq "process 0 could not start: process 1 exits 1, naming it and why" "$? $(cat "$T/rg1.out")" \
+	"1 ts-train: process 1: process 0 could not start: LOCAL_RANK=x: not a whole number from 0 to 1"
+check "process 0 could not start: process 1 ended within 15 s, not after --comm-timeout (60 s)" \
+	test $((SECONDS - start)) -lt 15
+check "a launch refused: no run dir made" test ! -e "$T/rf" -a ! -e "$T/rg"
 listening() { listens "$port"; }
 port=$(free_port)
 envrun 0 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 30 >"$T/j.out" 2>&1 &

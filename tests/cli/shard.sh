@@ -115,6 +115,16 @@ expect_fail "an empty standard input is refused" 1 "no records in the input" ts-
 head -c -5 "$T/a.msgpack" >"$T/trunc.msgpack"
 expect_fail "a truncated stream names the record" 1 "trunc.msgpack: record 1001: truncated stream" \
 	ts-shard -o "$T/x" "$T/trunc.msgpack"
+# a first record cut short whose header claims 4 billion entries (or a
+# 4 GB string): said so, and nothing allocated for what never came
+printf '\xdf\xff\xff\xff\xff\xa2id' >"$T/huge.msgpack"
+expect_fail "a record claiming 4 billion entries, cut short: said so" 1 "^ts-shard: $T/huge.msgpack: record 1: truncated stream$" \
+	ts-shard -o "$T/x" "$T/huge.msgpack"
+printf '\x81\xa4text\xdb\xff\xff\xff\xf0abc' >"$T/huge.msgpack"
+expect_fail "a record claiming a 4 GB string, cut short: said so, from standard input" 1 \
+	"^ts-shard: standard input: record 1: truncated stream$" ts-shard -o "$T/x" <"$T/huge.msgpack"
+printf '\x81\xa2id\xc1' >"$T/huge.msgpack"
+expect_fail "a byte that starts no msgpack" 1 "record 1: malformed msgpack" ts-shard -o "$T/x" "$T/huge.msgpack"
 expect_fail "a missing file" 1 "cannot open $T/nope.msgpack" ts-shard -o "$T/x" "$T/nope.msgpack"
 expect_eq "no data dir and no temp dir left after failures" "$(ls -d "$T"/x* 2>/dev/null)" ""
 expect_fail "fractions that do not sum to 1" 2 "--split: the fractions sum to 0.9, not 1" \
