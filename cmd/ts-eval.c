@@ -191,11 +191,15 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		die_usage("--threshold is for multi-label models");
 	if (names && nnames != bert_config_of(m)->num_labels)
 		names = NULL, nnames = 0;
-	/* labels are scored, and in CSV named, by class id */
+	/* the data's classes become the model's by name: scored, or named in CSV,
+	 * each must be one the model knows */
 	int scored = all && (!predict || strcmp(output, "-")), named = scored || (all && csv && task == TASK_CLS);
-	char *why = named ? labels_disagree(names, nnames, in->labels, in->nlabels) : NULL;
-	if (why)
-		die("-m %s: %s (ts-tokenize --labels FILE numbers them as the model does)", model, why);
+	int32_t *to = xmalloc(((size_t)in->nlabels + 1) * sizeof *to);
+	char *why = labels_map(names, nnames, in->labels, in->nlabels, to);
+	if (why && named)
+		die("-m %s: %s", model, why);
+	if (!why)
+		shard_relabel(in->shard, to, in->nlabels);
 	struct batch_source src = {in->shard, in->name, task, L, NULL, (uint64_t)seed, !all, in->vocab,
 				   in->origin.files ? &in->origin : NULL};
 	struct predictions *p = predictions_new(in->shard, task, L, threshold, all);
@@ -226,6 +230,8 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 	}
 	eval_result_free(&r);
 	predictions_free(p);
+	free(why);
+	free(to);
 	return 0;
 }
 

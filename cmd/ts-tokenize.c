@@ -333,8 +333,6 @@ static void check_options(void)
 	const char *why = encode_check(&e, pair_col != NULL);
 	if (why)
 		die_usage("%s", why);
-	if (labels_file && !label_col)
-		die_usage("--labels needs --label COL");
 }
 
 /* Whether an input is CoNLL, whose tags are label names. */
@@ -366,6 +364,8 @@ int main(int argc, char **argv)
 	if (c.nfiles == 0)
 		c.files = dash, c.nfiles = 1;
 	check_formats(c.files, c.nfiles);
+	if (labels_file && !label_col && !any_conll(c.files, c.nfiles))
+		die_usage("--labels names the classes of --label COL or of conll input's tags");
 	c.cols = (struct in_cols){text_col ? text_col : "text", pair_col, label_col, id_col};
 	c.vocab = vocab_load(vocab_path);
 	c.enc = (struct encode_opts){max_len, fold, stride, vocab_special(c.vocab, VOCAB_CLS),

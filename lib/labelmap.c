@@ -177,6 +177,26 @@ char *labels_disagree(char *const *model, int nmodel, char *const *data, int nda
 	return b.s;
 }
 
+char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, int32_t *to)
+{
+	int named = nmodel && ndata && !unnamed(model, nmodel), missing = 0;
+	struct strbuf b = {0};
+	for (int d = 0; d < ndata; d++) {
+		to[d] = named ? -1 : d;
+		for (int j = 0; j < nmodel && to[d] < 0; j++)
+			if (!strcmp(model[j], data[d]))
+				to[d] = j;
+		if (to[d] < 0)
+			sb_addf(&b, "%s%s", missing++ ? ", " : "it knows no class ", data[d]);
+	}
+	if (!missing)
+		return NULL;
+	sb_addf(&b, " of the data's (its labels: ");
+	add_names(&b, model, nmodel);
+	sb_addf(&b, ")");
+	return b.s;
+}
+
 int labels_reordered(char *const *have, int nhave, char *const *want, int nwant, int *from)
 {
 	if (nhave != nwant)

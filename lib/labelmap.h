@@ -29,6 +29,11 @@ void labelmap_free(struct labelmap *m);
  * model's LABEL_0, LABEL_1, ... as transformers names classes it was never
  * told). */
 char *labels_disagree(char *const *model, int nmodel, char *const *data, int ndata);
+/* How the data's class ids become the model's, by name: to[d] is the
+ * model's id of the data's class d (d itself where either side names
+ * nothing, as labels_disagree). Returns NULL, or why not (malloc'd): "it
+ * knows no class a, b of the data's (its labels: c, d)". */
+char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, int32_t *to);
 /* Whether want names the classes of have in another order; then want[i]
  * is have[from[i]]. */
 int labels_reordered(char *const *have, int nhave, char *const *want, int nwant, int *from);

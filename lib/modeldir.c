@@ -188,14 +188,11 @@ static void reorder_rows(const struct tensor_ref *t, const int *from, int rows)
 	free(copy);
 }
 
-void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, int nhave, char *const *want,
-			    int nwant, uint64_t seed)
+int modeldir_reorder_classes(struct bert *m, char *const *have, int nhave, char *const *want, int nwant)
 {
-	char *why = labels_disagree(have, nhave, want, nwant);
-	if (!why)
-		return;
-	int *from = xmalloc((size_t)nwant * sizeof *from);
-	if (labels_reordered(have, nhave, want, nwant, from)) {
+	int *from = xmalloc(((size_t)nwant + 1) * sizeof *from);
+	int same = labels_reordered(have, nhave, want, nwant, from);
+	if (same) {
 		int n = bert_tensors(m, NULL);
 		struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
 		bert_tensors(m, t);
@@ -204,12 +201,23 @@ void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, 
 				reorder_rows(&t[i], from, nwant);
 		free(t);
 		bert_push(m);
+	}
+	free(from);
+	return same;
+}
+
+void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, int nhave, char *const *want,
+			    int nwant, uint64_t seed)
+{
+	char *why = labels_disagree(have, nhave, want, nwant);
+	if (!why)
+		return;
+	if (modeldir_reorder_classes(m, have, nhave, want, nwant)) {
 		warnx("%s: %s: its classifier's rows put in the data's order", dir, why);
 	} else {
 		bert_init_tensors(m, seed, "classifier.");
 		warnx("%s: %s: new classifier from seed %llu", dir, why, (unsigned long long)seed);
 	}
-	free(from);
 	free(why);
 }
 

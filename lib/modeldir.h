@@ -20,6 +20,10 @@
 struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
 			   int num_labels, const uint64_t *head_seed, char ***labels, int *nlabels);
 
+/* Puts the rows of m's classifier, whose classes are named have, in the
+ * order of want where want names the same classes; returns 0 (and leaves
+ * it) where it names others. */
+int modeldir_reorder_classes(struct bert *m, char *const *have, int nhave, char *const *want, int nwant);
 /* Makes the classifier of m, loaded from dir whose classes are named have,
  * one for the classes named want: its rows reordered when want names the
  * same classes in another order, a new one from seed (said on stderr) when

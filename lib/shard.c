@@ -158,6 +158,8 @@ struct shard {
 	const uint8_t *map;
 	size_t size;
 	uint64_t count, index_offset;
+	const int32_t *relabel;   /* shard_relabel's, NULL for none */
+	int nrelabel;
 };
 
 static uint64_t get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -227,6 +229,14 @@ void shard_get(const struct shard *s, uint64_t i, struct tokrec *out)
 		why = "token count differs from the index";
 	if (why)
 		die("%s: record %llu: corrupt shard: %s", s->path, (unsigned long long)i, why);
+	if (s->relabel)
+		tokrec_relabel(out, s->relabel, s->nrelabel);
+}
+
+void shard_relabel(struct shard *s, const int32_t *to, int n)
+{
+	s->relabel = to;
+	s->nrelabel = n;
 }
 
 void shard_close(struct shard *s)

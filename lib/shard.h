@@ -31,6 +31,9 @@ uint32_t shard_ntokens(const struct shard *s, uint64_t i);
 /* Copies record i into out (into its own buffers, as tokrec_unpack does).
  * Threads may read one shard at once, each into its own out. */
 void shard_get(const struct shard *s, uint64_t i, struct tokrec *out);
+/* From now on shard_get gives each record's labels as tokrec_relabel makes
+ * them with to[0..n) (kept by the caller). */
+void shard_relabel(struct shard *s, const int32_t *to, int n);
 void shard_close(struct shard *s);
 
 struct shard_writer;

@@ -298,3 +298,12 @@ void tokrec_free(struct tokrec *t)
 	free(t->labels);
 	memset(t, 0, sizeof *t);
 }
+
+void tokrec_relabel(struct tokrec *t, const int32_t *to, int n)
+{
+	if (t->label_kind == LABEL_INT && t->label >= 0 && t->label < n)
+		t->label = to[t->label];
+	for (size_t i = 0; t->label_kind == LABEL_LIST && i < t->nlabels; i++)
+		if (t->labels[i] >= 0 && t->labels[i] < n)
+			t->labels[i] = to[t->labels[i]];
+}

@@ -54,6 +54,9 @@ struct tokrec {
 void tokrec_pack(msgpack_packer *pk, const struct tokrec *t);
 void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t);
 void tokrec_free(struct tokrec *t);
+/* Makes each class c (0 <= c < n) of t's label to[c]; tags that are no
+ * class stay, and so does a class beyond n, for the head's check to name. */
+void tokrec_relabel(struct tokrec *t, const int32_t *to, int n);
 /* Sets the id text (len bytes); is_num packs it as an integer. */
 void tokrec_set_id(struct tokrec *t, const char *id, size_t len, int is_num);
 #endif

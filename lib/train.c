@@ -296,16 +296,16 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 }
 
 /* A teacher's class i must be the data's class i, where both are named:
- * the same count of classes in another order would teach the student
- * inverted labels. */
-static void check_teacher_labels(const struct trainer *t, char *const *names, int n)
+ * the same classes in another order would teach the student inverted
+ * labels, so its classifier's rows are put in the data's order; other
+ * classes cannot teach. */
+static void order_teacher_classes(const struct trainer *t, char *const *names, int n)
 {
 	const struct manifest *m = t->man;
-	if (t->c->task == TASK_MLM)
-		return;
-	char *why = labels_disagree(names, n, m->labels, m->nlabels);
-	if (why)
+	char *why = t->c->task == TASK_MLM ? NULL : labels_disagree(names, n, m->labels, m->nlabels);
+	if (why && !modeldir_reorder_classes(t->teacher, names, n, m->labels, m->nlabels))
 		die("--teacher %s: %s", t->c->teacher, why);
+	free(why);
 }
 
 /* --teacher: a model of the task and classes of the run, on its device,
@@ -327,9 +327,9 @@ static void load_teacher(struct trainer *t)
 	if (tc.task != c->task || (c->task != TASK_MLM && tc.num_labels != t->num_labels))
 		die("--teacher %s is a %s model of %d labels, the run trains a %s model of %d", c->teacher,
 		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
-	check_teacher_labels(t, names, n);
-	hfconfig_free_labels(names, n);
 	t->teacher = modeldir_load(c->teacher, c->be, c->task, 0, NULL, NULL, NULL);
+	order_teacher_classes(t, names, n);
+	hfconfig_free_labels(names, n);
 	bert_set_soft_loss(t->m, (float)(1 - c->kd_alpha), (float)c->kd_alpha, (float)c->kd_temp);
 }
 

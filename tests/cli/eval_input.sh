@@ -79,11 +79,35 @@ expect_fail "a checkpoint without its classifier is refused, not scored at rando
 	"tiny-cls-alias/model.safetensors: no classifier.weight, classifier.bias: the model has no trained head" \
 	eval1 -m "$HF/tiny-cls-alias" "$T/r.mp"
 
-# labels go by class id: names that differ would score and name them wrongly
-expect_fail "labels named otherwise than the model's are not scored" 1 \
-	"-m .*/names-cls: its labels \(a,b, say \"hi\", pos\) are not the data's \(neg, neu, pos\), in that order" \
+# labels go by name: classes the model does not know cannot be scored
+expect_fail "labels the model does not know are not scored" 1 \
+	"-m .*/names-cls: it knows no class neg, neu of the data's \(its labels: a,b, say \"hi\", pos\)$" \
 	eval1 -m "$T/names-cls" "$T/r.mp"
-expect_fail "nor named in CSV" 1 "its labels .* are not the data's" eval1 -m "$T/names-cls" --predict --csv "$T/r.mp"
+expect_fail "nor named in CSV" 1 "it knows no class neg, neu of the data's" eval1 -m "$T/names-cls" --predict --csv "$T/r.mp"
+# the data's classes in another order than the model's: scored by name, as
+# the same records numbered as the model
+for m in cls multi; do
+	cp -r "$HF/tiny-$m" "$T/perm-$m"
+	jq '.id2label = {"0": "pos", "1": "neg", "2": "neu"} | .label2id = {"pos": 0, "neg": 1, "neu": 2}' \
+		"$HF/tiny-$m/config.json" >"$T/perm-$m/config.json"
+done
+renumber() { jq -c 'if .kind then .labels = ["pos", "neg", "neu"] elif (.label | type) == "array" then .label |= map((. + 1) % 3)
+	else .label = (.label + 1) % 3 end'; }
+cat1 "$T/r.mp" | renumber | cat1 --from-json -o "$T/r-perm.mp"
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":[0,2]}' '{"id":"b","ids":[2,7,8,9,3],"label":[1]}' \
+	'{"id":"c","ids":[2,10,3],"label":[2,1]}' | cat1 --from-json -o "$T/m.mp"
+cat1 "$T/m.mp" | renumber | cat1 --from-json -o "$T/m-perm.mp"
+expect_eq "cls: classes in another order scored by name" \
+	"$(eval1 -m "$T/perm-cls" "$T/r.mp"; eval1 -m "$T/perm-cls" --predict --csv "$T/r.mp")" \
+	"$(eval1 -m "$T/perm-cls" "$T/r-perm.mp"; eval1 -m "$T/perm-cls" --predict --csv "$T/r-perm.mp")"
+expect_eq "cls: by name, record a (neg) is the model's class 1" \
+	"$(eval1 -m "$T/perm-cls" --predict "$T/r.mp" | cat1 | head -n 1 | jq .label)" 1
+expect_eq "multi-label: classes in another order scored by name" \
+	"$(eval1 -m "$T/perm-multi" "$T/m.mp"; eval1 -m "$T/perm-multi" --predict --csv "$T/m.mp")" \
+	"$(eval1 -m "$T/perm-multi" "$T/m-perm.mp"; eval1 -m "$T/perm-multi" --predict --csv "$T/m-perm.mp")"
+expect_eq "multi-label: the scores count every class" "$(eval1 -m "$T/perm-multi" "$T/m.mp" | jq -c '.classes | keys')" \
+	'["neg","neu","pos"]'
 check "predictions by class id (no metrics) need no names" sh -c "timeout 60 ts-eval -j1 --device cpu -m '$T/names-cls' --predict '$T/r.mp' >/dev/null"
 check "a model's LABEL_0, LABEL_1, ... name nothing" sh -c "jq '.id2label = {\"0\": \"LABEL_0\", \"1\": \"LABEL_1\", \"2\": \"LABEL_2\"} | del(.label2id)' \
 	'$HF/tiny-cls/config.json' >'$T/names-cls/config.json' && timeout 60 ts-eval -j1 --device cpu -m '$T/names-cls' '$T/r.mp' >/dev/null"

@@ -66,6 +66,28 @@ check "ts-eval --report: entities, then the tags of words" ts-eval -m "$T/tok/be
 expect_eq "the report's sections" "$(grep -cE '^entities$|^tags of words$|micro avg|confusion matrix' "$T/out")" 4
 check "ts-eval --predict on untagged words" ts-eval -m "$T/tok/best" --predict -o "$T/tok.pred" "$T/untagged.rec"
 expect_eq "a predicted tag per word, by name" "$(ts-cat "$T/tok.pred" | jq -c '[(.pred | length), .pred_names[0]]')" '[2,"B-PER"]'
+# an official test file tokenized on its own numbers its tags otherwise: they
+# are scored by name, as when --labels gives them the model's numbers
+{ printf 'paris NNP B-LOC\nnew NNP B-LOC\nyork NNP I-LOC\nwent XX O\nalice NNP B-PER\n\n'
+	awk 'BEGIN { RS = ""; ORS = "\n\n" } NR > 250' "$T/ner.conll"; } >"$T/test.conll"
+ts-tokenize -v "$V" --max-len 12 --fold -o "$T/test.rec" "$T/test.conll"
+jq -r '.id2label | to_entries | sort_by(.key | tonumber) | .[].value' "$T/tok/best/config.json" >"$T/tags.txt"
+expect_eq "CoNLL test file on its own: its tags in another order than the model's" \
+	"$(ts-cat "$T/test.rec" | head -n 1 | jq -c .labels) $(jq -cR . "$T/tags.txt" | jq -sc .)" \
+	"[\"B-LOC\",\"I-LOC\",\"O\",\"B-PER\"] $(jq -cR . "$T/tags.txt" | jq -sc .)"
+check "CoNLL: --labels FILE numbers the tags as the model does" \
+	ts-tokenize -v "$V" --max-len 12 --fold --labels "$T/tags.txt" -o "$T/test-numbered.rec" "$T/test.conll"
+check "ts-eval scores the test file tokenized on its own" ts-eval -m "$T/tok/best" "$T/test.rec"
+cp "$T/out" "$T/test.json"
+check "ts-eval scores the test file numbered as the model" ts-eval -m "$T/tok/best" "$T/test-numbered.rec"
+expect_eq "by name, the same scores as numbered as the model" "$(cat "$T/test.json")" "$(cat "$T/out")"
+expect_eq "and they are the model's scores (entity F1 above 0.9)" "$(jq '.entities.micro.f1 > 0.9' "$T/test.json")" true
+printf 'paris NNP B-LOC\nacme NNP B-ORG\nwent XX O\nzeta NNP B-MISC\n\n' >"$T/org.conll"
+ts-tokenize -v "$V" -o "$T/org.rec" "$T/org.conll"
+expect_fail "a tag the model does not know: named" 1 \
+	"-m .*/tok/best: it knows no class B-ORG, B-MISC of the data's \(its labels: .*\)$" ts-eval -m "$T/tok/best" "$T/org.rec"
+expect_fail "--labels on lines input: refused" 2 "--labels names the classes of --label COL or of conll input's tags" \
+	ts-tokenize -v "$V" --labels "$T/tags.txt" -f lines "$T/test.conll"
 printf 'alice B-PER\nwent O\n\nbob\nwent\n\n' >"$T/part.conll"
 ts-tokenize -v "$V" "$T/part.conll" | ts-shard -o "$T/part" --split train=1 >/dev/null
 expect_fail "words without tags do not train" 1 "record [12]: word at token 1 has no tag" \

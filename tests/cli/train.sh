@@ -161,8 +161,21 @@ printf '%s\n' '{"ids":[101,1037,102],"label":0}' '{"ids":[101,1038,102],"label":
 	ts-shard -o "$T/three" --split train=1 >/dev/null
 expect_fail "labels beyond the head's classes" 1 "label 2 is beyond the head's 2 classes" ts-eval -m "$T/r1/final" --data "$T/three" --split train
 printf 'text,label\na,x\nb,y\nc,z\n' | ts-tokenize -v "$V" --label label -f csv | ts-shard -o "$T/xyz" --split train=1 >/dev/null
-expect_fail "labels named otherwise than the model's" 1 "its labels \(spam, ham\) are not the data's \(x, y, z\), in that order" \
+expect_fail "labels the model does not know" 1 "it knows no class x, y, z of the data's \(its labels: spam, ham\)$" \
 	ts-eval -m "$T/r1/final" --data "$T/xyz" --split train
+# CSV labels as strings: a file that names ham first is scored by name
+{ head -n 1 "$T/small.csv"; grep -a $',ham\r$' "$T/small.csv" | head -n 20; grep -a $',spam\r$' "$T/small.csv" | head -n 20; } >"$T/hamfirst.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 -o "$T/hamfirst.rec" "$T/hamfirst.csv"
+printf 'spam\nham\n' >"$T/model-order.txt"
+ts-tokenize -v "$V" --id id --label label --labels "$T/model-order.txt" --max-len 32 -o "$T/numbered.rec" "$T/hamfirst.csv"
+expect_eq "a CSV that names ham first numbers it 0, the model spam" \
+	"$(ts-cat "$T/hamfirst.rec" | head -n 1 | jq -c .labels) $(jq -c '.id2label | [.["0"], .["1"]]' "$T/r1/final/config.json")" \
+	'["ham","spam"] ["spam","ham"]'
+expect_eq "scored by name: the metrics and predictions of the file numbered as the model" \
+	"$(ts-eval -m "$T/r1/final" "$T/hamfirst.rec"; ts-eval -m "$T/r1/final" --predict --csv "$T/hamfirst.rec")" \
+	"$(ts-eval -m "$T/r1/final" "$T/numbered.rec"; ts-eval -m "$T/r1/final" --predict --csv "$T/numbered.rec")"
+expect_eq "its confusion matrix counts 20 ham and 20 spam" \
+	"$(ts-eval -m "$T/r1/final" "$T/hamfirst.rec" | jq -c '[.confusion[] | add]')" "[20,20]"
 expect_fail "an unknown option suggests the nearest" 2 "unknown option '--epoch'; did you mean '--epochs'" train --epoch 3
 printf 'layer = 2\n' >"$T/bad.conf"
 expect_fail "an unknown config key" 2 "bad.conf: line 1: unknown key 'layer'; did you mean 'layers'" train -c "$T/bad.conf"

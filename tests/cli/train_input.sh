@@ -100,9 +100,26 @@ expect_fail "so is any string option's" 2 "--betas: a config file cannot hold" t
 # --- a teacher of the data's classes in another order ---
 printf 'ham\nspam\n' >"$T/labels.txt"
 ts-tokenize -v "$V" --id id --label label --labels "$T/labels.txt" --max-len 32 "$T/small.csv" | ts-shard -o "$T/flipped" --seed 3 >/dev/null
-refused "$T/r8" "a teacher of the data's classes in another order is refused" 1 \
-	"--teacher .*/empty/final: its labels \(spam, ham\) are not the data's \(ham, spam\), in that order" \
-	"${TINY[@]}" --data "$T/flipped" --max-steps 1 --teacher "$T/empty/final"
+# its classifier's rows are put in the data's order: it teaches as the same
+# teacher with its rows swapped by hand
+mkdir "$T/swapped" && cp "$T/empty/final/"* "$T/swapped/" &&
+	jq '.id2label = {"0": "ham", "1": "spam"} | .label2id = {"ham": 0, "spam": 1}' "$T/empty/final/config.json" \
+		>"$T/swapped/config.json" &&
+	"${TS_PYTHON:-python3}" - "$T/swapped/model.safetensors" <<'PY'
+import sys
+from safetensors.torch import load_file, save_file
+t = load_file(sys.argv[1])
+save_file({k: v.flip(0).contiguous() if k.startswith("classifier.") else v for k, v in t.items()}, sys.argv[1])
+PY
+KD=("${TINY[@]}" --data "$T/flipped" --max-steps 3 --kd-alpha 1 --dropout 0)
+check "a teacher of the data's classes in another order distils" train "${KD[@]}" --run "$T/kd-flip" --teacher "$T/empty/final"
+check "so does the same teacher with its rows swapped by hand" train "${KD[@]}" --run "$T/kd-swap" --teacher "$T/swapped"
+expect_eq "the teacher's rows put in the data's order: the same losses" "$(losses "$T/kd-flip")" "$(losses "$T/kd-swap")"
+check "and the same model" cmp "$T/kd-flip/final/model.safetensors" "$T/kd-swap/final/model.safetensors"
+printf 'text,label\na,x\nb,y\n' | ts-tokenize -v "$V" --label label -f csv | ts-shard -o "$T/xy" --split train=1 >/dev/null
+refused "$T/r8" "a teacher of other classes is refused" 1 \
+	"--teacher .*/empty/final: its labels \(spam, ham\) are not the data's \(x, y\), in that order" \
+	"${TINY[@]}" --data "$T/xy" --max-pos 32 --max-steps 1 --teacher "$T/empty/final"
 check "a teacher of the data's classes in their order distils" train "${TINY[@]}" --run "$T/kd" --max-steps 1 --teacher "$T/empty/final"
 mkdir "$T/bare" && cp "$T/empty/final/"* "$T/bare/" &&
 	"${TS_PYTHON:-python3}" - "$T/bare/model.safetensors" <<'PY'
