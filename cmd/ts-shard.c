@@ -1,6 +1,8 @@
 /* ts-shard: shuffle token records with a seed, optionally drop duplicates,
  * split them and write a data dir of indexed shards and a manifest, in
- * bounded memory (an external sort keyed by a hash of the seed). */
+ * bounded memory (an external sort keyed by a hash of the seed). A part
+ * may come from a file of its own (a corpus's official test set), whole:
+ * only train is shuffled; the inputs' classes get one numbering, by name. */
 #include "adir.h"
 #include "afile.h"
 #include "err.h"
@@ -27,7 +29,8 @@ static const struct opt opts[] = {
 	{'v', "vocab", OPT_STR, &vocab_path, "FILE",
 	 "vocab.txt the records were made with (default: the file their header names)", "@file"},
 	{'s', "split", OPT_STR, &split, "SPEC",
-	 "NAME=FRACTION,... or NAME=COUNT,...[,NAME=rest] (default train=0.8,valid=0.1,test=0.1)", NULL},
+	 "NAME=FRACTION,... or NAME=COUNT,...[,NAME=rest], and NAME=@FILE for a file whole "
+	 "(default train=0.8,valid=0.1,test=0.1)", NULL},
 	{0, "seed", OPT_INT, &seed, "N", "shuffle seed (default 0)", NULL,
 	 .min = 0, .max = LONG_MAX},
 	{0, "dedupe", OPT_FLAG, &dedupe, NULL, "drop records whose tokens repeat those of an earlier record", NULL},
@@ -50,15 +53,16 @@ struct seen {
 };
 
 /* Reading the inputs: the header fields go into the manifest (first_header
- * names the stream they came from), the records into the sort. */
+ * names the stream they came from), the records into a sort: the shares'
+ * inputs into one, each file of a part of its own into its own. */
 struct inputs {
 	struct manifest *m;
 	struct stream_header header;   /* the streams' headers, merged */
 	char *first_header;
-	struct extsort *sort;
+	struct label_union labels;     /* one numbering of the streams' classes */
 	struct vocab *vocab;           /* NULL while unknown */
 	const char *vocab_file;
-	struct seen id, label;         /* the largest token id and class label */
+	struct seen id, label;         /* the largest token id, and class label of records without names */
 	char *file;                    /* the stream being read, kept for seen */
 	struct tokrec t;
 	void *buf;
@@ -87,9 +91,9 @@ static void check_seen(const struct inputs *in)
 	if (in->vocab && id->file && id->max >= vocab_size(in->vocab))
 		die("%s: record %llu: token id %d is beyond the vocab's %d tokens", id->file, (unsigned long long)id->rec,
 		    id->max, vocab_size(in->vocab));
-	if (in->m->nlabels && label->file && label->max >= in->m->nlabels)
+	if (in->labels.n && label->file && label->max >= in->labels.n)
 		die("%s: record %llu: label %d is out of range (%d label names)", label->file,
-		    (unsigned long long)label->rec, label->max, in->m->nlabels);
+		    (unsigned long long)label->rec, label->max, in->labels.n);
 }
 
 /* The streams' headers agree with each other and with the vocab, and fill
@@ -103,10 +107,11 @@ static void agree_header(struct inputs *in, const struct rec_reader *r, struct s
 	if (in->vocab && want && strcmp(want, vocab_sha256(in->vocab)))
 		die("%s: made with the vocab of sha256 %.12s\u2026, but %s has sha256 %.12s\u2026", rec_name(r), want,
 		    in->vocab_file, vocab_sha256(in->vocab));
+	label_union_header(&in->labels, h);
 	struct manifest *m = in->m;
 	m->vocab_sha256 = in->header.vocab_sha256;
-	m->labels = in->header.labels;
-	m->nlabels = in->header.nlabels;
+	m->labels = in->labels.names;
+	m->nlabels = in->labels.n;
 	m->lower = in->header.lower;
 	m->max_len = in->header.max_len;
 	check_seen(in);
@@ -125,10 +130,11 @@ static void note(struct seen *s, int32_t v, const struct inputs *in, const struc
 }
 
 /* What shards cannot hold, ids too long and labels of mixed kinds; the
- * token ids and labels are noted for check_seen. */
+ * classes take the union's numbers, and the token ids and the classes of
+ * records without names are noted for check_seen. */
 static void check_record(const struct rec_reader *r, struct inputs *in)
 {
-	const struct tokrec *t = &in->t;
+	struct tokrec *t = &in->t;
 	struct manifest *m = in->m;
 	for (size_t i = 0; i < t->n; i++)
 		note(&in->id, t->ids[i], in, r);
@@ -141,6 +147,8 @@ static void check_record(const struct rec_reader *r, struct inputs *in)
 	if (t->label_kind != m->label_kind)
 		rec_die(r, "a %s label, but earlier records have %s labels", kind_text(t->label_kind),
 			kind_text(m->label_kind));
+	if (label_union_record(&in->labels, r, t))
+		return;
 	const int32_t *v = t->label_kind == LABEL_LIST ? t->labels : &t->label;
 	size_t n = t->label_kind == LABEL_LIST ? t->nlabels : t->label_kind == LABEL_INT;
 	for (size_t i = 0; i < n; i++)   /* tokrec_unpack refuses negative labels but for the tags */
@@ -156,20 +164,28 @@ static uint64_t content_hash(const struct tokrec *t)
 	return h;
 }
 
-static void add_record(struct inputs *in)
+/* A sort of records: shuffled by the seed (and with --dedupe met by their
+ * tokens), or in the order they come. */
+struct pile {
+	struct extsort *sort;
+	int shuffled;
+};
+
+static void add_record(struct inputs *in, struct pile *p)
 {
-	uint64_t i = extsort_count(in->sort);
+	uint64_t i = extsort_count(p->sort);
 	size_t size = shard_rec_size(&in->t);
 	grow(&in->buf, &in->cap, size, 1);
 	shard_rec_encode(&in->t, in->buf);
-	uint64_t key = rng_hash((uint64_t)seed, dedupe ? content_hash(&in->t) : i);
-	extsort_add(in->sort, key, i, in->buf, (uint32_t)size);
+	uint64_t key = !p->shuffled ? i : rng_hash((uint64_t)seed, dedupe ? content_hash(&in->t) : i);
+	extsort_add(p->sort, key, i, in->buf, (uint32_t)size);
 }
 
-static void read_file(struct inputs *in, const char *path)
+static void read_file(struct inputs *in, const char *path, struct pile *p)
 {
 	struct rec_reader *r = rec_open(path);
 	in->file = xstrdup(rec_name(r));   /* never freed: seen may point at it */
+	label_union_stream(&in->labels);
 	const msgpack_object *o;
 	struct stream_header h;
 	while ((o = rec_next(r))) {
@@ -181,7 +197,7 @@ static void read_file(struct inputs *in, const char *path)
 		tokrec_unpack(r, o, &in->t);
 		check_record(r, in);
 		check_seen(in);
-		add_record(in);
+		add_record(in, p);
 	}
 	rec_close(r);
 }
@@ -190,6 +206,7 @@ static void read_file(struct inputs *in, const char *path)
  * whose tokens equal those of one already kept under the same key. */
 struct reader {
 	struct extsort *sort;
+	int dedupe;                /* --dedupe, on a shuffled pile */
 	struct tokrec t, other;
 	uint64_t key;
 	struct { void *data; uint32_t len; } *kept;   /* records kept under key */
@@ -240,7 +257,7 @@ static int next_record(struct reader *rd)
 	struct extsort_item it;
 	while (extsort_next(rd->sort, &it)) {
 		decode(it.data, it.len, &rd->t);
-		if (!dedupe || !is_duplicate(rd, &it))
+		if (!rd->dedupe || !is_duplicate(rd, &it))
 			return 1;
 	}
 	return 0;
@@ -261,36 +278,89 @@ static uint64_t count_kept(struct reader *rd)
 	return n;
 }
 
-static void write_splits(struct reader *rd, const struct splitspec *sp, uint64_t kept, const char *dir,
+/* Split i's shard in the data dir's temp dir: the next count records of rd. */
+static void write_split(struct reader *rd, const char *name, uint64_t count, const char *dir, struct manifest_split *s)
+{
+	s->name = xstrdup(name);
+	s->file = xmalloc(strlen(s->name) + 8);
+	sprintf(s->file, "%s.shard", s->name);
+	char *path = manifest_shard_path(dir, s);
+	struct shard_writer *w = shard_create(path);
+	for (uint64_t j = 0; j < count && next_record(rd); j++) {
+		shard_append(w, &rd->t);
+		manifest_split_add(s, &rd->t);
+	}
+	shard_commit(w);
+	free(path);
+}
+
+/* The records a pile keeps (--dedupe drops repeats), and its reader. */
+static uint64_t open_pile(struct reader *rd, struct pile *p)
+{
+	*rd = (struct reader){.sort = p->sort, .dedupe = dedupe && p->shuffled};
+	return rd->dedupe ? count_kept(rd) : extsort_count(p->sort);
+}
+
+static void close_pile(struct reader *rd)
+{
+	forget_kept(rd);
+	free(rd->kept);
+	tokrec_free(&rd->t);
+	tokrec_free(&rd->other);
+	extsort_free(rd->sort);
+}
+
+/* The parts in the order of --split: the shares from the shares' pile, a
+ * file's part whole from its own. */
+static void write_splits(const struct splitspec *sp, struct pile *piles, struct pile *shares, const char *dir,
 			 struct manifest *m)
 {
-	uint64_t *counts = xcalloc((size_t)sp->n, sizeof *counts), used = 0;
+	struct reader rd;
+	uint64_t kept = shares ? open_pile(&rd, shares) : 0, used = 0, all = kept;
+	uint64_t *counts = xcalloc((size_t)sp->n, sizeof *counts);
 	splitspec_counts(sp, kept, counts);
 	m->splits = xcalloc((size_t)sp->n, sizeof *m->splits);
-	rewind_records(rd);
+	if (shares)
+		rewind_records(&rd);
 	for (int i = 0; i < sp->n; i++, m->nsplits++) {
-		struct manifest_split *s = &m->splits[i];
-		s->name = xstrdup(sp->parts[i].name);
-		s->file = xmalloc(strlen(s->name) + 8);
-		sprintf(s->file, "%s.shard", s->name);
-		char *path = manifest_shard_path(dir, s);
-		struct shard_writer *w = shard_create(path);
-		for (uint64_t j = 0; j < counts[i] && next_record(rd); j++) {
-			shard_append(w, &rd->t);
-			manifest_split_add(s, &rd->t);
+		if (!sp->parts[i].file) {
+			write_split(&rd, sp->parts[i].name, counts[i], dir, &m->splits[i]);
+			used += m->splits[i].count;
+			continue;
 		}
-		shard_commit(w);
-		used += s->count;
-		free(path);
+		struct reader own;
+		uint64_t n = open_pile(&own, &piles[i]);
+		rewind_records(&own);
+		write_split(&own, sp->parts[i].name, n, dir, &m->splits[i]);
+		close_pile(&own);
+		all += n;
 	}
+	if (shares)
+		close_pile(&rd);
 	m->records_left_out = kept - used;
+	m->duplicates_dropped = m->records_in - all;
 	free(counts);
+}
+
+/* Inputs for the shares, and files of parts of their own; standard input
+ * (FILE operands' '-', none given, or one part's @-) read at most once. */
+static void check_inputs(const struct splitspec *sp, char **files, int nfiles, int given)
+{
+	int shares = splitspec_shares(sp), stdin_uses = 0;
+	if (!shares && given)
+		die_usage("every part of --split names its file: there are no shares to divide the FILE operands");
+	for (int i = 0; i < sp->n; i++)
+		stdin_uses += sp->parts[i].file && !strcmp(sp->parts[i].file, "-");
+	for (int i = 0; shares && i < nfiles; i++)
+		stdin_uses += !strcmp(files[i], "-");
+	if (stdin_uses > 1)
+		die_usage("standard input is read once: as '-' among the FILE operands (or none given) or as one part's @-");
 }
 
 int main(int argc, char **argv)
 {
 	char **files;
-	int nfiles = opt_parse(&spec, argc, argv, &files);
+	int nfiles = opt_parse(&spec, argc, argv, &files), given = nfiles > 0;
 	static char *std_input[] = {"-"};
 	if (!nfiles) {
 		files = std_input;
@@ -300,24 +370,38 @@ int main(int argc, char **argv)
 		die_usage("no output dir: -o DIR is required");
 	struct splitspec sp;
 	splitspec_parse(split, &sp);
+	check_inputs(&sp, files, nfiles, given);
 	struct adir *dir = adir_begin(output, force, "manifest.json");
 
+	/* a pile a file's part, one for the shares: the memory divided among them */
+	int shares = splitspec_shares(&sp), npiles = sp.n - shares + (shares > 0);
+	size_t mem = ((size_t)mem_mib << 20) / (size_t)npiles;
+	mem = mem > (1u << 20) ? mem : 1u << 20;
 	struct manifest *m = xcalloc(1, sizeof *m);
-	struct inputs in = {.m = m, .sort = extsort_new(adir_tmp(dir), (size_t)mem_mib << 20)};
+	struct inputs in = {.m = m};
 	if (vocab_path)
 		in.vocab = vocab_load(vocab_path), in.vocab_file = vocab_path;
-	for (int i = 0; i < nfiles; i++)
-		read_file(&in, files[i]);
-	m->records_in = extsort_count(in.sort);
-	if (!m->records_in)
-		die("no records in the input");
-
-	struct reader rd = {.sort = in.sort};
-	uint64_t kept = dedupe ? count_kept(&rd) : m->records_in;
+	struct pile *piles = xcalloc((size_t)sp.n, sizeof *piles), pool = {0};
+	for (int i = 0; i < sp.n; i++) {
+		if (!sp.parts[i].file)
+			continue;
+		piles[i] = (struct pile){extsort_new(adir_tmp(dir), mem), !strcmp(sp.parts[i].name, "train")};
+		read_file(&in, sp.parts[i].file, &piles[i]);
+		if (!extsort_count(piles[i].sort))
+			die("%s: no records for the %s split", sp.parts[i].file, sp.parts[i].name);
+		m->records_in += extsort_count(piles[i].sort);
+	}
+	if (shares) {
+		pool = (struct pile){extsort_new(adir_tmp(dir), mem), 1};
+		for (int i = 0; i < nfiles; i++)
+			read_file(&in, files[i], &pool);
+		if (!extsort_count(pool.sort))
+			die("no records in the input");
+		m->records_in += extsort_count(pool.sort);
+	}
 	m->seed = seed;
 	m->dedupe = dedupe;
-	m->duplicates_dropped = m->records_in - kept;
-	write_splits(&rd, &sp, kept, adir_tmp(dir), m);
+	write_splits(&sp, piles, shares ? &pool : NULL, adir_tmp(dir), m);
 	if (in.vocab) {
 		char *path = path_join(adir_tmp(dir), "vocab.txt");
 		vocab_save(in.vocab, path);

@@ -197,6 +197,21 @@ char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, i
 	return b.s;
 }
 
+void labels_union(char ***acc, int *nacc, char *const *names, int n, int32_t *to)
+{
+	for (int i = 0; i < n; i++) {
+		to[i] = -1;
+		for (int j = 0; j < *nacc && to[i] < 0; j++)
+			if (!strcmp((*acc)[j], names[i]))
+				to[i] = j;
+		if (to[i] >= 0)
+			continue;
+		*acc = xrealloc(*acc, ((size_t)*nacc + 1) * sizeof **acc);
+		(*acc)[*nacc] = xstrdup(names[i]);
+		to[i] = (*nacc)++;
+	}
+}
+
 int labels_reordered(char *const *have, int nhave, char *const *want, int nwant, int *from)
 {
 	if (nhave != nwant)

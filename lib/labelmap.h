@@ -34,6 +34,10 @@ char *labels_disagree(char *const *model, int nmodel, char *const *data, int nda
  * nothing, as labels_disagree). Returns NULL, or why not (malloc'd): "it
  * knows no class a, b of the data's (its labels: c, d)". */
 char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, int32_t *to);
+/* One numbering for the classes of several streams: the names of
+ * names[0..n) that *acc (of *nacc, malloc'd) lacks are added at its end,
+ * and to[i] becomes the id of names[i] there. */
+void labels_union(char ***acc, int *nacc, char *const *names, int n, int32_t *to);
 /* Whether want names the classes of have in another order; then want[i]
  * is have[from[i]]. */
 int labels_reordered(char *const *have, int nhave, char *const *want, int nwant, int *from);

@@ -50,7 +50,7 @@ static int parse_count(const char *v, uint64_t *count)
 	return 1;
 }
 
-static void parse_part(struct split_part *p, const char *item, int last)
+static void parse_part(struct split_part *p, const char *item)
 {
 	const char *eq = strchr(item, '=');
 	if (!eq)
@@ -60,9 +60,11 @@ static void parse_part(struct split_part *p, const char *item, int last)
 		die_usage("--split: bad name '%.*s' (use letters, digits, '_' and '-')", (int)len, item);
 	p->name = strndup(item, len);
 	const char *v = eq + 1;
-	if (!strcmp(v, "rest")) {
-		if (!last)
-			die_usage("--split: only the last part may be 'rest'");
+	if (v[0] == '@') {
+		if (!v[1])
+			die_usage("--split: '%s=@' names no file", p->name);
+		p->file = xstrdup(v + 1);
+	} else if (!strcmp(v, "rest")) {
 		p->is_rest = 1;
 	} else if (!parse_fraction(v, &p->num, &p->den) && !parse_count(v, &p->count)) {
 		die_usage("--split: '%s' of '%s' is neither a fraction (0.8), a count (500) nor 'rest'", v, p->name);
@@ -71,17 +73,37 @@ static void parse_part(struct split_part *p, const char *item, int last)
 		die_usage("--split: fraction %s of '%s' is more than 1", v, p->name);
 }
 
+/* The last share, or -1. */
+static int last_share(const struct splitspec *s)
+{
+	int last = -1;
+	for (int i = 0; i < s->n; i++)
+		if (!s->parts[i].file)
+			last = i;
+	return last;
+}
+
+int splitspec_shares(const struct splitspec *s)
+{
+	int n = 0;
+	for (int i = 0; i < s->n; i++)
+		n += !s->parts[i].file;
+	return n;
+}
+
 /* Fractions must sum to 1 (or at most 1 before "rest"); names are unique. */
 static void check_parts(const struct splitspec *s)
 {
 	double sum = 0;
-	int fractions = 0, counts = 0;
+	int fractions = 0, counts = 0, last = last_share(s);
 	for (int i = 0; i < s->n; i++) {
 		const struct split_part *p = &s->parts[i];
 		for (int j = 0; j < i; j++)
 			if (!strcmp(p->name, s->parts[j].name))
 				die_usage("--split: '%s' named twice", p->name);
-		if (p->is_rest)
+		if (p->is_rest && i != last)
+			die_usage("--split: only the last share may be 'rest'");
+		if (p->is_rest || p->file)
 			continue;
 		fractions += p->den != 0;
 		counts += p->den == 0;
@@ -90,7 +112,7 @@ static void check_parts(const struct splitspec *s)
 	}
 	if (fractions && counts)
 		die_usage("--split: mixes fractions and counts");
-	int rest = s->parts[s->n - 1].is_rest;
+	int rest = last >= 0 && s->parts[last].is_rest;
 	if (fractions && !rest && fabs(sum - 1) > 1e-6)
 		die_usage("--split: the fractions sum to %g, not 1", sum);
 	if (fractions && rest && sum > 1 + 1e-6)
@@ -109,7 +131,7 @@ void splitspec_parse(const char *text, struct splitspec *s)
 	s->parts = xcalloc((size_t)items, sizeof *s->parts);
 	char *copy = xstrdup(text), *save = NULL;
 	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save), s->n++)
-		parse_part(&s->parts[s->n], item, s->n == items - 1);
+		parse_part(&s->parts[s->n], item);
 	free(copy);
 	check_parts(s);
 }
@@ -117,13 +139,15 @@ void splitspec_parse(const char *text, struct splitspec *s)
 void splitspec_counts(const struct splitspec *s, uint64_t total, uint64_t *counts)
 {
 	unsigned __int128 sum = 0;
-	int by_fraction = 0;
+	int by_fraction = 0, last = last_share(s);
 	for (int i = 0; i < s->n; i++)
 		by_fraction |= s->parts[i].den != 0;
 	for (int i = 0; i < s->n; i++) {
 		const struct split_part *p = &s->parts[i];
 		uint64_t left = sum < total ? total - (uint64_t)sum : 0;
-		if (p->is_rest || (by_fraction && i == s->n - 1))
+		if (p->file)
+			counts[i] = 0;
+		else if (p->is_rest || (by_fraction && i == last))
 			counts[i] = left;
 		else if (p->den) {
 			uint64_t want = (uint64_t)((unsigned __int128)p->num * total / p->den);
@@ -140,8 +164,10 @@ void splitspec_counts(const struct splitspec *s, uint64_t total, uint64_t *count
 
 void splitspec_free(struct splitspec *s)
 {
-	for (int i = 0; i < s->n; i++)
+	for (int i = 0; i < s->n; i++) {
 		free(s->parts[i].name);
+		free(s->parts[i].file);
+	}
 	free(s->parts);
 	memset(s, 0, sizeof *s);
 }

@@ -25,6 +25,7 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 	struct shard_writer *w = shard_create(path);
 	struct tokrec t = {0};
 	struct stream_header h, acc = {0};
+	struct label_union u = {0};
 	char *from = NULL;
 	uint64_t rows = 0;
 	size_t cap_file = 0, cap_rec = 0;
@@ -32,14 +33,17 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 	for (int i = 0; i < n; i++) {
 		struct rec_reader *r = rec_open(files[i]);
 		origin->files[i] = xstrdup(rec_name(r));
+		label_union_stream(&u);
 		const msgpack_object *o;
 		while ((o = rec_next(r))) {
 			if (header_unpack(r, o, &h)) {
 				header_merge(&acc, &from, r, &h);
+				label_union_header(&u, &h);
 				header_free(&h);
 				continue;
 			}
 			tokrec_unpack(r, o, &t);
+			label_union_record(&u, r, &t);
 			shard_append(w, &t);
 			grow(&origin->file, &cap_file, rows + 1, sizeof *origin->file);
 			grow(&origin->rec, &cap_rec, rows + 1, sizeof *origin->rec);
@@ -56,8 +60,9 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 	free(path);
 	free(dir);
 	*vocab_sha256 = acc.vocab_sha256;
-	*labels = acc.labels;
-	*nlabels = acc.nlabels;
+	*labels = u.names;   /* the caller's now */
+	*nlabels = u.n;
+	free(u.to);
 	free(from);
 	tokrec_free(&t);
 	if (shard_count(s) == 0)

@@ -6,8 +6,9 @@
 #include "shard.h"
 
 /* Reads every record of the streams into an unlinked temporary shard and
- * opens it. *vocab_sha256 and *labels and *nlabels get the streams' header
- * values (NULL/0 when none); the streams must agree. *origin gets each
+ * opens it. *vocab_sha256 gets the streams' vocab hash (NULL when none),
+ * on which they must agree; *labels and *nlabels the names of their classes
+ * (0 when none), one numbering for all (label_union). *origin gets each
  * row's stream and record number, for errors. */
 struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char ***labels, int *nlabels,
 				 struct row_origin *origin);

@@ -121,16 +121,6 @@ void header_free(struct stream_header *h)
 	memset(h, 0, sizeof *h);
 }
 
-static int same_labels(const struct stream_header *a, const struct stream_header *b)
-{
-	if (a->nlabels != b->nlabels)
-		return 0;
-	for (int i = 0; i < a->nlabels; i++)
-		if (strcmp(a->labels[i], b->labels[i]))
-			return 0;
-	return 1;
-}
-
 void header_merge(struct stream_header *acc, char **from, const struct rec_reader *r, struct stream_header *h)
 {
 	const char *name = rec_name(r);
@@ -139,8 +129,6 @@ void header_merge(struct stream_header *acc, char **from, const struct rec_reade
 	if (*from && h->vocab_sha256 && acc->vocab_sha256 && strcmp(h->vocab_sha256, acc->vocab_sha256))
 		die("%s: vocab sha256 %.12s\u2026 differs from %s's %.12s\u2026", name, h->vocab_sha256, *from,
 		    acc->vocab_sha256);
-	if (*from && h->nlabels && acc->nlabels && !same_labels(acc, h))
-		die("%s: label names differ from %s's (tokenize both with one --labels FILE)", name, *from);
 	if (*from && h->lower != acc->lower)
 		die("%s: lowercasing %s, but %s's is %s", name, h->lower ? "on" : "off", *from,
 		    acc->lower ? "on" : "off");
@@ -155,12 +143,6 @@ void header_merge(struct stream_header *acc, char **from, const struct rec_reade
 	if (!acc->vocab_file && h->vocab_file) {
 		acc->vocab_file = h->vocab_file;
 		h->vocab_file = NULL;
-	}
-	if (!acc->nlabels && h->nlabels) {
-		acc->labels = h->labels;
-		acc->nlabels = h->nlabels;
-		h->labels = NULL;
-		h->nlabels = 0;
 	}
 	if (h->max_len > acc->max_len)
 		acc->max_len = h->max_len;
@@ -306,4 +288,38 @@ void tokrec_relabel(struct tokrec *t, const int32_t *to, int n)
 	for (size_t i = 0; t->label_kind == LABEL_LIST && i < t->nlabels; i++)
 		if (t->labels[i] >= 0 && t->labels[i] < n)
 			t->labels[i] = to[t->labels[i]];
+}
+
+void label_union_stream(struct label_union *u)
+{
+	u->nto = 0;
+}
+
+void label_union_header(struct label_union *u, const struct stream_header *h)
+{
+	u->to = xrealloc(u->to, ((size_t)h->nlabels + 1) * sizeof *u->to);
+	labels_union(&u->names, &u->n, h->labels, h->nlabels, u->to);
+	u->nto = h->nlabels;
+}
+
+int label_union_record(const struct label_union *u, const struct rec_reader *r, struct tokrec *t)
+{
+	if (!u->nto || t->label_kind == LABEL_NONE || t->label_kind == LABEL_FLOAT)
+		return u->nto > 0;
+	const int32_t *v = t->label_kind == LABEL_LIST ? t->labels : &t->label;
+	size_t n = t->label_kind == LABEL_LIST ? t->nlabels : 1;
+	for (size_t i = 0; i < n; i++)   /* tokrec_unpack refuses negative labels but for the tags */
+		if (v[i] >= u->nto)
+			rec_die(r, "label %d is out of range (%d label names)", v[i], u->nto);
+	tokrec_relabel(t, u->to, u->nto);
+	return 1;
+}
+
+void label_union_free(struct label_union *u)
+{
+	for (int i = 0; i < u->n; i++)
+		free(u->names[i]);
+	free(u->names);
+	free(u->to);
+	memset(u, 0, sizeof *u);
 }

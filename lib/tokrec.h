@@ -23,8 +23,9 @@ void header_free(struct stream_header *h);
 int labels_repeat(char *const *names, int n);
 /* Streams read together must agree. Takes header h of stream r into acc
  * (*from names the stream acc's first header came from, NULL before any):
- * what acc lacks comes from h, and another vocab, other label names or other
- * lowercasing is an error naming both streams. */
+ * what acc lacks comes from h, and another vocab or other lowercasing is an
+ * error naming both streams. The label names are the caller's: each
+ * stream numbers its own (labels_union makes one numbering of them). */
 void header_merge(struct stream_header *acc, char **from, const struct rec_reader *r, struct stream_header *h);
 
 enum label_kind { LABEL_NONE, LABEL_INT, LABEL_LIST, LABEL_FLOAT };
@@ -54,6 +55,24 @@ struct tokrec {
 void tokrec_pack(msgpack_packer *pk, const struct tokrec *t);
 void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t);
 void tokrec_free(struct tokrec *t);
+
+/* Streams read together under one numbering of their classes: the names
+ * of each header join the union (labels_union), and the records after it
+ * are renumbered. Records before a stream's first header, or under a
+ * header without names, keep their numbers. */
+struct label_union {
+	char **names;            /* the union, in order of first appearance */
+	int n;
+	int32_t *to;             /* the current header's ids in the union */
+	int nto;                 /* 0: the records now read have no names */
+};
+/* A new stream starts: no names until its header. */
+void label_union_stream(struct label_union *u);
+void label_union_header(struct label_union *u, const struct stream_header *h);
+/* Renumbers t, read from r; a class beyond its header's names is an error
+ * naming r's record. Returns whether t had names to go by. */
+int label_union_record(const struct label_union *u, const struct rec_reader *r, struct tokrec *t);
+void label_union_free(struct label_union *u);
 /* Makes each class c (0 <= c < n) of t's label to[c]; tags that are no
  * class stay, and so does a class beyond n, for the head's check to name. */
 void tokrec_relabel(struct tokrec *t, const int32_t *to, int n);

@@ -94,9 +94,13 @@ expect_eq "an empty split gets a valid empty shard" "$(stat -c %s "$T/c4/test.sh
 expect_fail "streams with another vocab are refused" 1 \
 	"ts-shard: $T/b.msgpack: vocab sha256 cdcdcdcdcdcd… differs from $T/a.msgpack's abababababab…" \
 	ts-shard -o "$T/x" "$T/a.msgpack" "$T/b.msgpack"
-{ header "$(printf 'ab%.0s' {1..32})" '["neg","pos","mixed"]'; gen 5; } | records "$T/l.msgpack"
-expect_fail "streams with other label names are refused" 1 "l.msgpack: label names differ from .*a.msgpack's \\(tokenize both with one --labels FILE\\)$" \
-	ts-shard -o "$T/x" "$T/a.msgpack" "$T/l.msgpack"
+# streams that number their classes otherwise: one numbering, by name
+{ header "$(printf 'ab%.0s' {1..32})" '["pos","mixed"]'; gen 5 5000; } | records "$T/l.msgpack"
+check "streams that name other classes, in another order" ts-shard -o "$T/l" --split train=1 "$T/a.msgpack" "$T/l.msgpack"
+expect_eq "their classes numbered by name, the first stream's first" \
+	"$(m ".labels | tojson" "$T/l") $(ts-cat "$T/l/train.shard" | jq -r 'select(.id >= 5000) | "\(.id % 2)\(.label)"' | sort -u | tr '\n' ' ')" \
+	'["neg","pos","mixed"] 01 12 '
+expect_eq "and counted by name" "$(m ".splits.train.label_counts | tojson" "$T/l")" '{"neg":500,"pos":503,"mixed":2}'
 { header ab; gen 5 | jq -c '.label = 2'; } | records "$T/range.msgpack"
 expect_fail "a label out of range names the record" 1 "range.msgpack: record 2: label 2 is out of range \(2 label names\)" \
 	ts-shard -o "$T/x" "$T/range.msgpack"
@@ -149,6 +153,59 @@ mkdir "$T/emptydir"
 check "an existing empty dir is filled" ts-shard -o "$T/emptydir/" "$T/a.msgpack"
 expect_eq "no temp dirs left beside the outputs" "$(ls -A "$T" | grep -c '\.tmp\.\|\.old\.')" 0
 
+# Corpora that come split (CoNLL's train/dev/test files): a part a file,
+# whole, tokenized on its own; only train is shuffled, and the tags get
+# one numbering, by name
+V=$TOP/examples/vocab.txt
+sentences() {   # sentences N SEED: N sentences of 4 tagged words
+	awk -v n="$1" -v s="$2" "$RAND"' BEGIN { seed(s); split("alice bob paris rome went to", w, " ")
+		split("B-PER B-PER B-LOC B-LOC O O", t, " ")
+		for (i = 0; i < n; i++) { for (k = 0; k < 4; k++) { x = int(rnd() * 6) + 1; print w[x], t[x] }; print "" } }'
+}
+sentences 200 1 >"$T/train.conll"
+{ printf 'rome B-LOC\nwent O\n\n'; sentences 30 2; } >"$T/dev.conll"
+{ printf 'went O\nzed B-MISC\nbob B-PER\n\n'; sentences 40 3; } >"$T/test.conll"
+for f in train dev test; do ts-tokenize -v "$V" -o "$T/$f.rec" "$T/$f.conll"; done
+check "ts-shard --split train=@FILE,valid=@FILE,test=@FILE" \
+	ts-shard -o "$T/cs" --seed 1 --split train=@"$T/train.rec",valid=@"$T/dev.rec",test=@"$T/test.rec"
+expect_eq "a part a file, whole" "$(m '[.splits.train.count, .splits.valid.count, .splits.test.count] | join(" ")' "$T/cs")" \
+	"200 31 41"
+expect_eq "the tags numbered by name: train's first, then those only the others have" \
+	"$(m '.labels | join(" ")' "$T/cs")" "$(ts-cat "$T/train.rec" | head -n 1 | jq -r '.labels | join(" ")') B-MISC"
+ids() { ts-cat --no-header "$1" | jq -r .id; }
+expect_eq "valid and test keep their files' order" "$(ids "$T/cs/valid.shard"; ids "$T/cs/test.shard")" \
+	"$(ids "$T/dev.rec"; ids "$T/test.rec")"
+expect_ne "train is shuffled" "$(ids "$T/cs/train.shard")" "$(ids "$T/train.rec")"
+expect_eq "with every record of its file" "$(ids "$T/cs/train.shard" | sort -n)" "$(ids "$T/train.rec" | sort -n)"
+# tags_of FILE NAMES: each record's tags by name, a line each
+tags_of() { ts-cat --no-header "$1" | jq -r --argjson n "$2" '[.label[] | select(. >= 0) | $n[.]] | join(" ")'; }
+expect_eq "every tag keeps its name" \
+	"$(tags_of "$T/cs/test.shard" "$(m .labels "$T/cs")"; tags_of "$T/cs/valid.shard" "$(m .labels "$T/cs")")" \
+	"$(tags_of "$T/test.rec" "$(ts-cat "$T/test.rec" | head -n 1 | jq -c .labels)"
+	  tags_of "$T/dev.rec" "$(ts-cat "$T/dev.rec" | head -n 1 | jq -c .labels)")"
+check "shares of the inputs beside a file of its own" \
+	ts-shard -o "$T/cm" --seed 1 --split train=0.9,valid=rest,test=@"$T/test.rec" "$T/train.rec"
+expect_eq "train and valid divide the inputs, test is its file" \
+	"$(m '[.splits.train.count, .splits.valid.count, .splits.test.count] | join(" ")' "$T/cm")" "180 20 41"
+expect_eq "the parts in the order --split gives them" "$(m '.splits | keys_unsorted | join(" ")' "$T/cm")" "train valid test"
+cat "$T/a.msgpack" "$T/a.msgpack" >"$T/twice-a.msgpack"
+check "--dedupe with parts of their own files" ts-shard -o "$T/cdd" --dedupe --split train=@"$T/twice-a.msgpack",test=@"$T/twice-a.msgpack"
+expect_eq "--dedupe drops repeats in train, the part shuffled; test keeps its file as it is" \
+	"$(m '[.splits.train.count, .splits.test.count, .records_in, .duplicates_dropped] | join(" ")' "$T/cdd")" "1000 2000 4000 1000"
+expect_fail "every part a file, and FILE operands: refused" 2 "every part of --split names its file" \
+	ts-shard -o "$T/x" --split train=@"$T/train.rec",test=@"$T/test.rec" "$T/dev.rec"
+expect_fail "standard input for two parts: refused" 2 "standard input is read once" \
+	ts-shard -o "$T/x" --split train=@-,test=@- </dev/null
+expect_fail "standard input for a part and the shares: refused" 2 "standard input is read once" \
+	ts-shard -o "$T/x" --split train=1.0,test=@- </dev/null
+: >"$T/none.rec"
+expect_fail "a part's file without records: refused" 1 "none.rec: no records for the test split" \
+	ts-shard -o "$T/x" --split train=@"$T/train.rec",test=@"$T/none.rec"
+expect_fail "a part's file of another vocab: refused" 1 "b.msgpack: vocab sha256 cdcdcdcdcdcd… differs from .*a.msgpack's" \
+	ts-shard -o "$T/x" --split train=@"$T/a.msgpack",test=@"$T/b.msgpack"
+expect_fail "a part's file that is missing" 1 "cannot open $T/nope.rec" ts-shard -o "$T/x" --split train=@"$T/nope.rec"
+expect_eq "nothing left behind" "$(ls -d "$T"/x* 2>/dev/null)" ""
+
 # Bounded memory: an input several times larger than --mem (50 MB, 125k records).
 if [ ! -x /usr/bin/time ]; then skip "bounded memory (needs /usr/bin/time)"; finish; fi
 awk 'BEGIN { for (k = 0; k < 1000; k++) { s = "{\"id\":" k ",\"ids\":[101"
@@ -166,4 +223,11 @@ echo "    input $((size / 1048576)) MiB, --mem 8: max RSS $((rss / 1024)) MiB (i
 if [ "$size" -gt 40000000 ] && [ "$rss" -lt $((base + 16 * 1024)) ]; then pass "RSS stays within --mem plus 8 MiB on a 6x larger input"
 else fail "RSS stays within --mem plus 8 MiB on a 6x larger input (input $size bytes, RSS $rss KiB, idle $base KiB)"; fi
 expect_eq "the large input is all there" "$(m '[.splits[].count] | add' "$T/large")" 125000
+ASAN_OPTIONS=${ASAN_OPTIONS:-}:quarantine_size_mb=0:thread_local_quarantine_size_kb=0 \
+	/usr/bin/time -f %M ts-shard -o "$T/large2" --mem 8 --split train=@"$T/large.msgpack",test=@"$T/large.msgpack" 2>"$T/rss"
+rss=$(tail -1 "$T/rss")
+echo "    the same input as two parts of their own, --mem 8: max RSS $((rss / 1024)) MiB"
+if [ "$rss" -lt $((base + 16 * 1024)) ]; then pass "parts of their own files: RSS stays within --mem plus 8 MiB"
+else fail "parts of their own files: RSS stays within --mem plus 8 MiB (RSS $rss KiB, idle $base KiB)"; fi
+expect_eq "both parts are all there" "$(m '[.splits[].count] | join(" ")' "$T/large2")" "125000 125000"
 finish

@@ -67,10 +67,15 @@ static void test_splitspec(void)
 	expect_counts("a=10,b=20", 100, "10 20");
 	expect_counts("valid=0.1,test=0.1,train=rest", 10, "1 1 8");
 	expect_counts("a=0,b=rest", 4, "0 4");
+	expect_counts("test=@t.rec,train=0.9,valid=0.1", 10, "0 9 1");
+	expect_counts("train=0.8,test=@t.rec,valid=rest", 10, "8 0 2");
+	expect_counts("train=@a.rec,test=@b.rec", 10, "0 0");
 	expect_die("counts above the records", too_many, NULL, "--split asks for 110 records but there are only 100");
 	expect_refused("a=0.5,b=0.4", "the fractions sum to 0.9, not 1");
 	expect_refused("a=0.5,b=50", "mixes fractions and counts");
-	expect_refused("a=rest,b=0.5", "only the last part may be 'rest'");
+	expect_refused("a=rest,b=0.5", "only the last share may be 'rest'");
+	expect_refused("a=0.5,b=0.4,c=@t.rec", "the fractions sum to 0.9, not 1");
+	expect_refused("a=@", "'a=@' names no file");
 	expect_refused("a=1.5", "fraction 1.5 of 'a' is more than 1");
 	expect_refused("a=x", "'x' of 'a' is neither a fraction");
 	expect_refused("a=-1", "neither a fraction");
