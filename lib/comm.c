@@ -2,13 +2,12 @@
 #include "comm_mpi.h"
 #include "comm_tcp.h"
 #include "err.h"
+#include "host.h"
 #include <limits.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #ifdef TS_GPU
 #include "cuda.h"
 #endif
@@ -29,41 +28,15 @@ const char *comm_algorithm(void)
 	return on_gpu ? "nccl allreduce" : kind == MPI ? "mpi allreduce" : kind == TCP ? "tcp ring" : "none";
 }
 
-double comm_host_key(char *name, size_t len)
-{
-	if (gethostname(name, len) < 0)
-		snprintf(name, len, "localhost");
-	name[len - 1] = 0;
-	uint64_t h = 1469598103934665603ull;
-	for (const char *s = name; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (double)(h >> 12) + 1;
-}
-
-int comm_host_share(const double *hosts, int size, int rank, int *slot, int *first)
-{
-	int n = 0;
-	*slot = 0, *first = -1;
-	for (int r = 0; r < size; r++)
-		if (hosts[r] == hosts[rank]) {
-			if (*first < 0)
-				*first = r;
-			if (r < rank)
-				++*slot;
-			n++;
-		}
-	return n;
-}
-
 /* The processes on this machine, where the launch did not say. */
 static void count_local(struct comm *c)
 {
 	char name[256];
 	double *hosts = xcalloc((size_t)c->size, sizeof *hosts);
-	hosts[c->rank] = comm_host_key(name, sizeof name);
+	hosts[c->rank] = host_key(name, sizeof name);
 	comm_sum_doubles(c, hosts, c->size);
 	int first;
-	c->local_size = comm_host_share(hosts, c->size, c->rank, &c->local_rank, &first);
+	c->local_size = host_share(hosts, c->size, c->rank, &c->local_rank, &first);
 	free(hosts);
 }
 

@@ -31,13 +31,6 @@ void comm_open(struct comm *c, double timeout_s, const char *net_if);
  * environment that dies tells the others why (die_tell), so that they end
  * within seconds, naming it, rather than wait for it --comm-timeout long. */
 void comm_tell_refusal(void);
-/* This machine, as a number that a sum of doubles carries exactly, and
- * its name in name. */
-double comm_host_key(char *name, size_t len);
-/* hosts[size] holds each process's machine; returns how many processes
- * share rank's machine, with rank's place among them in *slot and the
- * first of them in *first. */
-int comm_host_share(const double *hosts, int size, int rank, int *slot, int *first);
 /* Leaves them (after the last collective). */
 void comm_close(const struct comm *c);
 /* From now on the collectives over floats that run on the trainer's

@@ -84,16 +84,23 @@ int tcp_launched(void)
 	return getenv("WORLD_SIZE") != NULL;
 }
 
+/* Whether v is a whole number in [min, max], then in *x. */
+static int whole_in(const char *v, long min, long max, long *x)
+{
+	char *end;
+	errno = 0;
+	*x = strtol(v, &end, 10);
+	return *v && !*end && !errno && *x >= min && *x <= max;
+}
+
 /* An environment variable as an integer in [min, max]. */
 static long env_int(const char *name, long min, long max, long fallback)
 {
 	const char *v = getenv(name);
+	long x;
 	if (!v)
 		return fallback;
-	char *end;
-	errno = 0;
-	long x = strtol(v, &end, 10);
-	if (!*v || *end || errno || x < min || x > max)
+	if (!whole_in(v, min, max, &x))
 		die("%s=%s: not a whole number from %ld to %ld", name, v, min, max);
 	return x;
 }
@@ -377,6 +384,8 @@ void tcp_open(struct comm *c)
 	master_fd = -1;
 	free(waiting);
 	free(seen);
+	waiting = NULL;
+	seen = NULL;
 	told = 1;
 }
 
@@ -385,10 +394,8 @@ void tcp_open(struct comm *c)
 static long env_int_or_none(const char *name, long min, long max)
 {
 	const char *v = getenv(name);
-	char *end;
-	errno = 0;
-	long x = v ? strtol(v, &end, 10) : -1;
-	return v && *v && !*end && !errno && x >= min && x <= max ? x : -1;
+	long x;
+	return v && whole_in(v, min, max, &x) ? x : -1;
 }
 
 /* Process 0, dying before the processes joined: the refusal as the answer

@@ -1,5 +1,6 @@
 #include "gpus.h"
 #include "err.h"
+#include "host.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +90,7 @@ const char *gpus_pick(const struct comm *c, void (*sum)(const struct comm *c, do
 	enum { ROW = 1 + MAX_GPUS };
 	char host[256];
 	double *table = xcalloc((size_t)c->size * ROW, sizeof *table), *row = table + (size_t)c->rank * ROW;
-	row[0] = comm_host_key(host, sizeof host);
+	row[0] = host_key(host, sizeof host);
 	int n = !strcmp(device, "cuda") ? candidates(list, count, ids) : 0;
 	for (int i = 0; i < n; i++)
 		row[1 + i] = ids[i] + 1;
@@ -98,7 +99,7 @@ const char *gpus_pick(const struct comm *c, void (*sum)(const struct comm *c, do
 	double *hosts = xcalloc((size_t)c->size, sizeof *hosts);
 	for (int r = 0; r < c->size; r++)
 		hosts[r] = table[(size_t)r * ROW];
-	int slot, first, share = comm_host_share(hosts, c->size, c->rank, &slot, &first);
+	int slot, first, share = host_share(hosts, c->size, c->rank, &slot, &first);
 	free(hosts);
 	if (n == 0) {    /* cuda:N */
 		free(table);

@@ -458,11 +458,16 @@ static uint64_t global_batch(const struct trainer *t)
 	return (uint64_t)t->c->batch * (uint64_t)t->comm->size;
 }
 
-/* Optimizer steps an epoch takes on a number of processes. */
+/* Optimizer steps that take a number of records on a number of processes. */
+static long steps_for(const struct trainer *t, uint64_t records, int processes)
+{
+	uint64_t gb = (uint64_t)t->c->batch * (uint64_t)processes, accum = (uint64_t)t->c->accum;
+	return (long)(((records + gb - 1) / gb + accum - 1) / accum);
+}
+
 static long epoch_steps(const struct trainer *t, int processes)
 {
-	uint64_t n = shard_count(t->train.shard), gb = (uint64_t)t->c->batch * (uint64_t)processes;
-	return (long)(((n + gb - 1) / gb + (uint64_t)t->c->accum - 1) / (uint64_t)t->c->accum);
+	return steps_for(t, shard_count(t->train.shard), processes);
 }
 
 /* Optimizer steps to the end of the run from the state's place in the data,
@@ -472,9 +477,8 @@ static long steps_to_end(const struct trainer *t, int processes)
 	const struct train_config *c = t->c;
 	if (c->max_steps > 0)
 		return c->max_steps - t->st.step;
-	uint64_t left = shard_count(t->train.shard) - (uint64_t)t->st.record, gb = (uint64_t)c->batch * (uint64_t)processes;
-	long rest = (long)(((left + gb - 1) / gb + (uint64_t)c->accum - 1) / (uint64_t)c->accum);
-	return rest + (c->epochs - t->st.epoch - 1) * epoch_steps(t, processes);
+	uint64_t left = shard_count(t->train.shard) - (uint64_t)t->st.record;
+	return steps_for(t, left, processes) + (c->epochs - t->st.epoch - 1) * epoch_steps(t, processes);
 }
 
 /* The pace of the schedule from its anchor on: schedule steps a step that

@@ -101,6 +101,8 @@ cat1 "$T/m.mp" | renumber | cat1 --from-json -o "$T/m-perm.mp"
 expect_eq "cls: classes in another order scored by name" \
 	"$(eval1 -m "$T/perm-cls" "$T/r.mp"; eval1 -m "$T/perm-cls" --predict --csv "$T/r.mp")" \
 	"$(eval1 -m "$T/perm-cls" "$T/r-perm.mp"; eval1 -m "$T/perm-cls" --predict --csv "$T/r-perm.mp")"
+expect_eq "record files that number the classes otherwise are read as one, by name" \
+	"$(eval1 -m "$T/perm-cls" "$T/r.mp" "$T/r-perm.mp")" "$(eval1 -m "$T/perm-cls" "$T/r.mp" "$T/r.mp" | grep .)"
 expect_eq "cls: by name, record a (neg) is the model's class 1" \
 	"$(eval1 -m "$T/perm-cls" --predict "$T/r.mp" | cat1 | head -n 1 | jq .label)" 1
 expect_eq "multi-label: classes in another order scored by name" \
@@ -134,9 +136,9 @@ wait
 # an error names the record by its file and its place there, headers counted
 printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"lower":true}' '{"id":"a","ids":[2,5,3],"label":0}' \
 	'{"id":"b","ids":[2,6,3],"label":7}' | cat1 --from-json -o "$T/bad3.mp"
-expect_fail "an error names the record's place in its file" 1 "bad3.mp: record 3: label 7 is beyond the head's 3 classes" \
+expect_fail "an error names the record's place in its file" 1 "bad3.mp: record 3: label 7 is out of range \(3 label names\)" \
 	eval1 -m "$HF/tiny-cls" "$T/bad3.mp"
-expect_fail "an error names the file that holds the record" 1 "bad3.mp: record 3: label 7 is beyond" \
+expect_fail "an error names the file that holds the record" 1 "bad3.mp: record 3: label 7 is out of range" \
 	eval1 -m "$HF/tiny-cls" "$T/r.mp" "$T/bad3.mp"
 
 # -o is for predictions

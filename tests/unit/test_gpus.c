@@ -4,6 +4,7 @@
 #include "err.h"
 #include "expect_die.h"
 #include "gpus.h"
+#include "host.h"
 
 static void parse(const void *list)
 {
@@ -60,11 +61,11 @@ static void test_host_share(void)
 	/* a hostfile of 3 slots on host A and 1 on host B, mapped round robin */
 	double hosts[4] = {11, 22, 11, 11};
 	int slot, first;
-	int n = comm_host_share(hosts, 4, 2, &slot, &first);
+	int n = host_share(hosts, 4, 2, &slot, &first);
 	CHECK(n == 3 && slot == 1 && first == 0, "process 2 is the second of 3 on its machine (%d, slot %d)", n, slot);
-	n = comm_host_share(hosts, 4, 1, &slot, &first);
+	n = host_share(hosts, 4, 1, &slot, &first);
 	CHECK(n == 1 && slot == 0 && first == 1, "process 1 is alone on its machine");
-	n = comm_host_share(hosts, 4, 3, &slot, &first);
+	n = host_share(hosts, 4, 3, &slot, &first);
 	CHECK(n == 3 && slot == 2 && first == 0, "process 3 is the third on its machine");
 }
 
