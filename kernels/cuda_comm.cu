@@ -6,6 +6,7 @@
  * end. Every wait is bounded: a collective that does not finish within the
  * timeout is aborted, and the caller names the process at fault. */
 #include "cuda.h"
+#include "clock.h"
 #include "cuda_check.h"
 #include "err.h"
 #include <dlfcn.h>
@@ -62,13 +63,6 @@ static void load(void)
 			die("libnccl.so.2 lacks %s: NCCL 2.14 or later is needed", want[i].name);
 }
 
-static double seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void pause_briefly(void)
 {
 	struct timespec pause = {0, 50000};
@@ -88,9 +82,9 @@ static int give_up(void)
  * use; 0 when the time ran out or a process failed. */
 static int settle(ncclResult_t r, const char *what)
 {
-	double until = seconds() + timeout_s;
+	double until = clock_seconds() + timeout_s;
 	while (r == ncclInProgress) {
-		if (seconds() > until)
+		if (clock_seconds() > until)
 			return give_up();
 		pause_briefly();
 		nccl.async_error(comm, &r);
@@ -118,7 +112,7 @@ void cuda_comm_id(unsigned char id[CUDA_COMM_ID_BYTES])
  * failed. */
 static int wait_for(cudaStream_t s)
 {
-	double until = seconds() + timeout_s;
+	double until = clock_seconds() + timeout_s;
 	for (;;) {
 		cudaError_t e = cudaStreamQuery(s);
 		if (e == cudaSuccess)
@@ -127,7 +121,7 @@ static int wait_for(cudaStream_t s)
 			CUDA_CHECK(e);
 		ncclResult_t async = ncclSuccess;
 		nccl.async_error(comm, &async);
-		if ((async != ncclSuccess && async != ncclInProgress) || seconds() > until)
+		if ((async != ncclSuccess && async != ncclInProgress) || clock_seconds() > until)
 			return give_up();
 		pause_briefly();
 	}
@@ -207,10 +201,10 @@ int cuda_comm_wait_sums(double *span_s, double *exposed_s)
 	/* the computation still queued is not the sums' time; what is left of
 	 * the sums once it is done is */
 	CUDA_CHECK(cudaStreamSynchronize(cuda_stream()));
-	double t0 = seconds();
+	double t0 = clock_seconds();
 	if (!wait_for(side))
 		return 0;
-	*exposed_s = seconds() - t0;
+	*exposed_s = clock_seconds() - t0;
 	float ms = 0;
 	CUDA_CHECK(cudaEventElapsedTime(&ms, started, finished));
 	*span_s = ms / 1e3;

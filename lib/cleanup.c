@@ -30,6 +30,7 @@ static struct {
 
 void cleanup_add(const char *path)
 {
+	die_on_exit(cleanup_run);
 	if (strlen(path) >= PATH_MAX)
 		die("%s: path too long for a temporary file", path);
 	for (int i = 0; i < MAX_PATHS; i++) {

@@ -1,6 +1,7 @@
 #include "comm.h"
 #include "comm_mpi.h"
 #include "comm_tcp.h"
+#include "clock.h"
 #include "err.h"
 #include "host.h"
 #include <limits.h>
@@ -12,8 +13,7 @@
 #include "cuda.h"
 #endif
 
-enum { ALONE, MPI, TCP };
-static int kind = ALONE;
+static const struct transport *via;   /* NULL: a world of one */
 static int on_gpu;                /* the float collectives run over NCCL */
 static struct comm_stats stats;   /* since comm_take_stats */
 
@@ -25,7 +25,7 @@ void comm_take_stats(struct comm_stats *out)
 
 const char *comm_algorithm(void)
 {
-	return on_gpu ? "nccl allreduce" : kind == MPI ? "mpi allreduce" : kind == TCP ? "tcp ring" : "none";
+	return on_gpu ? "nccl allreduce" : via ? via->algorithm : "none";
 }
 
 /* The processes on this machine, where the launch did not say. */
@@ -42,7 +42,7 @@ static void count_local(struct comm *c)
 
 static void refuse(const char *message)
 {
-	if (!mpi_launched())   /* mpirun ends the others itself */
+	if (!mpi_transport.launched())   /* mpirun ends the others itself */
 		tcp_refuse(message);
 }
 
@@ -61,12 +61,10 @@ void comm_open(struct comm *c, double timeout_s, const char *net_if)
 		setenv("OMPI_MCA_btl_tcp_if_include", net_if, 1);
 		setenv("NCCL_SOCKET_IFNAME", net_if, 1);
 	}
-	if (mpi_launched()) {
-		mpi_open(c);
-		kind = MPI;
-	} else if (tcp_launched()) {
-		tcp_open(c);
-		kind = TCP;
+	via = mpi_transport.launched() ? &mpi_transport : tcp_transport.launched() ? &tcp_transport : NULL;
+	if (via)
+		via->open(c);
+	if (via == &tcp_transport) {
 		if (!c->local_size)
 			count_local(c);
 		/* NCCL's own choice leaves out lo, and may take an interface
@@ -84,11 +82,9 @@ void comm_close(const struct comm *c)
 		cuda_comm_close();
 	on_gpu = 0;
 #endif
-	if (kind == MPI)
-		mpi_close();
-	else if (kind == TCP)
-		tcp_close();
-	kind = ALONE;
+	if (via)
+		via->close();
+	via = NULL;
 }
 
 #ifdef TS_GPU
@@ -126,37 +122,21 @@ void comm_use_gpu(const struct comm *c)
 #endif
 }
 
-static double seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The sum every collective is made of, timed and counted. */
 static void sum(const struct comm *c, void *x, size_t n, int dbl)
 {
 	if (c->size == 1)
 		return;
-	double t0 = seconds();
-	if (kind == MPI)
-		mpi_sum(c, x, n, dbl);
-	else
-		tcp_sum(c, x, n, dbl);
-	stats.seconds += seconds() - t0;
-	stats.exposed += seconds() - t0;
+	double t0 = clock_seconds();
+	via->sum(c, x, n, dbl);
+	stats.seconds += clock_seconds() - t0;
+	stats.exposed += clock_seconds() - t0;
 	stats.bytes += (double)n * (dbl ? sizeof(double) : sizeof(float));
 }
 
 void comm_sum_floats(const struct comm *c, float *x, size_t n)
 {
 	sum(c, x, n, 0);
-}
-
-void comm_shard(const struct comm *c, size_t n, size_t *lo, size_t *hi)
-{
-	*lo = n / (size_t)c->size * (size_t)c->rank + (n % (size_t)c->size < (size_t)c->rank ? n % (size_t)c->size : (size_t)c->rank);
-	*hi = *lo + n / (size_t)c->size + ((size_t)c->rank < n % (size_t)c->size);
 }
 
 /* A sharded collective over n floats in GPU memory. */
@@ -181,15 +161,13 @@ static void sharded(const struct comm *c, float *x, size_t n, int gather)
 {
 	if (c->size == 1)
 		return;
-	double t0 = seconds();
+	double t0 = clock_seconds();
 	if (on_gpu)
 		gpu_sharded(c, x, n, gather);
-	else if (kind == MPI)
-		(gather ? mpi_all_gather : mpi_reduce_scatter)(c, x, n);
 	else
-		(gather ? tcp_all_gather : tcp_reduce_scatter)(c, x, n);
-	stats.seconds += seconds() - t0;
-	stats.exposed += seconds() - t0;
+		(gather ? via->all_gather : via->reduce_scatter)(c, x, n);
+	stats.seconds += clock_seconds() - t0;
+	stats.exposed += clock_seconds() - t0;
 	stats.bytes += (double)n * sizeof *x / 2;   /* half an all-reduce's traffic */
 }
 
@@ -210,15 +188,15 @@ void comm_start_sum(const struct comm *c, float *x, size_t n)
 	}
 #endif
 	if (!first_start)
-		first_start = seconds();
+		first_start = clock_seconds();
 	all_done = 0;
-	(kind == MPI ? mpi_start_sum : tcp_start_sum)(c, x, n);
+	via->start_sum(c, x, n);
 }
 
 void comm_progress(const struct comm *c)
 {
-	if (c->size > 1 && kind == MPI && first_start && !all_done && mpi_progress())
-		all_done = seconds();
+	if (c->size > 1 && first_start && !all_done && via->progress())
+		all_done = clock_seconds();
 }
 
 void comm_wait_sums(const struct comm *c)
@@ -237,13 +215,10 @@ void comm_wait_sums(const struct comm *c)
 #endif
 	if (!first_start)
 		return;
-	double t0 = seconds();
-	if (kind == MPI)
-		mpi_wait_sums(c);
-	else
-		all_done = tcp_wait_sums();
+	double t0 = clock_seconds(), done = via->wait_sums(c);
+	all_done = done ? done : all_done;
 	/* the part of the sums' span after this process began to wait */
-	double end = all_done ? all_done : seconds();
+	double end = all_done ? all_done : clock_seconds();
 	stats.seconds += end - first_start;
 	stats.exposed += end > t0 ? end - t0 : 0;
 	first_start = all_done = 0;

@@ -6,19 +6,11 @@
  * order; each leaves all processes with the same bits. */
 #ifndef TS_COMM_H
 #define TS_COMM_H
+#include "transport.h"
 #include <stddef.h>
 
 enum { COMM_TIMEOUT_S = 300 };
 
-struct comm {
-	int rank, size;            /* this process, of size */
-	int local_rank, local_size;  /* the same on this machine */
-	/* how long a collective waits for the other processes before it names
-	 * those that do not answer and ends the run */
-	double timeout_s;
-	/* the network interface they talk over, where known ("": not) */
-	char net_if[32];
-};
 
 /* Joins the run's processes, each collective waiting at most timeout_s for
  * the others, over network interface net_if (NULL: as the launcher or the
@@ -43,9 +35,6 @@ void comm_use_gpu(const struct comm *c);
 
 /* x[0..n) becomes the sum over all processes of their x. */
 void comm_sum_floats(const struct comm *c, float *x, size_t n);
-/* This process's shard of n elements: [*lo, *hi), process r's the r-th of
- * size nearly equal runs. */
-void comm_shard(const struct comm *c, size_t n, size_t *lo, size_t *hi);
 /* Only this process's shard of x[0..n) becomes the sum over all processes
  * (the rest is left as it is); the same bits as comm_sum_floats gives there
  * need not be. */

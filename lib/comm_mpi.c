@@ -2,7 +2,7 @@
 #include "err.h"
 #include <stdlib.h>
 
-int mpi_launched(void)
+static int mpi_launched(void)
 {
 	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
@@ -74,7 +74,7 @@ static void await(const struct comm *c, MPI_Request *req)
 	}
 }
 
-void mpi_open(struct comm *c)
+static void mpi_open(struct comm *c)
 {
 	int got;
 	/* OpenMP threads compute, only the main thread calls MPI */
@@ -88,12 +88,12 @@ void mpi_open(struct comm *c)
 	MPI_Comm_free(&local);
 }
 
-void mpi_close(void)
+static void mpi_close(void)
 {
 	MPI_Finalize();
 }
 
-void mpi_sum(const struct comm *c, void *x, size_t n, int dbl)
+static void mpi_sum(const struct comm *c, void *x, size_t n, int dbl)
 {
 	size_t es = dbl ? sizeof(double) : sizeof(float);
 	for (size_t at = 0; at < n; at += INT_MAX) {
@@ -109,7 +109,7 @@ enum { MAX_STARTED = 4096 };
 static MPI_Request started[MAX_STARTED];
 static int nstarted;
 
-void mpi_start_sum(const struct comm *c, float *x, size_t n)
+static void mpi_start_sum(const struct comm *c, float *x, size_t n)
 {
 	(void)c;
 	for (size_t at = 0; at < n; at += INT_MAX) {
@@ -121,18 +121,19 @@ void mpi_start_sum(const struct comm *c, float *x, size_t n)
 	}
 }
 
-int mpi_progress(void)
+static int mpi_progress(void)
 {
 	int done;
 	MPI_Testall(nstarted, started, &done, MPI_STATUSES_IGNORE);
 	return done;
 }
 
-void mpi_wait_sums(const struct comm *c)
+static double mpi_wait_sums(const struct comm *c)
 {
 	for (int i = 0; i < nstarted; i++)
 		await(c, &started[i]);
 	nstarted = 0;
+	return 0;
 }
 
 /* Each process's shard of n as MPI's int counts and offsets. */
@@ -149,7 +150,7 @@ static void shards(const struct comm *c, size_t n, int *counts, int *offsets)
 	}
 }
 
-void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
+static void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
 {
 	int *counts = xmalloc(2 * sizeof(int) * (size_t)c->size), *offsets = counts + c->size;
 	shards(c, n, counts, offsets);
@@ -162,7 +163,7 @@ void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
 	free(counts);
 }
 
-void mpi_all_gather(const struct comm *c, float *x, size_t n)
+static void mpi_all_gather(const struct comm *c, float *x, size_t n)
 {
 	int *counts = xmalloc(2 * sizeof(int) * (size_t)c->size), *offsets = counts + c->size;
 	shards(c, n, counts, offsets);
@@ -172,43 +173,49 @@ void mpi_all_gather(const struct comm *c, float *x, size_t n)
 	free(counts);
 }
 #else
-void mpi_open(struct comm *c)
+static void mpi_open(struct comm *c)
 {
 	(void)c;
 	die("started by mpirun or srun, but this build has no MPI (STATIC=1 leaves it out)");
 }
 
-void mpi_close(void)
+static void mpi_close(void)
 {
 }
 
-void mpi_sum(const struct comm *c, void *x, size_t n, int dbl)
+static void mpi_sum(const struct comm *c, void *x, size_t n, int dbl)
 {
 	(void)c, (void)x, (void)n, (void)dbl;
 }
 
-void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
+static void mpi_reduce_scatter(const struct comm *c, float *x, size_t n)
 {
 	(void)c, (void)x, (void)n;
 }
 
-void mpi_all_gather(const struct comm *c, float *x, size_t n)
+static void mpi_all_gather(const struct comm *c, float *x, size_t n)
 {
 	(void)c, (void)x, (void)n;
 }
 
-void mpi_start_sum(const struct comm *c, float *x, size_t n)
+static void mpi_start_sum(const struct comm *c, float *x, size_t n)
 {
 	(void)c, (void)x, (void)n;
 }
 
-int mpi_progress(void)
+static int mpi_progress(void)
 {
 	return 1;
 }
 
-void mpi_wait_sums(const struct comm *c)
+static double mpi_wait_sums(const struct comm *c)
 {
 	(void)c;
+	return 0;
 }
 #endif
+
+const struct transport mpi_transport = {
+	"mpi allreduce", mpi_launched, mpi_open, mpi_close, mpi_sum, mpi_reduce_scatter, mpi_all_gather,
+	mpi_start_sum, mpi_progress, mpi_wait_sums,
+};

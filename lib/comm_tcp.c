@@ -10,6 +10,7 @@
  * along the ring to the process that owns it (reduce-scatter), then passed
  * round whole (all-gather), so that every process ends with the same bits. */
 #include "comm_tcp.h"
+#include "clock.h"
 #include "err.h"
 #include <errno.h>
 #include <ifaddrs.h>
@@ -72,14 +73,7 @@ void tcp_use_if(const char *name)
 		die("--net-if %s: no network interface of that name with an address here (%s)", name, names);
 }
 
-static double seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int tcp_launched(void)
+static int tcp_launched(void)
 {
 	return getenv("WORLD_SIZE") != NULL;
 }
@@ -120,7 +114,7 @@ static int move_by(int fd, void *buf, size_t n, int out, double deadline)
 	char *p = buf;
 	while (n) {
 		struct pollfd pf = { fd, (short)(out ? POLLOUT : POLLIN), 0 };
-		double left = deadline - seconds();
+		double left = deadline - clock_seconds();
 		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0)
 			return -1;
 		ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
@@ -167,7 +161,7 @@ static int listener(struct sockaddr *addr, socklen_t len)
 static int accept_by(int lfd, double deadline, struct sockaddr_storage *from, socklen_t *len)
 {
 	struct pollfd pf = { lfd, POLLIN, 0 };
-	double left = deadline - seconds();
+	double left = deadline - clock_seconds();
 	if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
 		return -1;
 	*len = sizeof *from;
@@ -201,7 +195,7 @@ static int connect_by(const struct sockaddr *addr, socklen_t len, double deadlin
 		}
 		if (fd >= 0)
 			close(fd);
-		if (seconds() > deadline)
+		if (clock_seconds() > deadline)
 			return -1;
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
@@ -303,7 +297,7 @@ static void interface_of(int fd, char *name, size_t len)
 	freeifaddrs(all);
 }
 
-void tcp_open(struct comm *c)
+static void tcp_open(struct comm *c)
 {
 	c->size = (int)env_int("WORLD_SIZE", 1, MAX_PROCESSES, 1);
 	c->rank = (int)env_int("RANK", 0, c->size - 1, -1);
@@ -322,7 +316,7 @@ void tcp_open(struct comm *c)
 	int rc = getaddrinfo(host, port, &hints, &ai);
 	if (rc)
 		die("MASTER_ADDR=%s: %s", host, gai_strerror(rc));
-	double deadline = seconds() + c->timeout_s;
+	double deadline = clock_seconds() + c->timeout_s;
 	struct peer *peers = xcalloc((size_t)c->size, sizeof *peers);
 	int ring_port, ring = listen_any(ai->ai_family, 0, &ring_port);
 	if (ring < 0)
@@ -440,7 +434,7 @@ void tcp_refuse(const char *message)
 	    getaddrinfo(host, port, &hints, &ai))
 		return;
 	int32_t len = (int32_t)strnlen(message, MAX_MESSAGE);
-	double deadline = seconds() + REFUSAL_S;
+	double deadline = clock_seconds() + REFUSAL_S;
 	if (rank == 0)
 		refuse_all((int)size, ai->ai_family, atoi(port), message, len, deadline);
 	else {
@@ -458,10 +452,10 @@ void tcp_refuse(const char *message)
  * previous one, neither waiting on the other. */
 static void exchange(const struct comm *c, const char *out, size_t nout, char *in, size_t nin)
 {
-	double deadline = seconds() + c->timeout_s;
+	double deadline = clock_seconds() + c->timeout_s;
 	while (nout || nin) {
 		struct pollfd pf[2] = { { right_fd, nout ? POLLOUT : 0, 0 }, { left_fd, nin ? POLLIN : 0, 0 } };
-		double left = deadline - seconds();
+		double left = deadline - clock_seconds();
 		if (left <= 0 || poll(pf, 2, (int)(left * 1000) + 1) == 0)
 			die("process %d: no answer from process %d in %g s (--comm-timeout); ending the run", c->rank,
 			    nin ? left_rank : right_rank, c->timeout_s);
@@ -552,14 +546,14 @@ static void *run_started(void *arg)
 		all_gather(bg.c, (char *)x, n, sizeof *x);
 		pthread_mutex_lock(&bg.mu);
 		bg.done++;
-		bg.last_done = seconds();
+		bg.last_done = clock_seconds();
 		pthread_cond_broadcast(&bg.cv);
 	}
 	pthread_mutex_unlock(&bg.mu);
 	return NULL;
 }
 
-void tcp_start_sum(const struct comm *c, float *x, size_t n)
+static void tcp_start_sum(const struct comm *c, float *x, size_t n)
 {
 	pthread_mutex_lock(&bg.mu);
 	if (!bg.running) {
@@ -575,8 +569,9 @@ void tcp_start_sum(const struct comm *c, float *x, size_t n)
 	pthread_mutex_unlock(&bg.mu);
 }
 
-double tcp_wait_sums(void)
+static double tcp_wait_sums(const struct comm *c)
 {
+	(void)c;
 	pthread_mutex_lock(&bg.mu);
 	while (bg.done != bg.queued)
 		pthread_cond_wait(&bg.cv, &bg.mu);
@@ -586,26 +581,26 @@ double tcp_wait_sums(void)
 	return t;
 }
 
-void tcp_sum(const struct comm *c, void *x, size_t n, int dbl)
+static void tcp_sum(const struct comm *c, void *x, size_t n, int dbl)
 {
-	tcp_wait_sums();
+	tcp_wait_sums(c);
 	reduce_scatter(c, x, n, dbl);
 	all_gather(c, x, n, dbl ? sizeof(double) : sizeof(float));
 }
 
-void tcp_reduce_scatter(const struct comm *c, float *x, size_t n)
+static void tcp_reduce_scatter(const struct comm *c, float *x, size_t n)
 {
-	tcp_wait_sums();
+	tcp_wait_sums(c);
 	reduce_scatter(c, (char *)x, n, 0);
 }
 
-void tcp_all_gather(const struct comm *c, float *x, size_t n)
+static void tcp_all_gather(const struct comm *c, float *x, size_t n)
 {
-	tcp_wait_sums();
+	tcp_wait_sums(c);
 	all_gather(c, (char *)x, n, sizeof *x);
 }
 
-void tcp_close(void)
+static void tcp_close(void)
 {
 	if (bg.running) {
 		pthread_mutex_lock(&bg.mu);
@@ -622,3 +617,13 @@ void tcp_close(void)
 		close(left_fd);
 	left_fd = right_fd = -1;
 }
+
+static int tcp_progress(void)
+{
+	return 0;   /* the sums move on, on their thread */
+}
+
+const struct transport tcp_transport = {
+	"tcp ring", tcp_launched, tcp_open, tcp_close, tcp_sum, tcp_reduce_scatter, tcp_all_gather,
+	tcp_start_sum, tcp_progress, tcp_wait_sums,
+};

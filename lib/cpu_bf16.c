@@ -9,6 +9,7 @@
  * backward does. Weights, gradients, optimizer state and every other op
  * stay fp32. oneDNN shares OpenMP's threads with the rest of the CPU
  * backend. */
+#include "backend.h"
 #include "cpu_ops.h"
 #include "err.h"
 #include <stdint.h>
@@ -569,3 +570,23 @@ void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
 	attention_backward_with(dq, dk, dv, dctx, probs, a, gemm_bf16, softmax_backward_row_bf16);
 }
 #endif
+
+/* The fp32 table with the ops that compute in bf16. */
+const struct backend *backend_cpu_bf16(const char **why)
+{
+	static struct backend bf16;
+	if (!bf16_available(why))
+		return NULL;
+	bf16 = *backend_cpu();
+	bf16.name = "cpu bf16";
+	bf16.precise = backend_cpu();
+	bf16.linear_forward = linear_forward_bf16;
+	bf16.linear_backward = linear_backward_bf16;
+	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
+	bf16.gelu_backward = gelu_backward_bf16;
+	bf16.layernorm_backward = layernorm_backward_bf16;
+	bf16.residual_layernorm_forward = residual_layernorm_forward_bf16;
+	bf16.attention_forward = attention_forward_bf16;
+	bf16.attention_backward = attention_backward_bf16;
+	return &bf16;
+}

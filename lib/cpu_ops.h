@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* Zeroed host memory, on transparent huge pages when it spans one or more
- * (cpu_backend.c), and its release. cpu_grow makes room for need items of
+ * (cpu_mem.c), and its release. cpu_grow makes room for need items of
  * size bytes at *pp from it, not keeping the old contents. */
 void *cpu_alloc(size_t bytes);
 void cpu_release(void *p);

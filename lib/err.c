@@ -1,5 +1,4 @@
 #include "err.h"
-#include "cleanup.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -12,6 +11,17 @@ const char *ts_prog = "topspin";
 
 static void (*hook)(void);
 static void (*teller)(const char *message);
+enum { MAX_EXIT_HOOKS = 8 };
+static void (*_Atomic exit_hooks[MAX_EXIT_HOOKS])(void);
+
+void die_on_exit(void (*fn)(void))
+{
+	for (int i = 0; i < MAX_EXIT_HOOKS; i++) {
+		void (*none)(void) = NULL;
+		if (atomic_load(&exit_hooks[i]) == fn || atomic_compare_exchange_strong(&exit_hooks[i], &none, fn))
+			return;
+	}
+}
 
 void die_hook(void (*fn)(void)) { hook = fn; }
 void die_tell(void (*fn)(const char *message)) { teller = fn; }
@@ -49,7 +59,11 @@ static void begin_ending(int code)
 
 static _Noreturn void finish(int code)
 {
-	cleanup_run();
+	for (int i = 0; i < MAX_EXIT_HOOKS; i++) {
+		void (*fn)(void) = atomic_load(&exit_hooks[i]);
+		if (fn)
+			fn();
+	}
 	exit(code);
 }
 

@@ -11,15 +11,18 @@ extern const char *ts_prog;   /* set by each command's main */
 
 enum { EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 
-/* die: exit 1 after removing the temp paths of cleanup.h; die_usage: exit 2,
- * the line ending with a pointer to --help. Either may run on any thread; the
- * first call ends the process. */
+/* die: exit 1 after the exit hooks (die_on_exit: cleanup.h's removal of
+ * temp paths); die_usage: exit 2, the line ending with a pointer to --help.
+ * Either may run on any thread; the first call ends the process. */
 __attribute__((noreturn)) void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __attribute__((noreturn)) void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A function die() and die_usage() call first (NULL: none): the fuzz
  * targets jump back from it, so that bad input does not end the fuzzer. */
 void die_hook(void (*fn)(void));
+/* Adds fn to the functions die() and die_usage() call, in the order added,
+ * just before the process exits (at most 8; each once, however often added). */
+void die_on_exit(void (*fn)(void));
 /* A function die() and die_usage() give their message to just before the
  * process exits (NULL: none): a process of a launch tells the others why. */
 void die_tell(void (*fn)(const char *message));

@@ -1,4 +1,5 @@
 #include "progress.h"
+#include "clock.h"
 #include "err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,13 +13,6 @@ struct progress {
 	double start, last;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 struct progress *progress_new(const char *what, uint64_t total, enum progress_unit unit)
 {
 	if (!isatty(STDERR_FILENO))
@@ -27,7 +21,7 @@ struct progress *progress_new(const char *what, uint64_t total, enum progress_un
 	p->what = what;
 	p->total = total;
 	p->unit = unit;
-	p->start = now();
+	p->start = clock_seconds();
 	return p;
 }
 
@@ -35,7 +29,7 @@ void progress_update(struct progress *p, uint64_t done, const char *note)
 {
 	if (!p)
 		return;
-	double t = now();
+	double t = clock_seconds();
 	if (t - p->last < 0.1 && done < p->total)
 		return;
 	p->last = t;

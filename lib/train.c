@@ -1,4 +1,5 @@
 #include "train.h"
+#include "clock.h"
 #include "runplots.h"
 #include "tboard.h"
 #include "adir.h"
@@ -78,13 +79,6 @@ struct trainer {
 	long saved_step;       /* step of the last checkpoint written, -1 for none */
 	struct progress *prog;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void logf_(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(struct trainer *t, const char *fmt, ...)
@@ -924,7 +918,7 @@ static json_t *comm_json(struct trainer *t, double step_s)
 static void log_step(struct trainer *t, const struct step_result *r, double step_s)
 {
 	json_t *comm = comm_json(t, step_s);
-	double elapsed = now() - t->t0;
+	double elapsed = clock_seconds() - t->t0;
 	double per_step = elapsed / (double)t->steps_this_process;
 	double eta = per_step * (double)(t->total_steps - t->st.step);
 	json_t *j = json_pack("{sI sI sI sI so so so sf so sI}", "step", (json_int_t)t->st.step, "epoch",
@@ -1183,19 +1177,19 @@ int train_run(const struct train_config *c)
 					      (json_int_t)t.total_steps, "steps_per_epoch", (json_int_t)t.steps_per_epoch,
 					      "processes", (json_int_t)t.comm->size));
 	t.prog = t.lead ? progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS) : NULL;
-	t.t0 = now();
+	t.t0 = clock_seconds();
 	double elapsed0 = t.st.elapsed_s;
 	int stopped = 0;
 	while (!t.st.finished && t.st.step < t.total_steps) {
-		double s0 = now();
+		double s0 = clock_seconds();
 		struct step_result r;
 		train_step(&t, &r);
 		t.st.step++;
 		t.st.samples += r.samples;
 		t.st.tokens += r.tokens;
 		t.steps_this_process++;
-		t.st.elapsed_s = elapsed0 + (now() - t.t0);
-		log_step(&t, &r, now() - s0);
+		t.st.elapsed_s = elapsed0 + (clock_seconds() - t.t0);
+		log_step(&t, &r, clock_seconds() - s0);
 		if (at_step_end(&t))
 			break;
 		int stop = comm_any(t.comm, stop_signal || (t.lead && rundir_stop_requested(c->run)));

@@ -72,6 +72,14 @@ static void die_on_threads(const void *arg)
 		pthread_join(th[i], NULL);
 }
 
+/* Registers path, then dies: die() removes it on the way out. */
+static void die_with_temp(const void *path)
+{
+	write_file(path, "x", 1);
+	cleanup_add(path);
+	die("failed with a temp file");
+}
+
 /* Registers path, says so on fd, then blocks reading a pipe nobody writes. */
 static void block_reading(const char *path, int ready_fd)
 {
@@ -135,6 +143,10 @@ int main(void)
 		die("mkdtemp:");
 	test_run(dir);
 	expect_die("die() on eight threads at once prints one line", die_on_threads, NULL, "failed");
+	char temp[64];
+	snprintf(temp, sizeof temp, "%s/temp", dir);
+	expect_die("die() with a registered temp file", die_with_temp, temp, "failed with a temp file");
+	CHECK(!exists(temp), "die() removes the registered temp file");
 	test_signal(dir, SIGTERM, "SIGTERM");
 	test_signal(dir, SIGINT, "SIGINT");
 	test_signal(dir, SIGHUP, "SIGHUP");
