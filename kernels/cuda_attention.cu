@@ -27,8 +27,9 @@
  *   dK = dS^T Q / sqrt(d), looping over query tiles in order.
  * Every sum is one thread's, in a fixed order (or a fixed warp butterfly), so
  * results do not change from run to run; no atomics. */
-#include "cuda.h"
+#include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_warp.h"
 #include "dropout.h"
 #include "err.h"
 #include <limits.h>
@@ -42,7 +43,6 @@
 #define MAX_D 256               /* the widest head */
 #define CHUNKS (MAX_D / 32)     /* a lane's columns of a head row */
 #define WLD (TILE + 1)          /* row stride of a weight tile in shared memory */
-#define FULL 0xffffffffu
 
 /* struct attention, worked out for the kernels. */
 struct att {
@@ -65,20 +65,6 @@ struct seq {
 	int n;                     /* keys that take part: real, or len when none is */
 	size_t probs;              /* offset of its nq x len block of probabilities */
 };
-
-static __device__ __forceinline__ float warp_sum(float x)
-{
-	for (int o = 16; o; o >>= 1)
-		x += __shfl_xor_sync(FULL, x, o);
-	return x;
-}
-
-static __device__ __forceinline__ float warp_max(float x)
-{
-	for (int o = 16; o; o >>= 1)
-		x = fmaxf(x, __shfl_xor_sync(FULL, x, o));
-	return x;
-}
 
 /* The (tile, head, sequence) of this block: grids are one-dimensional. */
 static __device__ __forceinline__ void block_coords(const struct att *a, int *tile, int *h,

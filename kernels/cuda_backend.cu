@@ -3,7 +3,7 @@
  * host never reads a buffer a kernel is still writing. The linear layers'
  * GEMMs are cuBLAS's (fp32, no TF32, deterministic: no atomics); the other
  * ops live in cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
-#include "cuda.h"
+#include "cuda_api.h"
 #include "cuda_check.h"
 #include "err.h"
 #include <cublas_v2.h>

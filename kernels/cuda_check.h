@@ -2,7 +2,7 @@
  * naming the file, the line, the call and what went wrong, with a hint. */
 #ifndef TS_CUDA_CHECK_H
 #define TS_CUDA_CHECK_H
-#include "cuda.h"
+#include "cuda_api.h"
 #include <cuda_runtime.h>
 
 #define CUDA_CHECK(call) do { \

@@ -5,7 +5,7 @@
  * its bucket is complete; the compute stream waits for all of them at the
  * end. Every wait is bounded: a collective that does not finish within the
  * timeout is aborted, and the caller names the process at fault. */
-#include "cuda.h"
+#include "cuda_api.h"
 #include "clock.h"
 #include "cuda_check.h"
 #include "err.h"

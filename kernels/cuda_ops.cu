@@ -21,14 +21,14 @@
  * Dropout masks are the CPU's to the bit (dropout.h): element i of a call
  * with (p, seed) is kept iff dropout_hash(dropout_key(seed), (uint32_t)i)
  * reaches dropout_threshold(p). */
-#include "cuda.h"
+#include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_warp.h"
 #include "dropout.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define FULL 0xffffffffu
 
 enum {
 	THREADS = 256,          /* elementwise and per-column kernels */
@@ -99,22 +99,6 @@ static void *scratch_get(size_t bytes)
 }
 
 /* ---- reductions ---- */
-
-/* The warp's sum in every lane: a butterfly of commutative adds, so every
- * lane ends with the same bits. */
-static __device__ float warp_sum(float v)
-{
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(FULL, v, o);
-	return v;
-}
-
-static __device__ double warp_sum_double(double v)
-{
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(FULL, v, o);
-	return v;
-}
 
 /* Merges a running (max m, sum s of exp(x - m)) with another. The terms are
  * symmetric, so the result does not depend on the order of the two. */

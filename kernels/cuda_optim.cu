@@ -20,7 +20,7 @@
  * dependent adds, some 50 to 100 microseconds. The partial sums' buffers grow
  * and are kept; like the backend's one stream they are not for concurrent
  * callers. */
-#include "cuda.h"
+#include "cuda_api.h"
 #include "cuda_check.h"
 #include <stddef.h>
 

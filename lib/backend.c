@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef TS_GPU
-#include "cuda.h"
+#include "cuda_api.h"
 #endif
 
 enum { MAX_GPU_INDEX = 1023 };

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 #ifdef TS_GPU
-#include "cuda.h"
+#include "cuda_api.h"
 #endif
 
 static const struct transport *via;   /* NULL: a world of one */

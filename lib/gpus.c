@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #ifdef TS_GPU
-#include "cuda.h"
+#include "cuda_api.h"
 #endif
 
 static const struct gpu_usage *load_of;

@@ -7,7 +7,7 @@
 #include "err.h"
 #ifdef TS_GPU
 #include "backend.h"
-#include "cuda.h"
+#include "cuda_api.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

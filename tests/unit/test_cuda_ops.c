@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef TS_GPU
-#include "cuda.h"
+#include "cuda_api.h"
 
 static const struct backend *gpu;
 static struct rng gen;

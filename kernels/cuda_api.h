@@ -4,8 +4,8 @@
  * backend's stream (cuda_stream()). fp32 throughout; sums run in a fixed
  * order, so a result does not change from run to run. Dropout draws the CPU's
  * masks (dropout.h), so the two backends agree with dropout on. */
-#ifndef TS_CUDA_H
-#define TS_CUDA_H
+#ifndef TS_CUDA_API_H
+#define TS_CUDA_API_H
 #include "backend.h"
 #include <stddef.h>
 #include <stdint.h>
