@@ -1,4 +1,4 @@
-/* ts-train: train a BERT encoder (cls or mlm) on a data dir into a run dir. */
+/* ts-train: train a BERT encoder (cls, mlm, tokcls, reg or multi) on a data dir into a run dir. */
 #include "afile.h"
 #include "backend.h"
 #include "comm.h"

@@ -6,6 +6,7 @@
 #define TS_BATCHER_H
 #include "bert.h"
 #include "shard.h"
+#include "streamshard.h"
 #include <stdint.h>
 
 struct mlm_config {
@@ -35,13 +36,6 @@ struct batch {
 };
 
 /* Where batches come from and how they are labelled. */
-/* Where each row of a shard made from streams came from, for errors. */
-struct row_origin {
-	char **files;              /* the streams' names */
-	uint32_t *file;            /* by row: its stream */
-	uint64_t *rec;             /* by row: its record's number there */
-};
-
 struct batch_source {
 	const struct shard *shard;
 	const char *name;          /* for errors */

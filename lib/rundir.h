@@ -1,4 +1,4 @@
-/* A run dir (DESIGN.md): its files, the lock that keeps one trainer in it,
+/* A run dir (ts-train(1), FILES): its files, the lock that keeps one trainer in it,
  * and stop requests. */
 #ifndef TS_RUNDIR_H
 #define TS_RUNDIR_H

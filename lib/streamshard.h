@@ -2,8 +2,15 @@
  * records from pipes but need random access (ts-eval). */
 #ifndef TS_STREAMSHARD_H
 #define TS_STREAMSHARD_H
-#include "batcher.h"
 #include "shard.h"
+#include <stdint.h>
+
+/* Where each row of a shard made from streams came from, for errors. */
+struct row_origin {
+	char **files;              /* the streams' names */
+	uint32_t *file;            /* by row: its stream */
+	uint64_t *rec;             /* by row: its record's number there */
+};
 
 /* Reads every record of the streams into an unlinked temporary shard and
  * opens it. *vocab_sha256 gets the streams' vocab hash (NULL when none),

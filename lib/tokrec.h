@@ -1,4 +1,4 @@
-/* Token records and the stream header that describes them (DESIGN.md). */
+/* Token records and the stream header that describes them (ts-tokenize(1), OUTPUT). */
 #ifndef TS_TOKREC_H
 #define TS_TOKREC_H
 #include "rec.h"
