@@ -88,7 +88,8 @@ B := build
 BINDIR := bin
 endif
 
-LIB_SRC := $(wildcard lib/*.c)
+LIB_SRC := $(wildcard lib/*/*.c)
+LIB_H := $(wildcard lib/*/*.h)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(if $(filter -DTS_GPU=1,$(CFLAGS)),$(CU_SRC:%.cu=$(B)/%.o))
 CMDS := $(patsubst cmd/%.c,$(BINDIR)/%,$(wildcard cmd/*.c))
 UNIT := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
@@ -96,10 +97,11 @@ UNIT := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 all: $(CMDS) completions
 commands: $(CMDS)
 
-$(B)/%.o: %.c $(wildcard lib/*.h) | $(B)/lib $(B)/cmd
+$(B)/%.o: %.c $(LIB_H) | $(B)/cmd
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(B)/kernels/%.o: kernels/%.cu $(wildcard lib/*.h kernels/*.h)
+$(B)/kernels/%.o: kernels/%.cu $(LIB_H) $(wildcard kernels/*.h)
 	@mkdir -p $(B)/kernels
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
@@ -117,7 +119,7 @@ $(B)/bench/%: tests/bench/%.c $(B)/libtopspin.a
 	@mkdir -p $(B)/bench
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libtopspin.a $(LDLIBS)
 
-$(B)/lib $(B)/cmd $(B)/tests $(BINDIR):
+$(B)/cmd $(B)/tests $(BINDIR):
 	mkdir -p $@
 
 # Completions are generated from each command's option table, so they cannot drift.
@@ -165,7 +167,7 @@ test: all $(UNIT) $(VENV)/ready
 # tests/gpu/run needs beside them, in one relocatable tarball.
 BUNDLE := build/topspin-$(VERSION)-gpu.tar.xz
 bundle: $(BUNDLE)
-$(BUNDLE): $(CU_SRC) $(LIB_SRC) $(wildcard cmd/*.c lib/*.h kernels/*.h tests/unit/* tests/gpu/* tests/cli/*.sh examples/*) \
+$(BUNDLE): $(CU_SRC) $(LIB_SRC) $(LIB_H) $(wildcard cmd/*.c kernels/*.h tests/unit/* tests/gpu/* tests/cli/*.sh examples/*) \
            tests/lib.sh tests/bench/train_gpu tests/bench/hf_bert_gpu.py
 	@$(MAKE) --no-print-directory GPU=1 STATIC=1 SAN=0 B=build-bundle BINDIR=build-bundle/bin commands \
 	  build-bundle/tests/test_cuda_ops build-bundle/tests/test_cuda_comm
@@ -209,8 +211,8 @@ FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 FUZZ_LIB_OBJ := $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
 
-build/fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
-	@mkdir -p build/fuzz/lib
+build/fuzz/lib/%.o: lib/%.c $(LIB_H)
+	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 build/fuzz/libtopspin.a: $(FUZZ_LIB_OBJ)

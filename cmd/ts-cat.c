@@ -1,9 +1,9 @@
 /* ts-cat: print any TopSpin stream, shard, manifest or events file as JSON
  * lines, or turn JSON lines back into records. */
-#include "afile.h"
-#include "catfile.h"
-#include "err.h"
-#include "opt.h"
+#include "data/catfile.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,17 +1,18 @@
 /* ts-eval: evaluate a model dir on a data split or token streams: metrics,
  * a readable report, or per-record predictions. */
-#include "afile.h"
-#include "err.h"
-#include "evaluate.h"
-#include "gpus.h"
-#include "hfconfig.h"
-#include "labelmap.h"
-#include "manifest.h"
-#include "modeldir.h"
-#include "opt.h"
-#include "predictions.h"
-#include "streamshard.h"
-#include "vocab.h"
+#include "data/labelmap.h"
+#include "data/manifest.h"
+#include "data/streamshard.h"
+#include "data/vocab.h"
+#include "dist/device.h"
+#include "dist/gpus.h"
+#include "eval/evaluate.h"
+#include "eval/predictions.h"
+#include "model/hfconfig.h"
+#include "model/modeldir.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
 #include <limits.h>
 #include <math.h>
 #include <omp.h>

@@ -3,17 +3,17 @@
  * bounded memory (an external sort keyed by a hash of the seed). A part
  * may come from a file of its own (a corpus's official test set), whole:
  * only train is shuffled; the inputs' classes get one numbering, by name. */
-#include "adir.h"
-#include "afile.h"
-#include "err.h"
-#include "extsort.h"
-#include "manifest.h"
-#include "opt.h"
-#include "rng.h"
-#include "shard.h"
-#include "splitspec.h"
-#include "tokrec.h"
-#include "vocab.h"
+#include "data/extsort.h"
+#include "data/manifest.h"
+#include "data/shard.h"
+#include "data/splitspec.h"
+#include "data/tokrec.h"
+#include "data/vocab.h"
+#include "util/adir.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
+#include "util/rng.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>

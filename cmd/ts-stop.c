@@ -1,9 +1,9 @@
 /* ts-stop: ask a training run to checkpoint and stop. */
-#include "adir.h"
-#include "afile.h"
-#include "err.h"
-#include "opt.h"
-#include "rundir.h"
+#include "run/rundir.h"
+#include "util/adir.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

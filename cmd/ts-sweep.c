@@ -1,16 +1,16 @@
 /* ts-sweep: run ts-train over a grid or random draws of options, and show
  * the leaderboard. */
-#include "afile.h"
-#include "err.h"
-#include "gpulist.h"
-#include "metricnames.h"
-#include "opt.h"
-#include "rec.h"
-#include "runplots.h"
-#include "mpjson.h"
-#include "strbuf.h"
-#include "sweep.h"
-#include "sweeprun.h"
+#include "dist/gpulist.h"
+#include "eval/metricnames.h"
+#include "format/mpjson.h"
+#include "format/rec.h"
+#include "run/runplots.h"
+#include "sweep/sweep.h"
+#include "sweep/sweeprun.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
+#include "util/strbuf.h"
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>

@@ -1,14 +1,14 @@
 /* ts-tokenize: text in, token records out (BERT normalisation + WordPiece). */
-#include "afile.h"
-#include "encode.h"
-#include "err.h"
-#include "labelmap.h"
-#include "opt.h"
-#include "ordered.h"
-#include "progress.h"
-#include "strbuf.h"
-#include "tokinput.h"
-#include "vocab.h"
+#include "data/encode.h"
+#include "data/labelmap.h"
+#include "data/tokinput.h"
+#include "data/vocab.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
+#include "util/ordered.h"
+#include "util/progress.h"
+#include "util/strbuf.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,12 @@
 /* ts-top: a live view of training runs and sweeps. */
-#include "adir.h"
-#include "afile.h"
-#include "err.h"
-#include "nvml.h"
-#include "opt.h"
-#include "runview.h"
-#include "strbuf.h"
-#include "sweeprun.h"
+#include "dist/nvml.h"
+#include "run/runview.h"
+#include "sweep/sweeprun.h"
+#include "util/adir.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
+#include "util/strbuf.h"
 #include <curses.h>
 #include <fcntl.h>
 #include <langinfo.h>

@@ -1,13 +1,14 @@
 /* ts-train: train a BERT encoder (cls, mlm, tokcls, reg or multi) on a data dir into a run dir. */
-#include "afile.h"
-#include "backend.h"
-#include "comm.h"
-#include "err.h"
-#include "evaluate.h"
-#include "gpus.h"
-#include "opt.h"
-#include "schedule.h"
-#include "train.h"
+#include "backend/backend.h"
+#include "dist/comm.h"
+#include "dist/device.h"
+#include "dist/gpus.h"
+#include "eval/evaluate.h"
+#include "model/schedule.h"
+#include "run/train.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/opt.h"
 #include <limits.h>
 #include <omp.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
-/* The CUDA backend's ops, one per entry of struct backend (lib/backend.h):
- * each means exactly what lib/cpu_ops.h says of the CPU function of the same
+/* The CUDA backend's ops, one per entry of struct backend (lib/backend/backend.h):
+ * each means exactly what lib/backend/cpu_ops.h says of the CPU function of the same
  * name without the cuda_ prefix, on buffers in GPU memory, and runs on the
  * backend's stream (cuda_stream()). fp32 throughout; sums run in a fixed
  * order, so a result does not change from run to run. Dropout draws the CPU's
  * masks (dropout.h), so the two backends agree with dropout on. */
 #ifndef TS_CUDA_API_H
 #define TS_CUDA_API_H
-#include "backend.h"
+#include "backend/backend.h"
 #include <stddef.h>
 #include <stdint.h>
 

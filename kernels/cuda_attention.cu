@@ -1,5 +1,5 @@
 /* Multi-head self-attention on the GPU, fp32, with the meaning and the
- * dropout masks of the CPU's (lib/cpu_attention.c, lib/cpu_ops.h).
+ * dropout masks of the CPU's (lib/backend/cpu_attention.c, lib/backend/cpu_ops.h).
  *
  * Layout, as the CPU's: sequence b's len keys and values are rows k0 =
  * kv_start[b].. of k and v (stride ldkv), its nq queries rows q0.. of q
@@ -27,11 +27,11 @@
  *   dK = dS^T Q / sqrt(d), looping over query tiles in order.
  * Every sum is one thread's, in a fixed order (or a fixed warp butterfly), so
  * results do not change from run to run; no atomics. */
+#include "backend/dropout.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
 #include "cuda_warp.h"
-#include "dropout.h"
-#include "err.h"
+#include "util/err.h"
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * ops live in cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
 #include "cuda_api.h"
 #include "cuda_check.h"
-#include "err.h"
+#include "util/err.h"
 #include <cublas_v2.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,9 +6,9 @@
  * end. Every wait is bounded: a collective that does not finish within the
  * timeout is aborted, and the caller names the process at fault. */
 #include "cuda_api.h"
-#include "clock.h"
 #include "cuda_check.h"
-#include "err.h"
+#include "util/clock.h"
+#include "util/err.h"
 #include <dlfcn.h>
 #include <nccl.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The BERT graph's elementwise, row and table ops on the GPU: embeddings,
  * LayerNorm (plain and after a residual), bias+GELU, tanh, softmax
  * cross-entropy, dropout and the row gather and scatter-add, each with the
- * meaning lib/cpu_ops.h gives the CPU function of the same name (lib/cpu_ops.c
+ * meaning lib/backend/cpu_ops.h gives the CPU function of the same name (lib/backend/cpu_ops.c
  * is the reference), fp32, on cuda_stream().
  *
  * No float atomics: every sum has a fixed order, so results do not change
@@ -21,10 +21,10 @@
  * Dropout masks are the CPU's to the bit (dropout.h): element i of a call
  * with (p, seed) is kept iff dropout_hash(dropout_key(seed), (uint32_t)i)
  * reaches dropout_threshold(p). */
+#include "backend/dropout.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
 #include "cuda_warp.h"
-#include "dropout.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>

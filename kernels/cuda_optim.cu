@@ -1,6 +1,6 @@
-/* The optimizer's ops on the GPU: what lib/backend.h says of sum_squares,
+/* The optimizer's ops on the GPU: what lib/backend/backend.h says of sum_squares,
  * scale, adam_update, sgd_update, lamb_moments and lamb_apply, with
- * lib/cpu_optim.c as the reference to the last bit.
+ * lib/backend/cpu_optim.c as the reference to the last bit.
  *
  * The updates are elementwise and spell out the CPU's expressions one float
  * operation at a time with round-to-nearest intrinsics (__fmul_rn and kin),

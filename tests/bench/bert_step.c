@@ -7,11 +7,12 @@
  *             [--seq T] [--batch B] [--labels L] [--task cls|mlm]
  *             [--steps S] [--warmup W] [--precision fp32|bf16]
  *   bert_step --gemm-peak [--size N] */
-#include "backend.h"
-#include "bert.h"
-#include "cpu_ops.h"
-#include "err.h"
-#include "rng.h"
+#include "backend/backend.h"
+#include "backend/cpu_ops.h"
+#include "dist/device.h"
+#include "model/bert.h"
+#include "util/err.h"
+#include "util/rng.h"
 #include <cblas.h>
 #include <errno.h>
 #include <limits.h>
@@ -99,7 +100,7 @@ static double gemm_rate(int n, const float *a, const float *b, float *c, int bf1
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "cpu_avx512.h"
+#include "backend/cpu_avx512.h"
 
 enum { CHAINS = 12 };           /* independent sums: more than latency x ports */
 

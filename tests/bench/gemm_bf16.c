@@ -6,8 +6,8 @@
  * library named by $SBGEMM_LIB (an OpenBLAS built with BUILD_BFLOAT16=1;
  * Debian's has no sbgemm). Prints one line of GFLOP/s per shape.
  *   gemm_bf16 [--reps N] */
-#include "cpu_ops.h"
-#include "err.h"
+#include "backend/cpu_ops.h"
+#include "util/err.h"
 #include <cblas.h>
 #include <dlfcn.h>
 #include <omp.h>

@@ -3,7 +3,7 @@
  * usage: tokenize-driver VOCAB TEXT THREADS REPEAT [IDS-OUT]
  * Prints "MB/s seconds peak-RSS-MiB MB-per-CPU-second": wall-clock figures for the
  * median of REPEAT timed passes, CPU time over all of them. */
-#include "wordpiece.h"
+#include "data/wordpiece.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * reads files by name, so the input is written to a file in a private dir. */
 #ifndef TS_FUZZ_H
 #define TS_FUZZ_H
-#include "afile.h"
-#include "err.h"
+#include "util/afile.h"
+#include "util/err.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>

@@ -1,9 +1,9 @@
-/* ts-tokenize's readers (lib/tokinput.c over lib/csv.c and lib/textin.c):
+/* ts-tokenize's readers (lib/data/tokinput.c over lib/data/csv.c and lib/data/textin.c):
  * the first byte picks the format and the columns asked for, the rest is the
  * file. Every field of every record is read through, for ASan to check. */
-#include "csv.h"
+#include "data/csv.h"
+#include "data/tokinput.h"
 #include "fuzz.h"
-#include "tokinput.h"
 
 struct ctx {
 	char *path;

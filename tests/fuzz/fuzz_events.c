@@ -1,13 +1,13 @@
-/* A run's events.msgpack (lib/events.c writes it) as ts-cat reads it:
- * records to JSON lines (lib/rec.c, lib/mpjson.c), and those back to records
- * as ts-cat --from-json does (lib/catfile.c). Not every stream goes there and
+/* A run's events.msgpack (lib/format/events.c writes it) as ts-cat reads it:
+ * records to JSON lines (lib/format/rec.c, lib/format/mpjson.c), and those back to records
+ * as ts-cat --from-json does (lib/data/catfile.c). Not every stream goes there and
  * back (a map key with a NUL, an integer past INT64_MAX), so the way back may
  * die. The reader is held here, not in cat_to_json, so that a death does not
  * lose its buffers: over many inputs they would fill the memory. */
-#include "catfile.h"
+#include "data/catfile.h"
+#include "format/mpjson.h"
+#include "format/rec.h"
 #include "fuzz.h"
-#include "mpjson.h"
-#include "rec.h"
 
 struct ctx {
 	char *in, *json, *back;

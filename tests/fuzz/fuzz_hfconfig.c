@@ -1,8 +1,8 @@
-/* config.json of a model dir (lib/hfconfig.c): a config that reads must
+/* config.json of a model dir (lib/model/hfconfig.c): a config that reads must
  * write back and read again to the same settings and label names, as a
  * checkpoint of a fine-tuned transformers model does. */
 #include "fuzz.h"
-#include "hfconfig.h"
+#include "model/hfconfig.h"
 
 struct ctx {
 	char *in, *out;

@@ -1,7 +1,7 @@
-/* Data dir manifests (lib/manifest.c), read as ts-train reads them: a
+/* Data dir manifests (lib/data/manifest.c), read as ts-train reads them: a
  * manifest that reads must write back and read again to the same manifest. */
+#include "data/manifest.h"
 #include "fuzz.h"
-#include "manifest.h"
 #include <sys/stat.h>
 
 struct ctx {

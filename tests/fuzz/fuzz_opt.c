@@ -1,9 +1,9 @@
-/* Options and config files (lib/opt.c) over a table with every option type:
+/* Options and config files (lib/util/opt.c) over a table with every option type:
  * the input is a config file, then after a NUL the command line's words,
  * NUL-separated. What was parsed must write as a config file (as ts-train
  * writes a run's config) that reads back to the same values (--resume). */
 #include "fuzz.h"
-#include "opt.h"
+#include "util/opt.h"
 #include <ctype.h>
 
 enum { MAX_WORDS = 64 };

@@ -1,4 +1,4 @@
-/* Token record streams (lib/rec.c, lib/tokrec.c), read as ts-shard reads
+/* Token record streams (lib/format/rec.c, lib/data/tokrec.c), read as ts-shard reads
  * them: a header, then token records. Every record that unpacks must pack
  * and unpack to the same record. */
 #include "fuzz.h"

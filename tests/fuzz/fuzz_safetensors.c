@@ -1,8 +1,8 @@
-/* safetensors files (lib/safetensors.c), opened as a model dir is: every
+/* safetensors files (lib/format/safetensors.c), opened as a model dir is: every
  * tensor found by name, the float ones converted to fp32, written back with
  * st_write and read again, and the values must come back bit for bit. */
+#include "format/safetensors.h"
 #include "fuzz.h"
-#include "safetensors.h"
 
 struct ctx {
 	char *in, *out;

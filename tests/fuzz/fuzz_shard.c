@@ -1,9 +1,9 @@
-/* Shard files (lib/shard.c), read as ts-train and ts-cat read them: every
+/* Shard files (lib/data/shard.c), read as ts-train and ts-cat read them: every
  * record fetched by index; a record that decodes must encode and decode to
  * the same record. */
+#include "data/shard.h"
 #include "fuzz.h"
 #include "same_tokrec.h"
-#include "shard.h"
 
 enum { MAX_RECORDS = 4096 };   /* the index may claim more than a small input holds */
 

@@ -1,9 +1,9 @@
 /* ts-tokenize's text path with the bundled vocab: BERT normalisation and
- * WordPiece (lib/bertnorm.c, lib/wordpiece.c), then token records
- * (lib/encode.c). Byte 0 picks cased, pair and fold, byte 1 max_len, byte 2
+ * WordPiece (lib/data/bertnorm.c, lib/data/wordpiece.c), then token records
+ * (lib/data/encode.c). Byte 0 picks cased, pair and fold, byte 1 max_len, byte 2
  * the stride; the rest is the text, and the pair's text after a NUL. Every
  * record must be [CLS] ... [SEP] within max_len, of vocab ids. */
-#include "encode.h"
+#include "data/encode.h"
 #include "fuzz.h"
 
 static struct vocab *vocab;

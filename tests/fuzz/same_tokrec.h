@@ -1,7 +1,7 @@
 /* Whether two token records hold the same record, for round-trip checks. */
 #ifndef TS_SAME_TOKREC_H
 #define TS_SAME_TOKREC_H
-#include "tokrec.h"
+#include "data/tokrec.h"
 #include <string.h>
 
 /* memcmp for n bytes that may be none at NULL (a record without ids) */

@@ -3,7 +3,7 @@
 #ifndef TS_EXPECT_DIE_H
 #define TS_EXPECT_DIE_H
 #include "check.h"
-#include "err.h"
+#include "util/err.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>

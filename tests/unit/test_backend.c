@@ -3,13 +3,13 @@
  * that every buffer they get is sim memory. A model, its optimizer and its
  * checkpoint files on sim must give the CPU's results bit for bit: a host
  * copy not pushed, or a host pointer handed to an op, fails here. */
-#include "bert.h"
+#include "backend/cpu_ops.h"
 #include "check.h"
-#include "cpu_ops.h"
-#include "err.h"
-#include "modeldir.h"
-#include "optim.h"
-#include "rng.h"
+#include "model/bert.h"
+#include "model/modeldir.h"
+#include "model/optim.h"
+#include "util/err.h"
+#include "util/rng.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,9 +1,9 @@
 /* The whole model: gradients of every head against central differences of
  * the summed loss (dropout off, and on with a fixed seed), repeatability,
  * unpadded batches, parameter names and initialisation. */
-#include "bert.h"
 #include "check.h"
-#include "rng.h"
+#include "model/bert.h"
+#include "util/rng.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>

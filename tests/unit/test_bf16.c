@@ -4,12 +4,12 @@
  * gradients against fp32 within bf16's precision. Where the processor has no
  * bf16 (or ONEDNN_MAX_CPU_ISA hides it), the backend must be refused with a
  * reason instead. */
-#include "backend.h"
-#include "bert.h"
+#include "backend/backend.h"
+#include "backend/cpu_ops.h"
 #include "check.h"
-#include "cpu_ops.h"
-#include "err.h"
-#include "rng.h"
+#include "model/bert.h"
+#include "util/err.h"
+#include "util/rng.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

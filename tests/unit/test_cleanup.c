@@ -1,10 +1,10 @@
 /* Temp paths removed on the way out (cleanup.c), die() from several threads
  * at once, and a fatal signal while the process is blocked in read(). */
 #include "check.h"
-#include "cleanup.h"
-#include "err.h"
 #include "expect_die.h"
 #include "testfiles.h"
+#include "util/cleanup.h"
+#include "util/err.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

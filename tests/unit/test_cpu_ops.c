@@ -1,9 +1,9 @@
 /* Every CPU op against a naive double-precision reference written here:
  * forward outputs directly, backward against central differences of the
  * reference (loss = sum of w * output for fixed random w). */
+#include "backend/cpu_ops.h"
 #include "check.h"
-#include "cpu_ops.h"
-#include "rng.h"
+#include "util/rng.h"
 #include <float.h>
 #include <omp.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* CSV/TSV reader: RFC 4180 quoting, line numbers, bad input. */
 #include "check.h"
-#include "csv.h"
+#include "data/csv.h"
 #include "expect_die.h"
 #include <stdlib.h>
 #include <string.h>

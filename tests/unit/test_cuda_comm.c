@@ -4,9 +4,10 @@
  * never comes is given up at the timeout. Needs libnccl.so.2 on the
  * loader's path. */
 #include "check.h"
-#include "err.h"
+#include "dist/device.h"
+#include "util/err.h"
 #ifdef TS_GPU
-#include "backend.h"
+#include "backend/backend.h"
 #include "cuda_api.h"
 #include <stdlib.h>
 #include <string.h>

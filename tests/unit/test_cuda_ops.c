@@ -3,11 +3,12 @@
  * orders and the GPU fuses multiply-adds), the optimizer's updates and sums bit
  * for bit, dropout masks bit for bit. Without the CUDA backend or a GPU every
  * check is reported as skipped. */
-#include "backend.h"
+#include "backend/backend.h"
+#include "backend/cpu_ops.h"
 #include "check.h"
-#include "cpu_ops.h"
-#include "err.h"
-#include "rng.h"
+#include "dist/device.h"
+#include "util/err.h"
+#include "util/rng.h"
 #include <stdlib.h>
 #include <string.h>
 #ifdef TS_GPU

@@ -1,10 +1,10 @@
 /* External sort: output order and content against an in-memory reference
  * sort, whatever the memory budget (many runs and merge passes, or none). */
 #include "check.h"
+#include "data/extsort.h"
 #include "expect_die.h"
-#include "err.h"
-#include "extsort.h"
-#include "rng.h"
+#include "util/err.h"
+#include "util/rng.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,9 +1,9 @@
 /* exp_approx, the vectorised exp under softmax, GELU and cross-entropy: a NaN
  * must come out as NaN (the trainer's NaN check depends on it) without the
  * undefined NaN-to-int conversion that make test SAN=1 reports. */
+#include "backend/cpu_ops.h"
+#include "backend/cpu_simd.h"
 #include "check.h"
-#include "cpu_ops.h"
-#include "cpu_simd.h"
 #include <math.h>
 
 int main(void)

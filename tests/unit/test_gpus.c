@@ -1,10 +1,10 @@
 /* The choice of GPUs: --gpus lists, the order by load, and which processes
  * share a machine. */
 #include "check.h"
-#include "err.h"
+#include "dist/gpus.h"
+#include "dist/host.h"
 #include "expect_die.h"
-#include "gpus.h"
-#include "host.h"
+#include "util/err.h"
 
 static void parse(const void *list)
 {

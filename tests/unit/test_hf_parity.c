@@ -7,12 +7,12 @@
  * With SAVE_DIR, also saves each model (the tiny ones after their SGD step)
  * as SAVE_DIR/NAME with our logits beside it in NAME.logits.safetensors, for
  * tests/cli/hf_roundtrip.sh to load in transformers. */
-#include "afile.h"
 #include "check.h"
-#include "err.h"
-#include "hfconfig.h"
-#include "modeldir.h"
-#include "safetensors.h"
+#include "format/safetensors.h"
+#include "model/hfconfig.h"
+#include "model/modeldir.h"
+#include "util/afile.h"
+#include "util/err.h"
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>

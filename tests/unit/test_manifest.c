@@ -1,10 +1,10 @@
 /* Data dir manifests (write, read back, refuse bad ones) and --split specs
  * (parsing, exact rounding, refusals). */
 #include "check.h"
+#include "data/manifest.h"
+#include "data/splitspec.h"
 #include "expect_die.h"
-#include "err.h"
-#include "manifest.h"
-#include "splitspec.h"
+#include "util/err.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>

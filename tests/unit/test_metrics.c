@@ -5,9 +5,9 @@
  * usage: test_metrics [FIXTURE_DIR]   (default tests/fixtures/metrics, made by
  * tests/fixtures/gen-metrics.py) */
 #include "check.h"
+#include "eval/metrics.h"
 #include "expect_die.h"
-#include "metrics.h"
-#include "err.h"
+#include "util/err.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>

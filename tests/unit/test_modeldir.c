@@ -1,14 +1,14 @@
 /* Model dirs: config.json, loading under HF names and their aliases, new heads,
  * atomic saving, and refusal of bad dirs.
  * usage: test_modeldir [FIXTURE_DIR]   (default tests/fixtures/hf) */
-#include "afile.h"
 #include "check.h"
-#include "testfiles.h"
-#include "err.h"
 #include "expect_die.h"
-#include "hfconfig.h"
-#include "modeldir.h"
-#include "safetensors.h"
+#include "format/safetensors.h"
+#include "model/hfconfig.h"
+#include "model/modeldir.h"
+#include "testfiles.h"
+#include "util/afile.h"
+#include "util/err.h"
 #include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>

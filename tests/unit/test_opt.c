@@ -2,7 +2,7 @@
  * config a run writes leaving out defaults that mean "not set". */
 #include "check.h"
 #include "expect_die.h"
-#include "opt.h"
+#include "util/opt.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

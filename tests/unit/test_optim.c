@@ -4,10 +4,10 @@
  * Also: checkpoint state round trip, and thread-count independence.
  * usage: test_optim [FIXTURE_DIR]   (default tests/fixtures/optim, made by
  * tests/fixtures/gen-optim.py) */
+#include "backend/cpu_ops.h"
 #include "check.h"
-#include "cpu_ops.h"
-#include "err.h"
-#include "optim.h"
+#include "model/optim.h"
+#include "util/err.h"
 #include <jansson.h>
 #include <omp.h>
 #include <stdio.h>

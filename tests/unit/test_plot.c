@@ -1,7 +1,7 @@
 /* SVG plots of awkward series end, and stay small: a constant, one that
  * varies in its last bits, huge values, a single point, nothing finite. */
 #include "check.h"
-#include "plot.h"
+#include "format/plot.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The counter-based RNG: stateless and stateful forms agree, streams are
  * reproducible and distinct, and the distributions have the right moments. */
 #include "check.h"
-#include "rng.h"
+#include "util/rng.h"
 #include <stdlib.h>
 
 int main(void)

@@ -1,11 +1,11 @@
 /* safetensors: round trip, the dtypes Python writes, and refusal of corrupt files.
  * usage: test_safetensors [FIXTURE_DIR]   (default tests/fixtures/hf) */
-#include "afile.h"
 #include "check.h"
-#include "testfiles.h"
 #include "expect_die.h"
-#include "safetensors.h"
-#include "err.h"
+#include "format/safetensors.h"
+#include "testfiles.h"
+#include "util/afile.h"
+#include "util/err.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

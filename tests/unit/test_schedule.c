@@ -5,8 +5,8 @@
  * usage: test_schedule [FIXTURE_DIR]   (default tests/fixtures/optim, made by
  * tests/fixtures/gen-optim.py) */
 #include "check.h"
-#include "schedule.h"
-#include "err.h"
+#include "model/schedule.h"
+#include "util/err.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>

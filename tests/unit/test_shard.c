@@ -1,12 +1,12 @@
 /* Shard files: round trip of varied records, the byte layout against the
  * documented format, atomic writes, and refusal of corrupt shards. */
-#include "afile.h"
 #include "check.h"
-#include "testfiles.h"
+#include "data/shard.h"
 #include "expect_die.h"
-#include "err.h"
-#include "rng.h"
-#include "shard.h"
+#include "testfiles.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/rng.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>

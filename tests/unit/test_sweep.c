@@ -1,9 +1,9 @@
 /* A sweep's parameter specs and the jobs they make: the grid's order,
  * groups, random draws within their ranges, the refusals, and quoting. */
 #include "check.h"
-#include "err.h"
 #include "expect_die.h"
-#include "sweep.h"
+#include "sweep/sweep.h"
+#include "util/err.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,9 +3,9 @@
  * per-class precision, recall and F1 with their means (sklearn's formulas),
  * and entities found in tags by seqeval's default rules. */
 #include "check.h"
-#include "corr.h"
-#include "entities.h"
-#include "err.h"
+#include "eval/corr.h"
+#include "eval/entities.h"
+#include "util/err.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * mask TFRecord puts on it. (tests/cli/tensorboard.sh reads whole files
  * with TensorBoard's own reader.) */
 #include "check.h"
-#include "tboard.h"
+#include "format/tboard.h"
 #include <string.h>
 
 int main(void)

@@ -1,7 +1,7 @@
 /* vocab.h: the real bert-base-uncased vocab, small hand-made ones, and the refusal of
  * files that are no WordPiece vocab (each checked in a child: exit 1, one stderr line). */
 #include "check.h"
-#include "vocab.h"
+#include "data/vocab.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>

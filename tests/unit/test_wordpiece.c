@@ -1,9 +1,9 @@
 /* wordpiece.h and bertnorm.h against Hugging Face's BertTokenizerFast: the cases and
  * every-code-point fixtures of tests/fixtures/gen-tokenize.py, plus hand-checked
  * WordPiece and UTF-8 repair cases on small vocabs. */
-#include "bertnorm.h"
 #include "check.h"
-#include "wordpiece.h"
+#include "data/bertnorm.h"
+#include "data/wordpiece.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>

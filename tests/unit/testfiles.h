@@ -1,7 +1,7 @@
 /* File helpers shared by the unit tests. */
 #ifndef TS_TESTFILES_H
 #define TS_TESTFILES_H
-#include "err.h"
+#include "util/err.h"
 #include <dirent.h>
 #include <stdio.h>
 

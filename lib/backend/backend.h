@@ -1,0 +1,142 @@
+/* The seam between what is computed and where: the model graph (bert.c) and
+ * the optimizer (optim.c) call the ops of a backend on buffers in that
+ * backend's memory; the CPU (cpu_backend.c, over cpu_ops.h) is one backend,
+ * the CUDA kernels of kernels/ another. Every op means what cpu_ops.h says of
+ * the CPU function of the same name; each backward ADDS into parameter
+ * gradients. Host code touches the backend's memory only through upload and
+ * download, so a backend whose memory is the host's (host set) needs neither. */
+#ifndef TS_BACKEND_H
+#define TS_BACKEND_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Multi-head self-attention over a batch of sequences of any lengths
+ * (cpu_ops.h: attention_forward). */
+struct attention {
+	int B, T, C, H;            /* T: the longest sequence */
+	const float *q, *k, *v;
+	int ldq, ldkv;             /* row strides of q and of k, v */
+	const int32_t *kv_start;   /* B+1 offsets of each sequence's rows in k and v */
+	const int32_t *q_start;    /* B+1 offsets into the rows of q; NULL: kv_start */
+	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
+	const uint8_t *mask;       /* per row of k: 0 a padding key; NULL: none */
+	float p;                   /* dropout on the probabilities */
+	uint64_t seed;
+};
+
+/* One Adam or AdamW update of a tensor, in PyTorch's order of float
+ * operations: AdamW shrinks p by keep = 1 - lr*wd (decoupled), Adam adds
+ * l2*p to the gradient. */
+struct adam_coef {
+	float keep, l2, b1, omb1, b2, omb2, step_size, bc2_sqrt, eps;
+};
+
+/* LAMB's bias-corrected Adam direction plus decay, u = m/bc1/(sqrt(v/bc2) +
+ * eps) + wd*p, as NVIDIA apex's FusedLAMB. */
+struct lamb_coef {
+	float b1, omb1, b2, omb2, bc1, bc2, eps, wd;
+};
+
+struct backend {
+	const char *name;          /* "cpu", "cuda:0" */
+	int host;                  /* its memory is the host's */
+	/* its attention backward takes a scratch as large as the probabilities
+	 * of a padded batch (B*H*T*T floats) */
+	int probs_scratch;
+	/* the same memory with every op in fp32, for work that a lower
+	 * precision would blur (VAT's small probe); NULL: this one is fp32 */
+	const struct backend *precise;
+
+	/* memory: alloc'd bytes are zero; dies in one line when out of memory */
+	void *(*alloc)(size_t bytes);
+	void (*release)(void *p);
+	void (*upload)(void *dst, const void *host_src, size_t bytes);
+	void (*download)(void *host_dst, const void *src, size_t bytes);
+	void (*zero)(void *p, size_t bytes);
+	/* bytes its buffers may take: the machine's RAM, the GPU's free memory;
+	 * 0 when unknown */
+	double (*memory)(void);
+
+	/* the BERT graph */
+	void (*linear_forward)(float *out, const float *in, const float *w, const float *bias,
+			       int N, int Cin, int Cout);
+	void (*linear_backward)(float *din, float *dw, float *dbias, const float *dout,
+				const float *in, const float *w, int N, int Cin, int Cout,
+				int accumulate);
+	void (*embedding_forward)(float *out, const int32_t *ids, const int32_t *types,
+				  const int32_t *positions, const float *word, const float *pos,
+				  const float *type, int N, int C);
+	void (*embedding_backward)(float *dword, float *dpos, float *dtype, const float *dout,
+				   const int32_t *ids, const int32_t *types,
+				   const int32_t *positions, int N, int C, int pad_id);
+	void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *in,
+				  const float *w, const float *b, int N, int C, float eps);
+	void (*residual_layernorm_forward)(float *out, float *sum, float *mean, float *rstd,
+					   const float *res, const float *bias, const float *w,
+					   const float *b, int N, int C, float eps, float p,
+					   uint64_t seed);
+	void (*layernorm_backward)(float *din, float *dw, float *db, const float *dout,
+				   const float *in, const float *mean, const float *rstd,
+				   const float *w, int N, int C);
+	void (*bias_gelu_forward)(float *out, float *pre, const float *bias, int N, int F);
+	void (*gelu_backward)(float *dpre, const float *dout, const float *pre, int N, int F);
+	void (*tanh_forward)(float *out, const float *in, size_t n);
+	void (*tanh_backward)(float *din, const float *dout, const float *out, size_t n);
+	void (*attention_forward)(float *ctx, float *probs, const struct attention *a);
+	void (*attention_backward)(float *dq, float *dk, float *dv, const float *dctx,
+				   const float *probs, const struct attention *a);
+	double (*crossentropy_forward)(float *lse, const float *logits, const int32_t *labels,
+				       int N, int V, float e);
+	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,
+				      const int32_t *labels, int N, int V, float e, float scale);
+	void (*softmax_rows)(float *out, const float *logits, int N, int V, float temp);
+	double (*kl_forward)(float *lse, const float *logits, const float *target, int N, int V,
+			     float temp);
+	void (*kl_backward)(float *dlogits, const float *logits, const float *lse,
+			    const float *target, int N, int V, float temp, float scale);
+	double (*symkl_forward)(const float *logits, int P, int V);
+	void (*symkl_backward)(float *dlogits, const float *logits, int P, int V, float scale);
+	void (*axpy)(float *y, const float *x, size_t n, float a);
+	double (*mse_forward)(const float *pred, const float *target, int N);
+	void (*mse_backward)(float *dpred, const float *pred, const float *target, int N,
+			     float scale);
+	double (*bce_forward)(const float *logits, const float *targets, size_t n);
+	void (*bce_backward)(float *dlogits, const float *logits, const float *targets, size_t n,
+			     float scale);
+	void (*dropout_apply)(float *out, const float *in, size_t n, float p, uint64_t seed);
+	void (*gather_rows)(float *out, const float *in, const int32_t *rows, int M, int C);
+	void (*scatter_add_rows)(float *out, const float *in, const int32_t *rows, int M, int C);
+
+	/* the optimizer: the sum of squares in a fixed order (the same bits for
+	 * any thread count), scaling, and one tensor's update */
+	double (*sum_squares)(const float *x, size_t n);
+	void (*scale)(float *x, size_t n, float s);
+	/* avg = decay avg + (1 - decay) x: an exponential moving average */
+	void (*ema_update)(float *avg, const float *x, size_t n, float decay);
+	void (*swap)(float *a, float *b, size_t n);
+	void (*adam_update)(float *p, const float *g, float *m, float *v, size_t n,
+			    const struct adam_coef *c);
+	/* m NULL: no momentum */
+	void (*sgd_update)(float *p, const float *g, float *m, size_t n, float lr,
+			   float momentum, float wd);
+	/* moves the moments and returns |p|^2 and |u|^2 in sums[2] */
+	void (*lamb_moments)(const float *p, const float *g, float *m, float *v, size_t n,
+			     const struct lamb_coef *c, double *sums);
+	/* p -= step * u */
+	void (*lamb_apply)(float *p, const float *m, const float *v, size_t n,
+			   const struct lamb_coef *c, float step);
+};
+
+/* Fills p_start[B+1] for struct attention from kv_start and q_start (NULL:
+ * kv_start): sequence b takes H * nq * n probabilities. Returns the total. */
+int64_t attention_probs(int64_t *p_start, const int32_t *kv_start, const int32_t *q_start,
+			int B, int H);
+
+/* The CPU: fp32, OpenBLAS and OpenMP. */
+const struct backend *backend_cpu(void);
+/* The CPU with the linear layers' and attention's products in bf16 (fp32 accumulation,
+ * every other op fp32), or NULL where this build or processor cannot, with
+ * the reason in why. */
+const struct backend *backend_cpu_bf16(const char **why);
+
+#endif

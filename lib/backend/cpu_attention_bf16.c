@@ -1,0 +1,246 @@
+/* The bf16 path's attention kernels (ts-train --precision bf16), on
+ * AVX512-BF16 and AVX-512:
+ * - the heads' small GEMMs: one thread's row-major C = alpha op(A) op(B) +
+ *   beta C with its operands rounded to bf16 and fp32 sums. Each operand is
+ *   packed as pairs of bf16 along the summed dimension, one 32-bit word a
+ *   pair; the kernel broadcasts a pair of A and multiplies it with 16 of B's
+ *   columns at once;
+ * - the masked softmax of a row of scores and its backward, 16 keys at a
+ *   time. */
+#include "backend/cpu_ops.h"
+#include "util/err.h"
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Each thread's packing space, made before the parallel region (die() must
+ * not run inside one). */
+struct pack_space {
+	uint32_t *a, *b, *rows;
+	size_t cap;                /* words in each */
+};
+
+static struct pack_space *spaces;
+static int nspaces;
+
+static int round_up(int x, int m)
+{
+	return (x + m - 1) / m * m;
+}
+
+void gemm_bf16_reserve(int dim)
+{
+	int threads = omp_get_max_threads();
+	if (threads > nspaces) {
+		spaces = xrealloc(spaces, sizeof *spaces * (size_t)threads);
+		memset(spaces + nspaces, 0, sizeof *spaces * (size_t)(threads - nspaces));
+		nspaces = threads;
+	}
+	size_t need = (size_t)round_up(dim, 32) * (size_t)(dim / 2 + 1);
+	for (int t = 0; t < threads; t++) {
+		struct pack_space *s = &spaces[t];
+		if (s->cap >= need)
+			continue;
+		free(s->a), free(s->b), free(s->rows);
+		s->a = xmalloc(need * sizeof *s->a);
+		s->b = xmalloc(need * sizeof *s->b);
+		s->rows = xmalloc(need * sizeof *s->rows);
+		s->cap = need;
+	}
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "backend/cpu_avx512.h"
+
+enum { MR = 8 };               /* rows of C a kernel step makes; 32 columns */
+
+/* Lane j: the pair (lo[j], hi[j]) in bf16, rounded to nearest even. */
+BF16 static inline __m512i interleave_pairs(__m512 lo, __m512 hi)
+{
+	static const uint16_t order[32] = { 0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+					    21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+					    11, 27, 12, 28, 13, 29, 14, 30, 15, 31 };
+	__m512i both = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+	return _mm512_permutexvar_epi16(_mm512_loadu_si512(order), both);
+}
+
+/* dst[r * K2 + kk] = (X[r][2kk], X[r][2kk+1]) for R rows of K floats (the
+ * pairs along each row), rows R..R_pad zero. */
+BF16 static void pack_along_rows(uint32_t *dst, const float *X, int ld, int R, int R_pad, int K)
+{
+	int K2 = (K + 1) / 2;
+	for (int r = 0; r < R; r++) {
+		const float *x = X + (size_t)r * ld;
+		for (int k = 0; k < K; k += 32) {
+			__m512 lo = load16(x + k, first(K - k));
+			__m512 hi = load16(x + k + 16, first(K - k - 16));
+			__m512i pairs = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+			_mm512_mask_storeu_epi32(dst + (size_t)r * K2 + k / 2, first(K2 - k / 2), pairs);
+		}
+	}
+	memset(dst + (size_t)R * K2, 0, sizeof *dst * (size_t)(R_pad - R) * K2);
+}
+
+/* dst[kk * R_pad + r] = (X[2kk][r], X[2kk+1][r]) for the R columns of K rows
+ * of X (the pairs down each column), columns R..R_pad zero; R_pad a
+ * multiple of 16. */
+BF16 static void pack_down_columns(uint32_t *dst, const float *X, int ld, int R, int R_pad, int K)
+{
+	for (int kk = 0; kk < (K + 1) / 2; kk++) {
+		const float *x0 = X + (size_t)2 * kk * ld, *x1 = x0 + ld;
+		int two = 2 * kk + 1 < K;
+		for (int r = 0; r < R_pad; r += 16) {
+			__mmask16 m = first(R - r);
+			__m512 lo = load16(x0 + r, m);
+			__m512 hi = two ? load16(x1 + r, m) : _mm512_setzero_ps();
+			_mm512_storeu_si512(dst + (size_t)kk * R_pad + r, interleave_pairs(lo, hi));
+		}
+	}
+}
+
+/* dst[kk * R_pad + r] = src[r * K2 + kk], columns R..R_pad zero. */
+static void transpose_words(uint32_t *dst, const uint32_t *src, int R, int R_pad, int K2)
+{
+	for (int kk = 0; kk < K2; kk++) {
+		uint32_t *d = dst + (size_t)kk * R_pad;
+		for (int r = 0; r < R; r++)
+			d[r] = src[(size_t)r * K2 + kk];
+		memset(d + R, 0, sizeof *d * (size_t)(R_pad - R));
+	}
+}
+
+/* C[M,N] = alpha A B + beta C over K2 pairs: A's pair (i, kk) at
+ * a[i * a_row + kk * a_k] (rows up to M rounded up to MR there, zero past
+ * M), B's 16 columns j.. of pair kk at b[kk * N_pad + j]. */
+BF16 static void kernel(const uint32_t *a, size_t a_row, size_t a_k, const uint32_t *b, int N_pad,
+			int M, int N, int K2, float alpha, float beta, float *C, int ldc)
+{
+	for (int i0 = 0; i0 < M; i0 += MR) {
+		const uint32_t *ai = a + (size_t)i0 * a_row;
+		for (int j0 = 0; j0 < N; j0 += 32) {
+			__m512 acc[MR][2];
+#pragma GCC unroll 8
+			for (int r = 0; r < MR; r++)
+				acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+			const uint32_t *bj = b + j0;
+			for (int kk = 0; kk < K2; kk++, bj += N_pad) {
+				__m512bh b0 = (__m512bh)_mm512_loadu_si512(bj);
+				__m512bh b1 = (__m512bh)_mm512_loadu_si512(bj + 16);
+#pragma GCC unroll 8
+				for (int r = 0; r < MR; r++) {
+					__m512bh p = (__m512bh)_mm512_set1_epi32(
+						(int)ai[(size_t)r * a_row + (size_t)kk * a_k]);
+					acc[r][0] = _mm512_dpbf16_ps(acc[r][0], p, b0);
+					acc[r][1] = _mm512_dpbf16_ps(acc[r][1], p, b1);
+				}
+			}
+			int rows = M - i0 < MR ? M - i0 : MR;
+			for (int r = 0; r < rows; r++)
+				for (int h = 0; h < 2 && j0 + 16 * h < N; h++) {
+					float *c = C + (size_t)(i0 + r) * ldc + j0 + 16 * h;
+					__mmask16 m = first(N - j0 - 16 * h);
+					__m512 v = _mm512_mul_ps(_mm512_set1_ps(alpha), acc[r][h]);
+					if (beta != 0.0f)
+						v = _mm512_fmadd_ps(_mm512_set1_ps(beta),
+								    load16(c, m), v);
+					_mm512_mask_storeu_ps(c, m, v);
+				}
+		}
+	}
+}
+
+/* Keys j.. (up to 16 of the first n) that are real. */
+BF16 static inline __mmask16 real16(const uint8_t *mask, int j, int n)
+{
+	__mmask16 in = first(n - j);
+	return _mm_mask_cmpneq_epi8_mask(in, _mm_maskz_loadu_epi8(in, mask + j), _mm_setzero_si128());
+}
+
+BF16 void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
+{
+	__m512 mx = _mm512_set1_ps(-INFINITY);
+	for (int j = 0; j < n; j += 16)
+		mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), real16(mask, j, n),
+							     p + j));
+	float m = _mm512_reduce_max_ps(mx);
+	if (m == -INFINITY) {
+		for (int j = 0; j < len; j++)
+			p[j] = 1.0f / len;
+		return;
+	}
+	__m512 sum = _mm512_setzero_ps();
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 real = real16(mask, j, n);
+		__m512 x = load16(p + j, real);
+		__m512 e = _mm512_maskz_mov_ps(real, exp16(_mm512_sub_ps(x, _mm512_set1_ps(m))));
+		_mm512_mask_storeu_ps(p + j, first(n - j), e);
+		sum = _mm512_add_ps(sum, e);
+	}
+	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 in = first(n - j);
+		store16(p + j, in, _mm512_mul_ps(load16(p + j, in), inv));
+	}
+	memset(p + n, 0, sizeof *p * (size_t)(len - n));
+}
+
+BF16 void softmax_backward_row_bf16(float *dp, const float *p, int n)
+{
+	__m512 dot = _mm512_setzero_ps();
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 m = first(n - j);
+		dot = _mm512_fmadd_ps(load16(p + j, m), load16(dp + j, m), dot);
+	}
+	__m512 sum = _mm512_set1_ps(_mm512_reduce_add_ps(dot));
+	for (int j = 0; j < n; j += 16) {
+		__mmask16 m = first(n - j);
+		__m512 d = _mm512_sub_ps(load16(dp + j, m), sum);
+		store16(dp + j, m, _mm512_mul_ps(load16(p + j, m), d));
+	}
+}
+
+void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
+	       int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	struct pack_space *s = &spaces[omp_get_thread_num()];
+	int K2 = (K + 1) / 2, N_pad = round_up(N, 32);
+	size_t a_row = 1, a_k = (size_t)round_up(M, 16);
+	if (transa == 'N') {
+		pack_along_rows(s->a, A, lda, M, round_up(M, MR), K);
+		a_row = (size_t)K2, a_k = 1;
+	} else {
+		pack_down_columns(s->a, A, lda, M, round_up(M, 16), K);
+	}
+	if (transb == 'N') {
+		pack_down_columns(s->b, B, ldb, N, N_pad, K);
+	} else {
+		pack_along_rows(s->rows, B, ldb, N, N, K);
+		transpose_words(s->b, s->rows, N, N_pad, K2);
+	}
+	kernel(s->a, a_row, a_k, s->b, N_pad, M, N, K2, alpha, beta, C, ldc);
+}
+#else
+void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
+	       int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+	(void)transa, (void)transb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda,
+		(void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+	abort();                   /* bf16_available is false off x86-64 */
+}
+
+void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len)
+{
+	(void)p, (void)mask, (void)n, (void)len;
+	abort();
+}
+
+void softmax_backward_row_bf16(float *dp, const float *p, int n)
+{
+	(void)dp, (void)p, (void)n;
+	abort();
+}
+#endif

@@ -1,0 +1,231 @@
+/* The CPU ops of the BERT graph: fp32, OpenBLAS sgemm for matrix work,
+ * OpenMP for the rest. Row-major throughout: N rows of activations; a linear
+ * layer's weight is [out, in] as in PyTorch. Each backward ADDS into
+ * parameter gradients and WRITES activation gradients (unless told to add).
+ * Results are deterministic for a fixed thread count: reductions run in a
+ * fixed order, and dropout masks come from a hash of (seed, element index). */
+#ifndef TS_CPU_OPS_H
+#define TS_CPU_OPS_H
+#include "backend/backend.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* Zeroed host memory, on transparent huge pages when it spans one or more
+ * (cpu_mem.c), and its release. cpu_grow makes room for need items of
+ * size bytes at *pp from it, not keeping the old contents. */
+void *cpu_alloc(size_t bytes);
+void cpu_release(void *p);
+void cpu_grow(void *pp, size_t *cap, size_t need, size_t size);
+
+/* out[N,Cout] = in[N,Cin] w[Cout,Cin]^T + bias (bias may be NULL). */
+void linear_forward(float *out, const float *in, const float *w, const float *bias,
+		    int N, int Cin, int Cout);
+/* din[N,Cin] = dout w (added to din when accumulate; skipped when din is
+ * NULL), dw += dout^T in, dbias += column sums of dout (skipped when NULL). */
+void linear_backward(float *din, float *dw, float *dbias, const float *dout,
+		     const float *in, const float *w, int N, int Cin, int Cout,
+		     int accumulate);
+/* acc[Cout] += column sums of x[N,Cout], rows summed in order. */
+void colsum_add(float *acc, const float *x, int N, int Cout);
+
+/* linear_forward and linear_backward with the GEMMs' inputs rounded to bf16
+ * and fp32 accumulation (oneDNN), and attention_forward and
+ * attention_backward (below) with their products in bf16 too (gemm_bf16)
+ * (cpu_bf16.c); only where bf16_available says so, which otherwise sets why
+ * to the reason. */
+int bf16_available(const char **why);
+void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
+			 int N, int Cin, int Cout);
+void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
+			  const float *in, const float *w, int N, int Cin, int Cout,
+			  int accumulate);
+/* bias_gelu_forward and gelu_backward that also hand a bf16 copy of their
+ * output (and gelu_backward its column sums) to the linear op that comes
+ * next, if it takes that output unchanged. */
+void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F);
+void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F);
+/* residual_layernorm_forward on cpu_rows_bf16.c's kernel, handing a bf16
+ * copy of its output to the linear op that comes next, as GELU does. */
+void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float *rstd,
+				     const float *res, const float *bias, const float *w,
+				     const float *b, int N, int C, float eps, float p,
+				     uint64_t seed);
+/* layernorm_backward in one pass over the rows (the parameter gradients'
+ * sums in spans of rows), on cpu_rows_bf16.c's kernel. */
+void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
+			     const float *in, const float *mean, const float *rstd,
+			     const float *w, int N, int C);
+void attention_forward_bf16(float *ctx, float *probs, const struct attention *a);
+void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a);
+
+/* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] over N rows
+ * (types NULL: type 0). */
+void embedding_forward(float *out, const int32_t *ids, const int32_t *types,
+		       const int32_t *positions, const float *word, const float *pos,
+		       const float *type, int N, int C);
+/* Scatter-add of dout into the three tables, rows in order; tokens equal to
+ * pad_id add nothing to dword (PyTorch's padding_idx); pad_id < 0 for none. */
+void embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
+			const int32_t *ids, const int32_t *types, const int32_t *positions,
+			int N, int C, int pad_id);
+
+/* Biased variance, eps inside the square root, as torch.nn.LayerNorm. */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *in,
+		       const float *w, const float *b, int N, int C, float eps);
+/* Post-LN residual block tail: on entry sum holds the branch output without
+ * its bias; on return sum = res + dropout(sum + bias) (kept for backward)
+ * and out = LayerNorm(sum). */
+void residual_layernorm_forward(float *out, float *sum, float *mean, float *rstd,
+				const float *res, const float *bias, const float *w,
+				const float *b, int N, int C, float eps, float p,
+				uint64_t seed);
+/* din may be dout (computed in place). */
+void layernorm_backward(float *din, float *dw, float *db, const float *dout,
+			const float *in, const float *mean, const float *rstd,
+			const float *w, int N, int C);
+
+/* Exact (erf) GELU, x * Phi(x), accurate to about 1e-7 relative. */
+float gelu(float x);
+/* pre += bias (kept for backward), out = gelu(pre), over N rows of F. */
+void bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F);
+/* dpre = dout * gelu'(pre), over N rows of F; dpre may be dout. */
+void gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F);
+
+void tanh_forward(float *out, const float *in, size_t n);
+/* din = dout * (1 - out^2); din may be dout. */
+void tanh_backward(float *din, const float *dout, const float *out, size_t n);
+
+/* Multi-head self-attention core over sequences of any lengths. Sequence
+ * b's n keys and values are rows kv_start[b] .. kv_start[b+1]-1 of k and v;
+ * its nq queries are rows q_start[b] .. q_start[b+1]-1 of q, or the same
+ * rows as its keys when q_start is NULL (the last layer asks only for the
+ * rows its head reads). Heads are C/H columns wide.
+ * ctx (rows as q, stride C) = dropout(softmax(QK^T/sqrt(d) + mask)) V.
+ * mask (per key row, NULL: all real): keys with 0 get exactly zero weight; a
+ * row with no real key is uniform, as with Hugging Face's additive dtype-min
+ * mask (and its scores, which then do not matter, get zero gradient).
+ * probs keeps the softmax before dropout for backward: sequence b's at
+ * p_start[b], one nq x n block per head, head after head; the dropout draw
+ * of each probability is numbered by its offset in probs, cut to 32 bits.
+ * struct attention (backend.h) describes the batch; attention_probs
+ * (backend.h) lays out the probabilities. */
+void attention_forward(float *ctx, float *probs, const struct attention *a);
+/* Writes dq (stride ldq), dk and dv (stride ldkv) from dctx. */
+void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+			const float *probs, const struct attention *a);
+/* A row-major fp32 GEMM run on one thread, C = alpha op(A) op(B) + beta C,
+ * op(X) X or its transpose as trans is 'N' or 'T'. */
+typedef void (*sgemm_fn)(char transa, char transb, int M, int N, int K, float alpha,
+			 const float *A, int lda, const float *B, int ldb, float beta, float *C,
+			 int ldc);
+/* An sgemm_fn with its products in bf16 (operands rounded to nearest even,
+ * denormals as zero) and fp32 sums, on AVX512-BF16: only where
+ * bf16_available. Each thread packs its operands in space that
+ * gemm_bf16_reserve(dim), called outside any parallel region, makes for
+ * all of OpenMP's threads and for M, N, K up to dim. */
+void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
+	       int lda, const float *B, int ldb, float beta, float *C, int ldc);
+void gemm_bf16_reserve(int dim);
+/* Scores p[0..n) in, probabilities p[0..len) out: the softmax over the keys
+ * whose mask is set, zero for the others and past n; uniform over all len
+ * when no key is real. */
+typedef void (*softmax_row_fn)(float *p, const uint8_t *mask, int n, int len);
+/* Back through the softmax of a row with a real key, p its n probabilities:
+ * dp = p * (dp - sum(p * dp)). */
+typedef void (*softmax_backward_fn)(float *dp, const float *p, int n);
+/* Those two with AVX-512, only where bf16_available. */
+void softmax_row_bf16(float *p, const uint8_t *mask, int n, int len);
+void softmax_backward_row_bf16(float *dp, const float *p, int n);
+/* cpu_rows_bf16.c's AVX-512 rows, only where bf16_available: one row of
+ * residual_layernorm_forward, its dropout key, threshold and scale from
+ * dropout.h and its element index base, with its output rounded into copy
+ * too; one of bias_gelu_forward with its output rounded into copy too; one of
+ * gelu_backward with its result rounded into copy and added into sum; one of
+ * layernorm_backward with dout * xhat added into sums[0..C) and dout into
+ * sums[C..2C) (din may be dout). */
+void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *mean,
+				 float *rstd, const float *res, const float *bias,
+				 const float *w, const float *b, int C, float eps,
+				 uint32_t key, uint32_t base, uint32_t threshold, float scale);
+void bias_gelu_row_bf16(float *out, uint16_t *copy, float *pre, const float *bias, int n);
+void gelu_backward_row_bf16(float *dpre, uint16_t *copy, float *sum, const float *dout,
+			    const float *pre, int n);
+void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, const float *x,
+				 float mean, float rstd, const float *w, int C);
+/* The two above with their products on gemm and their softmax on softmax
+ * and softmax_backward (the plain ones: OpenBLAS, and the softmax with
+ * fp32's bits). */
+void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm,
+			    softmax_row_fn softmax);
+void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
+			     const float *probs, const struct attention *a, sgemm_fn gemm,
+			     softmax_backward_fn softmax_backward);
+
+/* Softmax cross-entropy per row of logits[N,V] against the label smoothed
+ * by e (PyTorch's label_smoothing: 1 - e on the label, e/V on every class):
+ * returns the summed loss over rows whose label is >= 0 (e.g. -100 is
+ * ignored) and keeps each row's log-sum-exp in lse[N] for backward. */
+double crossentropy_forward(float *lse, const float *logits, const int32_t *labels,
+			    int N, int V, float e);
+/* dlogits = scale * (softmax - smoothed onehot) on labelled rows, 0 on the others. */
+void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
+			   const int32_t *labels, int N, int V, float e, float scale);
+
+/* out[r] = softmax(logits[r] / temp), N rows of V: a distribution to learn from. */
+void softmax_rows(float *out, const float *logits, int N, int V, float temp);
+/* Returns the sum over N rows of KL(target ‖ softmax(logits / temp)), in
+ * double, target holding probabilities; keeps each row's log-sum-exp of
+ * logits / temp in lse[N]. */
+double kl_forward(float *lse, const float *logits, const float *target, int N, int V, float temp);
+/* ADDS the gradient of scale times it: dlogits += scale / temp (softmax(logits / temp) - target). */
+void kl_backward(float *dlogits, const float *logits, const float *lse, const float *target, int N, int V,
+		 float temp, float scale);
+/* R-Drop: rows r and P + r of logits[2P, V] are two passes of one item,
+ * p and q their softmax: returns the sum over r of KL(p ‖ q) + KL(q ‖ p), in
+ * double. */
+double symkl_forward(const float *logits, int P, int V);
+/* ADDS the gradient of scale times it into both rows of each pair. */
+void symkl_backward(float *dlogits, const float *logits, int P, int V, float scale);
+/* y += a x */
+void axpy(float *y, const float *x, size_t n, float a);
+
+/* Squared error of N predictions: returns the sum of (pred - target)^2, in
+ * double in a fixed order. */
+double mse_forward(const float *pred, const float *target, int N);
+/* dpred = scale * 2 (pred - target). */
+void mse_backward(float *dpred, const float *pred, const float *target, int N, float scale);
+
+/* Binary cross-entropy of n logits against targets in [0, 1], as PyTorch's
+ * BCEWithLogitsLoss: returns the sum of max(x, 0) - x y + log(1 + e^-|x|),
+ * in double in a fixed order. */
+double bce_forward(const float *logits, const float *targets, size_t n);
+/* dlogits = scale * (sigmoid(x) - y). */
+void bce_backward(float *dlogits, const float *logits, const float *targets, size_t n,
+		  float scale);
+
+/* out[i] = in[i] * keep(seed, i) / (1 - p), each element kept with
+ * probability 1 - p; the same call is its own backward. out may be in. */
+void dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
+/* Whether element i survives dropout p under seed: the mask, for tests. */
+int dropout_keeps(uint64_t seed, uint64_t i, float p);
+
+/* out[m] = in[rows[m]], and its backward out[rows[m]] += in[m], for rows of
+ * C floats. */
+void gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+void scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+
+/* The optimizer's ops (cpu_optim.c), whose meaning backend.h gives. Sums run
+ * over fixed chunks added in order: the same bits for any thread count. */
+double sum_squares(const float *x, size_t n);
+void scale_floats(float *x, size_t n, float s);
+void ema_update(float *avg, const float *x, size_t n, float decay);
+void swap_floats(float *a, float *b, size_t n);
+void adam_update(float *p, const float *g, float *m, float *v, size_t n,
+		 const struct adam_coef *c);
+void sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum, float wd);
+void lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,
+		  const struct lamb_coef *c, double *sums);
+void lamb_apply(float *p, const float *m, const float *v, size_t n, const struct lamb_coef *c,
+		float step);
+#endif

@@ -1,0 +1,127 @@
+#include "data/encode.h"
+#include "util/err.h"
+#include <string.h>
+
+const char *encode_check(const struct encode_opts *o, int pair)
+{
+	long specials = pair ? 3 : 2;
+	if (o->max_len && o->max_len <= specials + (pair && o->fold))
+		return pair ? "--max-len leaves no room for the text pair" : "--max-len must be at least 3";
+	if (o->fold && !o->max_len)
+		return "--fold needs a --max-len";
+	/* a pair's second text always keeps at least half the room */
+	long room = o->max_len - specials;
+	if (o->fold && o->stride >= (pair ? room - room / 2 : room))
+		return "--stride must be smaller than the room left for folded text";
+	return NULL;
+}
+
+void truncate_longest_first(size_t *na, size_t *nb, size_t budget)
+{
+	if (*na + *nb <= budget)
+		return;
+	size_t n1 = *na, n2 = *nb;
+	int swap = n1 > n2;
+	if (swap)
+		n1 = *nb, n2 = *na;
+	n2 = n1 > budget ? n1 : (n1 > budget - n1 ? n1 : budget - n1);
+	if (n1 + n2 > budget) {
+		n1 = budget / 2;
+		n2 = n1 + budget % 2;
+	}
+	*na = swap ? n2 : n1;
+	*nb = swap ? n1 : n2;
+}
+
+/* Copies v[from, from+n) to p; v is NULL for an empty text, and then n is 0. */
+static int32_t *put_ids(int32_t *p, const int32_t *v, size_t from, size_t n)
+{
+	if (n)
+		memcpy(p, v + from, n * sizeof *p);
+	return p + n;
+}
+
+/* Fills t with [CLS] a[a0,a0+na) [SEP] (b[b0,b0+nb) [SEP]) and packs it;
+ * with tags, its label is their [a0,a0+na) between two -100. */
+static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0, size_t na,
+		     const struct ids *b, size_t b0, size_t nb, const int32_t *tags, struct tokrec *t,
+		     msgpack_packer *pk)
+{
+	size_t n = na + 2 + (b ? nb + 1 : 0);
+	grow(&t->ids, &t->cap_ids, n, sizeof *t->ids);
+	int32_t *p = t->ids;
+	*p++ = o->cls;
+	p = put_ids(p, a->v, a0, na);
+	*p++ = o->sep;
+	t->types = NULL;
+	if (b) {
+		p = put_ids(p, b->v, b0, nb);
+		*p++ = o->sep;
+		grow(&t->types_buf, &t->cap_types, n, 1);
+		t->types = t->types_buf;
+		memset(t->types, 0, na + 2);
+		memset(t->types + na + 2, 1, nb + 1);
+	}
+	t->n = n;
+	if (!tags) {
+		tokrec_pack(pk, t);
+		return;
+	}
+	int32_t *labels = xmalloc(n * sizeof *labels);
+	labels[0] = labels[n - 1] = -100;
+	if (na)
+		memcpy(labels + 1, tags + a0, na * sizeof *labels);
+	t->label_kind = LABEL_LIST;
+	t->labels = labels;
+	t->nlabels = n;
+	tokrec_pack(pk, t);
+	t->labels = NULL;
+	free(labels);
+}
+
+/* Folding cuts the last text (b for pairs, else a) into pieces of room
+ * tokens overlapping by stride; a pair's first text is kept whole, cut to half
+ * the room when it would leave the second none. */
+static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const struct ids *b,
+			 const int32_t *tags, struct tokrec *t, msgpack_packer *pk)
+{
+	size_t room = (size_t)o->max_len - (b ? 3 : 2), na = a->n;
+	const struct ids *cut = a;
+	if (b) {
+		if (na > room / 2 && na + b->n > room)
+			na = room / 2;
+		room -= na;
+		cut = b;
+	}
+	size_t step = room - (size_t)o->stride;
+	size_t pieces = 0;
+	for (size_t start = 0;; start += step) {
+		size_t len = cut->n - start < room ? cut->n - start : room;
+		t->fold = (int)pieces++;
+		if (b)
+			pack_one(o, a, 0, na, b, start, len, NULL, t, pk);
+		else
+			pack_one(o, a, start, len, NULL, 0, 0, tags, t, pk);
+		if (start + len >= cut->n)
+			break;
+	}
+	return pieces;
+}
+
+size_t encode_pack(const struct encode_opts *o, const struct ids *a, const struct ids *b,
+		   const int32_t *tags, struct tokrec *t, msgpack_packer *pk)
+{
+	if (o->fold)
+		return pack_folds(o, a, b, tags, t, pk);
+	t->fold = -1;
+	size_t na = a->n, nb = b ? b->n : 0;
+	if (o->max_len) {
+		size_t budget = (size_t)o->max_len - (b ? 3 : 2);
+		if (b)
+			truncate_longest_first(&na, &nb, budget);
+		else if (na > budget)
+			na = budget;
+	}
+	pack_one(o, a, 0, na, b, 0, nb, tags, t, pk);
+	return 1;
+}

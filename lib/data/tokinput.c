@@ -1,0 +1,357 @@
+#include "data/tokinput.h"
+#include "data/csv.h"
+#include "data/textin.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tokinput {
+	enum in_format fmt;
+	struct in_cols cols;
+	struct csv *csv;
+	int col[4];                 /* CSV column of text, pair, label, id; -1 none */
+	int ncols;
+	struct textin *lines;
+	json_t *json;
+	long *list;
+	size_t list_cap;
+	struct in_str *words, *names;   /* a record's words and its list of names */
+	size_t words_cap, names_cap;
+	struct strbuf sentence;         /* CoNLL: the words and tags of a sentence */
+	uint64_t bytes;
+	char num[32];
+};
+
+static const char *format_names[] = {"csv", "tsv", "jsonl", "lines", "conll"};
+
+int format_parse(const char *name)
+{
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(name, format_names[i]))
+			return i;
+	return -1;
+}
+
+int format_from_name(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+	if (!dot || strchr(dot, '/'))
+		return -1;
+	if (!strcmp(dot, ".json") || !strcmp(dot, ".ndjson"))
+		return FMT_JSONL;
+	if (!strcmp(dot, ".txt"))
+		return FMT_LINES;
+	return format_parse(dot + 1);
+}
+
+static const char **wanted(struct tokinput *in, int i)
+{
+	const char **w[] = {&in->cols.text, &in->cols.pair, &in->cols.label, &in->cols.id};
+	return w[i];
+}
+
+static void read_csv_header(struct tokinput *in)
+{
+	struct csv_field *f;
+	int nf = csv_next(in->csv, &f);
+	if (nf < 0)
+		die("%s: empty input", csv_name(in->csv));
+	in->ncols = nf;
+	for (int k = 0; k < 4; k++) {
+		const char *name = *wanted(in, k);
+		in->col[k] = -1;
+		for (int i = 0; name && i < nf && in->col[k] < 0; i++)
+			if (!strcmp(f[i].s, name))
+				in->col[k] = i;
+		if (name && in->col[k] < 0) {
+			struct strbuf b = {0};
+			for (int i = 0; i < nf; i++)
+				sb_addf(&b, "%s%s", i ? ", " : "", f[i].s);
+			die("%s: no column '%s' (columns: %s)", csv_name(in->csv), name, b.s);
+		}
+	}
+}
+
+struct tokinput *tokinput_open(const char *path, enum in_format fmt, const struct in_cols *cols)
+{
+	struct tokinput *in = xcalloc(1, sizeof *in);
+	in->fmt = fmt;
+	in->cols = *cols;
+	if (fmt == FMT_CSV || fmt == FMT_TSV) {
+		in->csv = csv_open(path, fmt == FMT_CSV ? ',' : '\t');
+		read_csv_header(in);
+	} else {
+		in->lines = textin_open(path);
+	}
+	return in;
+}
+
+static int next_csv(struct tokinput *in, struct in_record *r)
+{
+	struct csv_field *f;
+	int nf = csv_next(in->csv, &f);
+	if (nf < 0)
+		return 0;
+	r->line = csv_line(in->csv);
+	if (nf != in->ncols)
+		die("%s: line %llu: %d fields, expected %d", csv_name(in->csv), (unsigned long long)r->line, nf,
+		    in->ncols);
+	r->text = f[in->col[0]].s, r->text_n = f[in->col[0]].n;
+	if (in->col[1] >= 0)
+		r->pair = f[in->col[1]].s, r->pair_n = f[in->col[1]].n;
+	if (in->col[2] >= 0) {
+		r->label_kind = IN_LABEL_STR;
+		r->label = f[in->col[2]].s, r->label_n = f[in->col[2]].n;
+	}
+	if (in->col[3] >= 0) {
+		r->id = f[in->col[3]].s, r->id_n = f[in->col[3]].n;
+		/* ids are C strings downstream: a NUL would cut them short */
+		if (memchr(r->id, 0, r->id_n))
+			die("%s: line %llu: the id holds a NUL byte", csv_name(in->csv), (unsigned long long)r->line);
+	}
+	in->bytes = csv_offset(in->csv);
+	return 1;
+}
+
+static _Noreturn void json_bad(struct tokinput *in, const char *fmt, const char *key)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg, fmt, key);
+	die("%s: line %llu: %s", textin_name(in->lines), (unsigned long long)textin_lineno(in->lines), msg);
+}
+
+static const char *json_text(struct tokinput *in, const char *key, size_t *n)
+{
+	json_t *v = json_object_get(in->json, key);
+	if (!v) {
+		struct strbuf b = {0};
+		const char *k;
+		json_t *x;
+		json_object_foreach(in->json, k, x)
+			sb_addf(&b, "%s%s", b.n ? ", " : "", k);
+		char msg[512];   /* the field names are the input's: never a format */
+		snprintf(msg, sizeof msg, "no field '%s' (fields: %s)", key, b.n ? b.s : "none");
+		sb_free(&b);
+		json_bad(in, "%s", msg);
+	}
+	if (!json_is_string(v))
+		json_bad(in, "field '%s' is not a string", key);
+	*n = json_string_length(v);
+	return json_string_value(v);
+}
+
+/* A class id: records carry them as int32, and none is negative. */
+static long json_class(struct tokinput *in, const json_t *x)
+{
+	json_int_t v = json_integer_value(x);
+	if (v < 0 || v > INT32_MAX) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "label %lld is out of range (0 to %d)", (long long)v, INT32_MAX);
+		json_bad(in, "%s", msg);
+	}
+	return (long)v;
+}
+
+/* The strings of JSON list v (field key), in *buf. */
+static const struct in_str *json_strings(struct tokinput *in, json_t *v, const char *key, struct in_str **buf,
+					 size_t *cap)
+{
+	size_t i;
+	json_t *x;
+	grow(buf, cap, json_array_size(v) + 1, sizeof **buf);
+	json_array_foreach(v, i, x) {
+		if (!json_is_string(x))
+			json_bad(in, "field '%s' is a list of something other than strings", key);
+		(*buf)[i] = (struct in_str){json_string_value(x), json_string_length(x)};
+	}
+	return *buf;
+}
+
+static void json_label(struct tokinput *in, struct in_record *r)
+{
+	json_t *v = json_object_get(in->json, in->cols.label);
+	if (!v) {
+		json_text(in, in->cols.label, &r->label_n);   /* dies naming the fields */
+	} else if (json_is_string(v)) {
+		r->label_kind = IN_LABEL_STR;
+		r->label = json_string_value(v), r->label_n = json_string_length(v);
+	} else if (json_is_integer(v)) {
+		r->label_kind = IN_LABEL_INT, r->label_int = json_class(in, v);
+	} else if (json_is_real(v)) {
+		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_real_value(v);
+	} else if (json_is_array(v) && json_is_string(json_array_get(v, 0))) {
+		r->label_kind = IN_LABEL_NAMES, r->label_names = json_strings(in, v, in->cols.label, &in->names,
+									       &in->names_cap);
+		r->label_list_n = json_array_size(v);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *x;
+		grow(&in->list, &in->list_cap, json_array_size(v), sizeof *in->list);
+		json_array_foreach(v, i, x) {
+			if (!json_is_integer(x))
+				json_bad(in, "field '%s' is a list of something other than integers or strings",
+					 in->cols.label);
+			in->list[i] = json_class(in, x);
+		}
+		r->label_kind = IN_LABEL_LIST, r->label_list = in->list, r->label_list_n = json_array_size(v);
+	} else {
+		json_bad(in, "field '%s' is not a string, number or list", in->cols.label);
+	}
+}
+
+static void json_id(struct tokinput *in, struct in_record *r)
+{
+	json_t *v = json_object_get(in->json, in->cols.id);
+	if (v && json_is_integer(v)) {
+		r->id_n = (size_t)snprintf(in->num, sizeof in->num, "%lld", (long long)json_integer_value(v));
+		r->id = in->num, r->id_is_num = 1;
+	} else {
+		r->id = json_text(in, in->cols.id, &r->id_n);
+	}
+}
+
+static int next_jsonl(struct tokinput *in, struct in_record *r)
+{
+	size_t n;
+	char *line;
+	do
+		if (!(line = textin_line(in->lines, &n)))
+			return 0;
+	while (strspn(line, " \t") == n);
+	in->bytes += n + 1;
+	r->line = textin_lineno(in->lines);
+	json_decref(in->json);
+	json_error_t err;
+	in->json = json_loadb(line, n, 0, &err);
+	if (!in->json)
+		json_bad(in, "not JSON: %s", err.text);
+	if (!json_is_object(in->json))
+		json_bad(in, "not a JSON object%s", "");
+	json_t *words = json_object_get(in->json, in->cols.text);
+	if (json_is_array(words)) {
+		r->words = json_strings(in, words, in->cols.text, &in->words, &in->words_cap);
+		r->nwords = json_array_size(words);
+		r->text = "", r->text_n = 0;
+	} else {
+		r->text = json_text(in, in->cols.text, &r->text_n);
+	}
+	if (in->cols.pair)
+		r->pair = json_text(in, in->cols.pair, &r->pair_n);
+	if (in->cols.label)
+		json_label(in, r);
+	if (in->cols.id)
+		json_id(in, r);
+	return 1;
+}
+
+static int next_line(struct tokinput *in, struct in_record *r)
+{
+	size_t n;
+	char *line = textin_line(in->lines, &n);
+	if (!line)
+		return 0;
+	in->bytes += n + 1;
+	r->line = textin_lineno(in->lines);
+	r->text = line, r->text_n = n;
+	return 1;
+}
+
+/* A CoNLL line's first and last blank-separated fields; returns how many it has. */
+static int conll_fields(char *line, size_t n, struct in_str *first, struct in_str *last)
+{
+	int count = 0;
+	for (size_t i = 0; i < n;) {
+		while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+			i++;
+		if (i == n)
+			break;
+		size_t j = i;
+		while (j < n && line[j] != ' ' && line[j] != '\t' && line[j] != '\r')
+			j++;
+		*last = (struct in_str){line + i, j - i};
+		if (!count++)
+			*first = *last;
+		i = j;
+	}
+	return count;
+}
+
+/* A sentence of CoNLL: its words, and the tags when every line has them. */
+static int next_conll(struct tokinput *in, struct in_record *r)
+{
+	size_t n, count = 0, tagged = 0;
+	char *line;
+	in->sentence.n = 0;
+	size_t *at = NULL, cap = 0;   /* offsets of word, tag pairs in sentence */
+	while ((line = textin_line(in->lines, &n))) {
+		in->bytes += n + 1;
+		struct in_str word, tag;
+		int k = conll_fields(line, n, &word, &tag);
+		if (!k) {
+			if (count)
+				break;
+			continue;
+		}
+		if (word.n == 10 && !memcmp(word.s, "-DOCSTART-", 10))
+			continue;
+		if (!count)
+			r->line = textin_lineno(in->lines);
+		tagged += k > 1;
+		grow(&at, &cap, 2 * count + 2, sizeof *at);
+		at[2 * count] = in->sentence.n;
+		sb_add(&in->sentence, word.s, word.n);
+		sb_addc(&in->sentence, 0);
+		at[2 * count + 1] = in->sentence.n;
+		sb_add(&in->sentence, tag.s, k > 1 ? tag.n : 0);
+		sb_addc(&in->sentence, 0);
+		count++;
+	}
+	if (tagged && tagged != count)
+		die("%s: line %llu: a sentence with tags on some words only", textin_name(in->lines),
+		    (unsigned long long)r->line);
+	grow(&in->words, &in->words_cap, count + 1, sizeof *in->words);
+	grow(&in->names, &in->names_cap, count + 1, sizeof *in->names);
+	for (size_t i = 0; i < count; i++) {   /* lengths from the offsets: a NUL in a field is data */
+		size_t end = i + 1 < count ? at[2 * i + 2] : in->sentence.n;
+		in->words[i] = (struct in_str){in->sentence.s + at[2 * i], at[2 * i + 1] - at[2 * i] - 1};
+		in->names[i] = (struct in_str){in->sentence.s + at[2 * i + 1], end - at[2 * i + 1] - 1};
+	}
+	free(at);
+	if (!count)
+		return 0;
+	r->text = "", r->words = in->words, r->nwords = count;
+	if (tagged)
+		r->label_kind = IN_LABEL_NAMES, r->label_names = in->names, r->label_list_n = count;
+	return 1;
+}
+
+int tokinput_next(struct tokinput *in, struct in_record *r)
+{
+	memset(r, 0, sizeof *r);
+	return in->fmt == FMT_JSONL ? next_jsonl(in, r)
+	       : in->fmt == FMT_CONLL ? next_conll(in, r)
+	       : in->fmt == FMT_LINES ? next_line(in, r) : next_csv(in, r);
+}
+
+uint64_t tokinput_offset(const struct tokinput *in) { return in->bytes; }
+
+const char *tokinput_name(const struct tokinput *in)
+{
+	return in->csv ? csv_name(in->csv) : textin_name(in->lines);
+}
+
+void tokinput_close(struct tokinput *in)
+{
+	if (in->csv)
+		csv_close(in->csv);
+	else
+		textin_close(in->lines);
+	json_decref(in->json);
+	free(in->list);
+	free(in->words);
+	free(in->names);
+	sb_free(&in->sentence);
+	free(in);
+}

@@ -1,0 +1,261 @@
+/* WordPiece vocabulary: validation on load and an open-addressing hash of the tokens.
+ * A token "##x" is keyed as the continuation piece "x", so that WordPiece can look up
+ * "##" + piece without building the string. */
+#include "data/vocab.h"
+#include "util/afile.h"
+#include "util/digest.h"
+#include "util/err.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+/* A piece's key: its first 8 bytes (zero-padded, little-endian), its length and
+ * whether it continues a word. Most pieces are at most 8 bytes, so one slot compare
+ * settles a lookup without touching the token text. */
+struct key {
+	uint64_t head;
+	uint32_t len_cont;   /* length | CONT */
+};
+#define CONT 0x80000000u
+
+struct slot {
+	uint64_t head;
+	uint32_t len_cont;
+	int32_t id;          /* -1: empty */
+};
+
+struct vocab {
+	char *bytes;        /* the file as read, the bytes sha256 hashes */
+	size_t nbytes;
+	char *text;         /* a copy, each line NUL-terminated in place */
+	char **tokens;      /* by id */
+	int n;
+	struct slot *slots;
+	size_t mask;        /* slots - 1, a power of two minus one */
+	size_t max_piece;
+	int32_t special[VOCAB_NSPECIAL];
+	char sha256[SHA256_HEX_SIZE];
+};
+
+static const char *const special_names[VOCAB_NSPECIAL] = {
+	"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+};
+
+const char *vocab_special_name(enum vocab_special which)
+{
+	return special_names[which];
+}
+
+static inline uint64_t load64(const unsigned char *s) { uint64_t w; memcpy(&w, s, 8); return w; }
+static inline uint64_t load32(const unsigned char *s) { uint32_t w; memcpy(&w, s, 4); return w; }
+
+/* The first min(len, 8) bytes of s as a zero-padded little-endian word, reading only
+ * s[0..len) (overlapping loads instead of a byte loop). */
+static inline uint64_t head_word(const unsigned char *s, size_t len)
+{
+	if (len >= 8)
+		return load64(s);
+	if (len >= 4)
+		return load32(s) | load32(s + len - 4) << (8 * (len - 4));
+	if (len)
+		return s[0] | (uint64_t)s[len / 2] << (8 * (len / 2)) | (uint64_t)s[len - 1] << (8 * (len - 1));
+	return 0;
+}
+
+static inline uint64_t mix(uint64_t h)
+{
+	h ^= h >> 32;
+	h *= 0xD6E8FEB86659FD93ull;
+	return h ^ h >> 32;
+}
+
+/* Hash of a key plus, for pieces over 8 bytes, the rest of their bytes. */
+static inline uint64_t hash_key(struct key k, const unsigned char *s, size_t len)
+{
+	uint64_t h = mix(k.head ^ (uint64_t)k.len_cont * 0x9E3779B97F4A7C15ull);
+	for (size_t i = 8; i < len; i += 8)
+		h = mix(h ^ load64(s + (i + 8 <= len ? i : len - 8)));
+	return h;
+}
+
+static int is_continuation(const char *tok, size_t len)
+{
+	return len > 2 && tok[0] == '#' && tok[1] == '#';
+}
+
+int32_t vocab_piece_id(const struct vocab *v, int cont, const char *piece, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)piece;
+	if (len > v->max_piece)
+		return -1;
+	struct key k = { head_word(s, len), (uint32_t)len | (cont ? CONT : 0) };
+	for (size_t i = hash_key(k, s, len) & v->mask;; i = (i + 1) & v->mask) {
+		const struct slot *sl = &v->slots[i];
+		if (sl->head == k.head && sl->len_cont == k.len_cont &&
+		    (len <= 8 || !memcmp(v->tokens[sl->id] + (cont ? 2 : 0) + 8, s + 8, len - 8)))
+			return sl->id;
+		if (sl->id < 0)
+			return -1;
+	}
+}
+
+int32_t vocab_id(const struct vocab *v, const char *tok, size_t len)
+{
+	int cont = is_continuation(tok, len);
+	return vocab_piece_id(v, cont, tok + (cont ? 2 : 0), len - (cont ? 2 : 0));
+}
+
+int vocab_size(const struct vocab *v) { return v->n; }
+const char *vocab_token(const struct vocab *v, int32_t id) { return v->tokens[id]; }
+const char *vocab_sha256(const struct vocab *v) { return v->sha256; }
+int32_t vocab_special(const struct vocab *v, enum vocab_special which) { return v->special[which]; }
+size_t vocab_max_piece(const struct vocab *v) { return v->max_piece; }
+
+void vocab_save(const struct vocab *v, const char *path)
+{
+	struct afile *f = afile_open(path);
+	afile_write(f, v->bytes, v->nbytes);
+	afile_commit(f);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die("%s:", path);
+	size_t cap = 1 << 16, n = 0;
+	char *buf = xmalloc(cap);
+	for (size_t got; (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+		n += got;
+		if (cap - n - 1 == 0)
+			grow(&buf, &cap, 2 * cap, 1);
+	}
+	if (ferror(f))
+		die("%s:", path);
+	fclose(f);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* Why line tok (NUL-terminated, len bytes) is no token, or NULL. */
+static const char *bad_token(const char *tok, size_t len)
+{
+	if (!len)
+		return "empty token";
+	for (size_t i = 0; i < len;) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)tok + i,
+		                                      (utf8proc_ssize_t)(len - i), &cp);
+		if (k < 0)
+			return "not valid UTF-8";
+		int c = utf8proc_category(cp);
+		if (c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL ||
+		    c == UTF8PROC_CATEGORY_ZP || (cp >= 0x09 && cp <= 0x0D) || cp == 0x85)
+			return "whitespace inside a token";
+		i += (size_t)k;
+	}
+	return NULL;
+}
+
+/* Adds token id to the hash; returns the id of an equal token already there, or -1. */
+static int32_t insert(struct vocab *v, int32_t id)
+{
+	const char *tok = v->tokens[id];
+	size_t len = strlen(tok);
+	int cont = is_continuation(tok, len);
+	const unsigned char *piece = (const unsigned char *)tok + (cont ? 2 : 0);
+	len -= cont ? 2 : 0;
+	int32_t old = vocab_piece_id(v, cont, (const char *)piece, len);
+	if (old >= 0)
+		return old;
+	struct key k = { head_word(piece, len), (uint32_t)len | (cont ? CONT : 0) };
+	size_t i = hash_key(k, piece, len) & v->mask;
+	while (v->slots[i].id >= 0)
+		i = (i + 1) & v->mask;
+	v->slots[i] = (struct slot){ k.head, k.len_cont, id };
+	if (len > v->max_piece)
+		v->max_piece = len;
+	return -1;
+}
+
+/* Cuts the text into NUL-terminated lines (dropping a '\r' before each '\n'). */
+static int split_lines(const char *path, char *text, size_t len, char ***lines)
+{
+	size_t n = 0, cap = 0;
+	*lines = NULL;
+	for (char *p = text, *end = text + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *eol = nl ? nl : end;
+		if (eol > p && eol[-1] == '\r')
+			eol--;
+		*eol = 0;
+		if (n == cap)
+			grow(lines, &cap, n + 1, sizeof **lines);
+		(*lines)[n++] = p;
+		p = nl ? nl + 1 : end;
+		if (n > INT32_MAX / 2)
+			die("%s: not a WordPiece vocab: more than %d lines", path, INT32_MAX / 2);
+	}
+	return (int)n;
+}
+
+static size_t line_of(const char *text, const char *at)
+{
+	size_t line = 1;
+	for (const char *p = text; (p = memchr(p, '\n', (size_t)(at - p))); p++)
+		line++;
+	return line;
+}
+
+struct vocab *vocab_load(const char *path)
+{
+	struct vocab *v = xcalloc(1, sizeof *v);
+	size_t len;
+	v->bytes = read_file(path, &len);
+	v->nbytes = len;
+	sha256_hex(v->bytes, len, v->sha256);
+	v->text = xmalloc(len + 1);
+	memcpy(v->text, v->bytes, len + 1);
+	if (!len)
+		die("%s: not a WordPiece vocab: empty file", path);
+	const char *nul = memchr(v->text, 0, len);
+	if (nul)
+		die("%s: not a WordPiece vocab: NUL byte on line %zu (a binary file?)", path,
+		    line_of(v->text, nul));
+	v->n = split_lines(path, v->text, len, &v->tokens);
+	size_t nslots = 2;
+	while (nslots < 2 * (size_t)v->n)
+		nslots *= 2;
+	v->slots = xmalloc(nslots * sizeof *v->slots);
+	for (size_t i = 0; i < nslots; i++)
+		v->slots[i] = (struct slot){ 0, 0, -1 };
+	v->mask = nslots - 1;
+	for (int32_t id = 0; id < v->n; id++) {
+		const char *why = bad_token(v->tokens[id], strlen(v->tokens[id]));
+		if (why)
+			die("%s: line %d: %s", path, id + 1, why);
+		int32_t old = insert(v, id);
+		if (old >= 0)
+			die("%s: line %d: duplicate token '%s' (first on line %d)", path, id + 1,
+			    v->tokens[id], old + 1);
+	}
+	for (int i = 0; i < VOCAB_NSPECIAL; i++) {
+		v->special[i] = vocab_id(v, special_names[i], strlen(special_names[i]));
+		if (v->special[i] < 0)
+			die("%s: not a WordPiece vocab: no %s token", path, special_names[i]);
+	}
+	return v;
+}
+
+void vocab_free(struct vocab *v)
+{
+	if (!v)
+		return;
+	free(v->bytes);
+	free(v->text);
+	free(v->tokens);
+	free(v->slots);
+	free(v);
+}

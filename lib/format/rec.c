@@ -1,0 +1,333 @@
+#include "format/rec.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { READ_CHUNK = 1 << 16, WRITE_BUF = 1 << 20 };
+
+struct rec_reader {
+	int fd;
+	char *name;
+	msgpack_unpacker up;
+	msgpack_unpacked res;
+	uint64_t n;
+	int eof;
+	int torn_ok;        /* a torn last record ends the stream */
+	int64_t read, torn_at;
+};
+
+struct rec_reader *rec_open(const char *path)
+{
+	struct rec_reader *r = xcalloc(1, sizeof *r);
+	if (!strcmp(path, "-")) {
+		r->fd = STDIN_FILENO;
+		r->name = xstrdup("standard input");
+	} else {
+		r->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (r->fd < 0)
+			die("cannot open %s:", path);
+		r->name = xstrdup(path);
+	}
+	if (!msgpack_unpacker_init(&r->up, READ_CHUNK))
+		die("out of memory");
+	msgpack_unpacked_init(&r->res);
+	r->torn_at = -1;
+	return r;
+}
+
+void rec_allow_torn_tail(struct rec_reader *r) { r->torn_ok = 1; }
+int64_t rec_torn_at(const struct rec_reader *r) { return r->torn_at; }
+
+void rec_die(const struct rec_reader *r, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	die("%s: record %llu: %s", r->name, (unsigned long long)r->n, msg);
+}
+
+static void fill(struct rec_reader *r)
+{
+	if (!msgpack_unpacker_reserve_buffer(&r->up, READ_CHUNK))
+		die("out of memory");
+	ssize_t got;
+	do
+		got = read(r->fd, msgpack_unpacker_buffer(&r->up), msgpack_unpacker_buffer_capacity(&r->up));
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		die("read %s:", r->name);
+	if (got == 0)
+		r->eof = 1;
+	else
+		msgpack_unpacker_buffer_consumed(&r->up, (size_t)got);
+	r->read += got;
+}
+
+/* The length of the whole msgpack object that starts p[0..n), 0 while those
+ * bytes do not hold all of it, or NOT_MSGPACK. Found without allocating: a
+ * header that claims 4 billion entries costs nothing until they come. */
+enum { NOT_MSGPACK = -1 };
+static int64_t whole_object(const unsigned char *p, size_t n)
+{
+	size_t at = 0;
+	uint64_t items = 1;   /* objects still to come */
+	while (items--) {
+		if (at >= n)
+			return 0;
+		unsigned c = p[at++];
+		uint64_t len = 0, skip = 0;
+		int k = 0;       /* bytes of a big-endian length after c */
+		int times = 0;   /* what len counts: 0 bytes to skip, 1 objects, 2 pairs */
+		if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+			;
+		else if (c <= 0x8f)
+			len = c & 0xf, times = 2;
+		else if (c <= 0x9f)
+			len = c & 0xf, times = 1;
+		else if (c <= 0xbf)
+			skip = c & 0x1f;
+		else if (c == 0xc4 || c == 0xd9 || c == 0xc5 || c == 0xda || c == 0xc6 || c == 0xdb)
+			k = c == 0xc4 || c == 0xd9 ? 1 : c == 0xc5 || c == 0xda ? 2 : 4;
+		else if (c >= 0xc7 && c <= 0xc9)   /* ext 8/16/32: the length, a type byte */
+			k = 1 << (c - 0xc7), skip = 1;
+		else if (c >= 0xca && c <= 0xd3)   /* float32, float64, (u)int8..64 */
+			skip = c == 0xca ? 4 : c == 0xcb ? 8 : 1u << ((c - 0xcc) & 3);
+		else if (c >= 0xd4 && c <= 0xd8)   /* fixext 1..16: a type byte and the data */
+			skip = 1 + (1u << (c - 0xd4));
+		else if (c >= 0xdc && c <= 0xdf)
+			k = c & 1 ? 4 : 2, times = c >= 0xde ? 2 : 1;
+		else
+			return NOT_MSGPACK;   /* 0xc1 */
+		if (n - at < (size_t)k)
+			return 0;
+		for (int i = 0; i < k; i++)
+			len = len << 8 | p[at++];
+		if (times)
+			items += len * (uint64_t)times;
+		else
+			skip += len;
+		if (n - at < skip)
+			return 0;
+		at += skip;
+	}
+	return (int64_t)at;
+}
+
+/* msgpack_unpacker_next, once the bytes up holds make a whole object:
+ * MSGPACK_UNPACK_CONTINUE until then. */
+static msgpack_unpack_return next_whole(msgpack_unpacker *up, msgpack_unpacked *u)
+{
+	int64_t len = whole_object((const unsigned char *)up->buffer + up->off, up->used - up->off);
+	if (len == NOT_MSGPACK)
+		return MSGPACK_UNPACK_PARSE_ERROR;
+	return len ? msgpack_unpacker_next(up, u) : MSGPACK_UNPACK_CONTINUE;
+}
+
+const msgpack_object *rec_next(struct rec_reader *r)
+{
+	for (;;) {
+		msgpack_unpack_return ret = next_whole(&r->up, &r->res);
+		if (ret == MSGPACK_UNPACK_SUCCESS) {
+			r->n++;
+			if (r->res.data.type != MSGPACK_OBJECT_MAP)
+				rec_die(r, "not a map");
+			return &r->res.data;
+		}
+		if (ret == MSGPACK_UNPACK_PARSE_ERROR) {
+			r->n++;
+			rec_die(r, "malformed msgpack");
+		}
+		if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
+			die("%s: out of memory", r->name);
+		if (r->eof) {
+			size_t tail = msgpack_unpacker_message_size(&r->up);
+			if (tail > 0 && !r->torn_ok) {
+				r->n++;
+				rec_die(r, "truncated stream");
+			}
+			if (tail > 0) {
+				r->torn_at = r->read - (int64_t)tail;
+				warnx("%s: record %llu is cut short (a torn write); ignoring it", r->name,
+				      (unsigned long long)r->n + 1);
+			}
+			return NULL;
+		}
+		fill(r);
+	}
+}
+
+uint64_t rec_number(const struct rec_reader *r) { return r->n; }
+const char *rec_name(const struct rec_reader *r) { return r->name; }
+
+void rec_close(struct rec_reader *r)
+{
+	if (r->fd != STDIN_FILENO)
+		close(r->fd);
+	msgpack_unpacked_destroy(&r->res);
+	msgpack_unpacker_destroy(&r->up);
+	free(r->name);
+	free(r);
+}
+
+/* Takes the whole records up holds; t->read moves past each, the bytes up
+ * was fed ending at byte at. Returns 1 when take stopped, 0 when up needs
+ * more bytes, -1 on a record that is no map or no msgpack. */
+static int take_whole(struct rec_tail *t, msgpack_unpacker *up, long long at,
+		      int (*take)(void *ctx, const msgpack_object *o), void *ctx, const char *path, char *err,
+		      size_t errlen)
+{
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	int ret, rc = 0;
+	while (!rc && (ret = next_whole(up, &u)) == MSGPACK_UNPACK_SUCCESS) {
+		if (u.data.type != MSGPACK_OBJECT_MAP) {
+			snprintf(err, errlen, "%s: record %ld: not a map", path, t->records + 1);
+			rc = -1;
+			break;
+		}
+		t->records++;
+		t->read = at - (long long)msgpack_unpacker_message_size(up);
+		rc = take(ctx, &u.data) ? 1 : 0;
+	}
+	if (!rc && ret != MSGPACK_UNPACK_CONTINUE) {
+		snprintf(err, errlen, "%s: record %ld: malformed msgpack", path, t->records + 1);
+		rc = -1;
+	}
+	msgpack_unpacked_destroy(&u);
+	return rc;
+}
+
+int rec_tail_read(const char *path, struct rec_tail *t, int (*take)(void *ctx, const msgpack_object *o), void *ctx,
+		  char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	msgpack_unpacker *up = msgpack_unpacker_new(1 << 16);
+	long long at = t->read;
+	while (!rc) {
+		if (!up || !msgpack_unpacker_reserve_buffer(up, 1 << 16))
+			die("out of memory");
+		ssize_t got = pread(fd, msgpack_unpacker_buffer(up), msgpack_unpacker_buffer_capacity(up), (off_t)at);
+		if (got < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+			rc = -1;
+		}
+		if (got <= 0)
+			break;
+		at += got;
+		msgpack_unpacker_buffer_consumed(up, (size_t)got);
+		rc = take_whole(t, up, at, take, ctx, path, err, errlen);
+	}
+	close(fd);
+	msgpack_unpacker_free(up);
+	return rc < 0 ? -1 : 0;
+}
+
+struct rec_writer {
+	struct afile *f;
+	char *buf;
+	size_t len;
+	msgpack_packer pk;
+};
+
+static void wflush(struct rec_writer *w)
+{
+	afile_write(w->f, w->buf, w->len);
+	w->len = 0;
+}
+
+static int wappend(void *data, const char *p, size_t n)
+{
+	struct rec_writer *w = data;
+	if (w->len + n > WRITE_BUF)
+		wflush(w);
+	if (n > WRITE_BUF) {
+		afile_write(w->f, p, n);
+		return 0;
+	}
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+	return 0;
+}
+
+struct rec_writer *rec_create(const char *path)
+{
+	struct rec_writer *w = xcalloc(1, sizeof *w);
+	w->f = afile_open(path);
+	w->buf = xmalloc(WRITE_BUF);
+	msgpack_packer_init(&w->pk, w, wappend);
+	return w;
+}
+
+msgpack_packer *rec_packer(struct rec_writer *w) { return &w->pk; }
+
+void rec_commit(struct rec_writer *w)
+{
+	wflush(w);
+	afile_commit(w->f);
+	free(w->buf);
+	free(w);
+}
+
+const msgpack_object *mp_get(const msgpack_object *map, const char *key)
+{
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
+		return NULL;
+	size_t n = strlen(key);
+	for (uint32_t i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &map->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n && !memcmp(k->via.str.ptr, key, n))
+			return &map->via.map.ptr[i].val;
+	}
+	return NULL;
+}
+
+int mp_str_is(const msgpack_object *o, const char *s)
+{
+	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+	       !memcmp(o->via.str.ptr, s, o->via.str.size);
+}
+
+double mp_number(const msgpack_object *o)
+{
+	if (!o)
+		return NAN;
+	switch (o->type) {
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: return o->via.f64;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: return (double)o->via.u64;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return (double)o->via.i64;
+	default: return NAN;
+	}
+}
+
+void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n)
+{
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+void mp_pack_str(msgpack_packer *pk, const char *s) { mp_pack_strn(pk, s, strlen(s)); }
+
+void mp_pack_decimal(msgpack_packer *pk, const char *s)
+{
+	if (*s == '-')
+		msgpack_pack_int64(pk, strtoll(s, NULL, 10));
+	else
+		msgpack_pack_uint64(pk, strtoull(s, NULL, 10));
+}

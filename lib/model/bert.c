@@ -1,0 +1,1409 @@
+/* BERT with Hugging Face semantics (modeling_bert.py): post-LN encoder
+ * layers and the heads: sequence classification and regression (pooler,
+ * dropout, classifier: BertForSequenceClassification), token classification
+ * (dropout, classifier: BertForTokenClassification) and masked LM
+ * (transform, decoder tied to the word embeddings). One
+ * function per block forward and backward, top to bottom, each calling the
+ * ops of the model's backend on buffers in the backend's memory.
+ * Dimension letters: B batch, T sequence, N rows, C hidden, H heads,
+ * F feed-forward, V vocab, L labels, M rows the head predicts.
+ * A batch runs unpadded: each sequence's rows stop at its last real token,
+ * and the rows of all sequences are packed one after another, so no matrix
+ * product, LayerNorm or attention works on padding. */
+#include "model/bert.h"
+#include "backend/memcheck.h"
+#include "util/err.h"
+#include "util/rng.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const task_names[] = {"cls", "mlm", "reg", "multi", "tokcls"};
+
+/* BERT's [PAD]: HF's padding_idx, whose word embedding starts at zero and
+ * gets no gradient from the embedding lookup. */
+enum { PAD_ID = 0, IGNORE_LABEL = -100 };
+
+struct layer_weights {
+	float *qkv_w, *qkv_b;      /* query, key, value stacked: [3C, C], [3C] */
+	float *attn_out_w, *attn_out_b, *attn_ln_w, *attn_ln_b;
+	float *ffn_in_w, *ffn_in_b, *ffn_out_w, *ffn_out_b, *ffn_ln_w, *ffn_ln_b;
+};
+
+/* Pointers into the backend's flat parameter buffer, or the same places in
+ * its grads. */
+struct weights {
+	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
+	struct layer_weights *layer;
+	float *pool_w, *pool_b;                             /* pooled tasks */
+	float *cls_w, *cls_b;                               /* all but mlm */
+	float *tr_w, *tr_b, *tr_ln_w, *tr_ln_b, *decoder_b; /* mlm */
+};
+
+/* What a layer's backward needs from its forward. R rows are computed after
+ * the attention: all N, or in the last layer only the M the head reads. */
+struct layer_acts {
+	float *qkv;                          /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
+	float *probs;                        /* softmax before dropout (struct attention) */
+	float *ctx;                          /* [R, C] attention output per head */
+	float *attn_sum, *attn_mean, *attn_rstd, *attn_ln; /* residual sum, LN */
+	float *ffn_pre, *ffn_act;            /* [N, F] before and after GELU */
+	float *ffn_sum, *ffn_mean, *ffn_rstd, *out;        /* out: next layer's input */
+};
+
+/* The rows a layer computes after attention: all, or the head's. */
+struct layer_rows {
+	int R;
+	const int32_t *rows;       /* NULL: all N */
+	const int32_t *q_start;    /* B+1 offsets of each sequence's rows in rows */
+	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
+};
+
+/* The head over M gathered rows: pooled tasks M = B ([CLS] rows), the
+ * others M = labelled. */
+struct head_acts {
+	const float *in;       /* [M, C] final hidden states of the rows */
+	float *dense;          /* [M, C] pooled: tanh(pooler); mlm: transform pre-GELU */
+	float *act;            /* [M, C] pooled: dropout of it; tokcls: dropout of in;
+				* mlm: GELU of dense */
+	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
+	float *logits, *dlogits;   /* [M, bert_logit_width] */
+	float *lse;            /* [M] */
+	float *kl_lse;         /* [M] of the soft loss */
+};
+
+struct acts {
+	float *emb_sum, *emb_mean, *emb_rstd, *emb_out;
+	struct layer_acts *layer;
+	float *rows_in;        /* [M, C] the last layer's input at the head's rows */
+	struct head_acts head;
+	/* activation gradients, shared by all layers */
+	float *dh, *dbranch, *dctx, *dqkv, *dffn, *dhead, *dhead_in;
+};
+
+/* A buffer in the backend's memory that grows to fit. */
+struct on_backend {
+	void *p;
+	size_t cap;
+};
+
+/* The packed batch as the ops read it: the host arrays themselves on a host
+ * backend. */
+struct batch_arrays {
+	const int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	const int64_t *p_all, *p_head;
+	const uint8_t *mask;
+	const float *targets;
+};
+
+struct bert {
+	struct bert_config c;
+	const struct backend *be;
+	size_t numel;
+	float *dparams, *dgrads;   /* in the backend's memory */
+	float *params, *grads;     /* their host copies: the same buffers on a host backend */
+	struct weights w, g;       /* into dparams and dgrads */
+	struct tensor_ref *tensors; /* into params */
+	int ntensors;
+
+	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
+	float smoothing;           /* bert_set_label_smoothing */
+	int frozen_layers, frozen_embeddings;   /* bert_set_frozen */
+	float hard, soft, temp;    /* bert_set_soft_loss */
+	struct on_backend targets_soft;   /* [targets_rows, width]: the distribution to learn */
+	int targets_rows;
+	float rdrop;               /* bert_set_rdrop */
+	int doubled;               /* the last forward ran its batch twice (R-Drop) */
+	int32_t *twice_ids, *twice_types, *twice_labels;
+	uint8_t *twice_mask;
+	size_t twice_ids_cap, twice_types_cap, twice_labels_cap, twice_mask_cap;
+	const float *perturbation; /* VAT: [N, C] added to the embeddings' output, or NULL */
+	float *input_grad;         /* VAT: a backward's gradient of that output goes here */
+	struct on_backend vat_r, vat_g, vat_grads;   /* the perturbation, its gradient, scratch grads */
+	struct on_backend vat_p;   /* the probe's own predictions, made in fp32 */
+	struct layer_weights *vat_layers;
+	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
+	void *bucket_ctx;
+
+	/* the last forward's batch, packed: B sequences in N rows, the longest
+	 * T; P probabilities per layer (P_head in the last) */
+	int B, T, N, M, train;
+	int64_t P, P_head;
+	int shared;                /* its layers share their activations */
+	uint64_t dropout_seed;
+	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	int64_t *p_all, *p_head;
+	uint8_t *mask;
+	float *targets;            /* reg: M values; multi: M*L */
+	size_t ids_cap, types_cap, positions_cap, rows_cap, labels_cap, kv_start_cap,
+		q_start_cap, p_all_cap, p_head_cap, mask_cap, targets_cap;
+	struct batch_arrays d;
+	struct on_backend d_ids, d_types, d_positions, d_rows, d_labels, d_kv_start, d_q_start,
+		d_p_all, d_p_head, d_mask, d_targets;
+
+	struct acts a;
+	struct on_backend work;    /* every activation, carved into a */
+	float *logits;             /* a host copy of the last logits (not on a host backend) */
+	size_t logits_cap;
+};
+
+/* ---- parameter layout ---- */
+
+/* Walks the parameters in their fixed order, placing each at the next free
+ * float of base; with a list, also names them. Listing order is memory order,
+ * so the tensors tile bert_params() exactly. */
+struct layout {
+	float *base;
+	size_t used;
+	struct tensor_ref *list;
+	int count;
+};
+
+static float *add_tensor(struct layout *l, int64_t rows, int64_t cols, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static float *add_tensor(struct layout *l, int64_t rows, int64_t cols, const char *fmt, ...)
+{
+	float *p = l->base ? l->base + l->used : NULL;
+	if (l->list) {
+		char name[128];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(name, sizeof name, fmt, ap);
+		va_end(ap);
+		struct tensor_ref *t = &l->list[l->count];
+		t->name = xstrdup(name);
+		t->ndim = cols ? 2 : 1;
+		t->shape[0] = rows;
+		t->shape[1] = cols;
+		t->data = p;
+	}
+	l->used += (size_t)rows * (cols ? cols : 1);
+	l->count++;
+	return p;
+}
+
+static void lay_out_layer(struct layout *l, const struct bert_config *c, int i,
+			  struct layer_weights *w)
+{
+	const char *pre = "bert.encoder.layer";
+	int C = c->hidden, F = c->ffn;
+	/* query, key and value side by side make one [3C, C] product */
+	w->qkv_w = add_tensor(l, C, C, "%s.%d.attention.self.query.weight", pre, i);
+	add_tensor(l, C, C, "%s.%d.attention.self.key.weight", pre, i);
+	add_tensor(l, C, C, "%s.%d.attention.self.value.weight", pre, i);
+	w->qkv_b = add_tensor(l, C, 0, "%s.%d.attention.self.query.bias", pre, i);
+	add_tensor(l, C, 0, "%s.%d.attention.self.key.bias", pre, i);
+	add_tensor(l, C, 0, "%s.%d.attention.self.value.bias", pre, i);
+	w->attn_out_w = add_tensor(l, C, C, "%s.%d.attention.output.dense.weight", pre, i);
+	w->attn_out_b = add_tensor(l, C, 0, "%s.%d.attention.output.dense.bias", pre, i);
+	w->attn_ln_w = add_tensor(l, C, 0, "%s.%d.attention.output.LayerNorm.weight", pre, i);
+	w->attn_ln_b = add_tensor(l, C, 0, "%s.%d.attention.output.LayerNorm.bias", pre, i);
+	w->ffn_in_w = add_tensor(l, F, C, "%s.%d.intermediate.dense.weight", pre, i);
+	w->ffn_in_b = add_tensor(l, F, 0, "%s.%d.intermediate.dense.bias", pre, i);
+	w->ffn_out_w = add_tensor(l, C, F, "%s.%d.output.dense.weight", pre, i);
+	w->ffn_out_b = add_tensor(l, C, 0, "%s.%d.output.dense.bias", pre, i);
+	w->ffn_ln_w = add_tensor(l, C, 0, "%s.%d.output.LayerNorm.weight", pre, i);
+	w->ffn_ln_b = add_tensor(l, C, 0, "%s.%d.output.LayerNorm.bias", pre, i);
+}
+
+static void lay_out(struct layout *l, const struct bert_config *c, struct weights *w)
+{
+	int C = c->hidden;
+	w->word = add_tensor(l, c->vocab, C, "bert.embeddings.word_embeddings.weight");
+	w->pos = add_tensor(l, c->max_pos, C, "bert.embeddings.position_embeddings.weight");
+	w->type = add_tensor(l, c->type_vocab, C, "bert.embeddings.token_type_embeddings.weight");
+	w->emb_ln_w = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.weight");
+	w->emb_ln_b = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.bias");
+	for (int i = 0; i < c->layers; i++)
+		lay_out_layer(l, c, i, &w->layer[i]);
+	if (bert_task_pooled(c->task)) {
+		w->pool_w = add_tensor(l, C, C, "bert.pooler.dense.weight");
+		w->pool_b = add_tensor(l, C, 0, "bert.pooler.dense.bias");
+	}
+	if (c->task != TASK_MLM) {
+		w->cls_w = add_tensor(l, bert_logit_width(c), C, "classifier.weight");
+		w->cls_b = add_tensor(l, bert_logit_width(c), 0, "classifier.bias");
+	} else {
+		w->tr_w = add_tensor(l, C, C, "cls.predictions.transform.dense.weight");
+		w->tr_b = add_tensor(l, C, 0, "cls.predictions.transform.dense.bias");
+		w->tr_ln_w = add_tensor(l, C, 0, "cls.predictions.transform.LayerNorm.weight");
+		w->tr_ln_b = add_tensor(l, C, 0, "cls.predictions.transform.LayerNorm.bias");
+		w->decoder_b = add_tensor(l, c->vocab, 0, "cls.predictions.bias");
+	}
+}
+
+/* Sizes in range: then no count of the parameters overflows. */
+static void check_sizes(const struct bert_config *c)
+{
+	if (c->vocab < 1 || c->hidden < 1 || c->layers < 0 || c->heads < 1 || c->ffn < 1 ||
+	    c->max_pos < 1 || c->type_vocab < 1)
+		die("bert: config sizes must be positive");
+	if (c->layers > BERT_MAX_LAYERS || c->hidden > BERT_MAX_HIDDEN || c->heads > BERT_MAX_HEADS ||
+	    c->ffn > BERT_MAX_FFN || c->max_pos > BERT_MAX_POS)
+		die("bert: config sizes beyond the largest model");
+}
+
+static void check_config(const struct bert_config *c)
+{
+	check_sizes(c);
+	if (c->hidden % c->heads)
+		die("bert: hidden size %d is not a multiple of %d heads", c->hidden, c->heads);
+	if (!(c->hidden_dropout >= 0 && c->hidden_dropout < 1 && c->attn_dropout >= 0 &&
+	      c->attn_dropout < 1))
+		die("bert: dropout must be in [0, 1)");
+	if (!(c->ln_eps > 0))
+		die("bert: layer norm eps must be positive");
+	if (c->task < TASK_CLS || c->task > TASK_TOKCLS)
+		die("bert: unknown task %d", (int)c->task);
+	if (c->task == TASK_REG && c->num_labels != 1)
+		die("bert: the regression head has 1 output, not %d", c->num_labels);
+	if ((c->task == TASK_CLS || c->task == TASK_MULTI || c->task == TASK_TOKCLS) &&
+	    c->num_labels < 2)
+		die("bert: a classification head needs at least 2 labels, not %d", c->num_labels);
+}
+
+
+/* A host copy of a backend buffer: the buffer itself on a host backend. */
+static float *host_copy(const struct backend *be, float *buf, size_t n)
+{
+	return be->host ? buf : xcalloc(n ? n : 1, sizeof(float));
+}
+
+struct bert *bert_new(const struct bert_config *c, const struct backend *be)
+{
+	check_config(c);
+	struct bert *m = xcalloc(1, sizeof *m);
+	m->c = *c;
+	m->be = be;
+	m->w.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->w.layer);
+	m->g.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->g.layer);
+	m->a.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->a.layer);
+
+	struct layout count = { 0 };
+	lay_out(&count, c, &m->w);
+	m->numel = count.used;
+	m->ntensors = count.count;
+	memory_check(be, "model", 2.0 * sizeof(float) * (double)m->numel, "parameters and gradients");
+	m->dparams = be->alloc(m->numel * sizeof(float));
+	m->dgrads = be->alloc(m->numel * sizeof(float));
+	m->params = host_copy(be, m->dparams, m->numel);
+	m->grads = host_copy(be, m->dgrads, m->numel);
+	m->tensors = xcalloc(m->ntensors, sizeof *m->tensors);
+	struct layout params = { m->dparams, 0, m->tensors, 0 };
+	lay_out(&params, c, &m->w);
+	for (int i = 0; i < m->ntensors; i++)   /* the names go with the host copy */
+		m->tensors[i].data = m->params + (m->tensors[i].data - m->dparams);
+	struct layout grads = { m->dgrads, 0, NULL, 0 };
+	lay_out(&grads, c, &m->g);
+	return m;
+}
+
+size_t bert_config_numel(const struct bert_config *c)
+{
+	check_sizes(c);
+	struct weights w = { .layer = xcalloc(c->layers ? c->layers : 1, sizeof *w.layer) };
+	struct layout count = { 0 };
+	lay_out(&count, c, &w);
+	free(w.layer);
+	return count.used;
+}
+
+void bert_free(struct bert *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->ntensors; i++)
+		free((char *)m->tensors[i].name);
+	free(m->tensors);
+	if (!m->be->host) {
+		free(m->params);
+		free(m->grads);
+	}
+	m->be->release(m->dparams);
+	m->be->release(m->dgrads);
+	free(m->w.layer);
+	free(m->g.layer);
+	free(m->a.layer);
+	free(m->ids);
+	free(m->types);
+	free(m->positions);
+	free(m->rows);
+	free(m->labels);
+	free(m->kv_start);
+	free(m->q_start);
+	free(m->p_all);
+	free(m->p_head);
+	free(m->mask);
+	free(m->targets);
+	free(m->twice_ids), free(m->twice_types), free(m->twice_labels), free(m->twice_mask);
+	free(m->vat_layers);
+	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_positions, &m->d_rows,
+				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
+				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->targets_soft,
+				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->vat_p, &m->work };
+	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+		if (bufs[i]->p)
+			m->be->release(bufs[i]->p);
+	free(m->logits);
+	free(m);
+}
+
+const struct bert_config *bert_config_of(const struct bert *m)
+{
+	return &m->c;
+}
+
+float *bert_params(struct bert *m)
+{
+	return m->params;
+}
+
+float *bert_grads(struct bert *m)
+{
+	return m->grads;
+}
+
+void bert_pull(struct bert *m)
+{
+	m->be->download(m->params, m->dparams, m->numel * sizeof(float));
+	m->be->download(m->grads, m->dgrads, m->numel * sizeof(float));
+}
+
+void bert_push(struct bert *m)
+{
+	m->be->upload(m->dparams, m->params, m->numel * sizeof(float));
+}
+
+const struct backend *bert_backend(const struct bert *m)
+{
+	return m->be;
+}
+
+float *bert_backend_params(struct bert *m)
+{
+	return m->dparams;
+}
+
+float *bert_backend_grads(struct bert *m)
+{
+	return m->dgrads;
+}
+
+void bert_zero_grads(struct bert *m)
+{
+	m->be->zero(m->dgrads, m->numel * sizeof(float));
+}
+
+double bert_grad_norm(const struct bert *m)
+{
+	return sqrt(m->be->sum_squares(m->dgrads, m->numel));
+}
+
+double bert_grad_sum_squares(const struct bert *m, size_t lo, size_t hi)
+{
+	return m->be->sum_squares(m->dgrads + lo, hi - lo);
+}
+
+void bert_scale_grads(struct bert *m, float s)
+{
+	m->be->scale(m->dgrads, m->numel, s);
+}
+
+size_t bert_numel(const struct bert *m)
+{
+	return m->numel;
+}
+
+int bert_tensors(struct bert *m, struct tensor_ref *out)
+{
+	if (out)
+		memcpy(out, m->tensors, sizeof *out * m->ntensors);
+	return m->ntensors;
+}
+
+int bert_decays(const char *name)
+{
+	return !strstr(name, "bias") && !strstr(name, "LayerNorm");
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+void bert_init_tensors(struct bert *m, uint64_t seed, const char *prefix)
+{
+	for (int i = 0; i < m->ntensors; i++) {
+		const struct tensor_ref *t = &m->tensors[i];
+		if (strncmp(t->name, prefix, strlen(prefix)))
+			continue;
+		int64_t n = tensor_numel(t);
+		float *p = t->data;
+		if (ends_with(t->name, "LayerNorm.weight")) {
+			for (int64_t j = 0; j < n; j++)
+				p[j] = 1.0f;
+		} else if (ends_with(t->name, "bias")) {
+			memset(p, 0, sizeof(float) * n);
+		} else {
+			uint64_t s = rng_derive(seed, i);
+#pragma omp parallel for schedule(static)
+			for (int64_t j = 0; j < n; j++)
+				p[j] = 0.02f * rng_normal_at(s, j);
+		}
+	}
+	if (!strncmp(m->tensors[0].name, prefix, strlen(prefix))) {   /* the embeddings come first */
+		float *word = m->tensors[0].data;
+		memset(word + (size_t)PAD_ID * m->c.hidden, 0, sizeof(float) * m->c.hidden);
+	}
+	bert_push(m);
+}
+
+void bert_init(struct bert *m, uint64_t seed)
+{
+	bert_init_tensors(m, seed, "");
+}
+
+/* ---- workspace ---- */
+
+/* Hands out consecutive pieces of the workspace, 64-byte aligned relative to
+ * its start; with no base it only measures. */
+struct carver {
+	float *base;
+	size_t used;
+};
+
+static float *carve(struct carver *k, size_t n)
+{
+	float *p = k->base ? k->base + k->used : NULL;
+	k->used += (n + 15) & ~(size_t)15;
+	return p;
+}
+
+/* A layer's activations for N rows and P probabilities. */
+static void carve_layer(struct carver *k, const struct bert_config *c, size_t N, size_t P,
+			struct layer_acts *a)
+{
+	size_t C = c->hidden, F = c->ffn;
+	a->qkv = carve(k, N * 3 * C);
+	a->probs = carve(k, P);
+	a->ctx = carve(k, N * C);
+	a->attn_sum = carve(k, N * C);
+	a->attn_mean = carve(k, N);
+	a->attn_rstd = carve(k, N);
+	a->attn_ln = carve(k, N * C);
+	a->ffn_pre = carve(k, N * F);
+	a->ffn_act = carve(k, N * F);
+	a->ffn_sum = carve(k, N * C);
+	a->ffn_mean = carve(k, N);
+	a->ffn_rstd = carve(k, N);
+	a->out = carve(k, N * C);
+}
+
+static void carve_head(struct carver *k, const struct bert_config *c, int M,
+		       struct head_acts *h)
+{
+	size_t C = c->hidden;
+	size_t width = (size_t)bert_logit_width(c);
+	h->dense = carve(k, M * C);
+	h->act = carve(k, M * C);
+	h->norm = carve(k, M * C);
+	h->mean = carve(k, M);
+	h->rstd = carve(k, M);
+	h->logits = carve(k, M * width);
+	h->dlogits = carve(k, M * width);
+	h->lse = carve(k, M);
+	h->kl_lse = carve(k, M);
+}
+
+/* With recompute, the layers share one set of activations and keep only
+ * their outputs: a layer's backward first runs its forward again. */
+static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N, size_t P,
+			int M, int recompute, struct acts *a)
+{
+	size_t C = c->hidden;
+	a->emb_sum = carve(k, N * C);
+	a->emb_mean = carve(k, N);
+	a->emb_rstd = carve(k, N);
+	a->emb_out = carve(k, N * C);
+	for (int i = 0; i < c->layers; i++) {
+		if (i && recompute) {
+			a->layer[i] = a->layer[0];
+			a->layer[i].out = carve(k, N * C);
+		} else {
+			carve_layer(k, c, N, P, &a->layer[i]);
+		}
+	}
+	a->rows_in = carve(k, (size_t)M * C);
+	carve_head(k, c, M, &a->head);
+	a->dh = carve(k, N * C);
+	a->dbranch = carve(k, N * C);
+	a->dctx = carve(k, N * C);
+	a->dqkv = carve(k, N * 3 * C);
+	a->dffn = carve(k, N * c->ffn);
+	a->dhead = carve(k, (size_t)M * C);
+	a->dhead_in = carve(k, (size_t)M * C);
+	return k->used;
+}
+
+double bert_batch_bytes(const struct bert_config *c, const struct backend *be, int B, int T,
+			int M, int recompute)
+{
+	/* carve_all's buffers when no token is padding: per layer and row (with
+	 * recompute one layer's, and the others' outputs), then the embeddings,
+	 * the backward's rows and the head's M rows */
+	double N = (double)B * T, C = c->hidden, F = c->ffn;
+	double width = bert_logit_width(c);
+	double layer = N * (8 * C + 2 * F + 4) + (double)B * c->heads * T * T;
+	double layers = recompute && c->layers ? layer + (c->layers - 1) * N * C : c->layers * layer;
+	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 4);
+	double scratch = be->probs_scratch ? (double)B * c->heads * T * T : 0;
+	return sizeof(float) * (layers + rows + scratch);
+}
+
+/* b's memory on the backend, grown to bytes; never shrinks. */
+static void *fit(const struct backend *be, struct on_backend *b, size_t bytes)
+{
+	if (bytes > b->cap || !b->p) {
+		if (b->p)
+			be->release(b->p);
+		b->p = be->alloc(bytes);
+		b->cap = bytes;
+	}
+	return b->p;
+}
+
+/* Grows the workspace to the batch's size. */
+static void reserve(struct bert *m)
+{
+	struct carver measure = { NULL, 0 };
+	size_t need = carve_all(&measure, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
+	struct carver place = { fit(m->be, &m->work, need * sizeof(float)), 0 };
+	carve_all(&place, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
+	m->shared = m->recompute;
+}
+
+/* ---- the batch ---- */
+
+static void check_batch(const struct bert *m, const struct bert_batch *b)
+{
+	const struct bert_config *c = &m->c;
+	if (b->B < 1 || b->T < 1)
+		die("bert: empty batch (B %d, T %d)", b->B, b->T);
+	if (b->T > c->max_pos)
+		die("bert: sequence length %d exceeds max positions %d", b->T, c->max_pos);
+	for (int i = 0; i < b->B * b->T; i++) {
+		if (b->ids[i] < 0 || b->ids[i] >= c->vocab)
+			die("bert: token id %d out of range [0, %d)", b->ids[i], c->vocab);
+		if (b->types && (b->types[i] < 0 || b->types[i] >= c->type_vocab))
+			die("bert: token type %d out of range [0, %d)", b->types[i],
+			    c->type_vocab);
+	}
+	if (c->task == TASK_REG || c->task == TASK_MULTI) {
+		int n = b->B * (c->task == TASK_MULTI ? c->num_labels : 1);
+		for (int i = 0; i < n; i++)
+			if (!(c->task == TASK_REG ? isfinite(b->targets[i])
+						  : b->targets[i] >= 0 && b->targets[i] <= 1))
+				die("bert: target %g is not %s", (double)b->targets[i],
+				    c->task == TASK_REG ? "finite" : "in [0, 1]");
+		return;
+	}
+	int nlabels = c->task == TASK_CLS ? b->B : b->B * b->T;
+	int classes = c->task == TASK_MLM ? c->vocab : c->num_labels;
+	for (int i = 0; i < nlabels; i++) {
+		int y = b->labels[i];
+		if ((y < 0 || y >= classes) && !(c->task != TASK_CLS && y == IGNORE_LABEL))
+			die("bert: label %d out of range [0, %d)", y, classes);
+	}
+}
+
+/* Sequence i's rows: its positions up to the last real token or predicted
+ * position, or all T when no token is real (its attention is then uniform
+ * over all T, as HF computes it). Padding inside those rows stays, masked. */
+static int sequence_rows(const struct bert *m, const struct bert_batch *b, int i)
+{
+	const uint8_t *mask = b->mask ? b->mask + (size_t)i * b->T : NULL;
+	int len = 0;
+	for (int t = 0; t < b->T; t++)
+		if (!mask || mask[t])
+			len = t + 1;
+	if (!len)
+		return b->T;
+	if (!bert_task_pooled(m->c.task))
+		for (int t = len; t < b->T; t++)
+			if (b->labels[(size_t)i * b->T + t] != IGNORE_LABEL)
+				len = t + 1;
+	return len;
+}
+
+/* Packs the batch's rows one sequence after another: kv_start, and the ids,
+ * types, positions and mask of each row. */
+static void pack_rows(struct bert *m, const struct bert_batch *b)
+{
+	grow(&m->kv_start, &m->kv_start_cap, b->B + 1, sizeof *m->kv_start);
+	m->kv_start[0] = 0;
+	m->T = 0;
+	for (int i = 0; i < b->B; i++) {
+		int len = sequence_rows(m, b, i);
+		m->kv_start[i + 1] = m->kv_start[i] + len;
+		m->T = len > m->T ? len : m->T;
+	}
+	size_t N = (size_t)m->kv_start[b->B];
+	m->N = (int)N;
+	grow(&m->ids, &m->ids_cap, N, sizeof *m->ids);
+	grow(&m->types, &m->types_cap, N, sizeof *m->types);
+	grow(&m->positions, &m->positions_cap, N, sizeof *m->positions);
+	grow(&m->mask, &m->mask_cap, N, sizeof *m->mask);
+	for (int i = 0; i < b->B; i++)
+		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
+			size_t at = (size_t)i * b->T + t;
+			m->ids[r] = b->ids[at];
+			m->types[r] = b->types ? b->types[at] : 0;
+			m->positions[r] = t;
+			m->mask[r] = b->mask ? b->mask[at] : 1;
+		}
+}
+
+/* Lists the packed rows the head predicts, with their labels or targets:
+ * the [CLS] row of each sequence, or the labelled positions in row-major
+ * order; and q_start, where each sequence's run of them begins. */
+static void list_head_rows(struct bert *m, const struct bert_batch *b)
+{
+	enum bert_task task = m->c.task;
+	grow(&m->rows, &m->rows_cap, m->N, sizeof *m->rows);
+	grow(&m->labels, &m->labels_cap, m->N, sizeof *m->labels);
+	grow(&m->q_start, &m->q_start_cap, b->B + 1, sizeof *m->q_start);
+	if (task == TASK_REG || task == TASK_MULTI) {
+		size_t n = (size_t)b->B * (task == TASK_MULTI ? m->c.num_labels : 1);
+		grow(&m->targets, &m->targets_cap, n, sizeof *m->targets);
+		memcpy(m->targets, b->targets, n * sizeof *m->targets);
+	}
+	m->M = 0;
+	for (int i = 0; i < b->B; i++) {
+		m->q_start[i] = m->M;
+		if (bert_task_pooled(task)) {
+			m->rows[m->M] = m->kv_start[i];
+			m->labels[m->M++] = task == TASK_CLS ? b->labels[i] : 0;
+			continue;
+		}
+		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
+			int32_t y = b->labels[(size_t)i * b->T + t];
+			if (y != IGNORE_LABEL) {
+				m->rows[m->M] = r;
+				m->labels[m->M++] = y;
+			}
+		}
+	}
+	m->q_start[b->B] = m->M;
+}
+
+/* Copies the batch, packed, so that backward never reads freed memory. */
+static void keep_batch(struct bert *m, const struct bert_batch *b)
+{
+	m->B = b->B;
+	pack_rows(m, b);
+	list_head_rows(m, b);
+	grow(&m->p_all, &m->p_all_cap, b->B + 1, sizeof *m->p_all);
+	grow(&m->p_head, &m->p_head_cap, b->B + 1, sizeof *m->p_head);
+	m->P = attention_probs(m->p_all, m->kv_start, NULL, b->B, m->c.heads);
+	m->P_head = attention_probs(m->p_head, m->kv_start, m->q_start, b->B, m->c.heads);
+}
+
+/* base's copy on the backend, in b; base itself on a host backend. */
+static const void *to_backend(const struct backend *be, struct on_backend *b, const void *base,
+			      size_t bytes)
+{
+	if (be->host)
+		return base;
+	void *p = fit(be, b, bytes);
+	be->upload(p, base, bytes);
+	return p;
+}
+
+/* The kept batch where the ops read it. */
+static void upload_batch(struct bert *m)
+{
+	const struct backend *be = m->be;
+	size_t N = (size_t)m->N, M = (size_t)m->M, i32 = sizeof(int32_t);
+	size_t seqs = (size_t)m->B + 1;
+	m->d.ids = to_backend(be, &m->d_ids, m->ids, N * i32);
+	m->d.types = to_backend(be, &m->d_types, m->types, N * i32);
+	m->d.positions = to_backend(be, &m->d_positions, m->positions, N * i32);
+	m->d.mask = to_backend(be, &m->d_mask, m->mask, N);
+	m->d.rows = to_backend(be, &m->d_rows, m->rows, M * i32);
+	m->d.labels = to_backend(be, &m->d_labels, m->labels, M * i32);
+	m->d.kv_start = to_backend(be, &m->d_kv_start, m->kv_start, seqs * i32);
+	m->d.q_start = to_backend(be, &m->d_q_start, m->q_start, seqs * i32);
+	m->d.p_all = to_backend(be, &m->d_p_all, m->p_all, seqs * sizeof(int64_t));
+	m->d.p_head = to_backend(be, &m->d_p_head, m->p_head, seqs * sizeof(int64_t));
+	if (m->c.task == TASK_REG || m->c.task == TASK_MULTI)
+		m->d.targets = to_backend(be, &m->d_targets, m->targets,
+					  M * bert_logit_width(&m->c) * sizeof(float));
+}
+
+/* ---- dropout sites ---- */
+
+enum { SITE_ATTN_PROBS, SITE_ATTN_OUT, SITE_FFN_OUT, SITES_PER_LAYER };
+
+/* Every dropout site draws from its own stream of the step's seed. */
+static uint64_t site_seed(const struct bert *m, int layer, int site)
+{
+	return rng_derive(m->dropout_seed, 1 + (uint64_t)layer * SITES_PER_LAYER + site);
+}
+
+static uint64_t embeddings_seed(const struct bert *m)
+{
+	return rng_derive(m->dropout_seed, 0);
+}
+
+static uint64_t classifier_seed(const struct bert *m)
+{
+	return rng_derive(m->dropout_seed, 1 + (uint64_t)m->c.layers * SITES_PER_LAYER);
+}
+
+static float hidden_p(const struct bert *m)
+{
+	return m->train ? m->c.hidden_dropout : 0.0f;
+}
+
+static float attn_p(const struct bert *m)
+{
+	return m->train ? m->c.attn_dropout : 0.0f;
+}
+
+/* ---- embeddings ---- */
+
+static void embeddings_forward(struct bert *m)
+{
+	struct acts *a = &m->a;
+	int N = m->N, C = m->c.hidden;
+	m->be->embedding_forward(a->emb_sum, m->d.ids, m->d.types, m->d.positions, m->w.word,
+				 m->w.pos, m->w.type, N, C);
+	m->be->layernorm_forward(a->emb_out, a->emb_mean, a->emb_rstd, a->emb_sum,
+				 m->w.emb_ln_w, m->w.emb_ln_b, N, C, m->c.ln_eps);
+	m->be->dropout_apply(a->emb_out, a->emb_out, (size_t)N * C, hidden_p(m),
+			     embeddings_seed(m));
+}
+
+/* dh: the gradient of the embeddings' output, consumed. */
+static void embeddings_backward(struct bert *m, float *dh)
+{
+	struct acts *a = &m->a;
+	int N = m->N, C = m->c.hidden;
+	m->be->dropout_apply(dh, dh, (size_t)N * C, hidden_p(m), embeddings_seed(m));
+	m->be->layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum,
+				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, C);
+	m->be->embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->d.ids, m->d.types,
+				  m->d.positions, N, C, PAD_ID);
+}
+
+/* ---- encoder layer ---- */
+
+/* The last layer needs queries, and everything after the attention, only at
+ * the rows its head reads: the same loss and gradients for far less work. */
+static struct layer_rows all_rows(const struct bert *m)
+{
+	struct layer_rows r = { m->N, NULL, NULL, m->d.p_all };
+	return r;
+}
+
+static struct layer_rows head_rows(const struct bert *m)
+{
+	struct layer_rows r = { m->M, m->d.rows, m->d.q_start, m->d.p_head };
+	return r;
+}
+
+/* Where layer l's attention finds Q, K and V: in the fused [N, 3C] product,
+ * or K|V over all rows and Q over the selected ones. */
+static struct attention layer_attention(const struct bert *m, int l, const struct layer_rows *r)
+{
+	const float *qkv = m->a.layer[l].qkv;
+	int N = m->N, C = m->c.hidden;
+	struct attention att = { m->B, m->T, C, m->c.heads, qkv, qkv + C, qkv + 2 * C, 3 * C,
+				 3 * C, m->d.kv_start, NULL, r->p_start, m->d.mask, attn_p(m),
+				 site_seed(m, l, SITE_ATTN_PROBS) };
+	if (r->rows) {
+		att.k = qkv, att.v = qkv + C, att.ldkv = 2 * C;
+		att.q = qkv + (size_t)N * 2 * C, att.ldq = C;
+		att.q_start = r->q_start;
+	}
+	return att;
+}
+
+static void layer_forward(struct bert *m, int l, const float *x, const struct layer_rows *r)
+{
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_acts *a = &m->a.layer[l];
+	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
+	float eps = m->c.ln_eps;
+	struct attention att = layer_attention(m, l, r);
+	const float *res = x;   /* the residual stream at the R rows */
+
+	if (!r->rows) {
+		m->be->linear_forward(a->qkv, x, w->qkv_w, w->qkv_b, N, C, 3 * C);
+	} else {
+		m->be->linear_forward(a->qkv, x, w->qkv_w + C * C, w->qkv_b + C, N, C,
+				      2 * C);
+		m->be->gather_rows(m->a.rows_in, x, r->rows, R, C);
+		res = m->a.rows_in;
+		m->be->linear_forward(a->qkv + (size_t)N * 2 * C, res, w->qkv_w, w->qkv_b,
+				      R, C, C);
+	}
+	m->be->attention_forward(a->ctx, a->probs, &att);
+	m->be->linear_forward(a->attn_sum, a->ctx, w->attn_out_w, NULL, R, C, C);
+	m->be->residual_layernorm_forward(a->attn_ln, a->attn_sum, a->attn_mean,
+					  a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
+					  w->attn_ln_b, R, C, eps, hidden_p(m),
+					  site_seed(m, l, SITE_ATTN_OUT));
+	m->be->linear_forward(a->ffn_pre, a->attn_ln, w->ffn_in_w, NULL, R, C, F);
+	m->be->bias_gelu_forward(a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
+	m->be->linear_forward(a->ffn_sum, a->ffn_act, w->ffn_out_w, NULL, R, F, C);
+	m->be->residual_layernorm_forward(a->out, a->ffn_sum, a->ffn_mean, a->ffn_rstd,
+					  a->attn_ln, w->ffn_out_b, w->ffn_ln_w,
+					  w->ffn_ln_b, R, C, eps, hidden_p(m),
+					  site_seed(m, l, SITE_FFN_OUT));
+}
+
+/* The gradient of a dropped-out branch from that of its residual sum. */
+static const float *through_dropout(struct bert *m, const float *dsum, int rows, uint64_t seed)
+{
+	if (hidden_p(m) == 0.0f)
+		return dsum;
+	m->be->dropout_apply(m->a.dbranch, dsum, (size_t)rows * m->c.hidden, hidden_p(m),
+			     seed);
+	return m->a.dbranch;
+}
+
+/* Into the fused QKV product, or its two parts for the last layer; dh holds
+ * the gradient of the residual stream at the R rows, dx gets that of x. */
+static void qkv_backward(struct bert *m, int l, const float *x, const struct layer_rows *r,
+			 const float *dq, float *dh, float *dx)
+{
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_weights *g = &m->g.layer[l];
+	int N = m->N, C = m->c.hidden;
+	if (!r->rows) {
+		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, x, w->qkv_w, N,
+				       C, 3 * C, 1);
+		return;
+	}
+	m->be->linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_in, w->qkv_w, r->R,
+			       C, C, 1);
+	m->be->linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, x,
+			       w->qkv_w + C * C, N, C, 2 * C, 0);
+	m->be->scatter_add_rows(dx, dh, r->rows, r->R, C);
+}
+
+/* dh: in, the gradient of the layer's R output rows, overwritten; dx: out,
+ * that of its input x (dx is dh when all rows are computed). */
+static void layer_backward(struct bert *m, int l, const float *x, const struct layer_rows *r,
+			   float *dh, float *dx)
+{
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_weights *g = &m->g.layer[l];
+	struct layer_acts *a = &m->a.layer[l];
+	struct acts *d = &m->a;
+	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
+
+	m->be->layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum,
+				  a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, C);
+	const float *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
+	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
+			       w->ffn_out_w, R, F, C, 0);
+	m->be->gelu_backward(d->dffn, d->dffn, a->ffn_pre, R, F);
+	/* the residual: dh already holds the sum's gradient, the FFN's adds to it */
+	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_ln,
+			       w->ffn_in_w, R, C, F, 1);
+
+	m->be->layernorm_backward(dh, g->attn_ln_w, g->attn_ln_b, dh, a->attn_sum,
+				  a->attn_mean, a->attn_rstd, w->attn_ln_w, R, C);
+	dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_ATTN_OUT));
+	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
+			       w->attn_out_w, R, C, C, 0);
+	struct attention att = layer_attention(m, l, r);
+	float *dq = r->rows ? d->dqkv + (size_t)N * 2 * C : d->dqkv;
+	float *dk = r->rows ? d->dqkv : d->dqkv + C;
+	m->be->attention_backward(dq, dk, dk + C, d->dctx, a->probs, &att);
+	qkv_backward(m, l, x, r, dq, dh, dx);
+}
+
+/* ---- the losses of the heads ---- */
+
+/* Label smoothing applies in training only: evaluations see the plain loss. */
+static float smoothing(const struct bert *m)
+{
+	return m->train ? m->smoothing : 0.0f;
+}
+
+/* Whether a training forward learns from soft targets too (bert_set_soft_loss). */
+static int soft_on(const struct bert *m)
+{
+	if (!m->train || !m->soft)
+		return 0;
+	if (m->targets_rows != m->M)
+		die("bert: soft targets for %d rows, but the batch predicts %d", m->targets_rows, m->M);
+	return 1;
+}
+
+/* The summed loss of the M rows of logits: squared error, binary
+ * cross-entropy, or the cross-entropy with in training the soft targets'
+ * KL divergence (weights hard and soft) and R-Drop's (halved, as the batch
+ * ran twice). */
+static double head_loss(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, W = bert_logit_width(&m->c), soft = soft_on(m);
+	if (m->c.task == TASK_REG)
+		return m->be->mse_forward(h->logits, m->d.targets, M);
+	if (m->c.task == TASK_MULTI)
+		return m->be->bce_forward(h->logits, m->d.targets, (size_t)M * W);
+	double loss = 0;
+	if (!soft || m->hard > 0)
+		loss = (soft ? m->hard : 1) *
+		       m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, W, smoothing(m));
+	if (soft)
+		loss += (double)m->soft * m->temp * m->temp *
+			m->be->kl_forward(h->kl_lse, h->logits, m->targets_soft.p, M, W, m->temp);
+	if (m->doubled)
+		loss = 0.5 * (loss + m->rdrop * m->be->symkl_forward(h->logits, M / 2, W));
+	return loss;
+}
+
+static void head_loss_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, W = bert_logit_width(&m->c), soft = soft_on(m);
+	if (m->c.task == TASK_REG) {
+		m->be->mse_backward(h->dlogits, h->logits, m->d.targets, M, scale);
+		return;
+	}
+	if (m->c.task == TASK_MULTI) {
+		m->be->bce_backward(h->dlogits, h->logits, m->d.targets, (size_t)M * W, scale);
+		return;
+	}
+	float s = m->doubled ? 0.5f * scale : scale;
+	if (!soft || m->hard > 0)
+		m->be->crossentropy_backward(h->dlogits, h->logits, h->lse, m->d.labels, M, W,
+					     smoothing(m), soft ? s * m->hard : s);
+	else
+		m->be->zero(h->dlogits, (size_t)M * W * sizeof(float));
+	if (soft)
+		m->be->kl_backward(h->dlogits, h->logits, h->kl_lse, m->targets_soft.p, M, W, m->temp,
+				   s * m->soft * m->temp * m->temp);
+	if (m->doubled)
+		m->be->symkl_backward(h->dlogits, h->logits, M / 2, W, s * m->rdrop);
+}
+
+/* ---- sequence classification and regression head ---- */
+
+static double pooled_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
+	m->be->linear_forward(h->dense, h->in, m->w.pool_w, m->w.pool_b, B, C, C);
+	m->be->tanh_forward(h->dense, h->dense, (size_t)B * C);
+	m->be->dropout_apply(h->act, h->dense, (size_t)B * C, hidden_p(m),
+			     classifier_seed(m));
+	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, B, C, W);
+	return head_loss(m);
+}
+
+/* Leaves the gradient of the head's input rows in dhead_in. */
+static void pooled_head_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
+	head_loss_backward(m, scale);
+	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->act,
+			       m->w.cls_w, B, C, W, 0);
+	m->be->dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m),
+			     classifier_seed(m));
+	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
+	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in,
+			       m->w.pool_w, B, C, C, 0);
+}
+
+/* ---- token classification head ---- */
+
+static double token_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
+	m->be->dropout_apply(h->act, h->in, (size_t)M * C, hidden_p(m), classifier_seed(m));
+	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, M, C, L);
+	return head_loss(m);
+}
+
+static void token_head_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
+	head_loss_backward(m, scale);
+	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, h->dlogits, h->act,
+			       m->w.cls_w, M, C, L, 0);
+	m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m),
+			     classifier_seed(m));
+}
+
+/* ---- masked language model head ---- */
+
+static double mlm_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, C = m->c.hidden, V = m->c.vocab;
+	m->be->linear_forward(h->dense, h->in, m->w.tr_w, NULL, M, C, C);
+	m->be->bias_gelu_forward(h->act, h->dense, m->w.tr_b, M, C);
+	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
+				 m->w.tr_ln_b, M, C, m->c.ln_eps);
+	m->be->linear_forward(h->logits, h->norm, m->w.word, m->w.decoder_b, M, C, V);
+	return head_loss(m);
+}
+
+static void mlm_head_backward(struct bert *m, float scale)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int M = m->M, C = m->c.hidden, V = m->c.vocab;
+	head_loss_backward(m, scale);
+	/* the decoder is the word embedding matrix: its gradient adds there */
+	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->norm,
+			       m->w.word, M, C, V, 0);
+	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
+				  h->mean, h->rstd, m->w.tr_ln_w, M, C);
+	m->be->gelu_backward(d->dhead, d->dhead, h->dense, M, C);
+	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in,
+			       m->w.tr_w, M, C, C, 0);
+}
+
+/* ---- the whole model ---- */
+
+/* b with each sequence twice: the B of b, then the same B again. */
+static struct bert_batch twice(struct bert *m, const struct bert_batch *b)
+{
+	size_t cells = (size_t)b->B * b->T, nl = bert_task_pooled(m->c.task) ? (size_t)b->B : cells;
+	struct bert_batch d = *b;
+	d.B = 2 * b->B;
+	grow(&m->twice_ids, &m->twice_ids_cap, 2 * cells, sizeof *m->twice_ids);
+	grow(&m->twice_labels, &m->twice_labels_cap, 2 * nl, sizeof *m->twice_labels);
+	for (int k = 0; k < 2; k++) {
+		memcpy(m->twice_ids + k * cells, b->ids, cells * sizeof *b->ids);
+		memcpy(m->twice_labels + k * nl, b->labels, nl * sizeof *b->labels);
+		if (b->types) {
+			grow(&m->twice_types, &m->twice_types_cap, 2 * cells, sizeof *m->twice_types);
+			memcpy(m->twice_types + k * cells, b->types, cells * sizeof *b->types);
+		}
+		if (b->mask) {
+			grow(&m->twice_mask, &m->twice_mask_cap, 2 * cells, sizeof *m->twice_mask);
+			memcpy(m->twice_mask + k * cells, b->mask, cells);
+		}
+	}
+	d.ids = m->twice_ids, d.labels = m->twice_labels;
+	d.types = b->types ? m->twice_types : NULL;
+	d.mask = b->mask ? m->twice_mask : NULL;
+	return d;
+}
+
+/* The forward of the kept batch from its embeddings (plus a perturbation)
+ * through the head: its summed loss. */
+static double run_forward(struct bert *m)
+{
+	embeddings_forward(m);
+	if (m->perturbation)
+		m->be->axpy(m->a.emb_out, m->perturbation, (size_t)m->N * m->c.hidden, 1.0f);
+	const float *x = m->a.emb_out;
+	int L = m->c.layers;
+	struct layer_rows all = all_rows(m), head = head_rows(m);
+	for (int l = 0; l + 1 < L; l++) {
+		layer_forward(m, l, x, &all);
+		x = m->a.layer[l].out;
+	}
+	if (L) {
+		layer_forward(m, L - 1, x, &head);
+		m->a.head.in = m->a.layer[L - 1].out;
+	} else {
+		m->be->gather_rows(m->a.rows_in, x, m->d.rows, m->M, m->c.hidden);
+		m->a.head.in = m->a.rows_in;
+	}
+	if (m->c.task == TASK_MLM)
+		return mlm_head_forward(m);
+	return bert_task_pooled(m->c.task) ? pooled_head_forward(m) : token_head_forward(m);
+}
+
+double bert_forward(struct bert *m, const struct bert_batch *b, int train,
+		    uint64_t dropout_seed, int64_t *count)
+{
+	struct bert_batch doubled;
+	m->doubled = train && m->rdrop > 0;
+	if (m->doubled)
+		b = (doubled = twice(m, b), &doubled);
+	check_batch(m, b);
+	keep_batch(m, b);
+	upload_batch(m);
+	reserve(m);
+	m->train = train;
+	m->dropout_seed = dropout_seed;
+	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1) / (m->doubled ? 2 : 1);
+	if (m->M == 0)
+		return 0.0;    /* nothing to predict */
+	return run_forward(m);
+}
+
+static const float *layer_input(const struct bert *m, int l)
+{
+	return l ? m->a.layer[l - 1].out : m->a.emb_out;
+}
+
+int bert_grad_buckets(const struct bert *m, size_t (*bucket)[2])
+{
+	int L = m->c.layers;
+	if (bucket) {
+		/* the layout: embeddings, layers 0.., the head */
+		size_t head = L ? (size_t)(m->g.layer[L - 1].ffn_ln_b + m->c.hidden - m->dgrads)
+				: (size_t)(m->g.emb_ln_b + m->c.hidden - m->dgrads);
+		bucket[0][0] = head, bucket[0][1] = m->numel;
+		for (int l = L - 1, i = 1; l >= 0; l--, i++) {
+			bucket[i][0] = (size_t)(m->g.layer[l].qkv_w - m->dgrads);
+			bucket[i][1] = i == 1 ? head : bucket[i - 1][0];
+		}
+		bucket[L + 1][0] = 0, bucket[L + 1][1] = L ? bucket[L][0] : head;
+	}
+	return L + 2;
+}
+
+void bert_set_bucket_hook(struct bert *m, void (*done)(void *ctx, int bucket), void *ctx)
+{
+	m->bucket_done = done;
+	m->bucket_ctx = ctx;
+}
+
+static void bucket_complete(struct bert *m, int bucket)
+{
+	if (m->bucket_done)
+		m->bucket_done(m->bucket_ctx, bucket);
+}
+
+/* A frozen layer's parameter gradients are zero: its backward runs only to
+ * carry the gradient down to the embeddings. */
+static void zero_if_frozen(struct bert *m, int l)
+{
+	if (l >= m->frozen_layers)
+		return;
+	const struct layer_weights *g = &m->g.layer[l];   /* laid out from qkv_w to ffn_ln_b */
+	m->be->zero(g->qkv_w, (size_t)(g->ffn_ln_b + m->c.hidden - g->qkv_w) * sizeof(float));
+}
+
+void bert_backward(struct bert *m, float scale)
+{
+	int N = m->N, C = m->c.hidden, L = m->c.layers;
+	if (m->M == 0)
+		return;    /* nothing predicted: every gradient is zero */
+	if (m->c.task == TASK_MLM)
+		mlm_head_backward(m, scale);
+	else if (bert_task_pooled(m->c.task))
+		pooled_head_backward(m, scale);
+	else
+		token_head_backward(m, scale);
+	bucket_complete(m, 0);
+	/* below the frozen layers of a model with frozen embeddings nothing
+	 * needs a gradient */
+	int stop = m->frozen_embeddings && !m->input_grad ? m->frozen_layers : 0;
+	float *dh = m->a.dh;
+	struct layer_rows all = all_rows(m), head = head_rows(m);
+	if (L && L - 1 >= stop) {
+		layer_backward(m, L - 1, layer_input(m, L - 1), &head, m->a.dhead_in, dh);
+		zero_if_frozen(m, L - 1);
+	} else if (!L) {
+		m->be->zero(dh, sizeof(float) * N * C);
+		m->be->scatter_add_rows(dh, m->a.dhead_in, m->d.rows, m->M, C);
+	}
+	if (L)
+		bucket_complete(m, 1);
+	for (int l = L - 2; l >= 0; l--) {
+		if (l >= stop) {
+			if (m->shared)
+				layer_forward(m, l, layer_input(m, l), &all);
+			layer_backward(m, l, layer_input(m, l), &all, dh, dh);
+			zero_if_frozen(m, l);
+		}
+		bucket_complete(m, L - l);
+	}
+	if (m->input_grad) {   /* VAT: the gradient of the embeddings' output, and no further */
+		m->be->zero(m->input_grad, (size_t)N * C * sizeof(float));
+		m->be->axpy(m->input_grad, dh, (size_t)N * C, 1.0f);
+	} else if (!m->frozen_embeddings) {
+		embeddings_backward(m, dh);
+	} else if (m->c.task == TASK_MLM)   /* the decoder's gradient went to the word embeddings */
+		m->be->zero(m->g.word, (size_t)m->c.vocab * C * sizeof(float));
+	bucket_complete(m, L + 1);
+}
+
+const float *bert_logits(struct bert *m)
+{
+	if (m->be->host)
+		return m->a.head.logits;
+	size_t n = (size_t)m->M * bert_logit_width(&m->c);
+	grow(&m->logits, &m->logits_cap, n, sizeof *m->logits);
+	m->be->download(m->logits, m->a.head.logits, n * sizeof *m->logits);
+	return m->logits;
+}
+
+void bert_set_soft_loss(struct bert *m, float hard, float soft, float temp)
+{
+	if (!(hard >= 0 && soft >= 0 && temp > 0))
+		die("bert: soft loss weights must be at least 0 and the temperature positive");
+	if (soft && (m->c.task == TASK_REG || m->c.task == TASK_MULTI))
+		die("bert: soft targets are for the softmax heads of cls, tokcls and mlm");
+	m->hard = hard, m->soft = soft, m->temp = temp;
+}
+
+void bert_targets_from(struct bert *m, const struct bert *teacher, float temp)
+{
+	int W = bert_logit_width(&m->c);
+	if (bert_logit_width(&teacher->c) != W || teacher->c.task != m->c.task)
+		die("bert: a %s teacher of %d outputs cannot teach a %s model of %d", task_names[teacher->c.task],
+		    bert_logit_width(&teacher->c), task_names[m->c.task], W);
+	size_t n = (size_t)teacher->M * W;
+	fit(m->be, &m->targets_soft, (n ? n : 1) * sizeof(float));
+	m->be->softmax_rows(m->targets_soft.p, teacher->a.head.logits, teacher->M, W, temp);
+	m->targets_rows = teacher->M;
+}
+
+void bert_set_rdrop(struct bert *m, float alpha)
+{
+	if (!(alpha >= 0))
+		die("bert: the R-Drop weight must be at least 0");
+	if (alpha && m->c.task != TASK_CLS && m->c.task != TASK_TOKCLS)
+		die("bert: R-Drop is for the cls and tokcls heads");
+	m->rdrop = alpha;
+}
+
+/* ---- virtual adversarial training ---- */
+
+/* x scaled to norm `to` over each sequence's rows (a sequence's part of
+ * all zeros stays so). */
+static void normalize_sequences(const struct bert *m, float *x, float to)
+{
+	size_t C = (size_t)m->c.hidden;
+	for (int i = 0; i < m->B; i++) {
+		float *v = x + (size_t)m->kv_start[i] * C;
+		size_t n = (size_t)(m->kv_start[i + 1] - m->kv_start[i]) * C;
+		double ss = 0;
+		for (size_t j = 0; j < n; j++)
+			ss += (double)v[j] * v[j];
+		float k = ss > 0 ? (float)(to / sqrt(ss)) : 0.0f;
+		for (size_t j = 0; j < n; j++)
+			v[j] *= k;
+	}
+}
+
+/* The backward of the last forward to the embeddings' output only, into
+ * g: the parameters' gradients go to a scratch buffer, and no bucket is
+ * announced. */
+static void backward_to_input(struct bert *m, float *g)
+{
+	if (!m->vat_layers)
+		m->vat_layers = xcalloc(m->c.layers ? m->c.layers : 1, sizeof *m->vat_layers);
+	float *scratch = fit(m->be, &m->vat_grads, m->numel * sizeof(float)), *grads = m->dgrads;
+	struct weights g_scratch = {.layer = m->vat_layers}, g_real = m->g;
+	struct layout l = {scratch, 0, NULL, 0};
+	lay_out(&l, &m->c, &g_scratch);
+	void (*hook)(void *, int) = m->bucket_done;
+	m->be->zero(scratch, m->numel * sizeof(float));
+	m->dgrads = scratch, m->g = g_scratch, m->bucket_done = NULL, m->input_grad = g;
+	bert_backward(m, 1.0f);
+	m->dgrads = grads, m->g = g_real, m->bucket_done = hook, m->input_grad = NULL;
+}
+
+/* bert_vat's power iteration: d, from a random direction towards the most
+ * sensitive one, r and g the perturbation and its gradient. Where the
+ * backend computes in a coarser precision than fp32, the iteration runs on
+ * its fp32 twin, against predictions of an fp32 forward of its own: the
+ * coarser rounding of the layers' inputs would drown the probe's effect. */
+static void power_iteration(struct bert *m, float *d, float *r, float *g, float xi, int iters)
+{
+	const struct backend *be = m->be;
+	size_t n = (size_t)m->N * m->c.hidden;
+	int fp32 = iters && be->precise;
+	struct on_backend own = m->targets_soft;
+	if (fp32) {
+		int W = bert_logit_width(&m->c);
+		m->be = be->precise;
+		m->perturbation = NULL;
+		run_forward(m);
+		m->perturbation = r;
+		fit(m->be, &m->vat_p, (size_t)m->M * W * sizeof(float));
+		m->be->softmax_rows(m->vat_p.p, m->a.head.logits, m->M, W, 1.0f);
+		m->targets_soft = m->vat_p;
+	}
+	for (int it = 0; it < iters; it++) {
+		normalize_sequences(m, d, xi);
+		m->be->upload(r, d, n * sizeof *d);
+		run_forward(m);
+		backward_to_input(m, g);
+		m->be->download(d, g, n * sizeof *d);
+	}
+	if (fp32) {
+		m->vat_p = m->targets_soft;
+		m->targets_soft = own;
+		m->be = be;
+	}
+}
+
+double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale)
+{
+	if (!m->M || !m->train)
+		return 0.0;
+	int W = bert_logit_width(&m->c);
+	size_t n = (size_t)m->N * m->c.hidden;
+	float hard = m->hard, soft = m->soft, temp = m->temp;
+	fit(m->be, &m->targets_soft, (size_t)m->M * W * sizeof(float));
+	m->be->softmax_rows(m->targets_soft.p, m->a.head.logits, m->M, W, 1.0f);
+	m->targets_rows = m->M;
+	bert_set_soft_loss(m, 0, 1, 1);
+	float *d = xmalloc(n * sizeof *d), *r = fit(m->be, &m->vat_r, n * sizeof *d);
+	float *g = fit(m->be, &m->vat_g, n * sizeof *d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = rng_normal_at(seed, i);
+	m->perturbation = r;
+	power_iteration(m, d, r, g, xi, iters);
+	normalize_sequences(m, d, eps);
+	m->be->upload(r, d, n * sizeof *d);
+	double loss = run_forward(m);
+	bert_backward(m, scale);
+	m->perturbation = NULL;
+	m->hard = hard, m->soft = soft, m->temp = temp;
+	free(d);
+	return loss;
+}
+
+void bert_set_frozen(struct bert *m, int layers, int embeddings)
+{
+	if (layers < 0 || layers > m->c.layers)
+		die("bert: cannot freeze %d of %d layers", layers, m->c.layers);
+	m->frozen_layers = layers;
+	m->frozen_embeddings = embeddings;
+}
+
+void bert_set_label_smoothing(struct bert *m, float e)
+{
+	if (!(e >= 0 && e < 1))
+		die("bert: label smoothing must be in [0, 1)");
+	m->smoothing = e;
+}
+
+void bert_set_recompute(struct bert *m, int on)
+{
+	m->recompute = on;
+}
+
+void bert_set_dropout(struct bert *m, float hidden, float attn)
+{
+	m->c.hidden_dropout = hidden;
+	m->c.attn_dropout = attn;
+	check_config(&m->c);
+}

@@ -1,0 +1,236 @@
+#include "model/hfconfig.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* transformers' BertConfig defaults for the keys a config may leave out */
+#define HF_TYPE_VOCAB 2
+#define HF_LN_EPS 1e-12
+#define HF_DROPOUT 0.1
+#define HF_NUM_LABELS 2
+
+/* A size from 1 to max; a required one must be there, else dflt. */
+static int size_in(const char *path, json_t *cfg, const char *key, int required, int dflt, int max)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (!v) {
+		if (required)
+			die("%s: missing key %s", path, key);
+		return dflt;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
+		die("%s: %s must be an integer from 1 to %d", path, key, max);
+	return (int)json_integer_value(v);
+}
+
+static float number_in(const char *path, json_t *cfg, const char *key, double dflt,
+		       double lo, double hi)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (!v)
+		return (float)dflt;
+	/* the float the model uses must be in range too: 0.99999999 is 1.0f */
+	double d = json_number_value(v);
+	if (!json_is_number(v) || d < lo || d >= hi || (float)d < lo || (float)d >= hi)
+		die("%s: %s must be a number in [%g, %g)", path, key, lo, hi);
+	return (float)d;
+}
+
+/* Refuses a string key whose value is not the one this model implements. */
+static void require_string(const char *path, json_t *cfg, const char *key, const char *want,
+			   const char *why)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (v && (!json_is_string(v) || strcmp(json_string_value(v), want)))
+		die("%s: %s %s is not supported (only \"%s\"%s)", path, key,
+		    json_is_string(v) ? json_string_value(v) : "(not a string)", want, why);
+}
+
+/* The head of the architecture, and for sequence classification its
+ * problem_type, or as transformers infers it: regression for one label. */
+static enum bert_task task_of(const char *path, json_t *cfg, int num_labels)
+{
+	json_t *arch = json_array_get(json_object_get(cfg, "architectures"), 0);
+	const char *a = json_string_value(arch);
+	if (a && (!strcmp(a, "BertForMaskedLM") || !strcmp(a, "BertForPreTraining")))
+		return TASK_MLM;
+	if (a && !strcmp(a, "BertForTokenClassification"))
+		return TASK_TOKCLS;
+	json_t *pt = json_object_get(cfg, "problem_type");
+	const char *p = json_string_value(pt);
+	if (pt && !json_is_null(pt) && (!p || (strcmp(p, "regression") && strcmp(p, "single_label_classification") &&
+					     strcmp(p, "multi_label_classification"))))
+		die("%s: problem_type %s is not one of regression, single_label_classification and "
+		    "multi_label_classification", path, p ? p : "(not a string)");
+	if (p && !strcmp(p, "multi_label_classification"))
+		return TASK_MULTI;
+	if ((p && !strcmp(p, "regression")) || (!p && a && !strcmp(a, "BertForSequenceClassification") && num_labels == 1))
+		return TASK_REG;
+	return TASK_CLS;
+}
+
+/* id2label as names ordered by id; checks ids 0..n-1 and agreement with label2id. */
+static char **read_labels(const char *path, json_t *cfg, int *n)
+{
+	json_t *id2label = json_object_get(cfg, "id2label"), *label2id = json_object_get(cfg, "label2id");
+	if (!id2label) {
+		*n = 0;
+		return NULL;
+	}
+	if (!json_is_object(id2label))
+		die("%s: id2label must be an object", path);
+	*n = (int)json_object_size(id2label);
+	char **names = xcalloc((size_t)*n + 1, sizeof *names);
+	json_t *seen = json_object();
+	const char *key;
+	json_t *v;
+	json_object_foreach(id2label, key, v) {
+		char *end;
+		errno = 0;
+		long id = strtol(key, &end, 10);
+		if (!*key || *end || errno || id < 0 || id >= *n || !json_is_string(v) || names[id])
+			die("%s: id2label must map the ids 0..%d once each to names (at \"%s\")",
+			    path, *n - 1, key);
+		names[id] = xstrdup(json_string_value(v));
+		if (json_object_get(seen, names[id]))
+			die("%s: id2label names \"%s\" twice", path, names[id]);
+		json_object_set_new(seen, names[id], json_true());
+	}
+	json_decref(seen);
+	for (int id = 0; label2id && id < *n; id++) {
+		json_t *back = json_object_get(label2id, names[id]);
+		if (!json_is_integer(back) || json_integer_value(back) != id)
+			die("%s: label2id disagrees with id2label on \"%s\"", path, names[id]);
+	}
+	return names;
+}
+
+static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
+{
+	require_string(path, cfg, "model_type", "bert", "");
+	require_string(path, cfg, "hidden_act", "gelu", ", the exact erf GELU");
+	require_string(path, cfg, "position_embedding_type", "absolute", "");
+	c->vocab = size_in(path, cfg, "vocab_size", 1, 0, INT32_MAX);
+	c->hidden = size_in(path, cfg, "hidden_size", 1, 0, BERT_MAX_HIDDEN);
+	c->layers = size_in(path, cfg, "num_hidden_layers", 1, 0, BERT_MAX_LAYERS);
+	c->heads = size_in(path, cfg, "num_attention_heads", 1, 0, BERT_MAX_HEADS);
+	c->ffn = size_in(path, cfg, "intermediate_size", 1, 0, BERT_MAX_FFN);
+	c->max_pos = size_in(path, cfg, "max_position_embeddings", 1, 0, BERT_MAX_POS);
+	c->type_vocab = size_in(path, cfg, "type_vocab_size", 0, HF_TYPE_VOCAB, INT32_MAX);
+	c->ln_eps = number_in(path, cfg, "layer_norm_eps", HF_LN_EPS, 1e-30, 1);
+	c->hidden_dropout = number_in(path, cfg, "hidden_dropout_prob", HF_DROPOUT, 0, 1);
+	c->attn_dropout = number_in(path, cfg, "attention_probs_dropout_prob", HF_DROPOUT, 0, 1);
+	if (c->hidden % c->heads)
+		die("%s: hidden_size %d is not a multiple of num_attention_heads %d",
+		    path, c->hidden, c->heads);
+}
+
+void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels)
+{
+	off_t size;
+	int fd = open_regular(path, &size);
+	json_error_t jerr;
+	json_t *cfg = json_loadfd(fd, 0, &jerr);
+	close(fd);
+	if (!cfg)
+		die("%s:%d: %s", path, jerr.line, jerr.text);
+	if (!json_is_object(cfg))
+		die("%s: not a JSON object", path);
+	memset(c, 0, sizeof *c);
+	read_keys(path, cfg, c);
+	int n;
+	char **names = read_labels(path, cfg, &n);
+	c->num_labels = size_in(path, cfg, "num_labels", 0, n ? n : HF_NUM_LABELS, INT32_MAX);
+	if (n && c->num_labels != n)
+		die("%s: num_labels %d disagrees with the %d names in id2label", path, c->num_labels, n);
+	c->task = task_of(path, cfg, c->num_labels);
+	if (c->task == TASK_REG && c->num_labels != 1)
+		die("%s: a regression model has num_labels 1, not %d", path, c->num_labels);
+	json_decref(cfg);
+	if (labels) {
+		*labels = names;
+		*nlabels = n;
+	} else {
+		hfconfig_free_labels(names, n);
+	}
+}
+
+void hfconfig_free_labels(char **labels, int nlabels)
+{
+	for (int i = 0; i < nlabels; i++)
+		free(labels[i]);
+	free(labels);
+}
+
+/* The shortest decimal that reads back as x, so 1e-12f is written "1e-12". */
+static json_t *json_float(float x)
+{
+	char buf[32];
+	for (int digits = 1; digits < 10; digits++) {
+		snprintf(buf, sizeof buf, "%.*g", digits, (double)x);
+		if (strtof(buf, NULL) == x)
+			break;
+	}
+	return json_real(strtod(buf, NULL));
+}
+
+static void add_labels(const char *path, json_t *cfg, const struct bert_config *c,
+		       char *const *labels, int nlabels)
+{
+	int n = nlabels ? nlabels : c->num_labels;
+	json_t *id2label = json_object(), *label2id = json_object();
+	for (int i = 0; i < n; i++) {
+		char id[16], name[32];
+		snprintf(id, sizeof id, "%d", i);
+		snprintf(name, sizeof name, "LABEL_%d", i);
+		const char *label = nlabels ? labels[i] : name;
+		if (json_object_get(label2id, label))
+			die("%s: label %s given twice", path, label);
+		json_object_set_new(id2label, id, json_string(label));
+		json_object_set_new(label2id, label, json_integer(i));
+	}
+	json_object_set_new(cfg, "id2label", id2label);
+	json_object_set_new(cfg, "label2id", label2id);
+}
+
+void hfconfig_write(const char *path, const struct bert_config *c, char *const *labels, int nlabels)
+{
+	if (c->task != TASK_MLM && nlabels && nlabels != c->num_labels)
+		die("%s: %d label names for %d classes", path, nlabels, c->num_labels);
+	const char *arch = c->task == TASK_MLM	  ? "BertForMaskedLM"
+			   : c->task == TASK_TOKCLS ? "BertForTokenClassification"
+						    : "BertForSequenceClassification";
+	json_t *cfg = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:i,"
+				" s:b, s:b, s:n, s:s}",
+		"architectures", arch, "model_type", "bert",
+		"vocab_size", c->vocab, "hidden_size", c->hidden, "num_hidden_layers", c->layers,
+		"num_attention_heads", c->heads, "intermediate_size", c->ffn,
+		"max_position_embeddings", c->max_pos, "type_vocab_size", c->type_vocab,
+		"hidden_act", "gelu", "position_embedding_type", "absolute", "pad_token_id", 0,
+		"tie_word_embeddings", 1, "use_cache", 1, "classifier_dropout",
+		"torch_dtype", "float32");
+	if (!cfg)
+		die("%s: cannot build the config", path);
+	json_object_set_new(cfg, "layer_norm_eps", json_float(c->ln_eps));
+	json_object_set_new(cfg, "hidden_dropout_prob", json_float(c->hidden_dropout));
+	json_object_set_new(cfg, "attention_probs_dropout_prob", json_float(c->attn_dropout));
+	json_object_set_new(cfg, "initializer_range", json_float(0.02f));
+	if (c->task != TASK_MLM || nlabels)
+		add_labels(path, cfg, c, labels, nlabels);
+	if (bert_task_pooled(c->task))   /* said outright: one label alone would read as regression */
+		json_object_set_new(cfg, "problem_type",
+				    json_string(c->task == TASK_REG     ? "regression"
+						: c->task == TASK_MULTI ? "multi_label_classification"
+									: "single_label_classification"));
+	char *text = json_dumps(cfg, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
+	json_decref(cfg);
+	if (!text)
+		die("%s: cannot encode the config", path);
+	afile_put_text(path, text);
+	free(text);
+}

@@ -1,0 +1,262 @@
+#include "model/modeldir.h"
+#include "data/labelmap.h"
+#include "format/safetensors.h"
+#include "model/hfconfig.h"
+#include "util/adir.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { NAME_MAX_LEN = 256 };
+
+static int starts_with(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+void modeldir_hf_name(const char *name, char *out, size_t size)
+{
+	int bare = starts_with(name, "embeddings.") || starts_with(name, "encoder.") ||
+		   starts_with(name, "pooler.");
+	if (!strcmp(name, "cls.predictions.decoder.bias"))
+		name = "cls.predictions.bias";
+	size_t len = strlen(name);
+	const char *suffix = "";
+	if (ends_with(name, ".LayerNorm.gamma")) {
+		len -= strlen("gamma");
+		suffix = "weight";
+	} else if (ends_with(name, ".LayerNorm.beta")) {
+		len -= strlen("beta");
+		suffix = "bias";
+	}
+	if (snprintf(out, size, "%s%.*s%s", bare ? "bert." : "", (int)len, name, suffix) >= (int)size)
+		die("tensor name too long: %s", name);
+}
+
+/* The head is what a task adds on top of the encoder, so a checkpoint may lack it. */
+static int is_head(const char *hf_name)
+{
+	return starts_with(hf_name, "bert.pooler.") || starts_with(hf_name, "classifier.") ||
+	       starts_with(hf_name, "cls.");
+}
+
+static void shape_text(char *buf, size_t size, int ndim, const int64_t *shape)
+{
+	size_t n = (size_t)snprintf(buf, size, "[");
+	for (int d = 0; d < ndim && n < size; d++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+}
+
+static void check_shape(const char *path, const struct st_tensor *s, const struct tensor_ref *t)
+{
+	int same = s->ndim == t->ndim;
+	for (int d = 0; same && d < t->ndim; d++)
+		same = s->shape[d] == t->shape[d];
+	if (same)
+		return;
+	char got[128], want[128];
+	shape_text(got, sizeof got, s->ndim, s->shape);
+	shape_text(want, sizeof want, t->ndim, t->shape);
+	die("%s: tensor %s has shape %s, expected %s", path, s->name, got, want);
+}
+
+/* The file's tensor that stands for HF name hf_name under any alias, or NULL. */
+static const struct st_tensor *find_tensor(const struct st_file *st, const char *hf_name)
+{
+	char name[NAME_MAX_LEN];
+	for (int i = 0; i < st_count(st); i++) {
+		modeldir_hf_name(st_get(st, i)->name, name, sizeof name);
+		if (!strcmp(name, hf_name))
+			return st_get(st, i);
+	}
+	return NULL;
+}
+
+static void refuse_unsupported_format(const char *dir, const char *weights)
+{
+	if (!access(weights, F_OK))
+		return;
+	char *bin = path_join(dir, "pytorch_model.bin");
+	char *index = path_join(dir, "model.safetensors.index.json");
+	if (!access(index, F_OK))
+		die("%s: sharded checkpoints (model.safetensors.index.json) are not supported; "
+		    "save the model as one model.safetensors", dir);
+	if (!access(bin, F_OK))
+		die("%s: has pytorch_model.bin but no model.safetensors: PyTorch pickles are not "
+		    "supported; convert it with save_pretrained(dir, safe_serialization=True)", dir);
+	free(bin);
+	free(index);
+}
+
+/* Copies every tensor of m from the file, but the classifier when
+ * new_classifier; lists in missing the head tensors the file lacks. Those
+ * keep their init. */
+static void copy_tensors(struct bert *m, const struct st_file *st, const char *path,
+			 int new_classifier, struct strbuf *missing)
+{
+	int n = bert_tensors(m, NULL);
+	struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
+	bert_tensors(m, t);
+	for (int i = 0; i < n; i++) {
+		char hf[NAME_MAX_LEN];
+		modeldir_hf_name(t[i].name, hf, sizeof hf);
+		if (new_classifier && starts_with(hf, "classifier."))
+			continue;
+		const struct st_tensor *s = find_tensor(st, hf);
+		if (!s && !is_head(hf))
+			die("%s: missing tensor %s", path, hf);
+		if (!s) {
+			sb_addf(missing, "%s%s", missing->n ? ", " : "", hf);
+			continue;
+		}
+		check_shape(path, s, &t[i]);
+		st_to_f32(s, t[i].data);
+	}
+	free(t);
+}
+
+struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
+			   int num_labels, const uint64_t *head_seed, char ***labels, int *nlabels)
+{
+	char *cfg_path = path_join(dir, "config.json"), *weights = path_join(dir, "model.safetensors");
+	refuse_unsupported_format(dir, weights);
+	struct bert_config c;
+	char **names;
+	int nnames;
+	hfconfig_read(cfg_path, &c, &names, &nnames);
+	c.task = task;
+	int new_classifier = task != TASK_MLM && num_labels > 0 && num_labels != c.num_labels;
+	uint64_t seed = head_seed ? *head_seed : 0;
+	if (new_classifier) {
+		if (!head_seed)
+			die("%s: the checkpoint has %d labels, not %d", dir, c.num_labels, num_labels);
+		warnx("%s: %d labels instead of the checkpoint's %d: new classifier from seed %llu",
+		      dir, num_labels, c.num_labels, (unsigned long long)seed);
+		c.num_labels = num_labels;
+		hfconfig_free_labels(names, nnames);
+		names = NULL;
+		nnames = 0;
+	}
+	struct st_file *st = st_open(weights);
+	struct bert *m = bert_new(&c, be);
+	bert_init(m, seed);
+	struct strbuf missing = {0};
+	copy_tensors(m, st, weights, new_classifier, &missing);
+	bert_push(m);
+	if (missing.n && !head_seed)
+		die("%s: no %s: the model has no trained head", weights, missing.s);
+	if (missing.n)
+		warnx("%s: no %s: new head from seed %llu", weights, missing.s, (unsigned long long)seed);
+	sb_free(&missing);
+	st_close(st);
+	if (labels) {
+		*labels = names;
+		*nlabels = nnames;
+	} else {
+		hfconfig_free_labels(names, nnames);
+	}
+	free(cfg_path);
+	free(weights);
+	return m;
+}
+
+/* Puts row from[i] of t in row i (a tensor of rows, outermost first). */
+static void reorder_rows(const struct tensor_ref *t, const int *from, int rows)
+{
+	size_t row = (size_t)tensor_numel(t) / (size_t)rows;
+	float *copy = xmalloc((size_t)tensor_numel(t) * sizeof *copy);
+	memcpy(copy, t->data, (size_t)tensor_numel(t) * sizeof *copy);
+	for (int i = 0; i < rows; i++)
+		memcpy((float *)t->data + (size_t)i * row, copy + (size_t)from[i] * row, row * sizeof *copy);
+	free(copy);
+}
+
+int modeldir_reorder_classes(struct bert *m, char *const *have, int nhave, char *const *want, int nwant)
+{
+	int *from = xmalloc(((size_t)nwant + 1) * sizeof *from);
+	int same = labels_reordered(have, nhave, want, nwant, from);
+	if (same) {
+		int n = bert_tensors(m, NULL);
+		struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
+		bert_tensors(m, t);
+		for (int i = 0; i < n; i++)
+			if (starts_with(t[i].name, "classifier."))
+				reorder_rows(&t[i], from, nwant);
+		free(t);
+		bert_push(m);
+	}
+	free(from);
+	return same;
+}
+
+void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, int nhave, char *const *want,
+			    int nwant, uint64_t seed)
+{
+	char *why = labels_disagree(have, nhave, want, nwant);
+	if (!why)
+		return;
+	if (modeldir_reorder_classes(m, have, nhave, want, nwant)) {
+		warnx("%s: %s: its classifier's rows put in the data's order", dir, why);
+	} else {
+		bert_init_tensors(m, seed, "classifier.");
+		warnx("%s: %s: new classifier from seed %llu", dir, why, (unsigned long long)seed);
+	}
+	free(why);
+}
+
+/* The parameters under the names transformers saves them as. */
+static void write_weights(const char *path, struct bert *m)
+{
+	bert_pull(m);
+	int n = bert_tensors(m, NULL);
+	struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
+	bert_tensors(m, t);
+	char (*names)[NAME_MAX_LEN] = xmalloc((size_t)n * sizeof *names);
+	for (int i = 0; i < n; i++) {
+		modeldir_hf_name(t[i].name, names[i], sizeof names[i]);
+		t[i].name = names[i];
+	}
+	st_write(path, t, n);
+	free(names);
+	free(t);
+}
+
+void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nlabels,
+		    const char *vocab_path)
+{
+	char *weights = path_join(dir, "model.safetensors"), *cfg = path_join(dir, "config.json");
+	write_weights(weights, m);
+	hfconfig_write(cfg, bert_config_of(m), labels, nlabels);
+	if (vocab_path) {
+		char *vocab = path_join(dir, "vocab.txt");
+		afile_copy(vocab_path, vocab);
+		free(vocab);
+	}
+	free(weights);
+	free(cfg);
+}
+
+void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
+		   const char *vocab_path)
+{
+	struct adir *d = adir_begin(dir, 1, "config.json");
+	modeldir_write(adir_tmp(d), m, labels, nlabels, vocab_path);
+	adir_commit(d);
+}

@@ -1,0 +1,48 @@
+/* Hugging Face model dirs: config.json + model.safetensors + vocab.txt, read
+ * into and written from a struct bert under HF tensor names. */
+#ifndef TS_MODELDIR_H
+#define TS_MODELDIR_H
+#include "model/bert.h"
+#include <stdint.h>
+
+/* Loads DIR as a model for task on backend be. Tensor names are matched with or without the
+ * "bert." prefix (sentence-transformers saves without), with LayerNorm
+ * gamma/beta as weight/bias, and "cls.predictions.decoder.bias" as
+ * "cls.predictions.bias"; tensors the model does not use are ignored. A missing
+ * head (pooler and classifier for cls, cls.predictions.* for mlm) gets
+ * bert_init's values for *head_seed, with one line on stderr, and is an
+ * error when head_seed is NULL (a model to evaluate or learn from); a missing
+ * encoder or embedding tensor, or one of another shape, is an error naming
+ * it. num_labels 0 takes the config's; another count than the config's gives
+ * a new classifier (said on stderr; an error without head_seed) and no label
+ * names. If labels is not NULL, *labels and *nlabels get the config's label
+ * names (see hfconfig_read). */
+struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
+			   int num_labels, const uint64_t *head_seed, char ***labels, int *nlabels);
+
+/* Puts the rows of m's classifier, whose classes are named have, in the
+ * order of want where want names the same classes; returns 0 (and leaves
+ * it) where it names others. */
+int modeldir_reorder_classes(struct bert *m, char *const *have, int nhave, char *const *want, int nwant);
+/* Makes the classifier of m, loaded from dir whose classes are named have,
+ * one for the classes named want: its rows reordered when want names the
+ * same classes in another order, a new one from seed (said on stderr) when
+ * other classes; unchanged when the names agree or either side has none. */
+void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, int nhave, char *const *want,
+			    int nwant, uint64_t seed);
+
+/* Writes model.safetensors, config.json and a copy of vocab_path (none when
+ * NULL) as DIR, atomically as a whole: the files go to DIR.tmp.PID, are
+ * fsynced, and that dir then takes DIR's place; an existing DIR is replaced
+ * only once the new one is complete. */
+void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
+		   const char *vocab_path);
+/* Writes those files into dir, a temp dir that a larger atomic dir (a
+ * checkpoint) is being made in. */
+void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nlabels,
+		    const char *vocab_path);
+
+/* The name transformers saves a tensor under: "bert." prefixed to the
+ * encoder's names, LayerNorm weight/bias, "cls.predictions.bias". */
+void modeldir_hf_name(const char *name, char *out, size_t size);
+#endif

@@ -1,0 +1,43 @@
+/* A run's checkpoints, DIR/ckpt/step-N: a model dir plus the optimizer's
+ * moments (optimizer.safetensors) and where the run stands (state.json). */
+#ifndef TS_CHECKPOINT_H
+#define TS_CHECKPOINT_H
+#include "model/bert.h"
+#include "model/optim.h"
+#include <stdint.h>
+
+/* Where a run stands; saved in every checkpoint as state.json. */
+struct train_state {
+	long step;            /* optimizer steps done */
+	long epoch;           /* current epoch (0-based) */
+	int64_t record;       /* records of the epoch's order taken so far */
+	int64_t samples, tokens;
+	double best;          /* best value of the chosen metric so far */
+	long best_step;       /* -1: no evaluation yet */
+	long bad_evals;       /* evaluations since the best one (for --patience) */
+	long skipped;         /* steps skipped for a non-finite loss or gradient */
+	long optim_steps;     /* updates the optimizer made (skipped steps make none) */
+	int finished;         /* the run reached its end or stopped early */
+	int processes;        /* the processes it trains on */
+	/* The lr schedule runs over the steps the run planned on sched_processes;
+	 * from sched_step (at schedule position sched_pos) it goes at the pace
+	 * that ends it with the data: resumed on another number of processes, a
+	 * step takes other records, and the schedule goes on without a jump. */
+	int sched_processes;
+	long sched_step;
+	double sched_pos;
+	double elapsed_s;     /* training time so far */
+};
+
+/* DIR/ckpt/step-N, written whole or not at all; then all but the newest keep
+ * checkpoints are removed. With an optimizer that owns a shard, every other
+ * process calls optim_pull meanwhile (optim.h). */
+void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
+		     char *const *labels, int nlabels, const char *vocab, int keep);
+/* The newest complete checkpoint dir (malloc'd), or NULL. */
+char *checkpoint_latest(const char *dir);
+/* Loads optimizer moments and the training state (the model loads as a model
+ * dir); dies naming the file and field of a state out of range for a run of
+ * records training records. */
+void checkpoint_load(const char *ckpt, int64_t records, struct optim *o, struct train_state *st);
+#endif

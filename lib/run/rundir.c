@@ -1,0 +1,182 @@
+#include "run/rundir.h"
+#include "util/adir.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void make_dir(const char *path)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		die("cannot create %s:", path);
+}
+
+void rundir_lock(const char *dir, const char *holder)
+{
+	char *path = path_join(dir, "lock");
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die("cannot open %s:", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		char buf[128] = "";
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		buf[n > 0 ? n : 0] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		die("%s is in use by another %s (pid %s)", dir, holder, buf[0] ? buf : "unknown");
+	}
+	char host[HOST_NAME_MAX + 1] = "";
+	gethostname(host, sizeof host);
+	char text[HOST_NAME_MAX + 32];
+	int n = snprintf(text, sizeof text, "%ld %s\n", (long)getpid(), host);
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n)
+		die("cannot write %s:", path);
+	free(path);
+}
+
+static _Noreturn void holds_a_run(const char *dir)
+{
+	die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
+}
+
+/* Whether name is a temp file or dir of afile or adir, or an old dir adir
+ * moves aside: NAME.tmp.PID or NAME.old.PID. */
+static int is_leftover(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	if (!dot || dot - name < 5 || !dot[1] || dot[strspn(dot + 1, "0123456789") + 1])
+		return 0;
+	return !strncmp(dot - 4, ".tmp", 4) || !strncmp(dot - 4, ".old", 4);
+}
+
+/* Removes what a trainer killed in the middle of a write left in dir: with
+ * the lock held, no other process is writing there. */
+static void remove_leftovers(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));)
+		if (is_leftover(e->d_name)) {
+			char *p = path_join(dir, e->d_name);
+			remove_tree(p);
+			free(p);
+		}
+	closedir(d);
+}
+
+/* What a dir may hold before a run is made in it: a stop request, and the
+ * temp file of a trainer killed while it wrote the run's config. */
+static int may_precede_a_run(const char *name)
+{
+	return !strcmp(name, "stop") || (!strncmp(name, "config.tmp.", 11) && is_leftover(name));
+}
+
+void rundir_check_new(const char *dir)
+{
+	char *config = path_join(dir, "config");
+	if (access(config, F_OK) == 0)
+		holds_a_run(dir);
+	free(config);
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		if (errno != ENOENT)
+			die("cannot stat %s:", dir);
+	} else if (!S_ISDIR(st.st_mode)) {
+		die("%s exists and is not a directory", dir);
+	} else if (!dir_empty_but(dir, may_precede_a_run)) {
+		die("%s is not empty and holds no run; choose a new or an empty dir for --run", dir);
+	}
+}
+
+/* The lock, and the dirs a trainer writes in (which a run whose making was
+ * cut short after its config may lack). */
+static void take(const char *dir)
+{
+	rundir_lock(dir, "ts-train");
+	const char *subdirs[] = {"log", "ckpt"};
+	for (int i = 0; i < 2; i++) {
+		char *p = path_join(dir, subdirs[i]);
+		make_dir(p);
+		free(p);
+	}
+}
+
+/* The config comes first, whole, and only once: from then on the dir is a
+ * run, which --resume can take whenever the rest is cut short. */
+void rundir_create(const char *dir, const char *config)
+{
+	rundir_check_new(dir);
+	make_parents(dir);
+	make_dir(dir);
+	char *path = path_join(dir, "config");
+	if (!afile_put_new(path, config))
+		holds_a_run(dir);
+	free(path);
+	take(dir);
+	remove_leftovers(dir);
+}
+
+void rundir_attach(const char *dir)
+{
+	char *config = path_join(dir, "config");
+	if (access(config, F_OK) < 0)
+		die("%s: not a run dir (no config file)", dir);
+	free(config);
+	take(dir);
+	remove_leftovers(dir);
+	const char *subdirs[] = {"ckpt", "plots", "bug"};
+	for (int i = 0; i < 3; i++) {
+		char *p = path_join(dir, subdirs[i]);
+		remove_leftovers(p);
+		free(p);
+	}
+}
+
+int rundir_stop_requested(const char *dir)
+{
+	char *p = path_join(dir, "stop");
+	int yes = access(p, F_OK) == 0;
+	free(p);
+	return yes;
+}
+
+void rundir_clear_stop(const char *dir)
+{
+	char *p = path_join(dir, "stop");
+	unlink(p);
+	free(p);
+}
+
+long rundir_request_stop(const char *dir)
+{
+	char *lock = path_join(dir, "lock"), *stop = path_join(dir, "stop");
+	int fd = open(lock, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		if (fd >= 0)
+			close(fd);
+		free(lock);
+		free(stop);
+		return 0;
+	}
+	char buf[HOST_NAME_MAX + 32] = "", host[HOST_NAME_MAX + 1] = "", their[HOST_NAME_MAX + 1] = "";
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+	long pid = 0;
+	sscanf(buf, "%ld %64s", &pid, their);
+	afile_put_text(stop, "stop");
+	gethostname(host, sizeof host);
+	if (pid > 0 && !strcmp(host, their) && kill((pid_t)pid, SIGTERM) < 0 && errno != ESRCH)
+		die("cannot signal pid %ld:", pid);
+	free(lock);
+	free(stop);
+	return pid > 0 ? pid : 1;
+}

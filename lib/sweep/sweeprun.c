@@ -1,0 +1,881 @@
+#include "sweep/sweeprun.h"
+#include "dist/gpulist.h"
+#include "dist/nvml.h"
+#include "eval/metricnames.h"
+#include "format/events.h"
+#include "format/mpjson.h"
+#include "format/rec.h"
+#include "run/rundir.h"
+#include "sweep/asha.h"
+#include "util/adir.h"
+#include "util/afile.h"
+#include "util/cleanup.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *sweep_job_dir(const char *dir, int i)
+{
+	char name[32];
+	snprintf(name, sizeof name, "job-%03d", i + 1);
+	return path_join(dir, name);
+}
+
+char **sweep_argv(const struct sweep_plan *p, int i)
+{
+	const struct sweep_job *j = &p->jobs[i];
+	char **v = xcalloc((size_t)(j->ncmd + j->nopts + 3), sizeof *v);
+	int n = 0;
+	for (int k = 0; k < j->ncmd; k++)
+		v[n++] = xstrdup(j->cmd[k]);
+	for (int k = 0; k < j->nopts; k += 2) {
+		v[n] = xmalloc(strlen(j->opts[k]) + 3);
+		sprintf(v[n++], "--%s", j->opts[k]);
+		v[n++] = xstrdup(j->opts[k + 1]);
+	}
+	v[n++] = xstrdup("--run");
+	v[n++] = sweep_job_dir(p->dir, i);
+	return v;
+}
+
+char **sweep_at(const struct sweep_place *pl, char **argv, int add_j, char threads[16])
+{
+	int n = 0;
+	while (argv[n])
+		n++;
+	char **v = xcalloc((size_t)n + 5, sizeof *v);
+	memcpy(v, argv, (size_t)n * sizeof *v);
+	snprintf(threads, 16, "%d", pl->threads);
+	if (add_j && pl->threads > 0)
+		v[n++] = "-j", v[n++] = threads;
+	char *device = pl->gpus ? NULL : sweep_option(argv, "device", 0);
+	if (!pl->gpus && !device)
+		v[n++] = "--device", v[n++] = "cpu";
+	free(device);
+	return v;
+}
+
+static volatile sig_atomic_t stop_asked;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Job i's options as {"key": "value"}. */
+static json_t *params_json(const struct sweep_job *j)
+{
+	json_t *o = json_object();
+	for (int k = 0; k < j->nopts; k += 2)
+		json_object_set_new(o, j->opts[k], json_string(j->opts[k + 1]));
+	return o;
+}
+
+/* The last lines of a job's output, for the record of a failure. */
+static json_t *tail_of(const char *path, int lines)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return json_string("");
+	char buf[4096];
+	fseek(f, 0, SEEK_END);
+	long end = ftell(f), from = end > (long)sizeof buf - 1 ? end - (long)sizeof buf + 1 : 0;
+	fseek(f, from, SEEK_SET);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	char *p = buf + n;
+	for (int seen = 0; p > buf; p--)
+		if (p[-1] == '\n' && ++seen == lines)
+			break;
+	while ((*p & 0xc0) == 0x80)   /* the rest of a character cut off at the start */
+		p++;
+	json_t *text = json_string(p);
+	return text ? text : json_string("(output not UTF-8)");
+}
+
+/* Whether record o is an evaluation on the valid split. */
+static int valid_eval(const msgpack_object *o)
+{
+	return mp_str_is(mp_get(o, "event"), "eval") && mp_str_is(mp_get(o, "split"), "valid");
+}
+
+/* A record as JSON. */
+static json_t *record_json(const msgpack_object *o)
+{
+	struct strbuf b = {0};
+	mp_to_json(o, &b);
+	sb_addc(&b, 0);
+	json_t *j = json_loads(b.s, 0, NULL);
+	sb_free(&b);
+	return j ? j : json_object();
+}
+
+/* The run's valid evaluation at its best step ("done" names it), else its
+ * last one; NULL when it has none. *stopped: whether its events end in a
+ * stop (on request: it goes on with --resume). */
+static json_t *outcome(const char *run, int *stopped)
+{
+	char *path = path_join(run, "events.msgpack");
+	json_t *best = NULL;
+	*stopped = 0;
+	if (access(path, R_OK) == 0) {
+		struct rec_reader *r = rec_open(path);
+		rec_allow_torn_tail(r);
+		json_t **evals = NULL;
+		size_t n = 0, cap = 0;
+		long best_step = -1;
+		const msgpack_object *o;
+		while ((o = rec_next(r))) {
+			const msgpack_object *bs = mp_get(o, "best_step");
+			if (mp_str_is(mp_get(o, "event"), "done") && bs && bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+				best_step = (long)bs->via.u64;
+			*stopped = mp_str_is(mp_get(o, "event"), "stop");
+			if (!valid_eval(o))
+				continue;
+			grow(&evals, &cap, n + 1, sizeof *evals);
+			evals[n++] = record_json(o);
+		}
+		rec_close(r);
+		for (size_t i = 0; i < n; i++) {
+			json_object_del(evals[i], "event");
+			json_object_del(evals[i], "time");
+			json_t *step = json_object_get(evals[i], "step");
+			if (!best || (best_step >= 0 && json_integer_value(step) == best_step) ||
+			    (best_step < 0 && i == n - 1)) {
+				json_decref(best);
+				best = json_incref(evals[i]);
+			}
+			json_decref(evals[i]);
+		}
+		free(evals);
+	}
+	free(path);
+	return best;
+}
+
+/* A command line for a remote shell: "cd CWD && exec ARGV", each word quoted. */
+static char *remote_command(const char *cwd, char **argv)
+{
+	struct strbuf b = {0};
+	char *q = sweep_quote(cwd);
+	sb_addf(&b, "cd %s && exec", q);
+	free(q);
+	for (; *argv; argv++) {
+		q = sweep_quote(*argv);
+		sb_addf(&b, " %s", q);
+		free(q);
+	}
+	sb_addc(&b, 0);
+	return b.s;
+}
+
+/* The command that runs argv at place pl: argv itself here, else the ssh
+ * command, the host and the remote command line. */
+static char **placed(const struct sweep_plan *p, const struct sweep_place *pl, const char *cwd, char **argv)
+{
+	if (!pl->host)
+		return argv;
+	char **v = xcalloc((size_t)p->nssh + 4, sizeof *v);
+	for (int k = 0; k < p->nssh; k++)
+		v[k] = p->ssh[k];
+	v[p->nssh] = pl->host;
+	v[p->nssh + 1] = "--";
+	v[p->nssh + 2] = remote_command(cwd, argv);
+	return v;
+}
+
+/* A TCP port free on this machine now, for a job's process 0 to listen at. */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		die("cannot find a free port:");
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* In a job's own process: starts its k processes as a launch by the
+ * environment (as torchrun would), passes a stop on to them, and returns
+ * the first failure's exit status, else 0. */
+static int lead(char **argv, int k)
+{
+	struct sigaction stop = {.sa_handler = on_stop};   /* as the scheduler's, in this process of its own */
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
+	char port[16], size[16];
+	snprintf(port, sizeof port, "%d", free_port());
+	snprintf(size, sizeof size, "%d", k);
+	pid_t *kids = xcalloc((size_t)k, sizeof *kids);
+	for (int r = 0; r < k; r++) {
+		char rank[16];
+		snprintf(rank, sizeof rank, "%d", r);
+		if ((kids[r] = fork()) < 0)
+			die("cannot start a job's process:");
+		if (kids[r] == 0) {
+			signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+			setenv("WORLD_SIZE", size, 1), setenv("LOCAL_WORLD_SIZE", size, 1);
+			setenv("RANK", rank, 1), setenv("LOCAL_RANK", rank, 1);
+			setenv("MASTER_ADDR", "127.0.0.1", 1), setenv("MASTER_PORT", port, 1);
+			execvp(argv[0], argv);
+			dprintf(2, "ts-sweep: cannot run %s: %s\n", argv[0], strerror(errno));
+			_exit(127);
+		}
+	}
+	int rc = 0, left = k, passed = 0;
+	while (left) {
+		if (stop_asked && !passed) {
+			for (int r = 0; r < k; r++)
+				kill(kids[r], SIGTERM);
+			passed = 1;
+		}
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid < 0 && errno != EINTR)
+			break;
+		if (pid <= 0) {
+			struct timespec pause = {0, 50 * 1000 * 1000};
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		left--;
+		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		if (code && !rc)
+			rc = code;
+	}
+	return rc;
+}
+
+/* In a job's process: a sweep killed outright (SIGKILL, no handler to
+ * pass the stop on) stops its jobs as a stop would, so that none runs on
+ * unwatched, racing the sweep's --resume for its run dir. */
+static void stop_with(pid_t sweep)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != sweep)   /* it died before the prctl */
+		_exit(128 + SIGTERM);
+}
+
+/* Starts argv at place pl with its output into job i's .out file; returns
+ * its pid. */
+static pid_t start(const char *dir, const char *cwd, const struct sweep_place *pl, int i, char **argv)
+{
+	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
+	sprintf(out, "%s.out", run);
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die("cannot create %s:", out);
+	fflush(NULL);
+	pid_t sweep = getpid(), pid = fork();
+	if (pid < 0)
+		die("cannot start a job:");
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+		stop_with(sweep);
+		int null = open("/dev/null", O_RDONLY);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		if (chdir(cwd) < 0) {
+			dprintf(2, "ts-sweep: cannot enter %s: %s\n", cwd, strerror(errno));
+			_exit(127);
+		}
+		if (pl->gpus) {   /* its GPUs, numbered as nvidia-smi numbers them */
+			setenv("CUDA_VISIBLE_DEVICES", pl->gpus, 1);
+			setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+		}
+		if (pl->procs > 1)
+			_exit(lead(argv, pl->procs));
+		execvp(argv[0], argv);
+		dprintf(2, "ts-sweep: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fd);
+	free(run), free(out);
+	return pid;
+}
+
+/* The record of job i's end: failed, pruned, stopped (on request: its run
+ * ends in a stop, whoever asked) or done. */
+static json_t *ended(const char *dir, int i, int status, int pruned, double took)
+{
+	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
+	sprintf(out, "%s.out", run);
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0, stopped;
+	json_t *best = outcome(run, &stopped);
+	json_t *rec = json_pack("{sI ss sf}", "job", (json_int_t)i + 1,
+				"state", !ok ? "failed" : pruned ? "pruned" : stopped ? "stopped" : "done", "seconds", took);
+	if (WIFEXITED(status))
+		json_object_set_new(rec, "exit", json_integer(WEXITSTATUS(status)));
+	else
+		json_object_set_new(rec, "signal", json_integer(WTERMSIG(status)));
+	if (best)
+		json_object_set_new(rec, "best", best);
+	if (!ok)
+		json_object_set_new(rec, "tail", tail_of(out, 5));
+	free(run), free(out);
+	return rec;
+}
+
+static json_t *strings_json(char **v)
+{
+	json_t *a = json_array();
+	for (; *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+/* Asks job i, running at a server, to stop: through its run dir, which the
+ * server shares, even before ts-train has made it. */
+static void stop_remote(const char *dir, int i)
+{
+	char *run = sweep_job_dir(dir, i);
+	if (mkdir(run, 0755) < 0 && errno != EEXIST)
+		die("cannot create %s:", run);
+	if (!rundir_request_stop(run)) {
+		char *stop = path_join(run, "stop");
+		afile_put_text(stop, "stop");
+		free(stop);
+	}
+	free(run);
+}
+
+/* A running job: its pid, where it runs, when it began; with pruning, how
+ * far its events have been read and whether it was told to stop. */
+struct running {
+	pid_t pid;
+	int job, place;
+	double began;
+	struct rec_tail events;
+	int pruned;
+};
+
+double sweep_metric(const json_t *eval, const char *name)
+{
+	const char *const *key = metric_path(name);
+	const json_t *v = key ? eval : NULL;
+	for (; v && *key; key++)
+		v = json_object_get(v, *key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The pruning of a schedule: the rungs, made at the first evaluation seen
+ * (when the metric is known), and the metric. */
+struct pruning {
+	struct asha *asha;
+	const char *metric;
+};
+
+/* What watching a job's events needs. */
+struct watching {
+	const struct sweep_plan *p;
+	struct pruning *pr;
+	struct running *r;
+	struct events *ev;
+};
+
+/* Takes an event of a watched job: an evaluation that ASHA says falls
+ * short stops the job, recording why. Returns 1 once it is stopped. */
+static int take_eval(void *ctx, const msgpack_object *o)
+{
+	struct watching *w = ctx;
+	struct pruning *pr = w->pr;
+	if (!valid_eval(o))
+		return 0;
+	json_t *eval = record_json(o);
+	if (!pr->asha) {
+		pr->metric = w->p->metric ? w->p->metric : metric_default(eval_json_task(eval));
+		pr->asha = asha_new(w->p->eta, !metric_higher_is_better(pr->metric));
+	}
+	long step = (long)json_integer_value(json_object_get(eval, "step"));
+	double value = sweep_metric(eval, pr->metric), best;
+	int rung;
+	if (asha_report(pr->asha, w->r->job, step, value, &rung, &best)) {
+		w->r->pruned = 1;
+		events_add(w->ev, "job", json_pack("{sI ss sI sI ss sf sf}", "job", (json_int_t)w->r->job + 1, "state",
+						   "pruning", "rung", (json_int_t)rung, "step", (json_int_t)step, "metric",
+						   pr->metric, "value", value, "rung_best", best));
+		if (w->p->places[w->r->place].host)
+			stop_remote(w->p->dir, w->r->job);
+		else
+			kill(w->r->pid, SIGTERM);
+	}
+	json_decref(eval);
+	return w->r->pruned;
+}
+
+/* Reads the evaluations job r has added to its events since the last call,
+ * and stops it when ASHA says so, recording why in ev. Events that cannot
+ * be read prune nothing: the job's outcome tells of them. */
+static void watch(const struct sweep_plan *p, struct pruning *pr, struct running *r, struct events *ev)
+{
+	if (r->pruned)
+		return;
+	char *run = sweep_job_dir(p->dir, r->job), *path = path_join(run, "events.msgpack"), err[256];
+	struct watching w = {p, pr, r, ev};
+	rec_tail_read(path, &r->events, take_eval, &w, err, sizeof err);
+	free(path);
+	free(run);
+}
+
+/* Runs the n jobs ids[] (0-based) with their command lines argvs[], to
+ * which the place adds its -j where add_j[] says, as many at a time as the
+ * places have slots, recording each in ev; returns sweep_run's result. */
+static int schedule(const struct sweep_plan *p, const char *cwd, struct events *ev, int n, const int *ids,
+		    char ***argvs, const int *add_j)
+{
+	struct sigaction stop = {.sa_handler = on_stop};   /* no SA_RESTART: a wait ends at once */
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
+	int *busy = xcalloc((size_t)p->nplaces, sizeof *busy), slots = 0;
+	for (int k = 0; k < p->nplaces; k++)
+		slots += p->places[k].slots;
+	struct running *run = xcalloc((size_t)slots + 1, sizeof *run);
+	int next = 0, running = 0, failed = 0, stopping = 0;
+	struct pruning pr = {0};
+	while (running || (next < n && !stopping)) {
+		if (rundir_stop_requested(p->dir))   /* ts-stop from another machine writes it alone */
+			stop_asked = 1;
+		for (int k = 0; k < p->nplaces && next < n && !stop_asked; k++)
+			while (busy[k] < p->places[k].slots && next < n) {
+				const struct sweep_place *pl = &p->places[k];
+				char threads[16], **with = sweep_at(pl, argvs[next], add_j[next], threads);
+				char **cmd = placed(p, pl, cwd, with);
+				struct running *r = &run[running++];
+				*r = (struct running){start(p->dir, cwd, pl, ids[next], cmd), ids[next], k, now()};
+				json_t *rec = json_pack("{sI ss sI so}", "job", (json_int_t)ids[next] + 1, "state", "running",
+							"pid", (json_int_t)r->pid, "argv", strings_json(with));
+				if (pl->host)
+					json_object_set_new(rec, "host", json_string(pl->host));
+				if (pl->gpus)
+					json_object_set_new(rec, "gpus", json_string(pl->gpus));
+				events_add(ev, "job", rec);
+				if (cmd != with)
+					free(cmd[p->nssh + 2]), free(cmd);
+				free(with);
+				busy[k]++, next++;
+			}
+		if (stop_asked && !stopping) {   /* each running job checkpoints and stops */
+			stopping = 1;
+			for (int i = 0; i < running; i++)
+				if (p->places[run[i].place].host)
+					stop_remote(p->dir, run[i].job);
+				else
+					kill(run[i].pid, SIGTERM);
+		}
+		for (int i = 0; p->eta > 1 && !stopping && i < running; i++)
+			watch(p, &pr, &run[i], ev);
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid < 0 && errno != EINTR)
+			die("waiting for the jobs:");
+		if (pid <= 0) {   /* a stop request is seen within a tenth of a second */
+			struct timespec pause = {0, 100 * 1000 * 1000};
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		for (int i = 0; i < running; i++)
+			if (run[i].pid == pid) {
+				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, now() - run[i].began);
+				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
+				events_add(ev, "job", rec);
+				busy[run[i].place]--;
+				run[i] = run[--running];
+				break;
+			}
+	}
+	events_add(ev, stopping ? "stop" : "done", json_pack("{sI}", "started", (json_int_t)next));
+	rundir_clear_stop(p->dir);   /* acted on, or come with the last job's end */
+	free(run), free(busy);
+	if (pr.asha)
+		asha_free(pr.asha);
+	return stopping ? 2 : failed;
+}
+
+static struct events *open_records(const char *dir)
+{
+	char *path = path_join(dir, "jobs.msgpack");
+	struct events *ev = events_open(path);
+	free(path);
+	return ev;
+}
+
+/* The jobs' data dirs (--data), each once. */
+static char **data_dirs(const struct sweep_plan *p, int *n)
+{
+	char **v = xcalloc((size_t)p->njobs + 1, sizeof *v);
+	*n = 0;
+	for (int i = 0; i < p->njobs; i++) {
+		const struct sweep_job *j = &p->jobs[i];
+		for (int k = 1; k < j->ncmd; k++) {
+			const char *d = !strcmp(j->cmd[k - 1], "--data") ? j->cmd[k]
+					: !strncmp(j->cmd[k], "--data=", 7) ? j->cmd[k] + 7 : NULL;
+			int seen = 0;
+			for (int m = 0; d && m < *n; m++)
+				seen |= !strcmp(v[m], d);
+			if (d && !seen)
+				v[(*n)++] = (char *)d;
+		}
+	}
+	return v;
+}
+
+/* Checks server pl: what it must reach, its cores and free disk; 0, with a
+ * warning, when it falls short. */
+static int check_server(const struct sweep_plan *p, struct sweep_place *pl, const char *cwd, const char *abs)
+{
+	int ndata;
+	char **data = data_dirs(p, &ndata);
+	struct strbuf b = {0};
+	char *q = sweep_quote(abs);
+	sb_addf(&b, "test -d %s || { echo 'the sweep dir is not shared'; exit 1; };", q);
+	free(q);
+	for (int i = 0; i < ndata; i++) {
+		q = sweep_quote(data[i]);
+		sb_addf(&b, "test -r %s/manifest.json || { echo 'no data dir %s'; exit 1; };", q, q);
+		free(q);
+	}
+	q = sweep_quote(abs);
+	sb_addf(&b, "nproc && df -Pk %s | tail -n 1", q);
+	free(q);
+	sb_addc(&b, 0);
+	char *argv[] = {"sh", "-c", b.s, NULL};
+	char **cmd = placed(p, pl, cwd, argv);
+	struct strbuf cmdline = {0};
+	for (char **a = cmd; *a; a++) {
+		char *w = sweep_quote(*a);
+		sb_addf(&cmdline, "%s%s", a == cmd ? "" : " ", w);
+		free(w);
+	}
+	sb_addf(&cmdline, " </dev/null 2>&1");
+	sb_addc(&cmdline, 0);
+	FILE *f = popen(cmdline.s, "r");
+	char out[512] = "";
+	size_t got = f ? fread(out, 1, sizeof out - 1, f) : 0;
+	out[got] = 0;
+	int rc = f ? pclose(f) : -1;
+	long cores = 0, avail_kb = 0;
+	char *line2 = strchr(out, '\n');
+	int ok = rc == 0 && sscanf(out, "%ld", &cores) == 1 && line2 &&
+		 sscanf(line2, "%*s %*s %*s %ld", &avail_kb) == 1;
+	out[strcspn(out, "\n")] = 0;
+	if (!ok)
+		warnx("server %s left out: %s", pl->host, rc == 0 ? "its answer is not understood" : *out ? out : "ssh failed");
+	else if (avail_kb < 1024 * 1024)
+		warnx("server %s left out: %ld MiB free for the runs, under 1 GiB", pl->host, avail_kb / 1024), ok = 0;
+	if (ok)
+		pl->threads = cores / pl->slots > 1 ? (int)(cores / pl->slots) : 1;
+	free(b.s), free(cmdline.s), free(cmd[p->nssh + 2]), free(cmd), free(data);
+	return ok;
+}
+
+/* Checks the GPUs of place pl: there and free; 0, with a warning, when not. */
+static int check_gpus(const struct sweep_place *pl)
+{
+	int ids[MAX_GPUS], n = gpus_parse(pl->gpus, ids), count = nvml_count();
+	for (int i = 0; i < n; i++) {
+		struct gpu_usage u;
+		if (count < 0)
+			warnx("GPUs %s left out: the NVIDIA driver cannot be read here (no libnvidia-ml.so.1)", pl->gpus);
+		else if (ids[i] >= count)
+			warnx("GPUs %s left out: GPU %d is not here (the driver sees %d)", pl->gpus, ids[i], count);
+		else if (!nvml_usage_at(ids[i], &u))
+			warnx("GPUs %s left out: GPU %d cannot be read", pl->gpus, ids[i]);
+		else if (u.processes)
+			warnx("GPUs %s left out: GPU %d is busy (%d processes)", pl->gpus, ids[i], u.processes);
+		else
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+static json_t *places_json(const struct sweep_plan *p)
+{
+	json_t *a = json_array();
+	for (int k = 0; k < p->nplaces; k++) {
+		const struct sweep_place *pl = &p->places[k];
+		json_array_append_new(a, json_pack("{so sI sI so sI}", "host", pl->host ? json_string(pl->host) : json_null(),
+						   "slots", (json_int_t)pl->slots, "threads", (json_int_t)pl->threads, "gpus",
+						   pl->gpus ? json_string(pl->gpus) : json_null(), "procs", (json_int_t)pl->procs));
+	}
+	return a;
+}
+
+/* The parameters of job argv's model, as ts-train --count-params says in
+ * cwd; -1 when it cannot tell (the job will fail and say why). */
+static long count_params(const char *cwd, char **argv)
+{
+	int len = 0, fds[2];
+	while (argv[len])
+		len++;
+	char **v = xcalloc((size_t)len + 2, sizeof *v);
+	memcpy(v, argv, (size_t)len * sizeof *v);
+	v[len] = "--count-params";
+	if (pipe(fds) < 0)
+		die("cannot make a pipe:");
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		die("cannot start ts-train:");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (null < 0 || dup2(fds[1], 1) < 0 || dup2(null, 2) < 0 || dup2(null, 0) < 0 || chdir(cwd) < 0)
+			_exit(127);
+		execvp(v[0], v);
+		_exit(127);
+	}
+	close(fds[1]);
+	char out[64] = "";
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof out - 1 && (k = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
+		got += (size_t)k;
+	close(fds[0]);
+	int status;
+	waitpid(pid, &status, 0);
+	free(v);
+	char *end;
+	long n = strtol(out, &end, 10);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && end != out && *end == '\n' ? n : -1;
+}
+
+/* What a sweep killed before its records were whole leaves in its dir. */
+static int left_unbegun(const char *name)
+{
+	return !strcmp(name, "lock") || !strcmp(name, "jobs.msgpack.tmp");
+}
+
+/* Whether dir is what a sweep killed before its records were whole left:
+ * a lock, perhaps their temp file, nothing else. */
+static int unbegun(const char *dir)
+{
+	char *lock = path_join(dir, "lock");
+	int yes = access(lock, F_OK) == 0 && dir_empty_but(dir, left_unbegun);
+	free(lock);
+	return yes;
+}
+
+int sweep_run(struct sweep_plan *p)
+{
+	make_parents(p->dir);
+	if (mkdir(p->dir, 0755) < 0) {
+		if (errno != EEXIST)
+			die("cannot create %s:", p->dir);
+		if (!unbegun(p->dir))
+			die("%s exists: a sweep makes its dir (choose another --dir, or --resume it)", p->dir);
+	}
+	rundir_lock(p->dir, "ts-sweep");
+	cleanup_add(p->dir);   /* until its records are whole, a sweep cut short leaves no dir */
+	char *cwd = getcwd(NULL, 0), *abs = realpath(p->dir, NULL);
+	if (!cwd || !abs)
+		die("cannot name the working dir:");
+	int kept = 0, slots = 0;
+	for (int k = 0; k < p->nplaces; k++) {
+		struct sweep_place *pl = &p->places[k];
+		if (pl->host ? check_server(p, pl, cwd, abs) : !pl->gpus || check_gpus(pl))
+			p->places[kept++] = *pl, slots += pl->slots;
+	}
+	if (!kept)
+		die("no server or GPU is left to run the jobs (see the warnings above)");
+	p->nplaces = kept;
+	/* the records appear whole: a resume knows every job or finds no sweep */
+	char *records = path_join(p->dir, "jobs.msgpack"), *tmp = path_join(p->dir, "jobs.msgpack.tmp");
+	unlink(tmp);
+	struct events *ev = events_open(tmp);
+	json_t *ssh = json_array();
+	for (int k = 0; k < p->nssh; k++)
+		json_array_append_new(ssh, json_string(p->ssh[k]));
+	json_t *rec = json_pack("{sI sI ss so so sI}", "jobs", (json_int_t)p->njobs, "slots", (json_int_t)slots, "cwd",
+				cwd, "places", places_json(p), "ssh", ssh, "eta", (json_int_t)p->eta);
+	if (p->metric)
+		json_object_set_new(rec, "metric", json_string(p->metric));
+	events_add(ev, "sweep", rec);
+	int *ids = xcalloc((size_t)p->njobs + 1, sizeof *ids), *add_j = xcalloc((size_t)p->njobs + 1, sizeof *add_j);
+	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
+	int n = 0;
+	for (int i = 0; i < p->njobs; i++) {
+		char **argv = sweep_argv(p, i);
+		long size = p->max_params ? count_params(cwd, argv) : -1;
+		json_t *rec = json_pack("{sI ss so so}", "job", (json_int_t)i + 1, "state", "queued", "params",
+					params_json(&p->jobs[i]), "argv", strings_json(argv));
+		if (size >= 0)
+			json_object_set_new(rec, "size", json_integer(size));
+		if (size > p->max_params) {   /* too big: never started */
+			json_object_set_new(rec, "state", json_string("skipped"));
+			warnx("job %d skipped: its model has %ld parameters, over --max-params %ld", i + 1, size, p->max_params);
+		} else {
+			ids[n] = i, add_j[n] = !sweep_gives(argv, "threads", 'j'), argvs[n++] = argv;
+		}
+		events_add(ev, "job", rec);
+	}
+	events_rename(ev, records);
+	cleanup_forget(p->dir);
+	free(records), free(tmp);
+	int rc = schedule(p, cwd, ev, n, ids, argvs, add_j);
+	events_close(ev);
+	free(cwd), free(abs), free(ids), free(argvs), free(add_j);
+	return rc;
+}
+
+json_t *sweep_read(const char *dir, json_t **sweep)
+{
+	char *path = path_join(dir, "jobs.msgpack");
+	if (access(path, R_OK))
+		die("%s: not a sweep dir (no jobs.msgpack)", dir);
+	struct rec_reader *r = rec_open(path);
+	rec_allow_torn_tail(r);
+	json_t *jobs = json_array();
+	*sweep = NULL;
+	const msgpack_object *o;
+	while ((o = rec_next(r))) {
+		json_t *rec = record_json(o);
+		const char *ev = json_string_value(json_object_get(rec, "event"));
+		json_int_t id = json_integer_value(json_object_get(rec, "job"));
+		if (ev && !strcmp(ev, "sweep") && !*sweep)
+			*sweep = json_incref(rec);
+		else if (ev && !strcmp(ev, "job") && id >= 1 && id <= (json_int_t)json_array_size(jobs) + 1) {
+			if (id > (json_int_t)json_array_size(jobs))
+				json_array_append_new(jobs, json_object());
+			json_t *job = json_array_get(jobs, (size_t)id - 1);
+			/* a job's first command line is its own; a resume's goes in its running record */
+			if (json_object_get(job, "argv"))
+				json_object_del(rec, "argv");
+			json_object_update(job, rec);
+		}
+		json_decref(rec);
+	}
+	rec_close(r);
+	free(path);
+	if (!*sweep)
+		die("%s: jobs.msgpack holds no sweep record", dir);
+	for (size_t i = 0; i < json_array_size(jobs); i++)
+		if (!json_string_value(json_object_get(json_array_get(jobs, i), "state")))
+			die("%s: jobs.msgpack: job %zu has no state", dir, i + 1);
+	return jobs;
+}
+
+/* A string array of a record as a NULL-terminated argv; NULL when it holds
+ * anything else. */
+static char **argv_of(const json_t *a)
+{
+	for (size_t i = 0; i < json_array_size(a); i++)
+		if (!json_is_string(json_array_get(a, i)))
+			return NULL;
+	char **v = xcalloc(json_array_size(a) + 1, sizeof *v);
+	for (size_t i = 0; i < json_array_size(a); i++)
+		v[i] = xstrdup(json_string_value(json_array_get(a, i)));
+	return v;
+}
+
+/* The places and ssh command a sweep recorded, or slots > 0 on this machine. */
+static void recorded_places(struct sweep_plan *p, const json_t *sweep, long slots)
+{
+	const json_t *places = json_object_get(sweep, "places"), *ssh = json_object_get(sweep, "ssh");
+	p->nplaces = (int)json_array_size(places);
+	p->places = xcalloc((size_t)p->nplaces + 1, sizeof *p->places);
+	int remote = 0;
+	for (int k = 0; k < p->nplaces; k++) {
+		const json_t *pl = json_array_get(places, (size_t)k);
+		const char *host = json_string_value(json_object_get(pl, "host")),
+			   *gpus = json_string_value(json_object_get(pl, "gpus"));
+		p->places[k] = (struct sweep_place){host ? xstrdup(host) : NULL,
+						    (int)json_integer_value(json_object_get(pl, "slots")),
+						    (int)json_integer_value(json_object_get(pl, "threads")),
+						    gpus ? xstrdup(gpus) : NULL,
+						    (int)json_integer_value(json_object_get(pl, "procs"))};
+		remote |= host != NULL || gpus != NULL;
+		if (p->places[k].slots < 1 || p->places[k].procs < 1)
+			die("%s: jobs.msgpack: a place of the sweep has no slots", p->dir);
+	}
+	if (!p->nplaces)
+		die("%s: jobs.msgpack: the sweep record names no place to run", p->dir);
+	p->nssh = (int)json_array_size(ssh);
+	if (!(p->ssh = argv_of(ssh)))
+		die("%s: jobs.msgpack: the sweep record's ssh command is not a list of words", p->dir);
+	if (slots && remote)
+		die_usage("-P sets the jobs at a time on this machine's cores; the sweep in %s ran on servers or GPUs",
+			  p->dir);
+	if (slots)
+		p->places[0] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots), NULL, 1}, p->nplaces = 1;
+}
+
+int sweep_resume(const char *dir, long slots)
+{
+	json_t *sweep, *jobs = sweep_read(dir, &sweep);
+	rundir_lock(dir, "ts-sweep");
+	rundir_clear_stop(dir);   /* one left by a sweep killed before it acted */
+	char *abs = realpath(dir, NULL);   /* the jobs start in the sweep's working dir */
+	if (!abs)
+		die("%s:", dir);
+	const char *cwd = json_string_value(json_object_get(sweep, "cwd"));
+	if (!cwd)
+		die("%s: jobs.msgpack: the sweep record lacks its working dir", dir);
+	struct sweep_plan p = {.dir = dir, .eta = (int)json_integer_value(json_object_get(sweep, "eta")),
+			       .metric = json_string_value(json_object_get(sweep, "metric"))};
+	recorded_places(&p, sweep, slots);
+	size_t n = json_array_size(jobs);
+	int *ids = xcalloc(n + 1, sizeof *ids), *add_j = xcalloc(n + 1, sizeof *add_j), todo = 0;
+	char ***argvs = xcalloc(n + 1, sizeof *argvs);
+	for (size_t i = 0; i < n; i++) {
+		const json_t *job = json_array_get(jobs, i), *argv = json_object_get(job, "argv");
+		const char *state = json_string_value(json_object_get(job, "state"));
+		if (!strcmp(state, "done") || !strcmp(state, "pruned") || !strcmp(state, "skipped"))
+			continue;
+		char **words = argv_of(argv);
+		if (!words || !words[0])
+			die("%s: jobs.msgpack: job %zu has no command line", dir, i + 1);
+		/* a run that began goes on from its checkpoint, with its own -j and
+		 * the --device it was given, which its config leaves out; the others start */
+		char *run = sweep_job_dir(abs, (int)i), *config = path_join(run, "config");
+		if (access(config, F_OK) == 0) {
+			char *device = sweep_option(words, "device", 0);
+			argvs[todo] = xcalloc(6, sizeof **argvs);
+			argvs[todo][0] = words[0];
+			argvs[todo][1] = xstrdup("--resume"), argvs[todo][2] = run;
+			if (device)
+				argvs[todo][3] = xstrdup("--device"), argvs[todo][4] = device;
+			for (char **w = words + 1; *w; w++)
+				free(*w);
+			free(words);
+		} else {
+			argvs[todo] = words;
+			add_j[todo] = !sweep_gives(words, "threads", 'j');
+			free(run);
+		}
+		free(config);
+		ids[todo++] = (int)i;
+	}
+	struct events *ev = open_records(dir);
+	events_add(ev, "resume", json_pack("{sI so}", "jobs", (json_int_t)todo, "places", places_json(&p)));
+	int rc = schedule(&p, cwd, ev, todo, ids, argvs, add_j);
+	events_close(ev);
+	json_decref(jobs), json_decref(sweep);
+	free(ids), free(argvs), free(abs), free(add_j);
+	return rc;
+}

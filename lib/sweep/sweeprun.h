@@ -1,0 +1,71 @@
+/* Running a sweep's jobs (sweep.h): each job is ts-train with its own
+ * options and its own run dir SWEEPDIR/job-NNN, started directly (no shell)
+ * on this machine or through ssh on a server that shares the file system
+ * (its command quoted exactly for the remote shell), its output in
+ * SWEEPDIR/job-NNN.out. The sweep dir's jobs.msgpack records every change
+ * of a job's state, and its lock names the scheduler, so that ts-stop
+ * SWEEPDIR stops it and every running job with a checkpoint. */
+#ifndef TS_SWEEPRUN_H
+#define TS_SWEEPRUN_H
+#include "sweep/sweep.h"
+#include <jansson.h>
+
+/* Where jobs run: this machine or a server, how many at a time, the -j
+ * each process gets there (for the jobs that give none), the GPUs a job
+ * sees there (CUDA_VISIBLE_DEVICES) and the processes of a job (more than
+ * 1: a distributed run, launched by the environment). */
+struct sweep_place {
+	char *host;            /* NULL: this machine */
+	int slots;
+	int threads;
+	char *gpus;            /* NULL: the machine's as they are */
+	int procs;
+};
+
+struct sweep_plan {
+	const char *dir;
+	struct sweep_job *jobs;
+	int njobs;
+	struct sweep_place *places;
+	int nplaces;
+	char **ssh;            /* the command that reaches a server, as words */
+	int nssh;
+	int eta;               /* > 1: stop the worse jobs at rungs (asha.h), keeping 1 in eta */
+	const char *metric;    /* what ranks the jobs; NULL: their task's default, as ts-train's */
+	long max_params;       /* > 0: skip a job whose model has more parameters */
+};
+
+/* The value of metric name (see metric_path) in an evaluation record; NAN
+ * when it has none. */
+double sweep_metric(const json_t *eval, const char *name);
+
+/* Job i's command line, NULL-terminated: its command, its options and
+ * --run. */
+char **sweep_argv(const struct sweep_plan *p, int i);
+/* Job command line argv as place pl runs it: with the place's -j (its
+ * digits written into threads) where add_j, and where the place has no
+ * GPUs, --device cpu unless argv names a device, so that the jobs that
+ * share a machine's cores never reach for its GPUs (more processes than
+ * GPUs stop a run). A new array of argv's words (free it alone). */
+char **sweep_at(const struct sweep_place *pl, char **argv, int add_j, char threads[16]);
+/* Job i's run dir. */
+char *sweep_job_dir(const char *dir, int i);
+/* Makes the sweep dir, skips the jobs whose models are too big (asking
+ * ts-train --count-params), checks the servers (the working dir, the sweep dir
+ * and the jobs' data dirs reachable there, 1 GiB free for the runs: a
+ * server that fails is left out with a warning, its cores counted for
+ * -j), and runs every job, as many at a time as the places have slots; a
+ * job that fails is recorded and the sweep goes on. Returns 0 when all
+ * finished, 1 when any failed, 2 when stopped (SIGINT, SIGTERM, ts-stop). */
+int sweep_run(struct sweep_plan *p);
+/* Runs again the jobs of the sweep in dir that are not done, where it ran
+ * them (slots > 0: that many at a time on this machine, for a sweep that
+ * ran here): a job whose run began goes on from its checkpoint (ts-train
+ * --resume), the others start as they would have; in the sweep's working
+ * dir. Returns as sweep_run. */
+int sweep_resume(const char *dir, long slots);
+/* The records of the sweep in dir: returns each job's merged into one
+ * object, in job order, and sets *sweep to the sweep's first record; dies
+ * when dir holds no sweep. */
+json_t *sweep_read(const char *dir, json_t **sweep);
+#endif

@@ -1,0 +1,264 @@
+#include "util/afile.h"
+#include "util/cleanup.h"
+#include "util/err.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int is_stdout(const struct afile *f) { return !strcmp(f->path, "-"); }
+
+/* The path a symlink names, relative to the link's own dir. Malloc'd. */
+static char *link_target(const char *link)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink(link, buf, sizeof buf - 1);
+	if (n < 0)
+		die("cannot read the link %s:", link);
+	buf[n] = 0;
+	if (buf[0] == '/')
+		return xstrdup(buf);
+	char *d = xstrdup(link), *p = path_join(dirname(d), buf);
+	free(d);
+	return p;
+}
+
+char *resolve_links(const char *path)
+{
+	char *p = xstrdup(path);
+	struct stat st;
+	for (int hops = 0; lstat(p, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		if (hops == 40) {
+			errno = ELOOP;
+			die("cannot resolve %s:", path);
+		}
+		char *next = link_target(p);
+		free(p);
+		p = next;
+	}
+	return p;
+}
+
+/* A FIFO, pipe, device or socket is written in place, through the path as
+ * given: a rename would replace it, and the text of a link such as
+ * /proc/self/fd/1 ("pipe:[N]") names no file. */
+static void open_in_place(struct afile *f, const char *path)
+{
+	f->path = xstrdup(path);
+	f->fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		die("cannot open %s:", path);
+}
+
+struct afile *afile_open(const char *path)
+{
+	struct afile *f = xcalloc(1, sizeof *f);
+	if (!strcmp(path, "-")) {
+		f->path = xstrdup(path);
+		f->fd = STDOUT_FILENO;
+		return f;
+	}
+	struct stat st;
+	int exists = stat(path, &st) == 0;   /* the kernel follows every link */
+	if (exists && !S_ISREG(st.st_mode)) {
+		open_in_place(f, path);
+		return f;
+	}
+	f->path = resolve_links(path);
+	size_t n = strlen(f->path) + 32;
+	f->tmp = xmalloc(n);
+	snprintf(f->tmp, n, "%s.tmp.%ld", f->path, (long)getpid());
+	cleanup_add(f->tmp);   /* first, so that no signal can come between */
+	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (f->fd < 0)
+		die("cannot create %s:", f->tmp);
+	if (exists && fchmod(f->fd, st.st_mode & 0777) < 0)   /* the file it replaces keeps its permissions */
+		die("cannot set the permissions of %s:", f->tmp);
+	return f;
+}
+
+int open_regular(const char *path, off_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO: no wait for a writer */
+	if (fd < 0)
+		die("cannot open %s:", path);
+	struct stat sb;
+	if (fstat(fd, &sb) < 0)
+		die("cannot stat %s:", path);
+	if (!S_ISREG(sb.st_mode))
+		die("%s: not a regular file", path);
+	*size = sb.st_size;
+	return fd;
+}
+
+void write_all(int fd, const void *buf, size_t n, const char *what)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			die("write %s:", what);
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+void afile_write(struct afile *f, const void *buf, size_t n)
+{
+	write_all(f->fd, buf, n, is_stdout(f) ? "standard output" : f->path);
+}
+
+void fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		die("cannot open directory %s:", dir);
+	fsync(fd);   /* some file systems refuse fsync on directories; not an error */
+	close(fd);
+}
+
+static void afile_free(struct afile *f)
+{
+	free(f->path);
+	free(f->tmp);
+	free(f);
+}
+
+/* The temp file on disk and closed, before it takes the target's name. */
+static void flush_tmp(struct afile *f)
+{
+	if (fsync(f->fd) < 0)
+		die("cannot write %s:", f->path);
+	if (close(f->fd) < 0)
+		die("cannot write %s:", f->path);
+}
+
+static void fsync_parent(const char *path)
+{
+	char *d = xstrdup(path);
+	fsync_dir(dirname(d));
+	free(d);
+}
+
+void afile_commit(struct afile *f)
+{
+	if (!f->tmp) {
+		if (!is_stdout(f) && close(f->fd) < 0)
+			die("cannot write %s:", f->path);
+		afile_free(f);
+		return;
+	}
+	flush_tmp(f);
+	if (rename(f->tmp, f->path) < 0)
+		die("cannot rename %s to %s:", f->tmp, f->path);
+	cleanup_forget(f->tmp);
+	fsync_parent(f->path);
+	afile_free(f);
+}
+
+void afile_abort(struct afile *f)
+{
+	if (f->tmp) {
+		close(f->fd);
+		unlink(f->tmp);
+		cleanup_forget(f->tmp);
+	} else if (!is_stdout(f)) {
+		close(f->fd);
+	}
+	afile_free(f);
+}
+
+/* An afile of text, ending in a newline, to commit. */
+static struct afile *text_file(const char *path, const char *text)
+{
+	size_t n = strlen(text);
+	struct afile *f = afile_open(path);
+	afile_write(f, text, n);
+	if (!n || text[n - 1] != '\n')
+		afile_write(f, "\n", 1);
+	return f;
+}
+
+void afile_put_text(const char *path, const char *text)
+{
+	afile_commit(text_file(path, text));
+}
+
+/* A link, unlike a rename, never replaces its target. */
+int afile_put_new(const char *path, const char *text)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0)
+		return 0;
+	struct afile *f = text_file(path, text);
+	flush_tmp(f);
+	int made = link(f->tmp, f->path) == 0;
+	if (!made && (errno == EPERM || errno == EOPNOTSUPP))
+		made = rename(f->tmp, f->path) == 0;   /* a file system without links (FAT): as afile_commit */
+	if (!made && errno != EEXIST)
+		die("cannot make %s:", f->path);
+	unlink(f->tmp);
+	cleanup_forget(f->tmp);
+	if (made)
+		fsync_parent(f->path);
+	afile_free(f);
+	return made;
+}
+
+void afile_copy(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		die("cannot open %s:", from);
+	struct afile *f = afile_open(to);
+	char buf[1 << 16];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		afile_write(f, buf, (size_t)n);
+	if (n < 0)
+		die("read %s:", from);
+	close(in);
+	afile_commit(f);
+}
+
+void make_parents(const char *path)
+{
+	char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			die("cannot create %s:", p);
+		*s = '/';
+	}
+	free(p);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+void remove_tree(const char *path)
+{
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = xmalloc(n);
+	snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}

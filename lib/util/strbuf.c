@@ -1,0 +1,93 @@
+#include "util/strbuf.h"
+#include "util/err.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+void sb_add(struct strbuf *b, const void *p, size_t n)
+{
+	grow(&b->s, &b->cap, b->n + n + 1, 1);
+	memcpy(b->s + b->n, p, n);
+	b->n += n;
+	b->s[b->n] = 0;
+}
+
+void sb_addc(struct strbuf *b, char c) { sb_add(b, &c, 1); }
+
+void sb_addf(struct strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	grow(&b->s, &b->cap, b->n + (size_t)n + 1, 1);
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->n += (size_t)n;
+}
+
+void sb_add_json_str(struct strbuf *b, const char *s, size_t n)
+{
+	sb_addc(b, '"');
+	sb_add_json_chars(b, s, n);
+	sb_addc(b, '"');
+}
+
+void sb_add_json_chars(struct strbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			size_t j = i;
+			while (j < n && (unsigned char)s[j] >= 0x20 && (unsigned char)s[j] < 0x80 && s[j] != '"' && s[j] != '\\')
+				j++;
+			sb_add(b, s + i, j - i);
+			i = j;
+		} else if (c == '"' || c == '\\') {
+			char e[2] = {'\\', (char)c};
+			sb_add(b, e, 2);
+			i++;
+		} else if (c < 0x20) {
+			const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+			if (named) {
+				sb_add(b, named, 2);
+			} else {
+				char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+				sb_add(b, e, 6);
+			}
+			i++;
+		} else {
+			utf8proc_int32_t cp;
+			utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+			if (len < 0) {
+				sb_add(b, "\xef\xbf\xbd", 3);
+				i++;
+			} else {
+				sb_add(b, s + i, (size_t)len);
+				i += (size_t)len;
+			}
+		}
+	}
+}
+
+void sb_add_double(struct strbuf *b, double v, int is_f32)
+{
+	char s[40];
+	for (int prec = is_f32 ? 6 : 15; prec <= 17; prec++) {
+		snprintf(s, sizeof s, "%.*g", prec, v);
+		if (is_f32 ? (float)strtod(s, NULL) == (float)v : strtod(s, NULL) == v)
+			break;
+	}
+	sb_add(b, s, strlen(s));
+}
+
+void sb_free(struct strbuf *b)
+{
+	free(b->s);
+	memset(b, 0, sizeof *b);
+}
