@@ -5,6 +5,7 @@
 #include "dist/gpus.h"
 #include "eval/evaluate.h"
 #include "model/schedule.h"
+#include "run/bugdump.h"
 #include "run/train.h"
 #include "util/afile.h"
 #include "util/err.h"
@@ -271,7 +272,7 @@ int main(int argc, char **argv)
 	if (replay) {
 		only_with("replay", (const char *const[]){ "threads", NULL });
 		omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
-		int rc = train_replay(replay);
+		int rc = bug_replay(replay);
 		close_stdout();
 		return rc;
 	}

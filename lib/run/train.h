@@ -52,7 +52,4 @@ int train_run(const struct train_config *c);
 /* The parameters of the model c describes (its --init's, or one from
  * scratch of c->model over c->vocab), with the head for c->data's task. */
 size_t train_count_params(const struct train_config *c);
-/* Re-runs the step saved in a bug/ dir and reports whether the loss or the
- * gradient is again not finite; returns the exit code. */
-int train_replay(const char *bugdir);
 #endif

@@ -7,9 +7,11 @@
 #include "format/rec.h"
 #include "run/rundir.h"
 #include "sweep/asha.h"
+#include "sweep/launch.h"
 #include "util/adir.h"
 #include "util/afile.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/strbuf.h"
 #include <errno.h>
@@ -28,13 +30,6 @@
 #include <time.h>
 #include <unistd.h>
 
-char *sweep_job_dir(const char *dir, int i)
-{
-	char name[32];
-	snprintf(name, sizeof name, "job-%03d", i + 1);
-	return path_join(dir, name);
-}
-
 char **sweep_argv(const struct sweep_plan *p, int i)
 {
 	const struct sweep_job *j = &p->jobs[i];
@@ -52,36 +47,12 @@ char **sweep_argv(const struct sweep_plan *p, int i)
 	return v;
 }
 
-char **sweep_at(const struct sweep_place *pl, char **argv, int add_j, char threads[16])
-{
-	int n = 0;
-	while (argv[n])
-		n++;
-	char **v = xcalloc((size_t)n + 5, sizeof *v);
-	memcpy(v, argv, (size_t)n * sizeof *v);
-	snprintf(threads, 16, "%d", pl->threads);
-	if (add_j && pl->threads > 0)
-		v[n++] = "-j", v[n++] = threads;
-	char *device = pl->gpus ? NULL : sweep_option(argv, "device", 0);
-	if (!pl->gpus && !device)
-		v[n++] = "--device", v[n++] = "cpu";
-	free(device);
-	return v;
-}
-
 static volatile sig_atomic_t stop_asked;
 
 static void on_stop(int sig)
 {
 	(void)sig;
 	stop_asked = 1;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Job i's options as {"key": "value"}. */
@@ -178,148 +149,6 @@ static json_t *outcome(const char *run, int *stopped)
 	return best;
 }
 
-/* A command line for a remote shell: "cd CWD && exec ARGV", each word quoted. */
-static char *remote_command(const char *cwd, char **argv)
-{
-	struct strbuf b = {0};
-	char *q = sweep_quote(cwd);
-	sb_addf(&b, "cd %s && exec", q);
-	free(q);
-	for (; *argv; argv++) {
-		q = sweep_quote(*argv);
-		sb_addf(&b, " %s", q);
-		free(q);
-	}
-	sb_addc(&b, 0);
-	return b.s;
-}
-
-/* The command that runs argv at place pl: argv itself here, else the ssh
- * command, the host and the remote command line. */
-static char **placed(const struct sweep_plan *p, const struct sweep_place *pl, const char *cwd, char **argv)
-{
-	if (!pl->host)
-		return argv;
-	char **v = xcalloc((size_t)p->nssh + 4, sizeof *v);
-	for (int k = 0; k < p->nssh; k++)
-		v[k] = p->ssh[k];
-	v[p->nssh] = pl->host;
-	v[p->nssh + 1] = "--";
-	v[p->nssh + 2] = remote_command(cwd, argv);
-	return v;
-}
-
-/* A TCP port free on this machine now, for a job's process 0 to listen at. */
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		die("cannot find a free port:");
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
-/* In a job's own process: starts its k processes as a launch by the
- * environment (as torchrun would), passes a stop on to them, and returns
- * the first failure's exit status, else 0. */
-static int lead(char **argv, int k)
-{
-	struct sigaction stop = {.sa_handler = on_stop};   /* as the scheduler's, in this process of its own */
-	sigaction(SIGINT, &stop, NULL);
-	sigaction(SIGTERM, &stop, NULL);
-	char port[16], size[16];
-	snprintf(port, sizeof port, "%d", free_port());
-	snprintf(size, sizeof size, "%d", k);
-	pid_t *kids = xcalloc((size_t)k, sizeof *kids);
-	for (int r = 0; r < k; r++) {
-		char rank[16];
-		snprintf(rank, sizeof rank, "%d", r);
-		if ((kids[r] = fork()) < 0)
-			die("cannot start a job's process:");
-		if (kids[r] == 0) {
-			signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
-			setenv("WORLD_SIZE", size, 1), setenv("LOCAL_WORLD_SIZE", size, 1);
-			setenv("RANK", rank, 1), setenv("LOCAL_RANK", rank, 1);
-			setenv("MASTER_ADDR", "127.0.0.1", 1), setenv("MASTER_PORT", port, 1);
-			execvp(argv[0], argv);
-			dprintf(2, "ts-sweep: cannot run %s: %s\n", argv[0], strerror(errno));
-			_exit(127);
-		}
-	}
-	int rc = 0, left = k, passed = 0;
-	while (left) {
-		if (stop_asked && !passed) {
-			for (int r = 0; r < k; r++)
-				kill(kids[r], SIGTERM);
-			passed = 1;
-		}
-		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
-		if (pid < 0 && errno != EINTR)
-			break;
-		if (pid <= 0) {
-			struct timespec pause = {0, 50 * 1000 * 1000};
-			nanosleep(&pause, NULL);
-			continue;
-		}
-		left--;
-		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-		if (code && !rc)
-			rc = code;
-	}
-	return rc;
-}
-
-/* In a job's process: a sweep killed outright (SIGKILL, no handler to
- * pass the stop on) stops its jobs as a stop would, so that none runs on
- * unwatched, racing the sweep's --resume for its run dir. */
-static void stop_with(pid_t sweep)
-{
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	if (getppid() != sweep)   /* it died before the prctl */
-		_exit(128 + SIGTERM);
-}
-
-/* Starts argv at place pl with its output into job i's .out file; returns
- * its pid. */
-static pid_t start(const char *dir, const char *cwd, const struct sweep_place *pl, int i, char **argv)
-{
-	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
-	sprintf(out, "%s.out", run);
-	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		die("cannot create %s:", out);
-	fflush(NULL);
-	pid_t sweep = getpid(), pid = fork();
-	if (pid < 0)
-		die("cannot start a job:");
-	if (pid == 0) {
-		signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
-		stop_with(sweep);
-		int null = open("/dev/null", O_RDONLY);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		if (chdir(cwd) < 0) {
-			dprintf(2, "ts-sweep: cannot enter %s: %s\n", cwd, strerror(errno));
-			_exit(127);
-		}
-		if (pl->gpus) {   /* its GPUs, numbered as nvidia-smi numbers them */
-			setenv("CUDA_VISIBLE_DEVICES", pl->gpus, 1);
-			setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
-		}
-		if (pl->procs > 1)
-			_exit(lead(argv, pl->procs));
-		execvp(argv[0], argv);
-		dprintf(2, "ts-sweep: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(fd);
-	free(run), free(out);
-	return pid;
-}
-
 /* The record of job i's end: failed, pruned, stopped (on request: its run
  * ends in a stop, whoever asked) or done. */
 static json_t *ended(const char *dir, int i, int status, int pruned, double took)
@@ -348,21 +177,6 @@ static json_t *strings_json(char **v)
 	for (; *v; v++)
 		json_array_append_new(a, json_string(*v));
 	return a;
-}
-
-/* Asks job i, running at a server, to stop: through its run dir, which the
- * server shares, even before ts-train has made it. */
-static void stop_remote(const char *dir, int i)
-{
-	char *run = sweep_job_dir(dir, i);
-	if (mkdir(run, 0755) < 0 && errno != EEXIST)
-		die("cannot create %s:", run);
-	if (!rundir_request_stop(run)) {
-		char *stop = path_join(run, "stop");
-		afile_put_text(stop, "stop");
-		free(stop);
-	}
-	free(run);
 }
 
 /* A running job: its pid, where it runs, when it began; with pruning, how
@@ -420,10 +234,8 @@ static int take_eval(void *ctx, const msgpack_object *o)
 		events_add(w->ev, "job", json_pack("{sI ss sI sI ss sf sf}", "job", (json_int_t)w->r->job + 1, "state",
 						   "pruning", "rung", (json_int_t)rung, "step", (json_int_t)step, "metric",
 						   pr->metric, "value", value, "rung_best", best));
-		if (w->p->places[w->r->place].host)
-			stop_remote(w->p->dir, w->r->job);
-		else
-			kill(w->r->pid, SIGTERM);
+		struct launcher l = {w->p->dir, NULL, w->p->ssh, w->p->nssh};
+		launch_stop(&l, &w->p->places[w->r->place], w->r->job, w->r->pid);
 	}
 	json_decref(eval);
 	return w->r->pruned;
@@ -452,6 +264,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	struct sigaction stop = {.sa_handler = on_stop};   /* no SA_RESTART: a wait ends at once */
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
+	struct launcher l = {p->dir, cwd, p->ssh, p->nssh};
 	int *busy = xcalloc((size_t)p->nplaces, sizeof *busy), slots = 0;
 	for (int k = 0; k < p->nplaces; k++)
 		slots += p->places[k].slots;
@@ -465,9 +278,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 			while (busy[k] < p->places[k].slots && next < n) {
 				const struct sweep_place *pl = &p->places[k];
 				char threads[16], **with = sweep_at(pl, argvs[next], add_j[next], threads);
-				char **cmd = placed(p, pl, cwd, with);
 				struct running *r = &run[running++];
-				*r = (struct running){start(p->dir, cwd, pl, ids[next], cmd), ids[next], k, now()};
+				*r = (struct running){launch_start(&l, pl, ids[next], with), ids[next], k, clock_seconds()};
 				json_t *rec = json_pack("{sI ss sI so}", "job", (json_int_t)ids[next] + 1, "state", "running",
 							"pid", (json_int_t)r->pid, "argv", strings_json(with));
 				if (pl->host)
@@ -475,18 +287,13 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 				if (pl->gpus)
 					json_object_set_new(rec, "gpus", json_string(pl->gpus));
 				events_add(ev, "job", rec);
-				if (cmd != with)
-					free(cmd[p->nssh + 2]), free(cmd);
 				free(with);
 				busy[k]++, next++;
 			}
 		if (stop_asked && !stopping) {   /* each running job checkpoints and stops */
 			stopping = 1;
 			for (int i = 0; i < running; i++)
-				if (p->places[run[i].place].host)
-					stop_remote(p->dir, run[i].job);
-				else
-					kill(run[i].pid, SIGTERM);
+				launch_stop(&l, &p->places[run[i].place], run[i].job, run[i].pid);
 		}
 		for (int i = 0; p->eta > 1 && !stopping && i < running; i++)
 			watch(p, &pr, &run[i], ev);
@@ -501,7 +308,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		}
 		for (int i = 0; i < running; i++)
 			if (run[i].pid == pid) {
-				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, now() - run[i].began);
+				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, clock_seconds() - run[i].began);
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				events_add(ev, "job", rec);
 				busy[run[i].place]--;
@@ -565,7 +372,8 @@ static int check_server(const struct sweep_plan *p, struct sweep_place *pl, cons
 	free(q);
 	sb_addc(&b, 0);
 	char *argv[] = {"sh", "-c", b.s, NULL};
-	char **cmd = placed(p, pl, cwd, argv);
+	struct launcher l = {p->dir, cwd, p->ssh, p->nssh};
+	char **cmd = launch_placed(&l, pl, argv);
 	struct strbuf cmdline = {0};
 	for (char **a = cmd; *a; a++) {
 		char *w = sweep_quote(*a);

@@ -1,26 +1,13 @@
 /* Running a sweep's jobs (sweep.h): each job is ts-train with its own
- * options and its own run dir SWEEPDIR/job-NNN, started directly (no shell)
- * on this machine or through ssh on a server that shares the file system
- * (its command quoted exactly for the remote shell), its output in
- * SWEEPDIR/job-NNN.out. The sweep dir's jobs.msgpack records every change
+ * options and its own run dir SWEEPDIR/job-NNN, started (launch.h) on this
+ * machine or a server, as many at a time as the places have slots. The sweep dir's jobs.msgpack records every change
  * of a job's state, and its lock names the scheduler, so that ts-stop
  * SWEEPDIR stops it and every running job with a checkpoint. */
 #ifndef TS_SWEEPRUN_H
 #define TS_SWEEPRUN_H
+#include "sweep/launch.h"
 #include "sweep/sweep.h"
 #include <jansson.h>
-
-/* Where jobs run: this machine or a server, how many at a time, the -j
- * each process gets there (for the jobs that give none), the GPUs a job
- * sees there (CUDA_VISIBLE_DEVICES) and the processes of a job (more than
- * 1: a distributed run, launched by the environment). */
-struct sweep_place {
-	char *host;            /* NULL: this machine */
-	int slots;
-	int threads;
-	char *gpus;            /* NULL: the machine's as they are */
-	int procs;
-};
 
 struct sweep_plan {
 	const char *dir;
@@ -42,14 +29,6 @@ double sweep_metric(const json_t *eval, const char *name);
 /* Job i's command line, NULL-terminated: its command, its options and
  * --run. */
 char **sweep_argv(const struct sweep_plan *p, int i);
-/* Job command line argv as place pl runs it: with the place's -j (its
- * digits written into threads) where add_j, and where the place has no
- * GPUs, --device cpu unless argv names a device, so that the jobs that
- * share a machine's cores never reach for its GPUs (more processes than
- * GPUs stop a run). A new array of argv's words (free it alone). */
-char **sweep_at(const struct sweep_place *pl, char **argv, int add_j, char threads[16]);
-/* Job i's run dir. */
-char *sweep_job_dir(const char *dir, int i);
 /* Makes the sweep dir, skips the jobs whose models are too big (asking
  * ts-train --count-params), checks the servers (the working dir, the sweep dir
  * and the jobs' data dirs reachable there, 1 GiB free for the runs: a
