@@ -1,4 +1,4 @@
-/* The seam between what is computed and where: the model graph (bert.c) and
+/* The seam between what is computed and where: the model graph (bert_graph.c) and
  * the optimizer (optim.c) call the ops of a backend on buffers in that
  * backend's memory; the CPU (cpu_backend.c, over cpu_ops.h) is one backend,
  * the CUDA kernels of kernels/ another. Every op means what cpu_ops.h says of

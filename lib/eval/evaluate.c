@@ -190,12 +190,6 @@ void eval_result_free(struct eval_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-const char *task_name(enum bert_task task)
-{
-	static const char *names[] = {"cls", "mlm", "reg", "multi", "tokcls"};
-	return names[task];
-}
-
 static struct prf_table *multi_table(const struct eval_result *r)
 {
 	int64_t *pred = xmalloc((size_t)r->L * sizeof *pred), *truth = xmalloc((size_t)r->L * sizeof *truth);

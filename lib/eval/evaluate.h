@@ -58,6 +58,4 @@ double metric_value(const struct eval_result *r, const char *name);
 json_t *eval_json(const struct eval_result *r, char *const *names);
 /* A readable report of the task's metrics. */
 void eval_report(FILE *f, const struct eval_result *r, char *const *names);
-/* The task's name on the command line: cls, mlm, reg, multi, tokcls. */
-const char *task_name(enum bert_task task);
 #endif

@@ -78,6 +78,8 @@ static inline int bert_task_pooled(enum bert_task t)
 {
 	return t == TASK_CLS || t == TASK_REG || t == TASK_MULTI;
 }
+/* The task's name on the command line: cls, mlm, reg, multi, tokcls. */
+const char *task_name(enum bert_task task);
 
 /* Logits a predicted row has: the classes, 1 for reg, the vocab for mlm. */
 static inline int bert_logit_width(const struct bert_config *c)

@@ -4,7 +4,7 @@ Debian torch has no matching transformers), trained with plain SGD on random
 full-length batches. Prints "key value" lines like bert_step.
 
 Like Hugging Face it runs the last layer on every row; with --head-rows-only it
-takes TopSpin's shortcut instead (lib/model/bert.c): there the last layer computes
+takes TopSpin's shortcut instead (lib/model/bert_graph.c): there the last layer computes
 keys and values for every row but queries, attention output and feed-forward
 only for the rows the head reads, so that both sides do the same work.
 

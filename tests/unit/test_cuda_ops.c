@@ -225,7 +225,7 @@ static void test_layernorm(int rows, int cols, float p)
 	expect_close("layernorm rstd", d_rstd, rstd, rows, ATOL, RTOL);
 	const float *x = p == 0 ? in : sum;
 	const float *d_x = p == 0 ? d_in : d_sum;
-	layernorm_backward(dout, dw, db, dout, x, mean, rstd, w, rows, cols);  /* in place, as bert.c */
+	layernorm_backward(dout, dw, db, dout, x, mean, rstd, w, rows, cols);  /* in place, as bert_graph.c */
 	gpu->layernorm_backward(d_dout, d_dw, d_db, d_dout, d_x, d_mean, d_rstd, d_w, rows, cols);
 	expect_close("layernorm_backward din (in place)", d_dout, dout, n, 1e-4, RTOL);
 	/* sums over the rows in another order: the error grows with them */
@@ -493,7 +493,7 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	int32_t *d_kv_start = on_gpu(kv_start, sizeof kv_start);
 	int32_t *d_q_start = on_gpu(q_start, sizeof q_start);
 	int64_t *d_p_start = on_gpu(p_start, sizeof p_start);
-	/* fused [N, 3C] q|k|v, or q apart and k|v [N, 2C], as bert.c lays them out */
+	/* fused [N, 3C] q|k|v, or q apart and k|v [N, 2C], as bert_graph.c lays them out */
 	const float *k = head_rows ? kv : kv + C, *d_k = head_rows ? d_kv : d_kv + C;
 	struct attention cpu_a = { AB, T, C, H, q, k, k + C, ldq, ldkv, kv_start,
 				   head_rows ? q_start : NULL, p_start, masked ? mask : NULL, p, 99 };

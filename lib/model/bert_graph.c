@@ -11,6 +11,7 @@
  * and the rows of all sequences are packed one after another, so no matrix
  * product, LayerNorm or attention works on padding. */
 #include "model/bert.h"
+#include "model/bert_inside.h"
 #include "backend/memcheck.h"
 #include "util/err.h"
 #include "util/rng.h"
@@ -22,144 +23,12 @@
 
 static const char *const task_names[] = {"cls", "mlm", "reg", "multi", "tokcls"};
 
-/* BERT's [PAD]: HF's padding_idx, whose word embedding starts at zero and
- * gets no gradient from the embedding lookup. */
-enum { PAD_ID = 0, IGNORE_LABEL = -100 };
-
-struct layer_weights {
-	float *qkv_w, *qkv_b;      /* query, key, value stacked: [3C, C], [3C] */
-	float *attn_out_w, *attn_out_b, *attn_ln_w, *attn_ln_b;
-	float *ffn_in_w, *ffn_in_b, *ffn_out_w, *ffn_out_b, *ffn_ln_w, *ffn_ln_b;
-};
-
-/* Pointers into the backend's flat parameter buffer, or the same places in
- * its grads. */
-struct weights {
-	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
-	struct layer_weights *layer;
-	float *pool_w, *pool_b;                             /* pooled tasks */
-	float *cls_w, *cls_b;                               /* all but mlm */
-	float *tr_w, *tr_b, *tr_ln_w, *tr_ln_b, *decoder_b; /* mlm */
-};
-
-/* What a layer's backward needs from its forward. R rows are computed after
- * the attention: all N, or in the last layer only the M the head reads. */
-struct layer_acts {
-	float *qkv;                          /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
-	float *probs;                        /* softmax before dropout (struct attention) */
-	float *ctx;                          /* [R, C] attention output per head */
-	float *attn_sum, *attn_mean, *attn_rstd, *attn_ln; /* residual sum, LN */
-	float *ffn_pre, *ffn_act;            /* [N, F] before and after GELU */
-	float *ffn_sum, *ffn_mean, *ffn_rstd, *out;        /* out: next layer's input */
-};
-
-/* The rows a layer computes after attention: all, or the head's. */
-struct layer_rows {
-	int R;
-	const int32_t *rows;       /* NULL: all N */
-	const int32_t *q_start;    /* B+1 offsets of each sequence's rows in rows */
-	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
-};
-
-/* The head over M gathered rows: pooled tasks M = B ([CLS] rows), the
- * others M = labelled. */
-struct head_acts {
-	const float *in;       /* [M, C] final hidden states of the rows */
-	float *dense;          /* [M, C] pooled: tanh(pooler); mlm: transform pre-GELU */
-	float *act;            /* [M, C] pooled: dropout of it; tokcls: dropout of in;
-				* mlm: GELU of dense */
-	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
-	float *logits, *dlogits;   /* [M, bert_logit_width] */
-	float *lse;            /* [M] */
-	float *kl_lse;         /* [M] of the soft loss */
-};
-
-struct acts {
-	float *emb_sum, *emb_mean, *emb_rstd, *emb_out;
-	struct layer_acts *layer;
-	float *rows_in;        /* [M, C] the last layer's input at the head's rows */
-	struct head_acts head;
-	/* activation gradients, shared by all layers */
-	float *dh, *dbranch, *dctx, *dqkv, *dffn, *dhead, *dhead_in;
-};
-
-/* A buffer in the backend's memory that grows to fit. */
-struct on_backend {
-	void *p;
-	size_t cap;
-};
-
-/* The packed batch as the ops read it: the host arrays themselves on a host
- * backend. */
-struct batch_arrays {
-	const int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
-	const int64_t *p_all, *p_head;
-	const uint8_t *mask;
-	const float *targets;
-};
-
-struct bert {
-	struct bert_config c;
-	const struct backend *be;
-	size_t numel;
-	float *dparams, *dgrads;   /* in the backend's memory */
-	float *params, *grads;     /* their host copies: the same buffers on a host backend */
-	struct weights w, g;       /* into dparams and dgrads */
-	struct tensor_ref *tensors; /* into params */
-	int ntensors;
-
-	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
-	float smoothing;           /* bert_set_label_smoothing */
-	int frozen_layers, frozen_embeddings;   /* bert_set_frozen */
-	float hard, soft, temp;    /* bert_set_soft_loss */
-	struct on_backend targets_soft;   /* [targets_rows, width]: the distribution to learn */
-	int targets_rows;
-	float rdrop;               /* bert_set_rdrop */
-	int doubled;               /* the last forward ran its batch twice (R-Drop) */
-	int32_t *twice_ids, *twice_types, *twice_labels;
-	uint8_t *twice_mask;
-	size_t twice_ids_cap, twice_types_cap, twice_labels_cap, twice_mask_cap;
-	const float *perturbation; /* VAT: [N, C] added to the embeddings' output, or NULL */
-	float *input_grad;         /* VAT: a backward's gradient of that output goes here */
-	struct on_backend vat_r, vat_g, vat_grads;   /* the perturbation, its gradient, scratch grads */
-	struct on_backend vat_p;   /* the probe's own predictions, made in fp32 */
-	struct layer_weights *vat_layers;
-	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
-	void *bucket_ctx;
-
-	/* the last forward's batch, packed: B sequences in N rows, the longest
-	 * T; P probabilities per layer (P_head in the last) */
-	int B, T, N, M, train;
-	int64_t P, P_head;
-	int shared;                /* its layers share their activations */
-	uint64_t dropout_seed;
-	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
-	int64_t *p_all, *p_head;
-	uint8_t *mask;
-	float *targets;            /* reg: M values; multi: M*L */
-	size_t ids_cap, types_cap, positions_cap, rows_cap, labels_cap, kv_start_cap,
-		q_start_cap, p_all_cap, p_head_cap, mask_cap, targets_cap;
-	struct batch_arrays d;
-	struct on_backend d_ids, d_types, d_positions, d_rows, d_labels, d_kv_start, d_q_start,
-		d_p_all, d_p_head, d_mask, d_targets;
-
-	struct acts a;
-	struct on_backend work;    /* every activation, carved into a */
-	float *logits;             /* a host copy of the last logits (not on a host backend) */
-	size_t logits_cap;
-};
+const char *task_name(enum bert_task task)
+{
+	return task_names[task];
+}
 
 /* ---- parameter layout ---- */
-
-/* Walks the parameters in their fixed order, placing each at the next free
- * float of base; with a list, also names them. Listing order is memory order,
- * so the tensors tile bert_params() exactly. */
-struct layout {
-	float *base;
-	size_t used;
-	struct tensor_ref *list;
-	int count;
-};
 
 static float *add_tensor(struct layout *l, int64_t rows, int64_t cols, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -209,7 +78,7 @@ static void lay_out_layer(struct layout *l, const struct bert_config *c, int i,
 	w->ffn_ln_b = add_tensor(l, C, 0, "%s.%d.output.LayerNorm.bias", pre, i);
 }
 
-static void lay_out(struct layout *l, const struct bert_config *c, struct weights *w)
+void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights *w)
 {
 	int C = c->hidden;
 	w->word = add_tensor(l, c->vocab, C, "bert.embeddings.word_embeddings.weight");
@@ -283,7 +152,7 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 	m->a.layer = xcalloc(c->layers ? c->layers : 1, sizeof *m->a.layer);
 
 	struct layout count = { 0 };
-	lay_out(&count, c, &m->w);
+	bert_lay_out(&count, c, &m->w);
 	m->numel = count.used;
 	m->ntensors = count.count;
 	memory_check(be, "model", 2.0 * sizeof(float) * (double)m->numel, "parameters and gradients");
@@ -293,11 +162,11 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 	m->grads = host_copy(be, m->dgrads, m->numel);
 	m->tensors = xcalloc(m->ntensors, sizeof *m->tensors);
 	struct layout params = { m->dparams, 0, m->tensors, 0 };
-	lay_out(&params, c, &m->w);
+	bert_lay_out(&params, c, &m->w);
 	for (int i = 0; i < m->ntensors; i++)   /* the names go with the host copy */
 		m->tensors[i].data = m->params + (m->tensors[i].data - m->dparams);
 	struct layout grads = { m->dgrads, 0, NULL, 0 };
-	lay_out(&grads, c, &m->g);
+	bert_lay_out(&grads, c, &m->g);
 	return m;
 }
 
@@ -306,7 +175,7 @@ size_t bert_config_numel(const struct bert_config *c)
 	check_sizes(c);
 	struct weights w = { .layer = xcalloc(c->layers ? c->layers : 1, sizeof *w.layer) };
 	struct layout count = { 0 };
-	lay_out(&count, c, &w);
+	bert_lay_out(&count, c, &w);
 	free(w.layer);
 	return count.used;
 }
@@ -565,7 +434,7 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 }
 
 /* b's memory on the backend, grown to bytes; never shrinks. */
-static void *fit(const struct backend *be, struct on_backend *b, size_t bytes)
+void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes)
 {
 	if (bytes > b->cap || !b->p) {
 		if (b->p)
@@ -581,167 +450,9 @@ static void reserve(struct bert *m)
 {
 	struct carver measure = { NULL, 0 };
 	size_t need = carve_all(&measure, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
-	struct carver place = { fit(m->be, &m->work, need * sizeof(float)), 0 };
+	struct carver place = { bert_fit(m->be, &m->work, need * sizeof(float)), 0 };
 	carve_all(&place, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
 	m->shared = m->recompute;
-}
-
-/* ---- the batch ---- */
-
-static void check_batch(const struct bert *m, const struct bert_batch *b)
-{
-	const struct bert_config *c = &m->c;
-	if (b->B < 1 || b->T < 1)
-		die("bert: empty batch (B %d, T %d)", b->B, b->T);
-	if (b->T > c->max_pos)
-		die("bert: sequence length %d exceeds max positions %d", b->T, c->max_pos);
-	for (int i = 0; i < b->B * b->T; i++) {
-		if (b->ids[i] < 0 || b->ids[i] >= c->vocab)
-			die("bert: token id %d out of range [0, %d)", b->ids[i], c->vocab);
-		if (b->types && (b->types[i] < 0 || b->types[i] >= c->type_vocab))
-			die("bert: token type %d out of range [0, %d)", b->types[i],
-			    c->type_vocab);
-	}
-	if (c->task == TASK_REG || c->task == TASK_MULTI) {
-		int n = b->B * (c->task == TASK_MULTI ? c->num_labels : 1);
-		for (int i = 0; i < n; i++)
-			if (!(c->task == TASK_REG ? isfinite(b->targets[i])
-						  : b->targets[i] >= 0 && b->targets[i] <= 1))
-				die("bert: target %g is not %s", (double)b->targets[i],
-				    c->task == TASK_REG ? "finite" : "in [0, 1]");
-		return;
-	}
-	int nlabels = c->task == TASK_CLS ? b->B : b->B * b->T;
-	int classes = c->task == TASK_MLM ? c->vocab : c->num_labels;
-	for (int i = 0; i < nlabels; i++) {
-		int y = b->labels[i];
-		if ((y < 0 || y >= classes) && !(c->task != TASK_CLS && y == IGNORE_LABEL))
-			die("bert: label %d out of range [0, %d)", y, classes);
-	}
-}
-
-/* Sequence i's rows: its positions up to the last real token or predicted
- * position, or all T when no token is real (its attention is then uniform
- * over all T, as HF computes it). Padding inside those rows stays, masked. */
-static int sequence_rows(const struct bert *m, const struct bert_batch *b, int i)
-{
-	const uint8_t *mask = b->mask ? b->mask + (size_t)i * b->T : NULL;
-	int len = 0;
-	for (int t = 0; t < b->T; t++)
-		if (!mask || mask[t])
-			len = t + 1;
-	if (!len)
-		return b->T;
-	if (!bert_task_pooled(m->c.task))
-		for (int t = len; t < b->T; t++)
-			if (b->labels[(size_t)i * b->T + t] != IGNORE_LABEL)
-				len = t + 1;
-	return len;
-}
-
-/* Packs the batch's rows one sequence after another: kv_start, and the ids,
- * types, positions and mask of each row. */
-static void pack_rows(struct bert *m, const struct bert_batch *b)
-{
-	grow(&m->kv_start, &m->kv_start_cap, b->B + 1, sizeof *m->kv_start);
-	m->kv_start[0] = 0;
-	m->T = 0;
-	for (int i = 0; i < b->B; i++) {
-		int len = sequence_rows(m, b, i);
-		m->kv_start[i + 1] = m->kv_start[i] + len;
-		m->T = len > m->T ? len : m->T;
-	}
-	size_t N = (size_t)m->kv_start[b->B];
-	m->N = (int)N;
-	grow(&m->ids, &m->ids_cap, N, sizeof *m->ids);
-	grow(&m->types, &m->types_cap, N, sizeof *m->types);
-	grow(&m->positions, &m->positions_cap, N, sizeof *m->positions);
-	grow(&m->mask, &m->mask_cap, N, sizeof *m->mask);
-	for (int i = 0; i < b->B; i++)
-		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
-			size_t at = (size_t)i * b->T + t;
-			m->ids[r] = b->ids[at];
-			m->types[r] = b->types ? b->types[at] : 0;
-			m->positions[r] = t;
-			m->mask[r] = b->mask ? b->mask[at] : 1;
-		}
-}
-
-/* Lists the packed rows the head predicts, with their labels or targets:
- * the [CLS] row of each sequence, or the labelled positions in row-major
- * order; and q_start, where each sequence's run of them begins. */
-static void list_head_rows(struct bert *m, const struct bert_batch *b)
-{
-	enum bert_task task = m->c.task;
-	grow(&m->rows, &m->rows_cap, m->N, sizeof *m->rows);
-	grow(&m->labels, &m->labels_cap, m->N, sizeof *m->labels);
-	grow(&m->q_start, &m->q_start_cap, b->B + 1, sizeof *m->q_start);
-	if (task == TASK_REG || task == TASK_MULTI) {
-		size_t n = (size_t)b->B * (task == TASK_MULTI ? m->c.num_labels : 1);
-		grow(&m->targets, &m->targets_cap, n, sizeof *m->targets);
-		memcpy(m->targets, b->targets, n * sizeof *m->targets);
-	}
-	m->M = 0;
-	for (int i = 0; i < b->B; i++) {
-		m->q_start[i] = m->M;
-		if (bert_task_pooled(task)) {
-			m->rows[m->M] = m->kv_start[i];
-			m->labels[m->M++] = task == TASK_CLS ? b->labels[i] : 0;
-			continue;
-		}
-		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
-			int32_t y = b->labels[(size_t)i * b->T + t];
-			if (y != IGNORE_LABEL) {
-				m->rows[m->M] = r;
-				m->labels[m->M++] = y;
-			}
-		}
-	}
-	m->q_start[b->B] = m->M;
-}
-
-/* Copies the batch, packed, so that backward never reads freed memory. */
-static void keep_batch(struct bert *m, const struct bert_batch *b)
-{
-	m->B = b->B;
-	pack_rows(m, b);
-	list_head_rows(m, b);
-	grow(&m->p_all, &m->p_all_cap, b->B + 1, sizeof *m->p_all);
-	grow(&m->p_head, &m->p_head_cap, b->B + 1, sizeof *m->p_head);
-	m->P = attention_probs(m->p_all, m->kv_start, NULL, b->B, m->c.heads);
-	m->P_head = attention_probs(m->p_head, m->kv_start, m->q_start, b->B, m->c.heads);
-}
-
-/* base's copy on the backend, in b; base itself on a host backend. */
-static const void *to_backend(const struct backend *be, struct on_backend *b, const void *base,
-			      size_t bytes)
-{
-	if (be->host)
-		return base;
-	void *p = fit(be, b, bytes);
-	be->upload(p, base, bytes);
-	return p;
-}
-
-/* The kept batch where the ops read it. */
-static void upload_batch(struct bert *m)
-{
-	const struct backend *be = m->be;
-	size_t N = (size_t)m->N, M = (size_t)m->M, i32 = sizeof(int32_t);
-	size_t seqs = (size_t)m->B + 1;
-	m->d.ids = to_backend(be, &m->d_ids, m->ids, N * i32);
-	m->d.types = to_backend(be, &m->d_types, m->types, N * i32);
-	m->d.positions = to_backend(be, &m->d_positions, m->positions, N * i32);
-	m->d.mask = to_backend(be, &m->d_mask, m->mask, N);
-	m->d.rows = to_backend(be, &m->d_rows, m->rows, M * i32);
-	m->d.labels = to_backend(be, &m->d_labels, m->labels, M * i32);
-	m->d.kv_start = to_backend(be, &m->d_kv_start, m->kv_start, seqs * i32);
-	m->d.q_start = to_backend(be, &m->d_q_start, m->q_start, seqs * i32);
-	m->d.p_all = to_backend(be, &m->d_p_all, m->p_all, seqs * sizeof(int64_t));
-	m->d.p_head = to_backend(be, &m->d_p_head, m->p_head, seqs * sizeof(int64_t));
-	if (m->c.task == TASK_REG || m->c.task == TASK_MULTI)
-		m->d.targets = to_backend(be, &m->d_targets, m->targets,
-					  M * bert_logit_width(&m->c) * sizeof(float));
 }
 
 /* ---- dropout sites ---- */
@@ -1082,35 +793,9 @@ static void mlm_head_backward(struct bert *m, float scale)
 
 /* ---- the whole model ---- */
 
-/* b with each sequence twice: the B of b, then the same B again. */
-static struct bert_batch twice(struct bert *m, const struct bert_batch *b)
-{
-	size_t cells = (size_t)b->B * b->T, nl = bert_task_pooled(m->c.task) ? (size_t)b->B : cells;
-	struct bert_batch d = *b;
-	d.B = 2 * b->B;
-	grow(&m->twice_ids, &m->twice_ids_cap, 2 * cells, sizeof *m->twice_ids);
-	grow(&m->twice_labels, &m->twice_labels_cap, 2 * nl, sizeof *m->twice_labels);
-	for (int k = 0; k < 2; k++) {
-		memcpy(m->twice_ids + k * cells, b->ids, cells * sizeof *b->ids);
-		memcpy(m->twice_labels + k * nl, b->labels, nl * sizeof *b->labels);
-		if (b->types) {
-			grow(&m->twice_types, &m->twice_types_cap, 2 * cells, sizeof *m->twice_types);
-			memcpy(m->twice_types + k * cells, b->types, cells * sizeof *b->types);
-		}
-		if (b->mask) {
-			grow(&m->twice_mask, &m->twice_mask_cap, 2 * cells, sizeof *m->twice_mask);
-			memcpy(m->twice_mask + k * cells, b->mask, cells);
-		}
-	}
-	d.ids = m->twice_ids, d.labels = m->twice_labels;
-	d.types = b->types ? m->twice_types : NULL;
-	d.mask = b->mask ? m->twice_mask : NULL;
-	return d;
-}
-
 /* The forward of the kept batch from its embeddings (plus a perturbation)
  * through the head: its summed loss. */
-static double run_forward(struct bert *m)
+double bert_run_forward(struct bert *m)
 {
 	embeddings_forward(m);
 	if (m->perturbation)
@@ -1140,17 +825,15 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 	struct bert_batch doubled;
 	m->doubled = train && m->rdrop > 0;
 	if (m->doubled)
-		b = (doubled = twice(m, b), &doubled);
-	check_batch(m, b);
-	keep_batch(m, b);
-	upload_batch(m);
+		b = (doubled = bert_twice(m, b), &doubled);
+	bert_take_batch(m, b);
 	reserve(m);
 	m->train = train;
 	m->dropout_seed = dropout_seed;
 	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1) / (m->doubled ? 2 : 1);
 	if (m->M == 0)
 		return 0.0;    /* nothing to predict */
-	return run_forward(m);
+	return bert_run_forward(m);
 }
 
 static const float *layer_input(const struct bert *m, int l)
@@ -1250,135 +933,6 @@ const float *bert_logits(struct bert *m)
 	grow(&m->logits, &m->logits_cap, n, sizeof *m->logits);
 	m->be->download(m->logits, m->a.head.logits, n * sizeof *m->logits);
 	return m->logits;
-}
-
-void bert_set_soft_loss(struct bert *m, float hard, float soft, float temp)
-{
-	if (!(hard >= 0 && soft >= 0 && temp > 0))
-		die("bert: soft loss weights must be at least 0 and the temperature positive");
-	if (soft && (m->c.task == TASK_REG || m->c.task == TASK_MULTI))
-		die("bert: soft targets are for the softmax heads of cls, tokcls and mlm");
-	m->hard = hard, m->soft = soft, m->temp = temp;
-}
-
-void bert_targets_from(struct bert *m, const struct bert *teacher, float temp)
-{
-	int W = bert_logit_width(&m->c);
-	if (bert_logit_width(&teacher->c) != W || teacher->c.task != m->c.task)
-		die("bert: a %s teacher of %d outputs cannot teach a %s model of %d", task_names[teacher->c.task],
-		    bert_logit_width(&teacher->c), task_names[m->c.task], W);
-	size_t n = (size_t)teacher->M * W;
-	fit(m->be, &m->targets_soft, (n ? n : 1) * sizeof(float));
-	m->be->softmax_rows(m->targets_soft.p, teacher->a.head.logits, teacher->M, W, temp);
-	m->targets_rows = teacher->M;
-}
-
-void bert_set_rdrop(struct bert *m, float alpha)
-{
-	if (!(alpha >= 0))
-		die("bert: the R-Drop weight must be at least 0");
-	if (alpha && m->c.task != TASK_CLS && m->c.task != TASK_TOKCLS)
-		die("bert: R-Drop is for the cls and tokcls heads");
-	m->rdrop = alpha;
-}
-
-/* ---- virtual adversarial training ---- */
-
-/* x scaled to norm `to` over each sequence's rows (a sequence's part of
- * all zeros stays so). */
-static void normalize_sequences(const struct bert *m, float *x, float to)
-{
-	size_t C = (size_t)m->c.hidden;
-	for (int i = 0; i < m->B; i++) {
-		float *v = x + (size_t)m->kv_start[i] * C;
-		size_t n = (size_t)(m->kv_start[i + 1] - m->kv_start[i]) * C;
-		double ss = 0;
-		for (size_t j = 0; j < n; j++)
-			ss += (double)v[j] * v[j];
-		float k = ss > 0 ? (float)(to / sqrt(ss)) : 0.0f;
-		for (size_t j = 0; j < n; j++)
-			v[j] *= k;
-	}
-}
-
-/* The backward of the last forward to the embeddings' output only, into
- * g: the parameters' gradients go to a scratch buffer, and no bucket is
- * announced. */
-static void backward_to_input(struct bert *m, float *g)
-{
-	if (!m->vat_layers)
-		m->vat_layers = xcalloc(m->c.layers ? m->c.layers : 1, sizeof *m->vat_layers);
-	float *scratch = fit(m->be, &m->vat_grads, m->numel * sizeof(float)), *grads = m->dgrads;
-	struct weights g_scratch = {.layer = m->vat_layers}, g_real = m->g;
-	struct layout l = {scratch, 0, NULL, 0};
-	lay_out(&l, &m->c, &g_scratch);
-	void (*hook)(void *, int) = m->bucket_done;
-	m->be->zero(scratch, m->numel * sizeof(float));
-	m->dgrads = scratch, m->g = g_scratch, m->bucket_done = NULL, m->input_grad = g;
-	bert_backward(m, 1.0f);
-	m->dgrads = grads, m->g = g_real, m->bucket_done = hook, m->input_grad = NULL;
-}
-
-/* bert_vat's power iteration: d, from a random direction towards the most
- * sensitive one, r and g the perturbation and its gradient. Where the
- * backend computes in a coarser precision than fp32, the iteration runs on
- * its fp32 twin, against predictions of an fp32 forward of its own: the
- * coarser rounding of the layers' inputs would drown the probe's effect. */
-static void power_iteration(struct bert *m, float *d, float *r, float *g, float xi, int iters)
-{
-	const struct backend *be = m->be;
-	size_t n = (size_t)m->N * m->c.hidden;
-	int fp32 = iters && be->precise;
-	struct on_backend own = m->targets_soft;
-	if (fp32) {
-		int W = bert_logit_width(&m->c);
-		m->be = be->precise;
-		m->perturbation = NULL;
-		run_forward(m);
-		m->perturbation = r;
-		fit(m->be, &m->vat_p, (size_t)m->M * W * sizeof(float));
-		m->be->softmax_rows(m->vat_p.p, m->a.head.logits, m->M, W, 1.0f);
-		m->targets_soft = m->vat_p;
-	}
-	for (int it = 0; it < iters; it++) {
-		normalize_sequences(m, d, xi);
-		m->be->upload(r, d, n * sizeof *d);
-		run_forward(m);
-		backward_to_input(m, g);
-		m->be->download(d, g, n * sizeof *d);
-	}
-	if (fp32) {
-		m->vat_p = m->targets_soft;
-		m->targets_soft = own;
-		m->be = be;
-	}
-}
-
-double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale)
-{
-	if (!m->M || !m->train)
-		return 0.0;
-	int W = bert_logit_width(&m->c);
-	size_t n = (size_t)m->N * m->c.hidden;
-	float hard = m->hard, soft = m->soft, temp = m->temp;
-	fit(m->be, &m->targets_soft, (size_t)m->M * W * sizeof(float));
-	m->be->softmax_rows(m->targets_soft.p, m->a.head.logits, m->M, W, 1.0f);
-	m->targets_rows = m->M;
-	bert_set_soft_loss(m, 0, 1, 1);
-	float *d = xmalloc(n * sizeof *d), *r = fit(m->be, &m->vat_r, n * sizeof *d);
-	float *g = fit(m->be, &m->vat_g, n * sizeof *d);
-	for (size_t i = 0; i < n; i++)
-		d[i] = rng_normal_at(seed, i);
-	m->perturbation = r;
-	power_iteration(m, d, r, g, xi, iters);
-	normalize_sequences(m, d, eps);
-	m->be->upload(r, d, n * sizeof *d);
-	double loss = run_forward(m);
-	bert_backward(m, scale);
-	m->perturbation = NULL;
-	m->hard = hard, m->soft = soft, m->temp = temp;
-	free(d);
-	return loss;
 }
 
 void bert_set_frozen(struct bert *m, int layers, int embeddings)

@@ -1,0 +1,161 @@
+/* The inside of struct bert (bert.h), for the files that make up the
+ * model and none else: bert_graph.c, the parameters and the graph forward
+ * and backward; bert_batch.c, the batch packed and uploaded; bert_reg.c,
+ * the regularisers beyond dropout. */
+#ifndef TS_BERT_INSIDE_H
+#define TS_BERT_INSIDE_H
+#include "backend/backend.h"
+#include "model/bert.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* BERT's [PAD]: HF's padding_idx, whose word embedding starts at zero and
+ * gets no gradient from the embedding lookup. */
+enum { PAD_ID = 0, IGNORE_LABEL = -100 };
+
+struct layer_weights {
+	float *qkv_w, *qkv_b;      /* query, key, value stacked: [3C, C], [3C] */
+	float *attn_out_w, *attn_out_b, *attn_ln_w, *attn_ln_b;
+	float *ffn_in_w, *ffn_in_b, *ffn_out_w, *ffn_out_b, *ffn_ln_w, *ffn_ln_b;
+};
+
+/* Pointers into the backend's flat parameter buffer, or the same places in
+ * its grads. */
+struct weights {
+	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
+	struct layer_weights *layer;
+	float *pool_w, *pool_b;                             /* pooled tasks */
+	float *cls_w, *cls_b;                               /* all but mlm */
+	float *tr_w, *tr_b, *tr_ln_w, *tr_ln_b, *decoder_b; /* mlm */
+};
+
+/* What a layer's backward needs from its forward. R rows are computed after
+ * the attention: all N, or in the last layer only the M the head reads. */
+struct layer_acts {
+	float *qkv;                          /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
+	float *probs;                        /* softmax before dropout (struct attention) */
+	float *ctx;                          /* [R, C] attention output per head */
+	float *attn_sum, *attn_mean, *attn_rstd, *attn_ln; /* residual sum, LN */
+	float *ffn_pre, *ffn_act;            /* [N, F] before and after GELU */
+	float *ffn_sum, *ffn_mean, *ffn_rstd, *out;        /* out: next layer's input */
+};
+
+/* The rows a layer computes after attention: all, or the head's. */
+struct layer_rows {
+	int R;
+	const int32_t *rows;       /* NULL: all N */
+	const int32_t *q_start;    /* B+1 offsets of each sequence's rows in rows */
+	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
+};
+
+/* The head over M gathered rows: pooled tasks M = B ([CLS] rows), the
+ * others M = labelled. */
+struct head_acts {
+	const float *in;       /* [M, C] final hidden states of the rows */
+	float *dense;          /* [M, C] pooled: tanh(pooler); mlm: transform pre-GELU */
+	float *act;            /* [M, C] pooled: dropout of it; tokcls: dropout of in;
+				* mlm: GELU of dense */
+	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
+	float *logits, *dlogits;   /* [M, bert_logit_width] */
+	float *lse;            /* [M] */
+	float *kl_lse;         /* [M] of the soft loss */
+};
+
+struct acts {
+	float *emb_sum, *emb_mean, *emb_rstd, *emb_out;
+	struct layer_acts *layer;
+	float *rows_in;        /* [M, C] the last layer's input at the head's rows */
+	struct head_acts head;
+	/* activation gradients, shared by all layers */
+	float *dh, *dbranch, *dctx, *dqkv, *dffn, *dhead, *dhead_in;
+};
+
+/* A buffer in the backend's memory that grows to fit. */
+struct on_backend {
+	void *p;
+	size_t cap;
+};
+
+/* The packed batch as the ops read it: the host arrays themselves on a host
+ * backend. */
+struct batch_arrays {
+	const int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	const int64_t *p_all, *p_head;
+	const uint8_t *mask;
+	const float *targets;
+};
+
+struct bert {
+	struct bert_config c;
+	const struct backend *be;
+	size_t numel;
+	float *dparams, *dgrads;   /* in the backend's memory */
+	float *params, *grads;     /* their host copies: the same buffers on a host backend */
+	struct weights w, g;       /* into dparams and dgrads */
+	struct tensor_ref *tensors; /* into params */
+	int ntensors;
+
+	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
+	float smoothing;           /* bert_set_label_smoothing */
+	int frozen_layers, frozen_embeddings;   /* bert_set_frozen */
+	float hard, soft, temp;    /* bert_set_soft_loss */
+	struct on_backend targets_soft;   /* [targets_rows, width]: the distribution to learn */
+	int targets_rows;
+	float rdrop;               /* bert_set_rdrop */
+	int doubled;               /* the last forward ran its batch twice (R-Drop) */
+	int32_t *twice_ids, *twice_types, *twice_labels;
+	uint8_t *twice_mask;
+	size_t twice_ids_cap, twice_types_cap, twice_labels_cap, twice_mask_cap;
+	const float *perturbation; /* VAT: [N, C] added to the embeddings' output, or NULL */
+	float *input_grad;         /* VAT: a backward's gradient of that output goes here */
+	struct on_backend vat_r, vat_g, vat_grads;   /* the perturbation, its gradient, scratch grads */
+	struct on_backend vat_p;   /* the probe's own predictions, made in fp32 */
+	struct layer_weights *vat_layers;
+	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
+	void *bucket_ctx;
+
+	/* the last forward's batch, packed: B sequences in N rows, the longest
+	 * T; P probabilities per layer (P_head in the last) */
+	int B, T, N, M, train;
+	int64_t P, P_head;
+	int shared;                /* its layers share their activations */
+	uint64_t dropout_seed;
+	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	int64_t *p_all, *p_head;
+	uint8_t *mask;
+	float *targets;            /* reg: M values; multi: M*L */
+	size_t ids_cap, types_cap, positions_cap, rows_cap, labels_cap, kv_start_cap,
+		q_start_cap, p_all_cap, p_head_cap, mask_cap, targets_cap;
+	struct batch_arrays d;
+	struct on_backend d_ids, d_types, d_positions, d_rows, d_labels, d_kv_start, d_q_start,
+		d_p_all, d_p_head, d_mask, d_targets;
+
+	struct acts a;
+	struct on_backend work;    /* every activation, carved into a */
+	float *logits;             /* a host copy of the last logits (not on a host backend) */
+	size_t logits_cap;
+};
+
+/* Walks the parameters in their fixed order, placing each at the next free
+ * float of base; with a list, also names them. Listing order is memory order,
+ * so the tensors tile bert_params() exactly. */
+struct layout {
+	float *base;
+	size_t used;
+	struct tensor_ref *list;
+	int count;
+};
+
+/* Places (and with a list, names) the parameters of c from l->base on, in
+ * their fixed order, pointing w at them. */
+void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights *w);
+/* b's memory on the backend, grown to bytes; never shrinks. */
+void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes);
+/* Checks the batch, packs it into m and puts it where the ops read it. */
+void bert_take_batch(struct bert *m, const struct bert_batch *b);
+/* The forward of the kept batch from its embeddings (plus a perturbation)
+ * through the head: its summed loss. */
+double bert_run_forward(struct bert *m);
+/* b with each sequence twice: the B of b, then the same B again (R-Drop). */
+struct bert_batch bert_twice(struct bert *m, const struct bert_batch *b);
+#endif
