@@ -123,8 +123,8 @@ $(B)/cmd $(B)/tests $(BINDIR):
 	mkdir -p $@
 
 # Completions are generated from each command's option table, so they cannot drift.
-completions: $(CMDS) tests/gen-completions
-	@tests/gen-completions $(BINDIR) completions
+completions: $(CMDS) completions/generate
+	@completions/generate $(BINDIR) completions
 
 # The reference the parity tests compare against, made once: a venv over Debian's
 # python3 and python3-torch 1.13 (PyPI's torch brings gigabytes of CUDA libraries)

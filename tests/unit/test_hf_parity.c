@@ -6,7 +6,7 @@
  * usage: test_hf_parity [FIXTURE_DIR [SAVE_DIR]]   (default tests/fixtures/hf)
  * With SAVE_DIR, also saves each model (the tiny ones after their SGD step)
  * as SAVE_DIR/NAME with our logits beside it in NAME.logits.safetensors, for
- * tests/cli/hf_roundtrip.sh to load in transformers. */
+ * tests/cli/train_hf_roundtrip.sh to load in transformers. */
 #include "check.h"
 #include "format/safetensors.h"
 #include "model/hfconfig.h"

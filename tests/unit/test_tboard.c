@@ -1,5 +1,5 @@
 /* TensorBoard framing: CRC-32C against its published check value, and the
- * mask TFRecord puts on it. (tests/cli/tensorboard.sh reads whole files
+ * mask TFRecord puts on it. (tests/cli/train_tensorboard.sh reads whole files
  * with TensorBoard's own reader.) */
 #include "check.h"
 #include "format/tboard.h"

@@ -26,10 +26,10 @@ expect_fail "tests/gpu/run with a file for its report dir" 1 "tests/gpu/run: $T/
 expect_fail "TS_GPU_BUDGET must be seconds" 2 "TS_GPU_BUDGET=soon: a whole number of seconds from 1" \
 	env TS_GPU_BUDGET=soon "$B/tests/gpu/run" "$T/r0"
 
-expect_fail "TS_GPU_STEPS names the steps" 2 "TS_GPU_STEPS: tests: not one of ops gpu.sh suites memcheck bench ncu" \
+expect_fail "TS_GPU_STEPS names the steps" 2 "TS_GPU_STEPS: tests: not one of ops train_gpu.sh suites memcheck bench ncu" \
 	env TS_GPU_STEPS="ops tests" "$B/tests/gpu/run" "$T/r0"
 TS_GPU_STEPS="ops ncu" timeout 120 "$B/tests/gpu/run" "$T/some" >/dev/null 2>&1
-check "TS_GPU_STEPS: the steps not named are not run" grep -qx "gpu.sh: not run, not in TS_GPU_STEPS" "$T/some/summary.txt"
+check "TS_GPU_STEPS: the steps not named are not run" grep -qx "train_gpu.sh: not run, not in TS_GPU_STEPS" "$T/some/summary.txt"
 check "TS_GPU_STEPS: the steps named are" grep -q "^test_cuda_ops: " "$T/some/summary.txt"
 TS_GPU_BUDGET=1 timeout 120 "$B/tests/gpu/run" "$T/spent" >/dev/null 2>&1
 check "a spent TS_GPU_BUDGET: the steps left are reported not run" grep -qx "ops: not run, TS_GPU_BUDGET=1 s spent" \
@@ -42,7 +42,7 @@ check "every command of the bundle starts" grep -qx "env: every command starts" 
 for t in test_cuda_ops test_cuda_comm; do
 	check "$t runs and reports itself skipped" grep -qE "^$t: 0 passed, 0 failed, [1-9][0-9]* skipped" "$S"
 done
-check "gpu.sh runs its checks that need no GPU" grep -qE "^gpu.sh: [1-9][0-9]* passed, 0 failed, [1-9][0-9]* skipped" "$S"
+check "train_gpu.sh runs its checks that need no GPU" grep -qE "^train_gpu.sh: [1-9][0-9]* passed, 0 failed, [1-9][0-9]* skipped" "$S"
 for s in suites memcheck bench ncu; do
 	check "$s: reported skipped, no GPU" grep -qx "$s: skipped, no GPU" "$S"
 done
