@@ -31,10 +31,10 @@ static const struct opt opts[] = {
 	{'s', "split", OPT_STR, &split, "SPEC",
 	 "NAME=FRACTION,... or NAME=COUNT,...[,NAME=rest], and NAME=@FILE for a file whole "
 	 "(default train=0.8,valid=0.1,test=0.1)", NULL},
-	{0, "seed", OPT_INT, &seed, "N", "shuffle seed (default 0)", NULL,
+	{0, "seed", OPT_INT, &seed, "N", "shuffle seed", NULL,
 	 .min = 0, .max = LONG_MAX},
 	{0, "dedupe", OPT_FLAG, &dedupe, NULL, "drop records whose tokens repeat those of an earlier record", NULL},
-	{0, "mem", OPT_INT, &mem_mib, "MIB", "memory for the shuffle in MiB (default 256)", NULL,
+	{0, "mem", OPT_INT, &mem_mib, "MIB", "memory for the shuffle in MiB", NULL,
 	 .min = 1, .max = 16777216},
 	{'f', "force", OPT_FLAG, &force, NULL, "replace an existing data dir", NULL},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},

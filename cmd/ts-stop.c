@@ -17,7 +17,7 @@ static long timeout_s = 600;
 
 static const struct opt opts[] = {
 	{'w', "wait", OPT_FLAG, &wait_stop, NULL, "wait until the run has stopped", NULL},
-	{0, "timeout", OPT_INT, &timeout_s, "S", "with --wait, give up after S seconds (default 600)", NULL,
+	{0, "timeout", OPT_INT, &timeout_s, "S", "with --wait, give up after S seconds", NULL,
 	 .min = 0, .max = 86400},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };

@@ -12,6 +12,7 @@
 
 #define MAX_OPTS 128
 static unsigned char given[MAX_OPTS];
+static char *defaults[MAX_OPTS];   /* each option's value before any was read: --help shows it */
 static const char *source;   /* "FILE: line N: " while reading a config file */
 
 static const struct opt *opts_builtin(void)
@@ -127,6 +128,23 @@ static int float_in_range(const struct opt *o, double x)
 {
 	return (o->open & OPEN_MIN ? x > o->fmin : x >= o->fmin) &&
 	       (o->open & OPEN_MAX ? x < o->fmax : x <= o->fmax);
+}
+
+/* An option's value as a config file holds it (malloc'd), or NULL for a
+ * flag, a list, or a value out of range, which means "not set". */
+static char *value_text(const struct opt *o)
+{
+	struct strbuf b = {0};
+	if (o->type == OPT_INT && int_in_range(o, *(long *)o->dest))
+		sb_addf(&b, "%ld", *(long *)o->dest);
+	else if (o->type == OPT_FLOAT && float_in_range(o, *(double *)o->dest))
+		sb_add_double(&b, *(double *)o->dest, 0);
+	else if (o->type == OPT_STR && *(char **)o->dest)
+		sb_addf(&b, "%s", *(char **)o->dest);
+	else
+		return NULL;
+	sb_addc(&b, 0);
+	return b.s;
 }
 
 /* e.g. "--keep: 4294967296 is out of range (1 to 1000000)" */
@@ -354,8 +372,10 @@ static void print_help(const struct cmd_spec *spec)
 			if (o->arg)
 				snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg);
 			int has_choices = o->choices && o->choices[0] != '@';
-			snprintf(text, sizeof text, "%s%s%s%s", o->help, has_choices ? " (" : "",
-				 has_choices ? o->choices : "", has_choices ? ")" : "");
+			const char *def = pass || strstr(o->help, "(default") ? NULL : defaults[o - spec->opts];
+			snprintf(text, sizeof text, "%s%s%s%s%s%s%s", o->help, has_choices ? " (" : "",
+				 has_choices ? o->choices : "", has_choices ? ")" : "", def ? " (default " : "",
+				 def ? def : "", def ? ")" : "");
 			print_wrapped(text, printf("%-28s ", left), 29);
 		}
 	printf("\nSee %s(1).\n", spec->name);
@@ -429,6 +449,8 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 {
 	ts_prog = spec->name;
 	check_ranges(spec);
+	for (int i = 0; spec->opts[i].name; i++)
+		defaults[i] = value_text(&spec->opts[i]);
 	cleanup_on_signals();
 	read_configs(spec, argc, argv);
 	char **ops = *operands = xcalloc((size_t)argc + 1, sizeof *ops);
@@ -509,31 +531,17 @@ void opt_check_recordable(const struct cmd_spec *spec)
 void opt_write_config(const struct cmd_spec *spec, FILE *f)
 {
 	for (const struct opt *o = spec->opts; o->name; o++) {
-		switch (o->type) {
-		case OPT_FLAG: fprintf(f, "%s = %s\n", o->name, *(int *)o->dest ? "true" : "false"); break;
-		case OPT_INT:
-			if (int_in_range(o, *(long *)o->dest))
-				fprintf(f, "%s = %ld\n", o->name, *(long *)o->dest);
-			break;
-		case OPT_FLOAT: {
-			if (!float_in_range(o, *(double *)o->dest))
-				break;
-			struct strbuf b = {0};
-			sb_add_double(&b, *(double *)o->dest, 0);
-			fprintf(f, "%s = %s\n", o->name, b.s);
-			sb_free(&b);
-			break;
-		}
-		case OPT_STR:
-			if (*(char **)o->dest)
-				fprintf(f, "%s = %s\n", o->name, *(char **)o->dest);
-			break;
-		case OPT_LIST: {
+		if (o->type == OPT_FLAG) {
+			fprintf(f, "%s = %s\n", o->name, *(int *)o->dest ? "true" : "false");
+		} else if (o->type == OPT_LIST) {
 			const struct strlist *l = o->dest;
 			for (int k = 0; k < l->n; k++)
 				fprintf(f, "%s = %s\n", o->name, l->v[k]);
-			break;
-		}
+		} else {
+			char *v = value_text(o);
+			if (v)
+				fprintf(f, "%s = %s\n", o->name, v);
+			free(v);
 		}
 	}
 }

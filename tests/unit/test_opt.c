@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static long count = -1;
 static double ratio = 0.5, rate = 1;
@@ -47,6 +48,25 @@ static void expect_refused(const char *arg, const char *value, const char *patte
 	int one_line = n > 0 && err[n - 1] == '\n' && !memchr(err, '\n', n - 1);
 	CHECK(rc == 2 && one_line && strstr(err, pattern), "%s '%s' is refused: exit %d: %.*s", arg,
 	      value ? value : "", rc, (int)(n ? n - 1 : 0), err);
+}
+
+static void print_help(const void *unused)
+{
+	(void)unused;
+	dup2(2, 1);
+	parse2("--help", NULL);
+}
+
+/* --help shows each option's value before any was read as its default,
+ * but not one out of range (a count of -1: "not set") or a NULL string. */
+static void test_help_defaults(void)
+{
+	char out[4096];
+	int rc = run_child(print_help, NULL, out, sizeof out);
+	CHECK(rc == 0 && strstr(out, "a share (default 0.5)\n") && strstr(out, "a rate (default 1)\n"),
+	      "--help gives the defaults of ratio and rate (exit %d)", rc);
+	CHECK(strstr(out, "a count\n") && strstr(out, "a file\n") && strstr(out, "a column\n"),
+	      "--help gives no default for a count out of its range or a string not set");
 }
 
 static void test_int_range(void)
@@ -127,6 +147,7 @@ int main(void)
 {
 	expect_die("a number without a range is a mistake in the table", parse_no_range, NULL,
 		   "option table: --size has no range");
+	test_help_defaults();   /* first: the others set the values */
 	test_int_range();
 	test_float_range();
 	test_empty_paths();
