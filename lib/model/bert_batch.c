@@ -1,10 +1,22 @@
 /* A batch as the model takes it: checked, its sequences' rows packed one
  * after another up to each one's last real token or predicted position,
- * the rows the head predicts listed, and all of it where the ops read it. */
+ * the rows the head predicts listed, and all of it where the ops read it,
+ * in buffers of the backend that grow to fit. */
 #include "model/bert_inside.h"
 #include "util/err.h"
 #include <math.h>
 #include <string.h>
+
+void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes)
+{
+	if (bytes > b->cap || !b->p) {
+		if (b->p)
+			be->release(b->p);
+		b->p = be->alloc(bytes);
+		b->cap = bytes;
+	}
+	return b->p;
+}
 
 static void check_batch(const struct bert *m, const struct bert_batch *b)
 {
@@ -167,4 +179,29 @@ void bert_take_batch(struct bert *m, const struct bert_batch *b)
 	check_batch(m, b);
 	keep_batch(m, b);
 	upload_batch(m);
+}
+
+struct bert_batch bert_twice(struct bert *m, const struct bert_batch *b)
+{
+	size_t cells = (size_t)b->B * b->T, nl = bert_task_pooled(m->c.task) ? (size_t)b->B : cells;
+	struct bert_batch d = *b;
+	d.B = 2 * b->B;
+	grow(&m->twice_ids, &m->twice_ids_cap, 2 * cells, sizeof *m->twice_ids);
+	grow(&m->twice_labels, &m->twice_labels_cap, 2 * nl, sizeof *m->twice_labels);
+	for (int k = 0; k < 2; k++) {
+		memcpy(m->twice_ids + k * cells, b->ids, cells * sizeof *b->ids);
+		memcpy(m->twice_labels + k * nl, b->labels, nl * sizeof *b->labels);
+		if (b->types) {
+			grow(&m->twice_types, &m->twice_types_cap, 2 * cells, sizeof *m->twice_types);
+			memcpy(m->twice_types + k * cells, b->types, cells * sizeof *b->types);
+		}
+		if (b->mask) {
+			grow(&m->twice_mask, &m->twice_mask_cap, 2 * cells, sizeof *m->twice_mask);
+			memcpy(m->twice_mask + k * cells, b->mask, cells);
+		}
+	}
+	d.ids = m->twice_ids, d.labels = m->twice_labels;
+	d.types = b->types ? m->twice_types : NULL;
+	d.mask = b->mask ? m->twice_mask : NULL;
+	return d;
 }

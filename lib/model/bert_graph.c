@@ -433,18 +433,6 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	return sizeof(float) * (layers + rows + scratch);
 }
 
-/* b's memory on the backend, grown to bytes; never shrinks. */
-void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes)
-{
-	if (bytes > b->cap || !b->p) {
-		if (b->p)
-			be->release(b->p);
-		b->p = be->alloc(bytes);
-		b->cap = bytes;
-	}
-	return b->p;
-}
-
 /* Grows the workspace to the batch's size. */
 static void reserve(struct bert *m)
 {

@@ -42,31 +42,6 @@ void bert_set_rdrop(struct bert *m, float alpha)
 	m->rdrop = alpha;
 }
 
-struct bert_batch bert_twice(struct bert *m, const struct bert_batch *b)
-{
-	size_t cells = (size_t)b->B * b->T, nl = bert_task_pooled(m->c.task) ? (size_t)b->B : cells;
-	struct bert_batch d = *b;
-	d.B = 2 * b->B;
-	grow(&m->twice_ids, &m->twice_ids_cap, 2 * cells, sizeof *m->twice_ids);
-	grow(&m->twice_labels, &m->twice_labels_cap, 2 * nl, sizeof *m->twice_labels);
-	for (int k = 0; k < 2; k++) {
-		memcpy(m->twice_ids + k * cells, b->ids, cells * sizeof *b->ids);
-		memcpy(m->twice_labels + k * nl, b->labels, nl * sizeof *b->labels);
-		if (b->types) {
-			grow(&m->twice_types, &m->twice_types_cap, 2 * cells, sizeof *m->twice_types);
-			memcpy(m->twice_types + k * cells, b->types, cells * sizeof *b->types);
-		}
-		if (b->mask) {
-			grow(&m->twice_mask, &m->twice_mask_cap, 2 * cells, sizeof *m->twice_mask);
-			memcpy(m->twice_mask + k * cells, b->mask, cells);
-		}
-	}
-	d.ids = m->twice_ids, d.labels = m->twice_labels;
-	d.types = b->types ? m->twice_types : NULL;
-	d.mask = b->mask ? m->twice_mask : NULL;
-	return d;
-}
-
 /* ---- virtual adversarial training ---- */
 
 /* x scaled to norm `to` over each sequence's rows (a sequence's part of
