@@ -381,7 +381,7 @@ static void print_help(const struct cmd_spec *spec)
 	printf("\nSee %s(1).\n", spec->name);
 }
 
-/* Hidden: one line per option for tests/gen-completions and the man page check. */
+/* Hidden: one line per option for completions/generate and the man page check. */
 static void print_table(const struct cmd_spec *spec)
 {
 	printf("operands\t%s\n", spec->complete ? spec->complete : "");
