@@ -85,10 +85,19 @@ static int64_t whole_object(const unsigned char *p, size_t n)
 		if (at >= n)
 			return 0;
 		unsigned c = p[at++];
+		if (c <= 0x7f || c >= 0xe0)   /* fixints, most token ids: the fast way */
+			continue;
+		if (c >= 0xcc && c <= 0xd3) {   /* (u)int8..64 */
+			size_t w = 1u << ((c - 0xcc) & 3);
+			if (n - at < w)
+				return 0;
+			at += w;
+			continue;
+		}
 		uint64_t len = 0, skip = 0;
 		int k = 0;       /* bytes of a big-endian length after c */
 		int times = 0;   /* what len counts: 0 bytes to skip, 1 objects, 2 pairs */
-		if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+		if (c == 0xc0 || c == 0xc2 || c == 0xc3)   /* nil, false, true */
 			;
 		else if (c <= 0x8f)
 			len = c & 0xf, times = 2;
@@ -100,8 +109,8 @@ static int64_t whole_object(const unsigned char *p, size_t n)
 			k = c == 0xc4 || c == 0xd9 ? 1 : c == 0xc5 || c == 0xda ? 2 : 4;
 		else if (c >= 0xc7 && c <= 0xc9)   /* ext 8/16/32: the length, a type byte */
 			k = 1 << (c - 0xc7), skip = 1;
-		else if (c >= 0xca && c <= 0xd3)   /* float32, float64, (u)int8..64 */
-			skip = c == 0xca ? 4 : c == 0xcb ? 8 : 1u << ((c - 0xcc) & 3);
+		else if (c == 0xca || c == 0xcb)   /* float32, float64 */
+			skip = c == 0xca ? 4 : 8;
 		else if (c >= 0xd4 && c <= 0xd8)   /* fixext 1..16: a type byte and the data */
 			skip = 1 + (1u << (c - 0xd4));
 		else if (c >= 0xdc && c <= 0xdf)
