@@ -149,8 +149,8 @@ static void check_record(const struct rec_reader *r, struct inputs *in)
 			kind_text(m->label_kind));
 	if (label_union_record(&in->labels, r, t))
 		return;
-	const int32_t *v = t->label_kind == LABEL_LIST ? t->labels : &t->label;
-	size_t n = t->label_kind == LABEL_LIST ? t->nlabels : t->label_kind == LABEL_INT;
+	size_t n;
+	const int32_t *v = tokrec_classes(t, &n);
 	for (size_t i = 0; i < n; i++)   /* tokrec_unpack refuses negative labels but for the tags */
 		note(&in->label, v[i], in, r);
 }

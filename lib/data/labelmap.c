@@ -152,6 +152,15 @@ static int unnamed(char *const *names, int n)
 	return 1;
 }
 
+/* The index of name in names[0..n), or -1. */
+static int name_index(char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return i;
+	return -1;
+}
+
 /* "a, b, c" */
 static void add_names(struct strbuf *b, char *const *names, int n)
 {
@@ -182,10 +191,7 @@ char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, i
 	int named = nmodel && ndata && !unnamed(model, nmodel), missing = 0;
 	struct strbuf b = {0};
 	for (int d = 0; d < ndata; d++) {
-		to[d] = named ? -1 : d;
-		for (int j = 0; j < nmodel && to[d] < 0; j++)
-			if (!strcmp(model[j], data[d]))
-				to[d] = j;
+		to[d] = named ? name_index(model, nmodel, data[d]) : d;
 		if (to[d] < 0)
 			sb_addf(&b, "%s%s", missing++ ? ", " : "it knows no class ", data[d]);
 	}
@@ -200,10 +206,7 @@ char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, i
 void labels_union(char ***acc, int *nacc, char *const *names, int n, int32_t *to)
 {
 	for (int i = 0; i < n; i++) {
-		to[i] = -1;
-		for (int j = 0; j < *nacc && to[i] < 0; j++)
-			if (!strcmp((*acc)[j], names[i]))
-				to[i] = j;
+		to[i] = name_index(*acc, *nacc, names[i]);
 		if (to[i] >= 0)
 			continue;
 		*acc = xrealloc(*acc, ((size_t)*nacc + 1) * sizeof **acc);
@@ -217,10 +220,7 @@ int labels_reordered(char *const *have, int nhave, char *const *want, int nwant,
 	if (nhave != nwant)
 		return 0;
 	for (int i = 0; i < nwant; i++) {
-		from[i] = -1;
-		for (int j = 0; j < nhave && from[i] < 0; j++)
-			if (!strcmp(want[i], have[j]))
-				from[i] = j;
+		from[i] = name_index(have, nhave, want[i]);
 		if (from[i] < 0)
 			return 0;
 	}

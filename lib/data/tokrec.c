@@ -281,13 +281,19 @@ void tokrec_free(struct tokrec *t)
 	memset(t, 0, sizeof *t);
 }
 
+int32_t *tokrec_classes(struct tokrec *t, size_t *n)
+{
+	*n = t->label_kind == LABEL_LIST ? t->nlabels : t->label_kind == LABEL_INT;
+	return t->label_kind == LABEL_LIST ? t->labels : &t->label;
+}
+
 void tokrec_relabel(struct tokrec *t, const int32_t *to, int n)
 {
-	if (t->label_kind == LABEL_INT && t->label >= 0 && t->label < n)
-		t->label = to[t->label];
-	for (size_t i = 0; t->label_kind == LABEL_LIST && i < t->nlabels; i++)
-		if (t->labels[i] >= 0 && t->labels[i] < n)
-			t->labels[i] = to[t->labels[i]];
+	size_t k;
+	int32_t *v = tokrec_classes(t, &k);
+	for (size_t i = 0; i < k; i++)
+		if (v[i] >= 0 && v[i] < n)
+			v[i] = to[v[i]];
 }
 
 void label_union_stream(struct label_union *u)
@@ -304,10 +310,10 @@ void label_union_header(struct label_union *u, const struct stream_header *h)
 
 int label_union_record(const struct label_union *u, const struct rec_reader *r, struct tokrec *t)
 {
-	if (!u->nto || t->label_kind == LABEL_NONE || t->label_kind == LABEL_FLOAT)
-		return u->nto > 0;
-	const int32_t *v = t->label_kind == LABEL_LIST ? t->labels : &t->label;
-	size_t n = t->label_kind == LABEL_LIST ? t->nlabels : 1;
+	if (!u->nto)
+		return 0;
+	size_t n;
+	const int32_t *v = tokrec_classes(t, &n);
 	for (size_t i = 0; i < n; i++)   /* tokrec_unpack refuses negative labels but for the tags */
 		if (v[i] >= u->nto)
 			rec_die(r, "label %d is out of range (%d label names)", v[i], u->nto);

@@ -73,6 +73,9 @@ void label_union_header(struct label_union *u, const struct stream_header *h);
  * naming r's record. Returns whether t had names to go by. */
 int label_union_record(const struct label_union *u, const struct rec_reader *r, struct tokrec *t);
 void label_union_free(struct label_union *u);
+/* The classes of t's label, *n of them: its class, or its list (with a
+ * token classifier's tags); none for a float label or none. */
+int32_t *tokrec_classes(struct tokrec *t, size_t *n);
 /* Makes each class c (0 <= c < n) of t's label to[c]; tags that are no
  * class stay, and so does a class beyond n, for the head's check to name. */
 void tokrec_relabel(struct tokrec *t, const int32_t *to, int n);

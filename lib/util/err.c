@@ -57,8 +57,11 @@ static void begin_ending(int code)
 		pause();
 }
 
-static _Noreturn void finish(int code)
+/* Tells line to the teller, runs the exit hooks and exits. */
+static _Noreturn void finish(int code, const char *line)
 {
+	if (teller)
+		teller(line);
 	for (int i = 0; i < MAX_EXIT_HOOKS; i++) {
 		void (*fn)(void) = atomic_load(&exit_hooks[i]);
 		if (fn)
@@ -78,9 +81,7 @@ void die(const char *fmt, ...)
 	char line[2048];
 	vmsg(fmt, ap, err, "", line);
 	va_end(ap);
-	if (teller)
-		teller(line);
-	finish(EXIT_BAD_INPUT);
+	finish(EXIT_BAD_INPUT, line);
 }
 
 void die_usage(const char *fmt, ...)
@@ -96,9 +97,7 @@ void die_usage(const char *fmt, ...)
 	char line[2048];
 	vmsg(fmt, ap, err, hint, line);
 	va_end(ap);
-	if (teller)
-		teller(line);
-	finish(EXIT_USAGE);
+	finish(EXIT_USAGE, line);
 }
 
 void warnx(const char *fmt, ...)

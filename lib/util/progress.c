@@ -3,7 +3,6 @@
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 struct progress {
