@@ -98,10 +98,13 @@ void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t
 void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
 void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
 
-/* kernels/cuda_attention.cu */
-void cuda_attention_forward(float *ctx, float *probs, const struct attention *a);
+/* kernels/cuda_attention.cu: its state, per query row and head, the
+ * softmax's maximum and 1/sum */
+enum { CUDA_ATTENTION_STATE = 2 };
+void cuda_attention_forward(float *ctx, float *state, const struct attention *a);
 void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a);
+			     const float *state, const struct attention *a);
+double cuda_attention_scratch(int B, int T, int H);
 
 /* kernels/cuda_optim.cu */
 double cuda_sum_squares(const float *x, size_t n);

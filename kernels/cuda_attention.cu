@@ -4,11 +4,15 @@
  * Layout, as the CPU's: sequence b's len keys and values are rows k0 =
  * kv_start[b].. of k and v (stride ldkv), its nq queries rows q0.. of q
  * (stride ldq), q0 = kv_start[b] or q_start[b]; head h is columns h*d.. of
- * each. Sequence b's probabilities sit at probs + p_start[b] + h*nq*len,
- * nq x len per head, and the dropout draw of element (i, j) there is
- * numbered by its offset in probs, cut to 32 bits. Keys from n on get zero
- * weight and no work, n being one past the last real key, or len when no
- * key is real (the row is then uniform).
+ * each. Sequence b's probabilities are numbered from p_start[b], nq x len
+ * per head, head after head, and they sit at those offsets in a scratch
+ * shared by every layer; the dropout draw of element (i, j) is numbered by
+ * its offset, cut to 32 bits. Keys from n on get zero weight and no work, n
+ * being one past the last real key, or len when no key is real (the row is
+ * then uniform). The forward keeps for the backward, per query row and
+ * head, its softmax's maximum and reciprocal sum (STATE floats at state +
+ * STATE * (row * H + h)); the backward works the probabilities out again
+ * from them, with the forward's bits.
  *
  * Design: a block of 8 warps works on a tile of 32 rows of one (sequence,
  * head) pair; each warp owns 4 of the rows, and a lane owns one key of a
@@ -17,12 +21,14 @@
  * a lane walking its own key's row and the warp reading one row meet no
  * bank conflicts.
  *  forward, per (sequence, head, query tile): scores = Q K^T / sqrt(d) go
- *   straight into their place in probs, which is their scratch: no limit on
- *   T; each warp turns its rows into the masked softmax there (a lane reads
- *   back only what it wrote); then ctx = dropout(P) V over key tiles.
- *  backward, per (sequence, head, query tile): dP = dctx V^T into a scratch
- *   laid out as probs, then in place dS = P (dP*mask - sum(P dP*mask)), and
- *   dQ = dS K / sqrt(d);
+ *   straight into their place in the scratch: no limit on T; each warp
+ *   turns its rows into the masked softmax there (a lane reads back only
+ *   what it wrote), keeping its statistics; then ctx = dropout(P) V over key
+ *   tiles.
+ *  backward, per (sequence, head, query tile): the scores again, and P from
+ *   them and the statistics, into the scratch; dP = dctx V^T into a second
+ *   scratch laid out alike, then in place dS = P (dP*mask - sum(P dP*mask)),
+ *   and dQ = dS K / sqrt(d);
  *   per (sequence, head, key tile): dV = dropout(P)^T dctx and
  *   dK = dS^T Q / sqrt(d), looping over query tiles in order.
  * Every sum is one thread's, in a fixed order (or a fixed warp butterfly), so
@@ -43,6 +49,7 @@
 #define MAX_D 256               /* the widest head */
 #define CHUNKS (MAX_D / 32)     /* a lane's columns of a head row */
 #define WLD (TILE + 1)          /* row stride of a weight tile in shared memory */
+#define STATE CUDA_ATTENTION_STATE
 
 /* struct attention, worked out for the kernels. */
 struct att {
@@ -63,7 +70,7 @@ struct seq {
 	int k0, len;               /* its key rows */
 	int real;                  /* one past the last real key; 0: none */
 	int n;                     /* keys that take part: real, or len when none is */
-	size_t probs;              /* offset of its nq x len block of probabilities */
+	size_t probs;              /* the number of its first probability */
 };
 
 /* The (tile, head, sequence) of this block: grids are one-dimensional. */
@@ -206,15 +213,18 @@ static __device__ __forceinline__ void store_rows(float *out, size_t ld,
 }
 
 /* One warp: scores p[0..n) of a row in, probabilities p[0..len) out, as the
- * CPU's masked_softmax_row. Lane l touches p[j] only for j = l mod 32 below
- * n, the elements it wrote itself. */
-static __device__ void softmax_row(float *p, const uint8_t *m, int n, int len, int real)
+ * CPU's masked_softmax_row, with the maximum and 1/sum into st[STATE]. Lane
+ * l touches p[j] only for j = l mod 32 below n, the elements it wrote
+ * itself. */
+static __device__ void softmax_row(float *p, float *st, const uint8_t *m, int n, int len, int real)
 {
 	int lane = threadIdx.x % 32;
 	if (!real) {
 		float u = 1.0f / len;
 		for (int j = lane; j < len; j += 32)
 			p[j] = u;
+		if (!lane)
+			st[0] = -INFINITY, st[1] = u;
 		return;
 	}
 	float mx = -INFINITY;
@@ -231,6 +241,28 @@ static __device__ void softmax_row(float *p, const uint8_t *m, int n, int len, i
 	float inv = 1.0f / warp_sum(sum);
 	for (int j = lane; j < n; j += 32)
 		p[j] *= inv;
+	for (int j = n + lane; j < len; j += 32)
+		p[j] = 0.0f;
+	if (!lane)
+		st[0] = mx, st[1] = inv;
+}
+
+/* One warp: softmax_row's probabilities again from the same scores and its
+ * statistics st, with the same bits. */
+static __device__ void softmax_again_row(float *p, const float *st, const uint8_t *m, int n,
+					 int len, int real)
+{
+	int lane = threadIdx.x % 32;
+	float mx = st[0], inv = st[1];
+	if (!real) {
+		for (int j = lane; j < len; j += 32)
+			p[j] = inv;
+		return;
+	}
+	for (int j = lane; j < n; j += 32) {
+		float e = !m || m[j] ? expf(p[j] - mx) : 0.0f;
+		p[j] = e * inv;
+	}
 	for (int j = n + lane; j < len; j += 32)
 		p[j] = 0.0f;
 }
@@ -330,11 +362,17 @@ static __device__ void tile_weigh_keys(float acc[PER_WARP][CHUNKS], const float 
 	}
 }
 
+/* The statistics of the tile's row r (of the sequence's queries). */
+static __device__ __forceinline__ size_t state_at(const struct att *a, const struct qtile *t, int r)
+{
+	return STATE * (((size_t)t->s.q0 + t->r0 + r) * a->H + t->h);
+}
+
 /* Forward, one block per (sequence, head, tile of 32 query rows): scores
  * into probs, the softmax there, then ctx = dropout(P) V. Dynamic shared
  * memory: the query tile, a key or value tile, a weight tile. */
 static __global__ void __launch_bounds__(THREADS)
-attention_forward_kernel(float *ctx, float *probs, struct att a)
+attention_forward_kernel(float *ctx, float *state, float *probs, struct att a)
 {
 	extern __shared__ float sh[];
 	int ld = a.d | 1;
@@ -351,7 +389,8 @@ attention_forward_kernel(float *ctx, float *probs, struct att a)
 	const uint8_t *m = a.mask ? a.mask + t.s.k0 : NULL;
 	for (int r = 0; r < PER_WARP; r++)
 		if (t.w0 + r < t.rows)
-			softmax_row(pr + (size_t)(t.w0 + r) * t.T, m, t.s.n, t.T, t.s.real);
+			softmax_row(pr + (size_t)(t.w0 + r) * t.T, state + state_at(&a, &t, t.w0 + r), m,
+				    t.s.n, t.T, t.s.real);
 
 	/* ctx = dropout(P) V */
 	float acc[PER_WARP][CHUNKS] = {};
@@ -361,11 +400,12 @@ attention_forward_kernel(float *ctx, float *probs, struct att a)
 }
 
 /* Backward by query rows, one block per (sequence, head, tile of 32 query
- * rows): dP = dctx V^T into ds (laid out as probs), dS in its place, then
+ * rows): P again into probs from the scores and the forward's statistics,
+ * dP = dctx V^T into ds (laid out as probs), dS in its place, then
  * dq = dS K / sqrt(d). Shared memory as the forward's. */
 static __global__ void __launch_bounds__(THREADS)
-attention_backward_rows_kernel(float *dq, float *ds, const float *dctx, const float *probs,
-			       struct att a)
+attention_backward_rows_kernel(float *dq, float *ds, float *probs, const float *dctx,
+			       const float *state, struct att a)
 {
 	extern __shared__ float sh[];
 	int ld = a.d | 1;
@@ -373,8 +413,16 @@ attention_backward_rows_kernel(float *dq, float *ds, const float *dctx, const fl
 	struct qtile t;
 	if (!query_tile(&a, &t))
 		return;
-	float *dsr = ds + t.p0;
-	const float *pr = probs + t.p0;
+	float *dsr = ds + t.p0, *pr = probs + t.p0;
+
+	/* P as the forward made it */
+	tile_dot_keys(pr, a.q, a.ldq, a.k, a.scale, xs, ys, &a, &t);
+	const uint8_t *m = a.mask ? a.mask + t.s.k0 : NULL;
+	for (int r = 0; r < PER_WARP; r++)
+		if (t.w0 + r < t.rows)
+			softmax_again_row(pr + (size_t)(t.w0 + r) * t.T, state + state_at(&a, &t, t.w0 + r),
+					  m, t.s.n, t.T, t.s.real);
+	__syncthreads();
 
 	/* dP = dctx V^T for keys below n */
 	tile_dot_keys(dsr, dctx, a.C, a.v, 1.0f, xs, ys, &a, &t);
@@ -470,46 +518,61 @@ static size_t shared_bytes(const void *kernel, int d, int weights)
 	return bytes;
 }
 
-/* The backward's dS, laid out as probs: grown, never shrunk. */
-static float *ds_buf;
-static size_t ds_cap;
+/* The probabilities and the backward's dS, each laid out as probs and
+ * grown to n floats: grown, never shrunk. */
+static float *scratch_buf;
+static size_t scratch_cap;
 
-static float *ds_scratch(size_t n)
+static float *scratch(size_t n)
 {
-	if (n > ds_cap) {
-		if (ds_buf)
-			CUDA_CHECK(cudaFreeAsync(ds_buf, cuda_stream()));
-		ds_buf = NULL;
-		ds_cap = 0;
-		CUDA_CHECK(cudaMallocAsync((void **)&ds_buf, n * sizeof *ds_buf, cuda_stream()));
-		ds_cap = n;
+	if (2 * n > scratch_cap) {
+		if (scratch_buf)
+			CUDA_CHECK(cudaFreeAsync(scratch_buf, cuda_stream()));
+		scratch_buf = NULL;
+		scratch_cap = 0;
+		CUDA_CHECK(cudaMallocAsync((void **)&scratch_buf, 2 * n * sizeof *scratch_buf,
+					   cuda_stream()));
+		scratch_cap = 2 * n;
 	}
-	return ds_buf;
+	return scratch_buf;
 }
 
-void cuda_attention_forward(float *ctx, float *probs, const struct attention *a)
+/* Floats of each of the two scratches: a sequence has at most T keys and T
+ * query rows. */
+static size_t scratch_floats(int B, int T, int H)
+{
+	return (size_t)B * T * H * T;
+}
+
+double cuda_attention_scratch(int B, int T, int H)
+{
+	return 2.0 * sizeof(float) * scratch_floats(B, T, H);
+}
+
+void cuda_attention_forward(float *ctx, float *state, const struct attention *a)
 {
 	struct att t = att_of(a);
 	unsigned blocks = blocks_of(&t, a->B);
 	if (!blocks)
 		return;
+	float *probs = scratch(scratch_floats(a->B, a->T, a->H));
 	size_t smem = shared_bytes((const void *)attention_forward_kernel, t.d, 1);
-	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(ctx, probs, t);
+	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(ctx, state, probs, t);
 	CUDA_LAUNCHED();
 }
 
-/* dS is laid out as probs: a sequence has at most T keys and T query rows. */
 void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a)
+			     const float *state, const struct attention *a)
 {
 	struct att t = att_of(a);
 	unsigned blocks = blocks_of(&t, a->B);
 	if (!blocks)
 		return;
-	float *ds = ds_scratch((size_t)a->B * a->T * a->H * a->T);
+	size_t n = scratch_floats(a->B, a->T, a->H);
+	float *probs = scratch(n), *ds = probs + n;
 	size_t smem = shared_bytes((const void *)attention_backward_rows_kernel, t.d, 1);
-	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dq, ds, dctx,
-										   probs, t);
+	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dq, ds, probs,
+										   dctx, state, t);
 	CUDA_LAUNCHED();
 	smem = shared_bytes((const void *)attention_backward_keys_kernel, t.d, 2);
 	attention_backward_keys_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dk, dv, ds, dctx,

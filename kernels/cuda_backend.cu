@@ -171,7 +171,8 @@ static void fill_table(void)
 {
 	cuda.name = name;
 	cuda.host = 0;
-	cuda.probs_scratch = 1;
+	cuda.attention_state = CUDA_ATTENTION_STATE;
+	cuda.attention_scratch = cuda_attention_scratch;
 	cuda.alloc = cuda_alloc;
 	cuda.release = cuda_release;
 	cuda.upload = cuda_upload;

@@ -18,7 +18,8 @@ struct attention {
 	int ldq, ldkv;             /* row strides of q and of k, v */
 	const int32_t *kv_start;   /* B+1 offsets of each sequence's rows in k and v */
 	const int32_t *q_start;    /* B+1 offsets into the rows of q; NULL: kv_start */
-	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
+	const int64_t *p_start;    /* B+1: the number of each sequence's first
+				    * probability, numbering the dropout draws */
 	const uint8_t *mask;       /* per row of k: 0 a padding key; NULL: none */
 	float p;                   /* dropout on the probabilities */
 	uint64_t seed;
@@ -40,9 +41,12 @@ struct lamb_coef {
 struct backend {
 	const char *name;          /* "cpu", "cuda:0" */
 	int host;                  /* its memory is the host's */
-	/* its attention backward takes a scratch as large as the probabilities
-	 * of a padded batch (B*H*T*T floats) */
-	int probs_scratch;
+	/* floats its attention forward keeps for the backward per query row
+	 * and head, in state (rows of q x H x this), and the bytes of scratch its
+	 * attention takes for B sequences of H heads up to T long, shared by
+	 * every layer */
+	int attention_state;
+	double (*attention_scratch)(int B, int T, int H);
 	/* the same memory with every op in fp32, for work that a lower
 	 * precision would blur (VAT's small probe); NULL: this one is fp32 */
 	const struct backend *precise;
@@ -82,9 +86,9 @@ struct backend {
 	void (*gelu_backward)(float *dpre, const float *dout, const float *pre, int N, int F);
 	void (*tanh_forward)(float *out, const float *in, size_t n);
 	void (*tanh_backward)(float *din, const float *dout, const float *out, size_t n);
-	void (*attention_forward)(float *ctx, float *probs, const struct attention *a);
+	void (*attention_forward)(float *ctx, float *state, const struct attention *a);
 	void (*attention_backward)(float *dq, float *dk, float *dv, const float *dctx,
-				   const float *probs, const struct attention *a);
+				   const float *state, const struct attention *a);
 	double (*crossentropy_forward)(float *lse, const float *logits, const int32_t *labels,
 				       int N, int V, float e);
 	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,
@@ -128,7 +132,7 @@ struct backend {
 };
 
 /* Fills p_start[B+1] for struct attention from kv_start and q_start (NULL:
- * kv_start): sequence b takes H * nq * n probabilities. Returns the total. */
+ * kv_start): sequence b has H * nq * n probabilities. Returns the total. */
 int64_t attention_probs(int64_t *p_start, const int32_t *kv_start, const int32_t *q_start,
 			int B, int H);
 

@@ -3,9 +3,11 @@
  * an OpenMP region), heads read and written in place through row strides, so
  * the fused [rows, 3C] QKV product needs no reshuffling. Each (sequence, head)
  * pair's result depends on nothing but its own data, so any schedule gives the
- * same bits. What is read only much later (the probabilities) or only after
- * all heads (the gradients of Q, K and V) is made in the thread's scratch,
- * which stays in its cache, and streamed out. */
+ * same bits. Nothing is kept for the backward: it works each head's
+ * probabilities out again with the forward's own products and softmax, so
+ * they have the forward's bits, in the thread's scratch, which stays in its
+ * cache; the gradients of Q, K and V, read only after all heads, are made
+ * there too and streamed out. */
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
 #include "util/err.h"
@@ -134,8 +136,8 @@ HOT static void softmax_backward_row(float *dp, const float *p, int n)
 }
 
 /* Sequence b, head h: its queries q0.. (nq of them), its keys k0.. (len of
- * them, the first n taking part) and its block of probabilities, nq x len
- * at p_start[b] + h * nq * len; the block's element offsets number the
+ * them, the first n taking part) and the number of its first probability,
+ * p_start[b] + h * nq * len, from which its nq x len block numbers its
  * dropout draws. */
 struct head_task {
 	int b, h, q0, nq, k0, len, n, real;
@@ -177,29 +179,35 @@ static void prefetch_rows(const float *x, int ld, int rows, int width)
 			__builtin_prefetch(x + (size_t)i * ld + j);
 }
 
-/* The probabilities are worked out in work and then streamed out to probs;
- * the next head's queries, keys and values are asked for meanwhile. */
-static void head_forward(float *ctx, float *probs, float *work, float *dropped,
-			 const struct heads *s, int bh)
+/* The head's probabilities in work (nq rows of len), before dropout: the
+ * forward's and, worked out again, the backward's. */
+static void head_probs(float *work, const struct heads *s, const struct head_task *t)
+{
+	const struct attention *a = s->a;
+	int len = t->len, d = s->d;
+	const float *q = a->q + (size_t)t->q0 * a->ldq + t->h * d;
+	const float *k = a->k + (size_t)t->k0 * a->ldkv + t->h * d;
+	s->gemm('N', 'T', t->nq, t->n, d, s->scale, q, a->ldq, k, a->ldkv, 0.0f, work, len);
+	for (int i = 0; i < t->nq; i++)
+		s->softmax(work + (size_t)i * len, s->mask + t->k0, t->n, len);
+}
+
+/* The next head's queries, keys and values are asked for while this one's
+ * probabilities are worked out in work. */
+static void head_forward(float *ctx, float *work, float *dropped, const struct heads *s, int bh)
 {
 	const struct attention *a = s->a;
 	struct head_task t = head_task(s, bh);
 	int len = t.len, d = s->d;
 	if (!t.nq)
 		return;
-	const float *q = a->q + (size_t)t.q0 * a->ldq + t.h * d;
-	const float *k = a->k + (size_t)t.k0 * a->ldkv + t.h * d;
 	const float *v = a->v + (size_t)t.k0 * a->ldkv + t.h * d;
-	const uint8_t *m = s->mask + t.k0;
 	if (t.h + 1 < a->H) {
-		prefetch_rows(q + d, a->ldq, t.nq, d);
-		prefetch_rows(k + d, a->ldkv, t.n, d);
+		prefetch_rows(a->q + (size_t)t.q0 * a->ldq + t.h * d + d, a->ldq, t.nq, d);
+		prefetch_rows(a->k + (size_t)t.k0 * a->ldkv + t.h * d + d, a->ldkv, t.n, d);
 		prefetch_rows(v + d, a->ldkv, t.n, d);
 	}
-
-	s->gemm('N', 'T', t.nq, t.n, d, s->scale, q, a->ldq, k, a->ldkv, 0.0f, work, len);
-	for (int i = 0; i < t.nq; i++)
-		s->softmax(work + (size_t)i * len, m, t.n, len);
+	head_probs(work, s, &t);
 	const float *pv = work;
 	if (s->threshold) {
 		for (int i = 0; i < t.nq; i++)
@@ -207,13 +215,11 @@ static void head_forward(float *ctx, float *probs, float *work, float *dropped,
 				    (uint32_t)(t.probs + (size_t)i * len));
 		pv = dropped;
 	}
-	copy_streaming(probs + t.probs, work, (size_t)t.nq * len);
 	s->gemm('N', 'N', t.nq, d, t.n, 1.0f, pv, len, v, a->ldkv, 0.0f,
 		ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
-	stream_fence();
 }
 
-void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm,
+void attention_forward_with(float *ctx, const struct attention *a, sgemm_fn gemm,
 			    softmax_row_fn softmax)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
@@ -227,7 +233,7 @@ void attention_forward_with(float *ctx, float *probs, const struct attention *a,
 #pragma omp for schedule(dynamic)
 		for (int b = 0; b < a->B; b++)
 			for (int h = 0; h < a->H; h++)
-				head_forward(ctx, probs, work, dropped, &s, b * a->H + h);
+				head_forward(ctx, work, dropped, &s, b * a->H + h);
 	}
 	free(scratch);
 	free(ones);
@@ -246,10 +252,15 @@ static void stream_rows(float *dst, int ld, const float *src, int rows, int widt
 		copy_streaming(dst + (size_t)i * ld, src + (size_t)i * width, width);
 }
 
-/* dp, dropped and out: the thread's scratch; the gradients of q, k and v
- * are made in out and streamed to their places. */
-static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dropped, float *out,
-			  const float *dctx, const float *probs, const struct heads *s, int bh)
+/* The thread's scratch of head_backward. */
+struct head_scratch {
+	float *pr, *dp, *dropped, *out;
+};
+
+/* The probabilities are worked out again in pr, the gradients of q, k and
+ * v made in out and streamed to their places. */
+static void head_backward(float *dq, float *dk, float *dv, const struct head_scratch *w,
+			  const float *dctx, const struct heads *s, int bh)
 {
 	const struct attention *a = s->a;
 	struct head_task t = head_task(s, bh);
@@ -263,8 +274,10 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 		return;
 	}
 	const float *q = a->q + (size_t)t.q0 * a->ldq + t.h * d, *k = a->k + kv, *v = a->v + kv;
-	const float *dc = dctx + (size_t)t.q0 * a->C + t.h * d, *pr = probs + t.probs;
+	const float *dc = dctx + (size_t)t.q0 * a->C + t.h * d, *pr = w->pr;
+	float *dp = w->dp, *dropped = w->dropped, *out = w->out;
 	dq += (size_t)t.q0 * a->ldq + t.h * d;
+	head_probs(w->pr, s, &t);
 
 	/* d(dropped probs) = dctx V^T */
 	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, dc, a->C, v, a->ldkv, 0.0f, dp, len);
@@ -294,35 +307,40 @@ static void head_backward(float *dq, float *dk, float *dv, float *dp, float *dro
 }
 
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a, sgemm_fn gemm,
+			     const struct attention *a, sgemm_fn gemm, softmax_row_fn softmax,
 			     softmax_backward_fn softmax_backward)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, NULL, softmax_backward);
+	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, softmax, softmax_backward);
 	size_t block = largest_block(a), rows = (size_t)a->T * (size_t)s.d;
-	size_t per_thread = (s.threshold ? 2 * block : block) + rows;
+	size_t per_thread = (s.threshold ? 3 * block : 2 * block) + rows;
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
-		float *dp = scratch + (size_t)omp_get_thread_num() * per_thread;
-		float *dropped = s.threshold ? dp + block : NULL;
-		float *out = dp + per_thread - rows;
+		struct head_scratch w;
+		w.pr = scratch + (size_t)omp_get_thread_num() * per_thread;
+		w.dp = w.pr + block;
+		w.dropped = s.threshold ? w.dp + block : NULL;
+		w.out = w.pr + per_thread - rows;
 #pragma omp for schedule(dynamic)
 		for (int b = 0; b < a->B; b++)
 			for (int h = 0; h < a->H; h++)
-				head_backward(dq, dk, dv, dp, dropped, out, dctx, probs, &s, b * a->H + h);
+				head_backward(dq, dk, dv, &w, dctx, &s, b * a->H + h);
 	}
 	free(scratch);
 	free(ones);
 }
 
-void attention_forward(float *ctx, float *probs, const struct attention *a)
+void attention_forward(float *ctx, float *state, const struct attention *a)
 {
-	attention_forward_with(ctx, probs, a, openblas_sgemm, masked_softmax_row);
+	(void)state;
+	attention_forward_with(ctx, a, openblas_sgemm, masked_softmax_row);
 }
 
-void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
-			const float *probs, const struct attention *a)
+void attention_backward(float *dq, float *dk, float *dv, const float *dctx, const float *state,
+			const struct attention *a)
 {
-	attention_backward_with(dq, dk, dv, dctx, probs, a, openblas_sgemm, softmax_backward_row);
+	(void)state;
+	attention_backward_with(dq, dk, dv, dctx, a, openblas_sgemm, masked_softmax_row,
+				softmax_backward_row);
 }

@@ -23,6 +23,13 @@ static double physical_memory(void)
 	return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 }
 
+/* The attention's scratch is each thread's, a head's probabilities at most. */
+static double no_shared_scratch(int B, int T, int H)
+{
+	(void)B, (void)T, (void)H;
+	return 0;
+}
+
 static const struct backend cpu = {
 	.name = "cpu",
 	.host = 1,
@@ -32,6 +39,7 @@ static const struct backend cpu = {
 	.download = copy,
 	.zero = zero,
 	.memory = physical_memory,
+	.attention_scratch = no_shared_scratch,
 	.linear_forward = linear_forward,
 	.linear_backward = linear_backward,
 	.embedding_forward = embedding_forward,

@@ -68,16 +68,16 @@ void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout
 	die("bf16 GEMMs without oneDNN");
 }
 
-void attention_forward_bf16(float *ctx, float *probs, const struct attention *a)
+void attention_forward_bf16(float *ctx, float *state, const struct attention *a)
 {
-	(void)ctx, (void)probs, (void)a;
+	(void)ctx, (void)state, (void)a;
 	die("bf16 GEMMs without oneDNN");
 }
 
 void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a)
+			     const float *state, const struct attention *a)
 {
-	(void)dq, (void)dk, (void)dv, (void)dctx, (void)probs, (void)a;
+	(void)dq, (void)dk, (void)dv, (void)dctx, (void)state, (void)a;
 	die("bf16 GEMMs without oneDNN");
 }
 #else
@@ -557,17 +557,20 @@ static void reserve_heads(const struct attention *a)
 	gemm_bf16_reserve(a->T > d ? a->T : d);
 }
 
-void attention_forward_bf16(float *ctx, float *probs, const struct attention *a)
+void attention_forward_bf16(float *ctx, float *state, const struct attention *a)
 {
+	(void)state;
 	reserve_heads(a);
-	attention_forward_with(ctx, probs, a, gemm_bf16, softmax_row_bf16);
+	attention_forward_with(ctx, a, gemm_bf16, softmax_row_bf16);
 }
 
 void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a)
+			     const float *state, const struct attention *a)
 {
+	(void)state;
 	reserve_heads(a);
-	attention_backward_with(dq, dk, dv, dctx, probs, a, gemm_bf16, softmax_backward_row_bf16);
+	attention_backward_with(dq, dk, dv, dctx, a, gemm_bf16, softmax_row_bf16,
+				softmax_backward_row_bf16);
 }
 #endif
 

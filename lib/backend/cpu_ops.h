@@ -55,9 +55,9 @@ void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float 
 void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
 			     const float *in, const float *mean, const float *rstd,
 			     const float *w, int N, int C);
-void attention_forward_bf16(float *ctx, float *probs, const struct attention *a);
+void attention_forward_bf16(float *ctx, float *state, const struct attention *a);
 void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a);
+			     const float *state, const struct attention *a);
 
 /* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] over N rows
  * (types NULL: type 0). */
@@ -105,15 +105,15 @@ void tanh_backward(float *din, const float *dout, const float *out, size_t n);
  * mask (per key row, NULL: all real): keys with 0 get exactly zero weight; a
  * row with no real key is uniform, as with Hugging Face's additive dtype-min
  * mask (and its scores, which then do not matter, get zero gradient).
- * probs keeps the softmax before dropout for backward: sequence b's at
- * p_start[b], one nq x n block per head, head after head; the dropout draw
- * of each probability is numbered by its offset in probs, cut to 32 bits.
- * struct attention (backend.h) describes the batch; attention_probs
- * (backend.h) lays out the probabilities. */
-void attention_forward(float *ctx, float *probs, const struct attention *a);
+ * The dropout draw of each probability is numbered: sequence b's from
+ * p_start[b] on, one nq x n block per head, head after head, cut to 32
+ * bits (attention_probs in backend.h lays the numbers out). The CPU keeps
+ * no state for the backward (attention_state 0): the backward works the
+ * probabilities out again, with the forward's bits. */
+void attention_forward(float *ctx, float *state, const struct attention *a);
 /* Writes dq (stride ldq), dk and dv (stride ldkv) from dctx. */
-void attention_backward(float *dq, float *dk, float *dv, const float *dctx,
-			const float *probs, const struct attention *a);
+void attention_backward(float *dq, float *dk, float *dv, const float *dctx, const float *state,
+			const struct attention *a);
 /* A row-major fp32 GEMM run on one thread, C = alpha op(A) op(B) + beta C,
  * op(X) X or its transpose as trans is 'N' or 'T'. */
 typedef void (*sgemm_fn)(char transa, char transb, int M, int N, int K, float alpha,
@@ -155,11 +155,11 @@ void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, con
 				 float mean, float rstd, const float *w, int C);
 /* The two above with their products on gemm and their softmax on softmax
  * and softmax_backward (the plain ones: OpenBLAS, and the softmax with
- * fp32's bits). */
-void attention_forward_with(float *ctx, float *probs, const struct attention *a, sgemm_fn gemm,
+ * fp32's bits); the backward's softmax must be the forward's. */
+void attention_forward_with(float *ctx, const struct attention *a, sgemm_fn gemm,
 			    softmax_row_fn softmax);
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *probs, const struct attention *a, sgemm_fn gemm,
+			     const struct attention *a, sgemm_fn gemm, softmax_row_fn softmax,
 			     softmax_backward_fn softmax_backward);
 
 /* Softmax cross-entropy per row of logits[N,V] against the label smoothed

@@ -138,8 +138,8 @@ static void keep_batch(struct bert *m, const struct bert_batch *b)
 	list_head_rows(m, b);
 	grow(&m->p_all, &m->p_all_cap, b->B + 1, sizeof *m->p_all);
 	grow(&m->p_head, &m->p_head_cap, b->B + 1, sizeof *m->p_head);
-	m->P = attention_probs(m->p_all, m->kv_start, NULL, b->B, m->c.heads);
-	m->P_head = attention_probs(m->p_head, m->kv_start, m->q_start, b->B, m->c.heads);
+	attention_probs(m->p_all, m->kv_start, NULL, b->B, m->c.heads);
+	attention_probs(m->p_head, m->kv_start, m->q_start, b->B, m->c.heads);
 }
 
 /* base's copy on the backend, in b; base itself on a host backend. */

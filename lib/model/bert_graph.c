@@ -352,13 +352,13 @@ static float *carve(struct carver *k, size_t n)
 	return p;
 }
 
-/* A layer's activations for N rows and P probabilities. */
-static void carve_layer(struct carver *k, const struct bert_config *c, size_t N, size_t P,
+/* A layer's activations for N rows, the attention keeping state floats. */
+static void carve_layer(struct carver *k, const struct bert_config *c, size_t N, size_t state,
 			struct layer_acts *a)
 {
 	size_t C = c->hidden, F = c->ffn;
 	a->qkv = carve(k, N * 3 * C);
-	a->probs = carve(k, P);
+	a->att_state = carve(k, state);
 	a->ctx = carve(k, N * C);
 	a->attn_sum = carve(k, N * C);
 	a->attn_mean = carve(k, N);
@@ -390,7 +390,7 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 
 /* With recompute, the layers share one set of activations and keep only
  * their outputs: a layer's backward first runs its forward again. */
-static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N, size_t P,
+static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N, size_t state,
 			int M, int recompute, struct acts *a)
 {
 	size_t C = c->hidden;
@@ -403,7 +403,7 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 			a->layer[i] = a->layer[0];
 			a->layer[i].out = carve(k, N * C);
 		} else {
-			carve_layer(k, c, N, P, &a->layer[i]);
+			carve_layer(k, c, N, state, &a->layer[i]);
 		}
 	}
 	a->rows_in = carve(k, (size_t)M * C);
@@ -426,20 +426,20 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	 * the backward's rows and the head's M rows */
 	double N = (double)B * T, C = c->hidden, F = c->ffn;
 	double width = bert_logit_width(c);
-	double layer = N * (8 * C + 2 * F + 4) + (double)B * c->heads * T * T;
+	double layer = N * (8 * C + 2 * F + 4 + (double)c->heads * be->attention_state);
 	double layers = recompute && c->layers ? layer + (c->layers - 1) * N * C : c->layers * layer;
 	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 4);
-	double scratch = be->probs_scratch ? (double)B * c->heads * T * T : 0;
-	return sizeof(float) * (layers + rows + scratch);
+	return sizeof(float) * (layers + rows) + be->attention_scratch(B, T, c->heads);
 }
 
 /* Grows the workspace to the batch's size. */
 static void reserve(struct bert *m)
 {
 	struct carver measure = { NULL, 0 };
-	size_t need = carve_all(&measure, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
+	size_t state = (size_t)m->N * m->c.heads * m->be->attention_state;
+	size_t need = carve_all(&measure, &m->c, m->N, state, m->M, m->recompute, &m->a);
 	struct carver place = { bert_fit(m->be, &m->work, need * sizeof(float)), 0 };
-	carve_all(&place, &m->c, m->N, m->P, m->M, m->recompute, &m->a);
+	carve_all(&place, &m->c, m->N, state, m->M, m->recompute, &m->a);
 	m->shared = m->recompute;
 }
 
@@ -551,7 +551,7 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct la
 		m->be->linear_forward(a->qkv + (size_t)N * 2 * C, res, w->qkv_w, w->qkv_b,
 				      R, C, C);
 	}
-	m->be->attention_forward(a->ctx, a->probs, &att);
+	m->be->attention_forward(a->ctx, a->att_state, &att);
 	m->be->linear_forward(a->attn_sum, a->ctx, w->attn_out_w, NULL, R, C, C);
 	m->be->residual_layernorm_forward(a->attn_ln, a->attn_sum, a->attn_mean,
 					  a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
@@ -625,7 +625,7 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 	struct attention att = layer_attention(m, l, r);
 	float *dq = r->rows ? d->dqkv + (size_t)N * 2 * C : d->dqkv;
 	float *dk = r->rows ? d->dqkv : d->dqkv + C;
-	m->be->attention_backward(dq, dk, dk + C, d->dctx, a->probs, &att);
+	m->be->attention_backward(dq, dk, dk + C, d->dctx, a->att_state, &att);
 	qkv_backward(m, l, x, r, dq, dh, dx);
 }
 

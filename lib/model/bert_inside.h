@@ -33,7 +33,7 @@ struct weights {
  * the attention: all N, or in the last layer only the M the head reads. */
 struct layer_acts {
 	float *qkv;                          /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
-	float *probs;                        /* softmax before dropout (struct attention) */
+	float *att_state;                    /* what the attention keeps for backward */
 	float *ctx;                          /* [R, C] attention output per head */
 	float *attn_sum, *attn_mean, *attn_rstd, *attn_ln; /* residual sum, LN */
 	float *ffn_pre, *ffn_act;            /* [N, F] before and after GELU */
@@ -45,7 +45,7 @@ struct layer_rows {
 	int R;
 	const int32_t *rows;       /* NULL: all N */
 	const int32_t *q_start;    /* B+1 offsets of each sequence's rows in rows */
-	const int64_t *p_start;    /* B+1 offsets of each sequence's probabilities */
+	const int64_t *p_start;    /* B+1 numbers of each sequence's first probability */
 };
 
 /* The head over M gathered rows: pooled tasks M = B ([CLS] rows), the
@@ -115,9 +115,8 @@ struct bert {
 	void *bucket_ctx;
 
 	/* the last forward's batch, packed: B sequences in N rows, the longest
-	 * T; P probabilities per layer (P_head in the last) */
+	 * T */
 	int B, T, N, M, train;
-	int64_t P, P_head;
 	int shared;                /* its layers share their activations */
 	uint64_t dropout_seed;
 	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;

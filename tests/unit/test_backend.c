@@ -101,17 +101,17 @@ static void sim_attention(const struct attention *a)
 		sim(a->mask);
 }
 
-static void sim_attention_forward(float *ctx, float *probs, const struct attention *a)
+static void sim_attention_forward(float *ctx, float *state, const struct attention *a)
 {
-	sim(ctx), sim(probs), sim_attention(a);
-	attention_forward(ctx, probs, a);
+	sim(ctx), sim(state), sim_attention(a);
+	attention_forward(ctx, state, a);
 }
 
 static void sim_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
-				   const float *probs, const struct attention *a)
+				   const float *state, const struct attention *a)
 {
-	sim(dq), sim(dk), sim(dv), sim(dctx), sim(probs), sim_attention(a);
-	attention_backward(dq, dk, dv, dctx, probs, a);
+	sim(dq), sim(dk), sim(dv), sim(dctx), sim(state), sim_attention(a);
+	attention_backward(dq, dk, dv, dctx, state, a);
 }
 
 static double sim_crossentropy_forward(float *lse, const float *logits, const int32_t *labels,
@@ -292,18 +292,27 @@ static void test_task(enum bert_task task, const struct backend *s, const char *
 	free(a), free(b);
 }
 
-/* A backend whose attention backward takes a scratch of a padded batch's
- * probabilities has it counted before a run starts. */
+/* A scratch of two padded batches' probabilities, as the CUDA attention's. */
+static double probs_scratch(int B_, int T_, int H)
+{
+	return 8.0 * B_ * H * T_ * T_;
+}
+
+/* The attention's state and scratch, as its backend gives them, are counted
+ * before a run starts. */
 static void test_batch_bytes(const struct backend *s)
 {
 	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
 				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
 				 .num_labels = 3 };
-	struct backend scratch = *s;
-	scratch.probs_scratch = 1;
-	double more = bert_batch_bytes(&c, &scratch, B, T, B, 0) - bert_batch_bytes(&c, s, B, T, B, 0);
-	CHECK(more == 4.0 * B * c.heads * T * T,
-	      "the memory check counts the attention backward's scratch (%.0f bytes)", more);
+	struct backend other = *s;
+	other.attention_state = 2;
+	other.attention_scratch = probs_scratch;
+	double more = bert_batch_bytes(&c, &other, B, T, B, 0) - bert_batch_bytes(&c, s, B, T, B, 0);
+	double want = 4.0 * c.layers * B * T * c.heads * 2 + probs_scratch(B, T, c.heads);
+	CHECK(more == want && s->attention_state == 0,
+	      "the memory check counts the attention's state and scratch (%.0f bytes, %.0f wanted)",
+	      more, want);
 }
 
 int main(void)

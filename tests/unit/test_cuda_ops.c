@@ -477,16 +477,16 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 		R = q_start[AB];
 	}
 	int64_t p_start[AB + 1];
-	size_t probs_n = (size_t)attention_probs(p_start, kv_start, head_rows ? q_start : NULL,
-						 AB, H);
+	attention_probs(p_start, kv_start, head_rows ? q_start : NULL, AB, H);
+	size_t state_n = (size_t)R * H * gpu->attention_state;
 	int ldq = head_rows ? C : 3 * C, ldkv = head_rows ? 2 * C : 3 * C;
 	size_t kv_n = (size_t)NT * ldkv, q_n = (size_t)R * ldq;
 	float *kv = randoms(kv_n, 1), *q = head_rows ? randoms(q_n, 1) : kv;
-	float *ctx = xcalloc((size_t)R * C, 4), *probs = xcalloc(probs_n, 4);
+	float *ctx = xcalloc((size_t)R * C, 4);
 	float *dctx = randoms((size_t)R * C, 1);
 	float *dkv = xcalloc(kv_n, 4), *dq = head_rows ? xcalloc(q_n, 4) : dkv;
 	float *d_kv = on_gpu(kv, kv_n * 4), *d_q = head_rows ? on_gpu(q, q_n * 4) : d_kv;
-	float *d_ctx = on_gpu(ctx, (size_t)R * C * 4), *d_probs = on_gpu(probs, probs_n * 4);
+	float *d_ctx = on_gpu(ctx, (size_t)R * C * 4), *d_state = gpu->alloc(state_n * 4);
 	float *d_dctx = on_gpu(dctx, (size_t)R * C * 4), *d_dkv = on_gpu(dkv, kv_n * 4);
 	float *d_dq = head_rows ? on_gpu(dq, q_n * 4) : d_dkv;
 	uint8_t *d_mask = masked ? on_gpu(mask, (size_t)NT) : NULL;
@@ -503,15 +503,13 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	char rows[64];
 	snprintf(rows, sizeof rows, "%s, %d heads of %d, %s", head_rows ? "head rows" : "all rows",
 		 H, C / H, masked ? "masked" : "no mask");
-	attention_forward(ctx, probs, &cpu_a);
-	gpu->attention_forward(d_ctx, d_probs, &gpu_a);
-	snprintf(what, sizeof what, "attention_forward T %d, %s, p %.1f: probs", T, rows, p);
-	expect_close(what, d_probs, probs, probs_n, 1e-6, RTOL);
+	attention_forward(ctx, NULL, &cpu_a);
+	gpu->attention_forward(d_ctx, d_state, &gpu_a);
 	snprintf(what, sizeof what, "attention_forward T %d, %s, p %.1f: ctx", T, rows, p);
 	expect_close(what, d_ctx, ctx, (size_t)R * C, ATOL, RTOL);
 	float *dk = head_rows ? dkv : dkv + C, *d_dk = head_rows ? d_dkv : d_dkv + C;
-	attention_backward(dq, dk, dk + C, dctx, probs, &cpu_a);
-	gpu->attention_backward(d_dq, d_dk, d_dk + C, d_dctx, d_probs, &gpu_a);
+	attention_backward(dq, dk, dk + C, dctx, NULL, &cpu_a);
+	gpu->attention_backward(d_dq, d_dk, d_dk + C, d_dctx, d_state, &gpu_a);
 	snprintf(what, sizeof what, "attention_backward T %d, %s, p %.1f: dq, dk, dv", T, rows, p);
 	expect_close(what, d_dkv, dkv, kv_n, 1e-4, RTOL);
 	if (head_rows) {
@@ -519,19 +517,20 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 		expect_close(what, d_dq, dq, q_n, 1e-4, RTOL);
 		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
 	}
-	void *d[] = { d_kv, d_ctx, d_probs, d_dctx, d_dkv, d_kv_start, d_q_start, d_p_start };
+	void *d[] = { d_kv, d_ctx, d_state, d_dctx, d_dkv, d_kv_start, d_q_start, d_p_start };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
 	if (d_mask)
 		gpu->release(d_mask);
-	free(mask), free(kv), free(ctx), free(probs), free(dctx), free(dkv);
+	free(mask), free(kv), free(ctx), free(dctx), free(dkv);
 }
 
 /* More probabilities than a 32-bit index reaches: SEQS sequences of ALEN
- * keys, one head, the last one's probabilities past float 2^31 (8193 x 512^2).
- * The others are zeros, there for their size; the last one's results against
- * the CPU's attention over it alone (no dropout: a draw is numbered by its
- * offset, which differs). Some 26 GB of GPU memory. */
+ * keys, one head, the last one's probabilities past float 2^31 (8193 x 512^2)
+ * in the attention's scratch. The others are zeros, there for their size;
+ * the last one's results against the CPU's attention over it alone (no
+ * dropout: a draw is numbered by its offset, which differs). Some 26 GB of
+ * GPU memory. */
 static void test_attention_past_2g(void)
 {
 	enum { ALEN = 512, AC = 64, SEQS = (1 << 13) + 2, LD = 3 * AC };
@@ -545,16 +544,15 @@ static void test_attention_past_2g(void)
 	int64_t *p_start = xmalloc((SEQS + 1) * sizeof *p_start), one_p[2];
 	for (int b = 0; b <= SEQS; b++)
 		kv_start[b] = b * ALEN;
-	size_t probs_n = (size_t)attention_probs(p_start, kv_start, NULL, SEQS, 1);
+	int64_t probs_n = attention_probs(p_start, kv_start, NULL, SEQS, 1);
 	int32_t one_kv[2] = { 0, ALEN };
-	size_t one_probs = (size_t)attention_probs(one_p, one_kv, NULL, 1, 1);
+	attention_probs(one_p, one_kv, NULL, 1, 1);
 	size_t rows = (size_t)SEQS * ALEN, last = rows - ALEN;
 	float *kv = randoms((size_t)ALEN * LD, 1), *dctx = randoms((size_t)ALEN * AC, 1);
-	float *ctx = xcalloc((size_t)ALEN * AC, 4), *probs = xcalloc(one_probs, 4);
-	float *dkv = xcalloc((size_t)ALEN * LD, 4);
+	float *ctx = xcalloc((size_t)ALEN * AC, 4), *dkv = xcalloc((size_t)ALEN * LD, 4);
 	float *d_kv = gpu->alloc(rows * LD * 4), *d_dkv = gpu->alloc(rows * LD * 4);
 	float *d_ctx = gpu->alloc(rows * AC * 4), *d_dctx = gpu->alloc(rows * AC * 4);
-	float *d_probs = gpu->alloc(probs_n * 4);
+	float *d_state = gpu->alloc(rows * gpu->attention_state * 4);
 	int32_t *d_kv_start = on_gpu(kv_start, (SEQS + 1) * sizeof *kv_start);
 	int64_t *d_p_start = on_gpu(p_start, (SEQS + 1) * sizeof *p_start);
 	gpu->upload(d_kv + last * LD, kv, (size_t)ALEN * LD * 4);
@@ -563,20 +561,20 @@ static void test_attention_past_2g(void)
 				   one_p, NULL, 0, 99 };
 	struct attention gpu_a = { SEQS, ALEN, AC, 1, d_kv, d_kv + AC, d_kv + 2 * AC, LD, LD,
 				   d_kv_start, NULL, d_p_start, NULL, 0, 99 };
-	attention_forward(ctx, probs, &cpu_a);
-	gpu->attention_forward(d_ctx, d_probs, &gpu_a);
-	expect_close("attention_forward past 2^31 probabilities: probs", d_probs + p_start[SEQS - 1],
-		     probs, one_probs, 1e-6, RTOL);
+	attention_forward(ctx, NULL, &cpu_a);
+	gpu->attention_forward(d_ctx, d_state, &gpu_a);
+	CHECK(p_start[SEQS - 1] > INT32_MAX && probs_n > p_start[SEQS - 1],
+	      "the last sequence's probabilities start past 2^31 (%lld)", (long long)p_start[SEQS - 1]);
 	expect_close("attention_forward past 2^31 probabilities: ctx", d_ctx + last * AC, ctx,
 		     (size_t)ALEN * AC, ATOL, RTOL);
-	attention_backward(dkv, dkv + AC, dkv + 2 * AC, dctx, probs, &cpu_a);
-	gpu->attention_backward(d_dkv, d_dkv + AC, d_dkv + 2 * AC, d_dctx, d_probs, &gpu_a);
+	attention_backward(dkv, dkv + AC, dkv + 2 * AC, dctx, NULL, &cpu_a);
+	gpu->attention_backward(d_dkv, d_dkv + AC, d_dkv + 2 * AC, d_dctx, d_state, &gpu_a);
 	expect_close("attention_backward past 2^31 probabilities: dq, dk, dv", d_dkv + last * LD,
 		     dkv, (size_t)ALEN * LD, 1e-4, RTOL);
-	void *d[] = { d_kv, d_dkv, d_ctx, d_dctx, d_probs, d_kv_start, d_p_start };
+	void *d[] = { d_kv, d_dkv, d_ctx, d_dctx, d_state, d_kv_start, d_p_start };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
-	free(kv_start), free(p_start), free(kv), free(dctx), free(ctx), free(probs), free(dkv);
+	free(kv_start), free(p_start), free(kv), free(dctx), free(ctx), free(dkv);
 }
 
 /* ---- the optimizer ---- */
