@@ -1,5 +1,6 @@
 #include "dist/comm.h"
 #include "dist/comm_mpi.h"
+#include "dist/comm_nccl.h"
 #include "dist/comm_tcp.h"
 #include "dist/host.h"
 #include "util/clock.h"
@@ -8,12 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef TS_GPU
-#include "cuda_api.h"
-#endif
 
-static const struct transport *via;   /* NULL: a world of one */
-static int on_gpu;                /* the float collectives run over NCCL */
+static const struct transport *via;      /* the launcher's; NULL: a world of one */
+/* the sums of the model's floats, sharded or overlapped: via, or NCCL's
+ * on GPUs */
+static const struct transport *floats;
 static struct comm_stats stats;   /* since comm_take_stats */
 
 void comm_take_stats(struct comm_stats *out)
@@ -24,7 +24,7 @@ void comm_take_stats(struct comm_stats *out)
 
 const char *comm_algorithm(void)
 {
-	return on_gpu ? "nccl allreduce" : via ? via->algorithm : "none";
+	return floats ? floats->algorithm : "none";
 }
 
 /* The processes on this machine, where the launch did not say. */
@@ -61,8 +61,9 @@ void comm_open(struct comm *c, double timeout_s, const char *net_if)
 		setenv("NCCL_SOCKET_IFNAME", net_if, 1);
 	}
 	via = mpi_transport.launched() ? &mpi_transport : tcp_transport.launched() ? &tcp_transport : NULL;
+	floats = via;
 	if (via)
-		via->open(c);
+		via->open(c, NULL);
 	if (via == &tcp_transport) {
 		if (!c->local_size)
 			count_local(c);
@@ -76,49 +77,20 @@ void comm_open(struct comm *c, double timeout_s, const char *net_if)
 void comm_close(const struct comm *c)
 {
 	(void)c;
-#ifdef TS_GPU
-	if (on_gpu)
-		cuda_comm_close();
-	on_gpu = 0;
-#endif
+	if (floats != via)
+		floats->close();
 	if (via)
 		via->close();
-	via = NULL;
+	via = floats = NULL;
 }
-
-#ifdef TS_GPU
-/* Ends the run when a GPU collective did not finish: the processes that do
- * not answer a roll call over MPI or TCP are named there; if all answer,
- * NCCL itself failed. */
-static void gpu_failed(const struct comm *c)
-{
-	comm_barrier(c);
-	die("NCCL: a collective did not finish within %g s while every process answered; "
-	    "NCCL_DEBUG=WARN says why (--net-if picks the network)", c->timeout_s);
-}
-#endif
 
 void comm_use_gpu(const struct comm *c)
 {
 	if (c->size == 1)
 		return;
-#ifdef TS_GPU
-	double id[CUDA_COMM_ID_BYTES] = {0};
-	unsigned char raw[CUDA_COMM_ID_BYTES];
-	if (c->rank == 0) {
-		cuda_comm_id(raw);
-		for (int i = 0; i < CUDA_COMM_ID_BYTES; i++)
-			id[i] = raw[i];
-	}
-	comm_sum_doubles(c, id, CUDA_COMM_ID_BYTES);   /* process 0's id to all */
-	for (int i = 0; i < CUDA_COMM_ID_BYTES; i++)
-		raw[i] = (unsigned char)id[i];
-	if (!cuda_comm_join(raw, c->rank, c->size, c->timeout_s))
-		gpu_failed(c);
-	on_gpu = 1;
-#else
-	die("this build has no CUDA backend");
-#endif
+	struct comm joined = *c;   /* NCCL's open changes nothing of it */
+	nccl_transport.open(&joined, via);
+	floats = &nccl_transport;
 }
 
 /* The sum every collective is made of, timed and counted. */
@@ -138,89 +110,46 @@ void comm_sum_floats(const struct comm *c, float *x, size_t n)
 	sum(c, x, n, 0);
 }
 
-/* A sharded collective over n floats in GPU memory. */
-static void gpu_sharded(const struct comm *c, float *x, size_t n, int gather)
-{
-#ifdef TS_GPU
-	size_t *start = xcalloc((size_t)c->size + 1, sizeof *start);
-	struct comm each = *c;
-	for (each.rank = 0; each.rank < c->size; each.rank++)
-		comm_shard(&each, n, &start[each.rank], &start[each.rank + 1]);
-	int ok = cuda_comm_sharded(x, start, c->size, gather);
-	free(start);
-	if (!ok)
-		gpu_failed(c);
-#else
-	(void)x, (void)n, (void)gather, (void)c;
-#endif
-}
-
 /* A sharded collective over n floats, timed and counted. */
 static void sharded(const struct comm *c, float *x, size_t n, int gather)
 {
 	if (c->size == 1)
 		return;
 	double t0 = clock_seconds();
-	if (on_gpu)
-		gpu_sharded(c, x, n, gather);
-	else
-		(gather ? via->all_gather : via->reduce_scatter)(c, x, n);
+	(gather ? floats->all_gather : floats->reduce_scatter)(c, x, n);
 	stats.seconds += clock_seconds() - t0;
 	stats.exposed += clock_seconds() - t0;
 	stats.bytes += (double)n * sizeof *x / 2;   /* half an all-reduce's traffic */
 }
 
-/* Overlapped sums since the last comm_wait_sums: when the first started,
- * and the last time all were seen done (0: not yet). */
-static double first_start, all_done;
+/* The overlapped sums since the last comm_wait_sums (started 0: none). */
+static struct sum_times overlap;
 
 void comm_start_sum(const struct comm *c, float *x, size_t n)
 {
 	if (c->size == 1)
 		return;
 	stats.bytes += (double)n * sizeof *x;
-#ifdef TS_GPU
-	if (on_gpu) {
-		if (!cuda_comm_start_sum(x, n))
-			gpu_failed(c);
-		return;
-	}
-#endif
-	if (!first_start)
-		first_start = clock_seconds();
-	all_done = 0;
-	via->start_sum(c, x, n);
+	if (!overlap.started)
+		overlap.started = clock_seconds();
+	overlap.seen_done = 0;
+	floats->start_sum(c, x, n);
 }
 
 void comm_progress(const struct comm *c)
 {
-	if (c->size > 1 && first_start && !all_done && via->progress())
-		all_done = clock_seconds();
+	if (c->size > 1 && overlap.started && !overlap.seen_done && floats->progress())
+		overlap.seen_done = clock_seconds();
 }
 
 void comm_wait_sums(const struct comm *c)
 {
-	if (c->size == 1)
+	if (c->size == 1 || !overlap.started)
 		return;
-#ifdef TS_GPU
-	if (on_gpu) {
-		double span, exposed;
-		if (!cuda_comm_wait_sums(&span, &exposed))
-			gpu_failed(c);
-		stats.seconds += span;
-		stats.exposed += exposed;
-		return;
-	}
-#endif
-	if (!first_start)
-		return;
-	double t0 = clock_seconds(), done = via->wait_sums(c);
-	all_done = done ? done : all_done;
-	/* the part of the sums' span after this process began to wait */
-	double end = all_done ? all_done : clock_seconds();
-	stats.seconds += end - first_start;
-	stats.exposed += end > t0 ? end - t0 : 0;
-	first_start = all_done = 0;
+	floats->wait_sums(c, &overlap);
+	stats.seconds += overlap.span;
+	stats.exposed += overlap.exposed;
+	overlap = (struct sum_times){ 0 };
 }
 
 void comm_reduce_scatter_floats(const struct comm *c, float *x, size_t n)

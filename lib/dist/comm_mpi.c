@@ -8,6 +8,7 @@ static int mpi_launched(void)
 }
 
 #ifdef TS_MPI
+#include "util/clock.h"
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -74,8 +75,9 @@ static void await(const struct comm *c, MPI_Request *req)
 	}
 }
 
-static void mpi_open(struct comm *c)
+static void mpi_open(struct comm *c, const struct transport *under)
 {
+	(void)under;
 	int got;
 	/* OpenMP threads compute, only the main thread calls MPI */
 	MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &got);
@@ -128,12 +130,13 @@ static int mpi_progress(void)
 	return done;
 }
 
-static double mpi_wait_sums(const struct comm *c)
+static void mpi_wait_sums(const struct comm *c, struct sum_times *t)
 {
+	double t0 = clock_seconds();
 	for (int i = 0; i < nstarted; i++)
 		await(c, &started[i]);
 	nstarted = 0;
-	return 0;
+	sum_times_on_host(t, t0, 0);
 }
 
 /* Each process's shard of n as MPI's int counts and offsets. */
@@ -173,9 +176,9 @@ static void mpi_all_gather(const struct comm *c, float *x, size_t n)
 	free(counts);
 }
 #else
-static void mpi_open(struct comm *c)
+static void mpi_open(struct comm *c, const struct transport *under)
 {
-	(void)c;
+	(void)c, (void)under;
 	die("started by mpirun or srun, but this build has no MPI (STATIC=1 leaves it out)");
 }
 
@@ -208,10 +211,9 @@ static int mpi_progress(void)
 	return 1;
 }
 
-static double mpi_wait_sums(const struct comm *c)
+static void mpi_wait_sums(const struct comm *c, struct sum_times *t)
 {
-	(void)c;
-	return 0;
+	(void)c, (void)t;
 }
 #endif
 

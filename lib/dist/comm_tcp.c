@@ -297,8 +297,9 @@ static void interface_of(int fd, char *name, size_t len)
 	freeifaddrs(all);
 }
 
-static void tcp_open(struct comm *c)
+static void tcp_open(struct comm *c, const struct transport *under)
 {
+	(void)under;
 	c->size = (int)env_int("WORLD_SIZE", 1, MAX_PROCESSES, 1);
 	c->rank = (int)env_int("RANK", 0, c->size - 1, -1);
 	if (c->rank < 0)
@@ -569,9 +570,9 @@ static void tcp_start_sum(const struct comm *c, float *x, size_t n)
 	pthread_mutex_unlock(&bg.mu);
 }
 
-static double tcp_wait_sums(const struct comm *c)
+/* Returns when the started sums are done: when the last one finished. */
+static double wait_started(void)
 {
-	(void)c;
 	pthread_mutex_lock(&bg.mu);
 	while (bg.done != bg.queued)
 		pthread_cond_wait(&bg.cv, &bg.mu);
@@ -581,22 +582,29 @@ static double tcp_wait_sums(const struct comm *c)
 	return t;
 }
 
+static void tcp_wait_sums(const struct comm *c, struct sum_times *t)
+{
+	(void)c;
+	double t0 = clock_seconds();
+	sum_times_on_host(t, t0, wait_started());
+}
+
 static void tcp_sum(const struct comm *c, void *x, size_t n, int dbl)
 {
-	tcp_wait_sums(c);
+	wait_started();
 	reduce_scatter(c, x, n, dbl);
 	all_gather(c, x, n, dbl ? sizeof(double) : sizeof(float));
 }
 
 static void tcp_reduce_scatter(const struct comm *c, float *x, size_t n)
 {
-	tcp_wait_sums(c);
+	wait_started();
 	reduce_scatter(c, (char *)x, n, 0);
 }
 
 static void tcp_all_gather(const struct comm *c, float *x, size_t n)
 {
-	tcp_wait_sums(c);
+	wait_started();
 	all_gather(c, (char *)x, n, sizeof *x);
 }
 
