@@ -53,11 +53,15 @@ int cuda_comm_start_sum(float *x, size_t n);
  * the computation queued before was done. */
 int cuda_comm_wait_sums(double *span_s, double *exposed_s);
 
-/* kernels/cuda_backend.cu: GEMMs through cuBLAS */
-void cuda_linear_forward(float *out, const float *in, const float *w, const float *bias, int N,
-			 int Cin, int Cout);
+/* kernels/cuda_backend.cu: GEMMs through cuBLAS. The CUDA backend's acts
+ * are floats. */
+void cuda_linear_forward(float *out, const struct act *in, const struct act *w, const float *bias,
+			 int N, int Cin, int Cout);
+void cuda_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
+			     const float *bias, int N, int Cin, int Cout);
 void cuda_linear_backward(float *din, float *dw, float *dbias, const float *dout,
-			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate);
+			  const struct act *in, const struct act *w, int N, int Cin, int Cout,
+			  int accumulate);
 
 /* kernels/cuda_ops.cu */
 void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
@@ -68,14 +72,17 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 			     int N, int C, int pad_id);
 void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
 			    const float *w, const float *b, int N, int C, float eps);
-void cuda_residual_layernorm_forward(float *out, float *sum, float *mean, float *rstd,
-				     const float *res, const float *bias, const float *w,
-				     const float *b, int N, int C, float eps, float p, uint64_t seed);
+/* low: out itself */
+void cuda_residual_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
+				     float *rstd, const float *res, const float *bias,
+				     const float *w, const float *b, int N, int C, float eps, float p,
+				     uint64_t seed);
 void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
 			     const float *in, const float *mean, const float *rstd, const float *w,
 			     int N, int C);
-void cuda_bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F);
-void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F);
+void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const float *bias,
+			    int N, int F);
+void cuda_gelu_backward(float *dpre, const float *dout, const struct act *pre, int N, int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
 double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
@@ -101,7 +108,7 @@ void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int
 /* kernels/cuda_attention.cu: its state, per query row and head, the
  * softmax's maximum and 1/sum */
 enum { CUDA_ATTENTION_STATE = 2 };
-void cuda_attention_forward(float *ctx, float *state, const struct attention *a);
+void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a);
 void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 			     const float *state, const struct attention *a);
 double cuda_attention_scratch(int B, int T, int H);

@@ -483,7 +483,7 @@ attention_backward_keys_kernel(float *dk, float *dv, const float *ds, const floa
 static struct att att_of(const struct attention *a)
 {
 	struct att t;
-	t.q = a->q, t.k = a->k, t.v = a->v;
+	t.q = (const float *)a->q, t.k = (const float *)a->k, t.v = (const float *)a->v;
 	t.kv_start = a->kv_start, t.q_start = a->q_start, t.p_start = a->p_start;
 	t.mask = a->mask;
 	t.C = a->C, t.H = a->H, t.d = a->C / a->H;
@@ -549,7 +549,7 @@ double cuda_attention_scratch(int B, int T, int H)
 	return 2.0 * sizeof(float) * scratch_floats(B, T, H);
 }
 
-void cuda_attention_forward(float *ctx, float *state, const struct attention *a)
+void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a)
 {
 	struct att t = att_of(a);
 	unsigned blocks = blocks_of(&t, a->B);
@@ -557,7 +557,7 @@ void cuda_attention_forward(float *ctx, float *state, const struct attention *a)
 		return;
 	float *probs = scratch(scratch_floats(a->B, a->T, a->H));
 	size_t smem = shared_bytes((const void *)attention_forward_kernel, t.d, 1);
-	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(ctx, state, probs, t);
+	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>((float *)ctx, state, probs, t);
 	CUDA_LAUNCHED();
 }
 

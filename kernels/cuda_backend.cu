@@ -117,10 +117,11 @@ static unsigned grid_for(size_t n)
 	return b > 65535 ? 65535 : (unsigned)b;
 }
 
-void cuda_linear_forward(float *out, const float *in, const float *w, const float *bias, int N,
-			 int Cin, int Cout)
+void cuda_linear_forward(float *out, const struct act *in_acts, const struct act *w_acts,
+			 const float *bias, int N, int Cin, int Cout)
 {
 	const float one = 1.0f, zero = 0.0f;
+	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
 	/* out^T [Cout, N] = w [Cout, Cin] in^T: w is column-major [Cin, Cout], transposed */
 	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in, Cin,
 			       &zero, out, Cout));
@@ -148,10 +149,18 @@ static const float *ones_of(size_t n)
 	return ones;
 }
 
+void cuda_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
+			     const float *bias, int N, int Cin, int Cout)
+{
+	cuda_linear_forward((float *)out, in, w, bias, N, Cin, Cout);
+}
+
 void cuda_linear_backward(float *din, float *dw, float *dbias, const float *dout,
-			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate)
+			  const struct act *in_acts, const struct act *w_acts, int N, int Cin,
+			  int Cout, int accumulate)
 {
 	const float one = 1.0f, zero = 0.0f;
+	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
 	if (din)   /* din^T [Cin, N] = w^T dout^T: w column-major [Cin, Cout] as it is */
 		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, Cin,
 				       dout, Cout, accumulate ? &one : &zero, din, Cin));
@@ -167,6 +176,12 @@ void cuda_linear_backward(float *din, float *dw, float *dbias, const float *dout
 
 static struct backend cuda;
 
+static const struct act *same_floats(struct act *space, const float *x, size_t n)
+{
+	(void)space, (void)n;
+	return float_acts(x);
+}
+
 static void fill_table(void)
 {
 	cuda.name = name;
@@ -179,7 +194,10 @@ static void fill_table(void)
 	cuda.download = cuda_download;
 	cuda.zero = cuda_zero;
 	cuda.memory = cuda_memory;
+	cuda.act_size = sizeof(float);
+	cuda.as_act = same_floats;
 	cuda.linear_forward = cuda_linear_forward;
+	cuda.linear_forward_act = cuda_linear_forward_act;
 	cuda.linear_backward = cuda_linear_backward;
 	cuda.embedding_forward = cuda_embedding_forward;
 	cuda.embedding_backward = cuda_embedding_backward;

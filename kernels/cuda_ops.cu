@@ -426,10 +426,12 @@ static __global__ void residual_layernorm_kernel(float *out, float *sum, float *
 	layernorm_warp(out + o, mean + r, rstd + r, x, w, b, C, eps, s);
 }
 
-void cuda_residual_layernorm_forward(float *out, float *sum, float *mean, float *rstd,
-				     const float *res, const float *bias, const float *w,
-				     const float *b, int N, int C, float eps, float p, uint64_t seed)
+void cuda_residual_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
+				     float *rstd, const float *res, const float *bias,
+				     const float *w, const float *b, int N, int C, float eps, float p,
+				     uint64_t seed)
 {
+	(void)low;
 	if (N <= 0 || C <= 0)
 		return;
 	uint32_t threshold = p > 0.0f ? dropout_threshold(p) : 0, key = dropout_key(seed);
@@ -555,10 +557,14 @@ static __global__ void bias_gelu_kernel(float *out, float *pre, const float *__r
 	}
 }
 
-void cuda_bias_gelu_forward(float *out, float *pre, const float *bias, int N, int F)
+void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre_acts, const float *bias,
+			    int N, int F)
 {
+	float *pre = (float *)pre_acts;
 	if (N <= 0 || F <= 0)
 		return;
+	if (!out)
+		out = (float *)low;
 	bias_gelu_kernel<<<grid_rows(F, N), THREADS, 0, cuda_stream()>>>(out, pre, bias, N, F);
 	CUDA_LAUNCHED();
 }
@@ -574,8 +580,9 @@ static __global__ void gelu_backward_kernel(float *dpre, const float *dout, cons
 	}
 }
 
-void cuda_gelu_backward(float *dpre, const float *dout, const float *pre, int N, int F)
+void cuda_gelu_backward(float *dpre, const float *dout, const struct act *pre_acts, int N, int F)
 {
+	const float *pre = (const float *)pre_acts;
 	size_t n = N > 0 && F > 0 ? (size_t)N * F : 0;
 	if (!n)
 		return;

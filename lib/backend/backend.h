@@ -4,17 +4,27 @@
  * the CUDA kernels of kernels/ another. Every op means what cpu_ops.h says of
  * the CPU function of the same name; each backward ADDS into parameter
  * gradients. Host code touches the backend's memory only through upload and
- * download, so a backend whose memory is the host's (host set) needs neither. */
+ * download, so a backend whose memory is the host's (host set) needs neither.
+ *
+ * The backend owns the type of what its matrix products read: the layers'
+ * activations that feed them, and the weights' copies they multiply by, are
+ * struct act, act_size bytes an element: 4, a float, on an fp32 backend; 2,
+ * a bf16, on the CPU's bf16 one. Parameters, their gradients, optimizer
+ * state, the residual stream, normalisation statistics, logits and
+ * activation gradients stay fp32. */
 #ifndef TS_BACKEND_H
 #define TS_BACKEND_H
 #include <stddef.h>
 #include <stdint.h>
 
+/* An element of the backend's own type; opaque to the graph. */
+struct act;
+
 /* Multi-head self-attention over a batch of sequences of any lengths
  * (cpu_ops.h: attention_forward). */
 struct attention {
 	int B, T, C, H;            /* T: the longest sequence */
-	const float *q, *k, *v;
+	const struct act *q, *k, *v;
 	int ldq, ldkv;             /* row strides of q and of k, v */
 	const int32_t *kv_start;   /* B+1 offsets of each sequence's rows in k and v */
 	const int32_t *q_start;    /* B+1 offsets into the rows of q; NULL: kv_start */
@@ -41,6 +51,7 @@ struct lamb_coef {
 struct backend {
 	const char *name;          /* "cpu", "cuda:0" */
 	int host;                  /* its memory is the host's */
+	size_t act_size;           /* bytes of a struct act */
 	/* floats its attention forward keeps for the backward per query row
 	 * and head, in state (rows of q x H x this), and the bytes of scratch its
 	 * attention takes for B sequences of H heads up to T long, shared by
@@ -61,12 +72,19 @@ struct backend {
 	 * 0 when unknown */
 	double (*memory)(void);
 
-	/* the BERT graph */
-	void (*linear_forward)(float *out, const float *in, const float *w, const float *bias,
-			       int N, int Cin, int Cout);
+	/* x[n] as acts: x itself where an act is a float, else x rounded into
+	 * space[n] */
+	const struct act *(*as_act)(struct act *space, const float *x, size_t n);
+
+	/* the BERT graph: w the weight's act copy */
+	void (*linear_forward)(float *out, const struct act *in, const struct act *w,
+			       const float *bias, int N, int Cin, int Cout);
+	/* the same with its output in acts */
+	void (*linear_forward_act)(struct act *out, const struct act *in, const struct act *w,
+				   const float *bias, int N, int Cin, int Cout);
 	void (*linear_backward)(float *din, float *dw, float *dbias, const float *dout,
-				const float *in, const float *w, int N, int Cin, int Cout,
-				int accumulate);
+				const struct act *in, const struct act *w, int N, int Cin,
+				int Cout, int accumulate);
 	void (*embedding_forward)(float *out, const int32_t *ids, const int32_t *types,
 				  const int32_t *positions, const float *word, const float *pos,
 				  const float *type, int N, int C);
@@ -75,18 +93,22 @@ struct backend {
 				   const int32_t *positions, int N, int C, int pad_id);
 	void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *in,
 				  const float *w, const float *b, int N, int C, float eps);
-	void (*residual_layernorm_forward)(float *out, float *sum, float *mean, float *rstd,
-					   const float *res, const float *bias, const float *w,
-					   const float *b, int N, int C, float eps, float p,
-					   uint64_t seed);
+	/* low: out in acts too (out itself where an act is a float) */
+	void (*residual_layernorm_forward)(float *out, struct act *low, float *sum, float *mean,
+					   float *rstd, const float *res, const float *bias,
+					   const float *w, const float *b, int N, int C, float eps,
+					   float p, uint64_t seed);
 	void (*layernorm_backward)(float *din, float *dw, float *db, const float *dout,
 				   const float *in, const float *mean, const float *rstd,
 				   const float *w, int N, int C);
-	void (*bias_gelu_forward)(float *out, float *pre, const float *bias, int N, int F);
-	void (*gelu_backward)(float *dpre, const float *dout, const float *pre, int N, int F);
+	/* pre, in acts, gets its bias added (kept for the backward); its GELU
+	 * goes into out, or into low in acts: one of them NULL */
+	void (*bias_gelu_forward)(float *out, struct act *low, struct act *pre, const float *bias,
+				  int N, int F);
+	void (*gelu_backward)(float *dpre, const float *dout, const struct act *pre, int N, int F);
 	void (*tanh_forward)(float *out, const float *in, size_t n);
 	void (*tanh_backward)(float *din, const float *dout, const float *out, size_t n);
-	void (*attention_forward)(float *ctx, float *state, const struct attention *a);
+	void (*attention_forward)(struct act *ctx, float *state, const struct attention *a);
 	void (*attention_backward)(float *dq, float *dk, float *dv, const float *dctx,
 				   const float *state, const struct attention *a);
 	double (*crossentropy_forward)(float *lse, const float *logits, const int32_t *labels,
@@ -130,6 +152,18 @@ struct backend {
 	void (*lamb_apply)(float *p, const float *m, const float *v, size_t n,
 			   const struct lamb_coef *c, float step);
 };
+
+/* x as acts where an act is a float: an fp32 backend's, or a test's. */
+static inline const struct act *float_acts(const float *x)
+{
+	return (const struct act *)x;
+}
+
+/* The act i elements past p, for be. */
+static inline struct act *act_at(const struct backend *be, const struct act *p, size_t i)
+{
+	return (struct act *)((const char *)p + i * be->act_size);
+}
 
 /* Fills p_start[B+1] for struct attention from kv_start and q_start (NULL:
  * kv_start): sequence b has H * nq * n probabilities. Returns the total. */

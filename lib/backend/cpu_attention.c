@@ -28,14 +28,16 @@ struct heads {
 	sgemm_fn gemm;
 	softmax_row_fn softmax;
 	softmax_backward_fn softmax_backward;
+	int bf16;                  /* q, k, v and ctx are bf16, else floats */
 };
 
-static struct heads heads_of(const struct attention *a, const uint8_t *mask, sgemm_fn gemm,
-			     softmax_row_fn softmax, softmax_backward_fn softmax_backward)
+static struct heads heads_of(const struct attention *a, const uint8_t *mask,
+			     const struct attention_kernels *kn)
 {
 	int d = a->C / a->H;
 	struct heads s = { a, mask, d, 1.0f / sqrtf((float)d), dropout_threshold(a->p),
-			   dropout_key(a->seed), 1.0f / (1.0f - a->p), gemm, softmax, softmax_backward };
+			   dropout_key(a->seed), 1.0f / (1.0f - a->p), kn->gemm, kn->softmax,
+			   kn->softmax_backward, kn->bf16 };
 	return s;
 }
 
@@ -171,6 +173,34 @@ static size_t largest_block(const struct attention *a)
 	return most;
 }
 
+/* A thread's scratch: a head's probabilities, in the backward their
+ * gradient, with dropout their dropped copy; a head's rows of output; and
+ * where acts are bf16, its queries, keys and values widened to floats. */
+struct head_scratch {
+	float *pr, *dp, *dropped, *out, *wide;
+};
+
+/* The floats of one thread's scratch, and its pieces at base. */
+static size_t scratch_floats(const struct heads *s, int backward, size_t block)
+{
+	size_t rows = (size_t)s->a->T * s->d;
+	return block * (size_t)(1 + backward + (s->threshold != 0)) + rows * (s->bf16 ? 4 : 1);
+}
+
+static struct head_scratch carve_scratch(float *base, const struct heads *s, int backward,
+					 size_t block)
+{
+	struct head_scratch w = { .pr = base };
+	base += block;
+	if (backward)
+		w.dp = base, base += block;
+	if (s->threshold)
+		w.dropped = base, base += block;
+	w.out = base;
+	w.wide = s->bf16 ? base + (size_t)s->a->T * s->d : NULL;
+	return w;
+}
+
 /* Asks for rows x width floats at x (rows ld apart) to come into the cache. */
 static void prefetch_rows(const float *x, int ld, int rows, int width)
 {
@@ -179,61 +209,113 @@ static void prefetch_rows(const float *x, int ld, int rows, int width)
 			__builtin_prefetch(x + (size_t)i * ld + j);
 }
 
-/* The head's probabilities in work (nq rows of len), before dropout: the
- * forward's and, worked out again, the backward's. */
-static void head_probs(float *work, const struct heads *s, const struct head_task *t)
+/* A head's queries, keys and values as floats, rows ldq and ldkv apart. */
+struct head_in {
+	const float *q, *k, *v;
+	int ldq, ldkv;
+};
+
+/* rows x d bf16s of src (rows ld apart) as floats, packed, into dst. */
+static void widen_rows(float *dst, const struct act *src, size_t at, int ld, int rows, int d)
+{
+	const uint16_t *x = (const uint16_t *)src + at;
+	for (int i = 0; i < rows; i++)
+		for (int c = 0; c < d; c++)
+			dst[(size_t)i * d + c] = from_bf16(x[(size_t)i * ld + c]);
+}
+
+/* The head's rows in place where acts are floats, else widened into wide:
+ * its queries, and the keys and values that take part. The next head's
+ * are asked for meanwhile. */
+static struct head_in head_in(const struct heads *s, const struct head_task *t, float *wide)
 {
 	const struct attention *a = s->a;
-	int len = t->len, d = s->d;
-	const float *q = a->q + (size_t)t->q0 * a->ldq + t->h * d;
-	const float *k = a->k + (size_t)t->k0 * a->ldkv + t->h * d;
-	s->gemm('N', 'T', t->nq, t->n, d, s->scale, q, a->ldq, k, a->ldkv, 0.0f, work, len);
+	int d = s->d;
+	size_t q = (size_t)t->q0 * a->ldq + t->h * d, kv = (size_t)t->k0 * a->ldkv + t->h * d;
+	if (!s->bf16) {
+		struct head_in in = { (const float *)a->q + q, (const float *)a->k + kv,
+				      (const float *)a->v + kv, a->ldq, a->ldkv };
+		if (t->h + 1 < a->H) {
+			prefetch_rows(in.q + d, a->ldq, t->nq, d);
+			prefetch_rows(in.k + d, a->ldkv, t->n, d);
+			prefetch_rows(in.v + d, a->ldkv, t->n, d);
+		}
+		return in;
+	}
+	size_t most = (size_t)a->T * d;
+	float *wq = wide, *wk = wq + most, *wv = wk + most;
+	widen_rows(wq, a->q, q, a->ldq, t->nq, d);
+	widen_rows(wk, a->k, kv, a->ldkv, t->n, d);
+	widen_rows(wv, a->v, kv, a->ldkv, t->n, d);
+	return (struct head_in){ wq, wk, wv, d, d };
+}
+
+/* The head's probabilities in work (nq rows of len), before dropout: the
+ * forward's and, worked out again, the backward's. */
+static void head_probs(float *work, const struct heads *s, const struct head_task *t,
+		       const struct head_in *in)
+{
+	int len = t->len;
+	s->gemm('N', 'T', t->nq, t->n, s->d, s->scale, in->q, in->ldq, in->k, in->ldkv, 0.0f, work,
+		len);
 	for (int i = 0; i < t->nq; i++)
 		s->softmax(work + (size_t)i * len, s->mask + t->k0, t->n, len);
 }
 
-/* The next head's queries, keys and values are asked for while this one's
- * probabilities are worked out in work. */
-static void head_forward(float *ctx, float *work, float *dropped, const struct heads *s, int bh)
+/* The head's context: the probabilities (dropped) times its values, into
+ * ctx, or where acts are bf16 into out and rounded into ctx. */
+static void head_context(struct act *ctx, const float *pv, float *out, const struct heads *s,
+			 const struct head_task *t, const struct head_in *in)
 {
 	const struct attention *a = s->a;
-	struct head_task t = head_task(s, bh);
-	int len = t.len, d = s->d;
-	if (!t.nq)
+	int d = s->d;
+	size_t at = (size_t)t->q0 * a->C + t->h * d;
+	if (!s->bf16) {
+		s->gemm('N', 'N', t->nq, d, t->n, 1.0f, pv, t->len, in->v, in->ldkv, 0.0f,
+			(float *)ctx + at, a->C);
 		return;
-	const float *v = a->v + (size_t)t.k0 * a->ldkv + t.h * d;
-	if (t.h + 1 < a->H) {
-		prefetch_rows(a->q + (size_t)t.q0 * a->ldq + t.h * d + d, a->ldq, t.nq, d);
-		prefetch_rows(a->k + (size_t)t.k0 * a->ldkv + t.h * d + d, a->ldkv, t.n, d);
-		prefetch_rows(v + d, a->ldkv, t.n, d);
 	}
-	head_probs(work, s, &t);
-	const float *pv = work;
-	if (s->threshold) {
-		for (int i = 0; i < t.nq; i++)
-			dropout_row(dropped + (size_t)i * len, work + (size_t)i * len, t.n, s,
-				    (uint32_t)(t.probs + (size_t)i * len));
-		pv = dropped;
-	}
-	s->gemm('N', 'N', t.nq, d, t.n, 1.0f, pv, len, v, a->ldkv, 0.0f,
-		ctx + (size_t)t.q0 * a->C + t.h * d, a->C);
+	s->gemm('N', 'N', t->nq, d, t->n, 1.0f, pv, t->len, in->v, in->ldkv, 0.0f, out, d);
+	uint16_t *c = (uint16_t *)ctx + at;
+	for (int i = 0; i < t->nq; i++)
+		for (int j = 0; j < d; j++)
+			c[(size_t)i * a->C + j] = to_bf16(out[(size_t)i * d + j]);
 }
 
-void attention_forward_with(float *ctx, const struct attention *a, sgemm_fn gemm,
-			    softmax_row_fn softmax)
+static void head_forward(struct act *ctx, const struct head_scratch *w, const struct heads *s,
+			 int bh)
+{
+	struct head_task t = head_task(s, bh);
+	int len = t.len;
+	if (!t.nq)
+		return;
+	struct head_in in = head_in(s, &t, w->wide);
+	head_probs(w->pr, s, &t, &in);
+	const float *pv = w->pr;
+	if (s->threshold) {
+		for (int i = 0; i < t.nq; i++)
+			dropout_row(w->dropped + (size_t)i * len, w->pr + (size_t)i * len, t.n, s,
+				    (uint32_t)(t.probs + (size_t)i * len));
+		pv = w->dropped;
+	}
+	head_context(ctx, pv, w->out, s, &t, &in);
+}
+
+void attention_forward_with(struct act *ctx, const struct attention *a,
+			    const struct attention_kernels *kn)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, softmax, NULL);
-	size_t block = largest_block(a), per_thread = s.threshold ? 2 * block : block;
+	struct heads s = heads_of(a, ones ? ones : a->mask, kn);
+	size_t block = largest_block(a), per_thread = scratch_floats(&s, 0, block);
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
-		float *work = scratch + (size_t)omp_get_thread_num() * per_thread;
-		float *dropped = s.threshold ? work + block : NULL;
+		struct head_scratch w = carve_scratch(scratch + (size_t)omp_get_thread_num() * per_thread,
+						      &s, 0, block);
 #pragma omp for schedule(dynamic)
 		for (int b = 0; b < a->B; b++)
 			for (int h = 0; h < a->H; h++)
-				head_forward(ctx, work, dropped, &s, b * a->H + h);
+				head_forward(ctx, &w, &s, b * a->H + h);
 	}
 	free(scratch);
 	free(ones);
@@ -252,11 +334,6 @@ static void stream_rows(float *dst, int ld, const float *src, int rows, int widt
 		copy_streaming(dst + (size_t)i * ld, src + (size_t)i * width, width);
 }
 
-/* The thread's scratch of head_backward. */
-struct head_scratch {
-	float *pr, *dp, *dropped, *out;
-};
-
 /* The probabilities are worked out again in pr, the gradients of q, k and
  * v made in out and streamed to their places. */
 static void head_backward(float *dq, float *dk, float *dv, const struct head_scratch *w,
@@ -273,14 +350,15 @@ static void head_backward(float *dq, float *dk, float *dv, const struct head_scr
 		zero_rows(dv, 0, len, a->ldkv, d);
 		return;
 	}
-	const float *q = a->q + (size_t)t.q0 * a->ldq + t.h * d, *k = a->k + kv, *v = a->v + kv;
+	struct head_in in = head_in(s, &t, w->wide);
+	const float *q = in.q, *k = in.k, *v = in.v;
 	const float *dc = dctx + (size_t)t.q0 * a->C + t.h * d, *pr = w->pr;
 	float *dp = w->dp, *dropped = w->dropped, *out = w->out;
 	dq += (size_t)t.q0 * a->ldq + t.h * d;
-	head_probs(w->pr, s, &t);
+	head_probs(w->pr, s, &t, &in);
 
 	/* d(dropped probs) = dctx V^T */
-	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, dc, a->C, v, a->ldkv, 0.0f, dp, len);
+	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, dc, a->C, v, in.ldkv, 0.0f, dp, len);
 	for (int i = 0; i < t.nq; i++) {
 		float *dpi = dp + (size_t)i * len;
 		const float *p = pr + (size_t)i * len;
@@ -297,9 +375,9 @@ static void head_backward(float *dq, float *dk, float *dv, const struct head_scr
 	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
 	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, pv, len, dc, a->C, 0.0f, out, d);
 	stream_rows(dv, a->ldkv, out, t.n, d);
-	s->gemm('N', 'N', t.nq, d, t.n, s->scale, dp, len, k, a->ldkv, 0.0f, out, d);
+	s->gemm('N', 'N', t.nq, d, t.n, s->scale, dp, len, k, in.ldkv, 0.0f, out, d);
 	stream_rows(dq, a->ldq, out, t.nq, d);
-	s->gemm('T', 'N', t.n, d, t.nq, s->scale, dp, len, q, a->ldq, 0.0f, out, d);
+	s->gemm('T', 'N', t.n, d, t.nq, s->scale, dp, len, q, in.ldq, 0.0f, out, d);
 	stream_rows(dk, a->ldkv, out, t.n, d);
 	stream_fence();
 	zero_rows(dv, t.n, len, a->ldkv, d);
@@ -307,21 +385,16 @@ static void head_backward(float *dq, float *dk, float *dv, const struct head_scr
 }
 
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
-			     const struct attention *a, sgemm_fn gemm, softmax_row_fn softmax,
-			     softmax_backward_fn softmax_backward)
+			     const struct attention *a, const struct attention_kernels *kn)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
-	struct heads s = heads_of(a, ones ? ones : a->mask, gemm, softmax, softmax_backward);
-	size_t block = largest_block(a), rows = (size_t)a->T * (size_t)s.d;
-	size_t per_thread = (s.threshold ? 3 * block : 2 * block) + rows;
+	struct heads s = heads_of(a, ones ? ones : a->mask, kn);
+	size_t block = largest_block(a), per_thread = scratch_floats(&s, 1, block);
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
-		struct head_scratch w;
-		w.pr = scratch + (size_t)omp_get_thread_num() * per_thread;
-		w.dp = w.pr + block;
-		w.dropped = s.threshold ? w.dp + block : NULL;
-		w.out = w.pr + per_thread - rows;
+		struct head_scratch w = carve_scratch(scratch + (size_t)omp_get_thread_num() * per_thread,
+						      &s, 1, block);
 #pragma omp for schedule(dynamic)
 		for (int b = 0; b < a->B; b++)
 			for (int h = 0; h < a->H; h++)
@@ -331,16 +404,19 @@ void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
 	free(ones);
 }
 
+/* OpenBLAS and the softmax with fp32's bits, over floats. */
+static const struct attention_kernels fp32 = { openblas_sgemm, masked_softmax_row,
+					       softmax_backward_row, 0 };
+
 void attention_forward(float *ctx, float *state, const struct attention *a)
 {
 	(void)state;
-	attention_forward_with(ctx, a, openblas_sgemm, masked_softmax_row);
+	attention_forward_with((struct act *)ctx, a, &fp32);
 }
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx, const float *state,
 			const struct attention *a)
 {
 	(void)state;
-	attention_backward_with(dq, dk, dv, dctx, a, openblas_sgemm, masked_softmax_row,
-				softmax_backward_row);
+	attention_backward_with(dq, dk, dv, dctx, a, &fp32);
 }

@@ -32,6 +32,13 @@ BF16 static inline void store16(float *p, __mmask16 m, __m512 v)
 		_mm512_mask_storeu_ps(p, m, v);
 }
 
+/* The lanes m of 16 bf16s at p as floats, the others zero. */
+BF16 static inline __m512 load16_bf16(const uint16_t *p, __mmask16 m)
+{
+	__m256i h = _mm256_maskz_loadu_epi16(m, p);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 /* The lanes m of v to p in bf16, rounded to nearest even. */
 BF16 static inline void store16_bf16(uint16_t *p, __mmask16 m, __m512 v)
 {

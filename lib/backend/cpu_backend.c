@@ -1,5 +1,6 @@
 /* The CPU backend in fp32: host memory (cpu_mem.c) and the ops of
- * cpu_ops.h; cpu_bf16.c makes its bf16 variant from this table. */
+ * cpu_ops.h, whose acts are floats; cpu_bf16.c makes its bf16 variant from
+ * this table. */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "util/err.h"
@@ -30,6 +31,62 @@ static double no_shared_scratch(int B, int T, int H)
 	return 0;
 }
 
+/* The ops that read or write acts, over cpu_ops.h's on floats. */
+static const float *floats(const struct act *x)
+{
+	return (const float *)x;
+}
+
+static const struct act *same_floats(struct act *space, const float *x, size_t n)
+{
+	(void)space, (void)n;
+	return float_acts(x);
+}
+
+static void linear_fwd(float *out, const struct act *in, const struct act *w, const float *bias,
+		       int N, int Cin, int Cout)
+{
+	linear_forward(out, floats(in), floats(w), bias, N, Cin, Cout);
+}
+
+static void linear_fwd_act(struct act *out, const struct act *in, const struct act *w,
+			   const float *bias, int N, int Cin, int Cout)
+{
+	linear_forward((float *)out, floats(in), floats(w), bias, N, Cin, Cout);
+}
+
+static void linear_bwd(float *din, float *dw, float *dbias, const float *dout,
+		       const struct act *in, const struct act *w, int N, int Cin, int Cout,
+		       int accumulate)
+{
+	linear_backward(din, dw, dbias, dout, floats(in), floats(w), N, Cin, Cout, accumulate);
+}
+
+/* low is out itself */
+static void residual_ln(float *out, struct act *low, float *sum, float *mean, float *rstd,
+			const float *res, const float *bias, const float *w, const float *b, int N,
+			int C, float eps, float p, uint64_t seed)
+{
+	(void)low;
+	residual_layernorm_forward(out, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
+}
+
+static void bias_gelu(float *out, struct act *low, struct act *pre, const float *bias, int N,
+		      int F)
+{
+	bias_gelu_forward(out ? out : (float *)low, (float *)pre, bias, N, F);
+}
+
+static void gelu_bwd(float *dpre, const float *dout, const struct act *pre, int N, int F)
+{
+	gelu_backward(dpre, dout, floats(pre), N, F);
+}
+
+static void attention_fwd(struct act *ctx, float *state, const struct attention *a)
+{
+	attention_forward((float *)ctx, state, a);
+}
+
 static const struct backend cpu = {
 	.name = "cpu",
 	.host = 1,
@@ -39,19 +96,22 @@ static const struct backend cpu = {
 	.download = copy,
 	.zero = zero,
 	.memory = physical_memory,
+	.act_size = sizeof(float),
 	.attention_scratch = no_shared_scratch,
-	.linear_forward = linear_forward,
-	.linear_backward = linear_backward,
+	.as_act = same_floats,
+	.linear_forward = linear_fwd,
+	.linear_forward_act = linear_fwd_act,
+	.linear_backward = linear_bwd,
 	.embedding_forward = embedding_forward,
 	.embedding_backward = embedding_backward,
 	.layernorm_forward = layernorm_forward,
-	.residual_layernorm_forward = residual_layernorm_forward,
+	.residual_layernorm_forward = residual_ln,
 	.layernorm_backward = layernorm_backward,
-	.bias_gelu_forward = bias_gelu_forward,
-	.gelu_backward = gelu_backward,
+	.bias_gelu_forward = bias_gelu,
+	.gelu_backward = gelu_bwd,
 	.tanh_forward = tanh_forward,
 	.tanh_backward = tanh_backward,
-	.attention_forward = attention_forward,
+	.attention_forward = attention_fwd,
 	.attention_backward = attention_backward,
 	.crossentropy_forward = crossentropy_forward,
 	.crossentropy_backward = crossentropy_backward,

@@ -1,14 +1,16 @@
-/* bf16 matrix work on the CPU (ts-train --precision bf16): the linear layers'
- * GEMMs run on oneDNN's matmul with bf16 inputs, fp32 accumulation and fp32
- * outputs, on processors with AVX512-BF16 or AMX-BF16, and the attention's
- * products on cpu_attention_bf16.c's kernels. Each GEMM takes its inputs
- * rounded to bf16 (nearest even): a layer's input once in the forward,
- * kept for its weight gradient; the residual LayerNorm's and GELU's
- * outputs, and GELU's gradient, by those ops themselves (the handoff
- * below), which run on cpu_rows_bf16.c's kernels, as the LayerNorm
- * backward does. Weights, gradients, optimizer state and every other op
- * stay fp32. oneDNN shares OpenMP's threads with the rest of the CPU
- * backend. */
+/* bf16 matrix work on the CPU (ts-train --precision bf16): its acts
+ * (backend.h) are bf16. The linear layers' GEMMs run on oneDNN's matmul with
+ * bf16 inputs, fp32 accumulation and fp32 (or bf16) outputs, on processors
+ * with AVX512-BF16 or AMX-BF16, and the attention's products on
+ * cpu_attention_bf16.c's kernels. The activations that feed a product are
+ * kept in bf16 only (the QKV product, the attention's context, GELU's
+ * output) or beside their fp32 (the LayerNorms' outputs, the residual
+ * stream), each made by the op that computes it, rounded to nearest even;
+ * the weights' bf16 copies by as_act, once a forward; a product's output
+ * gradient, with its column sums, by the linear backward. The residual
+ * LayerNorm, GELU and their backwards run on cpu_rows_bf16.c's kernels.
+ * Weights, gradients, optimizer state and every other op stay fp32. oneDNN
+ * shares OpenMP's threads with the rest of the CPU backend. */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "util/err.h"
@@ -22,63 +24,10 @@ int bf16_available(const char **why)
 	return 0;
 }
 
-void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
-			 int N, int Cin, int Cout)
+const struct backend *backend_cpu_bf16(const char **why)
 {
-	(void)out, (void)in, (void)w, (void)bias, (void)N, (void)Cin, (void)Cout;
-	die("bf16 GEMMs without oneDNN");
-}
-
-void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
-			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate)
-{
-	(void)din, (void)dw, (void)dbias, (void)dout, (void)in, (void)w, (void)N, (void)Cin,
-		(void)Cout, (void)accumulate;
-	die("bf16 GEMMs without oneDNN");
-}
-
-void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F)
-{
-	(void)out, (void)pre, (void)bias, (void)N, (void)F;
-	die("bf16 GEMMs without oneDNN");
-}
-
-void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F)
-{
-	(void)dpre, (void)dout, (void)pre, (void)N, (void)F;
-	die("bf16 GEMMs without oneDNN");
-}
-
-void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float *rstd,
-				     const float *res, const float *bias, const float *w,
-				     const float *b, int N, int C, float eps, float p,
-				     uint64_t seed)
-{
-	(void)out, (void)sum, (void)mean, (void)rstd, (void)res, (void)bias, (void)w, (void)b,
-		(void)N, (void)C, (void)eps, (void)p, (void)seed;
-	die("bf16 GEMMs without oneDNN");
-}
-
-void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
-			     const float *in, const float *mean, const float *rstd,
-			     const float *w, int N, int C)
-{
-	(void)din, (void)dw, (void)db, (void)dout, (void)in, (void)mean, (void)rstd, (void)w,
-		(void)N, (void)C;
-	die("bf16 GEMMs without oneDNN");
-}
-
-void attention_forward_bf16(float *ctx, float *state, const struct attention *a)
-{
-	(void)ctx, (void)state, (void)a;
-	die("bf16 GEMMs without oneDNN");
-}
-
-void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *state, const struct attention *a)
-{
-	(void)dq, (void)dk, (void)dv, (void)dctx, (void)state, (void)a;
-	die("bf16 GEMMs without oneDNN");
+	bf16_available(why);
+	return NULL;
 }
 #else
 #include "backend/cpu_simd.h"
@@ -110,6 +59,7 @@ enum gemm_kind { FWD, DATA, WGT };
 struct gemm {
 	enum gemm_kind kind;
 	int Cin, Cout, flag;       /* flag: FWD a bias, DATA accumulate */
+	int low;                   /* FWD: its output in bf16 */
 	dnnl_primitive_t p;
 };
 
@@ -137,7 +87,7 @@ static void gemm_descs(const struct gemm *g, int64_t n, dnnl_memory_desc_t d[3])
 	case FWD:
 		d[0] = matrix(n, g->Cin, dnnl_bf16, 0);
 		d[1] = matrix(g->Cout, g->Cin, dnnl_bf16, 1);
-		d[2] = matrix(n, g->Cout, dnnl_f32, 0);
+		d[2] = matrix(n, g->Cout, g->low ? dnnl_bf16 : dnnl_f32, 0);
 		break;
 	case DATA:
 		d[0] = matrix(n, g->Cout, dnnl_bf16, 0);
@@ -177,7 +127,7 @@ static void gemm_create(struct gemm *g)
 	dnnl_primitive_attr_destroy(attr);
 }
 
-static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag)
+static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, int low)
 {
 	if (!engine) {
 		check(dnnl_engine_create(&engine, dnnl_cpu, 0), "the CPU engine");
@@ -185,12 +135,12 @@ static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag)
 	}
 	for (int i = 0; i < ngemms; i++)
 		if (gemms[i].kind == kind && gemms[i].Cin == Cin && gemms[i].Cout == Cout &&
-		    gemms[i].flag == flag)
+		    gemms[i].flag == flag && gemms[i].low == low)
 			return &gemms[i];
 	if (ngemms == MAX_GEMMS)
 		die("bf16: more than %d linear shapes", MAX_GEMMS);
 	struct gemm *g = &gemms[ngemms++];
-	*g = (struct gemm){ kind, Cin, Cout, flag, NULL };
+	*g = (struct gemm){ kind, Cin, Cout, flag, low, NULL };
 	gemm_create(g);
 	return g;
 }
@@ -202,9 +152,9 @@ static dnnl_memory_t wrap(const dnnl_memory_desc_t *d, const void *p)
 	return m;
 }
 
-/* Runs g over n rows: a, b the bf16 operands, c the fp32 result. */
-static void gemm_run(const struct gemm *g, int64_t n, const uint16_t *a, const uint16_t *b,
-		     float *c, const float *bias)
+/* Runs g over n rows: a, b the bf16 operands, c the result. */
+static void gemm_run(const struct gemm *g, int64_t n, const void *a, const void *b, void *c,
+		     const float *bias)
 {
 	dnnl_memory_desc_t d[3];
 	gemm_descs(g, n, d);
@@ -231,10 +181,6 @@ HOT_ELEMENTWISE static void to_bf16_span(uint16_t *dst, const float *src, size_t
 		dst[i] = to_bf16(src[i]);
 }
 
-/* Scratch for the bf16 copies: slot 0 and 1 the GEMM's operands. */
-static uint16_t *scratch[2];
-static size_t scratch_n[2];
-
 /* dst[n] = src[n] in bf16. */
 static void round_into(uint16_t *dst, const float *src, size_t n)
 {
@@ -247,12 +193,10 @@ static void round_into(uint16_t *dst, const float *src, size_t n)
 	}
 }
 
-/* src[n] in bf16 in scratch slot. */
-static const uint16_t *bf16_copy(int slot, const float *src, size_t n)
+static const struct act *as_act_bf16(struct act *space, const float *x, size_t n)
 {
-	cpu_grow(&scratch[slot], &scratch_n[slot], n, sizeof **scratch);
-	round_into(scratch[slot], src, n);
-	return scratch[slot];
+	round_into((uint16_t *)space, x, n);
+	return space;
 }
 
 /* Runs row(ctx, r, sum) over rows 0..N, each adding its C values into sum,
@@ -279,11 +223,10 @@ static void rows_with_colsums(float *acc, int N, int C,
 			acc[c] += part[s * C + c];
 }
 
-/* A row-wise op's operands, for rows_with_colsums. */
+/* A row-wise rounding's operands, for rows_with_colsums. */
 struct rows {
 	uint16_t *copy;
-	float *out;
-	const float *in, *pre;
+	const float *in;
 	int C;
 };
 
@@ -303,96 +246,29 @@ static void copy_sum_row(const void *ctx, size_t r, float *sum)
 	to_bf16_sum_row(x->copy + o, sum, x->in + o, x->C);
 }
 
-/* dout[N,Cout] in bf16 in scratch slot 0, and its column sums added to
- * dbias, in one pass over dout. */
-static const uint16_t *bf16_copy_colsum(float *dbias, const float *dout, int N, int Cout)
+/* A linear backward's dout[N,Cout] in bf16, and its column sums added to
+ * dbias (when not NULL) in the same pass: grown, never shrunk. */
+static const uint16_t *dout_bf16(float *dbias, const float *dout, int N, int Cout)
 {
-	cpu_grow(&scratch[0], &scratch_n[0], (size_t)N * Cout, sizeof **scratch);
-	struct rows x = { .copy = scratch[0], .in = dout, .C = Cout };
-	rows_with_colsums(dbias, N, Cout, copy_sum_row, &x);
-	return scratch[0];
-}
-
-/* A bf16 copy of an op's fp32 output made by the op itself, handed to the
- * linear op that comes next: the residual LayerNorm's output, the input of
- * the FFN or of the next layer's QKV; GELU's output, the input of the FFN's
- * second layer; and GELU's backward, the dout of its first, with its column
- * sums (the bias gradient). The next linear op takes it when its input (or
- * dout) is that output and drops it either way, so an output must reach
- * that op unchanged, as it does in the model's graph. */
-static struct {
-	const float *src;          /* NULL: none */
-	size_t n;
-	uint16_t *copy;
-	float *sums;               /* the column sums of its rows of sum_cols */
-	size_t sums_cap;
-	int sum_cols;              /* 0: none */
-} handoff;
-
-/* Each output's copies are made in space of its own, kept until its op
- * runs again, for the linear op that takes a copy keeps it for its
- * backward by reference: each buffer is touched once and stays put (when
- * buffers of two sizes traded places instead, each step until they had all
- * grown faulted fresh pages in, which cost the first steps 10 to 35 ms). */
-struct site {
-	const float *out;
-	uint16_t *copy;
-	size_t cap;
-};
-
-enum { MAX_SITES = 512 };
-static struct site sites[MAX_SITES];
-static int nsites;
-
-static void forget_kept(const uint16_t *copy);
-
-/* Space for out's copy of n values; NULL when the table is full. */
-static uint16_t *site_copy(const float *out, size_t n)
-{
-	int i = 0;
-	while (i < nsites && sites[i].out != out)
-		i++;
-	if (i == MAX_SITES)
-		return NULL;
-	if (i == nsites)
-		sites[nsites++] = (struct site){ .out = out };
-	if (n > sites[i].cap)
-		forget_kept(sites[i].copy);   /* the space moves */
-	cpu_grow(&sites[i].copy, &sites[i].cap, n, sizeof *sites[i].copy);
-	return sites[i].copy;
-}
-
-/* The handoff's copy of src[n] (with the sums of sum_cols columns, or
- * none), or NULL; the handoff is dropped either way. */
-static uint16_t *take_handoff(const float *src, size_t n, int sum_cols)
-{
-	const float *from = handoff.src;
-	handoff.src = NULL;
-	return from == src && handoff.n == n && handoff.sum_cols == sum_cols ? handoff.copy : NULL;
-}
-
-/* Space for a handoff of src[n], from now on; when the sites are full,
- * space whose copy goes to no one. */
-static uint16_t *hand_off(const float *src, size_t n, int sum_cols)
-{
-	static uint16_t *spill;
-	static size_t spill_cap;
-	handoff.copy = site_copy(src, n);
-	if (!handoff.copy) {
-		cpu_grow(&spill, &spill_cap, n, sizeof *spill);
-		handoff.src = NULL;
-		return spill;
+	static uint16_t *copy;
+	static size_t cap;
+	size_t n = (size_t)N * Cout;
+	cpu_grow(&copy, &cap, n, sizeof *copy);
+	if (!dbias) {
+		round_into(copy, dout, n);
+		return copy;
 	}
-	handoff.src = src, handoff.n = n, handoff.sum_cols = sum_cols;
-	return handoff.copy;
+	struct rows x = { copy, dout, Cout };
+	rows_with_colsums(dbias, N, Cout, copy_sum_row, &x);
+	return copy;
 }
 
-void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float *rstd,
-				     const float *res, const float *bias, const float *w,
-				     const float *b, int N, int C, float eps, float p,
-				     uint64_t seed)
+static void residual_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
+					    float *rstd, const float *res, const float *bias,
+					    const float *w, const float *b, int N, int C, float eps,
+					    float p, uint64_t seed)
 {
-	uint16_t *copy = hand_off(out, (size_t)N * C, 0);
+	uint16_t *copy = (uint16_t *)low;
 	uint32_t threshold = dropout_threshold(p), key = dropout_key(seed);
 	float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static)
@@ -403,29 +279,25 @@ void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float 
 	}
 }
 
-void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F)
+static void bias_gelu_forward_bf16(float *out, struct act *low, struct act *pre,
+				   const float *bias, int N, int F)
 {
-	uint16_t *copy = hand_off(out, (size_t)N * F, 0);
 #pragma omp parallel for schedule(static)
 	for (int r = 0; r < N; r++) {
 		size_t o = (size_t)r * F;
-		bias_gelu_row_bf16(out + o, copy + o, pre + o, bias, F);
+		bias_gelu_row_bf16(out ? out + o : NULL, out ? NULL : (uint16_t *)low + o,
+				   (uint16_t *)pre + o, bias, F);
 	}
 }
 
-static void gelu_backward_row(const void *ctx, size_t r, float *sum)
+static void gelu_backward_bf16(float *dpre, const float *dout, const struct act *pre, int N,
+			       int F)
 {
-	const struct rows *x = ctx;
-	size_t o = r * x->C;
-	gelu_backward_row_bf16(x->out + o, x->copy + o, sum, x->in + o, x->pre + o, x->C);
-}
-
-void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F)
-{
-	struct rows x = { hand_off(dpre, (size_t)N * F, F), dpre, dout, pre, F };
-	grow(&handoff.sums, &handoff.sums_cap, (size_t)F, sizeof *handoff.sums);
-	memset(handoff.sums, 0, sizeof *handoff.sums * (size_t)F);
-	rows_with_colsums(handoff.sums, N, F, gelu_backward_row, &x);
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++) {
+		size_t o = (size_t)r * F;
+		gelu_backward_row_bf16(dpre + o, dout + o, (const uint16_t *)pre + o, F);
+	}
 }
 
 /* A LayerNorm backward's operands, for rows_with_colsums. */
@@ -443,9 +315,9 @@ static void norm_backward_row(const void *ctx, size_t r, float *sums)
 				    x->rstd[r], x->w, x->C);
 }
 
-void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
-			     const float *in, const float *mean, const float *rstd,
-			     const float *w, int N, int C)
+static void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
+				    const float *in, const float *mean, const float *rstd,
+				    const float *w, int N, int C)
 {
 	static float *sums;
 	static size_t cap;
@@ -459,120 +331,57 @@ void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout
 	}
 }
 
-/* The bf16 copy of a layer's input that its forward made, kept for its
- * backward: one per weight, with the input and size it was made from; a
- * handed-off copy, or one rounded into its own space. */
-struct input_copy {
-	const float *w, *in;
-	size_t n, cap;
-	const uint16_t *copy;
-	uint16_t *own;
-};
-
-enum { MAX_INPUTS = 512 };
-static struct input_copy inputs[MAX_INPUTS];
-static int ninputs;
-
-/* w's entry, a new one for a new w; NULL when the table is full. */
-static struct input_copy *input_of(const float *w)
+static void linear_forward_bf16(float *out, const struct act *in, const struct act *w,
+				const float *bias, int N, int Cin, int Cout)
 {
-	for (int i = 0; i < ninputs; i++)
-		if (inputs[i].w == w)
-			return &inputs[i];
-	if (ninputs == MAX_INPUTS)
-		return NULL;
-	inputs[ninputs] = (struct input_copy){ .w = w };
-	return &inputs[ninputs++];
+	if (N)
+		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 0), N, in, w, out, bias);
 }
 
-/* Drops the kept copies that are copy: a backward rounds their inputs again. */
-static void forget_kept(const uint16_t *copy)
+static void linear_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
+				    const float *bias, int N, int Cin, int Cout)
 {
-	for (int i = 0; i < ninputs; i++)
-		if (inputs[i].copy == copy)
-			inputs[i].in = NULL, inputs[i].copy = NULL;
+	if (N)
+		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 1), N, in, w, out, bias);
 }
 
-/* in[n] in bf16, kept as w's input copy (in scratch slot 0 when the table
- * is full): given, when the op that made in handed it off, or rounded now. */
-static const uint16_t *keep_input(const float *w, const float *in, size_t n,
-				  const uint16_t *given)
+static void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
+				 const struct act *in, const struct act *w, int N, int Cin,
+				 int Cout, int accumulate)
 {
-	struct input_copy *c = input_of(w);
-	if (!c)
-		return given ? given : bf16_copy(0, in, n);
-	if (given) {
-		c->copy = given;
-	} else {
-		cpu_grow(&c->own, &c->cap, n, sizeof *c->own);
-		round_into(c->own, in, n);
-		c->copy = c->own;
-	}
-	c->in = in, c->n = n;
-	return c->copy;
-}
-
-/* in[n] in bf16: w's input copy when the forward made it from in, else
- * rounded again into scratch slot 1. */
-static const uint16_t *kept_input(const float *w, const float *in, size_t n)
-{
-	struct input_copy *c = input_of(w);
-	return c && c->in == in && c->n == n ? c->copy : bf16_copy(1, in, n);
-}
-
-void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
-			 int N, int Cin, int Cout)
-{
-	uint16_t *given = take_handoff(in, (size_t)N * Cin, 0);
 	if (!N)
 		return;
-	const struct gemm *g = gemm_get(FWD, Cin, Cout, bias != NULL);
-	const uint16_t *a = keep_input(w, in, (size_t)N * Cin, given);
-	const uint16_t *b = bf16_copy(1, w, (size_t)Cout * Cin);
-	gemm_run(g, N, a, b, out, bias);
-}
-
-void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
-			  const float *in, const float *w, int N, int Cin, int Cout, int accumulate)
-{
-	const uint16_t *d = take_handoff(dout, (size_t)N * Cout, Cout);
-	if (!N)
-		return;
-	if (d && dbias)
-		for (int c = 0; c < Cout; c++)
-			dbias[c] += handoff.sums[c];
-	else if (!d)
-		d = dbias ? bf16_copy_colsum(dbias, dout, N, Cout) : bf16_copy(0, dout, (size_t)N * Cout);
+	const uint16_t *d = dout_bf16(dbias, dout, N, Cout);
 	if (din)
-		gemm_run(gemm_get(DATA, Cin, Cout, accumulate), N, d, bf16_copy(1, w, (size_t)Cout * Cin),
-			 din, NULL);
-	gemm_run(gemm_get(WGT, Cin, Cout, 1), N, d, kept_input(w, in, (size_t)N * Cin), dw, NULL);
+		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, 0), N, d, w, din, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1, 0), N, d, in, dw, NULL);
 }
 
 /* The heads' products on gemm_bf16, in space for the longest sequence
- * and the head width. */
+ * and the head width; q, k, v and ctx in bf16. */
+static const struct attention_kernels heads_bf16 = { gemm_bf16, softmax_row_bf16,
+						     softmax_backward_row_bf16, 1 };
+
 static void reserve_heads(const struct attention *a)
 {
 	int d = a->C / a->H;
 	gemm_bf16_reserve(a->T > d ? a->T : d);
 }
 
-void attention_forward_bf16(float *ctx, float *state, const struct attention *a)
+static void attention_forward_bf16(struct act *ctx, float *state, const struct attention *a)
 {
 	(void)state;
 	reserve_heads(a);
-	attention_forward_with(ctx, a, gemm_bf16, softmax_row_bf16);
+	attention_forward_with(ctx, a, &heads_bf16);
 }
 
-void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *state, const struct attention *a)
+static void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
+				    const float *state, const struct attention *a)
 {
 	(void)state;
 	reserve_heads(a);
-	attention_backward_with(dq, dk, dv, dctx, a, gemm_bf16, softmax_row_bf16,
-				softmax_backward_row_bf16);
+	attention_backward_with(dq, dk, dv, dctx, a, &heads_bf16);
 }
-#endif
 
 /* The fp32 table with the ops that compute in bf16. */
 const struct backend *backend_cpu_bf16(const char **why)
@@ -583,7 +392,10 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16 = *backend_cpu();
 	bf16.name = "cpu bf16";
 	bf16.precise = backend_cpu();
+	bf16.act_size = sizeof(uint16_t);
+	bf16.as_act = as_act_bf16;
 	bf16.linear_forward = linear_forward_bf16;
+	bf16.linear_forward_act = linear_forward_act_bf16;
 	bf16.linear_backward = linear_backward_bf16;
 	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
 	bf16.gelu_backward = gelu_backward_bf16;
@@ -593,3 +405,4 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16.attention_backward = attention_backward_bf16;
 	return &bf16;
 }
+#endif

@@ -28,36 +28,9 @@ void linear_backward(float *din, float *dw, float *dbias, const float *dout,
 /* acc[Cout] += column sums of x[N,Cout], rows summed in order. */
 void colsum_add(float *acc, const float *x, int N, int Cout);
 
-/* linear_forward and linear_backward with the GEMMs' inputs rounded to bf16
- * and fp32 accumulation (oneDNN), and attention_forward and
- * attention_backward (below) with their products in bf16 too (gemm_bf16)
- * (cpu_bf16.c); only where bf16_available says so, which otherwise sets why
- * to the reason. */
+/* Whether this build and processor can run backend_cpu_bf16 (cpu_bf16.c);
+ * where not, why says why. */
 int bf16_available(const char **why);
-void linear_forward_bf16(float *out, const float *in, const float *w, const float *bias,
-			 int N, int Cin, int Cout);
-void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
-			  const float *in, const float *w, int N, int Cin, int Cout,
-			  int accumulate);
-/* bias_gelu_forward and gelu_backward that also hand a bf16 copy of their
- * output (and gelu_backward its column sums) to the linear op that comes
- * next, if it takes that output unchanged. */
-void bias_gelu_forward_bf16(float *out, float *pre, const float *bias, int N, int F);
-void gelu_backward_bf16(float *dpre, const float *dout, const float *pre, int N, int F);
-/* residual_layernorm_forward on cpu_rows_bf16.c's kernel, handing a bf16
- * copy of its output to the linear op that comes next, as GELU does. */
-void residual_layernorm_forward_bf16(float *out, float *sum, float *mean, float *rstd,
-				     const float *res, const float *bias, const float *w,
-				     const float *b, int N, int C, float eps, float p,
-				     uint64_t seed);
-/* layernorm_backward in one pass over the rows (the parameter gradients'
- * sums in spans of rows), on cpu_rows_bf16.c's kernel. */
-void layernorm_backward_bf16(float *din, float *dw, float *db, const float *dout,
-			     const float *in, const float *mean, const float *rstd,
-			     const float *w, int N, int C);
-void attention_forward_bf16(float *ctx, float *state, const struct attention *a);
-void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
-			     const float *state, const struct attention *a);
 
 /* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] over N rows
  * (types NULL: type 0). */
@@ -140,27 +113,32 @@ void softmax_backward_row_bf16(float *dp, const float *p, int n);
 /* cpu_rows_bf16.c's AVX-512 rows, only where bf16_available: one row of
  * residual_layernorm_forward, its dropout key, threshold and scale from
  * dropout.h and its element index base, with its output rounded into copy
- * too; one of bias_gelu_forward with its output rounded into copy too; one of
- * gelu_backward with its result rounded into copy and added into sum; one of
- * layernorm_backward with dout * xhat added into sums[0..C) and dout into
- * sums[C..2C) (din may be dout). */
+ * too; one of bias_gelu_forward over bf16 pre, with its output into out, or
+ * rounded into low when out is NULL; one of gelu_backward over bf16 pre; one of layernorm_backward with
+ * dout * xhat added into sums[0..C) and dout into sums[C..2C) (din may be
+ * dout). */
 void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *mean,
 				 float *rstd, const float *res, const float *bias,
 				 const float *w, const float *b, int C, float eps,
 				 uint32_t key, uint32_t base, uint32_t threshold, float scale);
-void bias_gelu_row_bf16(float *out, uint16_t *copy, float *pre, const float *bias, int n);
-void gelu_backward_row_bf16(float *dpre, uint16_t *copy, float *sum, const float *dout,
-			    const float *pre, int n);
+void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n);
+void gelu_backward_row_bf16(float *dpre, const float *dout, const uint16_t *pre, int n);
 void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, const float *x,
 				 float mean, float rstd, const float *w, int C);
-/* The two above with their products on gemm and their softmax on softmax
- * and softmax_backward (the plain ones: OpenBLAS, and the softmax with
- * fp32's bits); the backward's softmax must be the forward's. */
-void attention_forward_with(float *ctx, const struct attention *a, sgemm_fn gemm,
-			    softmax_row_fn softmax);
+/* What the two above compute with: the heads' products, the softmax of
+ * a row (the backward's must be the forward's) and its backward; and
+ * whether q, k, v and ctx are bf16 (else floats). The plain ones: OpenBLAS,
+ * the softmax with fp32's bits, floats. */
+struct attention_kernels {
+	sgemm_fn gemm;
+	softmax_row_fn softmax;
+	softmax_backward_fn softmax_backward;
+	int bf16;
+};
+void attention_forward_with(struct act *ctx, const struct attention *a,
+			    const struct attention_kernels *kn);
 void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
-			     const struct attention *a, sgemm_fn gemm, softmax_row_fn softmax,
-			     softmax_backward_fn softmax_backward);
+			     const struct attention *a, const struct attention_kernels *kn);
 
 /* Softmax cross-entropy per row of logits[N,V] against the label smoothed
  * by e (PyTorch's label_smoothing: 1 - e on the label, e/V on every class):

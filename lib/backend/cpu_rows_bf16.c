@@ -86,31 +86,29 @@ BF16 void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, fl
 	*rstd = rs;
 }
 
-BF16 void bias_gelu_row_bf16(float *out, uint16_t *copy, float *pre, const float *bias, int n)
+BF16 void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n)
 {
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
-		__m512 x = _mm512_add_ps(load16(pre + j, m), load16(bias + j, m)), e;
+		store16_bf16(pre + j, m, _mm512_add_ps(load16_bf16(pre + j, m), load16(bias + j, m)));
+		__m512 x = load16_bf16(pre + j, m), e;   /* as the backward sees it */
 		__m512 y = _mm512_mul_ps(x, normal_cdf16(x, &e));
-		store16(pre + j, m, x);
-		store16(out + j, m, y);
-		store16_bf16(copy + j, m, y);
+		if (out)
+			store16(out + j, m, y);
+		else
+			store16_bf16(low + j, m, y);
 	}
 }
 
-BF16 void gelu_backward_row_bf16(float *dpre, uint16_t *copy, float *sum, const float *dout,
-				 const float *pre, int n)
+BF16 void gelu_backward_row_bf16(float *dpre, const float *dout, const uint16_t *pre, int n)
 {
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
-		__m512 x = load16(pre + j, m), e;
+		__m512 x = load16_bf16(pre + j, m), e;
 		__m512 cdf = normal_cdf16(x, &e);
 		__m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)),
 					       e, cdf);
-		__m512 d = _mm512_mul_ps(load16(dout + j, m), slope);
-		store16(dpre + j, m, d);
-		store16_bf16(copy + j, m, d);
-		store16(sum + j, m, _mm512_add_ps(load16(sum + j, m), d));
+		store16(dpre + j, m, _mm512_mul_ps(load16(dout + j, m), slope));
 	}
 }
 
@@ -150,16 +148,15 @@ void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *
 	abort();                   /* bf16_available is false off x86-64 */
 }
 
-void bias_gelu_row_bf16(float *out, uint16_t *copy, float *pre, const float *bias, int n)
+void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n)
 {
-	(void)out, (void)copy, (void)pre, (void)bias, (void)n;
+	(void)out, (void)low, (void)pre, (void)bias, (void)n;
 	abort();
 }
 
-void gelu_backward_row_bf16(float *dpre, uint16_t *copy, float *sum, const float *dout,
-			    const float *pre, int n)
+void gelu_backward_row_bf16(float *dpre, const float *dout, const uint16_t *pre, int n)
 {
-	(void)dpre, (void)copy, (void)sum, (void)dout, (void)pre, (void)n;
+	(void)dpre, (void)dout, (void)pre, (void)n;
 	abort();
 }
 

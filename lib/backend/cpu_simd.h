@@ -166,4 +166,13 @@ static inline uint16_t to_bf16(float f)
 	return (uint16_t)(nan ? (u >> 16) | 0x40u : r);
 }
 
+/* b, a bf16, as a float: exact. */
+static inline float from_bf16(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
 #endif

@@ -212,7 +212,8 @@ void bert_free(struct bert *m)
 	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_positions, &m->d_rows,
 				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
 				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->targets_soft,
-				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->vat_p, &m->work };
+				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->vat_p, &m->work,
+				      &m->wlow_space };
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
 		if (bufs[i]->p)
 			m->be->release(bufs[i]->p);
@@ -339,17 +340,41 @@ void bert_init(struct bert *m, uint64_t seed)
 /* ---- workspace ---- */
 
 /* Hands out consecutive pieces of the workspace, 64-byte aligned relative to
- * its start; with no base it only measures. */
+ * its start, of floats or of the backend's acts (act bytes each); with no
+ * base it only measures. */
 struct carver {
-	float *base;
-	size_t used;
+	char *base;
+	size_t used;               /* bytes */
+	size_t act;
 };
+
+static void *carve_bytes(struct carver *k, size_t bytes)
+{
+	void *p = k->base ? k->base + k->used : NULL;
+	k->used += (bytes + 63) & ~(size_t)63;
+	return p;
+}
 
 static float *carve(struct carver *k, size_t n)
 {
-	float *p = k->base ? k->base + k->used : NULL;
-	k->used += (n + 15) & ~(size_t)15;
-	return p;
+	return carve_bytes(k, n * sizeof(float));
+}
+
+static struct act *carve_act(struct carver *k, size_t n)
+{
+	return carve_bytes(k, n * k->act);
+}
+
+/* x[n] in acts: x itself where an act is a float, else n acts of its own. */
+static struct act *carve_low(struct carver *k, float *x, size_t n)
+{
+	return k->act == sizeof(float) ? (struct act *)x : carve_act(k, n);
+}
+
+/* Space for as_act to round n floats into: none where an act is a float. */
+static struct act *carve_space(struct carver *k, size_t n)
+{
+	return k->act == sizeof(float) ? NULL : carve_act(k, n);
 }
 
 /* A layer's activations for N rows, the attention keeping state floats. */
@@ -357,19 +382,21 @@ static void carve_layer(struct carver *k, const struct bert_config *c, size_t N,
 			struct layer_acts *a)
 {
 	size_t C = c->hidden, F = c->ffn;
-	a->qkv = carve(k, N * 3 * C);
+	a->qkv = carve_act(k, N * 3 * C);
 	a->att_state = carve(k, state);
-	a->ctx = carve(k, N * C);
+	a->ctx = carve_act(k, N * C);
 	a->attn_sum = carve(k, N * C);
 	a->attn_mean = carve(k, N);
 	a->attn_rstd = carve(k, N);
 	a->attn_ln = carve(k, N * C);
-	a->ffn_pre = carve(k, N * F);
-	a->ffn_act = carve(k, N * F);
+	a->attn_low = carve_low(k, a->attn_ln, N * C);
+	a->ffn_pre = carve_act(k, N * F);
+	a->ffn_act = carve_act(k, N * F);
 	a->ffn_sum = carve(k, N * C);
 	a->ffn_mean = carve(k, N);
 	a->ffn_rstd = carve(k, N);
 	a->out = carve(k, N * C);
+	a->out_low = carve_low(k, a->out, N * C);
 }
 
 static void carve_head(struct carver *k, const struct bert_config *c, int M,
@@ -378,6 +405,7 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 	size_t C = c->hidden;
 	size_t width = (size_t)bert_logit_width(c);
 	h->dense = carve(k, M * C);
+	h->pre = carve_act(k, M * C);
 	h->act = carve(k, M * C);
 	h->norm = carve(k, M * C);
 	h->mean = carve(k, M);
@@ -386,10 +414,12 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 	h->dlogits = carve(k, M * width);
 	h->lse = carve(k, M);
 	h->kl_lse = carve(k, M);
+	h->space = carve_space(k, M * C);
 }
 
 /* With recompute, the layers share one set of activations and keep only
- * their outputs: a layer's backward first runs its forward again. */
+ * their outputs: a layer's backward first runs its forward again. Returns
+ * the bytes. */
 static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N, size_t state,
 			int M, int recompute, struct acts *a)
 {
@@ -398,15 +428,18 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 	a->emb_mean = carve(k, N);
 	a->emb_rstd = carve(k, N);
 	a->emb_out = carve(k, N * C);
+	a->emb_space = carve_space(k, N * C);
 	for (int i = 0; i < c->layers; i++) {
 		if (i && recompute) {
 			a->layer[i] = a->layer[0];
 			a->layer[i].out = carve(k, N * C);
+			a->layer[i].out_low = carve_low(k, a->layer[i].out, N * C);
 		} else {
 			carve_layer(k, c, N, state, &a->layer[i]);
 		}
 	}
 	a->rows_in = carve(k, (size_t)M * C);
+	a->rows_space = carve_space(k, (size_t)M * C);
 	carve_head(k, c, M, &a->head);
 	a->dh = carve(k, N * C);
 	a->dbranch = carve(k, N * C);
@@ -421,24 +454,29 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 double bert_batch_bytes(const struct bert_config *c, const struct backend *be, int B, int T,
 			int M, int recompute)
 {
-	/* carve_all's buffers when no token is padding: per layer and row (with
-	 * recompute one layer's, and the others' outputs), then the embeddings,
-	 * the backward's rows and the head's M rows */
-	double N = (double)B * T, C = c->hidden, F = c->ffn;
+	/* carve_all's buffers when no token is padding, in floats and in acts:
+	 * per layer and row (with recompute one layer's, and the others'
+	 * outputs), then the embeddings, the backward's rows and the head's M
+	 * rows */
+	double N = (double)B * T, C = c->hidden, F = c->ffn, a = (double)be->act_size;
+	double low = be->act_size == sizeof(float) ? 0 : 1;   /* copies beside floats */
 	double width = bert_logit_width(c);
-	double layer = N * (8 * C + 2 * F + 4 + (double)c->heads * be->attention_state);
-	double layers = recompute && c->layers ? layer + (c->layers - 1) * N * C : c->layers * layer;
-	double rows = N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 4);
-	return sizeof(float) * (layers + rows) + be->attention_scratch(B, T, c->heads);
+	double layer = 4 * N * (4 * C + 4 + (double)c->heads * be->attention_state) +
+		       a * N * (4 * C + 2 * F + 2 * C * low);
+	double out = N * C * (4 + a * low);
+	double layers = recompute && c->layers ? layer + (c->layers - 1) * out : c->layers * layer;
+	double rows = 4 * (N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 4)) +
+		      a * (low * (N * C + 2.0 * M * C) + (double)M * C);
+	return layers + rows + be->attention_scratch(B, T, c->heads);
 }
 
-/* Grows the workspace to the batch's size. */
-static void reserve(struct bert *m)
+/* Grows the workspace to the batch's size on the model's backend. */
+void bert_reserve(struct bert *m)
 {
-	struct carver measure = { NULL, 0 };
+	struct carver measure = { NULL, 0, m->be->act_size };
 	size_t state = (size_t)m->N * m->c.heads * m->be->attention_state;
 	size_t need = carve_all(&measure, &m->c, m->N, state, m->M, m->recompute, &m->a);
-	struct carver place = { bert_fit(m->be, &m->work, need * sizeof(float)), 0 };
+	struct carver place = { bert_fit(m->be, &m->work, need), 0, m->be->act_size };
 	carve_all(&place, &m->c, m->N, state, m->M, m->recompute, &m->a);
 	m->shared = m->recompute;
 }
@@ -473,6 +511,21 @@ static float attn_p(const struct bert *m)
 	return m->train ? m->c.attn_dropout : 0.0f;
 }
 
+/* w's copy in acts, for a weight w among the parameters. */
+static const struct act *wl(const struct bert *m, const float *w)
+{
+	return act_at(m->be, m->wlow, (size_t)(w - m->dparams));
+}
+
+/* The parameters in acts for this forward and its backward. */
+static void weights_in_acts(struct bert *m)
+{
+	const struct backend *be = m->be;
+	struct act *space = be->act_size == sizeof(float) ? NULL :
+			    bert_fit(be, &m->wlow_space, m->numel * be->act_size);
+	m->wlow = be->as_act(space, m->dparams, m->numel);
+}
+
 /* ---- embeddings ---- */
 
 static void embeddings_forward(struct bert *m)
@@ -501,6 +554,17 @@ static void embeddings_backward(struct bert *m, float *dh)
 
 /* ---- encoder layer ---- */
 
+/* Layer l's input, the residual stream, and the same in acts. */
+static const float *layer_input(const struct bert *m, int l)
+{
+	return l ? m->a.layer[l - 1].out : m->a.emb_out;
+}
+
+static const struct act *layer_input_low(const struct bert *m, int l)
+{
+	return l ? m->a.layer[l - 1].out_low : m->a.emb_low;
+}
+
 /* The last layer needs queries, and everything after the attention, only at
  * the rows its head reads: the same loss and gradients for far less work. */
 static struct layer_rows all_rows(const struct bert *m)
@@ -519,21 +583,25 @@ static struct layer_rows head_rows(const struct bert *m)
  * or K|V over all rows and Q over the selected ones. */
 static struct attention layer_attention(const struct bert *m, int l, const struct layer_rows *r)
 {
-	const float *qkv = m->a.layer[l].qkv;
+	const struct backend *be = m->be;
+	const struct act *qkv = m->a.layer[l].qkv;
 	int N = m->N, C = m->c.hidden;
-	struct attention att = { m->B, m->T, C, m->c.heads, qkv, qkv + C, qkv + 2 * C, 3 * C,
-				 3 * C, m->d.kv_start, NULL, r->p_start, m->d.mask, attn_p(m),
-				 site_seed(m, l, SITE_ATTN_PROBS) };
+	struct attention att = { m->B, m->T, C, m->c.heads, qkv, act_at(be, qkv, C),
+				 act_at(be, qkv, 2 * (size_t)C), 3 * C, 3 * C, m->d.kv_start, NULL,
+				 r->p_start, m->d.mask, attn_p(m), site_seed(m, l, SITE_ATTN_PROBS) };
 	if (r->rows) {
-		att.k = qkv, att.v = qkv + C, att.ldkv = 2 * C;
-		att.q = qkv + (size_t)N * 2 * C, att.ldq = C;
+		att.k = qkv, att.v = act_at(be, qkv, C), att.ldkv = 2 * C;
+		att.q = act_at(be, qkv, (size_t)N * 2 * C), att.ldq = C;
 		att.q_start = r->q_start;
 	}
 	return att;
 }
 
-static void layer_forward(struct bert *m, int l, const float *x, const struct layer_rows *r)
+/* x: the layer's input, the residual stream; xl: the same in acts. */
+static void layer_forward(struct bert *m, int l, const float *x, const struct act *xl,
+			  const struct layer_rows *r)
 {
+	const struct backend *be = m->be;
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_acts *a = &m->a.layer[l];
 	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
@@ -542,28 +610,29 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct la
 	const float *res = x;   /* the residual stream at the R rows */
 
 	if (!r->rows) {
-		m->be->linear_forward(a->qkv, x, w->qkv_w, w->qkv_b, N, C, 3 * C);
+		be->linear_forward_act(a->qkv, xl, wl(m, w->qkv_w), w->qkv_b, N, C, 3 * C);
 	} else {
-		m->be->linear_forward(a->qkv, x, w->qkv_w + C * C, w->qkv_b + C, N, C,
-				      2 * C);
-		m->be->gather_rows(m->a.rows_in, x, r->rows, R, C);
+		be->linear_forward_act(a->qkv, xl, wl(m, w->qkv_w + C * C), w->qkv_b + C, N, C,
+				       2 * C);
+		be->gather_rows(m->a.rows_in, x, r->rows, R, C);
 		res = m->a.rows_in;
-		m->be->linear_forward(a->qkv + (size_t)N * 2 * C, res, w->qkv_w, w->qkv_b,
-				      R, C, C);
+		m->a.rows_low = be->as_act(m->a.rows_space, res, (size_t)R * C);
+		be->linear_forward_act(act_at(be, a->qkv, (size_t)N * 2 * C), m->a.rows_low,
+				       wl(m, w->qkv_w), w->qkv_b, R, C, C);
 	}
-	m->be->attention_forward(a->ctx, a->att_state, &att);
-	m->be->linear_forward(a->attn_sum, a->ctx, w->attn_out_w, NULL, R, C, C);
-	m->be->residual_layernorm_forward(a->attn_ln, a->attn_sum, a->attn_mean,
-					  a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
-					  w->attn_ln_b, R, C, eps, hidden_p(m),
-					  site_seed(m, l, SITE_ATTN_OUT));
-	m->be->linear_forward(a->ffn_pre, a->attn_ln, w->ffn_in_w, NULL, R, C, F);
-	m->be->bias_gelu_forward(a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
-	m->be->linear_forward(a->ffn_sum, a->ffn_act, w->ffn_out_w, NULL, R, F, C);
-	m->be->residual_layernorm_forward(a->out, a->ffn_sum, a->ffn_mean, a->ffn_rstd,
-					  a->attn_ln, w->ffn_out_b, w->ffn_ln_w,
-					  w->ffn_ln_b, R, C, eps, hidden_p(m),
-					  site_seed(m, l, SITE_FFN_OUT));
+	be->attention_forward(a->ctx, a->att_state, &att);
+	be->linear_forward(a->attn_sum, a->ctx, wl(m, w->attn_out_w), NULL, R, C, C);
+	be->residual_layernorm_forward(a->attn_ln, a->attn_low, a->attn_sum, a->attn_mean,
+				       a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
+				       w->attn_ln_b, R, C, eps, hidden_p(m),
+				       site_seed(m, l, SITE_ATTN_OUT));
+	be->linear_forward_act(a->ffn_pre, a->attn_low, wl(m, w->ffn_in_w), NULL, R, C, F);
+	be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
+	be->linear_forward(a->ffn_sum, a->ffn_act, wl(m, w->ffn_out_w), NULL, R, F, C);
+	be->residual_layernorm_forward(a->out, a->out_low, a->ffn_sum, a->ffn_mean,
+				       a->ffn_rstd, a->attn_ln, w->ffn_out_b, w->ffn_ln_w,
+				       w->ffn_ln_b, R, C, eps, hidden_p(m),
+				       site_seed(m, l, SITE_FFN_OUT));
 }
 
 /* The gradient of a dropped-out branch from that of its residual sum. */
@@ -577,29 +646,30 @@ static const float *through_dropout(struct bert *m, const float *dsum, int rows,
 }
 
 /* Into the fused QKV product, or its two parts for the last layer; dh holds
- * the gradient of the residual stream at the R rows, dx gets that of x. */
-static void qkv_backward(struct bert *m, int l, const float *x, const struct layer_rows *r,
+ * the gradient of the residual stream at the R rows, dx gets that of the
+ * layer's input, xl in acts. */
+static void qkv_backward(struct bert *m, int l, const struct act *xl, const struct layer_rows *r,
 			 const float *dq, float *dh, float *dx)
 {
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_weights *g = &m->g.layer[l];
 	int N = m->N, C = m->c.hidden;
 	if (!r->rows) {
-		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, x, w->qkv_w, N,
+		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, xl, wl(m, w->qkv_w), N,
 				       C, 3 * C, 1);
 		return;
 	}
-	m->be->linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_in, w->qkv_w, r->R,
+	m->be->linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_low, wl(m, w->qkv_w), r->R,
 			       C, C, 1);
-	m->be->linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, x,
-			       w->qkv_w + C * C, N, C, 2 * C, 0);
+	m->be->linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, xl,
+			       wl(m, w->qkv_w + C * C), N, C, 2 * C, 0);
 	m->be->scatter_add_rows(dx, dh, r->rows, r->R, C);
 }
 
 /* dh: in, the gradient of the layer's R output rows, overwritten; dx: out,
- * that of its input x (dx is dh when all rows are computed). */
-static void layer_backward(struct bert *m, int l, const float *x, const struct layer_rows *r,
-			   float *dh, float *dx)
+ * that of its input, xl in acts (dx is dh when all rows are computed). */
+static void layer_backward(struct bert *m, int l, const struct act *xl,
+			   const struct layer_rows *r, float *dh, float *dx)
 {
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_weights *g = &m->g.layer[l];
@@ -611,22 +681,22 @@ static void layer_backward(struct bert *m, int l, const float *x, const struct l
 				  a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, C);
 	const float *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
 	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
-			       w->ffn_out_w, R, F, C, 0);
+			       wl(m, w->ffn_out_w), R, F, C, 0);
 	m->be->gelu_backward(d->dffn, d->dffn, a->ffn_pre, R, F);
 	/* the residual: dh already holds the sum's gradient, the FFN's adds to it */
-	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_ln,
-			       w->ffn_in_w, R, C, F, 1);
+	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_low,
+			       wl(m, w->ffn_in_w), R, C, F, 1);
 
 	m->be->layernorm_backward(dh, g->attn_ln_w, g->attn_ln_b, dh, a->attn_sum,
 				  a->attn_mean, a->attn_rstd, w->attn_ln_w, R, C);
 	dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_ATTN_OUT));
 	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
-			       w->attn_out_w, R, C, C, 0);
+			       wl(m, w->attn_out_w), R, C, C, 0);
 	struct attention att = layer_attention(m, l, r);
 	float *dq = r->rows ? d->dqkv + (size_t)N * 2 * C : d->dqkv;
 	float *dk = r->rows ? d->dqkv : d->dqkv + C;
 	m->be->attention_backward(dq, dk, dk + C, d->dctx, a->att_state, &att);
-	qkv_backward(m, l, x, r, dq, dh, dx);
+	qkv_backward(m, l, xl, r, dq, dh, dx);
 }
 
 /* ---- the losses of the heads ---- */
@@ -702,11 +772,12 @@ static double pooled_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
-	m->be->linear_forward(h->dense, h->in, m->w.pool_w, m->w.pool_b, B, C, C);
+	m->be->linear_forward(h->dense, h->in_low, wl(m, m->w.pool_w), m->w.pool_b, B, C, C);
 	m->be->tanh_forward(h->dense, h->dense, (size_t)B * C);
 	m->be->dropout_apply(h->act, h->dense, (size_t)B * C, hidden_p(m),
 			     classifier_seed(m));
-	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, B, C, W);
+	h->last_in = m->be->as_act(h->space, h->act, (size_t)B * C);
+	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, B, C, W);
 	return head_loss(m);
 }
 
@@ -717,13 +788,13 @@ static void pooled_head_backward(struct bert *m, float scale)
 	struct acts *d = &m->a;
 	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
 	head_loss_backward(m, scale);
-	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->act,
-			       m->w.cls_w, B, C, W, 0);
+	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->last_in,
+			       wl(m, m->w.cls_w), B, C, W, 0);
 	m->be->dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m),
 			     classifier_seed(m));
 	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
-	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in,
-			       m->w.pool_w, B, C, C, 0);
+	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in_low,
+			       wl(m, m->w.pool_w), B, C, C, 0);
 }
 
 /* ---- token classification head ---- */
@@ -733,7 +804,8 @@ static double token_head_forward(struct bert *m)
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
 	m->be->dropout_apply(h->act, h->in, (size_t)M * C, hidden_p(m), classifier_seed(m));
-	m->be->linear_forward(h->logits, h->act, m->w.cls_w, m->w.cls_b, M, C, L);
+	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
+	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, M, C, L);
 	return head_loss(m);
 }
 
@@ -743,8 +815,8 @@ static void token_head_backward(struct bert *m, float scale)
 	struct acts *d = &m->a;
 	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
 	head_loss_backward(m, scale);
-	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, h->dlogits, h->act,
-			       m->w.cls_w, M, C, L, 0);
+	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, h->dlogits, h->last_in,
+			       wl(m, m->w.cls_w), M, C, L, 0);
 	m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
 }
@@ -755,11 +827,12 @@ static double mlm_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
-	m->be->linear_forward(h->dense, h->in, m->w.tr_w, NULL, M, C, C);
-	m->be->bias_gelu_forward(h->act, h->dense, m->w.tr_b, M, C);
+	m->be->linear_forward_act(h->pre, h->in_low, wl(m, m->w.tr_w), NULL, M, C, C);
+	m->be->bias_gelu_forward(h->act, NULL, h->pre, m->w.tr_b, M, C);
 	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
 				 m->w.tr_ln_b, M, C, m->c.ln_eps);
-	m->be->linear_forward(h->logits, h->norm, m->w.word, m->w.decoder_b, M, C, V);
+	h->last_in = m->be->as_act(h->space, h->norm, (size_t)M * C);
+	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.word), m->w.decoder_b, M, C, V);
 	return head_loss(m);
 }
 
@@ -770,13 +843,13 @@ static void mlm_head_backward(struct bert *m, float scale)
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
 	head_loss_backward(m, scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
-	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->norm,
-			       m->w.word, M, C, V, 0);
+	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->last_in,
+			       wl(m, m->w.word), M, C, V, 0);
 	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
 				  h->mean, h->rstd, m->w.tr_ln_w, M, C);
-	m->be->gelu_backward(d->dhead, d->dhead, h->dense, M, C);
-	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in,
-			       m->w.tr_w, M, C, C, 0);
+	m->be->gelu_backward(d->dhead, d->dhead, h->pre, M, C);
+	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in_low,
+			       wl(m, m->w.tr_w), M, C, C, 0);
 }
 
 /* ---- the whole model ---- */
@@ -785,22 +858,25 @@ static void mlm_head_backward(struct bert *m, float scale)
  * through the head: its summed loss. */
 double bert_run_forward(struct bert *m)
 {
+	struct acts *a = &m->a;
+	size_t n = (size_t)m->N * m->c.hidden;
+	weights_in_acts(m);
 	embeddings_forward(m);
 	if (m->perturbation)
-		m->be->axpy(m->a.emb_out, m->perturbation, (size_t)m->N * m->c.hidden, 1.0f);
-	const float *x = m->a.emb_out;
+		m->be->axpy(a->emb_out, m->perturbation, n, 1.0f);
+	a->emb_low = m->be->as_act(a->emb_space, a->emb_out, n);
 	int L = m->c.layers;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
-	for (int l = 0; l + 1 < L; l++) {
-		layer_forward(m, l, x, &all);
-		x = m->a.layer[l].out;
-	}
+	for (int l = 0; l + 1 < L; l++)
+		layer_forward(m, l, layer_input(m, l), layer_input_low(m, l), &all);
 	if (L) {
-		layer_forward(m, L - 1, x, &head);
-		m->a.head.in = m->a.layer[L - 1].out;
+		layer_forward(m, L - 1, layer_input(m, L - 1), layer_input_low(m, L - 1), &head);
+		a->head.in = a->layer[L - 1].out;
+		a->head.in_low = a->layer[L - 1].out_low;
 	} else {
-		m->be->gather_rows(m->a.rows_in, x, m->d.rows, m->M, m->c.hidden);
-		m->a.head.in = m->a.rows_in;
+		m->be->gather_rows(a->rows_in, a->emb_out, m->d.rows, m->M, m->c.hidden);
+		a->head.in = a->rows_in;
+		a->head.in_low = m->be->as_act(a->rows_space, a->rows_in, (size_t)m->M * m->c.hidden);
 	}
 	if (m->c.task == TASK_MLM)
 		return mlm_head_forward(m);
@@ -815,7 +891,7 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 	if (m->doubled)
 		b = (doubled = bert_twice(m, b), &doubled);
 	bert_take_batch(m, b);
-	reserve(m);
+	bert_reserve(m);
 	m->train = train;
 	m->dropout_seed = dropout_seed;
 	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1) / (m->doubled ? 2 : 1);
@@ -824,10 +900,6 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 	return bert_run_forward(m);
 }
 
-static const float *layer_input(const struct bert *m, int l)
-{
-	return l ? m->a.layer[l - 1].out : m->a.emb_out;
-}
 
 int bert_grad_buckets(const struct bert *m, size_t (*bucket)[2])
 {
@@ -886,7 +958,7 @@ void bert_backward(struct bert *m, float scale)
 	float *dh = m->a.dh;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
 	if (L && L - 1 >= stop) {
-		layer_backward(m, L - 1, layer_input(m, L - 1), &head, m->a.dhead_in, dh);
+		layer_backward(m, L - 1, layer_input_low(m, L - 1), &head, m->a.dhead_in, dh);
 		zero_if_frozen(m, L - 1);
 	} else if (!L) {
 		m->be->zero(dh, sizeof(float) * N * C);
@@ -897,8 +969,8 @@ void bert_backward(struct bert *m, float scale)
 	for (int l = L - 2; l >= 0; l--) {
 		if (l >= stop) {
 			if (m->shared)
-				layer_forward(m, l, layer_input(m, l), &all);
-			layer_backward(m, l, layer_input(m, l), &all, dh, dh);
+				layer_forward(m, l, layer_input(m, l), layer_input_low(m, l), &all);
+			layer_backward(m, l, layer_input_low(m, l), &all, dh, dh);
 			zero_if_frozen(m, l);
 		}
 		bucket_complete(m, L - l);

@@ -30,14 +30,19 @@ struct weights {
 };
 
 /* What a layer's backward needs from its forward. R rows are computed after
- * the attention: all N, or in the last layer only the M the head reads. */
+ * the attention: all N, or in the last layer only the M the head reads.
+ * What feeds a product is in the backend's acts (backend.h): in them only,
+ * or (the LayerNorms' outputs, which the residual stream carries on) beside
+ * its fp32, as *_low, the fp32 itself where an act is a float. */
 struct layer_acts {
-	float *qkv;                          /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
+	struct act *qkv;                     /* [N, 3C]; last layer: K|V [N, 2C], Q [M, C] */
 	float *att_state;                    /* what the attention keeps for backward */
-	float *ctx;                          /* [R, C] attention output per head */
+	struct act *ctx;                     /* [R, C] attention output per head */
 	float *attn_sum, *attn_mean, *attn_rstd, *attn_ln; /* residual sum, LN */
-	float *ffn_pre, *ffn_act;            /* [N, F] before and after GELU */
+	struct act *attn_low;
+	struct act *ffn_pre, *ffn_act;       /* [R, F] before and after GELU */
 	float *ffn_sum, *ffn_mean, *ffn_rstd, *out;        /* out: next layer's input */
+	struct act *out_low;
 };
 
 /* The rows a layer computes after attention: all, or the head's. */
@@ -52,9 +57,13 @@ struct layer_rows {
  * others M = labelled. */
 struct head_acts {
 	const float *in;       /* [M, C] final hidden states of the rows */
-	float *dense;          /* [M, C] pooled: tanh(pooler); mlm: transform pre-GELU */
+	const struct act *in_low;   /* the same in acts */
+	struct act *space;     /* [M, C] acts: the last product's input when made here */
+	const struct act *last_in;  /* that input: act, or mlm's norm, in acts */
+	float *dense;          /* [M, C] pooled: tanh(pooler) */
+	struct act *pre;       /* [M, C] mlm: the transform before GELU */
 	float *act;            /* [M, C] pooled: dropout of it; tokcls: dropout of in;
-				* mlm: GELU of dense */
+				* mlm: GELU of pre */
 	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
 	float *logits, *dlogits;   /* [M, bert_logit_width] */
 	float *lse;            /* [M] */
@@ -63,8 +72,12 @@ struct head_acts {
 
 struct acts {
 	float *emb_sum, *emb_mean, *emb_rstd, *emb_out;
+	struct act *emb_space;      /* [N, C] acts of emb_out where they are not floats */
+	const struct act *emb_low;  /* emb_out in acts, after dropout and perturbation */
 	struct layer_acts *layer;
 	float *rows_in;        /* [M, C] the last layer's input at the head's rows */
+	struct act *rows_space;     /* [M, C] acts */
+	const struct act *rows_low; /* rows_in in acts */
 	struct head_acts head;
 	/* activation gradients, shared by all layers */
 	float *dh, *dbranch, *dctx, *dqkv, *dffn, *dhead, *dhead_in;
@@ -131,6 +144,10 @@ struct bert {
 
 	struct acts a;
 	struct on_backend work;    /* every activation, carved into a */
+	/* the parameters in acts, made at the start of each forward: the
+	 * parameters themselves where an act is a float */
+	const struct act *wlow;
+	struct on_backend wlow_space;
 	float *logits;             /* a host copy of the last logits (not on a host backend) */
 	size_t logits_cap;
 };
@@ -150,6 +167,9 @@ struct layout {
 void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights *w);
 /* b's memory on the backend, grown to bytes; never shrinks. */
 void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes);
+/* Grows the workspace to the kept batch's size on the model's backend and
+ * carves the activations from it. */
+void bert_reserve(struct bert *m);
 /* Checks the batch, packs it into m and puts it where the ops read it. */
 void bert_take_batch(struct bert *m, const struct bert_batch *b);
 /* The forward of the kept batch from its embeddings (plus a perturbation)

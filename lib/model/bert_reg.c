@@ -93,6 +93,7 @@ static void power_iteration(struct bert *m, float *d, float *r, float *g, float 
 	if (fp32) {
 		int W = bert_logit_width(&m->c);
 		m->be = be->precise;
+		bert_reserve(m);   /* its activations are floats */
 		m->perturbation = NULL;
 		bert_run_forward(m);
 		m->perturbation = r;
@@ -111,6 +112,7 @@ static void power_iteration(struct bert *m, float *d, float *r, float *g, float 
 		m->vat_p = m->targets_soft;
 		m->targets_soft = own;
 		m->be = be;
+		bert_reserve(m);
 	}
 }
 

@@ -274,12 +274,14 @@ static uint32_t longest_record(const struct manifest *m)
 
 /* Refuses a model, or a model with a batch of the longest records, that
  * would not fit in memory: fp32 parameters, gradients and two optimizer
- * moments (with --zero 1, of this process's shard), then the activations. */
+ * moments (with --zero 1, of this process's shard), the parameters' copy in
+ * acts where they are not floats, then the activations. */
 static void check_memory(const struct trainer *t, const struct bert_config *mc, size_t numel)
 {
 	const struct train_config *c = t->c;
 	double moments = c->zero ? 2.0 / c->comm->size : 2.0;
-	double state = (2 + moments) * sizeof(float) * (double)numel;
+	double copy = c->be->act_size == sizeof(float) ? 0 : (double)c->be->act_size;
+	double state = ((2 + moments) * sizeof(float) + copy) * (double)numel;
 	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
 	int B = (int)c->batch * (c->rdrop > 0 ? 2 : 1);   /* R-Drop runs each record twice */

@@ -81,18 +81,26 @@ static void sim_embedding_backward(float *dword, float *dpos, float *dtype, cons
 	embedding_backward(dword, dpos, dtype, dout, ids, types, positions, n, c, pad);
 }
 
-static void sim_linear_forward(float *out, const float *in, const float *w, const float *bias,
-			       int n, int cin, int cout)
+static void sim_linear_forward(float *out, const struct act *in, const struct act *w,
+			       const float *bias, int n, int cin, int cout)
 {
 	sim(out), sim(in), sim(w), sim(bias);
-	linear_forward(out, in, w, bias, n, cin, cout);
+	backend_cpu()->linear_forward(out, in, w, bias, n, cin, cout);
+}
+
+static void sim_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
+				   const float *bias, int n, int cin, int cout)
+{
+	sim(out), sim(in), sim(w), sim(bias);
+	backend_cpu()->linear_forward_act(out, in, w, bias, n, cin, cout);
 }
 
 static void sim_linear_backward(float *din, float *dw, float *dbias, const float *dout,
-				const float *in, const float *w, int n, int cin, int cout, int acc)
+				const struct act *in, const struct act *w, int n, int cin, int cout,
+				int acc)
 {
 	sim(din), sim(dw), sim(dbias), sim(dout), sim(in), sim(w);
-	linear_backward(din, dw, dbias, dout, in, w, n, cin, cout, acc);
+	backend_cpu()->linear_backward(din, dw, dbias, dout, in, w, n, cin, cout, acc);
 }
 
 static void sim_attention(const struct attention *a)
@@ -101,10 +109,10 @@ static void sim_attention(const struct attention *a)
 		sim(a->mask);
 }
 
-static void sim_attention_forward(float *ctx, float *state, const struct attention *a)
+static void sim_attention_forward(struct act *ctx, float *state, const struct attention *a)
 {
 	sim(ctx), sim(state), sim_attention(a);
-	attention_forward(ctx, state, a);
+	backend_cpu()->attention_forward(ctx, state, a);
 }
 
 static void sim_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
@@ -164,6 +172,7 @@ static struct backend sim_backend(void)
 	s.embedding_forward = sim_embedding_forward;
 	s.embedding_backward = sim_embedding_backward;
 	s.linear_forward = sim_linear_forward;
+	s.linear_forward_act = sim_linear_forward_act;
 	s.linear_backward = sim_linear_backward;
 	s.attention_forward = sim_attention_forward;
 	s.attention_backward = sim_attention_backward;

@@ -1,9 +1,11 @@
-/* The CPU's bf16 GEMMs (cpu_bf16.c): each linear op against a double
- * reference over the same bf16-rounded inputs, rounding to nearest even, one
- * primitive reused for another row count, and a whole model's loss and
- * gradients against fp32 within bf16's precision. Where the processor has no
- * bf16 (or ONEDNN_MAX_CPU_ISA hides it), the backend must be refused with a
- * reason instead. */
+/* The CPU's bf16 backend (cpu_bf16.c), whose acts are bf16: rounding to
+ * nearest even, each linear op against a double reference over the same
+ * bf16 inputs, one primitive reused for another row count, the ops that
+ * make acts against the plain ones, the attention against fp32's over the
+ * same rounded inputs, and a whole model's loss and gradients against fp32
+ * within bf16's precision. Where the processor has no bf16 (or
+ * ONEDNN_MAX_CPU_ISA hides it), the backend must be refused with a reason
+ * instead. */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "check.h"
@@ -24,6 +26,28 @@ static float bf16_round(float f)
 		keep += 0x10000u;
 	memcpy(&f, &keep, sizeof f);
 	return f;
+}
+
+static const struct backend *bf;   /* the bf16 backend */
+
+/* x[n] in bf's acts, in space of its own. */
+static struct act *low(const float *x, size_t n)
+{
+	struct act *a = xmalloc(n * bf->act_size);
+	bf->as_act(a, x, n);
+	return a;
+}
+
+/* n acts of bf as floats. */
+static float *widened(const struct act *a, size_t n)
+{
+	const uint16_t *h = (const uint16_t *)a;
+	float *x = xmalloc(n * sizeof *x);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u = (uint32_t)h[i] << 16;
+		memcpy(&x[i], &u, sizeof u);
+	}
+	return x;
 }
 
 static float *randoms(struct rng *r, size_t n)
@@ -47,20 +71,22 @@ static double rel_err(const float *a, const double *ref, size_t n)
 
 static void check_rounding(void)
 {
-	/* rows of one value times a weight of 1 give bf16(x) back exactly */
 	float in[6] = { 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -(1.0f + 0x1p-9f), 1.0f + 0x1p-7f,
 			3.0e38f, NAN };
-	float w = 1.0f, out[6];
-	linear_forward_bf16(out, in, &w, NULL, 6, 1, 1);
+	struct act *a = low(in, 6);
+	float *out = widened(a, 6);
 	CHECK(out[0] == 1.0f, "bf16: a tie rounds to the even 1.0 (got %.9g)", out[0]);
 	CHECK(out[1] == 1.0f + 0x1p-6f, "bf16: a tie rounds up to the even neighbour (got %.9g)", out[1]);
 	CHECK(out[2] == -1.0f, "bf16: below half an ulp rounds toward the value (got %.9g)", out[2]);
 	CHECK(out[3] == 1.0f + 0x1p-7f, "bf16: a representable value stays (got %.9g)", out[3]);
 	CHECK(out[4] == bf16_round(3.0e38f), "bf16: a large finite value rounds like the reference (got %.9g)", out[4]);
 	CHECK(isnan(out[5]), "bf16: a NaN stays NaN");
+	free(a), free(out);
 }
 
-/* out = in w^T + bias over N rows, against double sums of the rounded inputs. */
+/* out = in w^T + bias over N rows, against double sums of the rounded
+ * inputs; and the same product with its output in acts, which is that
+ * result rounded. */
 static void check_forward(struct rng *r, int N, int Cin, int Cout, int bias)
 {
 	float *in = randoms(r, (size_t)N * Cin), *w = randoms(r, (size_t)Cout * Cin),
@@ -73,19 +99,24 @@ static void check_forward(struct rng *r, int N, int Cin, int Cout, int bias)
 				s += (double)bf16_round(in[n * Cin + i]) * bf16_round(w[o * Cin + i]);
 			ref[n * Cout + o] = s;
 		}
-	linear_forward_bf16(out, in, w, bias ? b : NULL, N, Cin, Cout);
+	struct act *il = low(in, (size_t)N * Cin), *wl = low(w, (size_t)Cout * Cin);
+	struct act *ol = xmalloc((size_t)N * Cout * bf->act_size);
+	bf->linear_forward(out, il, wl, bias ? b : NULL, N, Cin, Cout);
 	double e = rel_err(out, ref, (size_t)N * Cout);
 	CHECK(e < 1e-5, "bf16 forward %dx%d->%d%s: the reference's sums of bf16 products (rel err %.2g)",
 	      N, Cin, Cout, bias ? " with bias" : "", e);
-	free(in), free(w), free(b), free(out), free(ref);
+	bf->linear_forward_act(ol, il, wl, bias ? b : NULL, N, Cin, Cout);
+	float *got = widened(ol, (size_t)N * Cout);
+	int rounded = 1;
+	for (int i = 0; i < N * Cout; i++)
+		rounded &= fabs(got[i] - out[i]) <= fabs(out[i]) * 0x1p-8f;
+	CHECK(rounded, "bf16 forward %dx%d->%d into acts: that result rounded", N, Cin, Cout);
+	free(in), free(w), free(b), free(out), free(ref), free(il), free(wl), free(ol), free(got);
 }
 
 /* din (+)= dout w, dw += dout^T in, dbias += column sums: each against double
- * sums over the rounded inputs, starting from nonzero contents. The forward
- * runs first, as in training, on in itself or (other_input) on another
- * input: the backward must use in either way. */
-static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumulate, int with_din,
-			   int other_input)
+ * sums over the rounded inputs, starting from nonzero contents. */
+static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumulate, int with_din)
 {
 	float *dout = randoms(r, (size_t)N * Cout), *in = randoms(r, (size_t)N * Cin),
 	      *w = randoms(r, (size_t)Cout * Cin), *din = randoms(r, (size_t)N * Cin),
@@ -111,12 +142,9 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 			s += dout[n * Cout + o];   /* the bias gradient stays fp32 */
 		rdb[o] = s;
 	}
-	float *other = randoms(r, (size_t)N * Cin), *out = xmalloc((size_t)N * Cout * sizeof *out);
-	linear_forward_bf16(out, other_input ? other : in, w, NULL, N, Cin, Cout);
-	linear_backward_bf16(with_din ? din : NULL, dw, db, dout, in, w, N, Cin, Cout, accumulate);
-	free(other), free(out);
-	const char *how = other_input ? "after a forward on another input"
-			  : !with_din ? "no din" : accumulate ? "din added" : "din written";
+	struct act *il = low(in, (size_t)N * Cin), *wl = low(w, (size_t)Cout * Cin);
+	bf->linear_backward(with_din ? din : NULL, dw, db, dout, il, wl, N, Cin, Cout, accumulate);
+	const char *how = !with_din ? "no din" : accumulate ? "din added" : "din written";
 	if (with_din)
 		CHECK(rel_err(din, rdin, (size_t)N * Cin) < 1e-5, "bf16 backward %dx%d->%d (%s): din",
 		      N, Cin, Cout, how);
@@ -125,6 +153,7 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 	CHECK(rel_err(db, rdb, Cout) < 1e-6, "bf16 backward %dx%d->%d (%s): dbias in fp32",
 	      N, Cin, Cout, how);
 	free(dout), free(in), free(w), free(din), free(dw), free(db), free(rdin), free(rdw), free(rdb);
+	free(il), free(wl);
 }
 
 /* The largest |a - b| over n, relative to the largest |b|. */
@@ -138,154 +167,68 @@ static double rel_diff(const float *a, const float *b, size_t n)
 	return e;
 }
 
-/* Whether the bf16 linear op on in[N,Cin] gives the same bits as on a fresh
- * copy of in, which it must round afresh: in's handed-off copy is in
- * rounded. */
-static int as_rounded_afresh(const float *in, const float *w, int N, int Cin, int Cout)
+/* Whether each of n acts is the float beside it rounded. */
+static int rounds_of(const struct act *a, const float *x, size_t n)
 {
-	float *copy = xmalloc(sizeof(float) * N * Cin), *out = xmalloc(sizeof(float) * N * Cout),
-	      *ref = xmalloc(sizeof(float) * N * Cout);
-	linear_forward_bf16(out, in, w, NULL, N, Cin, Cout);
-	memcpy(copy, in, sizeof(float) * N * Cin);
-	linear_forward_bf16(ref, copy, w, NULL, N, Cin, Cout);
-	int same = !memcmp(out, ref, sizeof(float) * N * Cout);
-	free(copy), free(out), free(ref);
+	float *w = widened(a, n);
+	int same = 1;
+	for (size_t i = 0; i < n; i++)
+		same &= w[i] == bf16_round(x[i]) || (isnan(w[i]) && isnan(x[i]));
+	free(w);
 	return same;
 }
 
-/* GELU's forward and backward hand their output's bf16 copy (and the
- * backward its column sums) to the next linear op: the plain ops' fp32
- * outputs within fp32's rounding (the bf16 ops take 1/x from rcp14), the
- * same results as rounding afresh, and nothing handed on to a linear op
- * that takes another input, or past one. */
-static void check_handoff(struct rng *r)
+/* GELU over bf16 pre: the bias added to pre and rounded, GELU of that into
+ * fp32 (the plain gelu's within fp32's rounding: the bf16 ops take 1/x
+ * from rcp14) or rounded into acts, and its backward (the plain op's over
+ * the same pre). */
+static void check_gelu(struct rng *r)
 {
-	enum { N = 70, F = 40, C = 24 };
-	float *pre = randoms(r, N * F), *pre2 = xmalloc(sizeof(float) * N * F), *bias = randoms(r, F),
-	      *act = xmalloc(sizeof(float) * N * F), *act2 = xmalloc(sizeof(float) * N * F),
-	      *w = randoms(r, C * F), *out = xmalloc(sizeof(float) * N * C),
-	      *other = randoms(r, N * F);
-	memcpy(pre2, pre, sizeof(float) * N * F);
-	bias_gelu_forward(act2, pre2, bias, N, F);
-	bias_gelu_forward_bf16(act, pre, bias, N, F);
-	double e = rel_diff(act, act2, N * F);
-	CHECK(e < 1e-6 && !memcmp(pre, pre2, sizeof(float) * N * F),
-	      "bf16 GELU: the plain op's fp32 outputs (%.2g)", e);
-	CHECK(as_rounded_afresh(act, w, N, F, C), "bf16 GELU's handed-off copy: the linear's "
-	      "result as from its input rounded afresh");
-	bias_gelu_forward_bf16(act, pre2, bias, N, F);
-	memset(act, 0, sizeof(float) * N * F);
-	linear_forward_bf16(out, other, w, NULL, N, F, C);
-	linear_forward_bf16(out, act, w, NULL, N, F, C);
-	int zero = 1;
-	for (int i = 0; i < N * C; i++)
-		zero &= out[i] == 0;
-	CHECK(zero, "a handoff goes to the next linear op only: a later one sees its input as it is");
-
-	/* backward: dact through GELU, then the linear that made pre */
-	float *dact = randoms(r, N * F), *dpre = xmalloc(sizeof(float) * N * F),
-	      *dpre2 = xmalloc(sizeof(float) * N * F), *x = randoms(r, N * C),
-	      *w1 = randoms(r, F * C), *dx = xmalloc(sizeof(float) * N * C),
-	      *dx2 = xmalloc(sizeof(float) * N * C), *dw = xcalloc(F * C, sizeof(float)),
-	      *dw2 = xcalloc(F * C, sizeof(float)), *db = xcalloc(F, sizeof(float)),
-	      *db2 = xcalloc(F, sizeof(float));
-	gelu_backward(dpre2, dact, pre, N, F);
-	gelu_backward_bf16(dpre, dact, pre, N, F);
-	e = rel_diff(dpre, dpre2, N * F);
-	CHECK(e < 1e-6, "bf16 GELU backward: the plain op's fp32 result (%.2g)", e);
-	linear_forward_bf16(act, x, w1, NULL, N, C, F);
-	gelu_backward_bf16(dpre, dact, pre, N, F);
-	linear_backward_bf16(dx, dw, db, dpre, x, w1, N, C, F, 0);
-	memcpy(dpre2, dpre, sizeof(float) * N * F);
-	linear_forward_bf16(act, x, w1, NULL, N, C, F);
-	linear_backward_bf16(dx2, dw2, db2, dpre2, x, w1, N, C, F, 0);
-	CHECK(!memcmp(dx, dx2, sizeof(float) * N * C) && !memcmp(dw, dw2, sizeof(float) * F * C),
-	      "bf16 GELU backward's handed-off copy: the linear's din and dw as from dout rounded afresh");
-	e = 0;
-	for (int f = 0; f < F; f++) {
-		double s = 0;
-		for (int n = 0; n < N; n++)
-			s += dpre2[n * F + f];
-		e = fmax(e, fabs(db[f] - s) / fmax(1, fabs(s)));
-	}
-	CHECK(e < 1e-6, "bf16 GELU backward's handed-off column sums: the bias gradient (%.2g)", e);
-	free(pre), free(pre2), free(bias), free(act), free(act2), free(w), free(out);
-	free(other), free(dact), free(dpre), free(dpre2), free(x), free(w1), free(dx), free(dx2);
-	free(dw), free(dw2), free(db), free(db2);
-}
-
-/* A kept copy whose space moved (its output, now of more rows, handed off
- * again) is dropped: the backward on the old rows rounds them afresh. The
- * copy takes 2 MiB, so its old space is unmapped and reading it faults. */
-static void check_handoff_moved(struct rng *r)
-{
-	enum { N = 4, MORE = 8, F = 1 << 18, C = 2 };
-	float *out = xmalloc(sizeof(float) * MORE * F), *pre = randoms(r, MORE * F),
-	      *bias = randoms(r, F), *w = randoms(r, C * F), *y = xmalloc(sizeof(float) * MORE * C),
-	      *dy = randoms(r, N * C), *dw = xcalloc(C * F, sizeof(float)),
-	      *dw2 = xcalloc(C * F, sizeof(float)), *fresh = xmalloc(sizeof(float) * N * F);
-	bias_gelu_forward_bf16(out, pre, bias, N, F);
-	linear_forward_bf16(y, out, w, NULL, N, F, C);
-	memcpy(fresh, out, sizeof(float) * N * F);
-	bias_gelu_forward_bf16(out, pre, bias, MORE, F);
-	memcpy(out, fresh, sizeof(float) * N * F);
-	linear_backward_bf16(NULL, dw, NULL, dy, out, w, N, F, C, 0);
-	linear_forward_bf16(y, fresh, w, NULL, N, F, C);
-	linear_backward_bf16(NULL, dw2, NULL, dy, fresh, w, N, F, C, 0);
-	CHECK(!memcmp(dw, dw2, sizeof(float) * C * F), "a kept copy whose space moved is rounded "
-	      "afresh in the backward");
-	free(out), free(pre), free(bias), free(w), free(y), free(dy), free(dw), free(dw2), free(fresh);
-}
-
-/* Past the table of the outputs that hand copies off (512), an op's copy
- * goes to no one: the linear op after it rounds its input itself and keeps
- * that, not space the next such op writes over. */
-static void check_handoffs_full(struct rng *r)
-{
-	enum { N = 3, F = 4, C = 2, OUTS = 600 };
+	enum { N = 70, F = 40 };
 	size_t n = N * F;
-	float *outs = xmalloc(sizeof(float) * OUTS * n), *pre = randoms(r, n),
-	      *p = xmalloc(sizeof(float) * n), *bias = randoms(r, F), *w = randoms(r, C * F),
-	      *y = xmalloc(sizeof(float) * N * C), *dy = randoms(r, N * C),
-	      *dw = xcalloc(C * F, sizeof(float)), *dw2 = xcalloc(C * F, sizeof(float)),
-	      *fresh = xmalloc(sizeof(float) * n);
-	for (int i = 0; i < OUTS; i++) {
-		memcpy(p, pre, sizeof(float) * n);
-		bias_gelu_forward_bf16(outs + i * n, p, bias, N, F);
-	}
-	float *a = outs + (OUTS - 2) * n, *b = outs + (OUTS - 1) * n;
-	memcpy(p, pre, sizeof(float) * n);
-	bias_gelu_forward_bf16(a, p, bias, N, F);
-	linear_forward_bf16(y, a, w, NULL, N, F, C);
+	float *pre = randoms(r, n), *bias = randoms(r, F), *act = xmalloc(sizeof(float) * n),
+	      *ref = xmalloc(sizeof(float) * n), *added = xmalloc(sizeof(float) * n);
+	struct act *pl = low(pre, n), *pl2 = low(pre, n), *al = xmalloc(n * bf->act_size);
+	float *before = widened(pl, n);
 	for (size_t i = 0; i < n; i++)
-		p[i] = 3 * pre[i];
-	bias_gelu_forward_bf16(b, p, bias, N, F);
-	linear_backward_bf16(NULL, dw, NULL, dy, a, w, N, F, C, 0);
-	memcpy(fresh, a, sizeof(float) * n);
-	linear_forward_bf16(y, fresh, w, NULL, N, F, C);
-	linear_backward_bf16(NULL, dw2, NULL, dy, fresh, w, N, F, C, 0);
-	CHECK(!memcmp(dw, dw2, sizeof(float) * C * F), "past the table of handed-off copies, a "
-	      "linear op keeps its input rounded itself");
-	free(outs), free(pre), free(p), free(bias), free(w), free(y), free(dy), free(dw), free(dw2);
-	free(fresh);
+		added[i] = before[i] + bias[i % F];
+	bf->bias_gelu_forward(act, NULL, pl, bias, N, F);
+	float *after = widened(pl, n);
+	for (size_t i = 0; i < n; i++)
+		ref[i] = gelu(after[i]);
+	double e = rel_diff(act, ref, n);
+	CHECK(rounds_of(pl, added, n) && e < 1e-6,
+	      "bf16 GELU: pre plus bias rounded, the plain GELU of that (%.2g)", e);
+	bf->bias_gelu_forward(NULL, al, pl2, bias, N, F);
+	CHECK(rounds_of(al, act, n), "bf16 GELU into acts: its fp32 outputs rounded");
+
+	float *dact = randoms(r, n), *dpre = xmalloc(sizeof(float) * n),
+	      *dpre2 = xmalloc(sizeof(float) * n);
+	gelu_backward(dpre2, dact, after, N, F);
+	bf->gelu_backward(dpre, dact, pl, N, F);
+	e = rel_diff(dpre, dpre2, n);
+	CHECK(e < 1e-6, "bf16 GELU backward: the plain op's fp32 result over the same pre (%.2g)", e);
+	free(pre), free(bias), free(act), free(ref), free(added), free(pl), free(pl2), free(al);
+	free(before), free(after), free(dact), free(dpre), free(dpre2);
 }
 
-/* The residual LayerNorm hands its output's bf16 copy to the next linear
- * op as GELU does, and with the LayerNorm backward (in place, as the model
- * runs it) matches the plain ops within fp32's rounding: the same dropout
- * mask, sums over several spans of rows, rows not a multiple of 16 wide. */
+/* The residual LayerNorm, with its output in acts beside, and the
+ * LayerNorm backward (in place, as the model runs it) match the plain ops
+ * within fp32's rounding: the same dropout mask, sums over several spans
+ * of rows, rows not a multiple of 16 wide. */
 static void check_layernorm(struct rng *r)
 {
-	enum { N = 200, C = 40, K = 24 };
+	enum { N = 200, C = 40 };
 	const float p = 0.25f, eps = 1e-12f;
 	const uint64_t seed = 17;
 	float *res = randoms(r, N * C), *sum = randoms(r, N * C), *sum2 = xmalloc(sizeof(float) * N * C),
 	      *bias = randoms(r, C), *w = randoms(r, C), *b = randoms(r, C),
 	      *out = xmalloc(sizeof(float) * N * C), *out2 = xmalloc(sizeof(float) * N * C),
-	      mean[N], rstd[N], mean2[N], rstd2[N], *wl = randoms(r, K * C);
+	      mean[N], rstd[N], mean2[N], rstd2[N];
+	struct act *ol = xmalloc(N * C * bf->act_size);
 	memcpy(sum2, sum, sizeof(float) * N * C);
 	residual_layernorm_forward(out2, sum2, mean2, rstd2, res, bias, w, b, N, C, eps, p, seed);
-	residual_layernorm_forward_bf16(out, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
+	bf->residual_layernorm_forward(out, ol, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
 	double e = fmax(fmax(rel_diff(out, out2, N * C), rel_diff(sum, sum2, N * C)),
 			fmax(rel_diff(mean, mean2, N), rel_diff(rstd, rstd2, N)));
 	int same_mask = 1;
@@ -293,18 +236,52 @@ static void check_layernorm(struct rng *r)
 		same_mask &= (sum[i] == res[i]) == (sum2[i] == res[i]);
 	CHECK(e < 1e-5 && same_mask, "bf16 residual LayerNorm: the plain op's outputs (%.2g) and "
 	      "dropout mask", e);
-	CHECK(as_rounded_afresh(out, wl, N, C, K), "bf16 residual LayerNorm's handed-off copy: the "
-	      "linear's result as from its input rounded afresh");
+	CHECK(rounds_of(ol, out, N * C), "bf16 residual LayerNorm's acts: its fp32 output rounded");
 
 	float *dout = randoms(r, N * C), *din2 = xmalloc(sizeof(float) * N * C),
 	      *dw = xcalloc(C, sizeof(float)), *db = xcalloc(C, sizeof(float)),
 	      *dw2 = xcalloc(C, sizeof(float)), *db2 = xcalloc(C, sizeof(float));
 	layernorm_backward(din2, dw2, db2, dout, sum, mean, rstd, w, N, C);
-	layernorm_backward_bf16(dout, dw, db, dout, sum, mean, rstd, w, N, C);
+	bf->layernorm_backward(dout, dw, db, dout, sum, mean, rstd, w, N, C);
 	e = fmax(rel_diff(dout, din2, N * C), fmax(rel_diff(dw, dw2, C), rel_diff(db, db2, C)));
 	CHECK(e < 1e-5, "bf16 LayerNorm backward in place: the plain op's din, dw and db (%.2g)", e);
-	free(res), free(sum), free(sum2), free(bias), free(w), free(b), free(out), free(out2);
-	free(wl), free(dout), free(din2), free(dw), free(db), free(dw2), free(db2);
+	free(res), free(sum), free(sum2), free(bias), free(w), free(b), free(out), free(out2), free(ol);
+	free(dout), free(din2), free(dw), free(dw2), free(db), free(db2);
+}
+
+/* The attention over bf16 q, k, v into a bf16 context, and its backward,
+ * against fp32's over the same values: within bf16's precision, as its
+ * products round the probabilities and their gradients too. */
+static void check_attention(struct rng *r)
+{
+	enum { AB = 3, T = 20, C = 32, H = 2 };
+	int32_t kv_start[AB + 1] = { 0, 20, 33, 40 };
+	int64_t p_start[AB + 1];
+	attention_probs(p_start, kv_start, NULL, AB, H);
+	size_t N = 40, n = N * 3 * C;
+	float *qkv = randoms(r, n), *dctx = randoms(r, N * C), *ctx = xmalloc(sizeof(float) * N * C),
+	      *g = xmalloc(sizeof(float) * n), *g2 = xmalloc(sizeof(float) * n);
+	uint8_t mask[40];
+	for (int i = 0; i < 40; i++)
+		mask[i] = i != 7 && i < 38;
+	struct act *ql = low(qkv, n), *cl = xmalloc(N * C * bf->act_size);
+	for (size_t i = 0; i < n; i++)
+		qkv[i] = bf16_round(qkv[i]);
+	struct attention a = { AB, T, C, H, float_acts(qkv), float_acts(qkv + C),
+			       float_acts(qkv + 2 * C), 3 * C, 3 * C, kv_start, NULL, p_start, mask,
+			       0.1f, 4 };
+	struct attention al = a;
+	al.q = ql, al.k = act_at(bf, ql, C), al.v = act_at(bf, ql, 2 * C);
+	attention_forward(ctx, NULL, &a);
+	bf->attention_forward(cl, NULL, &al);
+	float *got = widened(cl, N * C);
+	double e = rel_diff(got, ctx, N * C);
+	CHECK(e < 2e-2, "bf16 attention into acts: fp32's context within bf16's precision (%.2g)", e);
+	attention_backward(g2, g2 + C, g2 + 2 * C, dctx, NULL, &a);
+	bf->attention_backward(g, g + C, g + 2 * C, dctx, NULL, &al);
+	e = rel_diff(g, g2, n);
+	CHECK(e < 3e-2, "bf16 attention backward: fp32's dq, dk, dv within bf16's precision (%.2g)", e);
+	free(qkv), free(dctx), free(ctx), free(g), free(g2), free(ql), free(cl), free(got);
 }
 
 /* The attention heads' GEMM: C = alpha op(A) op(B) + beta C against double
@@ -390,8 +367,7 @@ enum model_mode { PLAIN, RECOMPUTE, VAT };
 static const char *const mode_names[] = { "", " with recompute", " with VAT" };
 
 /* mode: plain, or the graph's features that run forwards again over the same
- * buffers (recompute, VAT), which the bf16 ops' kept and handed-off copies
- * must follow. */
+ * buffers (recompute), or on the fp32 twin over buffers carved for it (VAT). */
 static void check_model(const struct backend *bf16, enum model_mode mode)
 {
 	struct bert_config c = { .vocab = 60, .hidden = 32, .layers = 2, .heads = 2, .ffn = 64,
@@ -439,36 +415,38 @@ static void check_model(const struct backend *bf16, enum model_mode mode)
 int main(void)
 {
 	const char *why = NULL;
-	const struct backend *bf16 = backend_cpu_bf16(&why);
+	bf = backend_cpu_bf16(&why);
 	const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
-	if (!bf16) {
+	if (!bf) {
 		CHECK(why && *why, "no bf16 here (ONEDNN_MAX_CPU_ISA %s): refused with a reason: %s",
 		      cap ? cap : "unset", why ? why : "(none)");
 		CHECK_DONE();
 	}
-	CHECK(strcmp(bf16->name, "cpu") && bf16->linear_forward == linear_forward_bf16,
-	      "the bf16 backend (%s) runs the bf16 linear ops", bf16->name);
+	CHECK(strcmp(bf->name, "cpu") && bf->act_size == 2 &&
+	      bf->linear_forward != backend_cpu()->linear_forward,
+	      "the bf16 backend (%s) has bf16 acts and its own linear ops", bf->name);
 	check_rounding();
 	struct rng r;
 	rng_seed(&r, 1);
 	check_forward(&r, 37, 19, 23, 1);
 	check_forward(&r, 5, 19, 23, 1);      /* the same primitive, another row count */
 	check_forward(&r, 64, 48, 96, 0);
-	check_backward(&r, 37, 19, 23, 0, 1, 0);
-	check_backward(&r, 37, 19, 23, 1, 1, 0);
-	check_backward(&r, 11, 19, 23, 1, 0, 0);
-	check_backward(&r, 64, 48, 96, 1, 1, 0);
-	check_backward(&r, 64, 48, 96, 1, 1, 1);
-	check_backward(&r, 200, 19, 23, 1, 1, 0);    /* column sums over spans of 64 rows and a part */
+	check_backward(&r, 37, 19, 23, 0, 1);
+	check_backward(&r, 37, 19, 23, 1, 1);
+	check_backward(&r, 11, 19, 23, 1, 0);
+	check_backward(&r, 64, 48, 96, 1, 1);
+	check_backward(&r, 200, 19, 23, 1, 1);    /* column sums over spans of 64 rows and a part */
 	/* no rows (a head with nothing to predict): nothing written, nothing added */
 	float w[6] = { 1, 2, 3, 4, 5, 6 }, dw[6] = { 1, 1, 1, 1, 1, 1 }, db[2] = { 7, 7 };
-	linear_forward_bf16(NULL, NULL, w, db, 0, 3, 2);
-	linear_backward_bf16(NULL, dw, db, NULL, NULL, w, 0, 3, 2, 0);
+	struct act *wl = low(w, 6);
+	bf->linear_forward(NULL, NULL, wl, db, 0, 3, 2);
+	bf->linear_backward(NULL, dw, db, NULL, NULL, wl, 0, 3, 2, 0);
 	CHECK(dw[0] == 1 && dw[5] == 1 && db[0] == 7 && db[1] == 7,
 	      "bf16 linear over 0 rows leaves the gradients as they were");
-	check_handoff(&r);
-	check_handoff_moved(&r);
+	free(wl);
+	check_gelu(&r);
 	check_layernorm(&r);
+	check_attention(&r);
 	const char *ts = "NT";
 	for (int t = 0; t < 4; t++) {
 		check_gemm(&r, ts[t / 2], ts[t % 2], 37, 50, 64, 0.0f);
@@ -483,7 +461,6 @@ int main(void)
 	check_softmax_backward(&r, 16);
 	check_softmax_backward(&r, 45);
 	for (enum model_mode mode = PLAIN; mode <= VAT; mode++)
-		check_model(bf16, mode);
-	check_handoffs_full(&r);    /* last: it fills the table */
+		check_model(bf, mode);
 	CHECK_DONE();
 }

@@ -455,12 +455,13 @@ static void test_attention(float p, int subset)
 	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[AN * AC], q[AN * AC];
 	float again[AN * AC];
 	int64_t p_start[AB + 1];
-	struct attention a = { AB, AT, AC, AH, t, t + AC, t + 2 * AC, 3 * AC, 3 * AC, all_start,
-			       NULL, p_start, att_mask, p, k.seed };
+	struct attention a = { AB, AT, AC, AH, float_acts(t), float_acts(t + AC),
+			       float_acts(t + 2 * AC), 3 * AC, 3 * AC, all_start, NULL, p_start,
+			       att_mask, p, k.seed };
 	if (subset) {
 		for (int i = 0; i < nq; i++)
 			memcpy(q + i * AC, t + some_rows[i] * 3 * AC, sizeof(float) * AC);
-		a.q = q, a.ldq = AC, a.q_start = some_start;
+		a.q = float_acts(q), a.ldq = AC, a.q_start = some_start;
 	}
 	attention_probs(p_start, all_start, a.q_start, AB, AH);
 	const char *what = subset ? "attention for some queries" : "attention";
@@ -520,10 +521,12 @@ static void test_attention_packed(void)
 	int64_t p_pad[AB + 1], p_packed[AB + 1];
 	attention_probs(p_pad, all_start, NULL, AB, AH);
 	int64_t np = attention_probs(p_packed, packed_start, NULL, AB, AH);
-	struct attention a = { AB, AT, AC, AH, pad, pad + AC, pad + 2 * AC, 3 * AC, 3 * AC,
-			       all_start, NULL, p_pad, mask, 0.0f, 9 };
-	struct attention b = { AB, AT, AC, AH, packed, packed + AC, packed + 2 * AC, 3 * AC,
-			       3 * AC, packed_start, NULL, p_packed, NULL, 0.0f, 9 };
+	struct attention a = { AB, AT, AC, AH, float_acts(pad), float_acts(pad + AC),
+			       float_acts(pad + 2 * AC), 3 * AC, 3 * AC, all_start, NULL, p_pad, mask,
+			       0.0f, 9 };
+	struct attention b = { AB, AT, AC, AH, float_acts(packed), float_acts(packed + AC),
+			       float_acts(packed + 2 * AC), 3 * AC, 3 * AC, packed_start, NULL,
+			       p_packed, NULL, 0.0f, 9 };
 	attention_forward(ctx_pad, NULL, &a);
 	attention_forward(ctx, NULL, &b);
 	double ctx_err = 0, grad_err = 0, pad_grad = 0;
@@ -739,8 +742,9 @@ static void test_dropout(void)
 	for (int b = 0; b <= B; b++)
 		kv_start[b] = b * T;
 	attention_probs(p_start, kv_start, NULL, B, H);
-	struct attention a = { B, T, C, H, qkv, qkv + C, qkv + 2 * C, 3 * C, 3 * C, kv_start, NULL,
-			       p_start, NULL, 0.3f, 5 };
+	struct attention a = { B, T, C, H, float_acts(qkv), float_acts(qkv + C),
+			       float_acts(qkv + 2 * C), 3 * C, 3 * C, kv_start, NULL, p_start, NULL,
+			       0.3f, 5 };
 	omp_set_num_threads(1);
 	attention_forward(ctx1, NULL, &a);
 	omp_set_num_threads(2);

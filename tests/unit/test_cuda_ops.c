@@ -81,18 +81,20 @@ static void test_linear(void)
 	float *d_out = on_gpu(out, N * F * 4), *d_dout = on_gpu(dout, N * F * 4);
 	float *d_din = on_gpu(din, N * C * 4), *d_dw = on_gpu(dw, F * C * 4), *d_db = on_gpu(db, F * 4);
 	linear_forward(out, in, w, NULL, N, C, F);
-	gpu->linear_forward(d_out, d_in, d_w, NULL, N, C, F);
+	gpu->linear_forward(d_out, float_acts(d_in), float_acts(d_w), NULL, N, C, F);
 	expect_close("linear_forward without a bias", d_out, out, (size_t)N * F, ATOL, RTOL);
 	linear_forward(out, in, w, b, N, C, F);
-	gpu->linear_forward(d_out, d_in, d_w, d_b, N, C, F);
+	gpu->linear_forward(d_out, float_acts(d_in), float_acts(d_w), d_b, N, C, F);
 	expect_close("linear_forward", d_out, out, (size_t)N * F, ATOL, RTOL);
 	linear_backward(din, dw, db, dout, in, w, N, C, F, 1);
-	gpu->linear_backward(d_din, d_dw, d_db, d_dout, d_in, d_w, N, C, F, 1);
+	gpu->linear_backward(d_din, d_dw, d_db, d_dout, float_acts(d_in), float_acts(d_w), N, C,
+			     F, 1);
 	expect_close("linear_backward din, accumulated", d_din, din, (size_t)N * C, ATOL, RTOL);
 	expect_close("linear_backward dw", d_dw, dw, (size_t)F * C, 1e-4, RTOL);
 	expect_close("linear_backward dbias", d_db, db, F, 1e-4, RTOL);
 	linear_backward(din, dw, NULL, dout, in, w, N, C, F, 0);
-	gpu->linear_backward(d_din, d_dw, NULL, d_dout, d_in, d_w, N, C, F, 0);
+	gpu->linear_backward(d_din, d_dw, NULL, d_dout, float_acts(d_in), float_acts(d_w), N, C,
+			     F, 0);
 	expect_close("linear_backward din, written", d_din, din, (size_t)N * C, ATOL, RTOL);
 	float *ptrs[] = { d_in, d_w, d_b, d_out, d_dout, d_din, d_dw, d_db, in, w, b, out, dout, din,
 			  dw, db };
@@ -212,8 +214,8 @@ static void test_layernorm(int rows, int cols, float p)
 	} else {
 		residual_layernorm_forward(out, sum, mean, rstd, res, bias, w, b, rows, cols, 1e-12f, p,
 					   42);
-		gpu->residual_layernorm_forward(d_out, d_sum, d_mean, d_rstd, d_res, d_bias, d_w, d_b,
-						rows, cols, 1e-12f, p, 42);
+		gpu->residual_layernorm_forward(d_out, (struct act *)d_out, d_sum, d_mean, d_rstd, d_res,
+						d_bias, d_w, d_b, rows, cols, 1e-12f, p, 42);
 		snprintf(what, sizeof what, "residual_layernorm_forward %dx%d p %.1f: the sum", rows,
 			 cols, p);
 		expect_close(what, d_sum, sum, n, ATOL, RTOL);
@@ -246,11 +248,11 @@ static void test_elementwise(void)
 	float *d_pre = on_gpu(pre, n * 4), *d_bias = on_gpu(bias, F * 4), *d_out = on_gpu(out, n * 4);
 	float *d_dout = on_gpu(dout, n * 4);
 	bias_gelu_forward(out, pre, bias, N, F);
-	gpu->bias_gelu_forward(d_out, d_pre, d_bias, N, F);
+	gpu->bias_gelu_forward(d_out, NULL, (struct act *)d_pre, d_bias, N, F);
 	expect_close("bias_gelu_forward: pre + bias", d_pre, pre, n, ATOL, RTOL);
 	expect_close("bias_gelu_forward: gelu", d_out, out, n, ATOL, RTOL);
 	gelu_backward(dout, dout, pre, N, F);
-	gpu->gelu_backward(d_dout, d_dout, d_pre, N, F);
+	gpu->gelu_backward(d_dout, d_dout, float_acts(d_pre), N, F);
 	expect_close("gelu_backward (in place)", d_dout, dout, n, ATOL, RTOL);
 	tanh_forward(out, pre, n);
 	gpu->tanh_forward(d_out, d_pre, n);
@@ -310,7 +312,7 @@ static void test_many_rows(void)
 	int32_t *d_ids = on_gpu(ids, MR * 4), *d_positions = on_gpu(positions, MR * 4);
 	int32_t *d_types = on_gpu(types, MR * 4);
 	bias_gelu_forward(out, pre, bias, MR, MW);
-	gpu->bias_gelu_forward(d_out, d_pre, d_bias, MR, MW);
+	gpu->bias_gelu_forward(NULL, (struct act *)d_out, (struct act *)d_pre, d_bias, MR, MW);
 	expect_close("bias_gelu_forward, 70001 rows", d_out, out, n, ATOL, RTOL);
 	gather_rows(g, pre, rows, MR, MW);   /* pre: the same bits on both sides */
 	gpu->gather_rows(d_g, d_pre, d_rows, MR, MW);
@@ -319,7 +321,7 @@ static void test_many_rows(void)
 	gpu->scatter_add_rows(d_t, d_pre, d_rows, MR, MW);
 	expect_same("scatter_add_rows, 70001 rows", d_t, t, n);
 	gelu_backward(g, d, pre, MR, MW);
-	gpu->gelu_backward(d_g, d_d, d_pre, MR, MW);
+	gpu->gelu_backward(d_g, d_d, float_acts(d_pre), MR, MW);
 	expect_close("gelu_backward, 70001 rows", d_g, g, n, ATOL, RTOL);
 	dropout_apply(out, pre, n, 0.1f, 9);
 	gpu->dropout_apply(d_out, d_pre, n, 0.1f, 9);
@@ -495,16 +497,18 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	int64_t *d_p_start = on_gpu(p_start, sizeof p_start);
 	/* fused [N, 3C] q|k|v, or q apart and k|v [N, 2C], as bert_graph.c lays them out */
 	const float *k = head_rows ? kv : kv + C, *d_k = head_rows ? d_kv : d_kv + C;
-	struct attention cpu_a = { AB, T, C, H, q, k, k + C, ldq, ldkv, kv_start,
-				   head_rows ? q_start : NULL, p_start, masked ? mask : NULL, p, 99 };
-	struct attention gpu_a = { AB, T, C, H, d_q, d_k, d_k + C, ldq, ldkv, d_kv_start,
+	struct attention cpu_a = { AB, T, C, H, float_acts(q), float_acts(k), float_acts(k + C),
+				   ldq, ldkv, kv_start, head_rows ? q_start : NULL, p_start,
+				   masked ? mask : NULL, p, 99 };
+	struct attention gpu_a = { AB, T, C, H, float_acts(d_q), float_acts(d_k),
+				   float_acts(d_k + C), ldq, ldkv, d_kv_start,
 				   head_rows ? d_q_start : NULL, d_p_start, d_mask, p, 99 };
 	char what[160];
 	char rows[64];
 	snprintf(rows, sizeof rows, "%s, %d heads of %d, %s", head_rows ? "head rows" : "all rows",
 		 H, C / H, masked ? "masked" : "no mask");
 	attention_forward(ctx, NULL, &cpu_a);
-	gpu->attention_forward(d_ctx, d_state, &gpu_a);
+	gpu->attention_forward((struct act *)d_ctx, d_state, &gpu_a);
 	snprintf(what, sizeof what, "attention_forward T %d, %s, p %.1f: ctx", T, rows, p);
 	expect_close(what, d_ctx, ctx, (size_t)R * C, ATOL, RTOL);
 	float *dk = head_rows ? dkv : dkv + C, *d_dk = head_rows ? d_dkv : d_dkv + C;
@@ -557,12 +561,13 @@ static void test_attention_past_2g(void)
 	int64_t *d_p_start = on_gpu(p_start, (SEQS + 1) * sizeof *p_start);
 	gpu->upload(d_kv + last * LD, kv, (size_t)ALEN * LD * 4);
 	gpu->upload(d_dctx + last * AC, dctx, (size_t)ALEN * AC * 4);
-	struct attention cpu_a = { 1, ALEN, AC, 1, kv, kv + AC, kv + 2 * AC, LD, LD, one_kv, NULL,
-				   one_p, NULL, 0, 99 };
-	struct attention gpu_a = { SEQS, ALEN, AC, 1, d_kv, d_kv + AC, d_kv + 2 * AC, LD, LD,
-				   d_kv_start, NULL, d_p_start, NULL, 0, 99 };
+	struct attention cpu_a = { 1, ALEN, AC, 1, float_acts(kv), float_acts(kv + AC),
+				   float_acts(kv + 2 * AC), LD, LD, one_kv, NULL, one_p, NULL, 0, 99 };
+	struct attention gpu_a = { SEQS, ALEN, AC, 1, float_acts(d_kv), float_acts(d_kv + AC),
+				   float_acts(d_kv + 2 * AC), LD, LD, d_kv_start, NULL, d_p_start, NULL,
+				   0, 99 };
 	attention_forward(ctx, NULL, &cpu_a);
-	gpu->attention_forward(d_ctx, d_state, &gpu_a);
+	gpu->attention_forward((struct act *)d_ctx, d_state, &gpu_a);
 	CHECK(p_start[SEQS - 1] > INT32_MAX && probs_n > p_start[SEQS - 1],
 	      "the last sequence's probabilities start past 2^31 (%lld)", (long long)p_start[SEQS - 1]);
 	expect_close("attention_forward past 2^31 probabilities: ctx", d_ctx + last * AC, ctx,
