@@ -93,6 +93,8 @@ LIB_H := $(wildcard lib/*/*.h)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(if $(filter -DTS_GPU=1,$(CFLAGS)),$(CU_SRC:%.cu=$(B)/%.o))
 CMDS := $(patsubst cmd/%.c,$(BINDIR)/%,$(wildcard cmd/*.c))
 UNIT := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
+# built by make test too, so that they cannot rot between benchmark runs
+BENCH := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/*.c))
 
 all: $(CMDS) completions
 commands: $(CMDS)
@@ -159,7 +161,7 @@ SAN_LOG := $(CURDIR)/$(B)/san-log
 SAN_ENV := TS_SAN_LOG=$(SAN_LOG) \
            ASAN_OPTIONS=detect_leaks=0:exitcode=99:log_path=$(SAN_LOG)/asan \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
-test: all $(UNIT) $(VENV)/ready
+test: all $(UNIT) $(BENCH) $(VENV)/ready
 	@TS_BIN=$(CURDIR)/$(BINDIR) TS_BUILD=$(B) $(if $(filter 1,$(SAN)),$(SAN_ENV)) tests/run
 
 # The GPU check for a machine with a driver but no compilers (tests/gpu/README.md):

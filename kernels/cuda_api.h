@@ -59,7 +59,7 @@ void cuda_linear_forward(float *out, const struct act *in, const struct act *w, 
 			 int N, int Cin, int Cout);
 void cuda_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
 			     const float *bias, int N, int Cin, int Cout);
-void cuda_linear_backward(float *din, float *dw, float *dbias, const float *dout,
+void cuda_linear_backward(float *din, float *dw, float *dbias, const struct act *dout,
 			  const struct act *in, const struct act *w, int N, int Cin, int Cout,
 			  int accumulate);
 
@@ -82,7 +82,7 @@ void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout
 			     int N, int C);
 void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const float *bias,
 			    int N, int F);
-void cuda_gelu_backward(float *dpre, const float *dout, const struct act *pre, int N, int F);
+void cuda_gelu_backward(struct act *dpre, const float *dout, const struct act *pre, int N, int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
 double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
@@ -109,7 +109,7 @@ void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int
  * softmax's maximum and 1/sum */
 enum { CUDA_ATTENTION_STATE = 2 };
 void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a);
-void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			     const float *state, const struct attention *a);
 double cuda_attention_scratch(int B, int T, int H);
 

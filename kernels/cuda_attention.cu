@@ -561,7 +561,7 @@ void cuda_attention_forward(struct act *ctx, float *state, const struct attentio
 	CUDA_LAUNCHED();
 }
 
-void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
+void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			     const float *state, const struct attention *a)
 {
 	struct att t = att_of(a);
@@ -571,11 +571,11 @@ void cuda_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
 	size_t n = scratch_floats(a->B, a->T, a->H);
 	float *probs = scratch(n), *ds = probs + n;
 	size_t smem = shared_bytes((const void *)attention_backward_rows_kernel, t.d, 1);
-	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dq, ds, probs,
-										   dctx, state, t);
+	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(
+		(float *)dq, ds, probs, dctx, state, t);
 	CUDA_LAUNCHED();
 	smem = shared_bytes((const void *)attention_backward_keys_kernel, t.d, 2);
-	attention_backward_keys_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dk, dv, ds, dctx,
-										   probs, t);
+	attention_backward_keys_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(
+		(float *)dk, (float *)dv, ds, dctx, probs, t);
 	CUDA_LAUNCHED();
 }

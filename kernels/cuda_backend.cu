@@ -155,12 +155,13 @@ void cuda_linear_forward_act(struct act *out, const struct act *in, const struct
 	cuda_linear_forward((float *)out, in, w, bias, N, Cin, Cout);
 }
 
-void cuda_linear_backward(float *din, float *dw, float *dbias, const float *dout,
+void cuda_linear_backward(float *din, float *dw, float *dbias, const struct act *dout_acts,
 			  const struct act *in_acts, const struct act *w_acts, int N, int Cin,
 			  int Cout, int accumulate)
 {
 	const float one = 1.0f, zero = 0.0f;
 	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
+	const float *dout = (const float *)dout_acts;
 	if (din)   /* din^T [Cin, N] = w^T dout^T: w column-major [Cin, Cout] as it is */
 		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, Cin,
 				       dout, Cout, accumulate ? &one : &zero, din, Cin));

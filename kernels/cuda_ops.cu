@@ -580,8 +580,10 @@ static __global__ void gelu_backward_kernel(float *dpre, const float *dout, cons
 	}
 }
 
-void cuda_gelu_backward(float *dpre, const float *dout, const struct act *pre_acts, int N, int F)
+void cuda_gelu_backward(struct act *dpre_acts, const float *dout, const struct act *pre_acts, int N,
+			int F)
 {
+	float *dpre = (float *)dpre_acts;
 	const float *pre = (const float *)pre_acts;
 	size_t n = N > 0 && F > 0 ? (size_t)N * F : 0;
 	if (!n)

@@ -6,12 +6,12 @@
  * gradients. Host code touches the backend's memory only through upload and
  * download, so a backend whose memory is the host's (host set) needs neither.
  *
- * The backend owns the type of what its matrix products read: the layers'
- * activations that feed them, and the weights' copies they multiply by, are
- * struct act, act_size bytes an element: 4, a float, on an fp32 backend; 2,
- * a bf16, on the CPU's bf16 one. Parameters, their gradients, optimizer
- * state, the residual stream, normalisation statistics, logits and
- * activation gradients stay fp32. */
+ * The backend owns the type of what its matrix products read: the
+ * activations and the activation gradients that feed them, and the
+ * weights' copies they multiply by, are struct act, act_size bytes an
+ * element: 4, a float, on an fp32 backend; 2, a bf16, on the CPU's bf16
+ * one. Parameters, their gradients, optimizer state, the residual stream
+ * and its gradient, normalisation statistics and logits stay fp32. */
 #ifndef TS_BACKEND_H
 #define TS_BACKEND_H
 #include <stddef.h>
@@ -82,7 +82,7 @@ struct backend {
 	/* the same with its output in acts */
 	void (*linear_forward_act)(struct act *out, const struct act *in, const struct act *w,
 				   const float *bias, int N, int Cin, int Cout);
-	void (*linear_backward)(float *din, float *dw, float *dbias, const float *dout,
+	void (*linear_backward)(float *din, float *dw, float *dbias, const struct act *dout,
 				const struct act *in, const struct act *w, int N, int Cin,
 				int Cout, int accumulate);
 	void (*embedding_forward)(float *out, const int32_t *ids, const int32_t *types,
@@ -105,12 +105,16 @@ struct backend {
 	 * goes into out, or into low in acts: one of them NULL */
 	void (*bias_gelu_forward)(float *out, struct act *low, struct act *pre, const float *bias,
 				  int N, int F);
-	void (*gelu_backward)(float *dpre, const float *dout, const struct act *pre, int N, int F);
+	/* dpre in acts, apart from dout */
+	void (*gelu_backward)(struct act *dpre, const float *dout, const struct act *pre, int N,
+			      int F);
 	void (*tanh_forward)(float *out, const float *in, size_t n);
 	void (*tanh_backward)(float *din, const float *dout, const float *out, size_t n);
 	void (*attention_forward)(struct act *ctx, float *state, const struct attention *a);
-	void (*attention_backward)(float *dq, float *dk, float *dv, const float *dctx,
-				   const float *state, const struct attention *a);
+	/* dq, dk, dv in acts */
+	void (*attention_backward)(struct act *dq, struct act *dk, struct act *dv,
+				   const float *dctx, const float *state,
+				   const struct attention *a);
 	double (*crossentropy_forward)(float *lse, const float *logits, const int32_t *labels,
 				       int N, int V, float e);
 	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,

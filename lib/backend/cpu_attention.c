@@ -25,7 +25,7 @@ struct heads {
 	float scale;               /* 1/sqrt(d) */
 	uint32_t threshold, key;   /* dropout on the probabilities; threshold 0: none */
 	float keep_scale;
-	sgemm_fn gemm;
+	gemm_fn gemm;
 	softmax_row_fn softmax;
 	softmax_backward_fn softmax_backward;
 	int bf16;                  /* q, k, v and ctx are bf16, else floats */
@@ -41,13 +41,19 @@ static struct heads heads_of(const struct attention *a, const uint8_t *mask,
 	return s;
 }
 
-static void openblas_sgemm(char transa, char transb, int M, int N, int K, float alpha,
-			   const float *A, int lda, const float *B, int ldb, float beta, float *C,
-			   int ldc)
+/* A gemm_fn over floats. */
+static void openblas_gemm(char transa, char transb, int M, int N, int K, float alpha,
+			  struct operand A, struct operand B, float beta, float *C, int ldc)
 {
 	cblas_sgemm(CblasRowMajor, transa == 'T' ? CblasTrans : CblasNoTrans,
-		    transb == 'T' ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta,
-		    C, ldc);
+		    transb == 'T' ? CblasTrans : CblasNoTrans, M, N, K, alpha, A.p, A.ld, B.p, B.ld,
+		    beta, C, ldc);
+}
+
+/* Floats as an operand. */
+static struct operand fl(const float *p, int ld)
+{
+	return (struct operand){ p, ld, 0 };
 }
 
 /* Keys past the last real one have zero weight, so the products stop there.
@@ -174,17 +180,15 @@ static size_t largest_block(const struct attention *a)
 }
 
 /* A thread's scratch: a head's probabilities, in the backward their
- * gradient, with dropout their dropped copy; a head's rows of output; and
- * where acts are bf16, its queries, keys and values widened to floats. */
+ * gradient, with dropout their dropped copy; and a head's rows of output. */
 struct head_scratch {
-	float *pr, *dp, *dropped, *out, *wide;
+	float *pr, *dp, *dropped, *out;
 };
 
 /* The floats of one thread's scratch, and its pieces at base. */
 static size_t scratch_floats(const struct heads *s, int backward, size_t block)
 {
-	size_t rows = (size_t)s->a->T * s->d;
-	return block * (size_t)(1 + backward + (s->threshold != 0)) + rows * (s->bf16 ? 4 : 1);
+	return block * (size_t)(1 + backward + (s->threshold != 0)) + (size_t)s->a->T * s->d;
 }
 
 static struct head_scratch carve_scratch(float *base, const struct heads *s, int backward,
@@ -197,7 +201,6 @@ static struct head_scratch carve_scratch(float *base, const struct heads *s, int
 	if (s->threshold)
 		w.dropped = base, base += block;
 	w.out = base;
-	w.wide = s->bf16 ? base + (size_t)s->a->T * s->d : NULL;
 	return w;
 }
 
@@ -209,45 +212,40 @@ static void prefetch_rows(const float *x, int ld, int rows, int width)
 			__builtin_prefetch(x + (size_t)i * ld + j);
 }
 
-/* A head's queries, keys and values as floats, rows ldq and ldkv apart. */
+/* A head's queries, keys and values, in place. */
 struct head_in {
-	const float *q, *k, *v;
-	int ldq, ldkv;
+	struct operand q, k, v;
 };
 
-/* rows x d bf16s of src (rows ld apart) as floats, packed, into dst. */
-static void widen_rows(float *dst, const struct act *src, size_t at, int ld, int rows, int d)
+HOT_ELEMENTWISE static void round_row(uint16_t *dst, const float *src, int n)
 {
-	const uint16_t *x = (const uint16_t *)src + at;
-	for (int i = 0; i < rows; i++)
-		for (int c = 0; c < d; c++)
-			dst[(size_t)i * d + c] = from_bf16(x[(size_t)i * ld + c]);
+#pragma omp simd
+	for (int j = 0; j < n; j++)
+		dst[j] = to_bf16(src[j]);
 }
 
-/* The head's rows in place where acts are floats, else widened into wide:
- * its queries, and the keys and values that take part. The next head's
- * are asked for meanwhile. */
-static struct head_in head_in(const struct heads *s, const struct head_task *t, float *wide)
+/* x's element at, x in acts. */
+static const void *element(const struct heads *s, const struct act *x, size_t at)
+{
+	return (const char *)x + at * (s->bf16 ? sizeof(uint16_t) : sizeof(float));
+}
+
+/* The head's queries, keys and values; where they are floats, the next
+ * head's are asked for meanwhile. */
+static struct head_in head_in(const struct heads *s, const struct head_task *t)
 {
 	const struct attention *a = s->a;
 	int d = s->d;
 	size_t q = (size_t)t->q0 * a->ldq + t->h * d, kv = (size_t)t->k0 * a->ldkv + t->h * d;
-	if (!s->bf16) {
-		struct head_in in = { (const float *)a->q + q, (const float *)a->k + kv,
-				      (const float *)a->v + kv, a->ldq, a->ldkv };
-		if (t->h + 1 < a->H) {
-			prefetch_rows(in.q + d, a->ldq, t->nq, d);
-			prefetch_rows(in.k + d, a->ldkv, t->n, d);
-			prefetch_rows(in.v + d, a->ldkv, t->n, d);
-		}
-		return in;
+	struct head_in in = { { element(s, a->q, q), a->ldq, s->bf16 },
+			      { element(s, a->k, kv), a->ldkv, s->bf16 },
+			      { element(s, a->v, kv), a->ldkv, s->bf16 } };
+	if (!s->bf16 && t->h + 1 < a->H) {
+		prefetch_rows((const float *)in.q.p + d, a->ldq, t->nq, d);
+		prefetch_rows((const float *)in.k.p + d, a->ldkv, t->n, d);
+		prefetch_rows((const float *)in.v.p + d, a->ldkv, t->n, d);
 	}
-	size_t most = (size_t)a->T * d;
-	float *wq = wide, *wk = wq + most, *wv = wk + most;
-	widen_rows(wq, a->q, q, a->ldq, t->nq, d);
-	widen_rows(wk, a->k, kv, a->ldkv, t->n, d);
-	widen_rows(wv, a->v, kv, a->ldkv, t->n, d);
-	return (struct head_in){ wq, wk, wv, d, d };
+	return in;
 }
 
 /* The head's probabilities in work (nq rows of len), before dropout: the
@@ -256,10 +254,23 @@ static void head_probs(float *work, const struct heads *s, const struct head_tas
 		       const struct head_in *in)
 {
 	int len = t->len;
-	s->gemm('N', 'T', t->nq, t->n, s->d, s->scale, in->q, in->ldq, in->k, in->ldkv, 0.0f, work,
-		len);
+	s->gemm('N', 'T', t->nq, t->n, s->d, s->scale, in->q, in->k, 0.0f, work, len);
 	for (int i = 0; i < t->nq; i++)
 		s->softmax(work + (size_t)i * len, s->mask + t->k0, t->n, len);
+}
+
+/* rows x width floats of src, packed, to dst's rows at at, ld apart, in
+ * acts: streamed out as floats, or rounded to bf16. */
+static void put_rows(const struct heads *s, struct act *dst, size_t at, int ld, const float *src,
+		     int rows, int width)
+{
+	for (int i = 0; i < rows; i++) {
+		size_t o = at + (size_t)i * ld;
+		if (s->bf16)
+			round_row((uint16_t *)dst + o, src + (size_t)i * width, width);
+		else
+			copy_streaming((float *)dst + o, src + (size_t)i * width, width);
+	}
 }
 
 /* The head's context: the probabilities (dropped) times its values, into
@@ -271,15 +282,12 @@ static void head_context(struct act *ctx, const float *pv, float *out, const str
 	int d = s->d;
 	size_t at = (size_t)t->q0 * a->C + t->h * d;
 	if (!s->bf16) {
-		s->gemm('N', 'N', t->nq, d, t->n, 1.0f, pv, t->len, in->v, in->ldkv, 0.0f,
+		s->gemm('N', 'N', t->nq, d, t->n, 1.0f, fl(pv, t->len), in->v, 0.0f,
 			(float *)ctx + at, a->C);
 		return;
 	}
-	s->gemm('N', 'N', t->nq, d, t->n, 1.0f, pv, t->len, in->v, in->ldkv, 0.0f, out, d);
-	uint16_t *c = (uint16_t *)ctx + at;
-	for (int i = 0; i < t->nq; i++)
-		for (int j = 0; j < d; j++)
-			c[(size_t)i * a->C + j] = to_bf16(out[(size_t)i * d + j]);
+	s->gemm('N', 'N', t->nq, d, t->n, 1.0f, fl(pv, t->len), in->v, 0.0f, out, d);
+	put_rows(s, ctx, at, a->C, out, t->nq, d);
 }
 
 static void head_forward(struct act *ctx, const struct head_scratch *w, const struct heads *s,
@@ -289,7 +297,7 @@ static void head_forward(struct act *ctx, const struct head_scratch *w, const st
 	int len = t.len;
 	if (!t.nq)
 		return;
-	struct head_in in = head_in(s, &t, w->wide);
+	struct head_in in = head_in(s, &t);
 	head_probs(w->pr, s, &t, &in);
 	const float *pv = w->pr;
 	if (s->threshold) {
@@ -321,44 +329,38 @@ void attention_forward_with(struct act *ctx, const struct attention *a,
 	free(ones);
 }
 
-static void zero_rows(float *x, int from, int to, int ld, int width)
+/* Rows from..to of x, width wide at at, rows ld apart, in acts: zeros. */
+static void zero_rows(const struct heads *s, struct act *x, size_t at, int from, int to, int ld,
+		      int width)
 {
+	size_t e = s->bf16 ? sizeof(uint16_t) : sizeof(float);
 	for (int j = from; j < to; j++)
-		memset(x + (size_t)j * ld, 0, sizeof(float) * width);
-}
-
-/* rows x width floats of src, packed, streamed out to dst, rows ld apart. */
-static void stream_rows(float *dst, int ld, const float *src, int rows, int width)
-{
-	for (int i = 0; i < rows; i++)
-		copy_streaming(dst + (size_t)i * ld, src + (size_t)i * width, width);
+		memset((char *)x + (at + (size_t)j * ld) * e, 0, e * (size_t)width);
 }
 
 /* The probabilities are worked out again in pr, the gradients of q, k and
- * v made in out and streamed to their places. */
-static void head_backward(float *dq, float *dk, float *dv, const struct head_scratch *w,
-			  const float *dctx, const struct heads *s, int bh)
+ * v made in out and put in their places. */
+static void head_backward(struct act *dq, struct act *dk, struct act *dv,
+			  const struct head_scratch *w, const float *dctx, const struct heads *s,
+			  int bh)
 {
 	const struct attention *a = s->a;
 	struct head_task t = head_task(s, bh);
 	int len = t.len, d = s->d;
-	size_t kv = (size_t)t.k0 * a->ldkv + t.h * d;
-	dk += kv, dv += kv;
+	size_t kv = (size_t)t.k0 * a->ldkv + t.h * d, q = (size_t)t.q0 * a->ldq + t.h * d;
 	if (!t.nq) {
 		/* no queries, so nothing reaches these keys and values */
-		zero_rows(dk, 0, len, a->ldkv, d);
-		zero_rows(dv, 0, len, a->ldkv, d);
+		zero_rows(s, dk, kv, 0, len, a->ldkv, d);
+		zero_rows(s, dv, kv, 0, len, a->ldkv, d);
 		return;
 	}
-	struct head_in in = head_in(s, &t, w->wide);
-	const float *q = in.q, *k = in.k, *v = in.v;
+	struct head_in in = head_in(s, &t);
 	const float *dc = dctx + (size_t)t.q0 * a->C + t.h * d, *pr = w->pr;
 	float *dp = w->dp, *dropped = w->dropped, *out = w->out;
-	dq += (size_t)t.q0 * a->ldq + t.h * d;
 	head_probs(w->pr, s, &t, &in);
 
 	/* d(dropped probs) = dctx V^T */
-	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, dc, a->C, v, in.ldkv, 0.0f, dp, len);
+	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, fl(dc, a->C), in.v, 0.0f, dp, len);
 	for (int i = 0; i < t.nq; i++) {
 		float *dpi = dp + (size_t)i * len;
 		const float *p = pr + (size_t)i * len;
@@ -373,18 +375,18 @@ static void head_backward(float *dq, float *dk, float *dv, const struct head_scr
 	}
 	const float *pv = s->threshold ? dropped : pr;
 	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
-	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, pv, len, dc, a->C, 0.0f, out, d);
-	stream_rows(dv, a->ldkv, out, t.n, d);
-	s->gemm('N', 'N', t.nq, d, t.n, s->scale, dp, len, k, in.ldkv, 0.0f, out, d);
-	stream_rows(dq, a->ldq, out, t.nq, d);
-	s->gemm('T', 'N', t.n, d, t.nq, s->scale, dp, len, q, in.ldq, 0.0f, out, d);
-	stream_rows(dk, a->ldkv, out, t.n, d);
+	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, fl(pv, len), fl(dc, a->C), 0.0f, out, d);
+	put_rows(s, dv, kv, a->ldkv, out, t.n, d);
+	s->gemm('N', 'N', t.nq, d, t.n, s->scale, fl(dp, len), in.k, 0.0f, out, d);
+	put_rows(s, dq, q, a->ldq, out, t.nq, d);
+	s->gemm('T', 'N', t.n, d, t.nq, s->scale, fl(dp, len), in.q, 0.0f, out, d);
+	put_rows(s, dk, kv, a->ldkv, out, t.n, d);
 	stream_fence();
-	zero_rows(dv, t.n, len, a->ldkv, d);
-	zero_rows(dk, t.n, len, a->ldkv, d);
+	zero_rows(s, dv, kv, t.n, len, a->ldkv, d);
+	zero_rows(s, dk, kv, t.n, len, a->ldkv, d);
 }
 
-void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
+void attention_backward_with(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			     const struct attention *a, const struct attention_kernels *kn)
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
@@ -405,7 +407,7 @@ void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
 }
 
 /* OpenBLAS and the softmax with fp32's bits, over floats. */
-static const struct attention_kernels fp32 = { openblas_sgemm, masked_softmax_row,
+static const struct attention_kernels fp32 = { openblas_gemm, masked_softmax_row,
 					       softmax_backward_row, 0 };
 
 void attention_forward(float *ctx, float *state, const struct attention *a)
@@ -418,5 +420,6 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dctx, cons
 			const struct attention *a)
 {
 	(void)state;
-	attention_backward_with(dq, dk, dv, dctx, a, &fp32);
+	attention_backward_with((struct act *)dq, (struct act *)dk, (struct act *)dv, dctx, a,
+				&fp32);
 }

@@ -1,10 +1,10 @@
 /* The bf16 path's attention kernels (ts-train --precision bf16), on
  * AVX512-BF16 and AVX-512:
  * - the heads' small GEMMs: one thread's row-major C = alpha op(A) op(B) +
- *   beta C with its operands rounded to bf16 and fp32 sums. Each operand is
- *   packed as pairs of bf16 along the summed dimension, one 32-bit word a
- *   pair; the kernel broadcasts a pair of A and multiplies it with 16 of B's
- *   columns at once;
+ *   beta C with float operands rounded to bf16 (bf16 ones as they lie) and
+ *   fp32 sums. Each operand is packed as pairs of bf16 along the summed
+ *   dimension, one 32-bit word a pair; the kernel broadcasts a pair of A and
+ *   multiplies it with 16 of B's columns at once;
  * - the masked softmax of a row of scores and its backward, 16 keys at a
  *   time. */
 #include "backend/cpu_ops.h"
@@ -98,6 +98,55 @@ BF16 static void pack_down_columns(uint32_t *dst, const float *X, int ld, int R,
 			_mm512_storeu_si512(dst + (size_t)kk * R_pad + r, interleave_pairs(lo, hi));
 		}
 	}
+}
+
+/* pack_along_rows over bf16s: their pairs as they lie. */
+static void pack_along_rows_bf16(uint32_t *dst, const uint16_t *X, int ld, int R, int R_pad, int K)
+{
+	int K2 = (K + 1) / 2;
+	for (int r = 0; r < R; r++) {
+		uint16_t *d = (uint16_t *)(dst + (size_t)r * K2);
+		memcpy(d, X + (size_t)r * ld, sizeof *d * (size_t)K);
+		if (K & 1)
+			d[K] = 0;
+	}
+	memset(dst + (size_t)R * K2, 0, sizeof *dst * (size_t)(R_pad - R) * K2);
+}
+
+/* pack_down_columns over bf16s. */
+BF16 static void pack_down_columns_bf16(uint32_t *dst, const uint16_t *X, int ld, int R, int R_pad,
+					int K)
+{
+	for (int kk = 0; kk < (K + 1) / 2; kk++) {
+		const uint16_t *x0 = X + (size_t)2 * kk * ld, *x1 = x0 + ld;
+		int two = 2 * kk + 1 < K;
+		for (int r = 0; r < R_pad; r += 16) {
+			__mmask16 m = first(R - r);
+			__m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x0 + r));
+			__m512i hi = two ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x1 + r))
+					 : _mm512_setzero_si512();
+			_mm512_storeu_si512(dst + (size_t)kk * R_pad + r,
+					    _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+		}
+	}
+}
+
+/* An operand's R rows of K, packed as pack_along_rows does. */
+static void pack_rows(uint32_t *dst, struct operand X, int R, int R_pad, int K)
+{
+	if (X.bf16)
+		pack_along_rows_bf16(dst, X.p, X.ld, R, R_pad, K);
+	else
+		pack_along_rows(dst, X.p, X.ld, R, R_pad, K);
+}
+
+/* An operand's R columns of K rows, packed as pack_down_columns does. */
+static void pack_columns(uint32_t *dst, struct operand X, int R, int R_pad, int K)
+{
+	if (X.bf16)
+		pack_down_columns_bf16(dst, X.p, X.ld, R, R_pad, K);
+	else
+		pack_down_columns(dst, X.p, X.ld, R, R_pad, K);
 }
 
 /* dst[kk * R_pad + r] = src[r * K2 + kk], columns R..R_pad zero. */
@@ -201,8 +250,8 @@ BF16 void softmax_backward_row_bf16(float *dp, const float *p, int n)
 	}
 }
 
-void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
-	       int lda, const float *B, int ldb, float beta, float *C, int ldc)
+void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
+	       struct operand B, float beta, float *C, int ldc)
 {
 	if (M <= 0 || N <= 0)
 		return;
@@ -210,25 +259,25 @@ void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const
 	int K2 = (K + 1) / 2, N_pad = round_up(N, 32);
 	size_t a_row = 1, a_k = (size_t)round_up(M, 16);
 	if (transa == 'N') {
-		pack_along_rows(s->a, A, lda, M, round_up(M, MR), K);
+		pack_rows(s->a, A, M, round_up(M, MR), K);
 		a_row = (size_t)K2, a_k = 1;
 	} else {
-		pack_down_columns(s->a, A, lda, M, round_up(M, 16), K);
+		pack_columns(s->a, A, M, round_up(M, 16), K);
 	}
 	if (transb == 'N') {
-		pack_down_columns(s->b, B, ldb, N, N_pad, K);
+		pack_columns(s->b, B, N, N_pad, K);
 	} else {
-		pack_along_rows(s->rows, B, ldb, N, N, K);
+		pack_rows(s->rows, B, N, N, K);
 		transpose_words(s->b, s->rows, N, N_pad, K2);
 	}
 	kernel(s->a, a_row, a_k, s->b, N_pad, M, N, K2, alpha, beta, C, ldc);
 }
 #else
-void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
-	       int lda, const float *B, int ldb, float beta, float *C, int ldc)
+void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
+	       struct operand B, float beta, float *C, int ldc)
 {
-	(void)transa, (void)transb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda,
-		(void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+	(void)transa, (void)transb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)B,
+		(void)beta, (void)C, (void)ldc;
 	abort();                   /* bf16_available is false off x86-64 */
 }
 

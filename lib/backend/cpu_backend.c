@@ -55,11 +55,12 @@ static void linear_fwd_act(struct act *out, const struct act *in, const struct a
 	linear_forward((float *)out, floats(in), floats(w), bias, N, Cin, Cout);
 }
 
-static void linear_bwd(float *din, float *dw, float *dbias, const float *dout,
+static void linear_bwd(float *din, float *dw, float *dbias, const struct act *dout,
 		       const struct act *in, const struct act *w, int N, int Cin, int Cout,
 		       int accumulate)
 {
-	linear_backward(din, dw, dbias, dout, floats(in), floats(w), N, Cin, Cout, accumulate);
+	linear_backward(din, dw, dbias, floats(dout), floats(in), floats(w), N, Cin, Cout,
+			accumulate);
 }
 
 /* low is out itself */
@@ -77,14 +78,20 @@ static void bias_gelu(float *out, struct act *low, struct act *pre, const float 
 	bias_gelu_forward(out ? out : (float *)low, (float *)pre, bias, N, F);
 }
 
-static void gelu_bwd(float *dpre, const float *dout, const struct act *pre, int N, int F)
+static void gelu_bwd(struct act *dpre, const float *dout, const struct act *pre, int N, int F)
 {
-	gelu_backward(dpre, dout, floats(pre), N, F);
+	gelu_backward((float *)dpre, dout, floats(pre), N, F);
 }
 
 static void attention_fwd(struct act *ctx, float *state, const struct attention *a)
 {
 	attention_forward((float *)ctx, state, a);
+}
+
+static void attention_bwd(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
+			  const float *state, const struct attention *a)
+{
+	attention_backward((float *)dq, (float *)dk, (float *)dv, dctx, state, a);
 }
 
 static const struct backend cpu = {
@@ -112,7 +119,7 @@ static const struct backend cpu = {
 	.tanh_forward = tanh_forward,
 	.tanh_backward = tanh_backward,
 	.attention_forward = attention_fwd,
-	.attention_backward = attention_backward,
+	.attention_backward = attention_bwd,
 	.crossentropy_forward = crossentropy_forward,
 	.crossentropy_backward = crossentropy_backward,
 	.softmax_rows = softmax_rows,

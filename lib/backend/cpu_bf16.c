@@ -223,44 +223,23 @@ static void rows_with_colsums(float *acc, int N, int C,
 			acc[c] += part[s * C + c];
 }
 
-/* A row-wise rounding's operands, for rows_with_colsums. */
+/* Rows of bf16s, for rows_with_colsums. */
 struct rows {
-	uint16_t *copy;
-	const float *in;
+	const uint16_t *x;
 	int C;
 };
 
-HOT_ELEMENTWISE static void to_bf16_sum_row(uint16_t *dst, float *sum, const float *src, int n)
+HOT_ELEMENTWISE static void sum_row(float *sum, const uint16_t *x, int n)
 {
 #pragma omp simd
-	for (int j = 0; j < n; j++) {
-		dst[j] = to_bf16(src[j]);
-		sum[j] += src[j];
-	}
+	for (int j = 0; j < n; j++)
+		sum[j] += from_bf16(x[j]);
 }
 
-static void copy_sum_row(const void *ctx, size_t r, float *sum)
+static void add_row(const void *ctx, size_t r, float *sum)
 {
 	const struct rows *x = ctx;
-	size_t o = r * x->C;
-	to_bf16_sum_row(x->copy + o, sum, x->in + o, x->C);
-}
-
-/* A linear backward's dout[N,Cout] in bf16, and its column sums added to
- * dbias (when not NULL) in the same pass: grown, never shrunk. */
-static const uint16_t *dout_bf16(float *dbias, const float *dout, int N, int Cout)
-{
-	static uint16_t *copy;
-	static size_t cap;
-	size_t n = (size_t)N * Cout;
-	cpu_grow(&copy, &cap, n, sizeof *copy);
-	if (!dbias) {
-		round_into(copy, dout, n);
-		return copy;
-	}
-	struct rows x = { copy, dout, Cout };
-	rows_with_colsums(dbias, N, Cout, copy_sum_row, &x);
-	return copy;
+	sum_row(sum, x->x + r * x->C, x->C);
 }
 
 static void residual_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
@@ -290,13 +269,13 @@ static void bias_gelu_forward_bf16(float *out, struct act *low, struct act *pre,
 	}
 }
 
-static void gelu_backward_bf16(float *dpre, const float *dout, const struct act *pre, int N,
+static void gelu_backward_bf16(struct act *dpre, const float *dout, const struct act *pre, int N,
 			       int F)
 {
 #pragma omp parallel for schedule(static)
 	for (int r = 0; r < N; r++) {
 		size_t o = (size_t)r * F;
-		gelu_backward_row_bf16(dpre + o, dout + o, (const uint16_t *)pre + o, F);
+		gelu_backward_row_bf16((uint16_t *)dpre + o, dout + o, (const uint16_t *)pre + o, F);
 	}
 }
 
@@ -345,16 +324,19 @@ static void linear_forward_act_bf16(struct act *out, const struct act *in, const
 		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 1), N, in, w, out, bias);
 }
 
-static void linear_backward_bf16(float *din, float *dw, float *dbias, const float *dout,
+static void linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
 				 const struct act *in, const struct act *w, int N, int Cin,
 				 int Cout, int accumulate)
 {
 	if (!N)
 		return;
-	const uint16_t *d = dout_bf16(dbias, dout, N, Cout);
+	if (dbias) {
+		struct rows x = { (const uint16_t *)dout, Cout };
+		rows_with_colsums(dbias, N, Cout, add_row, &x);
+	}
 	if (din)
-		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, 0), N, d, w, din, NULL);
-	gemm_run(gemm_get(WGT, Cin, Cout, 1, 0), N, d, in, dw, NULL);
+		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, 0), N, dout, w, din, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1, 0), N, dout, in, dw, NULL);
 }
 
 /* The heads' products on gemm_bf16, in space for the longest sequence
@@ -375,8 +357,8 @@ static void attention_forward_bf16(struct act *ctx, float *state, const struct a
 	attention_forward_with(ctx, a, &heads_bf16);
 }
 
-static void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dctx,
-				    const float *state, const struct attention *a)
+static void attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv,
+				    const float *dctx, const float *state, const struct attention *a)
 {
 	(void)state;
 	reserve_heads(a);

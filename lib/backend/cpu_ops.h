@@ -87,18 +87,23 @@ void attention_forward(float *ctx, float *state, const struct attention *a);
 /* Writes dq (stride ldq), dk and dv (stride ldkv) from dctx. */
 void attention_backward(float *dq, float *dk, float *dv, const float *dctx, const float *state,
 			const struct attention *a);
-/* A row-major fp32 GEMM run on one thread, C = alpha op(A) op(B) + beta C,
- * op(X) X or its transpose as trans is 'N' or 'T'. */
-typedef void (*sgemm_fn)(char transa, char transb, int M, int N, int K, float alpha,
-			 const float *A, int lda, const float *B, int ldb, float beta, float *C,
-			 int ldc);
-/* An sgemm_fn with its products in bf16 (operands rounded to nearest even,
- * denormals as zero) and fp32 sums, on AVX512-BF16: only where
- * bf16_available. Each thread packs its operands in space that
- * gemm_bf16_reserve(dim), called outside any parallel region, makes for
- * all of OpenMP's threads and for M, N, K up to dim. */
-void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, const float *A,
-	       int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* A GEMM's operand: row-major, rows ld elements apart, floats or bf16s. */
+struct operand {
+	const void *p;
+	int ld;
+	int bf16;
+};
+/* A row-major GEMM run on one thread, C = alpha op(A) op(B) + beta C, op(X)
+ * X or its transpose as trans is 'N' or 'T'. */
+typedef void (*gemm_fn)(char transa, char transb, int M, int N, int K, float alpha,
+			struct operand A, struct operand B, float beta, float *C, int ldc);
+/* A gemm_fn with its products in bf16 (float operands rounded to nearest
+ * even, denormals as zero; bf16 ones as they are) and fp32 sums, on
+ * AVX512-BF16: only where bf16_available. Each thread packs its operands in
+ * space that gemm_bf16_reserve(dim), called outside any parallel region,
+ * makes for all of OpenMP's threads and for M, N, K up to dim. */
+void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
+	       struct operand B, float beta, float *C, int ldc);
 void gemm_bf16_reserve(int dim);
 /* Scores p[0..n) in, probabilities p[0..len) out: the softmax over the keys
  * whose mask is set, zero for the others and past n; uniform over all len
@@ -114,7 +119,8 @@ void softmax_backward_row_bf16(float *dp, const float *p, int n);
  * residual_layernorm_forward, its dropout key, threshold and scale from
  * dropout.h and its element index base, with its output rounded into copy
  * too; one of bias_gelu_forward over bf16 pre, with its output into out, or
- * rounded into low when out is NULL; one of gelu_backward over bf16 pre; one of layernorm_backward with
+ * rounded into low when out is NULL; one of gelu_backward over bf16 pre into
+ * bf16; one of layernorm_backward with
  * dout * xhat added into sums[0..C) and dout into sums[C..2C) (din may be
  * dout). */
 void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *mean,
@@ -122,7 +128,7 @@ void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *
 				 const float *w, const float *b, int C, float eps,
 				 uint32_t key, uint32_t base, uint32_t threshold, float scale);
 void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n);
-void gelu_backward_row_bf16(float *dpre, const float *dout, const uint16_t *pre, int n);
+void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16_t *pre, int n);
 void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, const float *x,
 				 float mean, float rstd, const float *w, int C);
 /* What the two above compute with: the heads' products, the softmax of
@@ -130,14 +136,14 @@ void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, con
  * whether q, k, v and ctx are bf16 (else floats). The plain ones: OpenBLAS,
  * the softmax with fp32's bits, floats. */
 struct attention_kernels {
-	sgemm_fn gemm;
+	gemm_fn gemm;
 	softmax_row_fn softmax;
 	softmax_backward_fn softmax_backward;
 	int bf16;
 };
 void attention_forward_with(struct act *ctx, const struct attention *a,
 			    const struct attention_kernels *kn);
-void attention_backward_with(float *dq, float *dk, float *dv, const float *dctx,
+void attention_backward_with(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			     const struct attention *a, const struct attention_kernels *kn);
 
 /* Softmax cross-entropy per row of logits[N,V] against the label smoothed

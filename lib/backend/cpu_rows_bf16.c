@@ -100,7 +100,7 @@ BF16 void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const flo
 	}
 }
 
-BF16 void gelu_backward_row_bf16(float *dpre, const float *dout, const uint16_t *pre, int n)
+BF16 void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16_t *pre, int n)
 {
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
@@ -108,7 +108,7 @@ BF16 void gelu_backward_row_bf16(float *dpre, const float *dout, const uint16_t 
 		__m512 cdf = normal_cdf16(x, &e);
 		__m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)),
 					       e, cdf);
-		store16(dpre + j, m, _mm512_mul_ps(load16(dout + j, m), slope));
+		store16_bf16(dpre + j, m, _mm512_mul_ps(load16(dout + j, m), slope));
 	}
 }
 
@@ -154,7 +154,7 @@ void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *b
 	abort();
 }
 
-void gelu_backward_row_bf16(float *dpre, const float *dout, const uint16_t *pre, int n)
+void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16_t *pre, int n)
 {
 	(void)dpre, (void)dout, (void)pre, (void)n;
 	abort();

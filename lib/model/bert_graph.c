@@ -443,10 +443,14 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 	carve_head(k, c, M, &a->head);
 	a->dh = carve(k, N * C);
 	a->dbranch = carve(k, N * C);
+	a->dbranch_space = carve_space(k, N * C);
 	a->dctx = carve(k, N * C);
-	a->dqkv = carve(k, N * 3 * C);
+	a->dqkv = carve_act(k, N * 3 * C);
 	a->dffn = carve(k, N * c->ffn);
+	a->dffn_low = carve_low(k, a->dffn, N * c->ffn);
+	a->dlogits_space = carve_space(k, (size_t)M * bert_logit_width(c));
 	a->dhead = carve(k, (size_t)M * C);
+	a->dhead_low = carve_low(k, a->dhead, (size_t)M * C);
 	a->dhead_in = carve(k, (size_t)M * C);
 	return k->used;
 }
@@ -465,8 +469,9 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 		       a * N * (4 * C + 2 * F + 2 * C * low);
 	double out = N * C * (4 + a * low);
 	double layers = recompute && c->layers ? layer + (c->layers - 1) * out : c->layers * layer;
-	double rows = 4 * (N * (2 * C + 2) + N * (6 * C + F) + (double)M * (6 * C + 2 * width + 4)) +
-		      a * (low * (N * C + 2.0 * M * C) + (double)M * C);
+	double rows = 4 * (N * (2 * C + 2) + N * (3 * C + F) + (double)M * (6 * C + 2 * width + 4)) +
+		      a * (N * 3 * C + (double)M * C +
+			   low * (N * (2 * C + F) + (double)M * (3 * C + width)));
 	return layers + rows + be->attention_scratch(B, T, c->heads);
 }
 
@@ -514,16 +519,20 @@ static float attn_p(const struct bert *m)
 /* w's copy in acts, for a weight w among the parameters. */
 static const struct act *wl(const struct bert *m, const float *w)
 {
-	return act_at(m->be, m->wlow, (size_t)(w - m->dparams));
+	return act_at(m->be, m->wlow, (size_t)(w - m->dparams) - m->wlow_from);
 }
 
-/* The parameters in acts for this forward and its backward. */
+/* The parameters a product takes, in acts, for this forward and its
+ * backward: from the first after the embeddings on, or from the word
+ * embeddings on for mlm, whose decoder they are. */
 static void weights_in_acts(struct bert *m)
 {
 	const struct backend *be = m->be;
+	m->wlow_from = m->c.task == TASK_MLM ? 0 : (size_t)(m->w.emb_ln_b + m->c.hidden - m->dparams);
+	size_t n = m->numel - m->wlow_from;
 	struct act *space = be->act_size == sizeof(float) ? NULL :
-			    bert_fit(be, &m->wlow_space, m->numel * be->act_size);
-	m->wlow = be->as_act(space, m->dparams, m->numel);
+			    bert_fit(be, &m->wlow_space, n * be->act_size);
+	m->wlow = be->as_act(space, m->dparams + m->wlow_from, n);
 }
 
 /* ---- embeddings ---- */
@@ -635,21 +644,24 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 				       site_seed(m, l, SITE_FFN_OUT));
 }
 
-/* The gradient of a dropped-out branch from that of its residual sum. */
-static const float *through_dropout(struct bert *m, const float *dsum, int rows, uint64_t seed)
+/* The gradient of a dropped-out branch from that of its residual sum, in
+ * acts. */
+static const struct act *through_dropout(struct bert *m, const float *dsum, int rows,
+					 uint64_t seed)
 {
-	if (hidden_p(m) == 0.0f)
-		return dsum;
-	m->be->dropout_apply(m->a.dbranch, dsum, (size_t)rows * m->c.hidden, hidden_p(m),
-			     seed);
-	return m->a.dbranch;
+	size_t n = (size_t)rows * m->c.hidden;
+	if (hidden_p(m) > 0.0f) {
+		m->be->dropout_apply(m->a.dbranch, dsum, n, hidden_p(m), seed);
+		dsum = m->a.dbranch;
+	}
+	return m->be->as_act(m->a.dbranch_space, dsum, n);
 }
 
 /* Into the fused QKV product, or its two parts for the last layer; dh holds
  * the gradient of the residual stream at the R rows, dx gets that of the
  * layer's input, xl in acts. */
 static void qkv_backward(struct bert *m, int l, const struct act *xl, const struct layer_rows *r,
-			 const float *dq, float *dh, float *dx)
+			 const struct act *dq, float *dh, float *dx)
 {
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_weights *g = &m->g.layer[l];
@@ -679,12 +691,12 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 
 	m->be->layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum,
 				  a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, C);
-	const float *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
+	const struct act *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
 	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
 			       wl(m, w->ffn_out_w), R, F, C, 0);
-	m->be->gelu_backward(d->dffn, d->dffn, a->ffn_pre, R, F);
+	m->be->gelu_backward(d->dffn_low, d->dffn, a->ffn_pre, R, F);
 	/* the residual: dh already holds the sum's gradient, the FFN's adds to it */
-	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn, a->attn_low,
+	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn_low, a->attn_low,
 			       wl(m, w->ffn_in_w), R, C, F, 1);
 
 	m->be->layernorm_backward(dh, g->attn_ln_w, g->attn_ln_b, dh, a->attn_sum,
@@ -693,9 +705,10 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
 			       wl(m, w->attn_out_w), R, C, C, 0);
 	struct attention att = layer_attention(m, l, r);
-	float *dq = r->rows ? d->dqkv + (size_t)N * 2 * C : d->dqkv;
-	float *dk = r->rows ? d->dqkv : d->dqkv + C;
-	m->be->attention_backward(dq, dk, dk + C, d->dctx, a->att_state, &att);
+	const struct backend *be = m->be;
+	struct act *dq = r->rows ? act_at(be, d->dqkv, (size_t)N * 2 * C) : d->dqkv;
+	struct act *dk = r->rows ? d->dqkv : act_at(be, d->dqkv, C);
+	be->attention_backward(dq, dk, act_at(be, dk, C), d->dctx, a->att_state, &att);
 	qkv_backward(m, l, xl, r, dq, dh, dx);
 }
 
@@ -766,6 +779,13 @@ static void head_loss_backward(struct bert *m, float scale)
 		m->be->symkl_backward(h->dlogits, h->logits, M / 2, W, s * m->rdrop);
 }
 
+/* The logits' gradient, which head_loss_backward left, in acts. */
+static const struct act *dlogits_low(struct bert *m)
+{
+	return m->be->as_act(m->a.dlogits_space, m->a.head.dlogits,
+			     (size_t)m->M * bert_logit_width(&m->c));
+}
+
 /* ---- sequence classification and regression head ---- */
 
 static double pooled_head_forward(struct bert *m)
@@ -788,12 +808,13 @@ static void pooled_head_backward(struct bert *m, float scale)
 	struct acts *d = &m->a;
 	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
 	head_loss_backward(m, scale);
-	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, h->dlogits, h->last_in,
+	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, dlogits_low(m), h->last_in,
 			       wl(m, m->w.cls_w), B, C, W, 0);
 	m->be->dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m),
 			     classifier_seed(m));
 	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
-	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, d->dhead, h->in_low,
+	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b,
+			       m->be->as_act(d->dhead_low, d->dhead, (size_t)B * C), h->in_low,
 			       wl(m, m->w.pool_w), B, C, C, 0);
 }
 
@@ -815,7 +836,7 @@ static void token_head_backward(struct bert *m, float scale)
 	struct acts *d = &m->a;
 	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
 	head_loss_backward(m, scale);
-	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, h->dlogits, h->last_in,
+	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, dlogits_low(m), h->last_in,
 			       wl(m, m->w.cls_w), M, C, L, 0);
 	m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
@@ -843,12 +864,12 @@ static void mlm_head_backward(struct bert *m, float scale)
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
 	head_loss_backward(m, scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
-	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, h->dlogits, h->last_in,
+	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, dlogits_low(m), h->last_in,
 			       wl(m, m->w.word), M, C, V, 0);
 	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
 				  h->mean, h->rstd, m->w.tr_ln_w, M, C);
-	m->be->gelu_backward(d->dhead, d->dhead, h->pre, M, C);
-	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead, h->in_low,
+	m->be->gelu_backward(d->dhead_low, d->dhead, h->pre, M, C);
+	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead_low, h->in_low,
 			       wl(m, m->w.tr_w), M, C, C, 0);
 }
 

@@ -80,7 +80,11 @@ struct acts {
 	const struct act *rows_low; /* rows_in in acts */
 	struct head_acts head;
 	/* activation gradients, shared by all layers */
-	float *dh, *dbranch, *dctx, *dqkv, *dffn, *dhead, *dhead_in;
+	float *dh, *dbranch, *dctx, *dffn, *dhead, *dhead_in;
+	struct act *dqkv;           /* [N, 3C] acts */
+	/* in acts: dffn's gradient through GELU (dffn itself where an act is
+	 * a float); space for dbranch's, the head's logits' and dhead's */
+	struct act *dffn_low, *dbranch_space, *dlogits_space, *dhead_low;
 };
 
 /* A buffer in the backend's memory that grows to fit. */
@@ -144,9 +148,10 @@ struct bert {
 
 	struct acts a;
 	struct on_backend work;    /* every activation, carved into a */
-	/* the parameters in acts, made at the start of each forward: the
-	 * parameters themselves where an act is a float */
+	/* the parameters from wlow_from on in acts, made at the start of each
+	 * forward: the parameters themselves where an act is a float */
 	const struct act *wlow;
+	size_t wlow_from;
 	struct on_backend wlow_space;
 	float *logits;             /* a host copy of the last logits (not on a host backend) */
 	size_t logits_cap;

@@ -1,8 +1,8 @@
 /* Benchmark driver for tests/bench/gemm_bf16: the GEMMs of BERT's linear
  * layers (rows x in -> out, row-major, weights [out, in] as the ops take
- * them) by OpenBLAS's sgemm, by TopSpin's bf16 linear op (oneDNN; its
- * rounding of the fp32 inputs to bf16 included in the time), and by
- * OpenBLAS's cblas_sbgemm on inputs already in bf16, loaded from the
+ * them) by OpenBLAS's sgemm, by TopSpin's bf16 linear op (oneDNN, on its
+ * acts: inputs already in bf16, as the model keeps them), and by
+ * OpenBLAS's cblas_sbgemm on the same bf16 inputs, loaded from the
  * library named by $SBGEMM_LIB (an OpenBLAS built with BUILD_BFLOAT16=1;
  * Debian's has no sbgemm). Prints one line of GFLOP/s per shape.
  *   gemm_bf16 [--reps N] */
@@ -47,6 +47,8 @@ static uint16_t bf16_bits(float f)
 static double rate(int kind, int N, int Cin, int Cout, int reps, const float *x, const float *w,
 		   const uint16_t *xb, const uint16_t *wb, float *out, sbgemm_fn sb)
 {
+	const char *why;
+	const struct backend *bf16 = backend_cpu_bf16(&why);
 	double best = 1e30;
 	for (int r = 0; r <= reps; r++) {
 		double t = omp_get_wtime();
@@ -54,7 +56,8 @@ static double rate(int kind, int N, int Cin, int Cout, int reps, const float *x,
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cout, Cin, 1.0f, x, Cin,
 				    w, Cin, 0.0f, out, Cout);
 		else if (kind == 1)
-			linear_forward_bf16(out, x, w, NULL, N, Cin, Cout);
+			bf16->linear_forward(out, (const struct act *)xb, (const struct act *)wb, NULL,
+					     N, Cin, Cout);
 		else
 			sb(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cout, Cin, 1.0f, xb, Cin, wb, Cin,
 			   0.0f, out, Cout);

@@ -95,7 +95,7 @@ static void sim_linear_forward_act(struct act *out, const struct act *in, const 
 	backend_cpu()->linear_forward_act(out, in, w, bias, n, cin, cout);
 }
 
-static void sim_linear_backward(float *din, float *dw, float *dbias, const float *dout,
+static void sim_linear_backward(float *din, float *dw, float *dbias, const struct act *dout,
 				const struct act *in, const struct act *w, int n, int cin, int cout,
 				int acc)
 {
@@ -115,11 +115,11 @@ static void sim_attention_forward(struct act *ctx, float *state, const struct at
 	backend_cpu()->attention_forward(ctx, state, a);
 }
 
-static void sim_attention_backward(float *dq, float *dk, float *dv, const float *dctx,
-				   const float *state, const struct attention *a)
+static void sim_attention_backward(struct act *dq, struct act *dk, struct act *dv,
+				   const float *dctx, const float *state, const struct attention *a)
 {
 	sim(dq), sim(dk), sim(dv), sim(dctx), sim(state), sim_attention(a);
-	attention_backward(dq, dk, dv, dctx, state, a);
+	backend_cpu()->attention_backward(dq, dk, dv, dctx, state, a);
 }
 
 static double sim_crossentropy_forward(float *lse, const float *logits, const int32_t *labels,

@@ -115,7 +115,8 @@ static void check_forward(struct rng *r, int N, int Cin, int Cout, int bias)
 }
 
 /* din (+)= dout w, dw += dout^T in, dbias += column sums: each against double
- * sums over the rounded inputs, starting from nonzero contents. */
+ * sums over the rounded inputs (dout in acts too), starting from nonzero
+ * contents. */
 static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumulate, int with_din)
 {
 	float *dout = randoms(r, (size_t)N * Cout), *in = randoms(r, (size_t)N * Cin),
@@ -139,11 +140,12 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 		}
 		double s = db[o];
 		for (int n = 0; n < N; n++)
-			s += dout[n * Cout + o];   /* the bias gradient stays fp32 */
+			s += bf16_round(dout[n * Cout + o]);   /* summed in fp32 */
 		rdb[o] = s;
 	}
 	struct act *il = low(in, (size_t)N * Cin), *wl = low(w, (size_t)Cout * Cin);
-	bf->linear_backward(with_din ? din : NULL, dw, db, dout, il, wl, N, Cin, Cout, accumulate);
+	struct act *dl = low(dout, (size_t)N * Cout);
+	bf->linear_backward(with_din ? din : NULL, dw, db, dl, il, wl, N, Cin, Cout, accumulate);
 	const char *how = !with_din ? "no din" : accumulate ? "din added" : "din written";
 	if (with_din)
 		CHECK(rel_err(din, rdin, (size_t)N * Cin) < 1e-5, "bf16 backward %dx%d->%d (%s): din",
@@ -153,7 +155,7 @@ static void check_backward(struct rng *r, int N, int Cin, int Cout, int accumula
 	CHECK(rel_err(db, rdb, Cout) < 1e-6, "bf16 backward %dx%d->%d (%s): dbias in fp32",
 	      N, Cin, Cout, how);
 	free(dout), free(in), free(w), free(din), free(dw), free(db), free(rdin), free(rdw), free(rdb);
-	free(il), free(wl);
+	free(il), free(wl), free(dl);
 }
 
 /* The largest |a - b| over n, relative to the largest |b|. */
@@ -202,12 +204,17 @@ static void check_gelu(struct rng *r)
 	bf->bias_gelu_forward(NULL, al, pl2, bias, N, F);
 	CHECK(rounds_of(al, act, n), "bf16 GELU into acts: its fp32 outputs rounded");
 
-	float *dact = randoms(r, n), *dpre = xmalloc(sizeof(float) * n),
-	      *dpre2 = xmalloc(sizeof(float) * n);
+	float *dact = randoms(r, n), *dpre2 = xmalloc(sizeof(float) * n);
+	struct act *dl = xmalloc(n * bf->act_size);
 	gelu_backward(dpre2, dact, after, N, F);
-	bf->gelu_backward(dpre, dact, pl, N, F);
-	e = rel_diff(dpre, dpre2, n);
-	CHECK(e < 1e-6, "bf16 GELU backward: the plain op's fp32 result over the same pre (%.2g)", e);
+	bf->gelu_backward(dl, dact, pl, N, F);
+	float *dpre = widened(dl, n);
+	int rounded = 1;
+	for (size_t i = 0; i < n; i++)
+		rounded &= fabs(dpre[i] - dpre2[i]) <= fabs(dpre2[i]) * 0x1p-8f;
+	CHECK(rounded, "bf16 GELU backward into acts: the plain op's result over the same pre, "
+	      "rounded");
+	free(dl);
 	free(pre), free(bias), free(act), free(ref), free(added), free(pl), free(pl2), free(al);
 	free(before), free(after), free(dact), free(dpre), free(dpre2);
 }
@@ -278,15 +285,21 @@ static void check_attention(struct rng *r)
 	double e = rel_diff(got, ctx, N * C);
 	CHECK(e < 2e-2, "bf16 attention into acts: fp32's context within bf16's precision (%.2g)", e);
 	attention_backward(g2, g2 + C, g2 + 2 * C, dctx, NULL, &a);
-	bf->attention_backward(g, g + C, g + 2 * C, dctx, NULL, &al);
+	struct act *gl = xmalloc(n * bf->act_size);
+	bf->attention_backward(gl, act_at(bf, gl, C), act_at(bf, gl, 2 * C), dctx, NULL, &al);
+	free(g);
+	g = widened(gl, n);
+	free(gl);
 	e = rel_diff(g, g2, n);
-	CHECK(e < 3e-2, "bf16 attention backward: fp32's dq, dk, dv within bf16's precision (%.2g)", e);
+	CHECK(e < 3e-2, "bf16 attention backward into acts: fp32's dq, dk, dv within bf16's "
+	      "precision (%.2g)", e);
 	free(qkv), free(dctx), free(ctx), free(g), free(g2), free(ql), free(cl), free(got);
 }
 
 /* The attention heads' GEMM: C = alpha op(A) op(B) + beta C against double
  * sums of the rounded operands, in each transpose, with row strides past
- * the matrices' widths and sizes off every block edge. */
+ * the matrices' widths and sizes off every block edge; and on the operands
+ * given in bf16, the same bits. */
 static void check_gemm(struct rng *r, char ta, char tb, int M, int N, int K, float beta)
 {
 	int lda = (ta == 'N' ? K : M) + 3, ldb = (tb == 'N' ? N : K) + 5, ldc = N + 2;
@@ -303,15 +316,24 @@ static void check_gemm(struct rng *r, char ta, char tb, int M, int N, int K, flo
 			ref[i * N + j] = alpha * s + beta * C[i * ldc + j];
 		}
 	float pad = C[ldc - 1];
+	size_t nA = (size_t)(ta == 'N' ? M : K) * lda, nB = (size_t)(tb == 'N' ? K : N) * ldb;
+	struct act *Al = low(A, nA), *Bl = low(B, nB);
+	float *C2 = xmalloc((size_t)M * ldc * sizeof *C2);
+	memcpy(C2, C, (size_t)M * ldc * sizeof *C2);
 	gemm_bf16_reserve(M > N ? (M > K ? M : K) : (N > K ? N : K));
-	gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	gemm_bf16(ta, tb, M, N, K, alpha, (struct operand){ A, lda, 0 },
+		  (struct operand){ B, ldb, 0 }, beta, C, ldc);
 	for (int i = 0; i < M; i++)
 		memcpy(out + (size_t)i * N, C + (size_t)i * ldc, N * sizeof *out);
 	double e = rel_err(out, ref, (size_t)M * N);
 	CHECK(e < 1e-5 && C[ldc - 1] == pad,
 	      "bf16 heads' GEMM %c%c %dx%dx%d beta %g: the reference's sums (rel err %.2g), "
 	      "nothing past each row", ta, tb, M, N, K, beta, e);
-	free(A), free(B), free(C), free(ref), free(out);
+	gemm_bf16(ta, tb, M, N, K, alpha, (struct operand){ Al, lda, 1 },
+		  (struct operand){ Bl, ldb, 1 }, beta, C2, ldc);
+	CHECK(!memcmp(C2, C, (size_t)M * ldc * sizeof *C2),
+	      "bf16 heads' GEMM %c%c %dx%dx%d on operands in bf16: the same bits", ta, tb, M, N, K);
+	free(A), free(B), free(C), free(C2), free(Al), free(Bl), free(ref), free(out);
 }
 
 /* The bf16 path's softmax of a row against a double reference: masked keys

@@ -87,14 +87,14 @@ static void test_linear(void)
 	gpu->linear_forward(d_out, float_acts(d_in), float_acts(d_w), d_b, N, C, F);
 	expect_close("linear_forward", d_out, out, (size_t)N * F, ATOL, RTOL);
 	linear_backward(din, dw, db, dout, in, w, N, C, F, 1);
-	gpu->linear_backward(d_din, d_dw, d_db, d_dout, float_acts(d_in), float_acts(d_w), N, C,
-			     F, 1);
+	gpu->linear_backward(d_din, d_dw, d_db, float_acts(d_dout), float_acts(d_in), float_acts(d_w),
+			     N, C, F, 1);
 	expect_close("linear_backward din, accumulated", d_din, din, (size_t)N * C, ATOL, RTOL);
 	expect_close("linear_backward dw", d_dw, dw, (size_t)F * C, 1e-4, RTOL);
 	expect_close("linear_backward dbias", d_db, db, F, 1e-4, RTOL);
 	linear_backward(din, dw, NULL, dout, in, w, N, C, F, 0);
-	gpu->linear_backward(d_din, d_dw, NULL, d_dout, float_acts(d_in), float_acts(d_w), N, C,
-			     F, 0);
+	gpu->linear_backward(d_din, d_dw, NULL, float_acts(d_dout), float_acts(d_in), float_acts(d_w),
+			     N, C, F, 0);
 	expect_close("linear_backward din, written", d_din, din, (size_t)N * C, ATOL, RTOL);
 	float *ptrs[] = { d_in, d_w, d_b, d_out, d_dout, d_din, d_dw, d_db, in, w, b, out, dout, din,
 			  dw, db };
@@ -252,7 +252,7 @@ static void test_elementwise(void)
 	expect_close("bias_gelu_forward: pre + bias", d_pre, pre, n, ATOL, RTOL);
 	expect_close("bias_gelu_forward: gelu", d_out, out, n, ATOL, RTOL);
 	gelu_backward(dout, dout, pre, N, F);
-	gpu->gelu_backward(d_dout, d_dout, float_acts(d_pre), N, F);
+	gpu->gelu_backward((struct act *)d_dout, d_dout, float_acts(d_pre), N, F);
 	expect_close("gelu_backward (in place)", d_dout, dout, n, ATOL, RTOL);
 	tanh_forward(out, pre, n);
 	gpu->tanh_forward(d_out, d_pre, n);
@@ -321,7 +321,7 @@ static void test_many_rows(void)
 	gpu->scatter_add_rows(d_t, d_pre, d_rows, MR, MW);
 	expect_same("scatter_add_rows, 70001 rows", d_t, t, n);
 	gelu_backward(g, d, pre, MR, MW);
-	gpu->gelu_backward(d_g, d_d, float_acts(d_pre), MR, MW);
+	gpu->gelu_backward((struct act *)d_g, d_d, float_acts(d_pre), MR, MW);
 	expect_close("gelu_backward, 70001 rows", d_g, g, n, ATOL, RTOL);
 	dropout_apply(out, pre, n, 0.1f, 9);
 	gpu->dropout_apply(d_out, d_pre, n, 0.1f, 9);
@@ -513,7 +513,8 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	expect_close(what, d_ctx, ctx, (size_t)R * C, ATOL, RTOL);
 	float *dk = head_rows ? dkv : dkv + C, *d_dk = head_rows ? d_dkv : d_dkv + C;
 	attention_backward(dq, dk, dk + C, dctx, NULL, &cpu_a);
-	gpu->attention_backward(d_dq, d_dk, d_dk + C, d_dctx, d_state, &gpu_a);
+	gpu->attention_backward((struct act *)d_dq, (struct act *)d_dk, (struct act *)(d_dk + C),
+				d_dctx, d_state, &gpu_a);
 	snprintf(what, sizeof what, "attention_backward T %d, %s, p %.1f: dq, dk, dv", T, rows, p);
 	expect_close(what, d_dkv, dkv, kv_n, 1e-4, RTOL);
 	if (head_rows) {
@@ -573,7 +574,8 @@ static void test_attention_past_2g(void)
 	expect_close("attention_forward past 2^31 probabilities: ctx", d_ctx + last * AC, ctx,
 		     (size_t)ALEN * AC, ATOL, RTOL);
 	attention_backward(dkv, dkv + AC, dkv + 2 * AC, dctx, NULL, &cpu_a);
-	gpu->attention_backward(d_dkv, d_dkv + AC, d_dkv + 2 * AC, d_dctx, d_state, &gpu_a);
+	gpu->attention_backward((struct act *)d_dkv, (struct act *)(d_dkv + AC),
+				(struct act *)(d_dkv + 2 * AC), d_dctx, d_state, &gpu_a);
 	expect_close("attention_backward past 2^31 probabilities: dq, dk, dv", d_dkv + last * LD,
 		     dkv, (size_t)ALEN * LD, 1e-4, RTOL);
 	void *d[] = { d_kv, d_dkv, d_ctx, d_dctx, d_state, d_kv_start, d_p_start };
