@@ -3,11 +3,13 @@
  * an OpenMP region), heads read and written in place through row strides, so
  * the fused [rows, 3C] QKV product needs no reshuffling. Each (sequence, head)
  * pair's result depends on nothing but its own data, so any schedule gives the
- * same bits. Nothing is kept for the backward: it works each head's
- * probabilities out again with the forward's own products and softmax, so
- * they have the forward's bits, in the thread's scratch, which stays in its
- * cache; the gradients of Q, K and V, read only after all heads, are made
- * there too and streamed out. */
+ * same bits. Q, K, V and the context, and the gradients of Q, K and V, are
+ * the backend's acts: floats, or bf16 for the bf16 backend's kernels.
+ * Nothing is kept for the backward: it works each head's probabilities out
+ * again with the forward's own products and softmax, so they have the
+ * forward's bits, in the thread's scratch, which stays in its cache; the
+ * gradients of Q, K and V, read only after all heads, are made there too
+ * and streamed out. */
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
 #include "util/err.h"

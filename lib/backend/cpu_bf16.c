@@ -2,15 +2,15 @@
  * (backend.h) are bf16. The linear layers' GEMMs run on oneDNN's matmul with
  * bf16 inputs, fp32 accumulation and fp32 (or bf16) outputs, on processors
  * with AVX512-BF16 or AMX-BF16, and the attention's products on
- * cpu_attention_bf16.c's kernels. The activations that feed a product are
- * kept in bf16 only (the QKV product, the attention's context, GELU's
- * output) or beside their fp32 (the LayerNorms' outputs, the residual
- * stream), each made by the op that computes it, rounded to nearest even;
- * the weights' bf16 copies by as_act, once a forward; a product's output
- * gradient, with its column sums, by the linear backward. The residual
- * LayerNorm, GELU and their backwards run on cpu_rows_bf16.c's kernels.
- * Weights, gradients, optimizer state and every other op stay fp32. oneDNN
- * shares OpenMP's threads with the rest of the CPU backend. */
+ * cpu_attention_bf16.c's kernels. What feeds a product is bf16, rounded to
+ * nearest even by the op that makes it: in bf16 only (the QKV product, the
+ * attention's context, GELU's input and output, and the gradients of
+ * those), or beside its fp32 (the LayerNorms' outputs, which the residual
+ * stream carries on; a branch's gradient and the head's, by as_act); the
+ * weights' copies by as_act, once a forward. The residual LayerNorm, GELU
+ * and their backwards run on cpu_rows_bf16.c's kernels. Weights, gradients,
+ * optimizer state and every other op stay fp32. oneDNN shares OpenMP's
+ * threads with the rest of the CPU backend. */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "util/err.h"
