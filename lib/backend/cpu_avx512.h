@@ -32,10 +32,11 @@ BF16 static inline void store16(float *p, __mmask16 m, __m512 v)
 		_mm512_mask_storeu_ps(p, m, v);
 }
 
-/* The lanes m of 16 bf16s at p as floats, the others zero. */
+/* The lanes m of 16 bf16s at p as floats, the others zero; a plain load
+ * when m is full, as load16's. */
 BF16 static inline __m512 load16_bf16(const uint16_t *p, __mmask16 m)
 {
-	__m256i h = _mm256_maskz_loadu_epi16(m, p);
+	__m256i h = m == 0xffff ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(m, p);
 	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
