@@ -157,6 +157,12 @@ struct backend {
 			   const struct lamb_coef *c, float step);
 };
 
+/* Whether be's acts are floats (then as_act hands floats back as they are). */
+static inline int acts_are_floats(const struct backend *be)
+{
+	return be->act_size == sizeof(float);
+}
+
 /* x as acts where an act is a float: an fp32 backend's, or a test's. */
 static inline const struct act *float_acts(const float *x)
 {

@@ -219,13 +219,6 @@ struct head_in {
 	struct operand q, k, v;
 };
 
-HOT_ELEMENTWISE static void round_row(uint16_t *dst, const float *src, int n)
-{
-#pragma omp simd
-	for (int j = 0; j < n; j++)
-		dst[j] = to_bf16(src[j]);
-}
-
 /* x's element at, x in acts. */
 static const void *element(const struct heads *s, const struct act *x, size_t at)
 {
@@ -269,7 +262,7 @@ static void put_rows(const struct heads *s, struct act *dst, size_t at, int ld, 
 	for (int i = 0; i < rows; i++) {
 		size_t o = at + (size_t)i * ld;
 		if (s->bf16)
-			round_row((uint16_t *)dst + o, src + (size_t)i * width, width);
+			round_bf16((uint16_t *)dst + o, src + (size_t)i * width, (size_t)width);
 		else
 			copy_streaming((float *)dst + o, src + (size_t)i * width, width);
 	}

@@ -174,13 +174,6 @@ static void gemm_run(const struct gemm *g, int64_t n, const void *a, const void 
 		dnnl_memory_destroy(m[i]);
 }
 
-HOT_ELEMENTWISE static void to_bf16_span(uint16_t *dst, const float *src, size_t n)
-{
-#pragma omp simd
-	for (size_t i = 0; i < n; i++)
-		dst[i] = to_bf16(src[i]);
-}
-
 /* dst[n] = src[n] in bf16. */
 static void round_into(uint16_t *dst, const float *src, size_t n)
 {
@@ -189,7 +182,7 @@ static void round_into(uint16_t *dst, const float *src, size_t n)
 #pragma omp parallel for schedule(static)
 	for (size_t s = 0; s < spans; s++) {
 		size_t i = s * SPAN;
-		to_bf16_span(dst + i, src + i, n - i < SPAN ? n - i : SPAN);
+		round_bf16(dst + i, src + i, n - i < SPAN ? n - i : SPAN);
 	}
 }
 

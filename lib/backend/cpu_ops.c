@@ -9,6 +9,13 @@
 #include <omp.h>
 #include <string.h>
 
+HOT_ELEMENTWISE void round_bf16(uint16_t *dst, const float *src, size_t n)
+{
+#pragma omp simd
+	for (size_t i = 0; i < n; i++)
+		dst[i] = to_bf16(src[i]);
+}
+
 enum { COL_BLOCK = 512, SPAN = 8192 };
 
 static inline void add_to(float *y, const float *x, int n)

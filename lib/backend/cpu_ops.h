@@ -28,6 +28,9 @@ void linear_backward(float *din, float *dw, float *dbias, const float *dout,
 /* acc[Cout] += column sums of x[N,Cout], rows summed in order. */
 void colsum_add(float *acc, const float *x, int N, int Cout);
 
+/* dst[n] = src[n] in bf16, rounded to nearest even (cpu_simd.h's to_bf16). */
+void round_bf16(uint16_t *dst, const float *src, size_t n);
+
 /* Whether this build and processor can run backend_cpu_bf16 (cpu_bf16.c);
  * where not, why says why. */
 int bf16_available(const char **why);

@@ -463,7 +463,7 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	 * outputs), then the embeddings, the backward's rows and the head's M
 	 * rows */
 	double N = (double)B * T, C = c->hidden, F = c->ffn, a = (double)be->act_size;
-	double low = be->act_size == sizeof(float) ? 0 : 1;   /* copies beside floats */
+	double low = !acts_are_floats(be);   /* copies beside floats */
 	double width = bert_logit_width(c);
 	double layer = 4 * N * (4 * C + 4 + (double)c->heads * be->attention_state) +
 		       a * N * (4 * C + 2 * F + 2 * C * low);
@@ -516,23 +516,27 @@ static float attn_p(const struct bert *m)
 	return m->train ? m->c.attn_dropout : 0.0f;
 }
 
+/* The first parameter a product takes: the first after the embeddings, or
+ * the word embeddings for mlm, whose decoder they are. */
+static size_t wlow_from(const struct bert *m)
+{
+	return m->c.task == TASK_MLM ? 0 : (size_t)(m->w.emb_ln_b + m->c.hidden - m->dparams);
+}
+
 /* w's copy in acts, for a weight w among the parameters. */
 static const struct act *wl(const struct bert *m, const float *w)
 {
-	return act_at(m->be, m->wlow, (size_t)(w - m->dparams) - m->wlow_from);
+	return act_at(m->be, m->wlow, (size_t)(w - m->dparams) - wlow_from(m));
 }
 
-/* The parameters a product takes, in acts, for this forward and its
- * backward: from the first after the embeddings on, or from the word
- * embeddings on for mlm, whose decoder they are. */
+/* The parameters from wlow_from on, in acts, for this forward and its
+ * backward. */
 static void weights_in_acts(struct bert *m)
 {
 	const struct backend *be = m->be;
-	m->wlow_from = m->c.task == TASK_MLM ? 0 : (size_t)(m->w.emb_ln_b + m->c.hidden - m->dparams);
-	size_t n = m->numel - m->wlow_from;
-	struct act *space = be->act_size == sizeof(float) ? NULL :
-			    bert_fit(be, &m->wlow_space, n * be->act_size);
-	m->wlow = be->as_act(space, m->dparams + m->wlow_from, n);
+	size_t from = wlow_from(m), n = m->numel - from;
+	struct act *space = acts_are_floats(be) ? NULL : bert_fit(be, &m->wlow_space, n * be->act_size);
+	m->wlow = be->as_act(space, m->dparams + from, n);
 }
 
 /* ---- embeddings ---- */

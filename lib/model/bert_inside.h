@@ -148,10 +148,10 @@ struct bert {
 
 	struct acts a;
 	struct on_backend work;    /* every activation, carved into a */
-	/* the parameters from wlow_from on in acts, made at the start of each
-	 * forward: the parameters themselves where an act is a float */
+	/* the parameters that products take, in acts, made at the start of
+	 * each forward (bert_graph.c: wlow_from): the parameters themselves
+	 * where an act is a float */
 	const struct act *wlow;
-	size_t wlow_from;
 	struct on_backend wlow_space;
 	float *logits;             /* a host copy of the last logits (not on a host backend) */
 	size_t logits_cap;

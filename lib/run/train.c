@@ -280,7 +280,7 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 {
 	const struct train_config *c = t->c;
 	double moments = c->zero ? 2.0 / c->comm->size : 2.0;
-	double copy = c->be->act_size == sizeof(float) ? 0 : (double)c->be->act_size;
+	double copy = acts_are_floats(c->be) ? 0 : (double)c->be->act_size;
 	double state = ((2 + moments) * sizeof(float) + copy) * (double)numel;
 	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
