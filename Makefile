@@ -64,10 +64,10 @@ ifeq ($(STATIC),1)
 # every toolkit) and the driver come from the GPU machine, found where its
 # loader looks (tests/gpu/run finds them for the bundle): no path of this
 # machine goes inside
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt \
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart_static -ldl -lrt \
           -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
 else
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 endif
 endif
 endif
@@ -172,7 +172,7 @@ bundle: $(BUNDLE)
 $(BUNDLE): $(CU_SRC) $(LIB_SRC) $(LIB_H) $(wildcard cmd/*.c kernels/*.h tests/unit/* tests/gpu/* tests/cli/*.sh examples/*) \
            tests/lib.sh tests/bench/train_gpu tests/bench/hf_bert_gpu.py
 	@$(MAKE) --no-print-directory GPU=1 STATIC=1 SAN=0 B=build-bundle BINDIR=build-bundle/bin commands \
-	  build-bundle/tests/test_cuda_ops build-bundle/tests/test_cuda_comm
+	  $(patsubst tests/unit/%.c,build-bundle/tests/%,$(wildcard tests/unit/test_cuda_*.c))
 	tests/gpu/pack build-bundle $@
 
 demo: deps

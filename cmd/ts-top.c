@@ -1,4 +1,5 @@
 /* ts-top: a live view of training runs and sweeps. */
+#include "dist/device.h"
 #include "dist/nvml.h"
 #include "run/runview.h"
 #include "sweep/sweeprun.h"
@@ -129,19 +130,22 @@ static void sparkline(struct strbuf *b, const double *hist, int n, int width)
 	}
 }
 
-/* ", MFU x% of NAME's fp32 peak" for a run on a GPU this machine's driver
- * names and the table knows (a step's work taken as 6 FLOPs a parameter and
- * token, every process on a GPU like its first); else "". */
+/* ", MFU x% of NAME's dense P peak" for a run on a GPU this machine's driver
+ * names and the table knows at the run's precision P (a step's work taken as
+ * 6 FLOPs a parameter and token, every process on a GPU like its first);
+ * else "". */
 static const char *mfu(const struct run_view *v)
 {
 	static char text[160];
 	char name[96];
 	int gpu = !strncmp(v->device, "cuda:", 5) ? atoi(v->device + 5) : -1;
-	double peak = gpu >= 0 && nvml_name(gpu, name, sizeof name) ? gpu_fp32_peak(name) : 0;
+	enum precision p = precision_of_backend(v->device);
+	double peak = gpu >= 0 && nvml_name(gpu, name, sizeof name) ? gpu_peak(name, p) : 0;
 	text[0] = 0;
 	if (peak > 0 && v->processes > 0 && isfinite(v->tokens_per_s))
-		snprintf(text, sizeof text, ", MFU %.0f%% of the %s's fp32 peak",
-			 100 * 6 * (double)v->params * v->tokens_per_s / (peak * v->processes), name);
+		snprintf(text, sizeof text, ", MFU %.0f%% of the %s's dense %s peak",
+			 100 * 6 * (double)v->params * v->tokens_per_s / (peak * v->processes), name,
+			 precision_name(p));
 	return text;
 }
 

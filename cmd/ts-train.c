@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if, *teacher;
-static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999", *precision = "fp32";
+static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999", *precision;
 /* The model's shape applies from scratch, --kd-alpha and --kd-temp with
  * --teacher, --vat-xi and --vat-iters with --vat. Until resolve_defaults
  * gives them their defaults there, they hold values out of their ranges,
@@ -129,7 +129,7 @@ static const struct opt opts[] = {
 	{0, "comm-timeout", OPT_FLOAT, &comm_timeout, "S", "end the run when processes wait S seconds for each other", NULL,
 	 .fmin = 1, .fmax = 1e6},
 	{0, "net-if", OPT_STR, &net_if, "NAME", "network interface the processes talk over (default: as the routes choose)", NULL},
-	{0, "precision", OPT_STR, &precision, "P", "fp32, or bf16: the linear layers' and attention's matrix work in bf16 with fp32 accumulation, on CPUs with AVX512-BF16 or AMX", "fp32|bf16"},
+	{0, "precision", OPT_STR, &precision, "P", "what the matrix work computes in: fp32; tf32 (a GPU's tensor cores); bf16, with fp32 accumulation (sm_80 GPUs, CPUs with AVX512-BF16 or AMX); default bf16 on a GPU that has it, else fp32", "fp32|tf32|bf16|fp16"},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},
@@ -150,6 +150,17 @@ static void write_config(FILE *f)
 	run = resume = device = gpus = net_if = NULL;
 	opt_write_config(&spec, f);
 	run = saved_run, resume = saved_resume, device = saved_device, gpus = saved_gpus, net_if = saved_net_if;
+}
+
+/* Without --precision: bf16 on a GPU that has it, else fp32, saying so (when
+ * say) on a GPU without it. */
+static enum precision default_precision(const char *dev, int say)
+{
+	int sm = device_sm(dev);
+	enum precision p = precision_default(sm);
+	if (say && sm && p == PREC_FP32)
+		warnx("%s is sm_%d, without bf16: training in fp32", dev, sm);
+	return p;
 }
 
 static enum bert_task task_of(void)
@@ -278,7 +289,8 @@ int main(int argc, char **argv)
 	}
 	if (resume) {
 		/* the run's own config, then nothing else: the run goes on as it began */
-		only_with("resume", (const char *const[]){ "device", "gpus", "net-if", NULL });
+		only_with("resume", (const char *const[]){ "device", "gpus", "net-if", "precision", NULL });
+		char *given = precision;   /* this leg's, over the run's */
 		char *path = malloc(strlen(resume) + 8);
 		sprintf(path, "%s/config", resume);
 		if (access(path, F_OK) < 0)
@@ -286,6 +298,7 @@ int main(int argc, char **argv)
 		opt_read_config(&spec, path);
 		free(path);
 		run = resume;
+		precision = given ? given : precision;
 	}
 	resolve_defaults();
 	check_options();
@@ -329,9 +342,10 @@ int main(int argc, char **argv)
 	omp_set_num_threads(threads ? (int)threads : cores > 1 ? cores : 1);
 	c.comm = &comm;
 	/* before the run dir exists: a missing GPU leaves nothing behind */
-	c.precision = precision_parse(precision);
-	c.be = backend_open(gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus),
-			    c.precision);
+	const char *dev = gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus);
+	c.precision = precision ? precision_parse(precision) : default_precision(dev, comm.rank == 0);
+	c.be = backend_open(dev, c.precision);
+	precision = (char *)precision_name(c.precision);   /* the run's config records it */
 	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);
 	comm_close(&comm);

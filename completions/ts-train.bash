@@ -55,7 +55,7 @@ _ts_train() {
 	--zero) COMPREPLY=(); return ;;
 	--comm-timeout) COMPREPLY=(); return ;;
 	--net-if) COMPREPLY=(); return ;;
-	--precision) COMPREPLY=($(compgen -W "fp32 bf16" -- "$cur")); return ;;
+	--precision) COMPREPLY=($(compgen -W "fp32 tf32 bf16 fp16" -- "$cur")); return ;;
 	--device) COMPREPLY=(); return ;;
 	--gpus) COMPREPLY=(); return ;;
 	--replay) COMPREPLY=($(compgen -d -- "$cur")); return ;;

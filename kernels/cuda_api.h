@@ -1,9 +1,11 @@
 /* The CUDA backend's ops, one per entry of struct backend (lib/backend/backend.h):
  * each means exactly what lib/backend/cpu_ops.h says of the CPU function of the same
  * name without the cuda_ prefix, on buffers in GPU memory, and runs on the
- * backend's stream (cuda_stream()). fp32 throughout; sums run in a fixed
- * order, so a result does not change from run to run. Dropout draws the CPU's
- * masks (dropout.h), so the two backends agree with dropout on. */
+ * backend's stream (cuda_stream()). A _bf16 op is the same op with its acts
+ * in bf16 (the bf16 backend's), a _tf32 op the same with its products on
+ * TF32 tensor cores; the others are fp32. Sums run in a fixed order, so a
+ * result does not change from run to run. Dropout draws the CPU's masks
+ * (dropout.h), so the backends agree with dropout on. */
 #ifndef TS_CUDA_API_H
 #define TS_CUDA_API_H
 #include "backend/backend.h"
@@ -15,8 +17,11 @@ extern "C" {
 #endif
 
 /* "cuda:N" (device N < cuda_device_count(), after CUDA_VISIBLE_DEVICES):
- * makes it current and returns its backend. */
-const struct backend *cuda_backend_open(int device);
+ * makes it current and returns its backend at precision p, one the device
+ * has (precision_lacking in lib/dist/device.h). */
+const struct backend *cuda_backend_open(int device, enum precision p);
+/* The compute capability of device N: 75 for sm_75, 90 for sm_90. */
+int cuda_device_sm(int device);
 /* How many GPUs CUDA can use here: 0 without a driver or a GPU. */
 int cuda_device_count(void);
 
@@ -53,8 +58,12 @@ int cuda_comm_start_sum(float *x, size_t n);
  * the computation queued before was done. */
 int cuda_comm_wait_sums(double *span_s, double *exposed_s);
 
-/* kernels/cuda_backend.cu: GEMMs through cuBLAS. The CUDA backend's acts
- * are floats. */
+/* kernels/cuda_gemm.cu: GEMMs, fp32 through cuBLAS, tf32 and bf16 through
+ * cuBLASLt, each distinct product planned once; cuda_gemm_open makes the
+ * handles on the backend's stream. */
+void cuda_gemm_open(void);
+/* the products planned so far */
+int cuda_gemm_plans(void);
 void cuda_linear_forward(float *out, const struct act *in, const struct act *w, const float *bias,
 			 int N, int Cin, int Cout);
 void cuda_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
@@ -63,7 +72,24 @@ void cuda_linear_backward(float *din, float *dw, float *dbias, const struct act 
 			  const struct act *in, const struct act *w, int N, int Cin, int Cout,
 			  int accumulate);
 
+void cuda_linear_forward_tf32(float *out, const struct act *in, const struct act *w,
+			      const float *bias, int N, int Cin, int Cout);
+void cuda_linear_forward_act_tf32(struct act *out, const struct act *in, const struct act *w,
+				  const float *bias, int N, int Cin, int Cout);
+void cuda_linear_backward_tf32(float *din, float *dw, float *dbias, const struct act *dout,
+			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
+			       int accumulate);
+void cuda_linear_forward_bf16(float *out, const struct act *in, const struct act *w,
+			      const float *bias, int N, int Cin, int Cout);
+void cuda_linear_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
+				  const float *bias, int N, int Cin, int Cout);
+void cuda_linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
+			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
+			       int accumulate);
+
 /* kernels/cuda_ops.cu */
+/* x[n] rounded into space as bf16 */
+const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n);
 void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
 			    const int32_t *positions, const float *word, const float *pos,
 			    const float *type, int N, int C);
@@ -77,12 +103,20 @@ void cuda_residual_layernorm_forward(float *out, struct act *low, float *sum, fl
 				     float *rstd, const float *res, const float *bias,
 				     const float *w, const float *b, int N, int C, float eps, float p,
 				     uint64_t seed);
+void cuda_residual_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
+					  float *rstd, const float *res, const float *bias,
+					  const float *w, const float *b, int N, int C, float eps,
+					  float p, uint64_t seed);
 void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
 			     const float *in, const float *mean, const float *rstd, const float *w,
 			     int N, int C);
 void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const float *bias,
 			    int N, int F);
 void cuda_gelu_backward(struct act *dpre, const float *dout, const struct act *pre, int N, int F);
+void cuda_bias_gelu_forward_bf16(float *out, struct act *low, struct act *pre, const float *bias,
+				 int N, int F);
+void cuda_gelu_backward_bf16(struct act *dpre, const float *dout, const struct act *pre, int N,
+			     int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
 double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
@@ -111,6 +145,9 @@ enum { CUDA_ATTENTION_STATE = 2 };
 void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a);
 void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			     const float *state, const struct attention *a);
+void cuda_attention_forward_bf16(struct act *ctx, float *state, const struct attention *a);
+void cuda_attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv,
+				  const float *dctx, const float *state, const struct attention *a);
 double cuda_attention_scratch(int B, int T, int H);
 
 /* kernels/cuda_optim.cu */

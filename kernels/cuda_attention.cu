@@ -1,5 +1,8 @@
-/* Multi-head self-attention on the GPU, fp32, with the meaning and the
- * dropout masks of the CPU's (lib/backend/cpu_attention.c, lib/backend/cpu_ops.h).
+/* Multi-head self-attention on the GPU, with the meaning and the dropout
+ * masks of the CPU's (lib/backend/cpu_attention.c, lib/backend/cpu_ops.h), on
+ * acts that are floats or bf16: q, k, v are read into shared memory as
+ * floats, everything is computed in fp32, and ctx, dq, dk, dv are rounded
+ * into the acts' type once, when stored; dctx is fp32.
  *
  * Layout, as the CPU's: sequence b's len keys and values are rows k0 =
  * kv_start[b].. of k and v (stride ldkv), its nq queries rows q0.. of q
@@ -36,6 +39,7 @@
 #include "backend/dropout.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_types.h"
 #include "cuda_warp.h"
 #include "util/err.h"
 #include <limits.h>
@@ -53,7 +57,7 @@
 
 /* struct attention, worked out for the kernels. */
 struct att {
-	const float *q, *k, *v;
+	const void *q, *k, *v;     /* acts: floats or bf16 */
 	const int32_t *kv_start, *q_start;
 	const int64_t *p_start;
 	const uint8_t *mask;
@@ -116,14 +120,15 @@ static __device__ struct seq seq_of(const struct att *a, int b, int h)
 	return s;
 }
 
-/* A TILE-row tile into shared s (row stride ld): rows r < rows are d floats
- * of g (row stride ldg), the others zeros, so that they add nothing when
- * weighted by zero. The whole block calls it. */
-static __device__ void load_rows(float *s, const float *g, size_t ldg, int rows, int d, int ld)
+/* A TILE-row tile into shared s (row stride ld), as floats: rows r < rows are
+ * d elements of g (row stride ldg), the others zeros, so that they add
+ * nothing when weighted by zero. The whole block calls it. */
+template <typename G>
+static __device__ void load_rows(float *s, const G *g, size_t ldg, int rows, int d, int ld)
 {
 	for (int e = threadIdx.x; e < TILE * d; e += THREADS) {
 		int r = e / d, c = e % d;
-		s[r * ld + c] = r < rows ? g[(size_t)r * ldg + c] : 0.0f;
+		s[r * ld + c] = r < rows ? as_float(g[(size_t)r * ldg + c]) : 0.0f;
 	}
 }
 
@@ -191,9 +196,10 @@ static __device__ __forceinline__ void warp_weighted_sum(float acc[PER_WARP][CHU
 	}
 }
 
-/* Rows i < rows of out (stride ld, d wide) from the warp's acc times scale;
- * rows from live on get zeros. */
-static __device__ __forceinline__ void store_rows(float *out, size_t ld,
+/* Rows i < rows of out (stride ld, d wide) from the warp's acc times scale,
+ * in out's type; rows from live on get zeros. */
+template <typename O>
+static __device__ __forceinline__ void store_rows(O *out, size_t ld,
 						  float acc[PER_WARP][CHUNKS], int rows, int live,
 						  float scale, int d)
 {
@@ -207,7 +213,7 @@ static __device__ __forceinline__ void store_rows(float *out, size_t ld,
 		for (int c = 0; c < CHUNKS; c++) {
 			int col = lane + 32 * c;
 			if (col < d)
-				out[(size_t)i * ld + col] = i < live ? acc[r][c] * scale : 0.0f;
+				store(out + (size_t)i * ld + col, i < live ? acc[r][c] * scale : 0.0f);
 		}
 	}
 }
@@ -326,7 +332,8 @@ static __device__ int query_tile(const struct att *a, struct qtile *t)
 /* out (shaped as probs, at the tile's first row) = scale * X Y^T for keys
  * below n: X the tile's rows of x (stride ldx), Y the keys' rows of y (the
  * sequence's keys or values). xs and ys are shared row tiles. */
-static __device__ void tile_dot_keys(float *out, const float *x, size_t ldx, const float *y, float scale,
+template <typename X, typename Y>
+static __device__ void tile_dot_keys(float *out, const X *x, size_t ldx, const Y *y, float scale,
 				     float *xs, float *ys, const struct att *a, const struct qtile *t)
 {
 	int d = a->d, ld = d | 1, n = t->s.n, lane = threadIdx.x % 32;
@@ -349,7 +356,8 @@ static __device__ void tile_dot_keys(float *out, const float *x, size_t ldx, con
  * the tile's first row; times the dropout factors when drop is set), Y the
  * keys' rows of y. ys and ws are shared tiles; the barrier at the top of
  * each key tile makes what the block wrote to w before visible. */
-static __device__ void tile_weigh_keys(float acc[PER_WARP][CHUNKS], const float *w, int drop, const float *y,
+template <typename Y>
+static __device__ void tile_weigh_keys(float acc[PER_WARP][CHUNKS], const float *w, int drop, const Y *y,
 				       float *ys, float *ws, const struct att *a, const struct qtile *t)
 {
 	int d = a->d, ld = d | 1, n = t->s.n;
@@ -371,9 +379,11 @@ static __device__ __forceinline__ size_t state_at(const struct att *a, const str
 /* Forward, one block per (sequence, head, tile of 32 query rows): scores
  * into probs, the softmax there, then ctx = dropout(P) V. Dynamic shared
  * memory: the query tile, a key or value tile, a weight tile. */
+template <typename A>
 static __global__ void __launch_bounds__(THREADS)
-attention_forward_kernel(float *ctx, float *state, float *probs, struct att a)
+attention_forward_kernel(A *ctx, float *state, float *probs, struct att a)
 {
+	const A *q = (const A *)a.q, *k = (const A *)a.k, *v = (const A *)a.v;
 	extern __shared__ float sh[];
 	int ld = a.d | 1;
 	float *qs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
@@ -383,7 +393,7 @@ attention_forward_kernel(float *ctx, float *state, float *probs, struct att a)
 	float *pr = probs + t.p0;
 
 	/* scores = Q K^T / sqrt(d) for keys below n */
-	tile_dot_keys(pr, a.q, a.ldq, a.k, a.scale, qs, ys, &a, &t);
+	tile_dot_keys(pr, q, a.ldq, k, a.scale, qs, ys, &a, &t);
 
 	/* each warp's rows to probabilities */
 	const uint8_t *m = a.mask ? a.mask + t.s.k0 : NULL;
@@ -394,7 +404,7 @@ attention_forward_kernel(float *ctx, float *state, float *probs, struct att a)
 
 	/* ctx = dropout(P) V */
 	float acc[PER_WARP][CHUNKS] = {};
-	tile_weigh_keys(acc, pr, a.threshold != 0, a.v, ys, ws, &a, &t);
+	tile_weigh_keys(acc, pr, a.threshold != 0, v, ys, ws, &a, &t);
 	store_rows(ctx + (size_t)(t.s.q0 + t.r0) * a.C + (size_t)t.h * a.d, a.C, acc, t.rows, t.rows, 1.0f,
 		   a.d);
 }
@@ -403,10 +413,12 @@ attention_forward_kernel(float *ctx, float *state, float *probs, struct att a)
  * rows): P again into probs from the scores and the forward's statistics,
  * dP = dctx V^T into ds (laid out as probs), dS in its place, then
  * dq = dS K / sqrt(d). Shared memory as the forward's. */
+template <typename A>
 static __global__ void __launch_bounds__(THREADS)
-attention_backward_rows_kernel(float *dq, float *ds, float *probs, const float *dctx,
+attention_backward_rows_kernel(A *dq, float *ds, float *probs, const float *dctx,
 			       const float *state, struct att a)
 {
+	const A *q = (const A *)a.q, *k = (const A *)a.k, *v = (const A *)a.v;
 	extern __shared__ float sh[];
 	int ld = a.d | 1;
 	float *xs = sh, *ys = sh + TILE * ld, *ws = ys + TILE * ld;
@@ -416,7 +428,7 @@ attention_backward_rows_kernel(float *dq, float *ds, float *probs, const float *
 	float *dsr = ds + t.p0, *pr = probs + t.p0;
 
 	/* P as the forward made it */
-	tile_dot_keys(pr, a.q, a.ldq, a.k, a.scale, xs, ys, &a, &t);
+	tile_dot_keys(pr, q, a.ldq, k, a.scale, xs, ys, &a, &t);
 	const uint8_t *m = a.mask ? a.mask + t.s.k0 : NULL;
 	for (int r = 0; r < PER_WARP; r++)
 		if (t.w0 + r < t.rows)
@@ -425,7 +437,7 @@ attention_backward_rows_kernel(float *dq, float *ds, float *probs, const float *
 	__syncthreads();
 
 	/* dP = dctx V^T for keys below n */
-	tile_dot_keys(dsr, dctx, a.C, a.v, 1.0f, xs, ys, &a, &t);
+	tile_dot_keys(dsr, dctx, a.C, v, 1.0f, xs, ys, &a, &t);
 
 	/* through dropout and softmax, each warp its rows */
 	for (int r = 0; r < PER_WARP; r++) {
@@ -436,7 +448,7 @@ attention_backward_rows_kernel(float *dq, float *ds, float *probs, const float *
 
 	/* dq = dS K / sqrt(d) */
 	float acc[PER_WARP][CHUNKS] = {};
-	tile_weigh_keys(acc, dsr, 0, a.k, ys, ws, &a, &t);
+	tile_weigh_keys(acc, dsr, 0, k, ys, ws, &a, &t);
 	store_rows(dq + (size_t)(t.s.q0 + t.r0) * a.ldq + (size_t)t.h * a.d, a.ldq, acc, t.rows, t.rows,
 		   a.scale, a.d);
 }
@@ -445,8 +457,9 @@ attention_backward_rows_kernel(float *dq, float *ds, float *probs, const float *
  * the query rows in order, dv = dropout(P)^T dctx and dk = dS^T Q / sqrt(d);
  * keys from n on, and all keys of a sequence without queries, get zeros.
  * Dynamic shared memory: a dctx tile, a query tile, two weight tiles. */
+template <typename A>
 static __global__ void __launch_bounds__(THREADS)
-attention_backward_keys_kernel(float *dk, float *dv, const float *ds, const float *dctx,
+attention_backward_keys_kernel(A *dk, A *dv, const float *ds, const float *dctx,
 			       const float *probs, struct att a)
 {
 	extern __shared__ float sh[];
@@ -468,7 +481,8 @@ attention_backward_keys_kernel(float *dk, float *dv, const float *ds, const floa
 		size_t p0 = s.probs + (size_t)i0 * T + j0;
 		__syncthreads();
 		load_rows(cs, dctx + (size_t)(s.q0 + i0) * a.C + (size_t)h * d, a.C, ni, d, ld);
-		load_rows(qs, a.q + (size_t)(s.q0 + i0) * a.ldq + (size_t)h * d, a.ldq, ni, d, ld);
+		load_rows(qs, (const A *)a.q + (size_t)(s.q0 + i0) * a.ldq + (size_t)h * d, a.ldq, ni, d,
+			  ld);
 		load_weights(pw, probs + p0, p0, T, ni, live, 1, a.threshold != 0, &a);
 		load_weights(sw, ds + p0, p0, T, ni, live, 1, 0, &a);
 		__syncthreads();
@@ -483,7 +497,7 @@ attention_backward_keys_kernel(float *dk, float *dv, const float *ds, const floa
 static struct att att_of(const struct attention *a)
 {
 	struct att t;
-	t.q = (const float *)a->q, t.k = (const float *)a->k, t.v = (const float *)a->v;
+	t.q = a->q, t.k = a->k, t.v = a->v;
 	t.kv_start = a->kv_start, t.q_start = a->q_start, t.p_start = a->p_start;
 	t.mask = a->mask;
 	t.C = a->C, t.H = a->H, t.d = a->C / a->H;
@@ -549,20 +563,22 @@ double cuda_attention_scratch(int B, int T, int H)
 	return 2.0 * sizeof(float) * scratch_floats(B, T, H);
 }
 
-void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a)
+template <typename A>
+static void forward(A *ctx, float *state, const struct attention *a)
 {
 	struct att t = att_of(a);
 	unsigned blocks = blocks_of(&t, a->B);
 	if (!blocks)
 		return;
 	float *probs = scratch(scratch_floats(a->B, a->T, a->H));
-	size_t smem = shared_bytes((const void *)attention_forward_kernel, t.d, 1);
-	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>((float *)ctx, state, probs, t);
+	size_t smem = shared_bytes((const void *)attention_forward_kernel<A>, t.d, 1);
+	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(ctx, state, probs, t);
 	CUDA_LAUNCHED();
 }
 
-void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
-			     const float *state, const struct attention *a)
+template <typename A>
+static void backward(A *dq, A *dk, A *dv, const float *dctx, const float *state,
+		     const struct attention *a)
 {
 	struct att t = att_of(a);
 	unsigned blocks = blocks_of(&t, a->B);
@@ -570,12 +586,34 @@ void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, con
 		return;
 	size_t n = scratch_floats(a->B, a->T, a->H);
 	float *probs = scratch(n), *ds = probs + n;
-	size_t smem = shared_bytes((const void *)attention_backward_rows_kernel, t.d, 1);
-	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(
-		(float *)dq, ds, probs, dctx, state, t);
+	size_t smem = shared_bytes((const void *)attention_backward_rows_kernel<A>, t.d, 1);
+	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dq, ds, probs, dctx,
+										 state, t);
 	CUDA_LAUNCHED();
-	smem = shared_bytes((const void *)attention_backward_keys_kernel, t.d, 2);
-	attention_backward_keys_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(
-		(float *)dk, (float *)dv, ds, dctx, probs, t);
+	smem = shared_bytes((const void *)attention_backward_keys_kernel<A>, t.d, 2);
+	attention_backward_keys_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dk, dv, ds, dctx,
+										 probs, t);
 	CUDA_LAUNCHED();
+}
+
+void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a)
+{
+	forward((float *)ctx, state, a);
+}
+
+void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
+			     const float *state, const struct attention *a)
+{
+	backward((float *)dq, (float *)dk, (float *)dv, dctx, state, a);
+}
+
+void cuda_attention_forward_bf16(struct act *ctx, float *state, const struct attention *a)
+{
+	forward((bf16 *)ctx, state, a);
+}
+
+void cuda_attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv,
+				  const float *dctx, const float *state, const struct attention *a)
+{
+	backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, dctx, state, a);
 }

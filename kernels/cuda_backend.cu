@@ -1,22 +1,19 @@
-/* The CUDA backend: one GPU, one stream, one cuBLAS handle. Memory is
- * cudaMalloc'd; host copies go through the stream and wait for it, so the
- * host never reads a buffer a kernel is still writing. The linear layers'
- * GEMMs are cuBLAS's (fp32, no TF32, deterministic: no atomics); the other
- * ops live in cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
+/* The CUDA backend: one GPU, one stream. Memory is cudaMalloc'd; host copies
+ * go through the stream and wait for it, so the host never reads a buffer a
+ * kernel is still writing. Three tables share the memory and every op but
+ * the linear layers' and those that touch acts: fp32; tf32 (fp32, its
+ * products on TF32 tensor cores); bf16 (bf16 acts). The ops live in
+ * cuda_gemm.cu, cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
 #include "cuda_api.h"
 #include "cuda_check.h"
 #include "util/err.h"
-#include <cublas_v2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int device = -1;
 static cudaStream_t stream;
-static cublasHandle_t blas;
 static char name[32];
-static float *ones;            /* N ones for the bias gradient's GEMV */
-static size_t ones_n;
 
 void cuda_fail(const char *file, int line, const char *call, const char *what)
 {
@@ -27,12 +24,6 @@ void cuda_fail(const char *file, int line, const char *call, const char *what)
 		hint = "; nvidia-smi shows whether the driver sees a GPU";
 	die("%s:%d: %s: %s%s", file, line, call, what, hint);
 }
-
-#define BLAS_CHECK(call) do { \
-	cublasStatus_t s_ = (call); \
-	if (s_ != CUBLAS_STATUS_SUCCESS) \
-		cuda_fail(__FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
-	} while (0)
 
 cudaStream_t cuda_stream(void)
 {
@@ -101,81 +92,10 @@ static double cuda_memory(void)
 	return (double)free_b;
 }
 
-/* ---- linear layers: row-major [N, C] is column-major [C, N] ---- */
-
-/* out[n, j] += bias[j] */
-__global__ void add_bias_rows(float *out, const float *bias, size_t total, int cols)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-	     i += (size_t)gridDim.x * blockDim.x)
-		out[i] += bias[i % cols];
-}
-
-static unsigned grid_for(size_t n)
-{
-	size_t b = cuda_blocks(n);
-	return b > 65535 ? 65535 : (unsigned)b;
-}
-
-void cuda_linear_forward(float *out, const struct act *in_acts, const struct act *w_acts,
-			 const float *bias, int N, int Cin, int Cout)
-{
-	const float one = 1.0f, zero = 0.0f;
-	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
-	/* out^T [Cout, N] = w [Cout, Cin] in^T: w is column-major [Cin, Cout], transposed */
-	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in, Cin,
-			       &zero, out, Cout));
-	if (bias) {
-		size_t total = (size_t)N * Cout;
-		add_bias_rows<<<grid_for(total), 256, 0, stream>>>(out, bias, total, Cout);
-		CUDA_LAUNCHED();
-	}
-}
-
-/* ones[0..n) on the GPU, grown as needed. */
-static const float *ones_of(size_t n)
-{
-	if (n > ones_n) {
-		float *host = (float *)xmalloc(n * sizeof *host);
-		for (size_t i = 0; i < n; i++)
-			host[i] = 1.0f;
-		if (ones)
-			cuda_release(ones);
-		ones = (float *)cuda_alloc(n * sizeof *ones);
-		cuda_upload(ones, host, n * sizeof *ones);
-		free(host);
-		ones_n = n;
-	}
-	return ones;
-}
-
-void cuda_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
-			     const float *bias, int N, int Cin, int Cout)
-{
-	cuda_linear_forward((float *)out, in, w, bias, N, Cin, Cout);
-}
-
-void cuda_linear_backward(float *din, float *dw, float *dbias, const struct act *dout_acts,
-			  const struct act *in_acts, const struct act *w_acts, int N, int Cin,
-			  int Cout, int accumulate)
-{
-	const float one = 1.0f, zero = 0.0f;
-	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
-	const float *dout = (const float *)dout_acts;
-	if (din)   /* din^T [Cin, N] = w^T dout^T: w column-major [Cin, Cout] as it is */
-		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, Cin,
-				       dout, Cout, accumulate ? &one : &zero, din, Cin));
-	/* dw^T [Cin, Cout] += in^T dout: in column-major [Cin, N], dout [Cout, N] transposed */
-	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, &one, in, Cin, dout,
-			       Cout, &one, dw, Cin));
-	if (dbias)   /* dbias [Cout] += dout^T [Cout, N] ones [N] */
-		BLAS_CHECK(cublasSgemv(blas, CUBLAS_OP_N, Cout, N, &one, dout, Cout, ones_of(N), 1,
-				       &one, dbias, 1));
-}
-
 /* ---- the backend ---- */
 
-static struct backend cuda;
+static struct backend cuda, cuda_tf32, cuda_bf16;
+static char name_tf32[40], name_bf16[40];
 
 static const struct act *same_floats(struct act *space, const float *x, size_t n)
 {
@@ -183,7 +103,7 @@ static const struct act *same_floats(struct act *space, const float *x, size_t n
 	return float_acts(x);
 }
 
-static void fill_table(void)
+static void fill_fp32(void)
 {
 	cuda.name = name;
 	cuda.host = 0;
@@ -236,20 +156,70 @@ static void fill_table(void)
 	cuda.lamb_apply = cuda_lamb_apply;
 }
 
-const struct backend *cuda_backend_open(int dev)
+/* fp32's table with its products on TF32 tensor cores; VAT's probe in fp32 */
+static void fill_tf32(void)
+{
+	cuda_tf32 = cuda;
+	snprintf(name_tf32, sizeof name_tf32, "%s tf32", name);
+	cuda_tf32.name = name_tf32;
+	cuda_tf32.precise = &cuda;
+	cuda_tf32.linear_forward = cuda_linear_forward_tf32;
+	cuda_tf32.linear_forward_act = cuda_linear_forward_act_tf32;
+	cuda_tf32.linear_backward = cuda_linear_backward_tf32;
+}
+
+/* fp32's table with bf16 acts: every op that reads or writes them */
+static void fill_bf16(void)
+{
+	cuda_bf16 = cuda;
+	snprintf(name_bf16, sizeof name_bf16, "%s bf16", name);
+	cuda_bf16.name = name_bf16;
+	cuda_bf16.precise = &cuda;
+	cuda_bf16.act_size = 2;
+	cuda_bf16.as_act = cuda_as_bf16;
+	cuda_bf16.linear_forward = cuda_linear_forward_bf16;
+	cuda_bf16.linear_forward_act = cuda_linear_forward_act_bf16;
+	cuda_bf16.linear_backward = cuda_linear_backward_bf16;
+	cuda_bf16.residual_layernorm_forward = cuda_residual_layernorm_forward_bf16;
+	cuda_bf16.bias_gelu_forward = cuda_bias_gelu_forward_bf16;
+	cuda_bf16.gelu_backward = cuda_gelu_backward_bf16;
+	cuda_bf16.attention_forward = cuda_attention_forward_bf16;
+	cuda_bf16.attention_backward = cuda_attention_backward_bf16;
+}
+
+int cuda_device_sm(int dev)
+{
+	int major = 0, minor = 0;
+	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+	CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+	return 10 * major + minor;
+}
+
+static const struct backend *table_of(enum precision p)
+{
+	if (p == PREC_TF32)
+		return &cuda_tf32;
+	if (p == PREC_BF16)
+		return &cuda_bf16;
+	if (p != PREC_FP32)
+		die("%s: fp16 has no CUDA backend in this build", name);
+	return &cuda;
+}
+
+const struct backend *cuda_backend_open(int dev, enum precision p)
 {
 	if (device >= 0) {
 		if (dev != device)
 			die("cuda:%d: this process already uses cuda:%d", dev, device);
-		return &cuda;
+		return table_of(p);
 	}
 	CUDA_CHECK(cudaSetDevice(dev));
 	CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-	BLAS_CHECK(cublasCreate(&blas));
-	BLAS_CHECK(cublasSetStream(blas, stream));
-	BLAS_CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));   /* fp32: no TF32 */
+	cuda_gemm_open();
 	snprintf(name, sizeof name, "cuda:%d", dev);
 	device = dev;
-	fill_table();
-	return &cuda;
+	fill_fp32();
+	fill_tf32();
+	fill_bf16();
+	return table_of(p);
 }

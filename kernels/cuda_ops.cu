@@ -2,7 +2,9 @@
  * LayerNorm (plain and after a residual), bias+GELU, tanh, softmax
  * cross-entropy, dropout and the row gather and scatter-add, each with the
  * meaning lib/backend/cpu_ops.h gives the CPU function of the same name (lib/backend/cpu_ops.c
- * is the reference), fp32, on cuda_stream().
+ * is the reference), computing in fp32, on cuda_stream(). The ops that touch
+ * acts (the residual LayerNorm's copy, bias+GELU, GELU's backward) come for
+ * float and for bf16 acts, rounding once when they store.
  *
  * No float atomics: every sum has a fixed order, so results do not change
  * from run to run.
@@ -24,6 +26,7 @@
 #include "backend/dropout.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_types.h"
 #include "cuda_warp.h"
 #include <math.h>
 #include <stddef.h>
@@ -346,10 +349,10 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 
 /* One row's LayerNorm by one warp, x already final in memory (a lane reads
  * back only what it wrote): biased variance about the mean, eps inside the
- * square root. out may be x. */
-static __device__ void layernorm_warp(float *out, float *mean, float *rstd, const float *x,
-				      const float *__restrict__ w, const float *__restrict__ b,
-				      int C, float eps, float s)
+ * square root. out may be x; low, when not NULL, gets out in bf16 too. */
+static __device__ void layernorm_warp(float *out, bf16 *low, float *mean, float *rstd,
+				      const float *x, const float *__restrict__ w,
+				      const float *__restrict__ b, int C, float eps, float s)
 {
 	int lane = threadIdx.x & 31;
 	float m = warp_sum(s) / C;
@@ -359,8 +362,12 @@ static __device__ void layernorm_warp(float *out, float *mean, float *rstd, cons
 		v += d * d;
 	}
 	float rs = 1.0f / sqrtf(warp_sum(v) / C + eps);
-	for (int j = lane; j < C; j += 32)
-		out[j] = (x[j] - m) * rs * w[j] + b[j];
+	for (int j = lane; j < C; j += 32) {
+		float y = (x[j] - m) * rs * w[j] + b[j];
+		out[j] = y;
+		if (low)
+			store(low + j, y);
+	}
 	if (lane == 0) {
 		*mean = m;
 		*rstd = rs;
@@ -380,7 +387,7 @@ static __global__ void layernorm_forward_kernel(float *out, float *__restrict__ 
 	float s = 0.0f;
 	for (int j = threadIdx.x & 31; j < C; j += 32)
 		s += x[j];
-	layernorm_warp(out + (size_t)r * C, mean + r, rstd + r, x, w, b, C, eps, s);
+	layernorm_warp(out + (size_t)r * C, NULL, mean + r, rstd + r, x, w, b, C, eps, s);
 }
 
 void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
@@ -396,7 +403,8 @@ void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *i
 /* One warp per row: sum = res + dropout(sum + bias), the dropout draw of
  * element j numbered r*C + j cut to 32 bits as on the CPU (threshold 0: no
  * dropout), then out = LayerNorm(sum). */
-static __global__ void residual_layernorm_kernel(float *out, float *sum, float *__restrict__ mean,
+static __global__ void residual_layernorm_kernel(float *out, bf16 *low, float *sum,
+						 float *__restrict__ mean,
 						 float *__restrict__ rstd, const float *res,
 						 const float *__restrict__ bias,
 						 const float *__restrict__ w,
@@ -423,7 +431,21 @@ static __global__ void residual_layernorm_kernel(float *out, float *sum, float *
 		x[j] = v;
 		s += v;
 	}
-	layernorm_warp(out + o, mean + r, rstd + r, x, w, b, C, eps, s);
+	layernorm_warp(out + o, low ? low + o : NULL, mean + r, rstd + r, x, w, b, C, eps, s);
+}
+
+/* low: NULL, or out's bf16 copy */
+static void residual_layernorm(float *out, bf16 *low, float *sum, float *mean, float *rstd,
+			       const float *res, const float *bias, const float *w, const float *b,
+			       int N, int C, float eps, float p, uint64_t seed)
+{
+	if (N <= 0 || C <= 0)
+		return;
+	uint32_t threshold = p > 0.0f ? dropout_threshold(p) : 0, key = dropout_key(seed);
+	float scale = 1.0f / (1.0f - p);
+	residual_layernorm_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
+		out, low, sum, mean, rstd, res, bias, w, b, N, C, eps, key, threshold, scale);
+	CUDA_LAUNCHED();
 }
 
 void cuda_residual_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
@@ -431,14 +453,16 @@ void cuda_residual_layernorm_forward(float *out, struct act *low, float *sum, fl
 				     const float *w, const float *b, int N, int C, float eps, float p,
 				     uint64_t seed)
 {
-	(void)low;
-	if (N <= 0 || C <= 0)
-		return;
-	uint32_t threshold = p > 0.0f ? dropout_threshold(p) : 0, key = dropout_key(seed);
-	float scale = 1.0f / (1.0f - p);
-	residual_layernorm_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
-		out, sum, mean, rstd, res, bias, w, b, N, C, eps, key, threshold, scale);
-	CUDA_LAUNCHED();
+	(void)low;   /* out itself */
+	residual_layernorm(out, NULL, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
+}
+
+void cuda_residual_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
+					  float *rstd, const float *res, const float *bias,
+					  const float *w, const float *b, int N, int C, float eps,
+					  float p, uint64_t seed)
+{
+	residual_layernorm(out, (bf16 *)low, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
 }
 
 /* dw and db's first pass: chunk k (blockIdx.y) of chunk rows sums
@@ -541,9 +565,10 @@ static __device__ float normal_pdf(float x)
 	return 0.39894228040143268f * expf(-0.5f * x * x);
 }
 
-/* pre += bias (kept), out = pre * Phi(pre); out may be pre. */
-static __global__ void bias_gelu_kernel(float *out, float *pre, const float *__restrict__ bias,
-					int N, int F)
+/* pre += bias (kept, in pre's type), out = GELU of pre as kept; out may be
+ * pre. */
+template <typename P, typename O>
+static __global__ void bias_gelu_kernel(O *out, P *pre, const float *__restrict__ bias, int N, int F)
 {
 	int c = blockIdx.x * blockDim.x + threadIdx.x;
 	if (c >= F)
@@ -551,45 +576,84 @@ static __global__ void bias_gelu_kernel(float *out, float *pre, const float *__r
 	float bc = bias[c];
 	for (int r = blockIdx.y; r < N; r += gridDim.y) {
 		size_t o = (size_t)r * F + c;
-		float x = pre[o] + bc;
-		pre[o] = x;
-		out[o] = x * normcdff(x);
+		float x = rounded<P>(as_float(pre[o]) + bc);
+		store(pre + o, x);
+		store(out + o, x * normcdff(x));
 	}
 }
 
-void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre_acts, const float *bias,
-			    int N, int F)
+template <typename P, typename O>
+static void bias_gelu(O *out, P *pre, const float *bias, int N, int F)
 {
-	float *pre = (float *)pre_acts;
 	if (N <= 0 || F <= 0)
 		return;
-	if (!out)
-		out = (float *)low;
 	bias_gelu_kernel<<<grid_rows(F, N), THREADS, 0, cuda_stream()>>>(out, pre, bias, N, F);
 	CUDA_LAUNCHED();
 }
 
+void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const float *bias,
+			    int N, int F)
+{
+	bias_gelu(out ? out : (float *)low, (float *)pre, bias, N, F);
+}
+
+void cuda_bias_gelu_forward_bf16(float *out, struct act *low, struct act *pre, const float *bias,
+				 int N, int F)
+{
+	if (out)
+		bias_gelu(out, (bf16 *)pre, bias, N, F);
+	else
+		bias_gelu((bf16 *)low, (bf16 *)pre, bias, N, F);
+}
+
 /* dpre = dout * (Phi(x) + x phi(x)); dpre may be dout. */
-static __global__ void gelu_backward_kernel(float *dpre, const float *dout, const float *pre,
-					    size_t n)
+template <typename P>
+static __global__ void gelu_backward_kernel(P *dpre, const float *dout, const P *pre, size_t n)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		float x = pre[i];
-		dpre[i] = dout[i] * (normcdff(x) + x * normal_pdf(x));
+		float x = as_float(pre[i]);
+		store(dpre + i, dout[i] * (normcdff(x) + x * normal_pdf(x)));
 	}
 }
 
-void cuda_gelu_backward(struct act *dpre_acts, const float *dout, const struct act *pre_acts, int N,
-			int F)
+template <typename P>
+static void gelu_backward(P *dpre, const float *dout, const P *pre, int N, int F)
 {
-	float *dpre = (float *)dpre_acts;
-	const float *pre = (const float *)pre_acts;
 	size_t n = N > 0 && F > 0 ? (size_t)N * F : 0;
 	if (!n)
 		return;
 	gelu_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(dpre, dout, pre, n);
 	CUDA_LAUNCHED();
+}
+
+void cuda_gelu_backward(struct act *dpre, const float *dout, const struct act *pre, int N, int F)
+{
+	gelu_backward((float *)dpre, dout, (const float *)pre, N, F);
+}
+
+void cuda_gelu_backward_bf16(struct act *dpre, const float *dout, const struct act *pre, int N,
+			     int F)
+{
+	gelu_backward((bf16 *)dpre, dout, (const bf16 *)pre, N, F);
+}
+
+/* ---- acts ---- */
+
+static __global__ void to_bf16_kernel(bf16 *out, const float *in, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		store(out + i, in[i]);
+}
+
+const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n)
+{
+	if (n) {
+		to_bf16_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>((bf16 *)space, x, n);
+		CUDA_LAUNCHED();
+	}
+	return space;
 }
 
 static __global__ void tanh_forward_kernel(float *out, const float *in, size_t n)

@@ -20,6 +20,11 @@
 /* An element of the backend's own type; opaque to the graph. */
 struct act;
 
+/* What a backend's matrix work computes in (--precision): fp32; fp32 acts
+ * with products on TF32 tensor cores; bf16 or fp16 acts with fp32
+ * accumulation. */
+enum precision { PREC_FP32, PREC_TF32, PREC_BF16, PREC_FP16 };
+
 /* Multi-head self-attention over a batch of sequences of any lengths
  * (cpu_ops.h: attention_forward). */
 struct attention {

@@ -26,18 +26,46 @@ static int cuda_index(const char *name)
 	return (int)n;
 }
 
+static const char *const precision_names[] = { "fp32", "tf32", "bf16", "fp16" };
+enum { PRECISIONS = sizeof precision_names / sizeof *precision_names, SM_TENSOR_FLOATS = 80 };
+
 enum precision precision_parse(const char *name)
 {
-	if (!strcmp(name, "fp32"))
-		return PREC_FP32;
-	if (!strcmp(name, "bf16"))
-		return PREC_BF16;
-	die_usage("--precision %s: not fp32 or bf16", name);
+	for (int i = 0; i < PRECISIONS; i++)
+		if (!strcmp(name, precision_names[i]))
+			return (enum precision)i;
+	die_usage("--precision %s: not fp32, tf32, bf16 or fp16", name);
 }
 
 const char *precision_name(enum precision p)
 {
-	return p == PREC_BF16 ? "bf16" : "fp32";
+	return precision_names[p];
+}
+
+const char *precision_lacking(enum precision p, int sm)
+{
+	if (p == PREC_FP16)
+		return "fp16 with loss scaling is not in this build yet; bf16 or fp32 train here";
+	if (sm == 0)
+		return p == PREC_TF32 ? "tf32 is the tensor cores' format of a GPU; the CPU trains in fp32 or bf16" : NULL;
+	if ((p == PREC_TF32 || p == PREC_BF16) && sm < SM_TENSOR_FLOATS)
+		return p == PREC_BF16 ? "bf16 needs an sm_80 GPU or later (A100, H100); fp32 trains here"
+				      : "tf32 needs an sm_80 GPU or later (A100, H100); fp32 trains here";
+	return NULL;
+}
+
+enum precision precision_default(int sm)
+{
+	return sm >= SM_TENSOR_FLOATS ? PREC_BF16 : PREC_FP32;
+}
+
+enum precision precision_of_backend(const char *name)
+{
+	const char *word = strchr(name, ' ');
+	for (int i = 0; word && i < PRECISIONS; i++)
+		if (!strcmp(word + 1, precision_names[i]))
+			return (enum precision)i;
+	return PREC_FP32;
 }
 
 static const struct backend *cpu_open(enum precision p)
@@ -51,16 +79,13 @@ static const struct backend *cpu_open(enum precision p)
 	return be;
 }
 
-const struct backend *backend_open(const char *name, enum precision p)
+/* The GPU of --device name (not "cpu"), checked against those CUDA sees. */
+static int gpu_of(const char *name)
 {
-	if (!strcmp(name, "cpu"))
-		return cpu_open(p);
 	int gpu = cuda_index(name);
 	if (gpu < 0)
 		die_usage("--device %s: not cpu, cuda or cuda:N (N from 0 to %d)", name,
 			  MAX_GPU_INDEX);
-	if (p != PREC_FP32)
-		die("--precision bf16 runs on the CPU so far; on --device %s use fp32", name);
 #ifdef TS_GPU
 	int n = cuda_device_count();
 	if (n == 0)
@@ -69,9 +94,36 @@ const struct backend *backend_open(const char *name, enum precision p)
 	if (gpu >= n)
 		die("--device %s: CUDA sees %d GPU%s here, cuda:0 to cuda:%d", name, n,
 		    n == 1 ? "" : "s", n - 1);
-	return cuda_backend_open(gpu);
+	return gpu;
 #else
 	die("--device %s: this build has no CUDA backend (make GPU=1 builds one)", name);
+#endif
+}
+
+int device_sm(const char *name)
+{
+	if (!strcmp(name, "cpu"))
+		return 0;
+	int gpu = gpu_of(name);
+#ifdef TS_GPU
+	return cuda_device_sm(gpu);
+#else
+	return gpu;   /* not reached: gpu_of dies in a build without CUDA */
+#endif
+}
+
+const struct backend *backend_open(const char *name, enum precision p)
+{
+	int sm = device_sm(name);
+	const char *why = precision_lacking(p, sm);
+	if (why)
+		die("--precision %s on --device %s: %s", precision_name(p), name, why);
+	if (!sm)
+		return cpu_open(p);
+#ifdef TS_GPU
+	return cuda_backend_open(gpu_of(name), p);
+#else
+	return NULL;   /* not reached: device_sm dies in a build without CUDA */
 #endif
 }
 

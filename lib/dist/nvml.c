@@ -99,14 +99,22 @@ int nvml_name(int index, char *name, int len)
 	       nvml.name(d, name, (unsigned)len) == NVML_SUCCESS;
 }
 
-double gpu_fp32_peak(const char *name)
+double gpu_peak(const char *name, enum precision p)
 {
-	static const struct { const char *model; double flops; } sheet[] = {
-		{"H200", 67e12}, {"H100 PCIe", 51e12}, {"H100", 67e12}, {"A100", 19.5e12}, {"L40S", 91.6e12},
-		{"A10", 31.2e12}, {"V100", 15.7e12}, {"T4", 8.1e12},
+	/* dense FLOP/s by precision: fp32 (CUDA cores), tf32, bf16, fp16 (tensor
+	 * cores, half the data sheets' sparse figures); 0 where it has none */
+	static const struct { const char *model; double flops[4]; } sheet[] = {
+		{"H200", {67e12, 494.7e12, 989.4e12, 989.4e12}},
+		{"H100 PCIe", {51e12, 378e12, 756e12, 756e12}},
+		{"H100", {67e12, 494.7e12, 989.4e12, 989.4e12}},
+		{"A100", {19.5e12, 156e12, 312e12, 312e12}},
+		{"L40S", {91.6e12, 183e12, 362e12, 362e12}},
+		{"A10", {31.2e12, 62.5e12, 125e12, 125e12}},
+		{"V100", {15.7e12, 0, 0, 125e12}},
+		{"T4", {8.1e12, 0, 0, 65e12}},
 	};
 	for (size_t i = 0; i < sizeof sheet / sizeof *sheet; i++)
 		if (strstr(name, sheet[i].model))
-			return sheet[i].flops;
+			return sheet[i].flops[p];
 	return 0;
 }

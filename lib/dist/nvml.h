@@ -3,6 +3,7 @@
  * simply has no readings. */
 #ifndef TS_NVML_H
 #define TS_NVML_H
+#include "backend/backend.h"
 
 struct gpu_usage {
 	double util;          /* share of the last sample period a kernel ran, 0..1 */
@@ -21,7 +22,8 @@ int nvml_usage_at(int index, struct gpu_usage *u);
 int nvml_count(void);
 /* The name of GPU index ("NVIDIA H100 80GB HBM3"); 0 where unknown. */
 int nvml_name(int index, char *name, int len);
-/* The dense fp32 FLOP/s (no tensor cores) of a GPU of that name, from its
- * maker's data sheet; 0 for a GPU not in the table. */
-double gpu_fp32_peak(const char *name);
+/* The dense FLOP/s of a GPU of that name at precision p (fp32 on its CUDA
+ * cores, the others on its tensor cores), from its maker's data sheet; 0
+ * for a GPU not in the table or a precision it lacks. */
+double gpu_peak(const char *name, enum precision p);
 #endif

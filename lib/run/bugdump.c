@@ -138,14 +138,15 @@ static uint64_t read_seed(const struct rec_reader *r, const msgpack_object *rec)
 	return o->via.u64;
 }
 
-/* The precision the step ran in: fp32 for records from before bf16. */
+/* The precision the step ran in, as the CPU can replay it: fp32 for records
+ * from before bf16, and for tf32 (fp32 is the CPU's nearest). */
 static enum precision read_precision(const struct rec_reader *r, const msgpack_object *rec)
 {
 	const msgpack_object *o = mp_get(rec, "precision");
-	if (!o || mp_str_is(o, "fp32"))
+	if (!o || mp_str_is(o, "fp32") || mp_str_is(o, "tf32"))
 		return PREC_FP32;
 	if (!mp_str_is(o, "bf16"))
-		rec_die(r, "'precision' is not fp32 or bf16");
+		rec_die(r, "'precision' is not fp32, tf32 or bf16");
 	return PREC_BF16;
 }
 

@@ -135,10 +135,10 @@ static void on_event(struct run_view *v, const msgpack_object *o)
 			v->steps_per_epoch = count(mp_get(o, "steps_per_epoch"), LONG_MAX / 2);
 			v->processes = (int)count(mp_get(o, "processes"), INT_MAX);
 		}
-		if (mp_str_is(ev, "start")) {
+		if (mp_str_is(ev, "start"))
 			v->params = count(mp_get(o, "params"), LONG_MAX / 2);
+		if (mp_get(o, "device"))   /* a resume may go on on another device */
 			str(mp_get(o, "device"), v->device, sizeof v->device);
-		}
 		/* timing starts again: a stop's pause is no step's time */
 		if (v->start_time > 0)
 			v->elapsed_s += v->last_time - v->start_time;

@@ -1125,9 +1125,10 @@ int train_run(const struct train_config *c)
 		return 0;
 	}
 	if (ckpt)
-		event(&t, "resume", json_pack("{sI ss sI sI sI}", "step", (json_int_t)t.st.step, "from", ckpt, "total_steps",
-					      (json_int_t)t.total_steps, "steps_per_epoch", (json_int_t)t.steps_per_epoch,
-					      "processes", (json_int_t)t.comm->size));
+		event(&t, "resume", json_pack("{sI ss sI sI sI ss}", "step", (json_int_t)t.st.step, "from", ckpt,
+					      "total_steps", (json_int_t)t.total_steps, "steps_per_epoch",
+					      (json_int_t)t.steps_per_epoch, "processes", (json_int_t)t.comm->size,
+					      "device", c->be->name));
 	t.prog = t.lead ? progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS) : NULL;
 	t.t0 = clock_seconds();
 	double elapsed0 = t.st.elapsed_s;

@@ -39,7 +39,7 @@ S=$T/rep/summary.txt
 expect_eq "tests/gpu/run, unpacked elsewhere, run from elsewhere: exit 0" "$rc" 0
 check "the summary names the commit built" grep -qE "^TopSpin GPU check, .*, [0-9a-f]{7}" "$S"
 check "every command of the bundle starts" grep -qx "env: every command starts" "$S"
-for t in test_cuda_ops test_cuda_comm; do
+for t in test_cuda_ops test_cuda_precision test_cuda_comm; do
 	check "$t runs and reports itself skipped" grep -qE "^$t: 0 passed, 0 failed, [1-9][0-9]* skipped" "$S"
 done
 check "train_gpu.sh runs its checks that need no GPU" grep -qE "^train_gpu.sh: [1-9][0-9]* passed, 0 failed, [1-9][0-9]* skipped" "$S"

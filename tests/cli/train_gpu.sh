@@ -1,18 +1,26 @@
 # ts-train and ts-eval on the GPU against the CPU: the same run's losses agree
 # step for step within a tolerance, a stopped GPU run resumes exactly, a GPU
-# checkpoint goes on on the CPU, and ts-eval scores alike on both. Without a
-# GPU (or a build without the CUDA backend) every check is reported skipped.
+# checkpoint goes on on the CPU, and ts-eval scores alike on both; bf16 and
+# tf32 against fp32 on the GPU. Without a GPU (or a build without the CUDA
+# backend) every check is reported skipped.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
 export OMP_NUM_THREADS=2
 head -n 301 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
 ts-tokenize -v "$V" --id id --label label --max-len 64 "$T/small.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
-BERT=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 4 --ffn 128 --max-pos 64 --batch 8 --seed 5
+BASE=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 4 --ffn 128 --max-pos 64 --batch 8 --seed 5
 	--max-steps 12 --eval-every 4)
+BERT=("${BASE[@]}" --precision fp32)
 CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and resumed on the GPU: the same losses"
 	"stopped and resumed on the GPU: the same model bytes" "a GPU checkpoint resumes on the CPU"
 	"ts-eval on the GPU: the CPU's accuracy" "mlm on the GPU: losses within 2e-3 of the CPU's"
-	"sentence pairs (token types) on the GPU: losses within 2e-3 of the CPU's")
+	"sentence pairs (token types) on the GPU: losses within 2e-3 of the CPU's"
+	"without --precision an sm_80 GPU trains in bf16"
+	"bf16 on the GPU: losses within 0.01 of fp32's on average and 0.05 at worst over 200 steps"
+	"bf16 on the GPU: final accuracy within 0.01 of fp32's"
+	"tf32 on the GPU: losses within 0.01 of fp32's on average and 0.05 at worst over 200 steps"
+	"bf16 stopped and resumed on the GPU: the same losses and model bytes"
+	"a bf16 checkpoint resumes on the CPU in fp32")
 GPU_CHOICE=("--device cuda: the start event names the GPU it took" "--gpus 0 trains on cuda:0"
 	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error"
 	"ts-sweep --gpus 0: its jobs run on the GPU"
@@ -90,4 +98,35 @@ PAIRS=("${BERT[@]}" --data "$T/pairs" --max-steps 20 --eval-every 10)
 train "${PAIRS[@]}" --run "$T/pairs-cpu" --device cpu >/dev/null 2>&1 || fail "the CPU run on pairs"
 train "${PAIRS[@]}" --run "$T/pairs-gpu" --device cuda >/dev/null 2>&1 || fail "the GPU run on pairs"
 check "GPU: ${CHECKS[6]}" close "$(losses "$T/pairs-gpu")" "$(losses "$T/pairs-cpu")"
+
+# below fp32: the spam e-mails, 200 steps of each precision from the same start
+LONG=("${BASE[@]}" --max-steps 200 --eval-every 100 --device cuda)
+train "${LONG[@]}" --run "$T/dflt" --max-steps 1 >/dev/null 2>&1
+expect_eq "GPU: ${CHECKS[7]}" "$(device_of "$T/dflt" | cut -d' ' -f2)" \
+	"$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 | awk '{ print ($1 >= 8 ? "bf16" : "cuda:0") }')"
+for p in fp32 bf16 tf32; do
+	train "${LONG[@]}" --precision "$p" --run "$T/long-$p" >/dev/null 2>&1 || fail "the $p run of 200 steps"
+done
+# within: mean and worst |loss difference| of two runs over all their steps
+within() {
+	paste <(losses "$1") <(losses "$2") | awk -v n="$3" '$1 == $3 { d = $2 - $4; d = d < 0 ? -d : d; s += d; m = d > m ? d : m; k++ }
+		END { exit !(k == n && s / k <= 0.01 && m <= 0.05) }'
+}
+check "GPU: ${CHECKS[8]}" within "$T/long-bf16" "$T/long-fp32" 200
+final_acc() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="eval") | .accuracy' | tail -1; }
+expect_eq "GPU: ${CHECKS[9]} ($(final_acc "$T/long-bf16") and $(final_acc "$T/long-fp32"))" \
+	"$(awk -v a="$(final_acc "$T/long-bf16")" -v b="$(final_acc "$T/long-fp32")" 'BEGIN { d = a - b; print (a != "" && (d < 0 ? -d : d) <= 0.01) }')" 1
+check "GPU: ${CHECKS[10]}" within "$T/long-tf32" "$T/long-fp32" 200
+
+mkdir -p "$T/stop16" && touch "$T/stop16/stop"
+train "${LONG[@]}" --precision bf16 --run "$T/stop16" --max-steps 12 >/dev/null 2>&1
+train --resume "$T/stop16" >/dev/null 2>&1 || fail "the bf16 resume"
+train "${LONG[@]}" --precision bf16 --run "$T/whole16" --max-steps 12 >/dev/null 2>&1
+check "GPU: ${CHECKS[11]}" test "$(losses "$T/stop16")" = "$(losses "$T/whole16")" -a -n "$(losses "$T/whole16")" \
+	-a "$(sha256sum <"$T/stop16/final/model.safetensors")" = "$(sha256sum <"$T/whole16/final/model.safetensors")"
+mkdir -p "$T/move16" && touch "$T/move16/stop"
+train "${LONG[@]}" --precision bf16 --run "$T/move16" --max-steps 12 >/dev/null 2>&1
+train --resume "$T/move16" --device cpu --precision fp32 >/dev/null 2>&1
+check "GPU: ${CHECKS[12]}" test "$(ts-cat "$T/move16/events.msgpack" | jq -r 'select(.event=="resume") | .device')" = cpu \
+	-a -s "$T/move16/final/model.safetensors"
 finish

@@ -1,7 +1,8 @@
 # ts-train --precision: fp32 as before, bf16 on the CPU within its stated
 # tolerance of fp32 (per-step loss and final accuracy), bf16's exact resume,
-# and the refusals: a CPU without bf16 (ONEDNN_MAX_CPU_ISA hides it), an
-# unknown precision, bf16 on a GPU.
+# a bf16 run resumed in fp32, and the refusals: a CPU without bf16
+# (ONEDNN_MAX_CPU_ISA hides it), an unknown precision, tf32 and fp16 on the
+# CPU, a GPU this machine lacks.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
 export OMP_NUM_THREADS=2
@@ -18,6 +19,8 @@ check "the default precision" train "${SMALL[@]}" --run "$T/default" --epochs 3
 check "--precision fp32" train "${SMALL[@]}" --run "$T/fp32" --epochs 3 --precision fp32
 check "fp32 is the default: the same final model bit for bit" \
 	cmp "$T/default/final/model.safetensors" "$T/fp32/final/model.safetensors"
+expect_eq "the run records the precision it took by default" "$(grep '^precision' "$T/default/config")" \
+	"precision = fp32"
 
 if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
 	check "--precision bf16" train "${SMALL[@]}" --run "$T/bf16" --epochs 3 --precision bf16
@@ -72,6 +75,13 @@ if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
 		"precision bf16 on the CPU: this processor has neither AVX512-BF16 nor AMX-BF16" \
 		no_bf16 ts-train --resume "$T/moved" --device cpu
 	check "the refused resume left the run as it was" cmp "$T/moved/events.msgpack" "$T/moved.events"
+	check "the same run resumed there with --precision fp32" \
+		no_bf16 ts-train --resume "$T/moved" --device cpu --precision fp32
+	expect_eq "its resumed leg ran on the fp32 CPU backend" \
+		"$(ts-cat "$T/moved/events.msgpack" | jq -r 'select(.event=="resume") | .device')" "cpu"
+	expect_eq "and trained to the end" "$(losses "$T/moved" | tail -1 | cut -d' ' -f1)" \
+		"$(losses "$T/bf16" | tail -1 | cut -d' ' -f1)"
+	expect_eq "the run's config still says bf16" "$(grep '^precision' "$T/moved/config")" "precision = bf16"
 else
 	expect_fail "bf16 on a CPU without it: refused in one line" 1 "neither AVX512-BF16 nor AMX-BF16" \
 		ts-train "${SMALL[@]}" --run "$T/nobf" --epochs 1 --precision bf16
@@ -81,8 +91,16 @@ expect_fail "bf16 where oneDNN sees no bf16: refused in one line" 1 \
 	"^ts-train: --precision bf16 on the CPU: this processor has neither AVX512-BF16 nor AMX-BF16; --precision fp32 runs here$" \
 	no_bf16 ts-train "${SMALL[@]}" --run "$T/hidden" --epochs 1 --precision bf16
 check "the refused run left no run dir" test ! -e "$T/hidden"
-expect_fail "an unknown precision: a usage error" 2 "precision" \
+expect_fail "an unknown precision: a usage error" 2 "'fp8' is not one of fp32|tf32|bf16|fp16" \
+	ts-train "${SMALL[@]}" --run "$T/fp8" --epochs 1 --precision fp8
+expect_fail "tf32 on the CPU: refused in one line" 1 \
+	"^ts-train: --precision tf32 on --device cpu: tf32 is the tensor cores' format of a GPU; the CPU trains in fp32 or bf16$" \
+	ts-train "${SMALL[@]}" --run "$T/tf32" --epochs 1 --precision tf32
+expect_fail "fp16 on the CPU: refused in one line" 1 "^ts-train: --precision fp16 on --device cpu: fp16" \
 	ts-train "${SMALL[@]}" --run "$T/fp16" --epochs 1 --precision fp16
-expect_fail "bf16 on a GPU: refused in one line" 1 "--precision bf16 runs on the CPU so far" \
-	ts-train "${MODEL[@]}" --device cuda --run "$T/gpu" --epochs 1 --precision bf16
+check "the refused runs left no run dir" test ! -e "$T/tf32" -a ! -e "$T/fp16"
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 0 ]; then
+	expect_fail "bf16 on a GPU this machine lacks: refused in one line" 1 "^ts-train: --device cuda: " \
+		ts-train "${MODEL[@]}" --device cuda --run "$T/gpu" --epochs 1 --precision bf16
+fi
 finish

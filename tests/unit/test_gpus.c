@@ -95,11 +95,16 @@ static void test_enough(void)
 
 static void test_peaks(void)
 {
-	CHECK(gpu_fp32_peak("NVIDIA H100 80GB HBM3") == 67e12, "H100 SXM: 67 TFLOP/s fp32");
-	CHECK(gpu_fp32_peak("NVIDIA H100 PCIe") == 51e12, "H100 PCIe: 51, not the SXM's");
-	CHECK(gpu_fp32_peak("NVIDIA H200") == 67e12, "H200: 67");
-	CHECK(gpu_fp32_peak("NVIDIA A100-SXM4-80GB") == 19.5e12, "A100: 19.5");
-	CHECK(gpu_fp32_peak("Some Other GPU") == 0, "a GPU not in the table: 0, no MFU");
+	CHECK(gpu_peak("NVIDIA H100 80GB HBM3", PREC_FP32) == 67e12, "H100 SXM: 67 TFLOP/s fp32");
+	CHECK(gpu_peak("NVIDIA H100 PCIe", PREC_FP32) == 51e12, "H100 PCIe: 51, not the SXM's");
+	CHECK(gpu_peak("NVIDIA H200", PREC_FP32) == 67e12, "H200: 67");
+	CHECK(gpu_peak("NVIDIA A100-SXM4-80GB", PREC_FP32) == 19.5e12, "A100: 19.5");
+	CHECK(gpu_peak("NVIDIA H100 80GB HBM3", PREC_BF16) == 989.4e12, "H100 SXM: 989.4 dense bf16");
+	CHECK(gpu_peak("NVIDIA H200", PREC_TF32) == 494.7e12, "H200: 494.7 dense tf32");
+	CHECK(gpu_peak("NVIDIA A100-SXM4-80GB", PREC_BF16) == 312e12, "A100: 312 dense bf16");
+	CHECK(gpu_peak("Tesla T4", PREC_FP16) == 65e12 && gpu_peak("Tesla T4", PREC_BF16) == 0,
+	      "T4: 65 dense fp16, no bf16");
+	CHECK(gpu_peak("Some Other GPU", PREC_FP32) == 0, "a GPU not in the table: 0, no MFU");
 }
 
 int main(void)

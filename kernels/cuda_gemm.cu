@@ -1,0 +1,364 @@
+/* The linear layers' GEMMs. fp32 goes through cuBLAS (no TF32: the same
+ * products as the CPU's, to rounding). The precisions below fp32 go through
+ * cuBLASLt: tf32 multiplies floats on the tensor cores; bf16 multiplies bf16
+ * acts and weights' copies, accumulating in fp32, into an fp32 or a bf16
+ * output. The bias rides the GEMM (cuBLASLt's BIAS epilogue) where
+ * cuBLASLt takes it for the shape, else an own kernel adds it after; GELU
+ * stays out (cuBLASLt's is tanh's approximation, HF BERT's is erf's).
+ *
+ * Each distinct product (shape, strides, types, epilogue, the pointers'
+ * alignments) gets a plan, made once: descriptors and the algorithm
+ * cuBLASLt's heuristic picks first, with a 32 MiB workspace. A model has a
+ * few dozen such products, so plans live in a small table searched in
+ * order. Any status but success dies in one line naming the call. The
+ * algorithms cuBLASLt picks do not change between runs on the same GPU and
+ * library, and none adds with atomics in an order that varies, so a run
+ * repeats bit for bit. */
+#include "cuda_api.h"
+#include "cuda_check.h"
+#include "cuda_types.h"
+#include "util/err.h"
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <string.h>
+
+enum { WORKSPACE = 32 << 20, PLANS_MAX = 512, THREADS = 256, GRID_MAX = 16384 };
+
+#define BLAS_CHECK(call) do { \
+	cublasStatus_t s_ = (call); \
+	if (s_ != CUBLAS_STATUS_SUCCESS) \
+		cuda_fail(__FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
+	} while (0)
+
+/* One product D = op(A) op(B) (+ beta D) (+ bias per row of D), column-major
+ * as cuBLAS has it: D is m x n, op(A) m x k, op(B) k x n. */
+struct product {
+	cublasOperation_t ta, tb;
+	int m, n, k, lda, ldb, ldd;
+	cudaDataType_t ab, d;          /* A and B's type, D's */
+	cublasComputeType_t compute;
+	int bias;                      /* with a bias: fused or after */
+	int accumulate;                /* beta 1 */
+	unsigned align[3];             /* bytes A, B, D are aligned to, up to 256 */
+};
+
+struct plan {
+	struct product p;
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t a, b, d;
+	cublasLtMatmulAlgo_t algo;
+	int fused;                     /* the bias rides the GEMM */
+	int lt;                        /* cuBLASLt has an algorithm; else cublasGemmEx runs it */
+};
+
+static cublasHandle_t blas;
+static cublasLtHandle_t lt;
+static void *workspace;
+static struct plan plans[PLANS_MAX];
+static int nplans;
+
+static unsigned alignment(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned b = 256;
+	while (b > 1 && a % b)
+		b /= 2;
+	return b;
+}
+
+static cublasLtMatrixLayout_t layout(cudaDataType_t t, int rows, int cols, int ld)
+{
+	cublasLtMatrixLayout_t l;
+	BLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, (uint64_t)rows, (uint64_t)cols, ld));
+	return l;
+}
+
+static void plan_free(struct plan *pl)
+{
+	BLAS_CHECK(cublasLtMatrixLayoutDestroy(pl->a));
+	BLAS_CHECK(cublasLtMatrixLayoutDestroy(pl->b));
+	BLAS_CHECK(cublasLtMatrixLayoutDestroy(pl->d));
+	BLAS_CHECK(cublasLtMatmulDescDestroy(pl->desc));
+}
+
+/* pl's descriptors for its product, the bias fused or not; returns whether
+ * cuBLASLt has an algorithm for them (then in pl->algo). */
+static int plan_try(struct plan *pl, int fuse)
+{
+	const struct product *p = &pl->p;
+	BLAS_CHECK(cublasLtMatmulDescCreate(&pl->desc, p->compute, CUDA_R_32F));
+	BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &p->ta,
+						sizeof p->ta));
+	BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &p->tb,
+						sizeof p->tb));
+	if (fuse) {
+		cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
+		int32_t bt = CUDA_R_32F;
+		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e,
+							sizeof e));
+		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+							&bt, sizeof bt));
+	}
+	int an = p->ta == CUBLAS_OP_N, bn = p->tb == CUBLAS_OP_N;
+	pl->a = layout(p->ab, an ? p->m : p->k, an ? p->k : p->m, p->lda);
+	pl->b = layout(p->ab, bn ? p->k : p->n, bn ? p->n : p->k, p->ldb);
+	pl->d = layout(p->d, p->m, p->n, p->ldd);
+
+	cublasLtMatmulPreference_t pref;
+	uint64_t ws = WORKSPACE;
+	BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+	BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+						      &ws, sizeof ws));
+	const cublasLtMatmulPreferenceAttributes_t which[3] = {
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES };
+	for (int i = 0; i < 3; i++) {
+		uint32_t a = p->align[i];
+		BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &a, sizeof a));
+	}
+	uint32_t c = p->align[2];   /* C is D */
+	BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+						      &c, sizeof c));
+	cublasLtMatmulHeuristicResult_t got;
+	int found = 0;
+	cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, pl->desc, pl->a, pl->b, pl->d, pl->d,
+							  pref, 1, &got, &found);
+	BLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+	if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED)
+		cuda_fail(__FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic", cublasGetStatusString(s));
+	if (s != CUBLAS_STATUS_SUCCESS || found < 1) {
+		plan_free(pl);
+		return 0;
+	}
+	pl->algo = got.algo;
+	pl->fused = fuse;
+	pl->lt = 1;
+	return 1;
+}
+
+/* The plan of p: found, or made now. */
+static const struct plan *plan_of(const struct product *p)
+{
+	for (int i = 0; i < nplans; i++)
+		if (!memcmp(&plans[i].p, p, sizeof *p))
+			return &plans[i];
+	if (nplans == PLANS_MAX)
+		die("cuBLAS: more than %d distinct matrix products in one process", PLANS_MAX);
+	struct plan *pl = &plans[nplans];
+	memset(pl, 0, sizeof *pl);
+	pl->p = *p;
+	if (!(p->bias && plan_try(pl, 1)))
+		plan_try(pl, 0);   /* or cublasGemmEx, for strides and alignments cuBLASLt's kernels refuse */
+	nplans++;
+	return pl;
+}
+
+/* ---- the bias where it does not ride the GEMM: D[j, n] += bias[j] ---- */
+
+template <typename D>
+static __global__ void add_bias_kernel(D *out, const float *__restrict__ bias, size_t total, int rows)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+	     i += (size_t)gridDim.x * blockDim.x)
+		store(out + i, as_float(out[i]) + bias[i % rows]);
+}
+
+static unsigned grid_for(size_t n)
+{
+	size_t b = cuda_blocks(n);
+	return b > (size_t)GRID_MAX ? (unsigned)GRID_MAX : (unsigned)b;
+}
+
+static void add_bias(void *d, cudaDataType_t t, const float *bias, int m, int n)
+{
+	size_t total = (size_t)m * n;
+	if (t == CUDA_R_16BF)
+		add_bias_kernel<<<grid_for(total), THREADS, 0, cuda_stream()>>>((bf16 *)d, bias,
+										  total, m);
+	else
+		add_bias_kernel<<<grid_for(total), THREADS, 0, cuda_stream()>>>((float *)d, bias, total, m);
+	CUDA_LAUNCHED();
+}
+
+/* ---- products ---- */
+
+void cuda_gemm_open(void)
+{
+	BLAS_CHECK(cublasCreate(&blas));
+	BLAS_CHECK(cublasSetStream(blas, cuda_stream()));
+	BLAS_CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));   /* fp32: no TF32 */
+	BLAS_CHECK(cublasLtCreate(&lt));
+	CUDA_CHECK(cudaMalloc(&workspace, WORKSPACE));
+}
+
+/* D = op(A) op(B) (+ D when accumulate) (+ bias[j] on row j of D). */
+static void matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+		   int lda, const void *B, int ldb, cudaDataType_t ab, void *D, int ldd,
+		   cudaDataType_t dt, int accumulate, const float *bias, cublasComputeType_t compute)
+{
+	if (m <= 0 || n <= 0 || (k <= 0 && accumulate))
+		return;
+	struct product p;
+	memset(&p, 0, sizeof p);   /* compared bytewise: no stray padding */
+	p.ta = ta, p.tb = tb, p.m = m, p.n = n, p.k = k, p.lda = lda, p.ldb = ldb, p.ldd = ldd;
+	p.ab = ab, p.d = dt, p.compute = compute, p.bias = bias != NULL, p.accumulate = accumulate;
+	p.align[0] = alignment(A), p.align[1] = alignment(B), p.align[2] = alignment(D);
+	const struct plan *pl = plan_of(&p);
+	const float one = 1.0f, zero = 0.0f;
+	const float *beta = accumulate ? &one : &zero;
+	if (!pl->lt) {
+		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D, dt,
+					ldd, compute, CUBLAS_GEMM_DEFAULT));
+	} else {
+		if (pl->fused)
+			BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+								&bias, sizeof bias));
+		BLAS_CHECK(cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D, pl->d,
+					  &pl->algo, workspace, WORKSPACE, cuda_stream()));
+	}
+	if (bias && !pl->fused)
+		add_bias(D, dt, bias, m, n);
+}
+
+/* The types a precision multiplies in. */
+struct lt_types {
+	cudaDataType_t ab;
+	cublasComputeType_t compute;
+};
+
+static const struct lt_types TF32 = { CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32 };
+static const struct lt_types BF16 = { CUDA_R_16BF, CUBLAS_COMPUTE_32F };
+
+/* Row-major [N, C] is column-major [C, N]: out^T [Cout, N] = w^T in^T, w
+ * being column-major [Cin, Cout]. */
+static void forward(const struct lt_types *t, void *out, cudaDataType_t dt, const void *in,
+		    const void *w, const float *bias, int N, int Cin, int Cout)
+{
+	matmul(CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, w, Cin, in, Cin, t->ab, out, Cout, dt, 0, bias,
+	       t->compute);
+}
+
+/* ones[0..n) in type t, grown as needed: the bias gradient's GEMV. */
+static const void *ones_of(cudaDataType_t t, size_t n)
+{
+	static void *ones[2];
+	static size_t have[2];
+	int i = t == CUDA_R_16BF;
+	size_t size = i ? sizeof(bf16) : sizeof(float);
+	if (n > have[i]) {
+		char *host = (char *)xmalloc(n * size);
+		for (size_t j = 0; j < n; j++) {
+			if (i) {
+				uint16_t one = 0x3f80;   /* 1.0 in bf16 */
+				memcpy(host + j * size, &one, size);
+			} else {
+				float one = 1.0f;
+				memcpy(host + j * size, &one, size);
+			}
+		}
+		if (ones[i])
+			CUDA_CHECK(cudaFreeAsync(ones[i], cuda_stream()));
+		CUDA_CHECK(cudaMallocAsync(&ones[i], n * size, cuda_stream()));
+		CUDA_CHECK(cudaMemcpyAsync(ones[i], host, n * size, cudaMemcpyHostToDevice, cuda_stream()));
+		CUDA_CHECK(cudaStreamSynchronize(cuda_stream()));
+		free(host);
+		have[i] = n;
+	}
+	return ones[i];
+}
+
+static void backward(const struct lt_types *t, float *din, float *dw, float *dbias, const void *dout,
+		     const void *in, const void *w, int N, int Cin, int Cout, int accumulate)
+{
+	if (din)   /* din^T [Cin, N] = w dout^T */
+		matmul(CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, w, Cin, dout, Cout, t->ab, din, Cin,
+		       CUDA_R_32F, accumulate, NULL, t->compute);
+	/* dw^T [Cin, Cout] += in^T dout */
+	matmul(CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, in, Cin, dout, Cout, t->ab, dw, Cin, CUDA_R_32F, 1,
+	       NULL, t->compute);
+	if (dbias)   /* dbias [Cout] += dout^T ones [N] */
+		matmul(CUBLAS_OP_N, CUBLAS_OP_N, Cout, 1, N, dout, Cout, ones_of(t->ab, (size_t)N), N,
+		       t->ab, dbias, Cout, CUDA_R_32F, 1, NULL, t->compute);
+}
+
+/* fp32 through cuBLAS, as the lt path lays it out */
+void cuda_linear_forward(float *out, const struct act *in_acts, const struct act *w_acts,
+			 const float *bias, int N, int Cin, int Cout)
+{
+	const float one = 1.0f, zero = 0.0f;
+	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
+	if (N <= 0 || Cout <= 0)
+		return;
+	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in, Cin,
+			       &zero, out, Cout));
+	if (bias)
+		add_bias(out, CUDA_R_32F, bias, Cout, N);
+}
+
+void cuda_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
+			     const float *bias, int N, int Cin, int Cout)
+{
+	cuda_linear_forward((float *)out, in, w, bias, N, Cin, Cout);
+}
+
+void cuda_linear_backward(float *din, float *dw, float *dbias, const struct act *dout_acts,
+			  const struct act *in_acts, const struct act *w_acts, int N, int Cin,
+			  int Cout, int accumulate)
+{
+	const float one = 1.0f, zero = 0.0f;
+	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
+	const float *dout = (const float *)dout_acts;
+	if (N <= 0)
+		return;
+	if (din)
+		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, Cin,
+				       dout, Cout, accumulate ? &one : &zero, din, Cin));
+	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, &one, in, Cin, dout,
+			       Cout, &one, dw, Cin));
+	if (dbias)
+		BLAS_CHECK(cublasSgemv(blas, CUBLAS_OP_N, Cout, N, &one, dout, Cout,
+				       (const float *)ones_of(CUDA_R_32F, (size_t)N), 1, &one, dbias, 1));
+}
+
+void cuda_linear_forward_tf32(float *out, const struct act *in, const struct act *w,
+			      const float *bias, int N, int Cin, int Cout)
+{
+	forward(&TF32, out, CUDA_R_32F, in, w, bias, N, Cin, Cout);
+}
+
+void cuda_linear_forward_act_tf32(struct act *out, const struct act *in, const struct act *w,
+				  const float *bias, int N, int Cin, int Cout)
+{
+	forward(&TF32, out, CUDA_R_32F, in, w, bias, N, Cin, Cout);
+}
+
+void cuda_linear_backward_tf32(float *din, float *dw, float *dbias, const struct act *dout,
+			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
+			       int accumulate)
+{
+	backward(&TF32, din, dw, dbias, dout, in, w, N, Cin, Cout, accumulate);
+}
+
+void cuda_linear_forward_bf16(float *out, const struct act *in, const struct act *w,
+			      const float *bias, int N, int Cin, int Cout)
+{
+	forward(&BF16, out, CUDA_R_32F, in, w, bias, N, Cin, Cout);
+}
+
+void cuda_linear_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
+				  const float *bias, int N, int Cin, int Cout)
+{
+	forward(&BF16, out, CUDA_R_16BF, in, w, bias, N, Cin, Cout);
+}
+
+void cuda_linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
+			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
+			       int accumulate)
+{
+	backward(&BF16, din, dw, dbias, dout, in, w, N, Cin, Cout, accumulate);
+}
+
+int cuda_gemm_plans(void)
+{
+	return nplans;
+}

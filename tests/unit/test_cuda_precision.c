@@ -1,0 +1,361 @@
+/* The CUDA backend below fp32 (--precision tf32 and bf16) against the CPU's
+ * fp32 ops. Inputs are rounded to bf16 first: such values are exact in bf16
+ * and in TF32, so every product is exact, and a result differs from the
+ * CPU's by the order of its fp32 sums only (fp32 outputs: fp32's tolerance)
+ * and, where it is a bf16 act, by one rounding to nearest even more
+ * (2^-8 relative). Odd sizes, more than 65535 rows, and the GEMM plans made
+ * once per product. Without the CUDA backend or a GPU every check is
+ * reported as skipped. */
+#include "backend/backend.h"
+#include "backend/cpu_ops.h"
+#include "check.h"
+#include "dist/device.h"
+#ifdef TS_GPU
+#include "cuda_api.h"
+#include "gpu_check.h"
+
+static const struct backend *low;   /* under test: tf32 or bf16 */
+static const char *low_name;
+
+static const double ATOL = 1e-5, RTOL = 1e-4, BF16_RTOL = 1.0 / 256;
+
+/* The error of fp32 sums over n terms in another order. */
+static double sum_atol(int n)
+{
+	return 1e-4 + 2e-7 * n;
+}
+
+/* ---- bf16 on the host ---- */
+
+static float widen(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+
+/* x rounded to bf16 in place: exact in either backend's acts. */
+static void round_in_place(float *x, size_t n)
+{
+	uint16_t *h = xmalloc(n * sizeof *h);
+	round_bf16(h, x, n);
+	for (size_t i = 0; i < n; i++)
+		x[i] = widen(h[i]);
+	free(h);
+}
+
+static float *exact_randoms(size_t n, float scale)
+{
+	float *x = randoms(n, scale);
+	round_in_place(x, n);
+	return x;
+}
+
+/* x[n] on the GPU as low's acts. */
+static struct act *acts_on_gpu(const float *x, size_t n)
+{
+	if (acts_are_floats(low))
+		return on_gpu(x, n * sizeof *x);
+	uint16_t *h = xmalloc(n * sizeof *h);
+	round_bf16(h, x, n);
+	struct act *d = on_gpu(h, n * sizeof *h);
+	free(h);
+	return d;
+}
+
+/* low's acts d[n] as floats on the host. */
+static float *acts_back(const struct act *d, size_t n)
+{
+	if (acts_are_floats(low))
+		return back((const float *)d, n);
+	uint16_t *h = xmalloc(n * sizeof *h);
+	float *x = xmalloc(n * sizeof *x);
+	gpu->download(h, d, n * sizeof *h);
+	for (size_t i = 0; i < n; i++)
+		x[i] = widen(h[i]);
+	free(h);
+	return x;
+}
+
+/* Acts against the CPU's floats: one rounding more where they are bf16. */
+static void expect_acts_close(const char *what, const struct act *d, const float *want, size_t n,
+			      double atol, double rtol)
+{
+	float *got = acts_back(d, n);
+	compare(what, got, want, n, atol, acts_are_floats(low) ? rtol : rtol + BF16_RTOL);
+	free(got);
+}
+
+static void expect_acts_same(const char *what, const struct act *d, const float *want, size_t n)
+{
+	float *got = acts_back(d, n);
+	CHECK(!memcmp(got, want, n * sizeof *got), "%s: %zu values, the CPU's bits", what, n);
+	free(got);
+}
+
+/* ---- the ops ---- */
+
+/* as_act: the floats themselves, or each rounded to nearest even. */
+static void test_as_act(void)
+{
+	size_t n = 1001;
+	float *x = randoms(n, 3), *want = xmalloc(n * sizeof *want);
+	memcpy(want, x, n * sizeof *x);
+	if (!acts_are_floats(low))
+		round_in_place(want, n);
+	float *d_x = on_gpu(x, n * sizeof *x);
+	struct act *space = gpu->alloc(n * low->act_size);
+	const struct act *a = low->as_act(space, d_x, n);
+	char what[96];
+	snprintf(what, sizeof what, "%s as_act", low_name);
+	expect_acts_same(what, a, want, n);
+	gpu->release(d_x), gpu->release(space);
+	free(x), free(want);
+}
+
+static void test_linear(int N, int Cin, int Cout)
+{
+	size_t ni = (size_t)N * Cin, nw = (size_t)Cout * Cin, no = (size_t)N * Cout;
+	float *in = exact_randoms(ni, 1), *w = exact_randoms(nw, 0.1f), *b = randoms(Cout, 1);
+	float *dout = exact_randoms(no, 1), *out = xmalloc(no * sizeof *out);
+	float *din = randoms(ni, 1), *dw = randoms(nw, 1), *db = randoms(Cout, 1);
+	struct act *d_in = acts_on_gpu(in, ni), *d_w = acts_on_gpu(w, nw), *d_dout = acts_on_gpu(dout, no);
+	struct act *d_act = gpu->alloc(no * low->act_size);
+	float *d_b = on_gpu(b, Cout * 4), *d_out = gpu->alloc(no * 4);
+	float *d_din = on_gpu(din, ni * 4), *d_dw = on_gpu(dw, nw * 4), *d_db = on_gpu(db, Cout * 4);
+	char what[128], shape[64];
+	snprintf(shape, sizeof shape, "%s %d x %d -> %d", low_name, N, Cin, Cout);
+
+	linear_forward(out, in, w, b, N, Cin, Cout);
+	low->linear_forward(d_out, d_in, d_w, d_b, N, Cin, Cout);
+	snprintf(what, sizeof what, "%s: linear_forward with its bias", shape);
+	expect_close(what, d_out, out, no, sum_atol(Cin), RTOL);
+	int plans = cuda_gemm_plans();
+	low->linear_forward(d_out, d_in, d_w, d_b, N, Cin, Cout);
+	snprintf(what, sizeof what, "%s: the same product again takes its plan (%d plans)", shape, plans);
+	CHECK(cuda_gemm_plans() == plans, "%s", what);
+	low->linear_forward_act(d_act, d_in, d_w, d_b, N, Cin, Cout);
+	snprintf(what, sizeof what, "%s: linear_forward_act", shape);
+	expect_acts_close(what, d_act, out, no, sum_atol(Cin), RTOL);
+	linear_forward(out, in, w, NULL, N, Cin, Cout);
+	low->linear_forward(d_out, d_in, d_w, NULL, N, Cin, Cout);
+	snprintf(what, sizeof what, "%s: linear_forward without a bias", shape);
+	expect_close(what, d_out, out, no, sum_atol(Cin), RTOL);
+
+	linear_backward(din, dw, db, dout, in, w, N, Cin, Cout, 1);
+	low->linear_backward(d_din, d_dw, d_db, d_dout, d_in, d_w, N, Cin, Cout, 1);
+	snprintf(what, sizeof what, "%s: linear_backward din, accumulated", shape);
+	expect_close(what, d_din, din, ni, sum_atol(Cout), RTOL);
+	snprintf(what, sizeof what, "%s: linear_backward dw", shape);
+	expect_close(what, d_dw, dw, nw, sum_atol(N), RTOL);
+	snprintf(what, sizeof what, "%s: linear_backward dbias", shape);
+	expect_close(what, d_db, db, Cout, sum_atol(N), RTOL);
+	linear_backward(din, dw, NULL, dout, in, w, N, Cin, Cout, 0);
+	low->linear_backward(d_din, d_dw, NULL, d_dout, d_in, d_w, N, Cin, Cout, 0);
+	snprintf(what, sizeof what, "%s: linear_backward din, written", shape);
+	expect_close(what, d_din, din, ni, sum_atol(Cout), RTOL);
+
+	void *d[] = { d_in, d_w, d_dout, d_act, d_b, d_out, d_din, d_dw, d_db };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(in), free(w), free(b), free(dout), free(out), free(din), free(dw), free(db);
+}
+
+/* A product of a shape not seen before makes one plan more. */
+static void test_plans(void)
+{
+	enum { PN = 33, PC = 40, PF = 24 };
+	float *in = exact_randoms(PN * PC, 1), *w = exact_randoms(PF * PC, 1);
+	struct act *d_in = acts_on_gpu(in, PN * PC), *d_w = acts_on_gpu(w, PF * PC);
+	float *d_out = gpu->alloc(PN * PF * 4);
+	int before = cuda_gemm_plans();
+	low->linear_forward(d_out, d_in, d_w, NULL, PN, PC, PF);
+	low->linear_forward(d_out, d_in, d_w, NULL, PN - 1, PC, PF);
+	low->linear_forward(d_out, d_in, d_w, NULL, PN, PC, PF);
+	CHECK(cuda_gemm_plans() == before + 2, "%s: two new shapes make two plans (%d, then %d)", low_name,
+	      before, cuda_gemm_plans());
+	gpu->release(d_in), gpu->release(d_w), gpu->release(d_out);
+	free(in), free(w);
+}
+
+/* The residual LayerNorm's bf16 copy of its output beside the fp32 one. */
+static void test_layernorm(int rows, int cols, float p)
+{
+	size_t n = (size_t)rows * cols;
+	float *sum = randoms(n, 2), *res = randoms(n, 1), *w = randoms(cols, 1), *b = randoms(cols, 1);
+	float *bias = randoms(cols, 1), *out = xmalloc(n * 4), *mean = xmalloc(rows * 4);
+	float *rstd = xmalloc(rows * 4);
+	float *d_sum = on_gpu(sum, n * 4), *d_res = on_gpu(res, n * 4), *d_w = on_gpu(w, cols * 4);
+	float *d_b = on_gpu(b, cols * 4), *d_bias = on_gpu(bias, cols * 4), *d_out = gpu->alloc(n * 4);
+	float *d_mean = gpu->alloc(rows * 4), *d_rstd = gpu->alloc(rows * 4);
+	struct act *d_low = gpu->alloc(n * low->act_size);
+	residual_layernorm_forward(out, sum, mean, rstd, res, bias, w, b, rows, cols, 1e-12f, p, 42);
+	low->residual_layernorm_forward(d_out, acts_are_floats(low) ? (struct act *)d_out : d_low, d_sum,
+					d_mean, d_rstd, d_res, d_bias, d_w, d_b, rows, cols, 1e-12f, p, 42);
+	char what[128];
+	snprintf(what, sizeof what, "%s residual_layernorm_forward %dx%d p %.1f: the output", low_name, rows,
+		 cols, p);
+	expect_close(what, d_out, out, n, ATOL, RTOL);
+	snprintf(what, sizeof what, "%s residual_layernorm_forward %dx%d p %.1f: the sum", low_name, rows, cols,
+		 p);
+	expect_close(what, d_sum, sum, n, ATOL, RTOL);
+	if (!acts_are_floats(low)) {
+		snprintf(what, sizeof what, "%s residual_layernorm_forward %dx%d p %.1f: its acts", low_name,
+			 rows, cols, p);
+		expect_acts_close(what, d_low, out, n, ATOL, RTOL);
+	}
+	void *d[] = { d_sum, d_res, d_w, d_b, d_bias, d_out, d_mean, d_rstd, d_low };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(sum), free(res), free(w), free(b), free(bias), free(out), free(mean), free(rstd);
+}
+
+/* bias + GELU with pre in acts, kept rounded as the acts hold it, GELU taken
+ * of that; GELU's backward into acts. */
+static void test_gelu(int rows, int F)
+{
+	size_t n = (size_t)rows * F;
+	float *pre = exact_randoms(n, 2), *bias = randoms(F, 1), *zero = xcalloc(F, 4);
+	float *kept = xmalloc(n * 4), *out = xmalloc(n * 4), *dout = randoms(n, 1), *dpre = xmalloc(n * 4);
+	for (size_t i = 0; i < n; i++)
+		kept[i] = pre[i] + bias[i % F];
+	if (!acts_are_floats(low))
+		round_in_place(kept, n);
+	bias_gelu_forward(out, kept, zero, rows, F);   /* GELU of pre as kept */
+	gelu_backward(dpre, dout, kept, rows, F);
+	struct act *d_pre = acts_on_gpu(pre, n), *d_pre2 = acts_on_gpu(pre, n);
+	struct act *d_low = gpu->alloc(n * low->act_size), *d_dpre = gpu->alloc(n * low->act_size);
+	float *d_bias = on_gpu(bias, F * 4), *d_out = gpu->alloc(n * 4), *d_dout = on_gpu(dout, n * 4);
+	char what[128];
+	low->bias_gelu_forward(d_out, NULL, d_pre, d_bias, rows, F);
+	snprintf(what, sizeof what, "%s bias_gelu_forward %dx%d: pre + bias as kept", low_name, rows, F);
+	expect_acts_same(what, d_pre, kept, n);
+	snprintf(what, sizeof what, "%s bias_gelu_forward %dx%d: GELU in fp32", low_name, rows, F);
+	expect_close(what, d_out, out, n, ATOL, RTOL);
+	low->bias_gelu_forward(NULL, d_low, d_pre2, d_bias, rows, F);
+	snprintf(what, sizeof what, "%s bias_gelu_forward %dx%d: GELU in acts", low_name, rows, F);
+	expect_acts_close(what, d_low, out, n, ATOL, RTOL);
+	low->gelu_backward(d_dpre, d_dout, d_pre, rows, F);
+	snprintf(what, sizeof what, "%s gelu_backward %dx%d", low_name, rows, F);
+	expect_acts_close(what, d_dpre, dpre, n, ATOL, RTOL);
+	void *d[] = { d_pre, d_pre2, d_low, d_dpre, d_bias, d_out, d_dout };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(pre), free(bias), free(zero), free(kept), free(out), free(dout), free(dpre);
+}
+
+enum { AB = 3 };
+
+/* The attention on acts, laid out as bert_graph.c does: q|k|v fused [N, 3C],
+ * or (the last layer's head rows) q apart and k|v [N, 2C]. */
+static void test_attention(int T, int H, int C, int masked, int head_rows, float p)
+{
+	int lengths[AB] = { T, T / 2 + 1, T / 3 + 1 }, real[AB] = { T, T / 2 - 1, 0 };
+	int32_t kv_start[AB + 1] = { 0 }, q_start[AB + 1] = { 0 };
+	for (int b = 0; b < AB; b++)
+		kv_start[b + 1] = kv_start[b] + lengths[b];
+	int NT = kv_start[AB], R = NT;
+	uint8_t *mask = xmalloc((size_t)NT);
+	for (int b = 0; b < AB; b++)
+		for (int t = 0; t < lengths[b]; t++)
+			mask[kv_start[b] + t] = t < real[b];
+	if (head_rows) {   /* sequence b asks for b + 1 query rows */
+		for (int b = 0; b < AB; b++)
+			q_start[b + 1] = q_start[b] + b + 1;
+		R = q_start[AB];
+	}
+	int64_t p_start[AB + 1];
+	attention_probs(p_start, kv_start, head_rows ? q_start : NULL, AB, H);
+	int ldq = head_rows ? C : 3 * C, ldkv = head_rows ? 2 * C : 3 * C;
+	size_t kv_n = (size_t)NT * ldkv, q_n = (size_t)R * ldq, ctx_n = (size_t)R * C;
+	float *kv = exact_randoms(kv_n, 1), *q = head_rows ? exact_randoms(q_n, 1) : kv;
+	float *ctx = xcalloc(ctx_n, 4), *dctx = randoms(ctx_n, 1);
+	float *dkv = xcalloc(kv_n, 4), *dq = head_rows ? xcalloc(q_n, 4) : dkv;
+	struct act *d_kv = acts_on_gpu(kv, kv_n), *d_q = head_rows ? acts_on_gpu(q, q_n) : d_kv;
+	struct act *d_ctx = gpu->alloc(ctx_n * low->act_size), *d_dkv = gpu->alloc(kv_n * low->act_size);
+	struct act *d_dq = head_rows ? gpu->alloc(q_n * low->act_size) : d_dkv;
+	float *d_dctx = on_gpu(dctx, ctx_n * 4);
+	float *d_state = gpu->alloc((size_t)R * H * low->attention_state * 4);
+	uint8_t *d_mask = masked ? on_gpu(mask, (size_t)NT) : NULL;
+	int32_t *d_kv_start = on_gpu(kv_start, sizeof kv_start), *d_q_start = on_gpu(q_start, sizeof q_start);
+	int64_t *d_p_start = on_gpu(p_start, sizeof p_start);
+	size_t k_at = head_rows ? 0 : (size_t)C;   /* k's column in the kv rows */
+	const float *k = kv + k_at;
+	struct attention cpu_a = { AB, T, C, H, float_acts(q), float_acts(k), float_acts(k + C), ldq, ldkv,
+				   kv_start, head_rows ? q_start : NULL, p_start, masked ? mask : NULL, p,
+				   99 };
+	struct attention gpu_a = { AB, T, C, H, d_q, act_at(low, d_kv, k_at), act_at(low, d_kv, k_at + C),
+				   ldq, ldkv, d_kv_start, head_rows ? d_q_start : NULL, d_p_start, d_mask,
+				   p, 99 };
+	char what[160];
+	snprintf(what, sizeof what, "%s attention_forward T %d, %s, %d heads of %d, %s, p %.1f: ctx", low_name,
+		 T, head_rows ? "head rows" : "all rows", H, C / H, masked ? "masked" : "no mask", p);
+	attention_forward(ctx, NULL, &cpu_a);
+	low->attention_forward(d_ctx, d_state, &gpu_a);
+	expect_acts_close(what, d_ctx, ctx, ctx_n, 1e-4, RTOL);
+	float *dk = dkv + k_at;
+	attention_backward(dq, dk, dk + C, dctx, NULL, &cpu_a);
+	low->attention_backward(d_dq, act_at(low, d_dkv, k_at), act_at(low, d_dkv, k_at + C), d_dctx,
+				d_state, &gpu_a);
+	snprintf(what, sizeof what, "%s attention_backward T %d, %s, p %.1f: dk, dv%s", low_name, T,
+		 head_rows ? "head rows" : "all rows", p, head_rows ? "" : ", dq");
+	expect_acts_close(what, d_dkv, dkv, kv_n, 1e-4, RTOL);
+	if (head_rows) {
+		snprintf(what, sizeof what, "%s attention_backward T %d, head rows, p %.1f: dq", low_name, T, p);
+		expect_acts_close(what, d_dq, dq, q_n, 1e-4, RTOL);
+		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
+	}
+	void *d[] = { d_kv, d_ctx, d_dkv, d_dctx, d_state, d_kv_start, d_q_start, d_p_start };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	if (d_mask)
+		gpu->release(d_mask);
+	free(mask), free(kv), free(ctx), free(dctx), free(dkv);
+}
+
+static void test_backend(enum precision p)
+{
+	low = backend_open("cuda", p);
+	low_name = low->name;
+	test_as_act();
+	test_linear(67, 96, 384);
+	test_linear(128, 768, 2304);        /* BERT-base's QKV product */
+	test_linear(70001, 37, 5);          /* odd sizes, more rows than a grid's y */
+	test_linear(5, 3, 1);
+	test_plans();
+	test_layernorm(67, 96, 0);
+	test_layernorm(300, 768, 0.1f);
+	test_layernorm(70001, 37, 0.1f);
+	test_gelu(67, 384);
+	test_gelu(70001, 5);
+	test_attention(17, 4, 64, 1, 0, 0);
+	test_attention(17, 4, 64, 1, 1, 0);
+	test_attention(128, 2, 128, 1, 0, 0.1f);   /* BERT's heads, 64 wide */
+	test_attention(77, 2, 128, 0, 1, 0.1f);
+	test_attention(40, 1, 256, 1, 0, 0.1f);    /* the widest head */
+}
+#endif
+
+int main(void)
+{
+#ifndef TS_GPU
+	SKIP("the CUDA backend's tf32 and bf16 against the CPU: this build has no CUDA backend (GPU=1)");
+	return check_failed;
+#else
+	if (cuda_device_count() == 0) {
+		SKIP("the CUDA backend's tf32 and bf16 against the CPU: no GPU here");
+		return check_failed;
+	}
+	int sm = device_sm("cuda");
+	if (precision_lacking(PREC_BF16, sm)) {
+		SKIP("the CUDA backend's tf32 and bf16 against the CPU: this GPU is sm_%d, before both", sm);
+		return check_failed;
+	}
+	gpu = backend_open("cuda", PREC_FP32);
+	rng_seed(&gen, 23);
+	test_backend(PREC_TF32);
+	test_backend(PREC_BF16);
+	CHECK_DONE();
+#endif
+}
