@@ -55,8 +55,11 @@ ifeq ($(GPU),1)
 ifneq ($(CU_SRC),)
 NVCC ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
-# A100 (sm_80) and H100/H200 (sm_90); every warning is an error.
-NVFLAGS := -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+# T4 (sm_75: fp32 and fp16), A100 (sm_80) and H100/H200 (sm_90); every warning is
+# an error. CUDA 13 no longer targets the V100's sm_70: a V100 needs a CUDA 12 toolkit
+# and sm_70 added here.
+NVFLAGS := -O3 -std=c++17 -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+           -gencode arch=compute_90,code=sm_90 \
            -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels
 CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
 ifeq ($(STATIC),1)

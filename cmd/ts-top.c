@@ -1,5 +1,5 @@
 /* ts-top: a live view of training runs and sweeps. */
-#include "dist/device.h"
+#include "backend/precision.h"
 #include "dist/nvml.h"
 #include "run/runview.h"
 #include "sweep/sweeprun.h"

@@ -4,6 +4,7 @@
 #include "dist/device.h"
 #include "dist/gpus.h"
 #include "eval/evaluate.h"
+#include "model/lossscale.h"
 #include "model/schedule.h"
 #include "run/bugdump.h"
 #include "run/train.h"
@@ -11,6 +12,7 @@
 #include "util/err.h"
 #include "util/opt.h"
 #include <limits.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +31,7 @@ static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
 static double threshold = 0.5, label_smoothing, llrd, ema;
-static double kd_alpha = -1, kd_temp = -1, rdrop, vat, vat_xi = -1;
+static double kd_alpha = -1, kd_temp = -1, rdrop, vat, vat_xi = -1, loss_scale;
 static long freeze_layers, vat_iters = -1;
 static int freeze_embeddings;
 static int eval_test, bucket, whole_word, recompute, true_gradient, count_params, multi_label;
@@ -129,7 +131,9 @@ static const struct opt opts[] = {
 	{0, "comm-timeout", OPT_FLOAT, &comm_timeout, "S", "end the run when processes wait S seconds for each other", NULL,
 	 .fmin = 1, .fmax = 1e6},
 	{0, "net-if", OPT_STR, &net_if, "NAME", "network interface the processes talk over (default: as the routes choose)", NULL},
-	{0, "precision", OPT_STR, &precision, "P", "what the matrix work computes in: fp32; tf32 (a GPU's tensor cores); bf16, with fp32 accumulation (sm_80 GPUs, CPUs with AVX512-BF16 or AMX); default bf16 on a GPU that has it, else fp32", "fp32|tf32|bf16|fp16"},
+	{0, "precision", OPT_STR, &precision, "P", "what the matrix work computes in: fp32; tf32 (a GPU's tensor cores); bf16 or fp16, with fp32 accumulation (bf16: sm_80 GPUs, CPUs with AVX512-BF16 or AMX; fp16: GPUs, with loss scaling); default bf16 on a GPU that has it, else fp32", "fp32|tf32|bf16|fp16"},
+	{0, "loss-scale", OPT_FLOAT, &loss_scale, "S", "fp16: the loss scale to start from, a power of two (default 65536); halved on an overflow, doubled after 2000 clean steps", NULL,
+	 .fmin = 1, .fmax = LOSS_SCALE_MAX},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},
@@ -175,6 +179,8 @@ static void check_options(void)
 {
 	if (!data)
 		die_usage("a data dir is required: --data DIR");
+	if (loss_scale && loss_scale != ldexp(1, ilogb(loss_scale)))
+		die_usage("--loss-scale %g: not a power of two", loss_scale);
 	if (!run && !count_params)
 		die_usage("a run dir is required: --run DIR");
 	static const char *const shape[] = {"vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL};
@@ -344,6 +350,9 @@ int main(int argc, char **argv)
 	/* before the run dir exists: a missing GPU leaves nothing behind */
 	const char *dev = gpus_pick(&comm, comm_sum_doubles, device ? device : backend_default(), gpus);
 	c.precision = precision ? precision_parse(precision) : default_precision(dev, comm.rank == 0);
+	if (loss_scale && c.precision != PREC_FP16 && !resume)
+		die_usage("--loss-scale applies to --precision fp16, not %s", precision_name(c.precision));
+	c.loss_scale = loss_scale ? loss_scale : LOSS_SCALE_INIT;
 	c.be = backend_open(dev, c.precision);
 	precision = (char *)precision_name(c.precision);   /* the run's config records it */
 	parse_betas(&c.optim.beta1, &c.optim.beta2);

@@ -1,9 +1,9 @@
 /* The CUDA backend's ops, one per entry of struct backend (lib/backend/backend.h):
  * each means exactly what lib/backend/cpu_ops.h says of the CPU function of the same
  * name without the cuda_ prefix, on buffers in GPU memory, and runs on the
- * backend's stream (cuda_stream()). A _bf16 op is the same op with its acts
- * in bf16 (the bf16 backend's), a _tf32 op the same with its products on
- * TF32 tensor cores; the others are fp32. Sums run in a fixed order, so a
+ * backend's stream (cuda_stream()). A _bf16 (_fp16) op is the same op with
+ * its acts in bf16 (fp16), a _tf32 op the same with its products on TF32
+ * tensor cores; the others are fp32. Sums run in a fixed order, so a
  * result does not change from run to run. Dropout draws the CPU's masks
  * (dropout.h), so the backends agree with dropout on. */
 #ifndef TS_CUDA_API_H
@@ -86,10 +86,18 @@ void cuda_linear_forward_act_bf16(struct act *out, const struct act *in, const s
 void cuda_linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
 			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
 			       int accumulate);
+void cuda_linear_forward_fp16(float *out, const struct act *in, const struct act *w,
+			      const float *bias, int N, int Cin, int Cout);
+void cuda_linear_forward_act_fp16(struct act *out, const struct act *in, const struct act *w,
+				  const float *bias, int N, int Cin, int Cout);
+void cuda_linear_backward_fp16(float *din, float *dw, float *dbias, const struct act *dout,
+			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
+			       int accumulate);
 
 /* kernels/cuda_ops.cu */
-/* x[n] rounded into space as bf16 */
+/* x[n] rounded into space as bf16 (fp16) */
 const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n);
+const struct act *cuda_as_fp16(struct act *space, const float *x, size_t n);
 void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
 			    const int32_t *positions, const float *word, const float *pos,
 			    const float *type, int N, int C);
@@ -107,6 +115,10 @@ void cuda_residual_layernorm_forward_bf16(float *out, struct act *low, float *su
 					  float *rstd, const float *res, const float *bias,
 					  const float *w, const float *b, int N, int C, float eps,
 					  float p, uint64_t seed);
+void cuda_residual_layernorm_forward_fp16(float *out, struct act *low, float *sum, float *mean,
+					  float *rstd, const float *res, const float *bias,
+					  const float *w, const float *b, int N, int C, float eps,
+					  float p, uint64_t seed);
 void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
 			     const float *in, const float *mean, const float *rstd, const float *w,
 			     int N, int C);
@@ -116,6 +128,10 @@ void cuda_gelu_backward(struct act *dpre, const float *dout, const struct act *p
 void cuda_bias_gelu_forward_bf16(float *out, struct act *low, struct act *pre, const float *bias,
 				 int N, int F);
 void cuda_gelu_backward_bf16(struct act *dpre, const float *dout, const struct act *pre, int N,
+			     int F);
+void cuda_bias_gelu_forward_fp16(float *out, struct act *low, struct act *pre, const float *bias,
+				 int N, int F);
+void cuda_gelu_backward_fp16(struct act *dpre, const float *dout, const struct act *pre, int N,
 			     int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
@@ -147,6 +163,9 @@ void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, con
 			     const float *state, const struct attention *a);
 void cuda_attention_forward_bf16(struct act *ctx, float *state, const struct attention *a);
 void cuda_attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv,
+				  const float *dctx, const float *state, const struct attention *a);
+void cuda_attention_forward_fp16(struct act *ctx, float *state, const struct attention *a);
+void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a);
 double cuda_attention_scratch(int B, int T, int H);
 

@@ -617,3 +617,14 @@ void cuda_attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv
 {
 	backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, dctx, state, a);
 }
+
+void cuda_attention_forward_fp16(struct act *ctx, float *state, const struct attention *a)
+{
+	forward((f16 *)ctx, state, a);
+}
+
+void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv,
+				  const float *dctx, const float *state, const struct attention *a)
+{
+	backward((f16 *)dq, (f16 *)dk, (f16 *)dv, dctx, state, a);
+}

@@ -1,8 +1,8 @@
 /* The CUDA backend: one GPU, one stream. Memory is cudaMalloc'd; host copies
  * go through the stream and wait for it, so the host never reads a buffer a
- * kernel is still writing. Three tables share the memory and every op but
+ * kernel is still writing. Four tables share the memory and every op but
  * the linear layers' and those that touch acts: fp32; tf32 (fp32, its
- * products on TF32 tensor cores); bf16 (bf16 acts). The ops live in
+ * products on TF32 tensor cores); bf16 and fp16 (acts in those). The ops live in
  * cuda_gemm.cu, cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
 #include "cuda_api.h"
 #include "cuda_check.h"
@@ -94,8 +94,8 @@ static double cuda_memory(void)
 
 /* ---- the backend ---- */
 
-static struct backend cuda, cuda_tf32, cuda_bf16;
-static char name_tf32[40], name_bf16[40];
+static struct backend cuda, cuda_tf32, cuda_bf16, cuda_fp16;
+static char name_tf32[40], name_bf16[40], name_fp16[40];
 
 static const struct act *same_floats(struct act *space, const float *x, size_t n)
 {
@@ -187,6 +187,25 @@ static void fill_bf16(void)
 	cuda_bf16.attention_backward = cuda_attention_backward_bf16;
 }
 
+/* fp32's table with fp16 acts: bf16's, in the other half-width type */
+static void fill_fp16(void)
+{
+	cuda_fp16 = cuda;
+	snprintf(name_fp16, sizeof name_fp16, "%s fp16", name);
+	cuda_fp16.name = name_fp16;
+	cuda_fp16.precise = &cuda;
+	cuda_fp16.act_size = 2;
+	cuda_fp16.as_act = cuda_as_fp16;
+	cuda_fp16.linear_forward = cuda_linear_forward_fp16;
+	cuda_fp16.linear_forward_act = cuda_linear_forward_act_fp16;
+	cuda_fp16.linear_backward = cuda_linear_backward_fp16;
+	cuda_fp16.residual_layernorm_forward = cuda_residual_layernorm_forward_fp16;
+	cuda_fp16.bias_gelu_forward = cuda_bias_gelu_forward_fp16;
+	cuda_fp16.gelu_backward = cuda_gelu_backward_fp16;
+	cuda_fp16.attention_forward = cuda_attention_forward_fp16;
+	cuda_fp16.attention_backward = cuda_attention_backward_fp16;
+}
+
 int cuda_device_sm(int dev)
 {
 	int major = 0, minor = 0;
@@ -201,8 +220,8 @@ static const struct backend *table_of(enum precision p)
 		return &cuda_tf32;
 	if (p == PREC_BF16)
 		return &cuda_bf16;
-	if (p != PREC_FP32)
-		die("%s: fp16 has no CUDA backend in this build", name);
+	if (p == PREC_FP16)
+		return &cuda_fp16;
 	return &cuda;
 }
 
@@ -221,5 +240,6 @@ const struct backend *cuda_backend_open(int dev, enum precision p)
 	fill_fp32();
 	fill_tf32();
 	fill_bf16();
+	fill_fp16();
 	return table_of(p);
 }

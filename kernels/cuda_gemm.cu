@@ -1,8 +1,8 @@
 /* The linear layers' GEMMs. fp32 goes through cuBLAS (no TF32: the same
  * products as the CPU's, to rounding). The precisions below fp32 go through
- * cuBLASLt: tf32 multiplies floats on the tensor cores; bf16 multiplies bf16
- * acts and weights' copies, accumulating in fp32, into an fp32 or a bf16
- * output. The bias rides the GEMM (cuBLASLt's BIAS epilogue) where
+ * cuBLASLt: tf32 multiplies floats on the tensor cores; bf16 (fp16)
+ * multiplies bf16 (fp16) acts and weights' copies, accumulating in fp32,
+ * into an fp32 output or one in acts. The bias rides the GEMM (cuBLASLt's BIAS epilogue) where
  * cuBLASLt takes it for the shape, else an own kernel adds it after; GELU
  * stays out (cuBLASLt's is tanh's approximation, HF BERT's is erf's).
  *
@@ -172,11 +172,13 @@ static unsigned grid_for(size_t n)
 static void add_bias(void *d, cudaDataType_t t, const float *bias, int m, int n)
 {
 	size_t total = (size_t)m * n;
+	cudaStream_t st = cuda_stream();
 	if (t == CUDA_R_16BF)
-		add_bias_kernel<<<grid_for(total), THREADS, 0, cuda_stream()>>>((bf16 *)d, bias,
-										  total, m);
+		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((bf16 *)d, bias, total, m);
+	else if (t == CUDA_R_16F)
+		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((f16 *)d, bias, total, m);
 	else
-		add_bias_kernel<<<grid_for(total), THREADS, 0, cuda_stream()>>>((float *)d, bias, total, m);
+		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((float *)d, bias, total, m);
 	CUDA_LAUNCHED();
 }
 
@@ -220,7 +222,8 @@ static void matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int
 		add_bias(D, dt, bias, m, n);
 }
 
-/* The types a precision multiplies in. */
+/* The types a precision multiplies in: its acts' (the operands', and the
+ * output's when it is an act too), and the compute type. */
 struct lt_types {
 	cudaDataType_t ab;
 	cublasComputeType_t compute;
@@ -228,6 +231,7 @@ struct lt_types {
 
 static const struct lt_types TF32 = { CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32 };
 static const struct lt_types BF16 = { CUDA_R_16BF, CUBLAS_COMPUTE_32F };
+static const struct lt_types FP16 = { CUDA_R_16F, CUBLAS_COMPUTE_32F };
 
 /* Row-major [N, C] is column-major [C, N]: out^T [Cout, N] = w^T in^T, w
  * being column-major [Cin, Cout]. */
@@ -238,30 +242,34 @@ static void forward(const struct lt_types *t, void *out, cudaDataType_t dt, cons
 	       t->compute);
 }
 
-/* ones[0..n) in type t, grown as needed: the bias gradient's GEMV. */
+template <typename T>
+static __global__ void ones_kernel(T *p, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		store(p + i, 1.0f);
+}
+
+/* ones[0..n) in type t (fp32, bf16 or fp16), grown as needed: the bias
+ * gradient's GEMV. */
 static const void *ones_of(cudaDataType_t t, size_t n)
 {
-	static void *ones[2];
-	static size_t have[2];
-	int i = t == CUDA_R_16BF;
-	size_t size = i ? sizeof(bf16) : sizeof(float);
+	static void *ones[3];
+	static size_t have[3];
+	int i = t == CUDA_R_16BF ? 1 : t == CUDA_R_16F ? 2 : 0;
+	size_t size = i ? 2 : sizeof(float);
 	if (n > have[i]) {
-		char *host = (char *)xmalloc(n * size);
-		for (size_t j = 0; j < n; j++) {
-			if (i) {
-				uint16_t one = 0x3f80;   /* 1.0 in bf16 */
-				memcpy(host + j * size, &one, size);
-			} else {
-				float one = 1.0f;
-				memcpy(host + j * size, &one, size);
-			}
-		}
+		cudaStream_t st = cuda_stream();
 		if (ones[i])
-			CUDA_CHECK(cudaFreeAsync(ones[i], cuda_stream()));
-		CUDA_CHECK(cudaMallocAsync(&ones[i], n * size, cuda_stream()));
-		CUDA_CHECK(cudaMemcpyAsync(ones[i], host, n * size, cudaMemcpyHostToDevice, cuda_stream()));
-		CUDA_CHECK(cudaStreamSynchronize(cuda_stream()));
-		free(host);
+			CUDA_CHECK(cudaFreeAsync(ones[i], st));
+		CUDA_CHECK(cudaMallocAsync(&ones[i], n * size, st));
+		if (i == 1)
+			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((bf16 *)ones[i], n);
+		else if (i == 2)
+			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((f16 *)ones[i], n);
+		else
+			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((float *)ones[i], n);
+		CUDA_LAUNCHED();
 		have[i] = n;
 	}
 	return ones[i];
@@ -329,7 +337,7 @@ void cuda_linear_forward_tf32(float *out, const struct act *in, const struct act
 void cuda_linear_forward_act_tf32(struct act *out, const struct act *in, const struct act *w,
 				  const float *bias, int N, int Cin, int Cout)
 {
-	forward(&TF32, out, CUDA_R_32F, in, w, bias, N, Cin, Cout);
+	forward(&TF32, out, TF32.ab, in, w, bias, N, Cin, Cout);
 }
 
 void cuda_linear_backward_tf32(float *din, float *dw, float *dbias, const struct act *dout,
@@ -348,7 +356,7 @@ void cuda_linear_forward_bf16(float *out, const struct act *in, const struct act
 void cuda_linear_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
 				  const float *bias, int N, int Cin, int Cout)
 {
-	forward(&BF16, out, CUDA_R_16BF, in, w, bias, N, Cin, Cout);
+	forward(&BF16, out, BF16.ab, in, w, bias, N, Cin, Cout);
 }
 
 void cuda_linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
@@ -356,6 +364,25 @@ void cuda_linear_backward_bf16(float *din, float *dw, float *dbias, const struct
 			       int accumulate)
 {
 	backward(&BF16, din, dw, dbias, dout, in, w, N, Cin, Cout, accumulate);
+}
+
+void cuda_linear_forward_fp16(float *out, const struct act *in, const struct act *w,
+			      const float *bias, int N, int Cin, int Cout)
+{
+	forward(&FP16, out, CUDA_R_32F, in, w, bias, N, Cin, Cout);
+}
+
+void cuda_linear_forward_act_fp16(struct act *out, const struct act *in, const struct act *w,
+				  const float *bias, int N, int Cin, int Cout)
+{
+	forward(&FP16, out, FP16.ab, in, w, bias, N, Cin, Cout);
+}
+
+void cuda_linear_backward_fp16(float *din, float *dw, float *dbias, const struct act *dout,
+			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
+			       int accumulate)
+{
+	backward(&FP16, din, dw, dbias, dout, in, w, N, Cin, Cout, accumulate);
 }
 
 int cuda_gemm_plans(void)

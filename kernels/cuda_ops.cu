@@ -349,8 +349,9 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 
 /* One row's LayerNorm by one warp, x already final in memory (a lane reads
  * back only what it wrote): biased variance about the mean, eps inside the
- * square root. out may be x; low, when not NULL, gets out in bf16 too. */
-static __device__ void layernorm_warp(float *out, bf16 *low, float *mean, float *rstd,
+ * square root. out may be x; low, when not NULL, gets out in acts too. */
+template <typename L>
+static __device__ void layernorm_warp(float *out, L *low, float *mean, float *rstd,
 				      const float *x, const float *__restrict__ w,
 				      const float *__restrict__ b, int C, float eps, float s)
 {
@@ -387,7 +388,7 @@ static __global__ void layernorm_forward_kernel(float *out, float *__restrict__ 
 	float s = 0.0f;
 	for (int j = threadIdx.x & 31; j < C; j += 32)
 		s += x[j];
-	layernorm_warp(out + (size_t)r * C, NULL, mean + r, rstd + r, x, w, b, C, eps, s);
+	layernorm_warp(out + (size_t)r * C, (float *)NULL, mean + r, rstd + r, x, w, b, C, eps, s);
 }
 
 void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
@@ -403,7 +404,8 @@ void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *i
 /* One warp per row: sum = res + dropout(sum + bias), the dropout draw of
  * element j numbered r*C + j cut to 32 bits as on the CPU (threshold 0: no
  * dropout), then out = LayerNorm(sum). */
-static __global__ void residual_layernorm_kernel(float *out, bf16 *low, float *sum,
+template <typename L>
+static __global__ void residual_layernorm_kernel(float *out, L *low, float *sum,
 						 float *__restrict__ mean,
 						 float *__restrict__ rstd, const float *res,
 						 const float *__restrict__ bias,
@@ -434,8 +436,9 @@ static __global__ void residual_layernorm_kernel(float *out, bf16 *low, float *s
 	layernorm_warp(out + o, low ? low + o : NULL, mean + r, rstd + r, x, w, b, C, eps, s);
 }
 
-/* low: NULL, or out's bf16 copy */
-static void residual_layernorm(float *out, bf16 *low, float *sum, float *mean, float *rstd,
+/* low: NULL, or out's copy in acts */
+template <typename L>
+static void residual_layernorm(float *out, L *low, float *sum, float *mean, float *rstd,
 			       const float *res, const float *bias, const float *w, const float *b,
 			       int N, int C, float eps, float p, uint64_t seed)
 {
@@ -454,7 +457,7 @@ void cuda_residual_layernorm_forward(float *out, struct act *low, float *sum, fl
 				     uint64_t seed)
 {
 	(void)low;   /* out itself */
-	residual_layernorm(out, NULL, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
+	residual_layernorm(out, (float *)NULL, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
 }
 
 void cuda_residual_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
@@ -463,6 +466,14 @@ void cuda_residual_layernorm_forward_bf16(float *out, struct act *low, float *su
 					  float p, uint64_t seed)
 {
 	residual_layernorm(out, (bf16 *)low, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
+}
+
+void cuda_residual_layernorm_forward_fp16(float *out, struct act *low, float *sum, float *mean,
+					  float *rstd, const float *res, const float *bias,
+					  const float *w, const float *b, int N, int C, float eps,
+					  float p, uint64_t seed)
+{
+	residual_layernorm(out, (f16 *)low, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
 }
 
 /* dw and db's first pass: chunk k (blockIdx.y) of chunk rows sums
@@ -597,13 +608,26 @@ void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const 
 	bias_gelu(out ? out : (float *)low, (float *)pre, bias, N, F);
 }
 
+/* pre and low in acts of type A */
+template <typename A>
+static void bias_gelu_acts(float *out, struct act *low, struct act *pre, const float *bias, int N, int F)
+{
+	if (out)
+		bias_gelu(out, (A *)pre, bias, N, F);
+	else
+		bias_gelu((A *)low, (A *)pre, bias, N, F);
+}
+
 void cuda_bias_gelu_forward_bf16(float *out, struct act *low, struct act *pre, const float *bias,
 				 int N, int F)
 {
-	if (out)
-		bias_gelu(out, (bf16 *)pre, bias, N, F);
-	else
-		bias_gelu((bf16 *)low, (bf16 *)pre, bias, N, F);
+	bias_gelu_acts<bf16>(out, low, pre, bias, N, F);
+}
+
+void cuda_bias_gelu_forward_fp16(float *out, struct act *low, struct act *pre, const float *bias,
+				 int N, int F)
+{
+	bias_gelu_acts<f16>(out, low, pre, bias, N, F);
 }
 
 /* dpre = dout * (Phi(x) + x phi(x)); dpre may be dout. */
@@ -638,22 +662,40 @@ void cuda_gelu_backward_bf16(struct act *dpre, const float *dout, const struct a
 	gelu_backward((bf16 *)dpre, dout, (const bf16 *)pre, N, F);
 }
 
+void cuda_gelu_backward_fp16(struct act *dpre, const float *dout, const struct act *pre, int N,
+			     int F)
+{
+	gelu_backward((f16 *)dpre, dout, (const f16 *)pre, N, F);
+}
+
 /* ---- acts ---- */
 
-static __global__ void to_bf16_kernel(bf16 *out, const float *in, size_t n)
+template <typename A>
+static __global__ void to_acts_kernel(A *out, const float *in, size_t n)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x)
 		store(out + i, in[i]);
 }
 
-const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n)
+template <typename A>
+static const struct act *to_acts(struct act *space, const float *x, size_t n)
 {
 	if (n) {
-		to_bf16_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>((bf16 *)space, x, n);
+		to_acts_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>((A *)space, x, n);
 		CUDA_LAUNCHED();
 	}
 	return space;
+}
+
+const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n)
+{
+	return to_acts<bf16>(space, x, n);
+}
+
+const struct act *cuda_as_fp16(struct act *space, const float *x, size_t n)
+{
+	return to_acts<f16>(space, x, n);
 }
 
 static __global__ void tanh_forward_kernel(float *out, const float *in, size_t n)

@@ -145,8 +145,10 @@ static enum precision read_precision(const struct rec_reader *r, const msgpack_o
 	const msgpack_object *o = mp_get(rec, "precision");
 	if (!o || mp_str_is(o, "fp32") || mp_str_is(o, "tf32"))
 		return PREC_FP32;
+	if (mp_str_is(o, "fp16"))
+		rec_die(r, "the step ran in fp16, which the CPU does not have: it replays in fp32, bf16 or tf32 only");
 	if (!mp_str_is(o, "bf16"))
-		rec_die(r, "'precision' is not fp32, tf32 or bf16");
+		rec_die(r, "'precision' is not fp32, tf32, bf16 or fp16");
 	return PREC_BF16;
 }
 

@@ -15,13 +15,15 @@
 
 static json_t *state_json(const struct train_state *s)
 {
-	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb sI sI sI sf}", "step", (json_int_t)s->step, "epoch",
-			 (json_int_t)s->epoch, "record", (json_int_t)s->record, "samples", (json_int_t)s->samples,
-			 "tokens", (json_int_t)s->tokens, "best", s->best, "best_step", (json_int_t)s->best_step,
-			 "bad_evals", (json_int_t)s->bad_evals, "skipped", (json_int_t)s->skipped, "optim_steps",
-			 (json_int_t)s->optim_steps, "elapsed_s", s->elapsed_s, "finished", s->finished,
-			 "processes", (json_int_t)s->processes, "sched_processes", (json_int_t)s->sched_processes,
-			 "sched_step", (json_int_t)s->sched_step, "sched_pos", s->sched_pos);
+	return json_pack("{sI sI sI sI sI sf sI sI sI sI sf sb sI sI sI sf sf sI sI}", "step", (json_int_t)s->step,
+			 "epoch", (json_int_t)s->epoch, "record", (json_int_t)s->record, "samples",
+			 (json_int_t)s->samples, "tokens", (json_int_t)s->tokens, "best", s->best, "best_step",
+			 (json_int_t)s->best_step, "bad_evals", (json_int_t)s->bad_evals, "skipped",
+			 (json_int_t)s->skipped, "optim_steps", (json_int_t)s->optim_steps, "elapsed_s",
+			 s->elapsed_s, "finished", s->finished, "processes", (json_int_t)s->processes,
+			 "sched_processes", (json_int_t)s->sched_processes, "sched_step", (json_int_t)s->sched_step,
+			 "sched_pos", s->sched_pos, "loss_scale", s->ls.scale, "scale_clean", (json_int_t)s->ls.clean,
+			 "overflows", (json_int_t)s->overflows);
 }
 
 static json_t *state_field(const char *path, json_t *j, const char *key)
@@ -60,7 +62,8 @@ static void state_read(const char *path, int64_t records, struct train_state *s)
 {
 	static const char *const keys[] = {"step", "epoch", "record", "samples", "tokens", "best", "best_step",
 					   "bad_evals", "skipped", "optim_steps", "elapsed_s", "finished",
-					   "processes", "sched_processes", "sched_step", "sched_pos"};
+					   "processes", "sched_processes", "sched_step", "sched_pos", "loss_scale",
+					   "scale_clean", "overflows"};
 	json_error_t err;
 	json_t *j = json_load_file(path, 0, &err);
 	if (!j)
@@ -93,6 +96,14 @@ static void state_read(const char *path, int64_t records, struct train_state *s)
 		(int)state_int(path, j, "sched_processes", 1, INT_MAX) : s->processes;
 	s->sched_step = json_object_get(j, "sched_step") ? state_int(path, j, "sched_step", 0, s->step) : 0;
 	s->sched_pos = json_object_get(j, "sched_pos") ? state_real(path, j, "sched_pos", 0) : 0;
+	/* absent before fp16: no loss scale */
+	s->ls.scale = json_object_get(j, "loss_scale") ? state_real(path, j, "loss_scale", 0) : 0;
+	double ls = s->ls.scale;
+	if (ls && (ls < 1 || ls > LOSS_SCALE_MAX || ls != ldexp(1, ilogb(ls))))
+		die("%s: 'loss_scale' is %g, not 0 or a power of two from 1 to 2^24", path, ls);
+	s->ls.clean = json_object_get(j, "scale_clean") ?
+		state_int(path, j, "scale_clean", 0, LOSS_SCALE_WINDOW - 1) : 0;
+	s->overflows = json_object_get(j, "overflows") ? state_int(path, j, "overflows", 0, s->step) : 0;
 	v = state_field(path, j, "finished");
 	if (!json_is_boolean(v))
 		die("%s: 'finished' is not true or false", path);

@@ -3,6 +3,7 @@
 #ifndef TS_CHECKPOINT_H
 #define TS_CHECKPOINT_H
 #include "model/bert.h"
+#include "model/lossscale.h"
 #include "model/optim.h"
 #include <stdint.h>
 
@@ -27,6 +28,8 @@ struct train_state {
 	long sched_step;
 	double sched_pos;
 	double elapsed_s;     /* training time so far */
+	struct loss_scale ls; /* fp16's; scale 0 in the other precisions */
+	long overflows;       /* fp16 steps skipped for an overflow (and the scale halved) */
 };
 
 /* DIR/ckpt/step-N, written whole or not at all; then all but the newest keep

@@ -708,7 +708,8 @@ static int gather(struct trainer *t, int64_t *count)
 
 struct step_result {
 	double loss, grad_norm, lr;
-	int skipped;
+	int skipped, overflow;
+	double loss_scale;             /* fp16's, the step's; 0 in other precisions */
 	int64_t samples, tokens;
 };
 
@@ -795,7 +796,9 @@ static void train_step(struct trainer *t, struct step_result *r)
 		comm_sum_doubles(t->comm, &all, 1);
 		scale_count = (int64_t)all;
 	}
-	float scale = scale_count ? 1.0f / (float)scale_count : 0;
+	/* fp16: the loss scaled up, so small gradients stay within fp16's range */
+	double ls = t->st.ls.scale ? t->st.ls.scale : 1;
+	float scale = scale_count ? (float)ls / (float)scale_count : 0;
 	double loss = 0;
 	/* VAT adds to the gradient after the backward: no bucket is final before */
 	int overlap = t->comm->size > 1 && !t->c->zero && !(t->c->vat > 0);
@@ -824,17 +827,29 @@ static void train_step(struct trainer *t, struct step_result *r)
 	}
 	int with_items = reduce_gradient(t, &loss, count, r);
 	r->loss = loss;
-	r->grad_norm = grad_norm(t);
+	r->grad_norm = grad_norm(t) / ls;
 	r->lr = schedule_lr(&t->sched, sched_position(t));
-	if (!with_items || !isfinite(r->loss) || !isfinite(r->grad_norm)) {
+	r->loss_scale = t->st.ls.scale;
+	int finite = isfinite(r->loss) && isfinite(r->grad_norm);
+	if (with_items && t->st.ls.scale && loss_scale_update(&t->st.ls, finite) == SCALE_HALVED) {
+		r->skipped = r->overflow = 1;
+		t->st.overflows++;
+		logf_(t, "step %ld: the fp16 gradient overflowed: skipped, the loss scale halves to %g",
+		      t->st.step + 1, t->st.ls.scale);
+		return;
+	}
+	if (!with_items || !finite) {
 		r->skipped = 1;
 		if (count && t->lead && t->st.skipped < MAX_BUG_DUMPS)
 			dump_bug(t, n, seeds, scale);
 		t->st.skipped++;
 		return;
 	}
+	double unscale = 1 / ls;   /* fp16's scale out of the gradient, and --clip's */
 	if (t->c->clip > 0 && r->grad_norm > t->c->clip)
-		bert_scale_grads(t->m, (float)(t->c->clip / r->grad_norm));
+		unscale *= t->c->clip / r->grad_norm;
+	if (unscale != 1)
+		bert_scale_grads(t->m, (float)unscale);
 	optim_step(t->o, r->lr);
 	if (t->c->zero)   /* every process's updated shard to all */
 		comm_all_gather_floats(t->comm, bert_backend_params(t->m), bert_numel(t->m));
@@ -880,6 +895,10 @@ static void log_step(struct trainer *t, const struct step_result *r, double step
 			      json_number((double)r->tokens / step_s), "eta_s", (json_int_t)eta);
 	if (r->skipped)
 		json_object_set_new(j, "skipped", json_true());
+	if (r->overflow)
+		json_object_set_new(j, "overflow", json_true());
+	if (r->loss_scale)
+		json_object_set_new(j, "loss_scale", json_real(r->loss_scale));
 	if (comm)
 		json_object_set_new(j, "comm", comm);
 	event(t, "step", j);
@@ -1026,6 +1045,10 @@ static void start_state(struct trainer *t, const char *ckpt)
 		checkpoint_load(ckpt, (int64_t)shard_count(t->train.shard), t->o, &t->st);
 		logf_(t, "resumed from %s at step %ld", ckpt, t->st.step);
 	}
+	if (t->c->precision != PREC_FP16)
+		t->st.ls = (struct loss_scale){ 0, 0 };
+	else if (!t->st.ls.scale)   /* a fresh fp16 run, or one that goes on in fp16 */
+		t->st.ls = (struct loss_scale){ t->c->loss_scale, 0 };
 	plan_steps(t, ckpt);
 	if (!ckpt) {
 		event(t, "start", json_pack("{sI sI sI sI sI ss}", "total_steps", (json_int_t)t->total_steps,

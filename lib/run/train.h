@@ -13,6 +13,7 @@ struct train_config {
 	const char *data, *run, *init, *vocab;
 	const struct backend *be;      /* where the model lives and computes */
 	enum precision precision;      /* be's: the bug records say it, for --replay */
+	double loss_scale;             /* fp16: the loss scale a run starts from */
 	enum bert_task task;
 	struct bert_config model;      /* from scratch; its dropout also applies to --init when given */
 	int dropout_given;             /* override the checkpoint's dropout */

@@ -20,7 +20,10 @@ CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and
 	"bf16 on the GPU: final accuracy within 0.01 of fp32's"
 	"tf32 on the GPU: losses within 0.01 of fp32's on average and 0.05 at worst over 200 steps"
 	"bf16 stopped and resumed on the GPU: the same losses and model bytes"
-	"a bf16 checkpoint resumes on the CPU in fp32")
+	"a bf16 checkpoint resumes on the CPU in fp32"
+	"fp16 on the GPU: losses within 0.01 of fp32's on average and 0.05 at worst over 200 steps"
+	"fp16 from --loss-scale 2^24: overflowed steps skipped, the scale halved until the steps fit"
+	"fp16 stopped and resumed on the GPU: the same losses and loss scales")
 GPU_CHOICE=("--device cuda: the start event names the GPU it took" "--gpus 0 trains on cuda:0"
 	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error"
 	"ts-sweep --gpus 0: its jobs run on the GPU"
@@ -104,7 +107,7 @@ LONG=("${BASE[@]}" --max-steps 200 --eval-every 100 --device cuda)
 train "${LONG[@]}" --run "$T/dflt" --max-steps 1 >/dev/null 2>&1
 expect_eq "GPU: ${CHECKS[7]}" "$(device_of "$T/dflt" | cut -d' ' -f2)" \
 	"$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 | awk '{ print ($1 >= 8 ? "bf16" : "cuda:0") }')"
-for p in fp32 bf16 tf32; do
+for p in fp32 bf16 tf32 fp16; do
 	train "${LONG[@]}" --precision "$p" --run "$T/long-$p" >/dev/null 2>&1 || fail "the $p run of 200 steps"
 done
 # within: mean and worst |loss difference| of two runs over all their steps
@@ -129,4 +132,15 @@ train "${LONG[@]}" --precision bf16 --run "$T/move16" --max-steps 12 >/dev/null 
 train --resume "$T/move16" --device cpu --precision fp32 >/dev/null 2>&1
 check "GPU: ${CHECKS[12]}" test "$(ts-cat "$T/move16/events.msgpack" | jq -r 'select(.event=="resume") | .device')" = cpu \
 	-a -s "$T/move16/final/model.safetensors"
+
+check "GPU: ${CHECKS[13]}" within "$T/long-fp16" "$T/long-fp32" 200
+train "${LONG[@]}" --precision fp16 --loss-scale 16777216 --run "$T/over" --max-steps 30 >/dev/null 2>&1
+scales() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss_scale) \(.overflow // false)"'; }
+# the first step overflows at 2^24; each overflow halves the scale; the last step is taken
+check "GPU: ${CHECKS[14]}" awk 'NR == 1 { ok = $2 == 16777216 && $3 == "true" } $3 == "true" { o++ } NR > 1 && p3 == "true" { ok = ok && $2 == p2 / 2 }
+	{ p2 = $2; p3 = $3 } END { exit !(ok && NR == 30 && o >= 1 && $3 == "false") }' <(scales "$T/over")
+mkdir -p "$T/stopfp16" && touch "$T/stopfp16/stop"
+train "${LONG[@]}" --precision fp16 --loss-scale 16777216 --run "$T/stopfp16" --max-steps 30 >/dev/null 2>&1
+train --resume "$T/stopfp16" >/dev/null 2>&1 || fail "the fp16 resume"
+check "GPU: ${CHECKS[15]}" test "$(scales "$T/stopfp16")" = "$(scales "$T/over")" -a "$(losses "$T/stopfp16")" = "$(losses "$T/over")"
 finish

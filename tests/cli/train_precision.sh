@@ -99,6 +99,11 @@ expect_fail "tf32 on the CPU: refused in one line" 1 \
 expect_fail "fp16 on the CPU: refused in one line" 1 "^ts-train: --precision fp16 on --device cpu: fp16" \
 	ts-train "${SMALL[@]}" --run "$T/fp16" --epochs 1 --precision fp16
 check "the refused runs left no run dir" test ! -e "$T/tf32" -a ! -e "$T/fp16"
+expect_fail "--loss-scale not a power of two: a usage error" 2 "^ts-train: --loss-scale 1000: not a power of two" \
+	ts-train "${SMALL[@]}" --run "$T/ls" --epochs 1 --loss-scale 1000
+expect_fail "--loss-scale without fp16: a usage error" 2 "^ts-train: --loss-scale applies to --precision fp16, not fp32" \
+	ts-train "${SMALL[@]}" --run "$T/ls" --epochs 1 --loss-scale 1024
+check "the refused runs left no run dir" test ! -e "$T/ls"
 if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 0 ]; then
 	expect_fail "bf16 on a GPU this machine lacks: refused in one line" 1 "^ts-train: --device cuda: " \
 		ts-train "${MODEL[@]}" --device cuda --run "$T/gpu" --epochs 1 --precision bf16

@@ -161,12 +161,17 @@ tamper "finished as a number" '.finished = 1' "'finished' is not true or false"
 tamper "a field missing" 'del(.optim_steps)' "no 'optim_steps'"
 tamper "a schedule position past the schedule's end" '.sched_pos = 1e9' "'sched_pos' is 1e\\+09, past the schedule's 6 steps"
 tamper "a schedule anchor after the step" '.sched_step = 7' "'sched_step' is 7, outside \\[0, 6\\]"
+tamper "a loss scale not a power of two" '.loss_scale = 1000' "'loss_scale' is 1000, not 0 or a power of two from 1 to 2\\^24"
+tamper "a loss scale past 2^24" '.loss_scale = 33554432' "'loss_scale' is 3.35544e\\+07, not 0 or a power"
+tamper "a clean count past the scale's window" '.scale_clean = 2000' "'scale_clean' is 2000, outside \\[0, 1999\\]"
+tamper "more overflows than steps" '.overflows = 7' "'overflows' is 7, outside"
 tamper "an unknown field" '.extra = 1' "unknown field 'extra'"
 tamper "not an object" '[1]' "not a training state"
-# a checkpoint of an older version, without the schedule's anchor
+# a checkpoint of an older version, without the schedule's anchor or the loss scale
 rm -rf "$T/o" && cp -r "$T/r0" "$T/o" && rm -rf "$T/o/final" "$T/o/best" "$T/o/ckpt/step-6"
 keep_events "$T/o" '{print} /"event":"checkpoint"/ {exit}'
-jq 'del(.sched_processes, .sched_step, .sched_pos)' "$T/r0/ckpt/step-3/state.json" >"$T/o/ckpt/step-3/state.json"
-check "a checkpoint without the schedule's fields (an older version's) resumes" train --resume "$T/o"
+jq 'del(.sched_processes, .sched_step, .sched_pos, .loss_scale, .scale_clean, .overflows)' \
+	"$T/r0/ckpt/step-3/state.json" >"$T/o/ckpt/step-3/state.json"
+check "a checkpoint without the schedule's and loss scale's fields (an older version's) resumes" train --resume "$T/o"
 expect_eq "an older version's checkpoint: the same losses" "$(losses "$T/o")" "$(losses "$T/r0")"
 finish

@@ -1,8 +1,9 @@
-/* The CUDA backend below fp32 (--precision tf32 and bf16) against the CPU's
- * fp32 ops. Inputs are rounded to bf16 first: such values are exact in bf16
- * and in TF32, so every product is exact, and a result differs from the
- * CPU's by the order of its fp32 sums only (fp32 outputs: fp32's tolerance)
- * and, where it is a bf16 act, by one rounding to nearest even more
+/* The CUDA backend below fp32 (--precision tf32, bf16 and fp16) against the
+ * CPU's fp32 ops. Inputs are rounded to bf16 first: such values are exact in
+ * bf16 and in TF32 (and in fp16 but for the tiniest, off by less than
+ * 2^-24), so every product is exact, and a result differs from the CPU's by
+ * the order of its fp32 sums only (fp32 outputs: fp32's tolerance) and,
+ * where it is a half-width act, by one rounding to nearest even more
  * (2^-8 relative). Odd sizes, more than 65535 rows, and the GEMM plans made
  * once per product. Without the CUDA backend or a GPU every check is
  * reported as skipped. */
@@ -14,7 +15,8 @@
 #include "cuda_api.h"
 #include "gpu_check.h"
 
-static const struct backend *low;   /* under test: tf32 or bf16 */
+static const struct backend *low;   /* under test: tf32, bf16 or fp16 */
+static enum precision low_precision;
 static const char *low_name;
 
 static const double ATOL = 1e-5, RTOL = 1e-4, BF16_RTOL = 1.0 / 256;
@@ -58,7 +60,13 @@ static struct act *acts_on_gpu(const float *x, size_t n)
 	if (acts_are_floats(low))
 		return on_gpu(x, n * sizeof *x);
 	uint16_t *h = xmalloc(n * sizeof *h);
-	round_bf16(h, x, n);
+	if (low_precision == PREC_FP16)
+		for (size_t i = 0; i < n; i++) {
+			_Float16 f = (_Float16)x[i];
+			memcpy(h + i, &f, sizeof f);
+		}
+	else
+		round_bf16(h, x, n);
 	struct act *d = on_gpu(h, n * sizeof *h);
 	free(h);
 	return d;
@@ -72,10 +80,23 @@ static float *acts_back(const struct act *d, size_t n)
 	uint16_t *h = xmalloc(n * sizeof *h);
 	float *x = xmalloc(n * sizeof *x);
 	gpu->download(h, d, n * sizeof *h);
-	for (size_t i = 0; i < n; i++)
-		x[i] = widen(h[i]);
+	for (size_t i = 0; i < n; i++) {
+		_Float16 f;
+		memcpy(&f, h + i, sizeof f);
+		x[i] = low_precision == PREC_FP16 ? (float)f : widen(h[i]);
+	}
 	free(h);
 	return x;
+}
+
+/* x rounded in place as low's acts hold it. */
+static void as_acts_hold(float *x, size_t n)
+{
+	if (low_precision == PREC_FP16)
+		for (size_t i = 0; i < n; i++)
+			x[i] = (float)(_Float16)x[i];
+	else if (!acts_are_floats(low))
+		round_in_place(x, n);
 }
 
 /* Acts against the CPU's floats: one rounding more where they are bf16. */
@@ -102,8 +123,7 @@ static void test_as_act(void)
 	size_t n = 1001;
 	float *x = randoms(n, 3), *want = xmalloc(n * sizeof *want);
 	memcpy(want, x, n * sizeof *x);
-	if (!acts_are_floats(low))
-		round_in_place(want, n);
+	as_acts_hold(want, n);
 	float *d_x = on_gpu(x, n * sizeof *x);
 	struct act *space = gpu->alloc(n * low->act_size);
 	const struct act *a = low->as_act(space, d_x, n);
@@ -220,8 +240,7 @@ static void test_gelu(int rows, int F)
 	float *kept = xmalloc(n * 4), *out = xmalloc(n * 4), *dout = randoms(n, 1), *dpre = xmalloc(n * 4);
 	for (size_t i = 0; i < n; i++)
 		kept[i] = pre[i] + bias[i % F];
-	if (!acts_are_floats(low))
-		round_in_place(kept, n);
+	as_acts_hold(kept, n);
 	bias_gelu_forward(out, kept, zero, rows, F);   /* GELU of pre as kept */
 	gelu_backward(dpre, dout, kept, rows, F);
 	struct act *d_pre = acts_on_gpu(pre, n), *d_pre2 = acts_on_gpu(pre, n);
@@ -317,6 +336,7 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 static void test_backend(enum precision p)
 {
 	low = backend_open("cuda", p);
+	low_precision = p;
 	low_name = low->name;
 	test_as_act();
 	test_linear(67, 96, 384);
@@ -340,22 +360,23 @@ static void test_backend(enum precision p)
 int main(void)
 {
 #ifndef TS_GPU
-	SKIP("the CUDA backend's tf32 and bf16 against the CPU: this build has no CUDA backend (GPU=1)");
+	SKIP("the CUDA backend's tf32, bf16 and fp16 against the CPU: this build has no CUDA backend (GPU=1)");
 	return check_failed;
 #else
 	if (cuda_device_count() == 0) {
-		SKIP("the CUDA backend's tf32 and bf16 against the CPU: no GPU here");
+		SKIP("the CUDA backend's tf32, bf16 and fp16 against the CPU: no GPU here");
 		return check_failed;
 	}
 	int sm = device_sm("cuda");
-	if (precision_lacking(PREC_BF16, sm)) {
-		SKIP("the CUDA backend's tf32 and bf16 against the CPU: this GPU is sm_%d, before both", sm);
-		return check_failed;
-	}
 	gpu = backend_open("cuda", PREC_FP32);
 	rng_seed(&gen, 23);
-	test_backend(PREC_TF32);
-	test_backend(PREC_BF16);
+	if (precision_lacking(PREC_BF16, sm)) {
+		SKIP("the CUDA backend's tf32 and bf16 against the CPU: this GPU is sm_%d, before both", sm);
+	} else {
+		test_backend(PREC_TF32);
+		test_backend(PREC_BF16);
+	}
+	test_backend(PREC_FP16);
 	CHECK_DONE();
 #endif
 }

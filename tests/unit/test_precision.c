@@ -1,7 +1,7 @@
-/* --precision: the names, which precision each device can train at, and
+/* --precision (lib/backend/precision.h): the names, which precision each device can train at, and
  * the default: bf16 from sm_80 on, fp32 on older GPUs and on the CPU. */
 #include "check.h"
-#include "dist/device.h"
+#include "backend/precision.h"
 #include <string.h>
 
 static const char *const names[] = { "fp32", "tf32", "bf16", "fp16" };
@@ -31,12 +31,12 @@ static void test_devices(void)
 	expect(PREC_FP32, 0, NULL);
 	expect(PREC_BF16, 0, NULL);   /* the CPU's own check says whether it has AVX512-BF16 */
 	expect(PREC_TF32, 0, "tensor cores");
-	expect(PREC_FP16, 0, "not in this build");
+	expect(PREC_FP16, 0, "a GPU's");
 	for (int sm = 70; sm <= 90; sm += 5) {
 		expect(PREC_FP32, sm, NULL);
 		expect(PREC_TF32, sm, sm >= 80 ? NULL : "sm_80");
 		expect(PREC_BF16, sm, sm >= 80 ? NULL : "sm_80");
-		expect(PREC_FP16, sm, "not in this build");
+		expect(PREC_FP16, sm, NULL);
 	}
 }
 
