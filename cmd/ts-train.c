@@ -22,11 +22,12 @@
 static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if, *teacher;
 static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999", *precision;
 /* The model's shape applies from scratch, --kd-alpha and --kd-temp with
- * --teacher, --vat-xi and --vat-iters with --vat. Until resolve_defaults
+ * --teacher, --vat-xi and --vat-iters with --vat, --batch without
+ * --batch-tokens. Until resolve_defaults
  * gives them their defaults there, they hold values out of their ranges,
  * which mean "not given" and which the run's config does not record. */
 static long layers, hidden, heads, ffn = -1, max_pos;
-static long batch = 32, accum = 1, epochs = 3, max_steps, seed, threads;
+static long batch, batch_tokens, accum = 1, epochs = 3, max_steps, seed, threads;
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
@@ -75,8 +76,10 @@ static const struct opt opts[] = {
 	 .fmin = 0, .fmax = 1},
 	{0, "clip", OPT_FLOAT, &clip, "N", "clip the global gradient norm to N; 0 for none", NULL,
 	 .fmin = 0, .fmax = 1e6},
-	{0, "batch", OPT_INT, &batch, "N", "records a micro-batch", NULL,
+	{0, "batch", OPT_INT, &batch, "N", "records a micro-batch (default 32)", NULL,
 	 .min = 1, .max = 32768},
+	{0, "batch-tokens", OPT_INT, &batch_tokens, "N", "micro-batches of whole records up to N real tokens, instead of --batch", NULL,
+	 .min = 1, .max = 1 << 24},
 	{0, "accum", OPT_INT, &accum, "N", "micro-batches an optimizer step", NULL,
 	 .min = 1, .max = 65536},
 	{0, "epochs", OPT_INT, &epochs, "N", "epochs to train", NULL,
@@ -201,6 +204,10 @@ static void check_options(void)
 		die_usage("--kd-alpha and --kd-temp go with --teacher");
 	if (!(vat > 0) && (opt_given(&spec, "vat-xi") || opt_given(&spec, "vat-iters")) && !resume)
 		die_usage("--vat-xi and --vat-iters go with --vat");
+	if (batch_tokens && batch)
+		die_usage("--batch-tokens and --batch are one at a time");
+	if (batch_tokens && bucket)
+		die_usage("--batch-tokens does not go with --bucket: packed micro-batches have no padding to save");
 	if (rdrop > 0 && strcmp(task, "cls") && strcmp(task, "tokcls"))
 		die_usage("--rdrop is for --task cls and tokcls");
 	if (rdrop > 0 && multi_label)
@@ -227,6 +234,8 @@ static void resolve_defaults(void)
 		max_pos = max_pos ? max_pos : 512;
 		dropout = dropout < 0 ? 0.1 : dropout;
 	}
+	if (!batch_tokens)
+		batch = batch ? batch : 32;
 	if (teacher) {
 		kd_alpha = kd_alpha < 0 ? 0.5 : kd_alpha;
 		kd_temp = kd_temp < 0 ? 2 : kd_temp;
@@ -327,7 +336,8 @@ int main(int argc, char **argv)
 			  .momentum = momentum, .eps = eps, .ema = ema},
 		.lr = lr, .warmup = warmup, .end_lr_ratio = end_lr_ratio, .clip = clip,
 		.decay = decay_kind_parse(decay),
-		.accum = accum, .batch = batch, .epochs = epochs, .max_steps = max_steps, .seed = seed,
+		.accum = accum, .batch = batch, .batch_tokens = batch_tokens, .epochs = epochs, .max_steps = max_steps,
+		.seed = seed,
 		.eval_every = eval_every, .save_every = save_every, .keep = keep, .patience = patience,
 		.eval_test = eval_test, .bucket = bucket, .metric = metric, .threshold = threshold,
 		.mask_prob = (float)mask_prob, .whole_word = whole_word, .max_ngram = max_ngram,

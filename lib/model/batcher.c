@@ -69,6 +69,15 @@ void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bu
 		bucket_order(s, order, n, (uint64_t)B, &r);
 }
 
+uint64_t token_group_end(const struct shard *s, const uint64_t *order, uint64_t n, uint64_t at, int64_t max_tokens)
+{
+	int64_t tokens = 0;
+	uint64_t end = at;
+	while (end < n && (end == at || tokens + shard_ntokens(s, order[end]) <= max_tokens))
+		tokens += shard_ntokens(s, order[end++]);
+	return end;
+}
+
 /* n-gram length k in [1, max] with probability proportional to 1/k. */
 static int ngram_length(struct rng *r, int max)
 {
@@ -271,6 +280,24 @@ static void check_ids(const struct batch_source *src, uint64_t row, const struct
 	for (size_t i = 0; i < t->n; i++)
 		if (t->ids[i] >= src->vocab)
 			die_at(src, row, "token id %d is beyond the vocab's %d tokens", t->ids[i], src->vocab);
+}
+
+void batch_check_tokens(const struct batch_source *src, int64_t max_tokens, const char *limit)
+{
+	uint64_t n = shard_count(src->shard), first = n;
+	uint32_t longest = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t k = shard_ntokens(src->shard, i);
+		if (k > max_tokens && first == n)
+			first = i;
+		longest = k > longest ? k : longest;
+	}
+	if (first == n)
+		return;
+	struct tokrec t = {0};
+	shard_get(src->shard, first, &t);
+	die_at(src, first, "'%s' has %u tokens, more than %s; the longest record has %u tokens", t.id,
+	       shard_ntokens(src->shard, first), limit, longest);
 }
 
 void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t *rows, int n, long epoch)

@@ -53,6 +53,15 @@ struct batch_source {
  * of batches). */
 void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bucket, uint64_t *order);
 
+/* --batch-tokens: the order cut into groups of whole records, each taking
+ * records while their real tokens add up to at most max_tokens. Returns the
+ * end of the group that starts at order[at] (of n), after at least one
+ * record; the cuts depend on nothing but the order and max_tokens. */
+uint64_t token_group_end(const struct shard *s, const uint64_t *order, uint64_t n, uint64_t at, int64_t max_tokens);
+/* Dies naming the source's first record of more than max_tokens tokens,
+ * with the longest record's length; limit says what sets max_tokens. */
+void batch_check_tokens(const struct batch_source *src, int64_t max_tokens, const char *limit);
+
 /* Fills b with the n records rows[0..n) of the source. The labels are the
  * records' own, checked against the head: a class (cls), a number (reg), a
  * list of classes (multi), a tag or -100 per token (tokcls, where -1 marks

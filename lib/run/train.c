@@ -161,6 +161,11 @@ static void open_data(struct trainer *t)
 	open_split(t, "train", &t->train);
 	if (!t->train.shard)
 		die("%s: the train split is empty or missing", t->c->data);
+	if (t->c->batch_tokens) {
+		char limit[48];
+		snprintf(limit, sizeof limit, "--batch-tokens %ld", t->c->batch_tokens);
+		batch_check_tokens(&t->train.src, t->c->batch_tokens, limit);
+	}
 	open_split(t, "valid", &t->valid);
 	open_split(t, "test", &t->test);
 }
@@ -275,7 +280,9 @@ static uint32_t longest_record(const struct manifest *m)
 /* Refuses a model, or a model with a batch of the longest records, that
  * would not fit in memory: fp32 parameters, gradients and two optimizer
  * moments (with --zero 1, of this process's shard), the parameters' copy in
- * acts where they are not floats, then the activations. */
+ * acts where they are not floats, then the activations. With
+ * --batch-tokens N, ceil(N / T) records of the longest T tokens bound both
+ * a micro-batch's tokens and its sum of squared lengths. */
 static void check_memory(const struct trainer *t, const struct bert_config *mc, size_t numel)
 {
 	const struct train_config *c = t->c;
@@ -284,9 +291,11 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	double state = ((2 + moments) * sizeof(float) + copy) * (double)numel;
 	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
-	int B = (int)c->batch * (c->rdrop > 0 ? 2 : 1);   /* R-Drop runs each record twice */
 	int T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;
-	int M = bert_task_pooled(c->task) ? B : c->task == TASK_TOKCLS ? B * T : (int)ceil((double)B * T * c->mask_prob);
+	int records = c->batch_tokens ? (int)((c->batch_tokens + T - 1) / T) : (int)c->batch;
+	int B = records * (c->rdrop > 0 ? 2 : 1);   /* R-Drop runs each record twice */
+	double tokens = c->batch_tokens ? (double)c->batch_tokens : (double)B * T;
+	int M = bert_task_pooled(c->task) ? B : c->task == TASK_TOKCLS ? B * T : (int)ceil(tokens * c->mask_prob);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
 	memory_check(c->be, "batch", state + bert_batch_bytes(mc, c->be, B, T, M, c->recompute), purpose);
@@ -455,32 +464,78 @@ static uint64_t global_batch(const struct trainer *t)
 	return (uint64_t)t->c->batch * (uint64_t)t->comm->size;
 }
 
-/* Optimizer steps that take a number of records on a number of processes. */
-static long steps_for(const struct trainer *t, uint64_t records, int processes)
+/* The epoch's record order, in t->order. */
+static void use_order(struct trainer *t, long epoch)
 {
-	uint64_t gb = (uint64_t)t->c->batch * (uint64_t)processes, accum = (uint64_t)t->c->accum;
-	return (long)(((records + gb - 1) / gb + accum - 1) / accum);
+	if (t->order_epoch == epoch)
+		return;
+	epoch_order(t->train.shard, (uint64_t)t->c->seed, epoch, (int)global_batch(t), t->c->bucket, t->order);
+	t->order_epoch = epoch;
 }
 
-static long epoch_steps(const struct trainer *t, int processes)
+/* The micro-batch of a run on a number of processes that starts at record
+ * at of the epoch's order: process rank's slice of it is order[*lo, *hi)
+ * (--batch records, or with --batch-tokens a group, to each process in
+ * turn; at an epoch's end it may be empty). Returns where the next starts. */
+static uint64_t micro_batch(const struct trainer *t, uint64_t at, int processes, int rank, uint64_t *lo,
+			    uint64_t *hi)
 {
-	return steps_for(t, shard_count(t->train.shard), processes);
+	uint64_t total = shard_count(t->train.shard), batch = (uint64_t)t->c->batch;
+	for (int r = 0; r < processes; r++) {
+		uint64_t end = t->c->batch_tokens ? token_group_end(t->train.shard, t->order, total, at, t->c->batch_tokens)
+			     : total - at < batch ? total : at + batch;
+		if (r == rank)
+			*lo = at, *hi = end;
+		at = end;
+	}
+	return at;
+}
+
+/* The micro-batches of a run on a number of processes from record from of
+ * an epoch's order to its end: --batch's from the count of records, and
+ * --batch-tokens's from the epoch's groups. */
+static uint64_t micro_batches(struct trainer *t, long epoch, uint64_t from, int processes)
+{
+	uint64_t total = shard_count(t->train.shard), n = 0, lo, hi;
+	if (!t->c->batch_tokens) {
+		uint64_t gb = (uint64_t)t->c->batch * (uint64_t)processes;
+		return (total - from + gb - 1) / gb;
+	}
+	use_order(t, epoch);
+	for (; from < total; n++)
+		from = micro_batch(t, from, processes, 0, &lo, &hi);
+	return n;
+}
+
+/* Optimizer steps that take a number of micro-batches. */
+static long steps_for(const struct trainer *t, uint64_t micro)
+{
+	uint64_t accum = (uint64_t)t->c->accum;
+	return (long)((micro + accum - 1) / accum);
+}
+
+/* Optimizer steps from record from of an epoch to the end of the run's
+ * epochs on a number of processes: the rest of that epoch, then whole ones. */
+static long steps_from(struct trainer *t, long epoch, uint64_t from, int processes)
+{
+	long steps = 0;
+	for (; epoch < t->c->epochs; epoch++, from = 0)
+		steps += steps_for(t, micro_batches(t, epoch, from, processes));
+	return steps;
 }
 
 /* Optimizer steps to the end of the run from the state's place in the data,
- * on a number of processes: the rest of the epoch, then whole epochs. */
-static long steps_to_end(const struct trainer *t, int processes)
+ * on a number of processes. */
+static long steps_to_end(struct trainer *t, int processes)
 {
-	const struct train_config *c = t->c;
-	if (c->max_steps > 0)
-		return c->max_steps - t->st.step;
-	uint64_t left = shard_count(t->train.shard) - (uint64_t)t->st.record;
-	return steps_for(t, left, processes) + (c->epochs - t->st.epoch - 1) * epoch_steps(t, processes);
+	if (t->c->max_steps > 0)
+		return t->c->max_steps - t->st.step;
+	return steps_from(t, t->st.epoch, (uint64_t)t->st.record, processes);
 }
 
 /* The pace of the schedule from its anchor on: schedule steps a step that
  * ends it with the run on a number of processes (1 on the first number). */
-static double sched_pace(const struct trainer *t, int processes)
+static double sched_pace(struct trainer *t, int processes)
 {
 	long to_end = t->st.step - t->st.sched_step + steps_to_end(t, processes);
 	return to_end > 0 ? (t->sched.total_steps - t->st.sched_pos) / (double)to_end : 1;
@@ -493,7 +548,8 @@ static double sched_position(const struct trainer *t)
 }
 
 /* A run resumed on another number of processes goes on from the same
- * record of the epoch, in micro-batches of --batch records a process, and
+ * record of the epoch, in micro-batches of --batch records or of a
+ * --batch-tokens group a process (whose cuts the processes do not move), and
  * its schedule goes on from where it was at the pace that ends it with the
  * data; but a --bucket run, whose order depends on the micro-batch, resumes
  * on as many. */
@@ -515,18 +571,18 @@ static void resize(struct trainer *t)
 static void plan_steps(struct trainer *t, const char *ckpt)
 {
 	const struct train_config *c = t->c;
-	long planned = c->max_steps > 0 ? c->max_steps : c->epochs * epoch_steps(t, t->st.sched_processes);
+	t->order = xmalloc(shard_count(t->train.shard) * sizeof *t->order);
+	t->order_epoch = -1;
+	long planned = c->max_steps > 0 ? c->max_steps : steps_from(t, 0, 0, t->st.sched_processes);
 	if (t->st.sched_pos > (double)planned)
 		die("%s/state.json: 'sched_pos' is %g, past the schedule's %ld steps", ckpt, t->st.sched_pos, planned);
 	t->sched = (struct schedule){c->lr, planned, warmup_steps_from(c->warmup, planned), (enum decay_kind)c->decay,
 				     c->end_lr_ratio, 1.0};
 	if (t->st.processes != t->comm->size)
 		resize(t);
-	t->steps_per_epoch = epoch_steps(t, t->comm->size);
+	t->steps_per_epoch = steps_for(t, micro_batches(t, t->st.epoch, 0, t->comm->size));
 	t->total_steps = t->st.step + steps_to_end(t, t->comm->size);
 	t->pace = sched_pace(t, t->comm->size);
-	t->order = xmalloc(shard_count(t->train.shard) * sizeof *t->order);
-	t->order_epoch = -1;
 	t->micro = xcalloc((size_t)c->accum, sizeof *t->micro);
 }
 
@@ -604,10 +660,20 @@ static void sum_doubles(const void *comm, double *v, int n)
 	comm_sum_doubles(comm, v, n);
 }
 
+/* Records an evaluation batch of a split takes: --batch, or as many of the
+ * split's longest records as --batch-tokens holds (at least one). */
+static int eval_batch(const struct trainer *t, const struct split *sp)
+{
+	if (!t->c->batch_tokens)
+		return (int)t->c->batch;
+	long records = t->c->batch_tokens / (sp->ms->max_tokens > 0 ? (long)sp->ms->max_tokens : 1);
+	return records > 1 ? (int)records : 1;
+}
+
 static json_t *eval_split(struct trainer *t, struct split *sp, const char *name, struct eval_result *r)
 {
 	struct eval_share share = { t->comm->rank, t->comm->size, sum_doubles, t->comm };
-	struct eval_opts o = { (int)t->c->batch, t->c->threshold, t->labels, &share };
+	struct eval_opts o = { eval_batch(t, sp), t->c->threshold, t->labels, &share };
 	evaluate(t->m, &sp->src, &o, NULL, NULL, r);
 	json_t *j = eval_json(r, t->labels);
 	json_object_set_new(j, "step", json_integer(t->st.step));
@@ -675,12 +741,10 @@ static void dump_bug(struct trainer *t, int nmicro, const uint64_t *seeds, float
 /* --- the step --- */
 
 /* Gathers this process's slice of the micro-batches of one optimizer step
- * (process r takes records r*batch.. of each micro-batch of batch x
- * processes records; an epoch's last one may leave it fewer, or none); an
- * epoch's last step may have fewer micro-batches. Returns their number. */
+ * (micro_batch: an epoch's last one may leave it fewer records, or none);
+ * an epoch's last step may have fewer micro-batches. Returns their number. */
 static int gather(struct trainer *t, int64_t *count)
 {
-	const struct train_config *c = t->c;
 	uint64_t total = shard_count(t->train.shard);
 	int n = 0;
 	*count = 0;
@@ -688,20 +752,13 @@ static int gather(struct trainer *t, int64_t *count)
 		t->st.epoch++;
 		t->st.record = 0;
 	}
-	if (t->order_epoch != t->st.epoch) {
-		epoch_order(t->train.shard, (uint64_t)c->seed, t->st.epoch, (int)global_batch(t), c->bucket,
-			    t->order);
-		t->order_epoch = t->st.epoch;
-	}
-	while (n < c->accum && (uint64_t)t->st.record < total) {
-		uint64_t at = (uint64_t)t->st.record + (uint64_t)t->comm->rank * (uint64_t)c->batch;
-		uint64_t left = total > at ? total - at : 0;
-		int nb = (int)(left < (uint64_t)c->batch ? left : (uint64_t)c->batch);
-		batch_fill(&t->micro[n], &t->train.src, t->order + (nb ? at : 0), nb, t->st.epoch);
+	use_order(t, t->st.epoch);
+	while (n < t->c->accum && (uint64_t)t->st.record < total) {
+		uint64_t lo, hi;
+		t->st.record = (int64_t)micro_batch(t, (uint64_t)t->st.record, t->comm->size, t->comm->rank, &lo, &hi);
+		batch_fill(&t->micro[n], &t->train.src, t->order + lo, (int)(hi - lo), t->st.epoch);
 		*count += t->micro[n].count;
 		n++;
-		uint64_t next = (uint64_t)t->st.record + global_batch(t);
-		t->st.record = (int64_t)(next < total ? next : total);
 	}
 	return n;
 }
@@ -1027,6 +1084,17 @@ static void open_run(struct trainer *t)
 	free(logpath);
 }
 
+/* The fields of a start or resume event, which plan the run, with
+ * --batch-tokens's tokens a micro-batch where it has them (its
+ * steps_per_epoch are then the current epoch's: each epoch's order makes
+ * its own groups). */
+static json_t *add_batch_tokens(const struct trainer *t, json_t *fields)
+{
+	if (t->c->batch_tokens)
+		json_object_set_new(fields, "batch_tokens", json_integer(t->c->batch_tokens));
+	return fields;
+}
+
 static void start_state(struct trainer *t, const char *ckpt)
 {
 	char *events = path_join(t->c->run, "events.msgpack");
@@ -1051,20 +1119,25 @@ static void start_state(struct trainer *t, const char *ckpt)
 		t->st.ls = (struct loss_scale){ t->c->loss_scale, 0 };
 	plan_steps(t, ckpt);
 	if (!ckpt) {
-		event(t, "start", json_pack("{sI sI sI sI sI ss}", "total_steps", (json_int_t)t->total_steps,
-					    "steps_per_epoch", (json_int_t)t->steps_per_epoch, "params",
-					    (json_int_t)bert_numel(t->m), "train_records",
-					    (json_int_t)shard_count(t->train.shard), "processes",
-					    (json_int_t)t->comm->size, "device", t->c->be->name));
+		event(t, "start", add_batch_tokens(t, json_pack("{sI sI sI sI sI ss}", "total_steps",
+								(json_int_t)t->total_steps, "steps_per_epoch",
+								(json_int_t)t->steps_per_epoch, "params",
+								(json_int_t)bert_numel(t->m), "train_records",
+								(json_int_t)shard_count(t->train.shard), "processes",
+								(json_int_t)t->comm->size, "device", t->c->be->name)));
 		log_parameters(t);
 	}
 	free(events);
-	char who[96] = "";
+	char who[96] = "", batch[48];
 	if (t->comm->size > 1)
 		snprintf(who, sizeof who, ", process %d of %d%s%s", t->comm->rank, t->comm->size,
 			 *t->comm->net_if ? " talking over " : "", t->comm->net_if);
-	logf_(t, "%ld steps (%ld per epoch), batch %ld x %ld accumulation x %d processes, %zu parameters, "
-	      "on %s%s", t->total_steps, t->steps_per_epoch, t->c->batch, t->c->accum, t->comm->size,
+	if (t->c->batch_tokens)
+		snprintf(batch, sizeof batch, "%ld tokens", t->c->batch_tokens);
+	else
+		snprintf(batch, sizeof batch, "%ld", t->c->batch);
+	logf_(t, "%ld steps (%ld per epoch), batch %s x %ld accumulation x %d processes, %zu parameters, "
+	      "on %s%s", t->total_steps, t->steps_per_epoch, batch, t->c->accum, t->comm->size,
 	      bert_numel(t->m), t->c->be->name, who);
 }
 
@@ -1148,10 +1221,11 @@ int train_run(const struct train_config *c)
 		return 0;
 	}
 	if (ckpt)
-		event(&t, "resume", json_pack("{sI ss sI sI sI ss}", "step", (json_int_t)t.st.step, "from", ckpt,
-					      "total_steps", (json_int_t)t.total_steps, "steps_per_epoch",
-					      (json_int_t)t.steps_per_epoch, "processes", (json_int_t)t.comm->size,
-					      "device", c->be->name));
+		event(&t, "resume", add_batch_tokens(&t, json_pack("{sI ss sI sI sI ss}", "step", (json_int_t)t.st.step,
+								"from", ckpt, "total_steps", (json_int_t)t.total_steps,
+								"steps_per_epoch", (json_int_t)t.steps_per_epoch,
+								"processes", (json_int_t)t.comm->size, "device",
+								c->be->name)));
 	t.prog = t.lead ? progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS) : NULL;
 	t.t0 = clock_seconds();
 	double elapsed0 = t.st.elapsed_s;

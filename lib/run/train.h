@@ -21,6 +21,7 @@ struct train_config {
 	double lr, warmup, end_lr_ratio, clip;
 	int decay;                     /* enum decay_kind */
 	long accum, batch, epochs, max_steps, seed;
+	long batch_tokens;             /* micro-batches of whole records up to this many tokens; 0: of batch records */
 	long eval_every, save_every, keep, patience;
 	int eval_test, bucket;
 	const char *metric;
