@@ -174,8 +174,7 @@ double cuda_sum_squares(const float *x, size_t n);
 void cuda_scale(float *x, size_t n, float s);
 void cuda_ema_update(float *avg, const float *x, size_t n, float decay);
 void cuda_swap(float *a, float *b, size_t n);
-void cuda_adam_update(float *p, const float *g, float *m, float *v, size_t n,
-		      const struct adam_coef *c);
+void cuda_adam_update(const struct adam_tensor *t, int n);
 void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum,
 		     float wd);
 void cuda_lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,

@@ -1,6 +1,7 @@
 /* The optimizer's ops on the GPU: what lib/backend/backend.h says of sum_squares,
- * scale, adam_update, sgd_update, lamb_moments and lamb_apply, with
- * lib/backend/cpu_optim.c as the reference to the last bit.
+ * scale, adam_update (all of a step's tensors in one launch), sgd_update,
+ * lamb_moments and lamb_apply, with lib/backend/cpu_optim.c as the reference
+ * to the last bit.
  *
  * The updates are elementwise and spell out the CPU's expressions one float
  * operation at a time with round-to-nearest intrinsics (__fmul_rn and kin),
@@ -22,7 +23,10 @@
  * callers. */
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "util/err.h"
+#include <limits.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 enum {
 	SUM_CHUNK = 1 << 14,    /* cpu_optim.c's chunk: the sums' bits depend on it */
@@ -34,6 +38,7 @@ enum {
 	PER_LOADER = ROWS * TILE / LOADERS,
 	GRID_MAX = 65535,       /* blocks of an elementwise kernel; its threads stride on */
 	LANES = 8,              /* cpu_optim.c's running sums of squares: the bits depend on it */
+	ADAM_CHUNK = 4096,      /* elements of a tensor a block of the Adam kernel updates */
 };
 static_assert(ROWS == 32 && TILE % 32 == 0 && LOADERS % 32 == 0 && ROWS * TILE % LOADERS == 0,
 	      "a warp of loaders reads 32 floats of one row; the tile splits evenly");
@@ -55,13 +60,28 @@ static __global__ void scale_kernel(float *x, size_t n, float s)
 }
 
 /* adam_update: torch.optim.Adam/AdamW in cpu_optim.c's order, eps outside
- * the square root. */
-static __global__ void adam_kernel(float *__restrict__ p, const float *__restrict__ grad,
-				   float *__restrict__ m, float *__restrict__ v, size_t n,
-				   struct adam_coef a)
+ * the square root, for every tensor of a table in one launch. Block k takes
+ * ADAM_CHUNK elements of the tensor whose chunks it falls in: chunk_at[i]
+ * is tensor i's first chunk, chunk_at[n] the total. */
+static __global__ void adam_kernel(const struct adam_tensor *__restrict__ ts,
+				   const size_t *__restrict__ chunk_at, int n)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
+	size_t chunk = blockIdx.x;
+	int lo = 0, hi = n;   /* the tensor i with chunk_at[i] <= chunk < chunk_at[i + 1] */
+	while (hi - lo > 1) {
+		int mid = (lo + hi) / 2;
+		if (chunk_at[mid] <= chunk)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct adam_tensor *t = &ts[lo];
+	const struct adam_coef a = t->c;
+	size_t first = (chunk - chunk_at[lo]) * ADAM_CHUNK;
+	size_t end = min(first + ADAM_CHUNK, t->n);
+	float *__restrict__ p = t->p, *__restrict__ m = t->m, *__restrict__ v = t->v;
+	const float *__restrict__ grad = t->g;
+	for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) {
 		float pi = p[i];
 		/* g = grad + l2*p */
 		float g = __fadd_rn(grad[i], __fmul_rn(a.l2, pi));
@@ -436,12 +456,37 @@ void cuda_swap(float *a, float *b, size_t n)
 	CUDA_LAUNCHED();
 }
 
-void cuda_adam_update(float *p, const float *g, float *m, float *v, size_t n,
-		      const struct adam_coef *c)
+/* The table and its chunks' starts, on the GPU, grown as needed; the host
+ * copy goes up with the launch's work on the stream (from pageable memory,
+ * so it is taken before the call returns). */
+static struct adam_tensor *table_dev, *table_host;
+static size_t table_cap;
+
+void cuda_adam_update(const struct adam_tensor *t, int n)
 {
-	if (n == 0)
+	size_t bytes = n * sizeof *t + (n + 1) * sizeof(size_t);
+	cudaStream_t st = cuda_stream();
+	if (bytes > table_cap) {
+		if (table_dev)
+			CUDA_CHECK(cudaFreeAsync(table_dev, st));
+		free(table_host);
+		CUDA_CHECK(cudaMallocAsync((void **)&table_dev, bytes, st));
+		table_host = (struct adam_tensor *)xmalloc(bytes);
+		table_cap = bytes;
+	}
+	size_t *chunk_at = (size_t *)(table_host + n), chunks = 0;
+	for (int i = 0; i < n; i++) {
+		table_host[i] = t[i];
+		chunk_at[i] = chunks;
+		chunks += (t[i].n + ADAM_CHUNK - 1) / ADAM_CHUNK;
+	}
+	chunk_at[n] = chunks;
+	if (!chunks)
 		return;
-	adam_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(p, g, m, v, n, *c);
+	if (chunks > INT_MAX)
+		die("adam_update: %zu chunks of %d are more than one launch takes", chunks, (int)ADAM_CHUNK);
+	CUDA_CHECK(cudaMemcpyAsync(table_dev, table_host, bytes, cudaMemcpyHostToDevice, st));
+	adam_kernel<<<(unsigned)chunks, 256, 0, st>>>(table_dev, (const size_t *)(table_dev + n), n);
 	CUDA_LAUNCHED();
 }
 

@@ -47,6 +47,15 @@ struct adam_coef {
 	float keep, l2, b1, omb1, b2, omb2, step_size, bc2_sqrt, eps;
 };
 
+/* One tensor's Adam or AdamW update: where it lies and its coefficients. */
+struct adam_tensor {
+	float *p;
+	const float *g;
+	float *m, *v;
+	size_t n;
+	struct adam_coef c;
+};
+
 /* LAMB's bias-corrected Adam direction plus decay, u = m/bc1/(sqrt(v/bc2) +
  * eps) + wd*p, as NVIDIA apex's FusedLAMB. */
 struct lamb_coef {
@@ -149,8 +158,8 @@ struct backend {
 	/* avg = decay avg + (1 - decay) x: an exponential moving average */
 	void (*ema_update)(float *avg, const float *x, size_t n, float decay);
 	void (*swap)(float *a, float *b, size_t n);
-	void (*adam_update)(float *p, const float *g, float *m, float *v, size_t n,
-			    const struct adam_coef *c);
+	/* the updates of n tensors, on a GPU in one launch */
+	void (*adam_update)(const struct adam_tensor *t, int n);
 	/* m NULL: no momentum */
 	void (*sgd_update)(float *p, const float *g, float *m, size_t n, float lr,
 			   float momentum, float wd);

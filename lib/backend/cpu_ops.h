@@ -210,6 +210,8 @@ void ema_update(float *avg, const float *x, size_t n, float decay);
 void swap_floats(float *a, float *b, size_t n);
 void adam_update(float *p, const float *g, float *m, float *v, size_t n,
 		 const struct adam_coef *c);
+/* adam_update of each of n tensors: the backend's op */
+void adam_update_tensors(const struct adam_tensor *t, int n);
 void sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum, float wd);
 void lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,
 		  const struct lamb_coef *c, double *sums);

@@ -118,6 +118,12 @@ void adam_update(float *restrict p, const float *restrict grad, float *restrict 
 	}
 }
 
+void adam_update_tensors(const struct adam_tensor *t, int n)
+{
+	for (int i = 0; i < n; i++)
+		adam_update(t[i].p, t[i].g, t[i].m, t[i].v, t[i].n, &t[i].c);
+}
+
 HOT_EXACT static void sgd_span(float *restrict p, const float *restrict grad, float *restrict m,
 			       size_t n, float lr, float momentum, float wd)
 {

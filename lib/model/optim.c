@@ -26,6 +26,7 @@ struct optim {
 	const struct backend *be;
 	int n, nstate;
 	struct optim_tensor *t;
+	struct adam_tensor *jobs;   /* a step's Adam updates */
 	struct tensor_ref *state;   /* views of the host copy of the moments, named for checkpoints */
 	size_t *state_at;           /* where each view starts in the host copy */
 	float *moments;             /* all of them (or the shard's), in the backend's memory */
@@ -98,6 +99,7 @@ struct optim *optim_new(const struct optim_config *c, const struct backend *be,
 	o->n = n;
 	o->nstate = nbuf * n;
 	o->t = xcalloc(n, sizeof *o->t);
+	o->jobs = xcalloc(n ? n : 1, sizeof *o->jobs);
 	o->state = xcalloc(o->nstate, sizeof *o->state);
 	o->state_at = xcalloc(o->nstate ? o->nstate : 1, sizeof *o->state_at);
 	o->nbuf = nbuf;
@@ -239,6 +241,7 @@ void optim_free(struct optim *o)
 		free(o->host);
 	o->be->release(o->moments);
 	free(o->t);
+	free(o->jobs);
 	free(o);
 }
 
@@ -262,7 +265,8 @@ int optim_state(struct optim *o, struct tensor_ref *out)
 	return o->nstate;
 }
 
-/* torch.optim.Adam/AdamW, each tensor with its own decay. */
+/* torch.optim.Adam/AdamW, each tensor with its own decay and lr, all in
+ * one call of the backend. */
 static void adam_step(struct optim *o, double lr)
 {
 	const struct optim_config *c = &o->c;
@@ -270,6 +274,7 @@ static void adam_step(struct optim *o, double lr)
 		.b1 = c->beta1, .omb1 = 1 - c->beta1, .b2 = c->beta2, .omb2 = 1 - c->beta2,
 		.bc2_sqrt = sqrt(1 - pow(c->beta2, o->steps)), .eps = c->eps,
 	};
+	int n = 0;
 	for (int i = 0; i < o->n; i++) {
 		const struct optim_tensor *t = &o->t[i];
 		if (!t->lr_scale)
@@ -278,8 +283,9 @@ static void adam_step(struct optim *o, double lr)
 		a.step_size = lr_t / (1 - pow(c->beta1, o->steps));
 		a.keep = c->kind == OPTIM_ADAMW ? 1 - lr_t * t->wd : 1;
 		a.l2 = c->kind == OPTIM_ADAM ? t->wd : 0;
-		o->be->adam_update(t->p, t->g, t->m, t->v, t->n, &a);
+		o->jobs[n++] = (struct adam_tensor){ t->p, t->g, t->m, t->v, t->n, a };
 	}
+	o->be->adam_update(o->jobs, n);
 }
 
 /* LAMB as NVIDIA apex's FusedLAMB (adam_w_mode, grad averaging, no built-in

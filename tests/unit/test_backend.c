@@ -153,11 +153,12 @@ static double sim_sum_squares(const float *x, size_t n)
 	return sum_squares(sim(x), n);
 }
 
-static void sim_adam_update(float *p, const float *g, float *m, float *v, size_t n,
-			    const struct adam_coef *c)
+static void sim_adam_update(const struct adam_tensor *t, int n)
 {
-	sim(p), sim(g), sim(m), sim(v);
-	adam_update(p, g, m, v, n, c);
+	for (int i = 0; i < n; i++) {
+		sim(t[i].p), sim(t[i].g), sim(t[i].m), sim(t[i].v);
+		adam_update(t[i].p, t[i].g, t[i].m, t[i].v, t[i].n, &t[i].c);
+	}
 }
 
 static struct backend sim_backend(void)

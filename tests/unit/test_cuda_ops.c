@@ -554,13 +554,27 @@ static void test_optimizer(size_t n)
 	};
 	for (int k = 0; k < 2; k++) {
 		const char *how = k ? "adam_update with L2 (Adam)" : "adam_update";
-		char what[64];
+		char what[96];
+		struct adam_tensor one = { d_p, d_g, d_m, d_v, n, coefs[k] };
 		adam_update(p, g, m, v, n, &coefs[k]);
-		gpu->adam_update(d_p, d_g, d_m, d_v, n, &coefs[k]);
+		gpu->adam_update(&one, 1);
 		snprintf(what, sizeof what, "%s: p", how), expect_same(what, d_p, p, n);
 		snprintf(what, sizeof what, "%s: m", how), expect_same(what, d_m, m, n);
 		snprintf(what, sizeof what, "%s: v", how), expect_same(what, d_v, v, n);
 	}
+	/* one launch for a table: three tensors of n, each with its own coefficients,
+	 * one of them a single element, one empty */
+	size_t cut[5] = { 0, n / 3, n / 3 + 1, n / 3 + 1, n };
+	struct adam_tensor table[4];
+	for (int i = 0; i < 4; i++) {
+		size_t at = cut[i], len = cut[i + 1] - cut[i];
+		adam_update(p + at, g + at, m + at, v + at, len, &coefs[i % 2]);
+		table[i] = (struct adam_tensor){ d_p + at, d_g + at, d_m + at, d_v + at, len, coefs[i % 2] };
+	}
+	gpu->adam_update(table, 4);
+	expect_same("adam_update of a table of 4 tensors in one launch: p", d_p, p, n);
+	expect_same("adam_update of a table of 4 tensors in one launch: m", d_m, m, n);
+	expect_same("adam_update of a table of 4 tensors in one launch: v", d_v, v, n);
 	sgd_update(p, g, m, n, 0.01f, 0.9f, 0.01f);
 	gpu->sgd_update(d_p, d_g, d_m, n, 0.01f, 0.9f, 0.01f);
 	expect_same("sgd_update with momentum: p", d_p, p, n);
