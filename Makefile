@@ -51,6 +51,7 @@ ifeq ($(GPU),auto)
 GPU := $(if $(shell command -v nvcc 2>/dev/null),1,0)
 endif
 CU_SRC := $(wildcard kernels/*.cu)
+FRONTEND_DIR := build/cudnn-frontend
 ifeq ($(GPU),1)
 ifneq ($(CU_SRC),)
 NVCC ?= nvcc
@@ -60,7 +61,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
 # and sm_70 added here.
 NVFLAGS := -O3 -std=c++17 -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
            -gencode arch=compute_90,code=sm_90 \
-           -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels
+           -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels -isystem $(FRONTEND_DIR)/include
 CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
 ifeq ($(STATIC),1)
 # the CUDA runtime and the C++ runtime inside; cuBLAS (no static library in
@@ -70,7 +71,7 @@ ifeq ($(STATIC),1)
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart_static -ldl -lrt \
           -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
 else
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -ldl -lstdc++
 endif
 endif
 endif
@@ -109,6 +110,20 @@ $(B)/%.o: %.c $(LIB_H) | $(B)/cmd
 $(B)/kernels/%.o: kernels/%.cu $(LIB_H) $(wildcard kernels/*.h)
 	@mkdir -p $(B)/kernels
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
+
+# cudnn-frontend's headers for cuda_sdpa.cu, from its PyPI wheel (pinned by hash in
+# kernels/requirements.txt), fetched once into build/ by a throwaway venv's pip
+$(B)/kernels/cuda_sdpa.o: $(FRONTEND_DIR)/include/cudnn_frontend.h
+$(FRONTEND_DIR)/include/cudnn_frontend.h: kernels/requirements.txt
+	rm -rf $(FRONTEND_DIR) && mkdir -p $(FRONTEND_DIR)
+	/usr/bin/python3 -m venv $(FRONTEND_DIR)/venv
+	$(FRONTEND_DIR)/venv/bin/pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+	  --python-version 3.11 --platform manylinux_2_28_x86_64 --require-hashes -r $< -d $(FRONTEND_DIR)/wheel
+	/usr/bin/python3 -c 'import sys, glob, zipfile; z = zipfile.ZipFile(glob.glob(sys.argv[1])[0]); \
+	  z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])' \
+	  '$(FRONTEND_DIR)/wheel/*.whl' $(FRONTEND_DIR)
+	rm -rf $(FRONTEND_DIR)/venv $(FRONTEND_DIR)/wheel
+	@test -f $@ || { echo "$@: not in the wheel" >&2; exit 1; }
 
 $(B)/libtopspin.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -169,6 +169,17 @@ void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv
 				  const float *dctx, const float *state, const struct attention *a);
 double cuda_attention_scratch(int B, int T, int H);
 
+/* kernels/cuda_sdpa.cu: cuDNN's fused attention for bf16 (half 0) or fp16
+ * (half 1) acts, with the own kernel's state; 0 where it did nothing (no
+ * cuDNN, a shape it refuses, a call without rows or, in the backward, out):
+ * the own kernel runs then. cuda_sdpa_use(0) keeps to the own kernel (the
+ * tests compare the two); cuda_sdpa_served counts the calls cuDNN ran. */
+int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half);
+int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
+		       const float *state, const struct attention *a, int half);
+void cuda_sdpa_use(int on);
+long cuda_sdpa_served(void);
+
 /* kernels/cuda_optim.cu */
 double cuda_sum_squares(const float *x, size_t n);
 void cuda_scale(float *x, size_t n, float s);

@@ -609,22 +609,26 @@ void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, con
 
 void cuda_attention_forward_bf16(struct act *ctx, float *state, const struct attention *a)
 {
-	forward((bf16 *)ctx, state, a);
+	if (!cuda_sdpa_forward(ctx, state, a, 0))
+		forward((bf16 *)ctx, state, a);
 }
 
 void cuda_attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a)
 {
-	backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, dctx, state, a);
+	if (!cuda_sdpa_backward(dq, dk, dv, dctx, state, a, 0))
+		backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, dctx, state, a);
 }
 
 void cuda_attention_forward_fp16(struct act *ctx, float *state, const struct attention *a)
 {
-	forward((f16 *)ctx, state, a);
+	if (!cuda_sdpa_forward(ctx, state, a, 1))
+		forward((f16 *)ctx, state, a);
 }
 
 void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a)
 {
-	backward((f16 *)dq, (f16 *)dk, (f16 *)dv, dctx, state, a);
+	if (!cuda_sdpa_backward(dq, dk, dv, dctx, state, a, 1))
+		backward((f16 *)dq, (f16 *)dk, (f16 *)dv, dctx, state, a);
 }

@@ -38,6 +38,10 @@ struct attention {
 	const uint8_t *mask;       /* per row of k: 0 a padding key; NULL: none */
 	float p;                   /* dropout on the probabilities */
 	uint64_t seed;
+	/* for a backend that wants them (cuDNN's): the rows of q (and of ctx);
+	 * and in the backward, the forward's ctx. 0 and NULL: not given */
+	int rows;
+	const struct act *out;
 };
 
 /* One Adam or AdamW update of a tensor, in PyTorch's order of float

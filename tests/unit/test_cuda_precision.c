@@ -4,8 +4,9 @@
  * 2^-24), so every product is exact, and a result differs from the CPU's by
  * the order of its fp32 sums only (fp32 outputs: fp32's tolerance) and,
  * where it is a half-width act, by one rounding to nearest even more
- * (2^-8 relative). Odd sizes, more than 65535 rows, and the GEMM plans made
- * once per product. Without the CUDA backend or a GPU every check is
+ * (2^-8 relative). Odd sizes, more than 65535 rows, the GEMM plans made
+ * once per product, and the attention both on the own kernels and on
+ * cuDNN's. Without the CUDA backend or a GPU every check is
  * reported as skipped. */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
@@ -266,11 +267,42 @@ static void test_gelu(int rows, int F)
 
 enum { AB = 3 };
 
-/* The attention on acts, laid out as bert_graph.c does: q|k|v fused [N, 3C],
- * or (the last layer's head rows) q apart and k|v [N, 2C]. */
-static void test_attention(int T, int H, int C, int masked, int head_rows, float p)
+/* Which kernels run an attention test: the own ones; cuDNN's (bf16 and fp16
+ * acts, where it takes the shape); cuDNN's forward and the own backward from
+ * its state. */
+enum attention_path { OWN, CUDNN, CUDNN_THEN_OWN };
+static const char *const path_names[] = { "own kernel", "cuDNN", "cuDNN forward, own backward" };
+
+/* One forward and backward of the attention test's inputs on the GPU. */
+struct attention_run {
+	struct attention a;
+	struct act *ctx, *dq, *dk, *dv;
+	const float *dctx;
+	float *state;
+};
+
+static void run_attention(const struct attention_run *r, enum attention_path path)
 {
-	int lengths[AB] = { T, T / 2 + 1, T / 3 + 1 }, real[AB] = { T, T / 2 - 1, 0 };
+	cuda_sdpa_use(path != OWN);
+	low->attention_forward(r->ctx, r->state, &r->a);
+	cuda_sdpa_use(path == CUDNN);
+	low->attention_backward(r->dq, r->dk, r->dv, r->dctx, r->state, &r->a);
+	cuda_sdpa_use(1);
+}
+
+/* The attention on acts, laid out as bert_graph.c does: q|k|v fused [N, 3C],
+ * or (the last layer's head rows) q apart and k|v [N, 2C]. Against the CPU,
+ * but cuDNN's dropout (its own random numbers): run twice, the same bits.
+ * cuDNN rounds the probabilities to the acts' type before their product
+ * with V: a looser tolerance for it. */
+static void test_attention(int T, int H, int C, int masked, int head_rows, float p, enum attention_path path)
+{
+	if (path != OWN && acts_are_floats(low))
+		return;   /* cuDNN's attention is for bf16 and fp16 acts */
+	if (path == CUDNN_THEN_OWN && p > 0)
+		return;   /* cuDNN's dropout is not the own kernel's: with dropout, both or neither */
+	/* a sequence without a real key is uniform on the CPU and the own kernel; cuDNN has none */
+	int lengths[AB] = { T, T / 2 + 1, T / 3 + 1 }, real[AB] = { T, T / 2 - 1, path == OWN ? 0 : 1 };
 	int32_t kv_start[AB + 1] = { 0 }, q_start[AB + 1] = { 0 };
 	for (int b = 0; b < AB; b++)
 		kv_start[b + 1] = kv_start[b] + lengths[b];
@@ -303,34 +335,60 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	const float *k = kv + k_at;
 	struct attention cpu_a = { AB, T, C, H, float_acts(q), float_acts(k), float_acts(k + C), ldq, ldkv,
 				   kv_start, head_rows ? q_start : NULL, p_start, masked ? mask : NULL, p,
-				   99 };
-	struct attention gpu_a = { AB, T, C, H, d_q, act_at(low, d_kv, k_at), act_at(low, d_kv, k_at + C),
-				   ldq, ldkv, d_kv_start, head_rows ? d_q_start : NULL, d_p_start, d_mask,
-				   p, 99 };
-	char what[160];
-	snprintf(what, sizeof what, "%s attention_forward T %d, %s, %d heads of %d, %s, p %.1f: ctx", low_name,
-		 T, head_rows ? "head rows" : "all rows", H, C / H, masked ? "masked" : "no mask", p);
-	attention_forward(ctx, NULL, &cpu_a);
-	low->attention_forward(d_ctx, d_state, &gpu_a);
-	expect_acts_close(what, d_ctx, ctx, ctx_n, 1e-4, RTOL);
-	float *dk = dkv + k_at;
-	attention_backward(dq, dk, dk + C, dctx, NULL, &cpu_a);
-	low->attention_backward(d_dq, act_at(low, d_dkv, k_at), act_at(low, d_dkv, k_at + C), d_dctx,
-				d_state, &gpu_a);
-	snprintf(what, sizeof what, "%s attention_backward T %d, %s, p %.1f: dk, dv%s", low_name, T,
-		 head_rows ? "head rows" : "all rows", p, head_rows ? "" : ", dq");
-	expect_acts_close(what, d_dkv, dkv, kv_n, 1e-4, RTOL);
-	if (head_rows) {
-		snprintf(what, sizeof what, "%s attention_backward T %d, head rows, p %.1f: dq", low_name, T, p);
-		expect_acts_close(what, d_dq, dq, q_n, 1e-4, RTOL);
-		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
+				   99, R, NULL };
+	struct attention_run run = {
+		{ AB, T, C, H, d_q, act_at(low, d_kv, k_at), act_at(low, d_kv, k_at + C), ldq, ldkv,
+		  d_kv_start, head_rows ? d_q_start : NULL, d_p_start, d_mask, p, 99, R, d_ctx },
+		d_ctx, d_dq, act_at(low, d_dkv, k_at), act_at(low, d_dkv, k_at + C), d_dctx, d_state };
+	char what[200], shape[128];
+	snprintf(shape, sizeof shape, "%s attention (%s) T %d, %s, %d heads of %d, %s, p %.1f", low_name,
+		 path_names[path], T, head_rows ? "head rows" : "all rows", H, C / H, masked ? "masked" : "no mask",
+		 p);
+	long served = cuda_sdpa_served();
+	run_attention(&run, path);
+	if (path != OWN && cuda_sdpa_served() == served) {
+		SKIP("%s: cuDNN did not take it (no cuDNN here, or it refused the shape: see its note)", shape);
+	} else if (path == CUDNN && p > 0) {
+		float *ctx1 = acts_back(d_ctx, ctx_n), *dkv1 = acts_back(d_dkv, kv_n);
+		run_attention(&run, path);
+		snprintf(what, sizeof what, "%s: its own dropout, run again: ctx", shape);
+		expect_acts_same(what, d_ctx, ctx1, ctx_n);
+		snprintf(what, sizeof what, "%s: its own dropout, run again: the gradients", shape);
+		expect_acts_same(what, d_dkv, dkv1, kv_n);
+		free(ctx1), free(dkv1);
+	} else {
+		double atol = path == OWN ? 1e-4 : 2e-3, rtol = path == OWN ? RTOL : 2e-2;
+		attention_forward(ctx, NULL, &cpu_a);
+		snprintf(what, sizeof what, "%s: ctx", shape);
+		expect_acts_close(what, d_ctx, ctx, ctx_n, atol, rtol);
+		float *dk = dkv + k_at;
+		attention_backward(dq, dk, dk + C, dctx, NULL, &cpu_a);
+		snprintf(what, sizeof what, "%s: dk, dv%s", shape, head_rows ? "" : ", dq");
+		expect_acts_close(what, d_dkv, dkv, kv_n, atol, rtol);
+		if (head_rows) {
+			snprintf(what, sizeof what, "%s: dq", shape);
+			expect_acts_close(what, d_dq, dq, q_n, atol, rtol);
+		}
 	}
+	if (head_rows)
+		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
 	void *d[] = { d_kv, d_ctx, d_dkv, d_dctx, d_state, d_kv_start, d_q_start, d_p_start };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
 	if (d_mask)
 		gpu->release(d_mask);
 	free(mask), free(kv), free(ctx), free(dctx), free(dkv);
+}
+
+static void test_attentions(enum attention_path path)
+{
+	test_attention(17, 4, 64, 1, 0, 0, path);
+	test_attention(17, 4, 64, 1, 1, 0, path);
+	test_attention(128, 2, 128, 1, 0, 0, path);     /* BERT's heads, 64 wide */
+	test_attention(128, 2, 128, 1, 0, 0.1f, path);
+	test_attention(77, 2, 128, 0, 1, 0.1f, path);
+	test_attention(200, 12, 768, 1, 0, 0, path);   /* BERT-base's, past one 64-key tile of cuDNN's */
+	test_attention(40, 1, 256, 1, 0, 0.1f, path);  /* the widest head: the own kernel's */
 }
 
 static void test_backend(enum precision p)
@@ -349,11 +407,9 @@ static void test_backend(enum precision p)
 	test_layernorm(70001, 37, 0.1f);
 	test_gelu(67, 384);
 	test_gelu(70001, 5);
-	test_attention(17, 4, 64, 1, 0, 0);
-	test_attention(17, 4, 64, 1, 1, 0);
-	test_attention(128, 2, 128, 1, 0, 0.1f);   /* BERT's heads, 64 wide */
-	test_attention(77, 2, 128, 0, 1, 0.1f);
-	test_attention(40, 1, 256, 1, 0, 0.1f);    /* the widest head */
+	test_attentions(OWN);
+	test_attentions(CUDNN);
+	test_attentions(CUDNN_THEN_OWN);
 }
 #endif
 

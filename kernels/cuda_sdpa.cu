@@ -1,0 +1,447 @@
+/* cuDNN's fused attention (scaled dot-product attention, flash attention on
+ * the tensor cores) for bf16 and fp16 acts, through NVIDIA's header-only
+ * cudnn-frontend, behind the C functions of cuda_api.h. libcudnn.so.9 is
+ * loaded when first wanted; where it is missing, or cuDNN refuses a shape
+ * (it takes packed sequences on sm_90 and later), these functions return 0
+ * and the caller runs the own kernel, after one note on stderr.
+ *
+ * Layout: the graph's, unpadded (struct attention): sequence b's queries are
+ * rows q_start[b].. of q (row stride ldq), its keys and values rows
+ * kv_start[b].. of k and v (ldkv), head h columns h*d..; ctx, dctx likewise
+ * with stride C. cuDNN sees them as [B, H, S, d] with ragged offsets (the
+ * element offset of each sequence's first row) and per-sequence lengths:
+ * S_q the sequence's query rows, S_kv its keys up to the last real one (the
+ * mask of struct attention marks padding keys at the end of a sequence;
+ * one with no real key, which ts-tokenize never makes, would differ from
+ * the own kernel's uniform row). Dropout on the probabilities is cuDNN's
+ * own (Philox, from the call's seed), not the CPU's masks, and the same in
+ * the backward.
+ *
+ * The forward keeps per query row and head the softmax's log-sum-exp, as
+ * the own kernel's state (maximum, 1/sum) = (lse, 1): without dropout either
+ * backward works from it; with dropout cuDNN takes a forward only where it
+ * takes its backward too. Graphs are built once per shape, B rounded up to a multiple of
+ * 8 and T of 64 (the lengths and offsets say the rest), and kept. */
+#define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
+#include "cuda_api.h"
+#include "cuda_check.h"
+#include "cuda_types.h"
+#include "util/err.h"
+#include <cudnn_frontend.h>
+#include <deque>
+#include <dlfcn.h>
+#include <memory>
+
+namespace fe = cudnn_frontend;
+void *cudnn_frontend::cudnn_dlhandle = nullptr;
+
+enum { B_ROUND = 8, T_ROUND = 64, THREADS = 256 };
+
+/* uids of a graph's tensors, for its variant pack */
+enum { Q = 1, K, V, O, STATS, DO, DQ, DK, DV, SEQ_Q, SEQ_KV, OFF_Q, OFF_KV, OFF_O, OFF_STATS, SEED, OFFSET };
+
+/* What a graph is built for. */
+struct shape {
+	int B, T, H, d, ldq, ldkv, C, half, backward;
+	float p;                 /* dropout on the probabilities */
+	bool operator==(const shape &o) const
+	{
+		return B == o.B && T == o.T && H == o.H && d == o.d && ldq == o.ldq && ldkv == o.ldkv &&
+		       C == o.C && half == o.half && backward == o.backward && p == o.p;
+	}
+};
+
+struct plan {
+	shape s;
+	std::shared_ptr<fe::graph::Graph> g;   /* NULL: cuDNN refused the shape */
+	int64_t workspace;
+};
+
+static cudnnHandle_t handle;
+static int loaded = -1;              /* -1: not tried; 0: no cuDNN; 1: ready */
+static int enabled = 1;              /* cuda_sdpa_use */
+static std::deque<plan> plans;    /* a deque: references to its plans stay good */
+static long served;                  /* calls cuDNN ran */
+
+static void *workspace, *lens;       /* grown, kept */
+static size_t workspace_cap, lens_cap;
+
+static int ready(void)
+{
+	if (loaded >= 0)
+		return loaded;
+	loaded = 0;
+	cudnn_frontend::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+	if (!cudnn_frontend::cudnn_dlhandle) {
+		warnx("cuDNN (libcudnn.so.9) not found: the attention runs on TopSpin's own kernel");
+		return 0;
+	}
+	try {
+		if (fe::detail::create_handle(&handle) != CUDNN_STATUS_SUCCESS ||
+		    fe::detail::set_stream(handle, cuda_stream()) != CUDNN_STATUS_SUCCESS) {
+			warnx("cuDNN would not start: the attention runs on TopSpin's own kernel");
+			return 0;
+		}
+	} catch (const std::exception &e) {
+		warnx("cuDNN would not start (%s): the attention runs on TopSpin's own kernel", e.what());
+		return 0;
+	}
+	loaded = 1;
+	return 1;
+}
+
+/* [B, H, S, d] over rows of stride ld at a sequence's ragged offset */
+static std::shared_ptr<fe::graph::Tensor_attributes> rows(fe::graph::Graph &g, int uid, const char *name,
+							  const shape &s, int64_t ld,
+							  std::shared_ptr<fe::graph::Tensor_attributes> off)
+{
+	auto t = g.tensor(fe::graph::Tensor_attributes()
+				  .set_name(name)
+				  .set_uid(uid)
+				  .set_dim({s.B, s.H, s.T, s.d})
+				  .set_stride({(int64_t)s.T * ld, s.d, ld, 1}));
+	t->set_ragged_offset(off);
+	return t;
+}
+
+static std::shared_ptr<fe::graph::Tensor_attributes> index_tensor(fe::graph::Graph &g, int uid,
+								  const char *name, int64_t n)
+{
+	return g.tensor(fe::graph::Tensor_attributes()
+				.set_name(name)
+				.set_uid(uid)
+				.set_dim({n, 1, 1, 1})
+				.set_stride({1, 1, 1, 1})
+				.set_data_type(fe::DataType_t::INT32));
+}
+
+static std::shared_ptr<fe::graph::Tensor_attributes> scalar(fe::graph::Graph &g, int uid, const char *name)
+{
+	return g.tensor(fe::graph::Tensor_attributes()
+				.set_name(name)
+				.set_uid(uid)
+				.set_dim({1, 1, 1, 1})
+				.set_stride({1, 1, 1, 1})
+				.set_data_type(fe::DataType_t::INT64));
+}
+
+/* The graph of s: its forward (O and the statistics from Q, K, V) or its
+ * backward (dQ, dK, dV); NULL where cuDNN refuses it. */
+static std::shared_ptr<fe::graph::Graph> build(const shape &s)
+{
+	auto g = std::make_shared<fe::graph::Graph>();
+	g->set_io_data_type(s.half ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
+		.set_intermediate_data_type(fe::DataType_t::FLOAT)
+		.set_compute_data_type(fe::DataType_t::FLOAT);
+	auto off_q = index_tensor(*g, OFF_Q, "off_q", s.B + 1), off_kv = index_tensor(*g, OFF_KV, "off_kv", s.B + 1);
+	auto off_o = index_tensor(*g, OFF_O, "off_o", s.B + 1), off_st = index_tensor(*g, OFF_STATS, "off_stats", s.B + 1);
+	auto seq_q = index_tensor(*g, SEQ_Q, "seq_q", s.B), seq_kv = index_tensor(*g, SEQ_KV, "seq_kv", s.B);
+	auto q = rows(*g, Q, "q", s, s.ldq, off_q), k = rows(*g, K, "k", s, s.ldkv, off_kv);
+	auto v = rows(*g, V, "v", s, s.ldkv, off_kv);
+	float scale = 1.0f / sqrtf((float)s.d);
+	if (!s.backward) {
+		auto o_opts = fe::graph::SDPA_attributes()
+				      .set_name("attention")
+				      .set_generate_stats(true)
+				      .set_attn_scale(scale)
+				      .set_padding_mask(true)
+				      .set_seq_len_q(seq_q)
+				      .set_seq_len_kv(seq_kv);
+		if (s.p > 0)
+			o_opts.set_dropout(s.p, scalar(*g, SEED, "seed"), scalar(*g, OFFSET, "offset"));
+		auto [o, stats] = g->sdpa(q, k, v, o_opts);
+		o->set_output(true).set_uid(O).set_dim({s.B, s.H, s.T, s.d}).set_stride(
+			{(int64_t)s.T * s.C, s.d, s.C, 1});
+		o->set_ragged_offset(off_o);
+		stats->set_output(true).set_uid(STATS).set_data_type(fe::DataType_t::FLOAT).set_dim(
+			{s.B, s.H, s.T, 1}).set_stride({(int64_t)s.T * s.H, 1, s.H, 1});
+		stats->set_ragged_offset(off_st);
+	} else {
+		auto o = rows(*g, O, "o", s, s.C, off_o), dout = rows(*g, DO, "do", s, s.C, off_o);
+		auto stats = g->tensor(fe::graph::Tensor_attributes()
+					       .set_name("stats")
+					       .set_uid(STATS)
+					       .set_dim({s.B, s.H, s.T, 1})
+					       .set_stride({(int64_t)s.T * s.H, 1, s.H, 1})
+					       .set_data_type(fe::DataType_t::FLOAT));
+		stats->set_ragged_offset(off_st);
+		auto opts = fe::graph::SDPA_backward_attributes()
+				    .set_name("attention_backward")
+				    .set_attn_scale(scale)
+				    .set_padding_mask(true)
+				    .set_seq_len_q(seq_q)
+				    .set_seq_len_kv(seq_kv)
+				    .set_deterministic_algorithm(true);
+		if (s.p > 0)
+			opts.set_dropout(s.p, scalar(*g, SEED, "seed"), scalar(*g, OFFSET, "offset"));
+		auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, opts);
+		dq->set_output(true).set_uid(DQ).set_dim({s.B, s.H, s.T, s.d}).set_stride(
+			{(int64_t)s.T * s.ldq, s.d, s.ldq, 1});
+		dq->set_ragged_offset(off_q);
+		dk->set_output(true).set_uid(DK).set_dim({s.B, s.H, s.T, s.d}).set_stride(
+			{(int64_t)s.T * s.ldkv, s.d, s.ldkv, 1});
+		dk->set_ragged_offset(off_kv);
+		dv->set_output(true).set_uid(DV).set_dim({s.B, s.H, s.T, s.d}).set_stride(
+			{(int64_t)s.T * s.ldkv, s.d, s.ldkv, 1});
+		dv->set_ragged_offset(off_kv);
+	}
+	if (g->validate().is_bad() || g->build_operation_graph(handle).is_bad() ||
+	    g->create_execution_plans({fe::HeurMode_t::A}).is_bad() || g->check_support(handle).is_bad() ||
+	    g->build_plans(handle).is_bad())
+		return nullptr;
+	return g;
+}
+
+/* The plan of s: found, or built now (a refusal is kept too, with a note). */
+static const plan &plan_of(const shape &s)
+{
+	for (const plan &p : plans)
+		if (p.s == s)
+			return p;
+	plan p = { s, nullptr, 0 };
+	try {
+		p.g = build(s);
+	} catch (const std::exception &e) {
+		p.g = nullptr;
+	}
+	if (p.g && p.g->get_workspace_size(p.workspace).is_bad())
+		p.g = nullptr;
+	if (!p.g)
+		warnx("cuDNN's attention refuses %s of %d sequences up to %d long, %d heads of %d: the own "
+		      "kernel runs them", s.backward ? "the backward" : "the forward", s.B, s.T, s.H, s.d);
+	plans.push_back(p);
+	return plans.back();
+}
+
+static int round_up(int x, int to)
+{
+	return (x + to - 1) / to * to;
+}
+
+/* The shape of a call, or 0 when cuDNN cannot take it: fp32 acts, heads of
+ * another width than cuDNN's flash attention takes, or no cuDNN. */
+static int shape_of(const struct attention *a, int half, int backward, shape *s)
+{
+	int d = a->C / a->H;
+	if (!enabled || a->B <= 0 || !a->rows || d % 8 || d > 128 || !ready())
+		return 0;
+	s->B = round_up(a->B, B_ROUND), s->T = round_up(a->T, T_ROUND), s->H = a->H, s->d = d;
+	s->ldq = a->ldq, s->ldkv = a->ldkv, s->C = a->C, s->p = a->p, s->half = half;
+	s->backward = backward;
+	return 1;
+}
+
+/* ---- the index tensors, from kv_start, q_start and the mask ---- */
+
+/* Per sequence b < B (of Bp, the rest empty): its query rows and real keys,
+ * and the ragged offsets of Q, K|V, O and the statistics. One warp a
+ * sequence finds its last real key. */
+static __global__ void lengths_kernel(int32_t *seq_q, int32_t *seq_kv, int32_t *off_q, int32_t *off_kv,
+				      int32_t *off_o, int32_t *off_st, const int32_t *kv_start,
+				      const int32_t *q_start, const uint8_t *mask, int B, int Bp, int ldq,
+				      int ldkv, int C, int H)
+{
+	int b = blockIdx.x * (THREADS / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+	if (b > Bp)
+		return;
+	const int32_t *qs = q_start ? q_start : kv_start;
+	int c = b < B ? b : B;   /* past the last sequence: empty ones at the end */
+	int k0 = kv_start[c], q0 = qs[c];
+	if (!lane) {
+		off_q[b] = q0 * ldq, off_kv[b] = k0 * ldkv, off_o[b] = q0 * C, off_st[b] = q0 * H;
+	}
+	if (b == Bp)
+		return;
+	int len = b < B ? kv_start[b + 1] - k0 : 0, last = 0;
+	for (int j = lane; j < len; j += 32)
+		if (!mask || mask[k0 + j])
+			last = j + 1;
+	for (int o = 16; o; o >>= 1)
+		last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
+	if (!lane) {
+		seq_q[b] = b < B ? qs[b + 1] - q0 : 0;
+		seq_kv[b] = last ? last : len;
+	}
+}
+
+/* The index tensors of a call, in one grown buffer: seq_q, seq_kv [Bp], then
+ * the four offsets [Bp + 1]. */
+static int32_t *index_tensors(const struct attention *a, const shape &s)
+{
+	size_t bytes = (2 * (size_t)s.B + 4 * ((size_t)s.B + 1)) * sizeof(int32_t);
+	cudaStream_t st = cuda_stream();
+	if (bytes > lens_cap) {
+		if (lens)
+			CUDA_CHECK(cudaFreeAsync(lens, st));
+		CUDA_CHECK(cudaMallocAsync(&lens, bytes, st));
+		lens_cap = bytes;
+	}
+	int32_t *p = (int32_t *)lens, *off = p + 2 * s.B;
+	int warps = THREADS / 32;
+	lengths_kernel<<<(s.B + 1 + warps - 1) / warps, THREADS, 0, st>>>(
+		p, p + s.B, off, off + s.B + 1, off + 2 * (s.B + 1), off + 3 * (s.B + 1), a->kv_start,
+		a->q_start, a->mask, a->B, s.B, s.ldq, s.ldkv, s.C, s.H);
+	CUDA_LAUNCHED();
+	return p;
+}
+
+static void *workspace_of(int64_t bytes)
+{
+	if ((size_t)bytes > workspace_cap) {
+		if (workspace)
+			CUDA_CHECK(cudaFreeAsync(workspace, cuda_stream()));
+		CUDA_CHECK(cudaMallocAsync(&workspace, (size_t)bytes, cuda_stream()));
+		workspace_cap = (size_t)bytes;
+	}
+	return workspace;
+}
+
+/* ---- the state: (lse, 1) per query row and head, as the own kernel keeps it ---- */
+
+static __global__ void state_from_lse_kernel(float *state, const float *lse, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+		state[CUDA_ATTENTION_STATE * i] = lse[i];
+		state[CUDA_ATTENTION_STATE * i + 1] = 1.0f;
+	}
+}
+
+static __global__ void lse_from_state_kernel(float *lse, const float *state, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		lse[i] = state[CUDA_ATTENTION_STATE * i];
+}
+
+template <typename A>
+static __global__ void to_acts_kernel(A *out, const float *in, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		store(out + i, in[i]);
+}
+
+static unsigned blocks_for(size_t n)
+{
+	size_t b = cuda_blocks(n);
+	return b > 16384 ? 16384u : (unsigned)b;
+}
+
+/* Scratch for the statistics (rows x H floats) and dO in acts (rows x C), grown. */
+static void *scratch_of(size_t bytes)
+{
+	static void *p;
+	static size_t cap;
+	if (bytes > cap) {
+		if (p)
+			CUDA_CHECK(cudaFreeAsync(p, cuda_stream()));
+		CUDA_CHECK(cudaMallocAsync(&p, bytes, cuda_stream()));
+		cap = bytes;
+	}
+	return p;
+}
+
+static int execute(const plan &p, std::unordered_map<int64_t, void *> &pack)
+{
+	try {
+		return p.g->execute(handle, pack, workspace_of(p.workspace)).is_good();
+	} catch (const std::exception &e) {
+		return 0;
+	}
+}
+
+/* the seed and offset of the call's dropout, which cuDNN reads on the device */
+static void *dropout_rng(const struct attention *a)
+{
+	static int64_t *d;
+	int64_t h[2] = { (int64_t)(a->seed & 0x7fffffffffffffffull), 0 };
+	if (!d)
+		CUDA_CHECK(cudaMalloc(&d, sizeof h));
+	CUDA_CHECK(cudaMemcpyAsync(d, h, sizeof h, cudaMemcpyHostToDevice, cuda_stream()));
+	return d;
+}
+
+static void index_pack(std::unordered_map<int64_t, void *> &pack, int32_t *idx, const shape &s)
+{
+	int32_t *off = idx + 2 * s.B;
+	pack[SEQ_Q] = idx, pack[SEQ_KV] = idx + s.B;
+	pack[OFF_Q] = off, pack[OFF_KV] = off + s.B + 1, pack[OFF_O] = off + 2 * (s.B + 1);
+	pack[OFF_STATS] = off + 3 * (s.B + 1);
+}
+
+int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half)
+{
+	shape s, back;
+	if (!shape_of(a, half, 0, &s))
+		return 0;
+	const plan &p = plan_of(s);
+	if (!p.g)
+		return 0;
+	/* with dropout, the own backward would draw other masks: both on cuDNN or neither */
+	back = s, back.backward = 1;
+	if (s.p > 0 && !plan_of(back).g)
+		return 0;
+	size_t n = (size_t)a->rows * (size_t)a->H;
+	float *lse = (float *)scratch_of(n * sizeof(float));
+	std::unordered_map<int64_t, void *> pack;
+	index_pack(pack, index_tensors(a, s), s);
+	pack[Q] = (void *)a->q, pack[K] = (void *)a->k, pack[V] = (void *)a->v, pack[O] = ctx, pack[STATS] = lse;
+	if (s.p > 0) {
+		int64_t *rng = (int64_t *)dropout_rng(a);
+		pack[SEED] = rng, pack[OFFSET] = rng + 1;
+	}
+	if (!execute(p, pack))
+		die("cuDNN's attention failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stderr "
+		    "shows cuDNN's own words");
+	if (n) {
+		state_from_lse_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(state, lse, n);
+		CUDA_LAUNCHED();
+	}
+	served++;
+	return 1;
+}
+
+int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
+		       const float *state, const struct attention *a, int half)
+{
+	shape s;
+	if (!a->out || !shape_of(a, half, 1, &s))
+		return 0;
+	const plan &p = plan_of(s);
+	if (!p.g)
+		return 0;
+	size_t n = (size_t)a->rows * (size_t)a->H, nd = (size_t)a->rows * (size_t)a->C;
+	char *buf = (char *)scratch_of(n * sizeof(float) + nd * 2);
+	float *lse = (float *)buf;
+	void *dout = buf + n * sizeof(float);
+	if (n) {
+		lse_from_state_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(lse, state, n);
+		CUDA_LAUNCHED();
+		if (half)
+			to_acts_kernel<<<blocks_for(nd), THREADS, 0, cuda_stream()>>>((f16 *)dout, dctx, nd);
+		else
+			to_acts_kernel<<<blocks_for(nd), THREADS, 0, cuda_stream()>>>((bf16 *)dout, dctx, nd);
+		CUDA_LAUNCHED();
+	}
+	std::unordered_map<int64_t, void *> pack;
+	index_pack(pack, index_tensors(a, s), s);
+	pack[Q] = (void *)a->q, pack[K] = (void *)a->k, pack[V] = (void *)a->v, pack[O] = (void *)a->out;
+	pack[DO] = dout, pack[STATS] = lse, pack[DQ] = dq, pack[DK] = dk, pack[DV] = dv;
+	if (s.p > 0) {
+		int64_t *rng = (int64_t *)dropout_rng(a);
+		pack[SEED] = rng, pack[OFFSET] = rng + 1;
+	}
+	if (!execute(p, pack))
+		die("cuDNN's attention backward failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 "
+		    "CUDNN_LOGDEST_DBG=stderr shows cuDNN's own words");
+	served++;
+	return 1;
+}
+
+void cuda_sdpa_use(int on)
+{
+	enabled = on;
+}
+
+long cuda_sdpa_served(void)
+{
+	return served;
+}
