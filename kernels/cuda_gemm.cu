@@ -2,18 +2,21 @@
  * products as the CPU's, to rounding). The precisions below fp32 go through
  * cuBLASLt: tf32 multiplies floats on the tensor cores; bf16 (fp16)
  * multiplies bf16 (fp16) acts and weights' copies, accumulating in fp32,
- * into an fp32 output or one in acts. The bias rides the GEMM (cuBLASLt's BIAS epilogue) where
- * cuBLASLt takes it for the shape, else an own kernel adds it after; GELU
- * stays out (cuBLASLt's is tanh's approximation, HF BERT's is erf's).
+ * into an fp32 output or one in acts. The bias rides the GEMM (cuBLASLt's
+ * BIAS epilogue) where cuBLASLt takes it, else an own kernel adds it after;
+ * GELU stays out (cuBLASLt's is tanh's approximation, HF BERT's is erf's).
+ * Where cuBLASLt has no kernel for a product (odd strides, unaligned
+ * pointers), cublasGemmEx runs it.
  *
- * Each distinct product (shape, strides, types, epilogue, the pointers'
- * alignments) gets a plan, made once: descriptors and the algorithm
- * cuBLASLt's heuristic picks first, with a 32 MiB workspace. A model has a
- * few dozen such products, so plans live in a small table searched in
- * order. Any status but success dies in one line naming the call. The
- * algorithms cuBLASLt picks do not change between runs on the same GPU and
- * library, and none adds with atomics in an order that varies, so a run
- * repeats bit for bit. */
+ * Plans: the rows of a batch (its real tokens) change from step to step, so
+ * each size is taken up to a bucket, eight to an octave (at most 1/8 more);
+ * a product of a bucket (sizes, strides, types, epilogue, the pointers'
+ * alignments) gets a plan once: descriptors and the algorithm cuBLASLt's
+ * heuristic picks for the sizes of the call that made it, with a 32 MiB
+ * workspace; a later call sets its own sizes in the plan's layouts. Plans live in a hash table.
+ * Any status but success dies in one line naming the call. The algorithms
+ * do not change between runs on the same GPU and library, and none adds
+ * with atomics in an order that varies, so a run repeats bit for bit. */
 #include "cuda_api.h"
 #include "cuda_check.h"
 #include "cuda_types.h"
@@ -22,7 +25,7 @@
 #include <cublas_v2.h>
 #include <string.h>
 
-enum { WORKSPACE = 32 << 20, PLANS_MAX = 512, THREADS = 256, GRID_MAX = 16384 };
+enum { WORKSPACE = 32 << 20, PLANS_MAX = 8192, THREADS = 256, GRID_MAX = 16384, EXACT_UP_TO = 64 };
 
 #define BLAS_CHECK(call) do { \
 	cublasStatus_t s_ = (call); \
@@ -30,8 +33,9 @@ enum { WORKSPACE = 32 << 20, PLANS_MAX = 512, THREADS = 256, GRID_MAX = 16384 };
 		cuda_fail(__FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
 	} while (0)
 
-/* One product D = op(A) op(B) (+ beta D) (+ bias per row of D), column-major
- * as cuBLAS has it: D is m x n, op(A) m x k, op(B) k x n. */
+/* A bucket of products D = op(A) op(B) (+ beta D) (+ bias per row of D),
+ * column-major as cuBLAS has it: D is m x n, op(A) m x k, op(B) k x n, each
+ * size its bucket's. */
 struct product {
 	cublasOperation_t ta, tb;
 	int m, n, k, lda, ldb, ldd;
@@ -43,6 +47,7 @@ struct product {
 };
 
 struct plan {
+	int used;
 	struct product p;
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t a, b, d;
@@ -54,8 +59,29 @@ struct plan {
 static cublasHandle_t blas;
 static cublasLtHandle_t lt;
 static void *workspace;
-static struct plan plans[PLANS_MAX];
+static struct plan plans[PLANS_MAX];   /* open addressing by the product's hash */
 static int nplans;
+
+/* The bucket of a size: itself up to EXACT_UP_TO, then rounded up to an
+ * eighth of its octave. */
+static int bucket(int x)
+{
+	if (x <= EXACT_UP_TO)
+		return x;
+	int step = 1;
+	while (step * 16 <= x)
+		step *= 2;
+	return (x + step - 1) / step * step;
+}
+
+static uint64_t hash_of(const struct product *p)
+{
+	const unsigned char *b = (const unsigned char *)p;
+	uint64_t h = 14695981039346656037ull;   /* FNV-1a */
+	for (size_t i = 0; i < sizeof *p; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
 
 static unsigned alignment(const void *p)
 {
@@ -81,9 +107,10 @@ static void plan_free(struct plan *pl)
 	BLAS_CHECK(cublasLtMatmulDescDestroy(pl->desc));
 }
 
-/* pl's descriptors for its product, the bias fused or not; returns whether
- * cuBLASLt has an algorithm for them (then in pl->algo). */
-static int plan_try(struct plan *pl, int fuse)
+/* pl's descriptors for its product at the sizes m, n, k of the call that
+ * makes it, the bias fused or not; returns whether cuBLASLt has an
+ * algorithm for them (then in pl->algo). */
+static int plan_try(struct plan *pl, int fuse, int m, int n, int k)
 {
 	const struct product *p = &pl->p;
 	BLAS_CHECK(cublasLtMatmulDescCreate(&pl->desc, p->compute, CUDA_R_32F));
@@ -100,9 +127,9 @@ static int plan_try(struct plan *pl, int fuse)
 							&bt, sizeof bt));
 	}
 	int an = p->ta == CUBLAS_OP_N, bn = p->tb == CUBLAS_OP_N;
-	pl->a = layout(p->ab, an ? p->m : p->k, an ? p->k : p->m, p->lda);
-	pl->b = layout(p->ab, bn ? p->k : p->n, bn ? p->n : p->k, p->ldb);
-	pl->d = layout(p->d, p->m, p->n, p->ldd);
+	pl->a = layout(p->ab, an ? m : k, an ? k : m, p->lda);
+	pl->b = layout(p->ab, bn ? k : n, bn ? n : k, p->ldb);
+	pl->d = layout(p->d, m, n, p->ldd);
 
 	cublasLtMatmulPreference_t pref;
 	uint64_t ws = WORKSPACE;
@@ -136,21 +163,31 @@ static int plan_try(struct plan *pl, int fuse)
 	return 1;
 }
 
-/* The plan of p: found, or made now. */
-static const struct plan *plan_of(const struct product *p)
+/* The plan of p: found, or made now for a call of sizes m, n, k. */
+static struct plan *plan_of(const struct product *p, int m, int n, int k)
 {
-	for (int i = 0; i < nplans; i++)
+	size_t i = hash_of(p) % PLANS_MAX;
+	for (; plans[i].used; i = (i + 1) % PLANS_MAX)
 		if (!memcmp(&plans[i].p, p, sizeof *p))
 			return &plans[i];
-	if (nplans == PLANS_MAX)
-		die("cuBLAS: more than %d distinct matrix products in one process", PLANS_MAX);
-	struct plan *pl = &plans[nplans];
+	if (nplans == PLANS_MAX / 2)
+		die("cuBLAS: more than %d kinds of matrix products in one process", PLANS_MAX / 2);
+	struct plan *pl = &plans[i];
 	memset(pl, 0, sizeof *pl);
 	pl->p = *p;
-	if (!(p->bias && plan_try(pl, 1)))
-		plan_try(pl, 0);   /* or cublasGemmEx, for strides and alignments cuBLASLt's kernels refuse */
+	pl->used = 1;
+	if (!(p->bias && plan_try(pl, 1, m, n, k)))
+		plan_try(pl, 0, m, n, k);   /* or cublasGemmEx, for what cuBLASLt's kernels refuse */
 	nplans++;
 	return pl;
+}
+
+/* A layout's rows and columns set to a call's own sizes. */
+static void layout_size(cublasLtMatrixLayout_t l, int rows, int cols)
+{
+	uint64_t r = (uint64_t)rows, c = (uint64_t)cols;
+	BLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &r, sizeof r));
+	BLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &c, sizeof c));
 }
 
 /* ---- the bias where it does not ride the GEMM: D[j, n] += bias[j] ---- */
@@ -201,17 +238,22 @@ static void matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int
 	if (m <= 0 || n <= 0 || (k <= 0 && accumulate))
 		return;
 	struct product p;
-	memset(&p, 0, sizeof p);   /* compared bytewise: no stray padding */
-	p.ta = ta, p.tb = tb, p.m = m, p.n = n, p.k = k, p.lda = lda, p.ldb = ldb, p.ldd = ldd;
+	memset(&p, 0, sizeof p);   /* hashed and compared bytewise: no stray padding */
+	p.ta = ta, p.tb = tb, p.m = bucket(m), p.n = bucket(n), p.k = bucket(k);
+	p.lda = lda, p.ldb = ldb, p.ldd = ldd;
 	p.ab = ab, p.d = dt, p.compute = compute, p.bias = bias != NULL, p.accumulate = accumulate;
 	p.align[0] = alignment(A), p.align[1] = alignment(B), p.align[2] = alignment(D);
-	const struct plan *pl = plan_of(&p);
+	struct plan *pl = plan_of(&p, m, n, k);
 	const float one = 1.0f, zero = 0.0f;
 	const float *beta = accumulate ? &one : &zero;
 	if (!pl->lt) {
 		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D, dt,
 					ldd, compute, CUBLAS_GEMM_DEFAULT));
 	} else {
+		int an = ta == CUBLAS_OP_N, bn = tb == CUBLAS_OP_N;
+		layout_size(pl->a, an ? m : k, an ? k : m);
+		layout_size(pl->b, bn ? k : n, bn ? n : k);
+		layout_size(pl->d, m, n);
 		if (pl->fused)
 			BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
 								&bias, sizeof bias));

@@ -28,6 +28,7 @@
 #include "cuda_types.h"
 #include "util/err.h"
 #include <cudnn_frontend.h>
+#include <climits>
 #include <deque>
 #include <dlfcn.h>
 #include <memory>
@@ -218,12 +219,15 @@ static int round_up(int x, int to)
 	return (x + to - 1) / to * to;
 }
 
-/* The shape of a call, or 0 when cuDNN cannot take it: fp32 acts, heads of
- * another width than cuDNN's flash attention takes, or no cuDNN. */
+/* The shape of a call, or 0 when cuDNN cannot take it: heads of another
+ * width than its flash attention takes, offsets past int32, no rows given,
+ * or no cuDNN. */
 static int shape_of(const struct attention *a, int half, int backward, shape *s)
 {
 	int d = a->C / a->H;
-	if (!enabled || a->B <= 0 || !a->rows || d % 8 || d > 128 || !ready())
+	int64_t ld = a->ldq > a->ldkv ? a->ldq : a->ldkv;   /* offsets are int32 */
+	if (!enabled || a->B <= 0 || !a->rows || d % 8 || d > 128 ||
+	    (int64_t)a->B * a->T * ld >= INT32_MAX || !ready())
 		return 0;
 	s->B = round_up(a->B, B_ROUND), s->T = round_up(a->T, T_ROUND), s->H = a->H, s->d = d;
 	s->ldq = a->ldq, s->ldkv = a->ldkv, s->C = a->C, s->p = a->p, s->half = half;

@@ -183,21 +183,31 @@ static void test_linear(int N, int Cin, int Cout)
 	free(in), free(w), free(b), free(dout), free(out), free(din), free(dw), free(db);
 }
 
-/* A product of a shape not seen before makes one plan more. */
+/* Plans by bucket: sizes up to 64 each their own, then eight buckets an
+ * octave (1000 and 1001 rows share 1024's); a call in a plan made for
+ * another size of its bucket still computes its own. */
 static void test_plans(void)
 {
-	enum { PN = 33, PC = 40, PF = 24 };
-	float *in = exact_randoms(PN * PC, 1), *w = exact_randoms(PF * PC, 1);
+	enum { PN = 1001, PC = 40, PF = 24 };
+	float *in = exact_randoms(PN * PC, 1), *w = exact_randoms(PF * PC, 1), *out = xmalloc(PN * PF * 4);
 	struct act *d_in = acts_on_gpu(in, PN * PC), *d_w = acts_on_gpu(w, PF * PC);
 	float *d_out = gpu->alloc(PN * PF * 4);
 	int before = cuda_gemm_plans();
-	low->linear_forward(d_out, d_in, d_w, NULL, PN, PC, PF);
-	low->linear_forward(d_out, d_in, d_w, NULL, PN - 1, PC, PF);
-	low->linear_forward(d_out, d_in, d_w, NULL, PN, PC, PF);
-	CHECK(cuda_gemm_plans() == before + 2, "%s: two new shapes make two plans (%d, then %d)", low_name,
+	low->linear_forward(d_out, d_in, d_w, NULL, 33, PC, PF);
+	low->linear_forward(d_out, d_in, d_w, NULL, 32, PC, PF);
+	low->linear_forward(d_out, d_in, d_w, NULL, 33, PC, PF);
+	CHECK(cuda_gemm_plans() == before + 2, "%s: 33 and 32 rows make two plans (%d, then %d)", low_name,
 	      before, cuda_gemm_plans());
+	low->linear_forward(d_out, d_in, d_w, NULL, 1000, PC, PF);
+	low->linear_forward(d_out, d_in, d_w, NULL, PN, PC, PF);
+	CHECK(cuda_gemm_plans() == before + 3, "%s: 1000 and 1001 rows share one plan (%d plans)", low_name,
+	      cuda_gemm_plans() - before);
+	linear_forward(out, in, w, NULL, PN, PC, PF);
+	char what[96];
+	snprintf(what, sizeof what, "%s: 1001 rows in the plan made for 1000", low_name);
+	expect_close(what, d_out, out, (size_t)PN * PF, sum_atol(PC), RTOL);
 	gpu->release(d_in), gpu->release(d_w), gpu->release(d_out);
-	free(in), free(w);
+	free(in), free(w), free(out);
 }
 
 /* The residual LayerNorm's bf16 copy of its output beside the fp32 one. */
