@@ -8,6 +8,7 @@ test_accuracy.
 
 usage: hf_finetune.py MODEL_DIR TRAIN.jsonl TEST.jsonl OUT_DIR --epochs N --lr LR
                       --batch B --warmup-steps W --threads T [--bf16] [--seed S]
+                      [--device cpu|cuda]
 """
 import time
 
@@ -37,6 +38,7 @@ def main():
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     train, test = records(a.train), records(a.test)
@@ -48,7 +50,7 @@ def main():
         output_dir=a.out, per_device_train_batch_size=a.batch, per_device_eval_batch_size=64,
         num_train_epochs=a.epochs, learning_rate=a.lr, weight_decay=0.01,
         warmup_steps=a.warmup_steps, lr_scheduler_type="linear", max_grad_norm=1.0,
-        bf16=a.bf16, use_cpu=True, save_strategy="no", report_to="none",
+        bf16=a.bf16, use_cpu=a.device == "cpu", save_strategy="no", report_to="none",
         logging_strategy="no", disable_tqdm=True, seed=a.seed)
     trainer = Trainer(model=model, args=args, train_dataset=train,
                       data_collator=DataCollatorWithPadding(tok))
