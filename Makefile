@@ -50,7 +50,7 @@ endif
 ifeq ($(GPU),auto)
 GPU := $(if $(shell command -v nvcc 2>/dev/null),1,0)
 endif
-CU_SRC := $(wildcard kernels/*.cu)
+CU_SRC := $(wildcard kernels/*.cu) $(wildcard kernels/*.cpp)
 FRONTEND_DIR := build/cudnn-frontend
 ifeq ($(GPU),1)
 ifneq ($(CU_SRC),)
@@ -61,7 +61,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
 # and sm_70 added here.
 NVFLAGS := -O3 -std=c++17 -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
            -gencode arch=compute_90,code=sm_90 \
-           -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels -isystem $(FRONTEND_DIR)/include
+           -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels
 CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
 ifeq ($(STATIC),1)
 # the CUDA runtime and the C++ runtime inside; cuBLAS (no static library in
@@ -94,7 +94,7 @@ endif
 
 LIB_SRC := $(wildcard lib/*/*.c)
 LIB_H := $(wildcard lib/*/*.h)
-LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(if $(filter -DTS_GPU=1,$(CFLAGS)),$(CU_SRC:%.cu=$(B)/%.o))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(if $(filter -DTS_GPU=1,$(CFLAGS)),$(patsubst %.cpp,$(B)/%.o,$(CU_SRC:%.cu=$(B)/%.o)))
 CMDS := $(patsubst cmd/%.c,$(BINDIR)/%,$(wildcard cmd/*.c))
 UNIT := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 # built by make test too, so that they cannot rot between benchmark runs
@@ -111,9 +111,15 @@ $(B)/kernels/%.o: kernels/%.cu $(LIB_H) $(wildcard kernels/*.h)
 	@mkdir -p $(B)/kernels
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
-# cudnn-frontend's headers for cuda_sdpa.cu, from its PyPI wheel (pinned by hash in
+# host C++ beside the kernels (cuda_sdpa.cpp, over cudnn-frontend): the C++ compiler alone,
+# every warning an error but in the frontend's own headers
+$(B)/kernels/%.o: kernels/%.cpp $(LIB_H) $(wildcard kernels/*.h) $(FRONTEND_DIR)/include/cudnn_frontend.h
+	@mkdir -p $(B)/kernels
+	$(CXX) -O2 -std=c++17 -Wall -Wextra -Werror -Ilib -Ikernels -I$(CUDA_HOME)/include \
+	  -isystem $(FRONTEND_DIR)/include -c -o $@ $<
+
+# cudnn-frontend's headers for cuda_sdpa.cpp, from its PyPI wheel (pinned by hash in
 # kernels/requirements.txt), fetched once into build/ by a throwaway venv's pip
-$(B)/kernels/cuda_sdpa.o: $(FRONTEND_DIR)/include/cudnn_frontend.h
 $(FRONTEND_DIR)/include/cudnn_frontend.h: kernels/requirements.txt
 	rm -rf $(FRONTEND_DIR) && mkdir -p $(FRONTEND_DIR)
 	/usr/bin/python3 -m venv $(FRONTEND_DIR)/venv

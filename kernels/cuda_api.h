@@ -11,8 +11,8 @@
 #include "backend/backend.h"
 #include <stddef.h>
 #include <stdint.h>
-
 #ifdef __cplusplus
+#include <cuda_runtime.h>
 extern "C" {
 #endif
 
@@ -28,8 +28,7 @@ int cuda_device_count(void);
 /* The PCI bus id of device N ("0000:3b:00.0"), which NVML knows it by. */
 void cuda_pci_bus_id(int device, char *id, int len);
 
-#ifdef __CUDACC__
-#include <cuda_runtime.h>
+#ifdef __cplusplus   /* the kernels' files and cuda_sdpa.cpp */
 /* The stream every op runs on. */
 cudaStream_t cuda_stream(void);
 #endif
@@ -179,6 +178,13 @@ int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const flo
 		       const float *state, const struct attention *a, int half);
 void cuda_sdpa_use(int on);
 long cuda_sdpa_served(void);
+/* kernels/cuda_attention.cu, for cuda_sdpa.cpp: the index tensors of a call
+ * padded to Bp sequences (seq_q, seq_kv [Bp], then the ragged offsets of Q,
+ * K|V, O and the statistics [Bp + 1], in out); the own state (maximum,
+ * 1/sum) = (lse, 1) from n log-sum-exps, and back. */
+void cuda_sdpa_indices(int32_t *out, const struct attention *a, int Bp);
+void cuda_state_from_lse(float *state, const float *lse, size_t n);
+void cuda_lse_from_state(float *lse, const float *state, size_t n);
 
 /* kernels/cuda_optim.cu */
 double cuda_sum_squares(const float *x, size_t n);

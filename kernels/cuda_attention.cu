@@ -1,6 +1,6 @@
 /* Multi-head self-attention on the GPU, with the meaning and the dropout
  * masks of the CPU's (lib/backend/cpu_attention.c, lib/backend/cpu_ops.h), on
- * acts that are floats or bf16: q, k, v are read into shared memory as
+ * acts that are floats, bf16 or fp16: q, k, v are read into shared memory as
  * floats, everything is computed in fp32, and ctx, dq, dk, dv are rounded
  * into the acts' type once, when stored; dctx is fp32.
  *
@@ -57,7 +57,7 @@
 
 /* struct attention, worked out for the kernels. */
 struct att {
-	const void *q, *k, *v;     /* acts: floats or bf16 */
+	const void *q, *k, *v;     /* acts: floats, bf16 or fp16 */
 	const int32_t *kv_start, *q_start;
 	const int64_t *p_start;
 	const uint8_t *mask;
@@ -631,4 +631,83 @@ void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv
 {
 	if (!cuda_sdpa_backward(dq, dk, dv, dctx, state, a, 1))
 		backward((f16 *)dq, (f16 *)dk, (f16 *)dv, dctx, state, a);
+}
+
+/* ---- cuDNN's attention's helpers (cuda_sdpa.cpp) ---- */
+
+/* Per sequence b < B (of Bp, the rest empty): its query rows and real keys,
+ * and the ragged offsets of Q, K|V, O and the statistics. One warp a
+ * sequence finds its last real key. */
+static __global__ void sdpa_indices_kernel(int32_t *seq_q, int32_t *seq_kv, int32_t *off_q,
+					   int32_t *off_kv, int32_t *off_o, int32_t *off_st,
+					   const int32_t *kv_start, const int32_t *q_start,
+					   const uint8_t *mask, int B, int Bp, int ldq, int ldkv, int C, int H)
+{
+	int b = blockIdx.x * WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+	if (b > Bp)
+		return;
+	const int32_t *qs = q_start ? q_start : kv_start;
+	int c = b < B ? b : B;   /* past the last sequence: empty ones at the end */
+	int k0 = kv_start[c], q0 = qs[c];
+	if (!lane)
+		off_q[b] = q0 * ldq, off_kv[b] = k0 * ldkv, off_o[b] = q0 * C, off_st[b] = q0 * H;
+	if (b == Bp)
+		return;
+	int len = b < B ? kv_start[b + 1] - k0 : 0, last = 0;
+	for (int j = lane; j < len; j += 32)
+		if (!mask || mask[k0 + j])
+			last = j + 1;
+	for (int o = 16; o; o >>= 1)
+		last = max(last, __shfl_xor_sync(FULL, last, o));
+	if (!lane) {
+		seq_q[b] = b < B ? qs[b + 1] - q0 : 0;
+		seq_kv[b] = last ? last : len;
+	}
+}
+
+void cuda_sdpa_indices(int32_t *out, const struct attention *a, int Bp)
+{
+	int32_t *off = out + 2 * Bp;
+	sdpa_indices_kernel<<<(Bp + 1 + WARPS - 1) / WARPS, THREADS, 0, cuda_stream()>>>(
+		out, out + Bp, off, off + Bp + 1, off + 2 * (Bp + 1), off + 3 * (Bp + 1), a->kv_start,
+		a->q_start, a->mask, a->B, Bp, a->ldq, a->ldkv, a->C, a->H);
+	CUDA_LAUNCHED();
+}
+
+static __global__ void state_from_lse_kernel(float *state, const float *lse, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		state[STATE * i] = lse[i];
+		state[STATE * i + 1] = 1.0f;
+	}
+}
+
+static __global__ void lse_from_state_kernel(float *lse, const float *state, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		lse[i] = state[STATE * i];
+}
+
+static unsigned grid_of(size_t n)
+{
+	size_t b = cuda_blocks(n);
+	return b > 16384 ? 16384u : (unsigned)b;
+}
+
+void cuda_state_from_lse(float *state, const float *lse, size_t n)
+{
+	if (n) {
+		state_from_lse_kernel<<<grid_of(n), THREADS, 0, cuda_stream()>>>(state, lse, n);
+		CUDA_LAUNCHED();
+	}
+}
+
+void cuda_lse_from_state(float *lse, const float *state, size_t n)
+{
+	if (n) {
+		lse_from_state_kernel<<<grid_of(n), THREADS, 0, cuda_stream()>>>(lse, state, n);
+		CUDA_LAUNCHED();
+	}
 }

@@ -25,7 +25,6 @@
 #define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
 #include "cuda_api.h"
 #include "cuda_check.h"
-#include "cuda_types.h"
 #include "util/err.h"
 #include <cudnn_frontend.h>
 #include <climits>
@@ -36,7 +35,7 @@
 namespace fe = cudnn_frontend;
 void *cudnn_frontend::cudnn_dlhandle = nullptr;
 
-enum { B_ROUND = 8, T_ROUND = 64, THREADS = 256 };
+enum { B_ROUND = 8, T_ROUND = 64 };
 
 /* uids of a graph's tensors, for its variant pack */
 enum { Q = 1, K, V, O, STATS, DO, DQ, DK, DV, SEQ_Q, SEQ_KV, OFF_Q, OFF_KV, OFF_O, OFF_STATS, SEED, OFFSET };
@@ -235,41 +234,8 @@ static int shape_of(const struct attention *a, int half, int backward, shape *s)
 	return 1;
 }
 
-/* ---- the index tensors, from kv_start, q_start and the mask ---- */
-
-/* Per sequence b < B (of Bp, the rest empty): its query rows and real keys,
- * and the ragged offsets of Q, K|V, O and the statistics. One warp a
- * sequence finds its last real key. */
-static __global__ void lengths_kernel(int32_t *seq_q, int32_t *seq_kv, int32_t *off_q, int32_t *off_kv,
-				      int32_t *off_o, int32_t *off_st, const int32_t *kv_start,
-				      const int32_t *q_start, const uint8_t *mask, int B, int Bp, int ldq,
-				      int ldkv, int C, int H)
-{
-	int b = blockIdx.x * (THREADS / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-	if (b > Bp)
-		return;
-	const int32_t *qs = q_start ? q_start : kv_start;
-	int c = b < B ? b : B;   /* past the last sequence: empty ones at the end */
-	int k0 = kv_start[c], q0 = qs[c];
-	if (!lane) {
-		off_q[b] = q0 * ldq, off_kv[b] = k0 * ldkv, off_o[b] = q0 * C, off_st[b] = q0 * H;
-	}
-	if (b == Bp)
-		return;
-	int len = b < B ? kv_start[b + 1] - k0 : 0, last = 0;
-	for (int j = lane; j < len; j += 32)
-		if (!mask || mask[k0 + j])
-			last = j + 1;
-	for (int o = 16; o; o >>= 1)
-		last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
-	if (!lane) {
-		seq_q[b] = b < B ? qs[b + 1] - q0 : 0;
-		seq_kv[b] = last ? last : len;
-	}
-}
-
 /* The index tensors of a call, in one grown buffer: seq_q, seq_kv [Bp], then
- * the four offsets [Bp + 1]. */
+ * the four offsets [Bp + 1] (cuda_sdpa_indices). */
 static int32_t *index_tensors(const struct attention *a, const shape &s)
 {
 	size_t bytes = (2 * (size_t)s.B + 4 * ((size_t)s.B + 1)) * sizeof(int32_t);
@@ -280,13 +246,8 @@ static int32_t *index_tensors(const struct attention *a, const shape &s)
 		CUDA_CHECK(cudaMallocAsync(&lens, bytes, st));
 		lens_cap = bytes;
 	}
-	int32_t *p = (int32_t *)lens, *off = p + 2 * s.B;
-	int warps = THREADS / 32;
-	lengths_kernel<<<(s.B + 1 + warps - 1) / warps, THREADS, 0, st>>>(
-		p, p + s.B, off, off + s.B + 1, off + 2 * (s.B + 1), off + 3 * (s.B + 1), a->kv_start,
-		a->q_start, a->mask, a->B, s.B, s.ldq, s.ldkv, s.C, s.H);
-	CUDA_LAUNCHED();
-	return p;
+	cuda_sdpa_indices((int32_t *)lens, a, s.B);
+	return (int32_t *)lens;
 }
 
 static void *workspace_of(int64_t bytes)
@@ -298,35 +259,6 @@ static void *workspace_of(int64_t bytes)
 		workspace_cap = (size_t)bytes;
 	}
 	return workspace;
-}
-
-/* ---- the state: (lse, 1) per query row and head, as the own kernel keeps it ---- */
-
-static __global__ void state_from_lse_kernel(float *state, const float *lse, size_t n)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		state[CUDA_ATTENTION_STATE * i] = lse[i];
-		state[CUDA_ATTENTION_STATE * i + 1] = 1.0f;
-	}
-}
-
-static __global__ void lse_from_state_kernel(float *lse, const float *state, size_t n)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		lse[i] = state[CUDA_ATTENTION_STATE * i];
-}
-
-template <typename A>
-static __global__ void to_acts_kernel(A *out, const float *in, size_t n)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		store(out + i, in[i]);
-}
-
-static unsigned blocks_for(size_t n)
-{
-	size_t b = cuda_blocks(n);
-	return b > 16384 ? 16384u : (unsigned)b;
 }
 
 /* Scratch for the statistics (rows x H floats) and dO in acts (rows x C), grown. */
@@ -395,10 +327,7 @@ int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, 
 	if (!execute(p, pack))
 		die("cuDNN's attention failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stderr "
 		    "shows cuDNN's own words");
-	if (n) {
-		state_from_lse_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(state, lse, n);
-		CUDA_LAUNCHED();
-	}
+	cuda_state_from_lse(state, lse, n);
 	served++;
 	return 1;
 }
@@ -416,15 +345,11 @@ int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const flo
 	char *buf = (char *)scratch_of(n * sizeof(float) + nd * 2);
 	float *lse = (float *)buf;
 	void *dout = buf + n * sizeof(float);
-	if (n) {
-		lse_from_state_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(lse, state, n);
-		CUDA_LAUNCHED();
-		if (half)
-			to_acts_kernel<<<blocks_for(nd), THREADS, 0, cuda_stream()>>>((f16 *)dout, dctx, nd);
-		else
-			to_acts_kernel<<<blocks_for(nd), THREADS, 0, cuda_stream()>>>((bf16 *)dout, dctx, nd);
-		CUDA_LAUNCHED();
-	}
+	cuda_lse_from_state(lse, state, n);
+	if (half)
+		cuda_as_fp16((struct act *)dout, dctx, nd);
+	else
+		cuda_as_bf16((struct act *)dout, dctx, nd);
 	std::unordered_map<int64_t, void *> pack;
 	index_pack(pack, index_tensors(a, s), s);
 	pack[Q] = (void *)a->q, pack[K] = (void *)a->k, pack[V] = (void *)a->v, pack[O] = (void *)a->out;
