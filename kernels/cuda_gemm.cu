@@ -13,19 +13,21 @@
  * a product of a bucket (sizes, strides, types, epilogue, the pointers'
  * alignments) gets a plan once: descriptors and the algorithm cuBLASLt's
  * heuristic picks for the sizes of the call that made it, with a 32 MiB
- * workspace; a later call sets its own sizes in the plan's layouts. Plans live in a hash table.
+ * workspace; a later call sets its own sizes in the plan's layouts. Plans
+ * live in a hash table (lib/backend/plans.h, size_bucket its buckets).
  * Any status but success dies in one line naming the call. The algorithms
  * do not change between runs on the same GPU and library, and none adds
  * with atomics in an order that varies, so a run repeats bit for bit. */
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "backend/plans.h"
 #include "cuda_types.h"
 #include "util/err.h"
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <string.h>
 
-enum { WORKSPACE = 32 << 20, PLANS_MAX = 8192, THREADS = 256, GRID_MAX = 16384, EXACT_UP_TO = 64 };
+enum { WORKSPACE = 32 << 20, PLANS_CAP = 8192, THREADS = 256, GRID_MAX = 16384 };
 
 #define BLAS_CHECK(call) do { \
 	cublasStatus_t s_ = (call); \
@@ -46,9 +48,8 @@ struct product {
 	unsigned align[3];             /* bytes A, B, D are aligned to, up to 256 */
 };
 
+/* A product's plan, the value of its key in the table. */
 struct plan {
-	int used;
-	struct product p;
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t a, b, d;
 	cublasLtMatmulAlgo_t algo;
@@ -59,29 +60,7 @@ struct plan {
 static cublasHandle_t blas;
 static cublasLtHandle_t lt;
 static void *workspace;
-static struct plan plans[PLANS_MAX];   /* open addressing by the product's hash */
-static int nplans;
-
-/* The bucket of a size: itself up to EXACT_UP_TO, then rounded up to an
- * eighth of its octave. */
-static int bucket(int x)
-{
-	if (x <= EXACT_UP_TO)
-		return x;
-	int step = 1;
-	while (step * 16 <= x)
-		step *= 2;
-	return (x + step - 1) / step * step;
-}
-
-static uint64_t hash_of(const struct product *p)
-{
-	const unsigned char *b = (const unsigned char *)p;
-	uint64_t h = 14695981039346656037ull;   /* FNV-1a */
-	for (size_t i = 0; i < sizeof *p; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
+static struct plans table;   /* struct product -> struct plan */
 
 static unsigned alignment(const void *p)
 {
@@ -110,9 +89,8 @@ static void plan_free(struct plan *pl)
 /* pl's descriptors for its product at the sizes m, n, k of the call that
  * makes it, the bias fused or not; returns whether cuBLASLt has an
  * algorithm for them (then in pl->algo). */
-static int plan_try(struct plan *pl, int fuse, int m, int n, int k)
+static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, int n, int k)
 {
-	const struct product *p = &pl->p;
 	BLAS_CHECK(cublasLtMatmulDescCreate(&pl->desc, p->compute, CUDA_R_32F));
 	BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &p->ta,
 						sizeof p->ta));
@@ -166,19 +144,10 @@ static int plan_try(struct plan *pl, int fuse, int m, int n, int k)
 /* The plan of p: found, or made now for a call of sizes m, n, k. */
 static struct plan *plan_of(const struct product *p, int m, int n, int k)
 {
-	size_t i = hash_of(p) % PLANS_MAX;
-	for (; plans[i].used; i = (i + 1) % PLANS_MAX)
-		if (!memcmp(&plans[i].p, p, sizeof *p))
-			return &plans[i];
-	if (nplans == PLANS_MAX / 2)
-		die("cuBLAS: more than %d kinds of matrix products in one process", PLANS_MAX / 2);
-	struct plan *pl = &plans[i];
-	memset(pl, 0, sizeof *pl);
-	pl->p = *p;
-	pl->used = 1;
-	if (!(p->bias && plan_try(pl, 1, m, n, k)))
-		plan_try(pl, 0, m, n, k);   /* or cublasGemmEx, for what cuBLASLt's kernels refuse */
-	nplans++;
+	int made;
+	struct plan *pl = (struct plan *)plans_get(&table, p, &made, "cuBLAS matrix products");
+	if (made && !(p->bias && plan_try(pl, p, 1, m, n, k)))
+		plan_try(pl, p, 0, m, n, k);   /* or cublasGemmEx, for what cuBLASLt's kernels refuse */
 	return pl;
 }
 
@@ -228,6 +197,7 @@ void cuda_gemm_open(void)
 	BLAS_CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));   /* fp32: no TF32 */
 	BLAS_CHECK(cublasLtCreate(&lt));
 	CUDA_CHECK(cudaMalloc(&workspace, WORKSPACE));
+	plans_init(&table, sizeof(struct product), sizeof(struct plan), PLANS_CAP);
 }
 
 /* D = op(A) op(B) (+ D when accumulate) (+ bias[j] on row j of D). */
@@ -239,7 +209,7 @@ static void matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int
 		return;
 	struct product p;
 	memset(&p, 0, sizeof p);   /* hashed and compared bytewise: no stray padding */
-	p.ta = ta, p.tb = tb, p.m = bucket(m), p.n = bucket(n), p.k = bucket(k);
+	p.ta = ta, p.tb = tb, p.m = size_bucket(m), p.n = size_bucket(n), p.k = size_bucket(k);
 	p.lda = lda, p.ldb = ldb, p.ldd = ldd;
 	p.ab = ab, p.d = dt, p.compute = compute, p.bias = bias != NULL, p.accumulate = accumulate;
 	p.align[0] = alignment(A), p.align[1] = alignment(B), p.align[2] = alignment(D);
@@ -429,5 +399,5 @@ void cuda_linear_backward_fp16(float *din, float *dw, float *dbias, const struct
 
 int cuda_gemm_plans(void)
 {
-	return nplans;
+	return (int)table.n;
 }

@@ -20,35 +20,32 @@
  * The forward keeps per query row and head the softmax's log-sum-exp, as
  * the own kernel's state (maximum, 1/sum) = (lse, 1): without dropout either
  * backward works from it; with dropout cuDNN takes a forward only where it
- * takes its backward too. Graphs are built once per shape, B rounded up to a multiple of
- * 8 and T of 64 (the lengths and offsets say the rest), and kept. */
+ * takes its backward too. Graphs are built once per shape, B rounded up to
+ * a multiple of 8 and T of 64 (the lengths and offsets say the rest), and
+ * kept in a table of plans (lib/backend/plans.h). */
 #define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
+#include "backend/plans.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
 #include "util/err.h"
 #include <cudnn_frontend.h>
 #include <climits>
-#include <deque>
+#include <cstring>
 #include <dlfcn.h>
 #include <memory>
 
 namespace fe = cudnn_frontend;
 void *cudnn_frontend::cudnn_dlhandle = nullptr;
 
-enum { B_ROUND = 8, T_ROUND = 64 };
+enum { B_ROUND = 8, T_ROUND = 64, PLANS_CAP = 1024 };
 
 /* uids of a graph's tensors, for its variant pack */
 enum { Q = 1, K, V, O, STATS, DO, DQ, DK, DV, SEQ_Q, SEQ_KV, OFF_Q, OFF_KV, OFF_O, OFF_STATS, SEED, OFFSET };
 
-/* What a graph is built for. */
+/* What a graph is built for: the key of its plan. */
 struct shape {
 	int B, T, H, d, ldq, ldkv, C, half, backward;
 	float p;                 /* dropout on the probabilities */
-	bool operator==(const shape &o) const
-	{
-		return B == o.B && T == o.T && H == o.H && d == o.d && ldq == o.ldq && ldkv == o.ldkv &&
-		       C == o.C && half == o.half && backward == o.backward && p == o.p;
-	}
 };
 
 struct plan {
@@ -60,7 +57,7 @@ struct plan {
 static cudnnHandle_t handle;
 static int loaded = -1;              /* -1: not tried; 0: no cuDNN; 1: ready */
 static int enabled = 1;              /* cuda_sdpa_use */
-static std::deque<plan> plans;    /* a deque: references to its plans stay good */
+static struct plans table;   /* struct shape -> plan *, made on the first call */
 static long served;                  /* calls cuDNN ran */
 
 static void *workspace, *lens;       /* grown, kept */
@@ -195,22 +192,24 @@ static std::shared_ptr<fe::graph::Graph> build(const shape &s)
 /* The plan of s: found, or built now (a refusal is kept too, with a note). */
 static const plan &plan_of(const shape &s)
 {
-	for (const plan &p : plans)
-		if (p.s == s)
-			return p;
-	plan p = { s, nullptr, 0 };
+	int made;
+	if (!table.slots)
+		plans_init(&table, sizeof s, sizeof(plan *), PLANS_CAP);
+	plan **slot = (plan **)plans_get(&table, &s, &made, "cuDNN attention shapes");
+	if (!made)
+		return **slot;
+	plan *p = *slot = new plan{ s, nullptr, 0 };
 	try {
-		p.g = build(s);
+		p->g = build(s);
 	} catch (const std::exception &e) {
-		p.g = nullptr;
+		p->g = nullptr;
 	}
-	if (p.g && p.g->get_workspace_size(p.workspace).is_bad())
-		p.g = nullptr;
-	if (!p.g)
+	if (p->g && p->g->get_workspace_size(p->workspace).is_bad())
+		p->g = nullptr;
+	if (!p->g)
 		warnx("cuDNN's attention refuses %s of %d sequences up to %d long, %d heads of %d: the own "
 		      "kernel runs them", s.backward ? "the backward" : "the forward", s.B, s.T, s.H, s.d);
-	plans.push_back(p);
-	return plans.back();
+	return *p;
 }
 
 static int round_up(int x, int to)
@@ -228,6 +227,7 @@ static int shape_of(const struct attention *a, int half, int backward, shape *s)
 	if (!enabled || a->B <= 0 || !a->rows || d % 8 || d > 128 ||
 	    (int64_t)a->B * a->T * ld >= INT32_MAX || !ready())
 		return 0;
+	memset(s, 0, sizeof *s);   /* a key, compared bytewise */
 	s->B = round_up(a->B, B_ROUND), s->T = round_up(a->T, T_ROUND), s->H = a->H, s->d = d;
 	s->ldq = a->ldq, s->ldkv = a->ldkv, s->C = a->C, s->p = a->p, s->half = half;
 	s->backward = backward;
