@@ -112,11 +112,12 @@ $(B)/kernels/%.o: kernels/%.cu $(LIB_H) $(wildcard kernels/*.h)
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
 # host C++ beside the kernels (cuda_sdpa.cpp, over cudnn-frontend): the C++ compiler alone,
-# every warning an error but in the frontend's own headers
+# every warning an error but in the frontend's own headers, whose paths (which the
+# compiler may make absolute) name no folder of this machine in the binary
 $(B)/kernels/%.o: kernels/%.cpp $(LIB_H) $(wildcard kernels/*.h) $(FRONTEND_DIR)/include/cudnn_frontend.h
 	@mkdir -p $(B)/kernels
 	$(CXX) -O2 -std=c++17 -Wall -Wextra -Werror -Ilib -Ikernels -I$(CUDA_HOME)/include \
-	  -isystem $(FRONTEND_DIR)/include -c -o $@ $<
+	  -isystem $(FRONTEND_DIR)/include -ffile-prefix-map=$(CURDIR)/= -c -o $@ $<
 
 # cudnn-frontend's headers for cuda_sdpa.cpp, from its PyPI wheel (pinned by hash in
 # kernels/requirements.txt), fetched once into build/ by a throwaway venv's pip
