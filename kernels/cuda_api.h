@@ -179,10 +179,10 @@ int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const flo
 void cuda_sdpa_use(int on);
 long cuda_sdpa_served(void);
 /* kernels/cuda_attention.cu, for cuda_sdpa.cpp: the index tensors of a call
- * padded to Bp sequences (seq_q, seq_kv [Bp], then the ragged offsets of Q,
- * K|V, O and the statistics [Bp + 1], in out); the own state (maximum,
- * 1/sum) = (lse, 1) from n log-sum-exps, and back. */
-void cuda_sdpa_indices(int32_t *out, const struct attention *a, int Bp);
+ * padded to Bp sequences, each at out + i * stride: seq_q, seq_kv [Bp], then
+ * the ragged offsets of Q, K|V, O and the statistics [Bp + 1]; the own state
+ * (maximum, 1/sum) = (lse, 1) from n log-sum-exps, and back. */
+void cuda_sdpa_indices(int32_t *out, size_t stride, const struct attention *a, int Bp);
 void cuda_state_from_lse(float *state, const float *lse, size_t n);
 void cuda_lse_from_state(float *lse, const float *state, size_t n);
 

@@ -665,11 +665,11 @@ static __global__ void sdpa_indices_kernel(int32_t *seq_q, int32_t *seq_kv, int3
 	}
 }
 
-void cuda_sdpa_indices(int32_t *out, const struct attention *a, int Bp)
+void cuda_sdpa_indices(int32_t *out, size_t stride, const struct attention *a, int Bp)
 {
-	int32_t *off = out + 2 * Bp;
+	int32_t *o = out;
 	sdpa_indices_kernel<<<(Bp + 1 + WARPS - 1) / WARPS, THREADS, 0, cuda_stream()>>>(
-		out, out + Bp, off, off + Bp + 1, off + 2 * (Bp + 1), off + 3 * (Bp + 1), a->kv_start,
+		o, o + stride, o + 2 * stride, o + 3 * stride, o + 4 * stride, o + 5 * stride, a->kv_start,
 		a->q_start, a->mask, a->B, Bp, a->ldq, a->ldkv, a->C, a->H);
 	CUDA_LAUNCHED();
 }

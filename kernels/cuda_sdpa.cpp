@@ -130,8 +130,10 @@ static std::shared_ptr<fe::graph::Graph> build(const shape &s)
 	g->set_io_data_type(s.half ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
 		.set_intermediate_data_type(fe::DataType_t::FLOAT)
 		.set_compute_data_type(fe::DataType_t::FLOAT);
-	auto off_q = index_tensor(*g, OFF_Q, "off_q", s.B + 1), off_kv = index_tensor(*g, OFF_KV, "off_kv", s.B + 1);
-	auto off_o = index_tensor(*g, OFF_O, "off_o", s.B + 1), off_st = index_tensor(*g, OFF_STATS, "off_stats", s.B + 1);
+	auto off_q = index_tensor(*g, OFF_Q, "off_q", s.B + 1);
+	auto off_kv = index_tensor(*g, OFF_KV, "off_kv", s.B + 1);
+	auto off_o = index_tensor(*g, OFF_O, "off_o", s.B + 1);
+	auto off_st = index_tensor(*g, OFF_STATS, "off_stats", s.B + 1);
 	auto seq_q = index_tensor(*g, SEQ_Q, "seq_q", s.B), seq_kv = index_tensor(*g, SEQ_KV, "seq_kv", s.B);
 	auto q = rows(*g, Q, "q", s, s.ldq, off_q), k = rows(*g, K, "k", s, s.ldkv, off_kv);
 	auto v = rows(*g, V, "v", s, s.ldkv, off_kv);
@@ -234,51 +236,45 @@ static int shape_of(const struct attention *a, int half, int backward, shape *s)
 	return 1;
 }
 
-/* The index tensors of a call, in one grown buffer: seq_q, seq_kv [Bp], then
- * the four offsets [Bp + 1] (cuda_sdpa_indices). */
+/* The index tensors of a call, in one grown buffer, each at a multiple of
+ * 64 bytes (index_stride ints): seq_q, seq_kv, then the four offsets
+ * (cuda_sdpa_indices). */
+static size_t index_stride(const shape &s)
+{
+	return ((size_t)s.B + 1 + 15) & ~(size_t)15;
+}
+
+/* *p, of *cap bytes, grown on the stream to hold bytes */
+static void *grown(void **p, size_t *cap, size_t bytes)
+{
+	if (bytes > *cap) {
+		if (*p)
+			CUDA_CHECK(cudaFreeAsync(*p, cuda_stream()));
+		CUDA_CHECK(cudaMallocAsync(p, bytes, cuda_stream()));
+		*cap = bytes;
+	}
+	return *p;
+}
+
 static int32_t *index_tensors(const struct attention *a, const shape &s)
 {
-	size_t bytes = (2 * (size_t)s.B + 4 * ((size_t)s.B + 1)) * sizeof(int32_t);
-	cudaStream_t st = cuda_stream();
-	if (bytes > lens_cap) {
-		if (lens)
-			CUDA_CHECK(cudaFreeAsync(lens, st));
-		CUDA_CHECK(cudaMallocAsync(&lens, bytes, st));
-		lens_cap = bytes;
-	}
-	cuda_sdpa_indices((int32_t *)lens, a, s.B);
-	return (int32_t *)lens;
+	int32_t *idx = (int32_t *)grown(&lens, &lens_cap, 6 * index_stride(s) * sizeof(int32_t));
+	cuda_sdpa_indices(idx, index_stride(s), a, s.B);
+	return idx;
 }
 
-static void *workspace_of(int64_t bytes)
-{
-	if ((size_t)bytes > workspace_cap) {
-		if (workspace)
-			CUDA_CHECK(cudaFreeAsync(workspace, cuda_stream()));
-		CUDA_CHECK(cudaMallocAsync(&workspace, (size_t)bytes, cuda_stream()));
-		workspace_cap = (size_t)bytes;
-	}
-	return workspace;
-}
-
-/* Scratch for the statistics (rows x H floats) and dO in acts (rows x C), grown. */
+/* Scratch for the statistics (rows x H floats) and dO in acts (rows x C). */
 static void *scratch_of(size_t bytes)
 {
 	static void *p;
 	static size_t cap;
-	if (bytes > cap) {
-		if (p)
-			CUDA_CHECK(cudaFreeAsync(p, cuda_stream()));
-		CUDA_CHECK(cudaMallocAsync(&p, bytes, cuda_stream()));
-		cap = bytes;
-	}
-	return p;
+	return grown(&p, &cap, bytes);
 }
 
 static int execute(const plan &p, std::unordered_map<int64_t, void *> &pack)
 {
 	try {
-		return p.g->execute(handle, pack, workspace_of(p.workspace)).is_good();
+		return p.g->execute(handle, pack, grown(&workspace, &workspace_cap, (size_t)p.workspace)).is_good();
 	} catch (const std::exception &e) {
 		return 0;
 	}
@@ -297,10 +293,10 @@ static void *dropout_rng(const struct attention *a)
 
 static void index_pack(std::unordered_map<int64_t, void *> &pack, int32_t *idx, const shape &s)
 {
-	int32_t *off = idx + 2 * s.B;
-	pack[SEQ_Q] = idx, pack[SEQ_KV] = idx + s.B;
-	pack[OFF_Q] = off, pack[OFF_KV] = off + s.B + 1, pack[OFF_O] = off + 2 * (s.B + 1);
-	pack[OFF_STATS] = off + 3 * (s.B + 1);
+	size_t at = index_stride(s);
+	pack[SEQ_Q] = idx, pack[SEQ_KV] = idx + at;
+	pack[OFF_Q] = idx + 2 * at, pack[OFF_KV] = idx + 3 * at, pack[OFF_O] = idx + 4 * at;
+	pack[OFF_STATS] = idx + 5 * at;
 }
 
 int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half)
@@ -342,9 +338,10 @@ int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const flo
 	if (!p.g)
 		return 0;
 	size_t n = (size_t)a->rows * (size_t)a->H, nd = (size_t)a->rows * (size_t)a->C;
-	char *buf = (char *)scratch_of(n * sizeof(float) + nd * 2);
+	size_t at = (n * sizeof(float) + 255) & ~(size_t)255;   /* dO aligned as cuDNN wants it */
+	char *buf = (char *)scratch_of(at + nd * 2);
 	float *lse = (float *)buf;
-	void *dout = buf + n * sizeof(float);
+	void *dout = buf + at;
 	cuda_lse_from_state(lse, state, n);
 	if (half)
 		cuda_as_fp16((struct act *)dout, dctx, nd);
