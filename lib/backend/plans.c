@@ -4,11 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EXACT_UP_TO = 64 };
+enum { EXACT_UP_TO = 64, ALIGN = 16 };
+
+/* A slot: its key, its value, then whether it is used, each part aligned
+ * for any type (the slots themselves are malloc'd). */
+static size_t aligned(size_t n)
+{
+	return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+static size_t slot_size(const struct plans *p)
+{
+	return aligned(p->key_size) + aligned(p->value_size) + ALIGN;
+}
 
 void plans_init(struct plans *p, size_t key_size, size_t value_size, size_t cap)
 {
-	*p = (struct plans){ key_size, value_size, cap, 0, xcalloc(cap, 1 + key_size + value_size) };
+	*p = (struct plans){ key_size, value_size, cap, 0, NULL };
+	p->slots = xcalloc(cap, slot_size(p));
 }
 
 void plans_free(struct plans *p)
@@ -27,24 +40,24 @@ static uint64_t hash_of(const unsigned char *b, size_t n)
 
 void *plans_get(struct plans *p, const void *key, int *made, const char *what)
 {
-	size_t slot = 1 + p->key_size + p->value_size;
+	size_t value_at = aligned(p->key_size), used_at = value_at + aligned(p->value_size);
 	size_t i = hash_of(key, p->key_size) & (p->cap - 1);
+	unsigned char *s;
 	*made = 0;
 	for (;; i = (i + 1) & (p->cap - 1)) {
-		unsigned char *s = p->slots + i * slot;
-		if (!s[0])
+		s = p->slots + i * slot_size(p);
+		if (!s[used_at])
 			break;
-		if (!memcmp(s + 1, key, p->key_size))
-			return s + 1 + p->key_size;
+		if (!memcmp(s, key, p->key_size))
+			return s + value_at;
 	}
 	if (p->n == p->cap / 2)
 		die("%s: more than %zu kinds in one process", what, p->cap / 2);
-	unsigned char *s = p->slots + i * slot;
-	s[0] = 1;
-	memcpy(s + 1, key, p->key_size);
+	s[used_at] = 1;
+	memcpy(s, key, p->key_size);
 	p->n++;
 	*made = 1;
-	return s + 1 + p->key_size;
+	return s + value_at;
 }
 
 int size_bucket(int x)

@@ -12,14 +12,14 @@ extern "C" {
 
 struct plans {
 	size_t key_size, value_size, cap, n;
-	unsigned char *slots;      /* cap slots: used byte, key, value */
+	unsigned char *slots;      /* cap slots: key, value, used (plans.c) */
 };
 
 /* A table of up to cap / 2 plans (cap a power of two). */
 void plans_init(struct plans *p, size_t key_size, size_t value_size, size_t cap);
 void plans_free(struct plans *p);
-/* The value of key: found, or a new zeroed one (*made set); dies in one
- * line naming what when the table is full. */
+/* The value of key, aligned for any type: found, or a new zeroed one
+ * (*made set); dies in one line naming what when the table is full. */
 void *plans_get(struct plans *p, const void *key, int *made, const char *what);
 
 /* A size's bucket: itself up to 64, then rounded up to an eighth of its
