@@ -156,13 +156,21 @@ static void fill_fp32(void)
 	cuda.lamb_apply = cuda_lamb_apply;
 }
 
-/* fp32's table with its products on TF32 tensor cores; VAT's probe in fp32 */
+/* fp32's table, named "cuda:N what", as t: the precision below fp32 that
+ * changes the ops the caller sets next; VAT's probe in fp32 */
+static void derive(struct backend *t, char *tname, size_t len, const char *what, size_t act_size)
+{
+	*t = cuda;
+	snprintf(tname, len, "%s %s", name, what);
+	t->name = tname;
+	t->precise = &cuda;
+	t->act_size = act_size;
+}
+
+/* fp32's table with its products on TF32 tensor cores */
 static void fill_tf32(void)
 {
-	cuda_tf32 = cuda;
-	snprintf(name_tf32, sizeof name_tf32, "%s tf32", name);
-	cuda_tf32.name = name_tf32;
-	cuda_tf32.precise = &cuda;
+	derive(&cuda_tf32, name_tf32, sizeof name_tf32, "tf32", sizeof(float));
 	cuda_tf32.linear_forward = cuda_linear_forward_tf32;
 	cuda_tf32.linear_forward_act = cuda_linear_forward_act_tf32;
 	cuda_tf32.linear_backward = cuda_linear_backward_tf32;
@@ -171,11 +179,7 @@ static void fill_tf32(void)
 /* fp32's table with bf16 acts: every op that reads or writes them */
 static void fill_bf16(void)
 {
-	cuda_bf16 = cuda;
-	snprintf(name_bf16, sizeof name_bf16, "%s bf16", name);
-	cuda_bf16.name = name_bf16;
-	cuda_bf16.precise = &cuda;
-	cuda_bf16.act_size = 2;
+	derive(&cuda_bf16, name_bf16, sizeof name_bf16, "bf16", 2);
 	cuda_bf16.as_act = cuda_as_bf16;
 	cuda_bf16.linear_forward = cuda_linear_forward_bf16;
 	cuda_bf16.linear_forward_act = cuda_linear_forward_act_bf16;
@@ -190,11 +194,7 @@ static void fill_bf16(void)
 /* fp32's table with fp16 acts: bf16's, in the other half-width type */
 static void fill_fp16(void)
 {
-	cuda_fp16 = cuda;
-	snprintf(name_fp16, sizeof name_fp16, "%s fp16", name);
-	cuda_fp16.name = name_fp16;
-	cuda_fp16.precise = &cuda;
-	cuda_fp16.act_size = 2;
+	derive(&cuda_fp16, name_fp16, sizeof name_fp16, "fp16", 2);
 	cuda_fp16.as_act = cuda_as_fp16;
 	cuda_fp16.linear_forward = cuda_linear_forward_fp16;
 	cuda_fp16.linear_forward_act = cuda_linear_forward_act_fp16;

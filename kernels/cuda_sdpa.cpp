@@ -271,15 +271,6 @@ static void *scratch_of(size_t bytes)
 	return grown(&p, &cap, bytes);
 }
 
-static int execute(const plan &p, std::unordered_map<int64_t, void *> &pack)
-{
-	try {
-		return p.g->execute(handle, pack, grown(&workspace, &workspace_cap, (size_t)p.workspace)).is_good();
-	} catch (const std::exception &e) {
-		return 0;
-	}
-}
-
 /* the seed and offset of the call's dropout, which cuDNN reads on the device */
 static void *dropout_rng(const struct attention *a)
 {
@@ -291,12 +282,33 @@ static void *dropout_rng(const struct attention *a)
 	return d;
 }
 
-static void index_pack(std::unordered_map<int64_t, void *> &pack, int32_t *idx, const shape &s)
+typedef std::unordered_map<int64_t, void *> pack_t;
+
+/* Runs plan p of shape s on the call a, with what pack holds beside what
+ * every call gives (the index tensors, Q, K, V, dropout's seed); dies where
+ * cuDNN fails on a shape it had taken. */
+static void execute(const plan &p, const shape &s, const struct attention *a, pack_t &pack)
 {
+	int32_t *idx = index_tensors(a, s);
 	size_t at = index_stride(s);
 	pack[SEQ_Q] = idx, pack[SEQ_KV] = idx + at;
 	pack[OFF_Q] = idx + 2 * at, pack[OFF_KV] = idx + 3 * at, pack[OFF_O] = idx + 4 * at;
 	pack[OFF_STATS] = idx + 5 * at;
+	pack[Q] = (void *)a->q, pack[K] = (void *)a->k, pack[V] = (void *)a->v;
+	if (s.p > 0) {
+		int64_t *rng = (int64_t *)dropout_rng(a);
+		pack[SEED] = rng, pack[OFFSET] = rng + 1;
+	}
+	int ok = 0;
+	try {
+		ok = p.g->execute(handle, pack, grown(&workspace, &workspace_cap, (size_t)p.workspace)).is_good();
+	} catch (const std::exception &e) {
+		ok = 0;
+	}
+	if (!ok)
+		die("cuDNN's attention %s failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 "
+		    "CUDNN_LOGDEST_DBG=stderr shows cuDNN's own words", s.backward ? "backward" : "forward");
+	served++;
 }
 
 int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half)
@@ -313,18 +325,9 @@ int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, 
 		return 0;
 	size_t n = (size_t)a->rows * (size_t)a->H;
 	float *lse = (float *)scratch_of(n * sizeof(float));
-	std::unordered_map<int64_t, void *> pack;
-	index_pack(pack, index_tensors(a, s), s);
-	pack[Q] = (void *)a->q, pack[K] = (void *)a->k, pack[V] = (void *)a->v, pack[O] = ctx, pack[STATS] = lse;
-	if (s.p > 0) {
-		int64_t *rng = (int64_t *)dropout_rng(a);
-		pack[SEED] = rng, pack[OFFSET] = rng + 1;
-	}
-	if (!execute(p, pack))
-		die("cuDNN's attention failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stderr "
-		    "shows cuDNN's own words");
+	pack_t pack = { { O, ctx }, { STATS, lse } };
+	execute(p, s, a, pack);
 	cuda_state_from_lse(state, lse, n);
-	served++;
 	return 1;
 }
 
@@ -347,18 +350,8 @@ int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const flo
 		cuda_as_fp16((struct act *)dout, dctx, nd);
 	else
 		cuda_as_bf16((struct act *)dout, dctx, nd);
-	std::unordered_map<int64_t, void *> pack;
-	index_pack(pack, index_tensors(a, s), s);
-	pack[Q] = (void *)a->q, pack[K] = (void *)a->k, pack[V] = (void *)a->v, pack[O] = (void *)a->out;
-	pack[DO] = dout, pack[STATS] = lse, pack[DQ] = dq, pack[DK] = dk, pack[DV] = dv;
-	if (s.p > 0) {
-		int64_t *rng = (int64_t *)dropout_rng(a);
-		pack[SEED] = rng, pack[OFFSET] = rng + 1;
-	}
-	if (!execute(p, pack))
-		die("cuDNN's attention backward failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 "
-		    "CUDNN_LOGDEST_DBG=stderr shows cuDNN's own words");
-	served++;
+	pack_t pack = { { O, (void *)a->out }, { DO, dout }, { STATS, lse }, { DQ, dq }, { DK, dk }, { DV, dv } };
+	execute(p, s, a, pack);
 	return 1;
 }
 
