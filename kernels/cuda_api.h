@@ -134,20 +134,22 @@ void cuda_gelu_backward_fp16(struct act *dpre, const float *dout, const struct a
 			     int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
-double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
-				 int V, float e);
+void cuda_crossentropy_forward(double *loss, double weight, float *lse, const float *logits,
+			       const int32_t *labels, int N, int V, float e);
 void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
 				const int32_t *labels, int N, int V, float e, float scale);
 void cuda_softmax_rows(float *out, const float *logits, int N, int V, float temp);
-double cuda_kl_forward(float *lse, const float *logits, const float *target, int N, int V, float temp);
+void cuda_kl_forward(double *loss, double weight, float *lse, const float *logits,
+		     const float *target, int N, int V, float temp);
 void cuda_kl_backward(float *dlogits, const float *logits, const float *lse, const float *target, int N,
 		      int V, float temp, float scale);
-double cuda_symkl_forward(const float *logits, int P, int V);
+void cuda_symkl_forward(double *loss, double weight, const float *logits, int P, int V);
 void cuda_symkl_backward(float *dlogits, const float *logits, int P, int V, float scale);
 void cuda_axpy(float *y, const float *x, size_t n, float a);
-double cuda_mse_forward(const float *pred, const float *target, int N);
+void cuda_mse_forward(double *loss, double weight, const float *pred, const float *target, int N);
 void cuda_mse_backward(float *dpred, const float *pred, const float *target, int N, float scale);
-double cuda_bce_forward(const float *logits, const float *targets, size_t n);
+void cuda_bce_forward(double *loss, double weight, const float *logits, const float *targets,
+		      size_t n);
 void cuda_bce_backward(float *dlogits, const float *logits, const float *targets, size_t n,
 		       float scale);
 void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
@@ -192,8 +194,8 @@ void cuda_scale(float *x, size_t n, float s);
 void cuda_ema_update(float *avg, const float *x, size_t n, float decay);
 void cuda_swap(float *a, float *b, size_t n);
 void cuda_adam_update(const struct adam_tensor *t, int n);
-void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum,
-		     float wd);
+void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float gscale, float lr,
+		     float momentum, float wd);
 void cuda_lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,
 		       const struct lamb_coef *c, double *sums);
 void cuda_lamb_apply(float *p, const float *m, const float *v, size_t n,

@@ -1,6 +1,7 @@
 /* The CUDA backend: one GPU, one stream. Memory is cudaMalloc'd; host copies
- * go through the stream and wait for it, so the host never reads a buffer a
- * kernel is still writing. Four tables share the memory and every op but
+ * go through the stream. A download waits for it, so the host never reads a
+ * buffer a kernel is still writing; an upload does not, so the host runs on
+ * ahead of the GPU. Four tables share the memory and every op but
  * the linear layers' and those that touch acts: fp32; tf32 (fp32, its
  * products on TF32 tensor cores); bf16 and fp16 (acts in those). The ops live in
  * cuda_gemm.cu, cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
@@ -70,8 +71,9 @@ static void cuda_release(void *p)
 
 static void cuda_upload(void *dst, const void *src, size_t bytes)
 {
+	/* src is pageable (no host buffer here is pinned): CUDA stages it
+	 * before the call returns, so it may change once we return */
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
-	CUDA_CHECK(cudaStreamSynchronize(stream));   /* src may change once we return */
 }
 
 static void cuda_download(void *dst, const void *src, size_t bytes)

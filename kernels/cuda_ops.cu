@@ -28,6 +28,8 @@
 #include "cuda_check.h"
 #include "cuda_types.h"
 #include "cuda_warp.h"
+#include "util/err.h"
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -781,9 +783,9 @@ static __global__ void crossentropy_rows_kernel(float *__restrict__ lse, double 
 	}
 }
 
-/* One block: out = the sum of loss[0..n), each thread's share in order, then
- * a fixed tree. */
-static __global__ void sum_losses_kernel(double *__restrict__ out,
+/* One block: out += weight times the sum of loss[0..n), each thread's share
+ * in order, then a fixed tree. */
+static __global__ void sum_losses_kernel(double *__restrict__ out, double weight,
 					 const double *__restrict__ loss, int n)
 {
 	__shared__ double part[32];
@@ -800,27 +802,23 @@ static __global__ void sum_losses_kernel(double *__restrict__ out,
 	s = lane < (int)(blockDim.x >> 5) ? part[lane] : 0.0;
 	s = warp_sum_double(s);
 	if (lane == 0)
-		*out = s;
+		*out += weight * s;
 }
 
-/* The sum of loss[0..n) on the host; loss[n] takes it on the GPU. */
-static double losses_sum(double *loss, int n, cudaStream_t st)
+/* *out += weight times the sum of loss[0..n), on the GPU. */
+static void add_losses(double *out, double weight, const double *loss, int n, cudaStream_t st)
 {
-	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(loss + n, loss, n);
+	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(out, weight, loss, n);
 	CUDA_LAUNCHED();
-	double h = 0.0;
-	CUDA_CHECK(cudaMemcpyAsync(&h, loss + n, sizeof h, cudaMemcpyDeviceToHost, st));
-	CUDA_CHECK(cudaStreamSynchronize(st));
-	return h;
 }
 
-double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t *labels, int N,
-				 int V, float e)
+void cuda_crossentropy_forward(double *out, double weight, float *lse, const float *logits,
+			       const int32_t *labels, int N, int V, float e)
 {
 	if (N <= 0)
-		return 0.0;
+		return;
 	cudaStream_t st = cuda_stream();
-	double *loss = (double *)scratch_get(((size_t)N + 1) * sizeof(double));
+	double *loss = (double *)scratch_get((size_t)N * sizeof(double));
 	int threads = (V + 31) / 32 * 32;
 	if (threads > CE_THREADS_MAX)
 		threads = CE_THREADS_MAX;
@@ -828,7 +826,7 @@ double cuda_crossentropy_forward(float *lse, const float *logits, const int32_t 
 		threads = 32;
 	crossentropy_rows_kernel<<<N, threads, 0, st>>>(lse, loss, logits, labels, V, e);
 	CUDA_LAUNCHED();
-	return losses_sum(loss, N, st);
+	add_losses(out, weight, loss, N, st);
 }
 
 /* dlogits = scale * (softmax - smoothed onehot(label)) on labelled rows, 0
@@ -935,15 +933,16 @@ static __global__ void kl_rows_kernel(float *lse, double *loss, const float *__r
 	}
 }
 
-double cuda_kl_forward(float *lse, const float *logits, const float *target, int N, int V, float temp)
+void cuda_kl_forward(double *out, double weight, float *lse, const float *logits,
+		     const float *target, int N, int V, float temp)
 {
 	if (N <= 0)
-		return 0.0;
+		return;
 	cudaStream_t st = cuda_stream();
-	double *loss = (double *)scratch_get(((size_t)N + 1) * sizeof(double));
+	double *loss = (double *)scratch_get((size_t)N * sizeof(double));
 	kl_rows_kernel<<<N, ROW_THREADS, 0, st>>>(lse, loss, logits, target, V, temp);
 	CUDA_LAUNCHED();
-	return losses_sum(loss, N, st);
+	add_losses(out, weight, loss, N, st);
 }
 
 static __global__ void kl_backward_kernel(float *dlogits, const float *logits, const float *__restrict__ lse,
@@ -999,15 +998,15 @@ static __global__ void symkl_kernel(double *loss, float *dlogits, const float *_
 	}
 }
 
-double cuda_symkl_forward(const float *logits, int P, int V)
+void cuda_symkl_forward(double *out, double weight, const float *logits, int P, int V)
 {
 	if (P <= 0)
-		return 0.0;
+		return;
 	cudaStream_t st = cuda_stream();
-	double *loss = (double *)scratch_get(((size_t)P + 1) * sizeof(double));
+	double *loss = (double *)scratch_get((size_t)P * sizeof(double));
 	symkl_kernel<<<P, ROW_THREADS, 0, st>>>(loss, NULL, logits, P, V, 0);
 	CUDA_LAUNCHED();
-	return losses_sum(loss, P, st);
+	add_losses(out, weight, loss, P, st);
 }
 
 void cuda_symkl_backward(float *dlogits, const float *logits, int P, int V, float scale)
@@ -1046,16 +1045,19 @@ static __global__ void elementwise_loss_kernel(double *__restrict__ loss, const 
 	}
 }
 
-/* The sum of the per-element losses, in a fixed order. */
-static double elementwise_loss(const float *x, const float *y, size_t n, int bce)
+/* *out += weight times the sum of the per-element losses, in a fixed order. */
+static void elementwise_loss(double *out, double weight, const float *x, const float *y, size_t n,
+			     int bce)
 {
 	if (!n)
-		return 0.0;
+		return;
+	if (n > INT_MAX)
+		die("a loss over %zu values: more than one sum takes", n);
 	cudaStream_t st = cuda_stream();
-	double *loss = (double *)scratch_get((n + 1) * sizeof(double));
+	double *loss = (double *)scratch_get(n * sizeof(double));
 	elementwise_loss_kernel<<<grid_1d(n), THREADS, 0, st>>>(loss, x, y, n, bce);
 	CUDA_LAUNCHED();
-	return losses_sum(loss, (int)n, st);
+	add_losses(out, weight, loss, (int)n, st);
 }
 
 /* dx = scale * 2 (x - y), or for bce scale * (sigmoid(x) - y). */
@@ -1077,9 +1079,9 @@ static void elementwise_loss_backward(float *dx, const float *x, const float *y,
 	CUDA_LAUNCHED();
 }
 
-double cuda_mse_forward(const float *pred, const float *target, int N)
+void cuda_mse_forward(double *out, double weight, const float *pred, const float *target, int N)
 {
-	return elementwise_loss(pred, target, (size_t)(N > 0 ? N : 0), 0);
+	elementwise_loss(out, weight, pred, target, (size_t)(N > 0 ? N : 0), 0);
 }
 
 void cuda_mse_backward(float *dpred, const float *pred, const float *target, int N, float scale)
@@ -1087,9 +1089,10 @@ void cuda_mse_backward(float *dpred, const float *pred, const float *target, int
 	elementwise_loss_backward(dpred, pred, target, (size_t)(N > 0 ? N : 0), scale, 0);
 }
 
-double cuda_bce_forward(const float *logits, const float *targets, size_t n)
+void cuda_bce_forward(double *out, double weight, const float *logits, const float *targets,
+		      size_t n)
 {
-	return elementwise_loss(logits, targets, n, 1);
+	elementwise_loss(out, weight, logits, targets, n, 1);
 }
 
 void cuda_bce_backward(float *dlogits, const float *logits, const float *targets, size_t n, float scale)

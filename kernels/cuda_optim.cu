@@ -83,8 +83,8 @@ static __global__ void adam_kernel(const struct adam_tensor *__restrict__ ts,
 	const float *__restrict__ grad = t->g;
 	for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) {
 		float pi = p[i];
-		/* g = grad + l2*p */
-		float g = __fadd_rn(grad[i], __fmul_rn(a.l2, pi));
+		/* g = grad*gscale + l2*p */
+		float g = __fadd_rn(__fmul_rn(grad[i], a.gscale), __fmul_rn(a.l2, pi));
 		/* m = m*b1 + omb1*g */
 		float mi = __fadd_rn(__fmul_rn(m[i], a.b1), __fmul_rn(a.omb1, g));
 		/* v = v*b2 + omb2*g*g, the products from the left */
@@ -102,14 +102,14 @@ static __global__ void adam_kernel(const struct adam_tensor *__restrict__ ts,
 
 /* sgd_update: torch.optim.SGD, no dampening or Nesterov; m NULL: no momentum. */
 static __global__ void sgd_kernel(float *__restrict__ p, const float *__restrict__ grad,
-				  float *__restrict__ m, size_t n, float lr, float momentum,
-				  float wd)
+				  float *__restrict__ m, size_t n, float gscale, float lr,
+				  float momentum, float wd)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
 		float pi = p[i];
-		/* g = grad + wd*p */
-		float g = __fadd_rn(grad[i], __fmul_rn(wd, pi));
+		/* g = grad*gscale + wd*p */
+		float g = __fadd_rn(__fmul_rn(grad[i], gscale), __fmul_rn(wd, pi));
 
 		if (m) {
 			/* g = m = m*momentum + g */
@@ -273,7 +273,7 @@ static __device__ __forceinline__ void stage_lamb(float *tile, const float *__re
 		pk[k] = gk[k] = mk[k] = vk[k] = 0.0f;
 		if (i < n) {
 			pk[k] = p[i];
-			gk[k] = g[i];
+			gk[k] = __fmul_rn(g[i], a.gscale);
 			mk[k] = m[i];
 			vk[k] = v[i];
 		}
@@ -490,12 +490,12 @@ void cuda_adam_update(const struct adam_tensor *t, int n)
 	CUDA_LAUNCHED();
 }
 
-void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum,
-		     float wd)
+void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float gscale, float lr,
+		     float momentum, float wd)
 {
 	if (n == 0)
 		return;
-	sgd_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(p, g, m, n, lr, momentum, wd);
+	sgd_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(p, g, m, n, gscale, lr, momentum, wd);
 	CUDA_LAUNCHED();
 }
 

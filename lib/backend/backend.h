@@ -46,9 +46,10 @@ struct attention {
 
 /* One Adam or AdamW update of a tensor, in PyTorch's order of float
  * operations: AdamW shrinks p by keep = 1 - lr*wd (decoupled), Adam adds
- * l2*p to the gradient. */
+ * l2*p to the gradient. Every update reads the gradient times gscale (fp16's
+ * unscaling and --clip's), the same bits as scaling it first. */
 struct adam_coef {
-	float keep, l2, b1, omb1, b2, omb2, step_size, bc2_sqrt, eps;
+	float gscale, keep, l2, b1, omb1, b2, omb2, step_size, bc2_sqrt, eps;
 };
 
 /* One tensor's Adam or AdamW update: where it lies and its coefficients. */
@@ -63,7 +64,7 @@ struct adam_tensor {
 /* LAMB's bias-corrected Adam direction plus decay, u = m/bc1/(sqrt(v/bc2) +
  * eps) + wd*p, as NVIDIA apex's FusedLAMB. */
 struct lamb_coef {
-	float b1, omb1, b2, omb2, bc1, bc2, eps, wd;
+	float gscale, b1, omb1, b2, omb2, bc1, bc2, eps, wd;
 };
 
 struct backend {
@@ -133,22 +134,27 @@ struct backend {
 	void (*attention_backward)(struct act *dq, struct act *dk, struct act *dv,
 				   const float *dctx, const float *state,
 				   const struct attention *a);
-	double (*crossentropy_forward)(float *lse, const float *logits, const int32_t *labels,
-				       int N, int V, float e);
+	/* the losses ADD weight times their sum over the rows into *loss, a
+	 * double in the backend's memory: a step's loss stays there until it
+	 * is read, and reading it is the step's one wait for a GPU */
+	void (*crossentropy_forward)(double *loss, double weight, float *lse, const float *logits,
+				     const int32_t *labels, int N, int V, float e);
 	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,
 				      const int32_t *labels, int N, int V, float e, float scale);
 	void (*softmax_rows)(float *out, const float *logits, int N, int V, float temp);
-	double (*kl_forward)(float *lse, const float *logits, const float *target, int N, int V,
-			     float temp);
+	void (*kl_forward)(double *loss, double weight, float *lse, const float *logits,
+			   const float *target, int N, int V, float temp);
 	void (*kl_backward)(float *dlogits, const float *logits, const float *lse,
 			    const float *target, int N, int V, float temp, float scale);
-	double (*symkl_forward)(const float *logits, int P, int V);
+	void (*symkl_forward)(double *loss, double weight, const float *logits, int P, int V);
 	void (*symkl_backward)(float *dlogits, const float *logits, int P, int V, float scale);
 	void (*axpy)(float *y, const float *x, size_t n, float a);
-	double (*mse_forward)(const float *pred, const float *target, int N);
+	void (*mse_forward)(double *loss, double weight, const float *pred, const float *target,
+			    int N);
 	void (*mse_backward)(float *dpred, const float *pred, const float *target, int N,
 			     float scale);
-	double (*bce_forward)(const float *logits, const float *targets, size_t n);
+	void (*bce_forward)(double *loss, double weight, const float *logits,
+			    const float *targets, size_t n);
 	void (*bce_backward)(float *dlogits, const float *logits, const float *targets, size_t n,
 			     float scale);
 	void (*dropout_apply)(float *out, const float *in, size_t n, float p, uint64_t seed);
@@ -165,7 +171,7 @@ struct backend {
 	/* the updates of n tensors, on a GPU in one launch */
 	void (*adam_update)(const struct adam_tensor *t, int n);
 	/* m NULL: no momentum */
-	void (*sgd_update)(float *p, const float *g, float *m, size_t n, float lr,
+	void (*sgd_update)(float *p, const float *g, float *m, size_t n, float gscale, float lr,
 			   float momentum, float wd);
 	/* moves the moments and returns |p|^2 and |u|^2 in sums[2] */
 	void (*lamb_moments)(const float *p, const float *g, float *m, float *v, size_t n,

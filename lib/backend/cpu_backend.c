@@ -94,6 +94,35 @@ static void attention_bwd(struct act *dq, struct act *dk, struct act *dv, const 
 	attention_backward((float *)dq, (float *)dk, (float *)dv, dctx, state, a);
 }
 
+/* The losses, added into their sum (host memory here). */
+static void ce_add(double *loss, double weight, float *lse, const float *logits,
+		   const int32_t *labels, int N, int V, float e)
+{
+	*loss += weight * crossentropy_forward(lse, logits, labels, N, V, e);
+}
+
+static void kl_add(double *loss, double weight, float *lse, const float *logits,
+		   const float *target, int N, int V, float temp)
+{
+	*loss += weight * kl_forward(lse, logits, target, N, V, temp);
+}
+
+static void symkl_add(double *loss, double weight, const float *logits, int P, int V)
+{
+	*loss += weight * symkl_forward(logits, P, V);
+}
+
+static void mse_add(double *loss, double weight, const float *pred, const float *target, int N)
+{
+	*loss += weight * mse_forward(pred, target, N);
+}
+
+static void bce_add(double *loss, double weight, const float *logits, const float *targets,
+		    size_t n)
+{
+	*loss += weight * bce_forward(logits, targets, n);
+}
+
 static const struct backend cpu = {
 	.name = "cpu",
 	.host = 1,
@@ -120,17 +149,17 @@ static const struct backend cpu = {
 	.tanh_backward = tanh_backward,
 	.attention_forward = attention_fwd,
 	.attention_backward = attention_bwd,
-	.crossentropy_forward = crossentropy_forward,
+	.crossentropy_forward = ce_add,
 	.crossentropy_backward = crossentropy_backward,
 	.softmax_rows = softmax_rows,
-	.kl_forward = kl_forward,
+	.kl_forward = kl_add,
 	.kl_backward = kl_backward,
-	.symkl_forward = symkl_forward,
+	.symkl_forward = symkl_add,
 	.symkl_backward = symkl_backward,
 	.axpy = axpy,
-	.mse_forward = mse_forward,
+	.mse_forward = mse_add,
 	.mse_backward = mse_backward,
-	.bce_forward = bce_forward,
+	.bce_forward = bce_add,
 	.bce_backward = bce_backward,
 	.dropout_apply = dropout_apply,
 	.gather_rows = gather_rows,

@@ -212,7 +212,8 @@ void adam_update(float *p, const float *g, float *m, float *v, size_t n,
 		 const struct adam_coef *c);
 /* adam_update of each of n tensors: the backend's op */
 void adam_update_tensors(const struct adam_tensor *t, int n);
-void sgd_update(float *p, const float *g, float *m, size_t n, float lr, float momentum, float wd);
+void sgd_update(float *p, const float *g, float *m, size_t n, float gscale, float lr, float momentum,
+		float wd);
 void lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,
 		  const struct lamb_coef *c, double *sums);
 void lamb_apply(float *p, const float *m, const float *v, size_t n, const struct lamb_coef *c,

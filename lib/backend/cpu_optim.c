@@ -98,7 +98,7 @@ HOT_EXACT static void adam_span(float *restrict p, const float *restrict grad, f
 	const struct adam_coef a = *c;
 #pragma omp simd
 	for (size_t i = 0; i < n; i++) {
-		float g = grad[i] + a.l2 * p[i];
+		float g = grad[i] * a.gscale + a.l2 * p[i];
 		m[i] = m[i] * a.b1 + a.omb1 * g;
 		v[i] = v[i] * a.b2 + a.omb2 * g * g;
 		float denom = sqrtf(v[i]) / a.bc2_sqrt + a.eps;
@@ -125,31 +125,31 @@ void adam_update_tensors(const struct adam_tensor *t, int n)
 }
 
 HOT_EXACT static void sgd_span(float *restrict p, const float *restrict grad, float *restrict m,
-			       size_t n, float lr, float momentum, float wd)
+			       size_t n, float gscale, float lr, float momentum, float wd)
 {
 	if (m) {
 #pragma omp simd
 		for (size_t i = 0; i < n; i++) {
-			float g = m[i] = m[i] * momentum + (grad[i] + wd * p[i]);
+			float g = m[i] = m[i] * momentum + (grad[i] * gscale + wd * p[i]);
 			p[i] = p[i] - lr * g;
 		}
 	} else {
 #pragma omp simd
 		for (size_t i = 0; i < n; i++)
-			p[i] = p[i] - lr * (grad[i] + wd * p[i]);
+			p[i] = p[i] - lr * (grad[i] * gscale + wd * p[i]);
 	}
 }
 
 /* torch.optim.SGD without dampening or Nesterov: the zeroed buffer makes the
  * first step's buf = 0*m + g = g, as PyTorch's clone of the gradient. */
-void sgd_update(float *p, const float *grad, float *m, size_t n, float lr, float momentum,
-		float wd)
+void sgd_update(float *p, const float *grad, float *m, size_t n, float gscale, float lr,
+		float momentum, float wd)
 {
 	size_t spans = (n + SPAN - 1) / SPAN;
 	#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
 	for (size_t s = 0; s < spans; s++) {
 		size_t o = s * SPAN;
-		sgd_span(p + o, grad + o, m ? m + o : NULL, span_len(n, s), lr, momentum, wd);
+		sgd_span(p + o, grad + o, m ? m + o : NULL, span_len(n, s), gscale, lr, momentum, wd);
 	}
 }
 
@@ -169,7 +169,7 @@ static void lamb_chunk(void *ctx, size_t lo, size_t hi, double *sums)
 	const struct lamb_pass *l = ctx;
 	const struct lamb_coef *a = l->a;
 	for (size_t i = lo; i < hi; i++) {
-		float g = l->g[i];
+		float g = l->g[i] * a->gscale;
 		l->m[i] = l->m[i] * a->b1 + a->omb1 * g;
 		l->v[i] = l->v[i] * a->b2 + a->omb2 * g * g;
 		float u = lamb_direction(a, l->m[i], l->v[i], l->p[i]);

@@ -140,11 +140,11 @@ void bert_set_rdrop(struct bert *m, float alpha);
  * iterations of step xi find the perturbation of the embeddings' output, of
  * norm eps for each sequence, that most changes the model's predictions;
  * the model then learns to keep them: ADDS the gradient of scale times
- * KL(p ‖ p_perturbed), p the batch's own predictions, and returns that KL
- * summed over the predicted rows. Softmax heads (cls, tokcls, mlm). On a
+ * KL(p ‖ p_perturbed), p the batch's own predictions, and adds that KL
+ * summed over the predicted rows into the loss sum (bert_forward_sum). Softmax heads (cls, tokcls, mlm). On a
  * backend coarser than fp32 (bf16) the power iteration runs in fp32, from
  * an fp32 forward of its own. */
-double bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale);
+void bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale);
 
 /* Changes the dropout of hidden states and attention probabilities. */
 void bert_set_dropout(struct bert *m, float hidden, float attn);
@@ -157,9 +157,17 @@ void bert_init_tensors(struct bert *m, uint64_t seed, const char *prefix);
 
 /* Forward pass; keeps what backward needs. Dropout is on when train is set,
  * drawn from dropout_seed alone (the same seed gives the same masks whatever
- * the thread count). Returns the summed loss over predicted items and sets
- * *count to their number (cls, reg: B; multi: B*L; mlm, tokcls: labels
- * != -100). */
+ * the thread count). Adds the summed loss over predicted items into the
+ * model's loss sum, which stays in the backend's memory until
+ * bert_take_loss, and sets *count to their number (cls, reg: B; multi: B*L;
+ * mlm, tokcls: labels != -100). */
+void bert_forward_sum(struct bert *m, const struct bert_batch *b, int train,
+		      uint64_t dropout_seed, int64_t *count);
+/* The loss sum since the last take (a GPU's wait for its work); starts the
+ * next at 0. */
+double bert_take_loss(struct bert *m);
+/* bert_forward_sum returning the forward's own summed loss, and leaving the
+ * loss sum as it was. */
 double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 		    uint64_t dropout_seed, int64_t *count);
 /* Backward of scale * (summed loss) for the last forward; ADDS into the grads

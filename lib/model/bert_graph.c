@@ -158,6 +158,8 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 	memory_check(be, "model", 2.0 * sizeof(float) * (double)m->numel, "parameters and gradients");
 	m->dparams = be->alloc(m->numel * sizeof(float));
 	m->dgrads = be->alloc(m->numel * sizeof(float));
+	m->loss = be->alloc(2 * sizeof *m->loss);
+	m->loss_to = m->loss;
 	m->params = host_copy(be, m->dparams, m->numel);
 	m->grads = host_copy(be, m->dgrads, m->numel);
 	m->tensors = xcalloc(m->ntensors, sizeof *m->tensors);
@@ -193,6 +195,7 @@ void bert_free(struct bert *m)
 	}
 	m->be->release(m->dparams);
 	m->be->release(m->dgrads);
+	m->be->release(m->loss);
 	free(m->w.layer);
 	free(m->g.layer);
 	free(m->a.layer);
@@ -735,28 +738,31 @@ static int soft_on(const struct bert *m)
 	return 1;
 }
 
-/* The summed loss of the M rows of logits: squared error, binary
- * cross-entropy, or the cross-entropy with in training the soft targets'
- * KL divergence (weights hard and soft) and R-Drop's (halved, as the batch
- * ran twice). */
-static double head_loss(struct bert *m)
+/* Adds the summed loss of the M rows of logits into *m->loss_to: squared
+ * error, binary cross-entropy, or the cross-entropy with in training the
+ * soft targets' KL divergence (weights hard and soft) and R-Drop's (all
+ * halved, as the batch ran twice). */
+static void head_loss(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, W = bert_logit_width(&m->c), soft = soft_on(m);
-	if (m->c.task == TASK_REG)
-		return m->be->mse_forward(h->logits, m->d.targets, M);
-	if (m->c.task == TASK_MULTI)
-		return m->be->bce_forward(h->logits, m->d.targets, (size_t)M * W);
-	double loss = 0;
+	double *loss = m->loss_to, half = m->doubled ? 0.5 : 1;
+	if (m->c.task == TASK_REG) {
+		m->be->mse_forward(loss, 1, h->logits, m->d.targets, M);
+		return;
+	}
+	if (m->c.task == TASK_MULTI) {
+		m->be->bce_forward(loss, 1, h->logits, m->d.targets, (size_t)M * W);
+		return;
+	}
 	if (!soft || m->hard > 0)
-		loss = (soft ? m->hard : 1) *
-		       m->be->crossentropy_forward(h->lse, h->logits, m->d.labels, M, W, smoothing(m));
+		m->be->crossentropy_forward(loss, half * (soft ? m->hard : 1), h->lse, h->logits,
+					    m->d.labels, M, W, smoothing(m));
 	if (soft)
-		loss += (double)m->soft * m->temp * m->temp *
-			m->be->kl_forward(h->kl_lse, h->logits, m->targets_soft.p, M, W, m->temp);
+		m->be->kl_forward(loss, half * ((double)m->soft * m->temp * m->temp), h->kl_lse,
+				  h->logits, m->targets_soft.p, M, W, m->temp);
 	if (m->doubled)
-		loss = 0.5 * (loss + m->rdrop * m->be->symkl_forward(h->logits, M / 2, W));
-	return loss;
+		m->be->symkl_forward(loss, half * m->rdrop, h->logits, M / 2, W);
 }
 
 static void head_loss_backward(struct bert *m, float scale)
@@ -793,7 +799,7 @@ static const struct act *dlogits_low(struct bert *m)
 
 /* ---- sequence classification and regression head ---- */
 
-static double pooled_head_forward(struct bert *m)
+static void pooled_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
@@ -803,7 +809,7 @@ static double pooled_head_forward(struct bert *m)
 			     classifier_seed(m));
 	h->last_in = m->be->as_act(h->space, h->act, (size_t)B * C);
 	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, B, C, W);
-	return head_loss(m);
+	head_loss(m);
 }
 
 /* Leaves the gradient of the head's input rows in dhead_in. */
@@ -825,14 +831,14 @@ static void pooled_head_backward(struct bert *m, float scale)
 
 /* ---- token classification head ---- */
 
-static double token_head_forward(struct bert *m)
+static void token_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
 	m->be->dropout_apply(h->act, h->in, (size_t)M * C, hidden_p(m), classifier_seed(m));
 	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
 	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, M, C, L);
-	return head_loss(m);
+	head_loss(m);
 }
 
 static void token_head_backward(struct bert *m, float scale)
@@ -849,7 +855,7 @@ static void token_head_backward(struct bert *m, float scale)
 
 /* ---- masked language model head ---- */
 
-static double mlm_head_forward(struct bert *m)
+static void mlm_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
@@ -859,7 +865,7 @@ static double mlm_head_forward(struct bert *m)
 				 m->w.tr_ln_b, M, C, m->c.ln_eps);
 	h->last_in = m->be->as_act(h->space, h->norm, (size_t)M * C);
 	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.word), m->w.decoder_b, M, C, V);
-	return head_loss(m);
+	head_loss(m);
 }
 
 static void mlm_head_backward(struct bert *m, float scale)
@@ -880,9 +886,7 @@ static void mlm_head_backward(struct bert *m, float scale)
 
 /* ---- the whole model ---- */
 
-/* The forward of the kept batch from its embeddings (plus a perturbation)
- * through the head: its summed loss. */
-double bert_run_forward(struct bert *m)
+void bert_run_forward(struct bert *m)
 {
 	struct acts *a = &m->a;
 	size_t n = (size_t)m->N * m->c.hidden;
@@ -905,12 +909,15 @@ double bert_run_forward(struct bert *m)
 		a->head.in_low = m->be->as_act(a->rows_space, a->rows_in, (size_t)m->M * m->c.hidden);
 	}
 	if (m->c.task == TASK_MLM)
-		return mlm_head_forward(m);
-	return bert_task_pooled(m->c.task) ? pooled_head_forward(m) : token_head_forward(m);
+		mlm_head_forward(m);
+	else if (bert_task_pooled(m->c.task))
+		pooled_head_forward(m);
+	else
+		token_head_forward(m);
 }
 
-double bert_forward(struct bert *m, const struct bert_batch *b, int train,
-		    uint64_t dropout_seed, int64_t *count)
+void bert_forward_sum(struct bert *m, const struct bert_batch *b, int train,
+		      uint64_t dropout_seed, int64_t *count)
 {
 	struct bert_batch doubled;
 	m->doubled = train && m->rdrop > 0;
@@ -921,9 +928,28 @@ double bert_forward(struct bert *m, const struct bert_batch *b, int train,
 	m->train = train;
 	m->dropout_seed = dropout_seed;
 	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1) / (m->doubled ? 2 : 1);
-	if (m->M == 0)
-		return 0.0;    /* nothing to predict */
-	return bert_run_forward(m);
+	if (m->M)      /* else nothing to predict */
+		bert_run_forward(m);
+}
+
+double bert_take_loss(struct bert *m)
+{
+	double loss;
+	m->be->download(&loss, m->loss, sizeof loss);
+	m->be->zero(m->loss, sizeof loss);
+	return loss;
+}
+
+double bert_forward(struct bert *m, const struct bert_batch *b, int train,
+		    uint64_t dropout_seed, int64_t *count)
+{
+	double loss;
+	m->loss_to = m->loss + 1;
+	m->be->zero(m->loss_to, sizeof loss);
+	bert_forward_sum(m, b, train, dropout_seed, count);
+	m->loss_to = m->loss;
+	m->be->download(&loss, m->loss + 1, sizeof loss);
+	return loss;
 }
 
 

@@ -108,6 +108,10 @@ struct bert {
 	size_t numel;
 	float *dparams, *dgrads;   /* in the backend's memory */
 	float *params, *grads;     /* their host copies: the same buffers on a host backend */
+	/* in the backend's memory: [0] the summed loss of the forwards since
+	 * bert_take_loss, [1] where the loss of a forward nobody reads goes
+	 * (VAT's probes); loss_to points at one of them */
+	double *loss, *loss_to;
 	struct weights w, g;       /* into dparams and dgrads */
 	struct tensor_ref *tensors; /* into params */
 	int ntensors;
@@ -178,8 +182,8 @@ void bert_reserve(struct bert *m);
 /* Checks the batch, packs it into m and puts it where the ops read it. */
 void bert_take_batch(struct bert *m, const struct bert_batch *b);
 /* The forward of the kept batch from its embeddings (plus a perturbation)
- * through the head: its summed loss. */
-double bert_run_forward(struct bert *m);
+ * through the head; adds its summed loss into *m->loss_to. */
+void bert_run_forward(struct bert *m);
 /* b with each sequence twice: the B of b, then the same B again (R-Drop). */
 struct bert_batch bert_twice(struct bert *m, const struct bert_batch *b);
 #endif

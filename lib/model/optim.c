@@ -267,11 +267,11 @@ int optim_state(struct optim *o, struct tensor_ref *out)
 
 /* torch.optim.Adam/AdamW, each tensor with its own decay and lr, all in
  * one call of the backend. */
-static void adam_step(struct optim *o, double lr)
+static void adam_step(struct optim *o, double lr, float gscale)
 {
 	const struct optim_config *c = &o->c;
 	struct adam_coef a = {
-		.b1 = c->beta1, .omb1 = 1 - c->beta1, .b2 = c->beta2, .omb2 = 1 - c->beta2,
+		.gscale = gscale, .b1 = c->beta1, .omb1 = 1 - c->beta1, .b2 = c->beta2, .omb2 = 1 - c->beta2,
 		.bc2_sqrt = sqrt(1 - pow(c->beta2, o->steps)), .eps = c->eps,
 	};
 	int n = 0;
@@ -292,11 +292,11 @@ static void adam_step(struct optim *o, double lr)
  * gradient clipping; --clip does that): with bias-corrected Adam moments
  *   u = m_hat/(sqrt(v_hat) + eps) + wd*p,  p -= lr * (|p|/|u|) * u
  * per tensor, the trust ratio |p|/|u| taken as 1 when either norm is 0. */
-static void lamb_step(struct optim *o, double lr)
+static void lamb_step(struct optim *o, double lr, float gscale)
 {
 	const struct optim_config *c = &o->c;
 	struct lamb_coef a = {
-		.b1 = c->beta1, .omb1 = 1 - c->beta1, .b2 = c->beta2, .omb2 = 1 - c->beta2,
+		.gscale = gscale, .b1 = c->beta1, .omb1 = 1 - c->beta1, .b2 = c->beta2, .omb2 = 1 - c->beta2,
 		.bc1 = 1 - pow(c->beta1, o->steps), .bc2 = 1 - pow(c->beta2, o->steps),
 		.eps = c->eps,
 	};
@@ -318,23 +318,24 @@ void optim_set_lr_scale(struct optim *o, const double *scale)
 		o->t[i].lr_scale = scale[i];
 }
 
-void optim_step(struct optim *o, double lr)
+void optim_step(struct optim *o, double lr, float gscale)
 {
 	o->steps++;
 	switch (o->c.kind) {
 	case OPTIM_ADAMW:
 	case OPTIM_ADAM:
-		adam_step(o, lr);
+		adam_step(o, lr, gscale);
 		break;
 	case OPTIM_SGD:
 		for (int i = 0; i < o->n; i++) {
 			const struct optim_tensor *t = &o->t[i];
 			if (t->lr_scale)
-				o->be->sgd_update(t->p, t->g, t->m, t->n, lr * t->lr_scale, o->c.momentum, t->wd);
+				o->be->sgd_update(t->p, t->g, t->m, t->n, gscale, lr * t->lr_scale,
+						  o->c.momentum, t->wd);
 		}
 		break;
 	case OPTIM_LAMB:
-		lamb_step(o, lr);
+		lamb_step(o, lr, gscale);
 		break;
 	}
 	for (int i = 0; o->c.ema > 0 && i < o->n; i++)

@@ -46,9 +46,11 @@ void optim_own(struct optim *o, size_t lo, size_t hi, void (*gather)(const void 
  * freezes it (no update, no weight decay, no moments). Default 1. */
 void optim_set_lr_scale(struct optim *o, const double *scale);
 
-/* One update of every tensor from the current gradients with learning rate lr;
- * counts the step first, as PyTorch does, so bias correction sees 1, 2, ... */
-void optim_step(struct optim *o, double lr);
+/* One update of every tensor from the current gradients times gscale (fp16's
+ * unscaling, --clip's; the gradients stay as they are) with learning rate
+ * lr: the same bits as scaling the gradients first, in one pass less. Counts
+ * the step first, as PyTorch does, so bias correction sees 1, 2, ... */
+void optim_step(struct optim *o, double lr, float gscale);
 long optim_steps(const struct optim *o);
 void optim_set_steps(struct optim *o, long steps);
 

@@ -856,7 +856,6 @@ static void train_step(struct trainer *t, struct step_result *r)
 	/* fp16: the loss scaled up, so small gradients stay within fp16's range */
 	double ls = t->st.ls.scale ? t->st.ls.scale : 1;
 	float scale = scale_count ? (float)ls / (float)scale_count : 0;
-	double loss = 0;
 	/* VAT adds to the gradient after the backward: no bucket is final before */
 	int overlap = t->comm->size > 1 && !t->c->zero && !(t->c->vat > 0);
 	t->next_bucket = 0;
@@ -870,18 +869,19 @@ static void train_step(struct trainer *t, struct step_result *r)
 			continue;
 		struct bert_batch v = batch_view(&t->micro[k]);
 		int64_t cnt;
-		if (t->teacher) {
-			bert_forward(t->teacher, &v, 0, 0, &cnt);
+		if (t->teacher) {   /* its logits teach; its loss sum is never read */
+			bert_forward_sum(t->teacher, &v, 0, 0, &cnt);
 			bert_targets_from(t->m, t->teacher, (float)t->c->kd_temp);
 		}
-		loss += bert_forward(t->m, &v, 1, seeds[k], &cnt);
+		bert_forward_sum(t->m, &v, 1, seeds[k], &cnt);
 		if (!count)
 			continue;
 		bert_backward(t->m, scale);
 		if (t->c->vat > 0)
-			loss += bert_vat(t->m, (float)t->c->vat, (float)t->c->vat_xi, (int)t->c->vat_iters,
-					 rng_derive(seeds[k], 0x766174), scale);
+			bert_vat(t->m, (float)t->c->vat, (float)t->c->vat_xi, (int)t->c->vat_iters,
+				 rng_derive(seeds[k], 0x766174), scale);
 	}
+	double loss = bert_take_loss(t->m);   /* the step's first wait for a GPU */
 	int with_items = reduce_gradient(t, &loss, count, r);
 	r->loss = loss;
 	r->grad_norm = grad_norm(t) / ls;
@@ -905,9 +905,7 @@ static void train_step(struct trainer *t, struct step_result *r)
 	double unscale = 1 / ls;   /* fp16's scale out of the gradient, and --clip's */
 	if (t->c->clip > 0 && r->grad_norm > t->c->clip)
 		unscale *= t->c->clip / r->grad_norm;
-	if (unscale != 1)
-		bert_scale_grads(t->m, (float)unscale);
-	optim_step(t->o, r->lr);
+	optim_step(t->o, r->lr, (float)unscale);
 	if (t->c->zero)   /* every process's updated shard to all */
 		comm_all_gather_floats(t->comm, bert_backend_params(t->m), bert_numel(t->m));
 	t->st.optim_steps++;

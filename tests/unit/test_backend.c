@@ -122,11 +122,11 @@ static void sim_attention_backward(struct act *dq, struct act *dk, struct act *d
 	backend_cpu()->attention_backward(dq, dk, dv, dctx, state, a);
 }
 
-static double sim_crossentropy_forward(float *lse, const float *logits, const int32_t *labels,
-				       int n, int v, float e)
+static void sim_crossentropy_forward(double *loss, double weight, float *lse, const float *logits,
+				     const int32_t *labels, int n, int v, float e)
 {
-	sim(lse), sim(logits), sim(labels);
-	return crossentropy_forward(lse, logits, labels, n, v, e);
+	sim(loss), sim(lse), sim(logits), sim(labels);
+	*loss += weight * crossentropy_forward(lse, logits, labels, n, v, e);
 }
 
 static void sim_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
@@ -248,7 +248,7 @@ static void train(struct run *r, const struct backend *be, enum bert_task task)
 		r->norm[s] = bert_grad_norm(r->m);
 		if (s == 2)
 			bert_scale_grads(r->m, 0.5f);
-		optim_step(r->o, 1e-3);
+		optim_step(r->o, 1e-3, 1);
 	}
 	int64_t count;
 	bert_forward(r->m, &b, 0, 0, &count);

@@ -17,6 +17,27 @@
 
 /* ---- the graph's ops ---- */
 
+/* The losses add weight times their sum into a double on the GPU: each
+ * check starts it at LOSS_START, adds at weight 1/2 and reads back what
+ * was added. */
+static const double LOSS_START = 0.25;
+static double *d_loss;
+
+static double *loss_from_start(void)
+{
+	if (!d_loss)
+		d_loss = gpu->alloc(sizeof *d_loss);
+	gpu->upload(d_loss, &LOSS_START, sizeof LOSS_START);
+	return d_loss;
+}
+
+static double loss_added(void)
+{
+	double v;
+	gpu->download(&v, d_loss, sizeof v);
+	return (v - LOSS_START) * 2;
+}
+
 enum { N = 67, C = 96, F = 384, V = 1003 };
 static const double ATOL = 1e-5, RTOL = 1e-4;
 
@@ -278,7 +299,8 @@ static void test_many_rows(void)
 	gpu->embedding_forward(d_g, d_ids, d_types, d_positions, d_word, d_pos, d_type, MR, MW);
 	expect_close("embedding_forward, 70001 rows", d_g, g, n, ATOL, RTOL);
 	double want = crossentropy_forward(lse, pre, labels, MR, MW, 0);
-	double got = gpu->crossentropy_forward(d_lse, d_pre, d_labels, MR, MW, 0);
+	gpu->crossentropy_forward(loss_from_start(), 0.5, d_lse, d_pre, d_labels, MR, MW, 0);
+	double got = loss_added();
 	CHECK(close_enough(got, want, 1e-3, 1e-6), "crossentropy_forward, 70001 rows: %.9g, CPU %.9g",
 	      got, want);
 	crossentropy_backward(out, pre, lse, labels, MR, MW, 0, 0.5f);
@@ -287,7 +309,7 @@ static void test_many_rows(void)
 	softmax_rows(t, g, MR, MW, 1.5f);
 	gpu->softmax_rows(d_t, d_g, MR, MW, 1.5f);
 	kl_forward(lse, pre, t, MR, MW, 1.5f);
-	gpu->kl_forward(d_lse, d_pre, d_t, MR, MW, 1.5f);
+	gpu->kl_forward(loss_from_start(), 0.5, d_lse, d_pre, d_t, MR, MW, 1.5f);
 	kl_backward(d, pre, lse, t, MR, MW, 1.5f, 0.25f);
 	gpu->kl_backward(d_d, d_pre, d_lse, d_t, MR, MW, 1.5f, 0.25f);
 	expect_close("kl_backward, 70001 rows", d_d, d, n, 1e-6, RTOL);
@@ -329,7 +351,8 @@ static void test_crossentropy(int width, float smoothing, const char *what)
 	float *d_logits = on_gpu(logits, n * 4), *d_lse = on_gpu(lse, R * 4), *d_d = on_gpu(d, n * 4);
 	int32_t *d_labels = on_gpu(labels, sizeof labels);
 	double want = crossentropy_forward(lse, logits, labels, R, width, smoothing);
-	double got = gpu->crossentropy_forward(d_lse, d_logits, d_labels, R, width, smoothing);
+	gpu->crossentropy_forward(loss_from_start(), 0.5, d_lse, d_logits, d_labels, R, width, smoothing);
+	double got = loss_added();
 	CHECK(close_enough(got, want, 1e-4, 1e-5), "crossentropy_forward %s: summed loss %.9g, CPU %.9g",
 	      what, got, want);
 	expect_close("crossentropy_forward: log-sum-exp", d_lse, lse, R, ATOL, RTOL);
@@ -349,12 +372,14 @@ static void test_elementwise_losses(void)
 	for (int i = 0; i < N; i++)   /* targets in [0, 1]: some 0 and 1, most soft */
 		y[i] = i % 3 ? fabsf(y[i]) - floorf(fabsf(y[i])) : (float)(i % 2);
 	float *d_x = on_gpu(x, N * 4), *d_y = on_gpu(y, N * 4), *d_d = on_gpu(d, N * 4);
-	double want = mse_forward(x, y, N), got = gpu->mse_forward(d_x, d_y, N);
+	gpu->mse_forward(loss_from_start(), 0.5, d_x, d_y, N);
+	double want = mse_forward(x, y, N), got = loss_added();
 	CHECK(close_enough(got, want, 1e-6, 1e-9), "mse_forward: %.12g, CPU %.12g", got, want);
 	mse_backward(d, x, y, N, 0.25f);
 	gpu->mse_backward(d_d, d_x, d_y, N, 0.25f);
 	expect_close("mse_backward", d_d, d, N, 1e-6, RTOL);
-	want = bce_forward(x, y, N), got = gpu->bce_forward(d_x, d_y, N);
+	gpu->bce_forward(loss_from_start(), 0.5, d_x, d_y, N);
+	want = bce_forward(x, y, N), got = loss_added();
 	CHECK(close_enough(got, want, 1e-6, 1e-9), "bce_forward: %.12g, CPU %.12g", got, want);
 	bce_backward(d, x, y, N, 0.25f);
 	gpu->bce_backward(d_d, d_x, d_y, N, 0.25f);
@@ -376,12 +401,14 @@ static void test_divergences(int V)
 	softmax_rows(t, y, R, V, 2.0f);
 	gpu->softmax_rows(d_t, d_y, R, V, 2.0f);
 	expect_close("softmax_rows", d_t, t, n, 1e-7, 1e-5);
-	double want = kl_forward(lse, x, t, R, V, 2.0f), got = gpu->kl_forward(d_lse, d_x, d_t, R, V, 2.0f);
+	gpu->kl_forward(loss_from_start(), 0.5, d_lse, d_x, d_t, R, V, 2.0f);
+	double want = kl_forward(lse, x, t, R, V, 2.0f), got = loss_added();
 	CHECK(close_enough(got, want, 1e-5, 1e-5), "kl_forward, %d classes: %.9g, CPU %.9g", V, got, want);
 	kl_backward(d, x, lse, t, R, V, 2.0f, 0.25f);
 	gpu->kl_backward(d_d, d_x, d_lse, d_t, R, V, 2.0f, 0.25f);
 	expect_close("kl_backward (adds)", d_d, d, n, 1e-6, RTOL);
-	want = symkl_forward(x, R / 2, V), got = gpu->symkl_forward(d_x, R / 2, V);
+	gpu->symkl_forward(loss_from_start(), 0.5, d_x, R / 2, V);
+	want = symkl_forward(x, R / 2, V), got = loss_added();
 	CHECK(close_enough(got, want, 1e-5, 1e-5), "symkl_forward, %d classes: %.9g, CPU %.9g", V, got, want);
 	symkl_backward(d, x, R / 2, V, 0.5f);
 	gpu->symkl_backward(d_d, d_x, R / 2, V, 0.5f);
@@ -549,8 +576,8 @@ static void test_optimizer(size_t n)
 	gpu->scale(d_g, n, 0.7f);
 	expect_same("scale", d_g, g, n);
 	const struct adam_coef coefs[2] = {
-		{ 0.999f, 0, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f },   /* AdamW */
-		{ 1, 0.01f, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f },    /* Adam with L2 */
+		{ 1, 0.999f, 0, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f },   /* AdamW */
+		{ 0.3f, 1, 0.01f, 0.9f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.3f, 1e-8f }, /* Adam, L2, clipped */
 	};
 	for (int k = 0; k < 2; k++) {
 		const char *how = k ? "adam_update with L2 (Adam)" : "adam_update";
@@ -575,14 +602,14 @@ static void test_optimizer(size_t n)
 	expect_same("adam_update of a table of 4 tensors in one launch: p", d_p, p, n);
 	expect_same("adam_update of a table of 4 tensors in one launch: m", d_m, m, n);
 	expect_same("adam_update of a table of 4 tensors in one launch: v", d_v, v, n);
-	sgd_update(p, g, m, n, 0.01f, 0.9f, 0.01f);
-	gpu->sgd_update(d_p, d_g, d_m, n, 0.01f, 0.9f, 0.01f);
+	sgd_update(p, g, m, n, 0.3f, 0.01f, 0.9f, 0.01f);
+	gpu->sgd_update(d_p, d_g, d_m, n, 0.3f, 0.01f, 0.9f, 0.01f);
 	expect_same("sgd_update with momentum: p", d_p, p, n);
 	expect_same("sgd_update with momentum: m", d_m, m, n);
-	sgd_update(p, g, NULL, n, 0.01f, 0, 0.01f);
-	gpu->sgd_update(d_p, d_g, NULL, n, 0.01f, 0, 0.01f);
+	sgd_update(p, g, NULL, n, 1, 0.01f, 0, 0.01f);
+	gpu->sgd_update(d_p, d_g, NULL, n, 1, 0.01f, 0, 0.01f);
 	expect_same("sgd_update without momentum: p", d_p, p, n);
-	struct lamb_coef l = { 0.9f, 0.1f, 0.999f, 0.001f, 0.5f, 0.3f, 1e-6f, 0.01f };
+	struct lamb_coef l = { 0.3f, 0.9f, 0.1f, 0.999f, 0.001f, 0.5f, 0.3f, 1e-6f, 0.01f };
 	double s_cpu[2], s_gpu[2];
 	lamb_moments(p, g, m, v, n, &l, s_cpu);
 	gpu->lamb_moments(d_p, d_g, d_m, d_v, n, &l, s_gpu);

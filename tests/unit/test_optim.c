@@ -104,7 +104,7 @@ static void run_steps(struct optim *o, const struct optim_case *c, int from, int
 {
 	for (int s = from; s < to; s++) {
 		load_grads(c, s);
-		optim_step(o, json_number_value(step_field(c, s, "lr")));
+		optim_step(o, json_number_value(step_field(c, s, "lr")), 1);
 	}
 }
 
@@ -212,7 +212,7 @@ static void test_threads(void)
 		omp_set_num_threads(threads[r]);
 		for (int s = 0; s < 3; s++) {
 			fill_random(g, 2 * N, 100 + s);
-			optim_step(o, 1e-2);
+			optim_step(o, 1e-2, 1);
 		}
 		optim_free(o);
 	}
@@ -254,8 +254,8 @@ static void test_lr_scale(void)
 		load_grads(&a, s);
 		load_grads(&b, s);
 		double lr = json_number_value(step_field(&a, s, "lr"));
-		optim_step(oa, lr);
-		optim_step(ob, lr * 0.5);
+		optim_step(oa, lr, 1);
+		optim_step(ob, lr * 0.5, 1);
 	}
 	size_t n0 = (size_t)tensor_numel(&a.t[0]), n1 = (size_t)tensor_numel(&a.t[1]);
 	CHECK(!memcmp(a.t[0].data, b.t[0].data, n0 * sizeof(float)),
@@ -269,6 +269,34 @@ static void test_lr_scale(void)
 				still &= st[k].data[j] == 0;
 	CHECK(still, "a tensor at lr scale 0 is frozen: no update, no decay, no moments");
 	free(st), free(frozen), free(scale);
+	optim_free(oa), optim_free(ob);
+	case_free(&a), case_free(&b);
+}
+
+/* A step's gradient scale (fp16's unscaling, --clip's) gives the bits of
+ * scaling the gradients first, and leaves them as they were. */
+static void test_grad_scale(const char *name)
+{
+	struct optim_case a, b;
+	case_load(&a, name);
+	case_load(&b, name);
+	struct optim *oa = case_optim(&a), *ob = case_optim(&b);
+	float s = 0.3f;
+	int kept = 1;
+	for (int k = 0; k < a.nstep; k++) {
+		load_grads(&a, k);
+		load_grads(&b, k);
+		for (size_t j = 0; j < b.total; j++)
+			b.grads[j] *= s;
+		double lr = json_number_value(step_field(&a, k, "lr"));
+		optim_step(oa, lr, s);
+		optim_step(ob, lr, 1);
+		for (size_t j = 0; j < a.total; j++)
+			kept &= a.grads[j] * s == b.grads[j];
+	}
+	CHECK(!memcmp(a.params, b.params, a.total * sizeof(float)) && kept,
+	      "%s: gradients read times %g move the parameters as gradients scaled first, bit for bit, "
+	      "and stay unscaled", name, s);
 	optim_free(oa), optim_free(ob);
 	case_free(&a), case_free(&b);
 }
@@ -325,6 +353,8 @@ int main(int argc, char **argv)
 	test_state_round_trip("lamb", 10, "exp_avg.dense.weight");
 	test_threads();
 	test_lr_scale();
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		test_grad_scale(cases[i]);
 	test_ema();
 	CHECK_DONE();
 }
