@@ -97,9 +97,6 @@ void cuda_linear_backward_fp16(float *din, float *dw, float *dbias, const struct
 /* x[n] rounded into space as bf16 (fp16) */
 const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n);
 const struct act *cuda_as_fp16(struct act *space, const float *x, size_t n);
-void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-			    const int32_t *positions, const float *word, const float *pos,
-			    const float *type, int N, int C);
 void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
 			     const int32_t *ids, const int32_t *types, const int32_t *positions,
 			     int N, int C, int pad_id);
@@ -118,9 +115,30 @@ void cuda_residual_layernorm_forward_fp16(float *out, struct act *low, float *su
 					  float *rstd, const float *res, const float *bias,
 					  const float *w, const float *b, int N, int C, float eps,
 					  float p, uint64_t seed);
+void cuda_embedding_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
+				      float *rstd, const struct embedding *e, const float *w,
+				      const float *b, float eps, float p, uint64_t seed);
+void cuda_embedding_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
+					   float *rstd, const struct embedding *e, const float *w,
+					   const float *b, float eps, float p, uint64_t seed);
+void cuda_embedding_layernorm_forward_fp16(float *out, struct act *low, float *sum, float *mean,
+					   float *rstd, const struct embedding *e, const float *w,
+					   const float *b, float eps, float p, uint64_t seed);
 void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
 			     const float *in, const float *mean, const float *rstd, const float *w,
 			     int N, int C);
+void cuda_residual_layernorm_backward(float *din, struct act *dbranch, float *dw, float *db,
+				      const float *dout, const float *in, const float *mean,
+				      const float *rstd, const float *w, int N, int C, float p,
+				      uint64_t seed);
+void cuda_residual_layernorm_backward_bf16(float *din, struct act *dbranch, float *dw, float *db,
+					   const float *dout, const float *in, const float *mean,
+					   const float *rstd, const float *w, int N, int C, float p,
+					   uint64_t seed);
+void cuda_residual_layernorm_backward_fp16(float *din, struct act *dbranch, float *dw, float *db,
+					   const float *dout, const float *in, const float *mean,
+					   const float *rstd, const float *w, int N, int C, float p,
+					   uint64_t seed);
 void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const float *bias,
 			    int N, int F);
 void cuda_gelu_backward(struct act *dpre, const float *dout, const struct act *pre, int N, int F);

@@ -122,11 +122,12 @@ static void fill_fp32(void)
 	cuda.linear_forward = cuda_linear_forward;
 	cuda.linear_forward_act = cuda_linear_forward_act;
 	cuda.linear_backward = cuda_linear_backward;
-	cuda.embedding_forward = cuda_embedding_forward;
 	cuda.embedding_backward = cuda_embedding_backward;
 	cuda.layernorm_forward = cuda_layernorm_forward;
 	cuda.residual_layernorm_forward = cuda_residual_layernorm_forward;
 	cuda.layernorm_backward = cuda_layernorm_backward;
+	cuda.embedding_layernorm_forward = cuda_embedding_layernorm_forward;
+	cuda.residual_layernorm_backward = cuda_residual_layernorm_backward;
 	cuda.bias_gelu_forward = cuda_bias_gelu_forward;
 	cuda.gelu_backward = cuda_gelu_backward;
 	cuda.tanh_forward = cuda_tanh_forward;
@@ -187,6 +188,8 @@ static void fill_bf16(void)
 	cuda_bf16.linear_forward_act = cuda_linear_forward_act_bf16;
 	cuda_bf16.linear_backward = cuda_linear_backward_bf16;
 	cuda_bf16.residual_layernorm_forward = cuda_residual_layernorm_forward_bf16;
+	cuda_bf16.embedding_layernorm_forward = cuda_embedding_layernorm_forward_bf16;
+	cuda_bf16.residual_layernorm_backward = cuda_residual_layernorm_backward_bf16;
 	cuda_bf16.bias_gelu_forward = cuda_bias_gelu_forward_bf16;
 	cuda_bf16.gelu_backward = cuda_gelu_backward_bf16;
 	cuda_bf16.attention_forward = cuda_attention_forward_bf16;
@@ -202,6 +205,8 @@ static void fill_fp16(void)
 	cuda_fp16.linear_forward_act = cuda_linear_forward_act_fp16;
 	cuda_fp16.linear_backward = cuda_linear_backward_fp16;
 	cuda_fp16.residual_layernorm_forward = cuda_residual_layernorm_forward_fp16;
+	cuda_fp16.embedding_layernorm_forward = cuda_embedding_layernorm_forward_fp16;
+	cuda_fp16.residual_layernorm_backward = cuda_residual_layernorm_backward_fp16;
 	cuda_fp16.bias_gelu_forward = cuda_bias_gelu_forward_fp16;
 	cuda_fp16.gelu_backward = cuda_gelu_backward_fp16;
 	cuda_fp16.attention_forward = cuda_attention_forward_fp16;

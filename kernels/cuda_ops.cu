@@ -139,36 +139,6 @@ static __device__ void warp_lse(float *m, float *s)
 
 /* ---- embeddings ---- */
 
-/* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] */
-static __global__ void embedding_forward_kernel(float *__restrict__ out,
-						const int32_t *__restrict__ ids,
-						const int32_t *__restrict__ types,
-						const int32_t *__restrict__ positions,
-						const float *__restrict__ word,
-						const float *__restrict__ pos,
-						const float *__restrict__ type, int N, int C)
-{
-	int c = blockIdx.x * blockDim.x + threadIdx.x;
-	if (c >= C)
-		return;
-	for (int r = blockIdx.y; r < N; r += gridDim.y) {
-		int ty = types ? types[r] : 0;
-		out[(size_t)r * C + c] = word[(size_t)ids[r] * C + c] +
-					 pos[(size_t)positions[r] * C + c] + type[(size_t)ty * C + c];
-	}
-}
-
-void cuda_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-			    const int32_t *positions, const float *word, const float *pos,
-			    const float *type, int N, int C)
-{
-	if (N <= 0 || C <= 0)
-		return;
-	embedding_forward_kernel<<<grid_rows(C, N), THREADS, 0, cuda_stream()>>>(
-		out, ids, types, positions, word, pos, type, N, C);
-	CUDA_LAUNCHED();
-}
-
 /* table[keys[r]] += src[r] over rows r of C floats, r in order, for the keys
  * k >= lo, k != skip. Warp w of block (x, y) owns columns x*SC_COLS.. (lane,
  * lane+32, ..) of the table rows whose key is bucket y*SC_WARPS + w modulo
@@ -349,13 +319,38 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 
 /* ---- LayerNorm ---- */
 
+/* A dropout's draw on the GPU: dropout.h's key, threshold (0: nothing
+ * dropped) and the scale of what is kept. */
+struct drop {
+	uint32_t key, threshold;
+	float scale;
+};
+
+static struct drop drop_of(float p, uint64_t seed)
+{
+	struct drop d = { dropout_key(seed), 0, 1.0f };
+	if (p > 0.0f) {
+		d.threshold = dropout_threshold(p);
+		d.scale = 1.0f / (1.0f - p);
+	}
+	return d;
+}
+
+/* x through the draw of element i: dropout_apply's value */
+static __device__ __forceinline__ float dropped(float x, struct drop d, uint32_t i)
+{
+	return d.threshold ? x * (dropout_hash(d.key, i) >= d.threshold ? d.scale : 0.0f) : x;
+}
+
 /* One row's LayerNorm by one warp, x already final in memory (a lane reads
  * back only what it wrote): biased variance about the mean, eps inside the
- * square root. out may be x; low, when not NULL, gets out in acts too. */
+ * square root; then dropout d, the draw of element j numbered base + j. out
+ * may be x; low, when not NULL, gets out in acts too. */
 template <typename L>
 static __device__ void layernorm_warp(float *out, L *low, float *mean, float *rstd,
 				      const float *x, const float *__restrict__ w,
-				      const float *__restrict__ b, int C, float eps, float s)
+				      const float *__restrict__ b, int C, float eps, float s,
+				      struct drop d, uint32_t base)
 {
 	int lane = threadIdx.x & 31;
 	float m = warp_sum(s) / C;
@@ -366,7 +361,7 @@ static __device__ void layernorm_warp(float *out, L *low, float *mean, float *rs
 	}
 	float rs = 1.0f / sqrtf(warp_sum(v) / C + eps);
 	for (int j = lane; j < C; j += 32) {
-		float y = (x[j] - m) * rs * w[j] + b[j];
+		float y = dropped((x[j] - m) * rs * w[j] + b[j], d, base + (uint32_t)j);
 		out[j] = y;
 		if (low)
 			store(low + j, y);
@@ -390,7 +385,8 @@ static __global__ void layernorm_forward_kernel(float *out, float *__restrict__ 
 	float s = 0.0f;
 	for (int j = threadIdx.x & 31; j < C; j += 32)
 		s += x[j];
-	layernorm_warp(out + (size_t)r * C, (float *)NULL, mean + r, rstd + r, x, w, b, C, eps, s);
+	layernorm_warp(out + (size_t)r * C, (float *)NULL, mean + r, rstd + r, x, w, b, C, eps, s,
+		       drop{ 0, 0, 1.0f }, 0);
 }
 
 void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
@@ -404,8 +400,8 @@ void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *i
 }
 
 /* One warp per row: sum = res + dropout(sum + bias), the dropout draw of
- * element j numbered r*C + j cut to 32 bits as on the CPU (threshold 0: no
- * dropout), then out = LayerNorm(sum). */
+ * element j numbered r*C + j cut to 32 bits as on the CPU, then out =
+ * LayerNorm(sum). */
 template <typename L>
 static __global__ void residual_layernorm_kernel(float *out, L *low, float *sum,
 						 float *__restrict__ mean,
@@ -413,29 +409,22 @@ static __global__ void residual_layernorm_kernel(float *out, L *low, float *sum,
 						 const float *__restrict__ bias,
 						 const float *__restrict__ w,
 						 const float *__restrict__ b, int N, int C,
-						 float eps, uint32_t key, uint32_t threshold,
-						 float scale)
+						 float eps, struct drop d)
 {
 	int r = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
 	if (r >= N)
 		return;
 	size_t o = (size_t)r * C;
-	uint32_t base = (uint32_t)o;
 	float *x = sum + o;
 	const float *rx = res + o;
 	float s = 0.0f;
 	for (int j = threadIdx.x & 31; j < C; j += 32) {
-		float v;
-		if (threshold) {
-			float f = dropout_hash(key, base + (uint32_t)j) >= threshold ? scale : 0.0f;
-			v = rx[j] + (x[j] + bias[j]) * f;
-		} else {
-			v = rx[j] + (x[j] + bias[j]);
-		}
+		float v = rx[j] + dropped(x[j] + bias[j], d, (uint32_t)o + (uint32_t)j);
 		x[j] = v;
 		s += v;
 	}
-	layernorm_warp(out + o, low ? low + o : NULL, mean + r, rstd + r, x, w, b, C, eps, s);
+	layernorm_warp(out + o, low ? low + o : NULL, mean + r, rstd + r, x, w, b, C, eps, s,
+		       drop{ 0, 0, 1.0f }, 0);
 }
 
 /* low: NULL, or out's copy in acts */
@@ -446,10 +435,8 @@ static void residual_layernorm(float *out, L *low, float *sum, float *mean, floa
 {
 	if (N <= 0 || C <= 0)
 		return;
-	uint32_t threshold = p > 0.0f ? dropout_threshold(p) : 0, key = dropout_key(seed);
-	float scale = 1.0f / (1.0f - p);
 	residual_layernorm_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
-		out, low, sum, mean, rstd, res, bias, w, b, N, C, eps, key, threshold, scale);
+		out, low, sum, mean, rstd, res, bias, w, b, N, C, eps, drop_of(p, seed));
 	CUDA_LAUNCHED();
 }
 
@@ -476,6 +463,69 @@ void cuda_residual_layernorm_forward_fp16(float *out, struct act *low, float *su
 					  float p, uint64_t seed)
 {
 	residual_layernorm(out, (f16 *)low, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
+}
+
+/* One warp per row: sum = the lookup of row r, out = dropout(LayerNorm(sum)),
+ * the draw of element j numbered r*C + j as on the CPU. */
+template <typename L>
+static __global__ void embedding_layernorm_kernel(float *out, L *low, float *sum,
+						  float *__restrict__ mean,
+						  float *__restrict__ rstd, struct embedding e,
+						  const float *__restrict__ w,
+						  const float *__restrict__ b, float eps,
+						  struct drop d)
+{
+	int r = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+	if (r >= e.N)
+		return;
+	int C = e.C;
+	size_t o = (size_t)r * C;
+	const float *wr = e.word + (size_t)e.ids[r] * C, *pr = e.pos + (size_t)e.positions[r] * C;
+	const float *tr = e.type + (size_t)(e.types ? e.types[r] : 0) * C;
+	float *x = sum + o;
+	float s = 0.0f;
+	for (int j = threadIdx.x & 31; j < C; j += 32) {
+		float v = wr[j] + pr[j] + tr[j];
+		x[j] = v;
+		s += v;
+	}
+	layernorm_warp(out + o, low ? low + o : NULL, mean + r, rstd + r, x, w, b, C, eps, s, d,
+		       (uint32_t)o);
+}
+
+/* low: NULL, or out's copy in acts */
+template <typename L>
+static void embedding_layernorm(float *out, L *low, float *sum, float *mean, float *rstd,
+				const struct embedding *e, const float *w, const float *b, float eps,
+				float p, uint64_t seed)
+{
+	if (e->N <= 0 || e->C <= 0)
+		return;
+	embedding_layernorm_kernel<<<div_up(e->N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
+		out, low, sum, mean, rstd, *e, w, b, eps, drop_of(p, seed));
+	CUDA_LAUNCHED();
+}
+
+void cuda_embedding_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
+				      float *rstd, const struct embedding *e, const float *w,
+				      const float *b, float eps, float p, uint64_t seed)
+{
+	(void)low;   /* out itself */
+	embedding_layernorm(out, (float *)NULL, sum, mean, rstd, e, w, b, eps, p, seed);
+}
+
+void cuda_embedding_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
+					   float *rstd, const struct embedding *e, const float *w,
+					   const float *b, float eps, float p, uint64_t seed)
+{
+	embedding_layernorm(out, (bf16 *)low, sum, mean, rstd, e, w, b, eps, p, seed);
+}
+
+void cuda_embedding_layernorm_forward_fp16(float *out, struct act *low, float *sum, float *mean,
+					   float *rstd, const struct embedding *e, const float *w,
+					   const float *b, float eps, float p, uint64_t seed)
+{
+	embedding_layernorm(out, (f16 *)low, sum, mean, rstd, e, w, b, eps, p, seed);
 }
 
 /* dw and db's first pass: chunk k (blockIdx.y) of chunk rows sums
@@ -521,12 +571,14 @@ static __global__ void layernorm_sums_kernel(float *__restrict__ dw, float *__re
 }
 
 /* din, one warp per row; din may be dout (a lane reads back only the
- * elements it writes, after the row's sums). */
-static __global__ void layernorm_din_kernel(float *din, const float *dout,
+ * elements it writes, after the row's sums). branch, when not NULL, gets din
+ * through dropout d (element j of row r numbered r*C + j) in acts. */
+template <typename L>
+static __global__ void layernorm_din_kernel(float *din, L *branch, const float *dout,
 					    const float *__restrict__ in,
 					    const float *__restrict__ mean,
 					    const float *__restrict__ rstd,
-					    const float *__restrict__ w, int N, int C)
+					    const float *__restrict__ w, int N, int C, struct drop d)
 {
 	int r = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
 	int lane = threadIdx.x & 31;
@@ -542,13 +594,18 @@ static __global__ void layernorm_din_kernel(float *din, const float *dout,
 		sgx += gw * (x[j] - m) * rs;
 	}
 	float mg = warp_sum(sg) / C, mgx = warp_sum(sgx) / C;
-	for (int j = lane; j < C; j += 32)
-		din[o + j] = rs * (g[j] * w[j] - mg - (x[j] - m) * rs * mgx);
+	for (int j = lane; j < C; j += 32) {
+		float v = rs * (g[j] * w[j] - mg - (x[j] - m) * rs * mgx);
+		din[o + j] = v;
+		if (branch)
+			store(branch + o + j, dropped(v, d, (uint32_t)o + (uint32_t)j));
+	}
 }
 
-void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
-			     const float *in, const float *mean, const float *rstd, const float *w,
-			     int N, int C)
+template <typename L>
+static void layernorm_backward_with(float *din, L *branch, float *dw, float *db, const float *dout,
+				    const float *in, const float *mean, const float *rstd,
+				    const float *w, int N, int C, float p, uint64_t seed)
 {
 	if (N <= 0 || C <= 0)
 		return;
@@ -565,9 +622,43 @@ void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout
 	CUDA_LAUNCHED();
 	layernorm_sums_kernel<<<div_up(C, THREADS), THREADS, 0, st>>>(dw, db, pw, pb, nchunks, C);
 	CUDA_LAUNCHED();
-	layernorm_din_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, st>>>(din, dout, in, mean,
-									   rstd, w, N, C);
+	layernorm_din_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, st>>>(
+		din, branch, dout, in, mean, rstd, w, N, C, drop_of(p, seed));
 	CUDA_LAUNCHED();
+}
+
+void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
+			     const float *in, const float *mean, const float *rstd, const float *w,
+			     int N, int C)
+{
+	layernorm_backward_with(din, (float *)NULL, dw, db, dout, in, mean, rstd, w, N, C, 0, 0);
+}
+
+void cuda_residual_layernorm_backward(float *din, struct act *dbranch, float *dw, float *db,
+				      const float *dout, const float *in, const float *mean,
+				      const float *rstd, const float *w, int N, int C, float p,
+				      uint64_t seed)
+{
+	layernorm_backward_with(din, (float *)dbranch, dw, db, dout, in, mean, rstd, w, N, C, p,
+				seed);
+}
+
+void cuda_residual_layernorm_backward_bf16(float *din, struct act *dbranch, float *dw, float *db,
+					   const float *dout, const float *in, const float *mean,
+					   const float *rstd, const float *w, int N, int C, float p,
+					   uint64_t seed)
+{
+	layernorm_backward_with(din, (bf16 *)dbranch, dw, db, dout, in, mean, rstd, w, N, C, p,
+				seed);
+}
+
+void cuda_residual_layernorm_backward_fp16(float *din, struct act *dbranch, float *dw, float *db,
+					   const float *dout, const float *in, const float *mean,
+					   const float *rstd, const float *w, int N, int C, float p,
+					   uint64_t seed)
+{
+	layernorm_backward_with(din, (f16 *)dbranch, dw, db, dout, in, mean, rstd, w, N, C, p,
+				seed);
 }
 
 /* ---- GELU and tanh ---- */

@@ -44,6 +44,14 @@ struct attention {
 	const struct act *out;
 };
 
+/* The embeddings' lookup: row r of N is word[ids[r]] + pos[positions[r]] +
+ * type[types[r]] (types NULL: type 0), rows of C floats. */
+struct embedding {
+	const int32_t *ids, *types, *positions;
+	const float *word, *pos, *type;
+	int N, C;
+};
+
 /* One Adam or AdamW update of a tensor, in PyTorch's order of float
  * operations: AdamW shrinks p by keep = 1 - lr*wd (decoupled), Adam adds
  * l2*p to the gradient. Every update reads the gradient times gscale (fp16's
@@ -104,14 +112,17 @@ struct backend {
 	void (*linear_backward)(float *din, float *dw, float *dbias, const struct act *dout,
 				const struct act *in, const struct act *w, int N, int Cin,
 				int Cout, int accumulate);
-	void (*embedding_forward)(float *out, const int32_t *ids, const int32_t *types,
-				  const int32_t *positions, const float *word, const float *pos,
-				  const float *type, int N, int C);
 	void (*embedding_backward)(float *dword, float *dpos, float *dtype, const float *dout,
 				   const int32_t *ids, const int32_t *types,
 				   const int32_t *positions, int N, int C, int pad_id);
 	void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *in,
 				  const float *w, const float *b, int N, int C, float eps);
+	/* the lookup's sum into sum, its LayerNorm through dropout p into out,
+	 * and that in acts into low where an act is not a float: embedding_forward,
+	 * layernorm_forward and dropout_apply in one */
+	void (*embedding_layernorm_forward)(float *out, struct act *low, float *sum, float *mean,
+					    float *rstd, const struct embedding *e, const float *w,
+					    const float *b, float eps, float p, uint64_t seed);
 	/* low: out in acts too (out itself where an act is a float) */
 	void (*residual_layernorm_forward)(float *out, struct act *low, float *sum, float *mean,
 					   float *rstd, const float *res, const float *bias,
@@ -120,6 +131,13 @@ struct backend {
 	void (*layernorm_backward)(float *din, float *dw, float *db, const float *dout,
 				   const float *in, const float *mean, const float *rstd,
 				   const float *w, int N, int C);
+	/* layernorm_backward at a residual sum, and the gradient of the branch
+	 * that fed the sum: din through the branch's dropout p, in acts, into
+	 * dbranch (NULL: none wanted) */
+	void (*residual_layernorm_backward)(float *din, struct act *dbranch, float *dw, float *db,
+					    const float *dout, const float *in, const float *mean,
+					    const float *rstd, const float *w, int N, int C, float p,
+					    uint64_t seed);
 	/* pre, in acts, gets its bias added (kept for the backward); its GELU
 	 * goes into out, or into low in acts: one of them NULL */
 	void (*bias_gelu_forward)(float *out, struct act *low, struct act *pre, const float *bias,

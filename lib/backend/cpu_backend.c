@@ -72,6 +72,27 @@ static void residual_ln(float *out, struct act *low, float *sum, float *mean, fl
 	residual_layernorm_forward(out, sum, mean, rstd, res, bias, w, b, N, C, eps, p, seed);
 }
 
+/* low is out itself */
+static void embedding_ln(float *out, struct act *low, float *sum, float *mean, float *rstd,
+			 const struct embedding *e, const float *w, const float *b, float eps,
+			 float p, uint64_t seed)
+{
+	(void)low;
+	embedding_forward(sum, e->ids, e->types, e->positions, e->word, e->pos, e->type, e->N,
+			  e->C);
+	layernorm_forward(out, mean, rstd, sum, w, b, e->N, e->C, eps);
+	dropout_apply(out, out, (size_t)e->N * e->C, p, seed);
+}
+
+static void residual_ln_bwd(float *din, struct act *dbranch, float *dw, float *db,
+			    const float *dout, const float *in, const float *mean,
+			    const float *rstd, const float *w, int N, int C, float p, uint64_t seed)
+{
+	layernorm_backward(din, dw, db, dout, in, mean, rstd, w, N, C);
+	if (dbranch)
+		dropout_apply((float *)dbranch, din, (size_t)N * C, p, seed);
+}
+
 static void bias_gelu(float *out, struct act *low, struct act *pre, const float *bias, int N,
 		      int F)
 {
@@ -138,11 +159,12 @@ static const struct backend cpu = {
 	.linear_forward = linear_fwd,
 	.linear_forward_act = linear_fwd_act,
 	.linear_backward = linear_bwd,
-	.embedding_forward = embedding_forward,
 	.embedding_backward = embedding_backward,
 	.layernorm_forward = layernorm_forward,
 	.residual_layernorm_forward = residual_ln,
+	.embedding_layernorm_forward = embedding_ln,
 	.layernorm_backward = layernorm_backward,
+	.residual_layernorm_backward = residual_ln_bwd,
 	.bias_gelu_forward = bias_gelu,
 	.gelu_backward = gelu_bwd,
 	.tanh_forward = tanh_forward,

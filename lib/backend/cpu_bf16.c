@@ -192,6 +192,25 @@ static const struct act *as_act_bf16(struct act *space, const float *x, size_t n
 	return space;
 }
 
+/* dst = src through dropout p (seed) in bf16: dropout_apply's values rounded. */
+static void dropout_round(uint16_t *dst, const float *src, size_t n, float p, uint64_t seed)
+{
+	uint32_t threshold = p > 0.0f ? dropout_threshold(p) : 0, key = dropout_key(seed);
+	float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		dst[i] = to_bf16(src[i] * dropout_factor(key, (uint32_t)i, threshold, scale));
+}
+
+/* the fp32 op, its output rounded into low */
+static void embedding_layernorm_forward_bf16(float *out, struct act *low, float *sum, float *mean,
+					     float *rstd, const struct embedding *e, const float *w,
+					     const float *b, float eps, float p, uint64_t seed)
+{
+	backend_cpu()->embedding_layernorm_forward(out, NULL, sum, mean, rstd, e, w, b, eps, p, seed);
+	round_into((uint16_t *)low, out, (size_t)e->N * e->C);
+}
+
 /* Runs row(ctx, r, sum) over rows 0..N, each adding its C values into sum,
  * in spans of SUM_ROWS rows whose sums start from zero, and adds the spans'
  * sums in order into acc[C]: the same bits for any thread count. */
@@ -303,6 +322,16 @@ static void layernorm_backward_bf16(float *din, float *dw, float *db, const floa
 	}
 }
 
+static void residual_layernorm_backward_bf16(float *din, struct act *dbranch, float *dw, float *db,
+					     const float *dout, const float *in, const float *mean,
+					     const float *rstd, const float *w, int N, int C, float p,
+					     uint64_t seed)
+{
+	layernorm_backward_bf16(din, dw, db, dout, in, mean, rstd, w, N, C);
+	if (dbranch)
+		dropout_round((uint16_t *)dbranch, din, (size_t)N * C, p, seed);
+}
+
 static void linear_forward_bf16(float *out, const struct act *in, const struct act *w,
 				const float *bias, int N, int Cin, int Cout)
 {
@@ -375,6 +404,8 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
 	bf16.gelu_backward = gelu_backward_bf16;
 	bf16.layernorm_backward = layernorm_backward_bf16;
+	bf16.embedding_layernorm_forward = embedding_layernorm_forward_bf16;
+	bf16.residual_layernorm_backward = residual_layernorm_backward_bf16;
 	bf16.residual_layernorm_forward = residual_layernorm_forward_bf16;
 	bf16.attention_forward = attention_forward_bf16;
 	bf16.attention_backward = attention_backward_bf16;

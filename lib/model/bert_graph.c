@@ -445,8 +445,7 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 	a->rows_space = carve_space(k, (size_t)M * C);
 	carve_head(k, c, M, &a->head);
 	a->dh = carve(k, N * C);
-	a->dbranch = carve(k, N * C);
-	a->dbranch_space = carve_space(k, N * C);
+	a->dbranch = carve_act(k, N * C);
 	a->dctx = carve(k, N * C);
 	a->dqkv = carve_act(k, N * 3 * C);
 	a->dffn = carve(k, N * c->ffn);
@@ -472,9 +471,9 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 		       a * N * (4 * C + 2 * F + 2 * C * low);
 	double out = N * C * (4 + a * low);
 	double layers = recompute && c->layers ? layer + (c->layers - 1) * out : c->layers * layer;
-	double rows = 4 * (N * (2 * C + 2) + N * (3 * C + F) + (double)M * (6 * C + 2 * width + 4)) +
-		      a * (N * 3 * C + (double)M * C +
-			   low * (N * (2 * C + F) + (double)M * (3 * C + width)));
+	double rows = 4 * (N * (2 * C + 2) + N * (2 * C + F) + (double)M * (6 * C + 2 * width + 4)) +
+		      a * (N * 4 * C + (double)M * C +
+			   low * (N * (C + F) + (double)M * (3 * C + width)));
 	return layers + rows + be->attention_scratch(B, T, c->heads);
 }
 
@@ -548,12 +547,12 @@ static void embeddings_forward(struct bert *m)
 {
 	struct acts *a = &m->a;
 	int N = m->N, C = m->c.hidden;
-	m->be->embedding_forward(a->emb_sum, m->d.ids, m->d.types, m->d.positions, m->w.word,
-				 m->w.pos, m->w.type, N, C);
-	m->be->layernorm_forward(a->emb_out, a->emb_mean, a->emb_rstd, a->emb_sum,
-				 m->w.emb_ln_w, m->w.emb_ln_b, N, C, m->c.ln_eps);
-	m->be->dropout_apply(a->emb_out, a->emb_out, (size_t)N * C, hidden_p(m),
-			     embeddings_seed(m));
+	struct embedding e = { m->d.ids, m->d.types, m->d.positions, m->w.word, m->w.pos,
+			       m->w.type, N, C };
+	m->be->embedding_layernorm_forward(a->emb_out, a->emb_space, a->emb_sum, a->emb_mean,
+					   a->emb_rstd, &e, m->w.emb_ln_w, m->w.emb_ln_b,
+					   m->c.ln_eps, hidden_p(m), embeddings_seed(m));
+	a->emb_low = acts_are_floats(m->be) ? float_acts(a->emb_out) : a->emb_space;
 }
 
 /* dh: the gradient of the embeddings' output, consumed. */
@@ -652,17 +651,19 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 				       site_seed(m, l, SITE_FFN_OUT));
 }
 
-/* The gradient of a dropped-out branch from that of its residual sum, in
- * acts. */
-static const struct act *through_dropout(struct bert *m, const float *dsum, int rows,
-					 uint64_t seed)
+/* Back through the LayerNorm of a residual sum of rows rows: dh, the
+ * gradient of its output, becomes that of the sum. Returns the gradient of
+ * the branch that fed the sum, through its dropout, in acts: dh itself
+ * where an act is a float and nothing is dropped. */
+static const struct act *sum_backward(struct bert *m, float *dh, float *dw, float *db,
+				      const float *sum, const float *mean, const float *rstd,
+				      const float *w, int rows, uint64_t seed)
 {
-	size_t n = (size_t)rows * m->c.hidden;
-	if (hidden_p(m) > 0.0f) {
-		m->be->dropout_apply(m->a.dbranch, dsum, n, hidden_p(m), seed);
-		dsum = m->a.dbranch;
-	}
-	return m->be->as_act(m->a.dbranch_space, dsum, n);
+	int own = hidden_p(m) > 0.0f || !acts_are_floats(m->be);
+	struct act *branch = own ? m->a.dbranch : NULL;
+	m->be->residual_layernorm_backward(dh, branch, dw, db, dh, sum, mean, rstd, w, rows,
+					   m->c.hidden, hidden_p(m), seed);
+	return own ? branch : float_acts(dh);
 }
 
 /* Into the fused QKV product, or its two parts for the last layer; dh holds
@@ -697,9 +698,9 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	struct acts *d = &m->a;
 	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
 
-	m->be->layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum,
-				  a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, C);
-	const struct act *dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_FFN_OUT));
+	const struct act *dbranch = sum_backward(m, dh, g->ffn_ln_w, g->ffn_ln_b, a->ffn_sum,
+						 a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R,
+						 site_seed(m, l, SITE_FFN_OUT));
 	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
 			       wl(m, w->ffn_out_w), R, F, C, 0);
 	m->be->gelu_backward(d->dffn_low, d->dffn, a->ffn_pre, R, F);
@@ -707,9 +708,8 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn_low, a->attn_low,
 			       wl(m, w->ffn_in_w), R, C, F, 1);
 
-	m->be->layernorm_backward(dh, g->attn_ln_w, g->attn_ln_b, dh, a->attn_sum,
-				  a->attn_mean, a->attn_rstd, w->attn_ln_w, R, C);
-	dbranch = through_dropout(m, dh, R, site_seed(m, l, SITE_ATTN_OUT));
+	dbranch = sum_backward(m, dh, g->attn_ln_w, g->attn_ln_b, a->attn_sum, a->attn_mean,
+			       a->attn_rstd, w->attn_ln_w, R, site_seed(m, l, SITE_ATTN_OUT));
 	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
 			       wl(m, w->attn_out_w), R, C, C, 0);
 	struct attention att = layer_attention(m, l, r);
@@ -892,9 +892,10 @@ void bert_run_forward(struct bert *m)
 	size_t n = (size_t)m->N * m->c.hidden;
 	weights_in_acts(m);
 	embeddings_forward(m);
-	if (m->perturbation)
+	if (m->perturbation) {
 		m->be->axpy(a->emb_out, m->perturbation, n, 1.0f);
-	a->emb_low = m->be->as_act(a->emb_space, a->emb_out, n);
+		a->emb_low = m->be->as_act(a->emb_space, a->emb_out, n);
+	}
 	int L = m->c.layers;
 	struct layer_rows all = all_rows(m), head = head_rows(m);
 	for (int l = 0; l + 1 < L; l++)

@@ -80,11 +80,12 @@ struct acts {
 	const struct act *rows_low; /* rows_in in acts */
 	struct head_acts head;
 	/* activation gradients, shared by all layers */
-	float *dh, *dbranch, *dctx, *dffn, *dhead, *dhead_in;
+	float *dh, *dctx, *dffn, *dhead, *dhead_in;
 	struct act *dqkv;           /* [N, 3C] acts */
 	/* in acts: dffn's gradient through GELU (dffn itself where an act is
-	 * a float); space for dbranch's, the head's logits' and dhead's */
-	struct act *dffn_low, *dbranch_space, *dlogits_space, *dhead_low;
+	 * a float); a residual branch's; space for the head's logits' and
+	 * dhead's */
+	struct act *dffn_low, *dbranch, *dlogits_space, *dhead_low;
 };
 
 /* A buffer in the backend's memory that grows to fit. */

@@ -65,12 +65,13 @@ static void sim_zero(void *p, size_t bytes)
 	memset((void *)sim(p), 0, bytes);
 }
 
-static void sim_embedding_forward(float *out, const int32_t *ids, const int32_t *types,
-				  const int32_t *positions, const float *word, const float *pos,
-				  const float *type, int n, int c)
+static void sim_embedding_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
+					    float *rstd, const struct embedding *e, const float *w,
+					    const float *b, float eps, float p, uint64_t seed)
 {
-	sim(out), sim(ids), sim(types), sim(positions), sim(word), sim(pos), sim(type);
-	embedding_forward(out, ids, types, positions, word, pos, type, n, c);
+	sim(out), sim(sum), sim(mean), sim(rstd), sim(e->ids), sim(e->types), sim(e->positions);
+	sim(e->word), sim(e->pos), sim(e->type), sim(w), sim(b);
+	backend_cpu()->embedding_layernorm_forward(out, low, sum, mean, rstd, e, w, b, eps, p, seed);
 }
 
 static void sim_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
@@ -170,7 +171,7 @@ static struct backend sim_backend(void)
 	s.release = sim_release;
 	s.upload = s.download = sim_copy;
 	s.zero = sim_zero;
-	s.embedding_forward = sim_embedding_forward;
+	s.embedding_layernorm_forward = sim_embedding_layernorm_forward;
 	s.embedding_backward = sim_embedding_backward;
 	s.linear_forward = sim_linear_forward;
 	s.linear_forward_act = sim_linear_forward_act;

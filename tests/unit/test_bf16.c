@@ -435,6 +435,42 @@ static void check_model(const struct backend *bf16, enum model_mode mode)
 	bert_free(m[0]), bert_free(m[1]);
 }
 
+/* The largest allocation a model made: its workspace. */
+static size_t largest;
+
+static void *recording_alloc(size_t bytes)
+{
+	if (bytes > largest)
+		largest = bytes;
+	return backend_cpu()->alloc(bytes);
+}
+
+/* The memory check's estimate of a batch is the workspace the model grows to
+ * for it, on fp32 and on bf16 acts (within each buffer's 64-byte rounding). */
+static void check_batch_bytes(const struct backend *be)
+{
+	struct bert_config c = { .vocab = 40, .hidden = 64, .layers = 2, .heads = 2, .ffn = 256,
+				 .max_pos = 64, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
+				 .num_labels = 3 };
+	enum { B = 4, T = 64 };
+	int32_t ids[B * T], labels[B] = { 0, 2, 1, 2 };
+	uint8_t mask[B * T];
+	for (int i = 0; i < B * T; i++)
+		ids[i] = 1 + i % (c.vocab - 1), mask[i] = 1;   /* no padding */
+	struct backend rec = *be;
+	rec.alloc = recording_alloc;
+	largest = 0;
+	struct bert *m = bert_new(&c, &rec);
+	struct bert_batch b = { B, T, ids, NULL, mask, labels, NULL };
+	int64_t count;
+	bert_forward(m, &b, 1, 1, &count);
+	double want = bert_batch_bytes(&c, &rec, B, T, B, 0), slack = 64.0 * 100;
+	CHECK(fabs((double)largest - want) <= slack,
+	      "%s: the memory check counts %.0f bytes for a batch; its workspace is %zu", be->name, want,
+	      largest);
+	bert_free(m);
+}
+
 int main(void)
 {
 	const char *why = NULL;
@@ -449,6 +485,8 @@ int main(void)
 	      bf->linear_forward != backend_cpu()->linear_forward,
 	      "the bf16 backend (%s) has bf16 acts and its own linear ops", bf->name);
 	check_rounding();
+	check_batch_bytes(backend_cpu());
+	check_batch_bytes(bf);
 	struct rng r;
 	rng_seed(&r, 1);
 	check_forward(&r, 37, 19, 23, 1);

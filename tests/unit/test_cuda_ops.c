@@ -75,6 +75,33 @@ static void test_linear(void)
 
 enum { EB = 3, ET = 23, TYPES = 2, POS = 32 };
 
+/* embedding_layernorm_forward against the CPU's on the lookup e (its
+ * arrays on the GPU in d): the sum, the statistics and the output through
+ * dropout p, the same mask. */
+static void check_embedding_layernorm(const char *what, const struct embedding *e,
+				      const struct embedding *d, float p)
+{
+	size_t n = (size_t)e->N * e->C;
+	float *w = randoms(e->C, 1), *b = randoms(e->C, 1), *sum = xmalloc(n * 4);
+	float *out = xmalloc(n * 4), *mean = xmalloc(e->N * 4), *rstd = xmalloc(e->N * 4);
+	float *d_w = on_gpu(w, e->C * 4), *d_b = on_gpu(b, e->C * 4), *d_sum = gpu->alloc(n * 4);
+	float *d_out = gpu->alloc(n * 4), *d_mean = gpu->alloc(e->N * 4), *d_rstd = gpu->alloc(e->N * 4);
+	backend_cpu()->embedding_layernorm_forward(out, NULL, sum, mean, rstd, e, w, b, 1e-12f, p, 42);
+	gpu->embedding_layernorm_forward(d_out, NULL, d_sum, d_mean, d_rstd, d, d_w, d_b, 1e-12f, p, 42);
+	char line[160];
+	snprintf(line, sizeof line, "embedding_layernorm_forward, %s: the lookup's sum", what);
+	expect_close(line, d_sum, sum, n, ATOL, RTOL);
+	snprintf(line, sizeof line, "embedding_layernorm_forward, %s: mean and rstd", what);
+	expect_close(line, d_mean, mean, e->N, ATOL, RTOL);
+	expect_close(line, d_rstd, rstd, e->N, ATOL, RTOL);
+	snprintf(line, sizeof line, "embedding_layernorm_forward, %s: the output, dropout %.1f", what, p);
+	expect_close(line, d_out, out, n, 1e-4, RTOL);
+	float *bufs[] = { d_w, d_b, d_sum, d_out, d_mean, d_rstd };
+	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+		gpu->release(bufs[i]);
+	free(w), free(b), free(sum), free(out), free(mean), free(rstd);
+}
+
 static void test_embedding(void)
 {
 	int32_t ids[EB * ET], types[EB * ET], positions[EB * ET];
@@ -84,17 +111,17 @@ static void test_embedding(void)
 		positions[i] = (int32_t)rng_below(&gen, POS);
 	}
 	float *word = randoms((size_t)V * C, 1), *pos = randoms(POS * C, 1), *type = randoms(TYPES * C, 1);
-	float *out = xcalloc((size_t)EB * ET * C, sizeof *out), *dout = randoms((size_t)EB * ET * C, 1);
+	float *dout = randoms((size_t)EB * ET * C, 1);
 	float *dword = randoms((size_t)V * C, 1), *dpos = randoms(POS * C, 1), *dtype = randoms(TYPES * C, 1);
 	int32_t *d_ids = on_gpu(ids, sizeof ids), *d_types = on_gpu(types, sizeof types);
 	int32_t *d_positions = on_gpu(positions, sizeof positions);
 	float *d_word = on_gpu(word, (size_t)V * C * 4), *d_pos = on_gpu(pos, POS * C * 4);
-	float *d_type = on_gpu(type, TYPES * C * 4), *d_out = on_gpu(out, EB * ET * C * 4);
+	float *d_type = on_gpu(type, TYPES * C * 4);
 	float *d_dout = on_gpu(dout, EB * ET * C * 4), *d_dword = on_gpu(dword, (size_t)V * C * 4);
 	float *d_dpos = on_gpu(dpos, POS * C * 4), *d_dtype = on_gpu(dtype, TYPES * C * 4);
-	embedding_forward(out, ids, types, positions, word, pos, type, EB * ET, C);
-	gpu->embedding_forward(d_out, d_ids, d_types, d_positions, d_word, d_pos, d_type, EB * ET, C);
-	expect_close("embedding_forward", d_out, out, (size_t)EB * ET * C, ATOL, RTOL);
+	struct embedding e = { ids, types, positions, word, pos, type, EB * ET, C };
+	struct embedding de = { d_ids, d_types, d_positions, d_word, d_pos, d_type, EB * ET, C };
+	check_embedding_layernorm("69 tokens", &e, &de, 0.1f);
 	embedding_backward(dword, dpos, dtype, dout, ids, types, positions, EB * ET, C, 0);
 	gpu->embedding_backward(d_dword, d_dpos, d_dtype, d_dout, d_ids, d_types, d_positions,
 				EB * ET, C, 0);
@@ -103,10 +130,10 @@ static void test_embedding(void)
 	expect_close("embedding_backward dpos", d_dpos, dpos, POS * C, ATOL, RTOL);
 	expect_close("embedding_backward dtype", d_dtype, dtype, TYPES * C, 1e-4, RTOL);
 	void *d[] = { d_ids,  d_types, d_positions, d_word,  d_pos,
-		      d_type, d_out,   d_dout,      d_dword, d_dpos, d_dtype };
+		      d_type, d_dout,  d_dword,     d_dpos,  d_dtype };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
-	free(word), free(pos), free(type), free(out), free(dout), free(dword), free(dpos), free(dtype);
+	free(word), free(pos), free(type), free(dout), free(dword), free(dpos), free(dtype);
 }
 
 /* EN tokens over a few hundred ids (many scatter buckets, repeated ids),
@@ -125,22 +152,22 @@ static void test_embedding_many(int EN, int with_types)
 	}
 	size_t nw = (size_t)EV * EC, np = (size_t)EPOS * EC, nt = (size_t)ETYPES * EC, n = (size_t)EN * EC;
 	float *word = randoms(nw, 1), *pos = randoms(np, 1), *type = randoms(nt, 1);
-	float *out = xcalloc(n, 4), *dout = randoms(n, 1);
+	float *dout = randoms(n, 1);
 	float *dword = randoms(nw, 1), *dpos = randoms(np, 1), *dtype = randoms(nt, 1);
 	int32_t *d_ids = on_gpu(ids, (size_t)EN * 4);
 	int32_t *d_types = with_types ? on_gpu(types, (size_t)EN * 4) : NULL;
 	int32_t *d_positions = on_gpu(positions, (size_t)EN * 4);
 	float *d_word = on_gpu(word, nw * 4), *d_pos = on_gpu(pos, np * 4), *d_type = on_gpu(type, nt * 4);
-	float *d_out = on_gpu(out, n * 4), *d_dout = on_gpu(dout, n * 4);
+	float *d_dout = on_gpu(dout, n * 4);
 	float *d_dword = on_gpu(dword, nw * 4), *d_dpos = on_gpu(dpos, np * 4);
 	float *d_dtype = on_gpu(dtype, nt * 4);
 	const int32_t *ty = with_types ? types : NULL;
 	const char *what = with_types ? "6 token types" : "no token types";
 	char line[128];
-	embedding_forward(out, ids, ty, positions, word, pos, type, EN, EC);
-	gpu->embedding_forward(d_out, d_ids, d_types, d_positions, d_word, d_pos, d_type, EN, EC);
-	snprintf(line, sizeof line, "embedding_forward, %d tokens, %s", EN, what);
-	expect_close(line, d_out, out, n, ATOL, RTOL);
+	struct embedding e = { ids, ty, positions, word, pos, type, EN, EC };
+	struct embedding de = { d_ids, d_types, d_positions, d_word, d_pos, d_type, EN, EC };
+	snprintf(line, sizeof line, "%d tokens, %s", EN, what);
+	check_embedding_layernorm(line, &e, &de, with_types ? 0.1f : 0);
 	embedding_backward(dword, dpos, dtype, dout, ids, ty, positions, EN, EC, -1);
 	gpu->embedding_backward(d_dword, d_dpos, d_dtype, d_dout, d_ids, d_types, d_positions, EN, EC,
 				-1);
@@ -150,12 +177,12 @@ static void test_embedding_many(int EN, int with_types)
 	expect_same(line, d_dpos, dpos, np);
 	snprintf(line, sizeof line, "embedding_backward dtype, %d tokens, %s", EN, what);
 	expect_close(line, d_dtype, dtype, nt, 1e-3, RTOL);
-	void *d[] = { d_ids, d_positions, d_word, d_pos, d_type, d_out, d_dout, d_dword, d_dpos, d_dtype };
+	void *d[] = { d_ids, d_positions, d_word, d_pos, d_type, d_dout, d_dword, d_dpos, d_dtype };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
 	if (d_types)
 		gpu->release(d_types);
-	free(ids), free(types), free(positions), free(word), free(pos), free(type), free(out);
+	free(ids), free(types), free(positions), free(word), free(pos), free(type);
 	free(dout), free(dword), free(dpos), free(dtype);
 }
 
@@ -203,6 +230,16 @@ static void test_layernorm(int rows, int cols, float p)
 	double sum_atol = 1e-4 + 2e-7 * rows;
 	expect_close("layernorm_backward dw", d_dw, dw, cols, sum_atol, RTOL);
 	expect_close("layernorm_backward db", d_db, db, cols, sum_atol, RTOL);
+	/* at a residual sum, with the branch's gradient through its dropout */
+	backend_cpu()->residual_layernorm_backward(dout, (struct act *)out, dw, db, dout, x, mean,
+						   rstd, w, rows, cols, p, 43);
+	gpu->residual_layernorm_backward(d_dout, (struct act *)d_out, d_dw, d_db, d_dout, d_x, d_mean,
+					 d_rstd, d_w, rows, cols, p, 43);
+	snprintf(what, sizeof what, "residual_layernorm_backward %dx%d p %.1f: din", rows, cols, p);
+	expect_close(what, d_dout, dout, n, 1e-3, RTOL);
+	snprintf(what, sizeof what, "residual_layernorm_backward %dx%d p %.1f: the branch", rows, cols,
+		 p);
+	expect_close(what, d_out, out, n, 1e-3, RTOL);
 	void *d[] = { d_in, d_w, d_b, d_res, d_bias, d_out, d_mean, d_rstd, d_sum, d_dout, d_dw, d_db };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
@@ -295,9 +332,9 @@ static void test_many_rows(void)
 	dropout_apply(out, pre, n, 0.1f, 9);
 	gpu->dropout_apply(d_out, d_pre, n, 0.1f, 9);
 	expect_same("dropout_apply, 70001 rows", d_out, out, n);
-	embedding_forward(g, ids, types, positions, word, pos, type, MR, MW);
-	gpu->embedding_forward(d_g, d_ids, d_types, d_positions, d_word, d_pos, d_type, MR, MW);
-	expect_close("embedding_forward, 70001 rows", d_g, g, n, ATOL, RTOL);
+	struct embedding e = { ids, types, positions, word, pos, type, MR, MW };
+	struct embedding de = { d_ids, d_types, d_positions, d_word, d_pos, d_type, MR, MW };
+	check_embedding_layernorm("70001 rows", &e, &de, 0.1f);
 	double want = crossentropy_forward(lse, pre, labels, MR, MW, 0);
 	gpu->crossentropy_forward(loss_from_start(), 0.5, d_lse, d_pre, d_labels, MR, MW, 0);
 	double got = loss_added();

@@ -242,6 +242,63 @@ static void test_layernorm(int rows, int cols, float p)
 	free(sum), free(res), free(w), free(b), free(bias), free(out), free(mean), free(rstd);
 }
 
+/* The fused row ops' outputs in acts: a residual LayerNorm backward's
+ * branch gradient through its dropout, and the embeddings' LayerNorm. */
+static void test_fused_rows(int rows, int cols, float p)
+{
+	enum { WORDS = 50, TYPES = 2, POSITIONS = 64 };
+	size_t n = (size_t)rows * cols;
+	const struct backend *cpu = backend_cpu();
+	float *x = randoms(n, 2), *dout = randoms(n, 1), *w = randoms(cols, 1), *b = randoms(cols, 1);
+	float *out = xmalloc(n * 4), *branch = xmalloc(n * 4), *mean = xmalloc(rows * 4);
+	float *rstd = xmalloc(rows * 4), *dw = xcalloc(cols, 4), *db = xcalloc(cols, 4);
+	layernorm_forward(out, mean, rstd, x, w, b, rows, cols, 1e-12f);
+	float *d_x = on_gpu(x, n * 4), *d_dout = on_gpu(dout, n * 4), *d_w = on_gpu(w, cols * 4);
+	float *d_b = on_gpu(b, cols * 4), *d_mean = on_gpu(mean, rows * 4), *d_rstd = on_gpu(rstd, rows * 4);
+	float *d_dw = gpu->alloc(cols * 4), *d_db = gpu->alloc(cols * 4), *d_out = gpu->alloc(n * 4);
+	struct act *d_low = gpu->alloc(n * low->act_size);
+	cpu->residual_layernorm_backward(dout, (struct act *)branch, dw, db, dout, x, mean, rstd, w, rows,
+					 cols, p, 7);
+	low->residual_layernorm_backward(d_dout, d_low, d_dw, d_db, d_dout, d_x, d_mean, d_rstd, d_w, rows,
+					 cols, p, 7);
+	char what[128];
+	snprintf(what, sizeof what, "%s residual_layernorm_backward %dx%d p %.1f: din", low_name, rows, cols,
+		 p);
+	expect_close(what, d_dout, dout, n, 1e-3, RTOL);
+	snprintf(what, sizeof what, "%s residual_layernorm_backward %dx%d p %.1f: the branch in acts",
+		 low_name, rows, cols, p);
+	expect_acts_close(what, d_low, branch, n, 1e-3, RTOL);
+
+	int32_t *ids = xmalloc(rows * 4), *types = xmalloc(rows * 4), *positions = xmalloc(rows * 4);
+	for (int r = 0; r < rows; r++) {
+		ids[r] = (int32_t)rng_below(&gen, WORDS);
+		types[r] = r % TYPES;
+		positions[r] = r % POSITIONS;
+	}
+	float *word = randoms(WORDS * cols, 1), *pos = randoms(POSITIONS * cols, 1);
+	float *type = randoms(TYPES * cols, 1);
+	struct embedding e = { ids, types, positions, word, pos, type, rows, cols };
+	struct embedding de = { on_gpu(ids, rows * 4), on_gpu(types, rows * 4), on_gpu(positions, rows * 4),
+				on_gpu(word, WORDS * cols * 4), on_gpu(pos, POSITIONS * cols * 4),
+				on_gpu(type, TYPES * cols * 4), rows, cols };
+	cpu->embedding_layernorm_forward(out, NULL, x, mean, rstd, &e, w, b, 1e-12f, p, 9);
+	low->embedding_layernorm_forward(d_out, d_low, d_x, d_mean, d_rstd, &de, d_w, d_b, 1e-12f, p, 9);
+	snprintf(what, sizeof what, "%s embedding_layernorm_forward %dx%d p %.1f: the output", low_name,
+		 rows, cols, p);
+	expect_close(what, d_out, out, n, 1e-4, RTOL);
+	if (!acts_are_floats(low)) {
+		snprintf(what, sizeof what, "%s embedding_layernorm_forward %dx%d p %.1f: its acts",
+			 low_name, rows, cols, p);
+		expect_acts_close(what, d_low, out, n, 1e-4, RTOL);
+	}
+	const void *d[] = { d_x, d_dout, d_w, d_b, d_mean, d_rstd, d_dw, d_db, d_out, d_low, de.ids,
+			    de.types, de.positions, de.word, de.pos, de.type };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release((void *)d[i]);
+	free(x), free(dout), free(w), free(b), free(out), free(branch), free(mean), free(rstd);
+	free(dw), free(db), free(ids), free(types), free(positions), free(word), free(pos), free(type);
+}
+
 /* bias + GELU with pre in acts, kept rounded as the acts hold it, GELU taken
  * of that; GELU's backward into acts. */
 static void test_gelu(int rows, int F)
@@ -415,6 +472,9 @@ static void test_backend(enum precision p)
 	test_layernorm(67, 96, 0);
 	test_layernorm(300, 768, 0.1f);
 	test_layernorm(70001, 37, 0.1f);
+	test_fused_rows(67, 96, 0);
+	test_fused_rows(300, 768, 0.1f);
+	test_fused_rows(70001, 37, 0.1f);
 	test_gelu(67, 384);
 	test_gelu(70001, 5);
 	test_attentions(OWN);
