@@ -5,6 +5,10 @@
  * into an fp32 output or one in acts. The bias rides the GEMM (cuBLASLt's
  * BIAS epilogue) where cuBLASLt takes it, else an own kernel adds it after;
  * GELU stays out (cuBLASLt's is tanh's approximation, HF BERT's is erf's).
+ * The bias gradient rides the weight gradient's GEMM (BGRADB, which sums
+ * dout as it reads it) where cuBLASLt takes it, into a scratch an own kernel
+ * adds to the gradient (the epilogue writes, the gradients accumulate); else
+ * a GEMV of dout with ones reads dout once more.
  * Where cuBLASLt has no kernel for a product (odd strides, unaligned
  * pointers), cublasGemmEx runs it.
  *
@@ -35,15 +39,19 @@ enum { WORKSPACE = 32 << 20, PLANS_CAP = 8192, THREADS = 256, GRID_MAX = 16384 }
 		cuda_fail(__FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
 	} while (0)
 
+/* What rides a product besides: nothing, a bias, the bias's gradient. */
+enum vector { NO_VECTOR, BIAS, BIAS_GRAD };
+
 /* A bucket of products D = op(A) op(B) (+ beta D) (+ bias per row of D),
  * column-major as cuBLAS has it: D is m x n, op(A) m x k, op(B) k x n, each
- * size its bucket's. */
+ * size its bucket's; or D with the sums of op(B)'s columns (over k), the
+ * bias gradient. */
 struct product {
 	cublasOperation_t ta, tb;
 	int m, n, k, lda, ldb, ldd;
 	cudaDataType_t ab, d;          /* A and B's type, D's */
 	cublasComputeType_t compute;
-	int bias;                      /* with a bias: fused or after */
+	enum vector vec;               /* the bias (fused or after), or its gradient */
 	int accumulate;                /* beta 1 */
 	unsigned align[3];             /* bytes A, B, D are aligned to, up to 256 */
 };
@@ -53,7 +61,7 @@ struct plan {
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t a, b, d;
 	cublasLtMatmulAlgo_t algo;
-	int fused;                     /* the bias rides the GEMM */
+	int fused;                     /* the bias (or its gradient) rides the GEMM */
 	int lt;                        /* cuBLASLt has an algorithm; else cublasGemmEx runs it */
 };
 
@@ -87,7 +95,7 @@ static void plan_free(struct plan *pl)
 }
 
 /* pl's descriptors for its product at the sizes m, n, k of the call that
- * makes it, the bias fused or not; returns whether cuBLASLt has an
+ * makes it, its vector fused or not; returns whether cuBLASLt has an
  * algorithm for them (then in pl->algo). */
 static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, int n, int k)
 {
@@ -97,7 +105,7 @@ static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, i
 	BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &p->tb,
 						sizeof p->tb));
 	if (fuse) {
-		cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
+		cublasLtEpilogue_t e = p->vec == BIAS ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
 		int32_t bt = CUDA_R_32F;
 		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e,
 							sizeof e));
@@ -146,7 +154,7 @@ static struct plan *plan_of(const struct product *p, int m, int n, int k)
 {
 	int made;
 	struct plan *pl = (struct plan *)plans_get(&table, p, &made, "cuBLAS matrix products");
-	if (made && !(p->bias && plan_try(pl, p, 1, m, n, k)))
+	if (made && !(p->vec && plan_try(pl, p, 1, m, n, k)))
 		plan_try(pl, p, 0, m, n, k);   /* or cublasGemmEx, for what cuBLASLt's kernels refuse */
 	return pl;
 }
@@ -200,18 +208,22 @@ void cuda_gemm_open(void)
 	plans_init(&table, sizeof(struct product), sizeof(struct plan), PLANS_CAP);
 }
 
-/* D = op(A) op(B) (+ D when accumulate) (+ bias[j] on row j of D). */
-static void matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
-		   int lda, const void *B, int ldb, cudaDataType_t ab, void *D, int ldd,
-		   cudaDataType_t dt, int accumulate, const float *bias, cublasComputeType_t compute)
+/* D = op(A) op(B) (+ D when accumulate), and with vector v of vec: BIAS, + v[j] on
+ * row j of D; BIAS_GRAD, v[j] = the sum of column j of op(B), where cuBLASLt
+ * takes it. Returns whether the vector rode the GEMM (a bias always goes on). */
+static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+		  int lda, const void *B, int ldb, cudaDataType_t ab, void *D, int ldd,
+		  cudaDataType_t dt, int accumulate, enum vector vec, const float *v,
+		  cublasComputeType_t compute)
 {
 	if (m <= 0 || n <= 0 || (k <= 0 && accumulate))
-		return;
+		return 0;
 	struct product p;
 	memset(&p, 0, sizeof p);   /* hashed and compared bytewise: no stray padding */
 	p.ta = ta, p.tb = tb, p.m = size_bucket(m), p.n = size_bucket(n), p.k = size_bucket(k);
 	p.lda = lda, p.ldb = ldb, p.ldd = ldd;
-	p.ab = ab, p.d = dt, p.compute = compute, p.bias = bias != NULL, p.accumulate = accumulate;
+	p.ab = ab, p.d = dt, p.compute = compute, p.vec = v ? vec : NO_VECTOR;
+	p.accumulate = accumulate;
 	p.align[0] = alignment(A), p.align[1] = alignment(B), p.align[2] = alignment(D);
 	struct plan *pl = plan_of(&p, m, n, k);
 	const float one = 1.0f, zero = 0.0f;
@@ -226,12 +238,13 @@ static void matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int
 		layout_size(pl->d, m, n);
 		if (pl->fused)
 			BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-								&bias, sizeof bias));
+								&v, sizeof v));
 		BLAS_CHECK(cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D, pl->d,
 					  &pl->algo, workspace, WORKSPACE, cuda_stream()));
 	}
-	if (bias && !pl->fused)
-		add_bias(D, dt, bias, m, n);
+	if (p.vec == BIAS && !pl->fused)
+		add_bias(D, dt, v, m, n);
+	return pl->fused;
 }
 
 /* The types a precision multiplies in: its acts' (the operands', and the
@@ -250,8 +263,8 @@ static const struct lt_types FP16 = { CUDA_R_16F, CUBLAS_COMPUTE_32F };
 static void forward(const struct lt_types *t, void *out, cudaDataType_t dt, const void *in,
 		    const void *w, const float *bias, int N, int Cin, int Cout)
 {
-	matmul(CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, w, Cin, in, Cin, t->ab, out, Cout, dt, 0, bias,
-	       t->compute);
+	matmul(CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, w, Cin, in, Cin, t->ab, out, Cout, dt, 0, BIAS,
+	       bias, t->compute);
 }
 
 template <typename T>
@@ -287,18 +300,45 @@ static const void *ones_of(cudaDataType_t t, size_t n)
 	return ones[i];
 }
 
+static __global__ void add_kernel(float *y, const float *__restrict__ x, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] += x[i];
+}
+
+/* Room for n floats of bias gradient, grown as needed. */
+static float *bias_grad_room(int n)
+{
+	static float *room;
+	static int have;
+	if (n > have) {
+		cudaStream_t st = cuda_stream();
+		if (room)
+			CUDA_CHECK(cudaFreeAsync(room, st));
+		CUDA_CHECK(cudaMallocAsync((void **)&room, (size_t)n * sizeof *room, st));
+		have = n;
+	}
+	return room;
+}
+
 static void backward(const struct lt_types *t, float *din, float *dw, float *dbias, const void *dout,
 		     const void *in, const void *w, int N, int Cin, int Cout, int accumulate)
 {
 	if (din)   /* din^T [Cin, N] = w dout^T */
 		matmul(CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, w, Cin, dout, Cout, t->ab, din, Cin,
-		       CUDA_R_32F, accumulate, NULL, t->compute);
-	/* dw^T [Cin, Cout] += in^T dout */
-	matmul(CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, in, Cin, dout, Cout, t->ab, dw, Cin, CUDA_R_32F, 1,
-	       NULL, t->compute);
-	if (dbias)   /* dbias [Cout] += dout^T ones [N] */
+		       CUDA_R_32F, accumulate, NO_VECTOR, NULL, t->compute);
+	/* dw^T [Cin, Cout] += in^T dout, the bias gradient dout's column sums */
+	float *part = dbias ? bias_grad_room(Cout) : NULL;
+	if (matmul(CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, in, Cin, dout, Cout, t->ab, dw, Cin,
+		   CUDA_R_32F, 1, BIAS_GRAD, part, t->compute)) {
+		add_kernel<<<(unsigned)((Cout + THREADS - 1) / THREADS), THREADS, 0, cuda_stream()>>>(
+			dbias, part, Cout);
+		CUDA_LAUNCHED();
+	} else if (dbias) {   /* dbias [Cout] += dout^T ones [N] */
 		matmul(CUBLAS_OP_N, CUBLAS_OP_N, Cout, 1, N, dout, Cout, ones_of(t->ab, (size_t)N), N,
-		       t->ab, dbias, Cout, CUDA_R_32F, 1, NULL, t->compute);
+		       t->ab, dbias, Cout, CUDA_R_32F, 1, NO_VECTOR, NULL, t->compute);
+	}
 }
 
 /* fp32 through cuBLAS, as the lt path lays it out */
