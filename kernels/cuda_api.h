@@ -201,10 +201,14 @@ long cuda_sdpa_served(void);
 /* kernels/cuda_attention.cu, for cuda_sdpa.cpp: the index tensors of a call
  * padded to Bp sequences, each at out + i * stride: seq_q, seq_kv [Bp], then
  * the ragged offsets of Q, K|V, O and the statistics [Bp + 1]; the own state
- * (maximum, 1/sum) = (lse, 1) from n log-sum-exps, and back. */
+ * (maximum, 1/sum) = (lse, 1) from n log-sum-exps, and the log-sum-exps
+ * back from either's state; zeroes on the dk and dv rows cuDNN's backward
+ * leaves alone (keys past the last real one, sequences with no query rows). */
 void cuda_sdpa_indices(int32_t *out, size_t stride, const struct attention *a, int Bp);
 void cuda_state_from_lse(float *state, const float *lse, size_t n);
 void cuda_lse_from_state(float *lse, const float *state, size_t n);
+void cuda_sdpa_zero_skipped(struct act *dk, struct act *dv, const int32_t *seq_q,
+			    const int32_t *seq_kv, const struct attention *a);
 
 /* kernels/cuda_optim.cu */
 double cuda_sum_squares(const float *x, size_t n);

@@ -683,11 +683,13 @@ static __global__ void state_from_lse_kernel(float *state, const float *lse, siz
 	}
 }
 
+/* lse = maximum + log(sum) of either forward's state: cuDNN's (lse, 1) or the
+ * own kernel's (maximum, 1/sum) */
 static __global__ void lse_from_state_kernel(float *lse, const float *state, size_t n)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x)
-		lse[i] = state[STATE * i];
+		lse[i] = state[STATE * i] - logf(state[STATE * i + 1]);
 }
 
 static unsigned grid_of(size_t n)
@@ -710,4 +712,27 @@ void cuda_lse_from_state(float *lse, const float *state, size_t n)
 		lse_from_state_kernel<<<grid_of(n), THREADS, 0, cuda_stream()>>>(lse, state, n);
 		CUDA_LAUNCHED();
 	}
+}
+
+/* A block a sequence: zeroes its dk and dv rows past its last real key, or
+ * all of them where it has no query rows (2-byte acts). */
+static __global__ void zero_skipped_kernel(uint16_t *dk, uint16_t *dv, const int32_t *seq_q,
+					   const int32_t *seq_kv, const int32_t *kv_start, int ld, int C)
+{
+	int b = blockIdx.x, k0 = kv_start[b], len = kv_start[b + 1] - k0;
+	int from = seq_q[b] ? seq_kv[b] : 0;
+	size_t n = (size_t)(len - from) * C;
+	for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+		size_t at = (size_t)(k0 + from + (int)(i / C)) * ld + i % C;
+		dk[at] = 0;
+		dv[at] = 0;
+	}
+}
+
+void cuda_sdpa_zero_skipped(struct act *dk, struct act *dv, const int32_t *seq_q,
+			    const int32_t *seq_kv, const struct attention *a)
+{
+	zero_skipped_kernel<<<a->B, THREADS, 0, cuda_stream()>>>((uint16_t *)dk, (uint16_t *)dv, seq_q,
+								  seq_kv, a->kv_start, a->ldkv, a->C);
+	CUDA_LAUNCHED();
 }

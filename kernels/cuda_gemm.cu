@@ -16,8 +16,10 @@
  * each size is taken up to a bucket, eight to an octave (at most 1/8 more);
  * a product of a bucket (sizes, strides, types, epilogue, the pointers'
  * alignments) gets a plan once: descriptors and the algorithm cuBLASLt's
- * heuristic picks for the sizes of the call that made it, with a 32 MiB
- * workspace; a later call sets its own sizes in the plan's layouts. Plans
+ * heuristic picks for the bucket's largest sizes the strides allow, with a
+ * 32 MiB workspace; each call sets its own sizes in the plan's layouts. So
+ * the algorithm is the bucket's, whatever call came first, and a resumed
+ * run takes the same ones. Plans
  * live in a hash table (lib/backend/plans.h, size_bucket its buckets).
  * Any status but success dies in one line naming the call. The algorithms
  * do not change between runs on the same GPU and library, and none adds
@@ -53,7 +55,7 @@ struct product {
 	cublasComputeType_t compute;
 	enum vector vec;               /* the bias (fused or after), or its gradient */
 	int accumulate;                /* beta 1 */
-	unsigned align[3];             /* bytes A, B, D are aligned to, up to 256 */
+	unsigned align[4];             /* bytes A, B, D and the vector are aligned to, up to 256 */
 };
 
 /* A product's plan, the value of its key in the table. */
@@ -149,12 +151,25 @@ static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, i
 	return 1;
 }
 
-/* The plan of p: found, or made now for a call of sizes m, n, k. */
-static struct plan *plan_of(const struct product *p, int m, int n, int k)
+static int at_most(int x, int limit)
+{
+	return x < limit ? x : limit;
+}
+
+/* The plan of p: found, or made now for p's bucket sizes, each cut to what
+ * the leading dimensions hold (a call's sizes fit them); a vector rides
+ * only from 16-byte alignment. */
+static struct plan *plan_of(const struct product *p)
 {
 	int made;
 	struct plan *pl = (struct plan *)plans_get(&table, p, &made, "cuBLAS matrix products");
-	if (made && !(p->vec && plan_try(pl, p, 1, m, n, k)))
+	if (!made)
+		return pl;
+	int an = p->ta == CUBLAS_OP_N, bn = p->tb == CUBLAS_OP_N;
+	int m = at_most(at_most(p->m, p->ldd), an ? p->lda : p->m);
+	int k = at_most(at_most(p->k, an ? p->k : p->lda), bn ? p->ldb : p->k);
+	int n = at_most(p->n, bn ? p->n : p->ldb);
+	if (!(p->vec && p->align[3] >= 16 && plan_try(pl, p, 1, m, n, k)))
 		plan_try(pl, p, 0, m, n, k);   /* or cublasGemmEx, for what cuBLASLt's kernels refuse */
 	return pl;
 }
@@ -225,7 +240,8 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 	p.ab = ab, p.d = dt, p.compute = compute, p.vec = v ? vec : NO_VECTOR;
 	p.accumulate = accumulate;
 	p.align[0] = alignment(A), p.align[1] = alignment(B), p.align[2] = alignment(D);
-	struct plan *pl = plan_of(&p, m, n, k);
+	p.align[3] = v ? alignment(v) : 0;
+	struct plan *pl = plan_of(&p);
 	const float one = 1.0f, zero = 0.0f;
 	const float *beta = accumulate ? &one : &zero;
 	if (!pl->lt) {

@@ -10,19 +10,23 @@
  * kv_start[b].. of k and v (ldkv), head h columns h*d..; ctx, dctx likewise
  * with stride C. cuDNN sees them as [B, H, S, d] with ragged offsets (the
  * element offset of each sequence's first row) and per-sequence lengths:
- * S_q the sequence's query rows, S_kv its keys up to the last real one (the
- * mask of struct attention marks padding keys at the end of a sequence;
- * one with no real key, which ts-tokenize never makes, would differ from
- * the own kernel's uniform row). Dropout on the probabilities is cuDNN's
- * own (Philox, from the call's seed), not the CPU's masks, and the same in
- * the backward.
+ * S_q the sequence's query rows, S_kv its keys up to the last real one
+ * (calls with a padding key before a real one go to the own kernel; one
+ * with no real key, which ts-tokenize never makes, would differ from the
+ * own kernel's uniform row). Its backward leaves the rows of keys past S_kv,
+ * and of sequences with no query rows, alone: a kernel zeroes them after.
+ * Dropout on the probabilities is cuDNN's own (Philox, from the call's
+ * seed), not the CPU's masks: with dropout a call's forward and backward
+ * both run on cuDNN or neither does.
  *
  * The forward keeps per query row and head the softmax's log-sum-exp, as
  * the own kernel's state (maximum, 1/sum) = (lse, 1): without dropout either
  * backward works from it; with dropout cuDNN takes a forward only where it
  * takes its backward too. Graphs are built once per shape, B rounded up to
  * a multiple of 8 and T of 64 (the lengths and offsets say the rest), and
- * kept in a table of plans (lib/backend/plans.h). */
+ * kept in a table of plans (lib/backend/plans.h). cuDNN takes sequences of
+ * length 0 from 9.25 (NVIDIA/cudnn-frontend#943): before, B is not rounded
+ * and a call with a sequence of no query rows goes to the own kernel. */
 #define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
 #include "backend/plans.h"
 #include "cuda_api.h"
@@ -56,6 +60,7 @@ struct plan {
 
 static cudnnHandle_t handle;
 static int loaded = -1;              /* -1: not tried; 0: no cuDNN; 1: ready */
+static int empty_ok;                 /* it takes sequences of length 0 */
 static int enabled = 1;              /* cuda_sdpa_use */
 static struct plans table;   /* struct shape -> plan *, made on the first call */
 static long served;                  /* calls cuDNN ran */
@@ -83,6 +88,7 @@ static int ready(void)
 		warnx("cuDNN would not start (%s): the attention runs on TopSpin's own kernel", e.what());
 		return 0;
 	}
+	empty_ok = fe::detail::get_backend_version() >= 92500;
 	loaded = 1;
 	return 1;
 }
@@ -221,16 +227,17 @@ static int round_up(int x, int to)
 
 /* The shape of a call, or 0 when cuDNN cannot take it: heads of another
  * width than its flash attention takes, offsets past int32, no rows given,
- * or no cuDNN. */
+ * a padding key before a real one, a sequence of no query rows before cuDNN
+ * 9.25, or no cuDNN. */
 static int shape_of(const struct attention *a, int half, int backward, shape *s)
 {
 	int d = a->C / a->H;
 	int64_t ld = a->ldq > a->ldkv ? a->ldq : a->ldkv;   /* offsets are int32 */
-	if (!enabled || a->B <= 0 || !a->rows || d % 8 || d > 128 ||
-	    (int64_t)a->B * a->T * ld >= INT32_MAX || !ready())
+	if (!enabled || a->B <= 0 || !a->rows || a->holes || d % 8 || d > 128 ||
+	    (int64_t)a->B * a->T * ld >= INT32_MAX || !ready() || (a->empty && !empty_ok))
 		return 0;
 	memset(s, 0, sizeof *s);   /* a key, compared bytewise */
-	s->B = round_up(a->B, B_ROUND), s->T = round_up(a->T, T_ROUND), s->H = a->H, s->d = d;
+	s->B = empty_ok ? round_up(a->B, B_ROUND) : a->B, s->T = round_up(a->T, T_ROUND), s->H = a->H, s->d = d;
 	s->ldq = a->ldq, s->ldkv = a->ldkv, s->C = a->C, s->p = a->p, s->half = half;
 	s->backward = backward;
 	return 1;
@@ -286,8 +293,8 @@ typedef std::unordered_map<int64_t, void *> pack_t;
 
 /* Runs plan p of shape s on the call a, with what pack holds beside what
  * every call gives (the index tensors, Q, K, V, dropout's seed); dies where
- * cuDNN fails on a shape it had taken. */
-static void execute(const plan &p, const shape &s, const struct attention *a, pack_t &pack)
+ * cuDNN fails on a shape it had taken. Returns the index tensors. */
+static const int32_t *execute(const plan &p, const shape &s, const struct attention *a, pack_t &pack)
 {
 	int32_t *idx = index_tensors(a, s);
 	size_t at = index_stride(s);
@@ -309,6 +316,7 @@ static void execute(const plan &p, const shape &s, const struct attention *a, pa
 		die("cuDNN's attention %s failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 "
 		    "CUDNN_LOGDEST_DBG=stderr shows cuDNN's own words", s.backward ? "backward" : "forward");
 	served++;
+	return idx;
 }
 
 int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half)
@@ -334,11 +342,15 @@ int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, 
 int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 		       const float *state, const struct attention *a, int half)
 {
-	shape s;
+	shape s, fwd;
 	if (!a->out || !shape_of(a, half, 1, &s))
 		return 0;
 	const plan &p = plan_of(s);
 	if (!p.g)
+		return 0;
+	/* with dropout, a forward on the own kernel drew other masks */
+	fwd = s, fwd.backward = 0;
+	if (s.p > 0 && !plan_of(fwd).g)
 		return 0;
 	size_t n = (size_t)a->rows * (size_t)a->H, nd = (size_t)a->rows * (size_t)a->C;
 	size_t at = (n * sizeof(float) + 255) & ~(size_t)255;   /* dO aligned as cuDNN wants it */
@@ -351,7 +363,8 @@ int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const flo
 	else
 		cuda_as_bf16((struct act *)dout, dctx, nd);
 	pack_t pack = { { O, (void *)a->out }, { DO, dout }, { STATS, lse }, { DQ, dq }, { DK, dk }, { DV, dv } };
-	execute(p, s, a, pack);
+	const int32_t *idx = execute(p, s, a, pack);
+	cuda_sdpa_zero_skipped(dk, dv, idx, idx + index_stride(s), a);
 	return 1;
 }
 

@@ -42,6 +42,9 @@ struct attention {
 	 * and in the backward, the forward's ctx. 0 and NULL: not given */
 	int rows;
 	const struct act *out;
+	/* what lengths alone cannot say: some sequence has a padding key before
+	 * its last real one (holes), or no query rows (empty) */
+	int holes, empty;
 };
 
 /* The embeddings' lookup: row r of N is word[ids[r]] + pos[positions[r]] +

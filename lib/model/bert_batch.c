@@ -81,6 +81,7 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 		m->kv_start[i + 1] = m->kv_start[i] + len;
 		m->T = len > m->T ? len : m->T;
 	}
+	m->holes = 0;
 	size_t N = (size_t)m->kv_start[b->B];
 	m->N = (int)N;
 	grow(&m->ids, &m->ids_cap, N, sizeof *m->ids);
@@ -94,6 +95,7 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 			m->types[r] = b->types ? b->types[at] : 0;
 			m->positions[r] = t;
 			m->mask[r] = b->mask ? b->mask[at] : 1;
+			m->holes |= r > m->kv_start[i] && m->mask[r] && !m->mask[r - 1];
 		}
 }
 
@@ -128,6 +130,9 @@ static void list_head_rows(struct bert *m, const struct bert_batch *b)
 		}
 	}
 	m->q_start[b->B] = m->M;
+	m->empty = 0;
+	for (int i = 0; i < b->B; i++)
+		m->empty |= m->q_start[i + 1] == m->q_start[i];
 }
 
 /* Copies the batch, packed, so that backward never reads freed memory. */

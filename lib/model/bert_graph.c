@@ -604,11 +604,12 @@ static struct attention layer_attention(const struct bert *m, int l, const struc
 	struct attention att = { m->B, m->T, C, m->c.heads, qkv, act_at(be, qkv, C),
 				 act_at(be, qkv, 2 * (size_t)C), 3 * C, 3 * C, m->d.kv_start, NULL,
 				 r->p_start, m->d.mask, attn_p(m), site_seed(m, l, SITE_ATTN_PROBS),
-				 r->R, m->a.layer[l].ctx };
+				 r->R, m->a.layer[l].ctx, m->holes, 0 };
 	if (r->rows) {
 		att.k = qkv, att.v = act_at(be, qkv, C), att.ldkv = 2 * C;
 		att.q = act_at(be, qkv, (size_t)N * 2 * C), att.ldq = C;
 		att.q_start = r->q_start;
+		att.empty = m->empty;
 	}
 	return att;
 }

@@ -139,6 +139,7 @@ struct bert {
 	/* the last forward's batch, packed: B sequences in N rows, the longest
 	 * T */
 	int B, T, N, M, train;
+	int holes, empty;          /* struct attention's: in all rows; in the head's */
 	int shared;                /* its layers share their activations */
 	uint64_t dropout_seed;
 	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;

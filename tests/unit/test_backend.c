@@ -110,8 +110,11 @@ static void sim_attention(const struct attention *a)
 		sim(a->mask);
 }
 
+static int saw_holes, saw_empty;   /* what the attention's forwards were told */
+
 static void sim_attention_forward(struct act *ctx, float *state, const struct attention *a)
 {
+	saw_holes |= a->holes, saw_empty |= a->empty;
 	sim(ctx), sim(state), sim_attention(a);
 	backend_cpu()->attention_forward(ctx, state, a);
 }
@@ -303,6 +306,37 @@ static void test_task(enum bert_task task, const struct backend *s, const char *
 	free(a), free(b);
 }
 
+/* What a backend learns of a batch beside its lengths: a padding key
+ * inside a sequence (holes), a sequence with no head rows (empty, in the
+ * last layer). */
+static void test_attention_flags(const struct backend *s)
+{
+	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
+				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f };
+	int32_t ids[B * T], labels[B * T];
+	uint8_t mask[B * T];
+	int64_t count;
+	const enum bert_task tasks[2] = { TASK_CLS, TASK_MLM };
+	for (int k = 0; k < 2; k++) {
+		enum bert_task task = tasks[k];
+		c.task = task, c.num_labels = 3;
+		struct bert *m = bert_new(&c, s);
+		struct bert_batch b = batch(task, ids, mask, labels);
+		saw_holes = saw_empty = 0;
+		bert_forward(m, &b, 0, 0, &count);
+		int plain = !saw_holes && !saw_empty;
+		mask[2] = 0;   /* a hole in the first sequence */
+		for (int t = 0; t < T; t++)   /* the second sequence predicts nothing */
+			labels[T + t] = task == TASK_MLM ? -100 : labels[T + t];
+		saw_holes = saw_empty = 0;
+		bert_forward(m, &b, 0, 0, &count);
+		CHECK(plain && saw_holes && saw_empty == (task == TASK_MLM),
+		      "%s: the attention is told of a padding key inside a sequence, and of a sequence "
+		      "with no head rows, and not otherwise", task == TASK_MLM ? "mlm" : "cls");
+		bert_free(m);
+	}
+}
+
 /* A scratch of two padded batches' probabilities, as the CUDA attention's. */
 static double probs_scratch(int B_, int T_, int H)
 {
@@ -338,6 +372,7 @@ int main(void)
 	test_task(TASK_CLS, &s, cls);
 	test_task(TASK_MLM, &s, mlm);
 	test_batch_bytes(&s);
+	test_attention_flags(&s);
 	int left = 0;
 	for (int i = 0; i < MAX_BUFS; i++)
 		left += bufs[i].p != NULL;
