@@ -357,6 +357,20 @@ static void poison(struct act *d, size_t n)
 	free(nan);
 }
 
+/* x[n] as acts on the GPU, then tail acts of NaN: a kernel that reads past
+ * the rows it was given multiplies NaN (even by 0), which shows. */
+static struct act *acts_with_tail(const float *x, size_t n, size_t tail)
+{
+	struct act *src = acts_on_gpu(x, n), *d = gpu->alloc((n + tail) * low->act_size);
+	void *h = xmalloc(n * low->act_size);
+	poison(d, n + tail);
+	gpu->download(h, src, n * low->act_size);
+	gpu->upload(d, h, n * low->act_size);
+	gpu->release(src);
+	free(h);
+	return d;
+}
+
 static void run_attention(const struct attention_run *r, enum attention_path path)
 {
 	cuda_sdpa_use(path != OWN);
@@ -371,9 +385,10 @@ static void run_attention(const struct attention_run *r, enum attention_path pat
  * apart and k|v [N, 2C]. Against the CPU, but cuDNN's dropout (its own
  * random numbers): run twice, the same bits. cuDNN rounds the probabilities
  * to the acts' type before their product with V: a looser tolerance for it.
- * The gradients start as NaN, so a row no kernel writes shows. masked 2: a
- * padding key inside the first sequence, which cuDNN's lengths cannot say:
- * the own kernel must run it. */
+ * The gradients start as NaN, so a row no kernel writes shows, and NaN
+ * follows the last row of q, k, v and ctx, so a read past them shows too.
+ * masked 2: a padding key inside the first sequence, which cuDNN's lengths
+ * cannot say: the own kernel must run it. */
 static void test_attention(int T, int H, int C, int masked, int head_rows, float p, enum attention_path path)
 {
 	if (path != OWN && acts_are_floats(low))
@@ -403,8 +418,12 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	float *kv = exact_randoms(kv_n, 1), *q = head_rows ? exact_randoms(q_n, 1) : kv;
 	float *ctx = xcalloc(ctx_n, 4), *dctx = randoms(ctx_n, 1);
 	float *dkv = xcalloc(kv_n, 4), *dq = head_rows ? xcalloc(q_n, 4) : dkv;
-	struct act *d_kv = acts_on_gpu(kv, kv_n), *d_q = head_rows ? acts_on_gpu(q, q_n) : d_kv;
-	struct act *d_ctx = gpu->alloc(ctx_n * low->act_size), *d_dkv = gpu->alloc(kv_n * low->act_size);
+	enum { TAIL = 128 };   /* rows: a tile of cuDNN's */
+	struct act *d_kv = acts_with_tail(kv, kv_n, TAIL * ldkv);
+	struct act *d_q = head_rows ? acts_with_tail(q, q_n, TAIL * ldq) : d_kv;
+	struct act *d_ctx = gpu->alloc((ctx_n + TAIL * C) * low->act_size);
+	struct act *d_dkv = gpu->alloc(kv_n * low->act_size);
+	poison(d_ctx, ctx_n + TAIL * C);
 	struct act *d_dq = head_rows ? gpu->alloc(q_n * low->act_size) : d_dkv;
 	float *d_dctx = on_gpu(dctx, ctx_n * 4);
 	float *d_state = gpu->alloc((size_t)R * H * low->attention_state * 4);
