@@ -32,6 +32,10 @@ void cuda_pci_bus_id(int device, char *id, int len);
 /* The stream every op runs on. */
 cudaStream_t cuda_stream(void);
 #endif
+/* *p, of *cap bytes, grown to hold bytes: the old buffer freed and the new
+ * one taken on the stream (after the work queued that uses the old), and
+ * counted in the backend's peak_memory. */
+void *cuda_grow(void **p, size_t *cap, size_t bytes);
 
 /* kernels/cuda_comm.cu: the collectives of several processes' GPUs, over
  * NCCL (libnccl.so.2, loaded when first needed; a missing one dies in one

@@ -534,21 +534,12 @@ static size_t shared_bytes(const void *kernel, int d, int weights)
 
 /* The probabilities and the backward's dS, each laid out as probs and
  * grown to n floats: grown, never shrunk. */
-static float *scratch_buf;
+static void *scratch_buf;
 static size_t scratch_cap;
 
 static float *scratch(size_t n)
 {
-	if (2 * n > scratch_cap) {
-		if (scratch_buf)
-			CUDA_CHECK(cudaFreeAsync(scratch_buf, cuda_stream()));
-		scratch_buf = NULL;
-		scratch_cap = 0;
-		CUDA_CHECK(cudaMallocAsync((void **)&scratch_buf, 2 * n * sizeof *scratch_buf,
-					   cuda_stream()));
-		scratch_cap = 2 * n;
-	}
-	return scratch_buf;
+	return (float *)cuda_grow(&scratch_buf, &scratch_cap, 2 * n * sizeof(float));
 }
 
 /* Floats of each of the two scratches: a sequence has at most T keys and T

@@ -15,6 +15,7 @@
 static int device = -1;
 static cudaStream_t stream;
 static char name[32];
+static double held, peak;   /* bytes of GPU memory the backend holds; the most it held */
 
 void cuda_fail(const char *file, int line, const char *call, const char *what)
 {
@@ -48,6 +49,36 @@ void cuda_pci_bus_id(int dev, char *id, int len)
 
 /* ---- memory ---- */
 
+static void count(double bytes)
+{
+	held += bytes;
+	if (held > peak)
+		peak = held;
+}
+
+void *cuda_grow(void **p, size_t *cap, size_t bytes)
+{
+	if (bytes > *cap) {
+		if (*p) {
+			CUDA_CHECK(cudaFreeAsync(*p, stream));
+			count(-(double)*cap);
+		}
+		*p = NULL;
+		*cap = 0;
+		CUDA_CHECK(cudaMallocAsync(p, bytes, stream));
+		*cap = bytes;
+		count((double)bytes);
+	}
+	return *p;
+}
+
+/* The buffers cuda_alloc gave and their sizes, for cuda_release's count. */
+static struct buffer {
+	void *p;
+	size_t bytes;
+} *buffers;
+static size_t nbuffers, buffers_cap;
+
 static void *cuda_alloc(size_t bytes)
 {
 	void *p = NULL;
@@ -60,11 +91,20 @@ static void *cuda_alloc(size_t bytes)
 		    total / 1048576.0);
 	}
 	CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
+	grow(&buffers, &buffers_cap, nbuffers + 1, sizeof *buffers);
+	buffers[nbuffers++] = (struct buffer){ p, bytes };
+	count((double)bytes);
 	return p;
 }
 
 static void cuda_release(void *p)
 {
+	for (size_t i = 0; i < nbuffers; i++)
+		if (buffers[i].p == p) {
+			count(-(double)buffers[i].bytes);
+			buffers[i] = buffers[--nbuffers];
+			break;
+		}
 	CUDA_CHECK(cudaStreamSynchronize(stream));
 	CUDA_CHECK(cudaFree(p));
 }
@@ -94,6 +134,11 @@ static double cuda_memory(void)
 	return (double)free_b;
 }
 
+static double cuda_peak_memory(void)
+{
+	return peak;
+}
+
 /* ---- the backend ---- */
 
 static struct backend cuda, cuda_tf32, cuda_bf16, cuda_fp16;
@@ -117,6 +162,7 @@ static void fill_fp32(void)
 	cuda.download = cuda_download;
 	cuda.zero = cuda_zero;
 	cuda.memory = cuda_memory;
+	cuda.peak_memory = cuda_peak_memory;
 	cuda.act_size = sizeof(float);
 	cuda.as_act = same_floats;
 	cuda.linear_forward = cuda_linear_forward;

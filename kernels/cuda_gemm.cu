@@ -219,7 +219,8 @@ void cuda_gemm_open(void)
 	BLAS_CHECK(cublasSetStream(blas, cuda_stream()));
 	BLAS_CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));   /* fp32: no TF32 */
 	BLAS_CHECK(cublasLtCreate(&lt));
-	CUDA_CHECK(cudaMalloc(&workspace, WORKSPACE));
+	size_t cap = 0;
+	cuda_grow(&workspace, &cap, WORKSPACE);
 	plans_init(&table, sizeof(struct product), sizeof(struct plan), PLANS_CAP);
 }
 
@@ -296,14 +297,12 @@ static __global__ void ones_kernel(T *p, size_t n)
 static const void *ones_of(cudaDataType_t t, size_t n)
 {
 	static void *ones[3];
-	static size_t have[3];
+	static size_t have[3];   /* bytes */
 	int i = t == CUDA_R_16BF ? 1 : t == CUDA_R_16F ? 2 : 0;
 	size_t size = i ? 2 : sizeof(float);
-	if (n > have[i]) {
+	if (n * size > have[i]) {
 		cudaStream_t st = cuda_stream();
-		if (ones[i])
-			CUDA_CHECK(cudaFreeAsync(ones[i], st));
-		CUDA_CHECK(cudaMallocAsync(&ones[i], n * size, st));
+		cuda_grow(&ones[i], &have[i], n * size);
 		if (i == 1)
 			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((bf16 *)ones[i], n);
 		else if (i == 2)
@@ -311,7 +310,6 @@ static const void *ones_of(cudaDataType_t t, size_t n)
 		else
 			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((float *)ones[i], n);
 		CUDA_LAUNCHED();
-		have[i] = n;
 	}
 	return ones[i];
 }
@@ -326,16 +324,9 @@ static __global__ void add_kernel(float *y, const float *__restrict__ x, int n)
 /* Room for n floats of bias gradient, grown as needed. */
 static float *bias_grad_room(int n)
 {
-	static float *room;
-	static int have;
-	if (n > have) {
-		cudaStream_t st = cuda_stream();
-		if (room)
-			CUDA_CHECK(cudaFreeAsync(room, st));
-		CUDA_CHECK(cudaMallocAsync((void **)&room, (size_t)n * sizeof *room, st));
-		have = n;
-	}
-	return room;
+	static void *room;
+	static size_t have;
+	return (float *)cuda_grow(&room, &have, (size_t)n * sizeof(float));
 }
 
 static void backward(const struct lt_types *t, float *din, float *dw, float *dbias, const void *dout,

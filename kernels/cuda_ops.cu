@@ -90,17 +90,7 @@ static size_t align_up(size_t n)
 
 static void *scratch_get(size_t bytes)
 {
-	if (bytes > scratch_cap) {
-		cudaStream_t s = cuda_stream();
-		size_t cap = align_up(bytes + bytes / 4);
-		if (scratch)   /* after the kernels queued before that use it */
-			CUDA_CHECK(cudaFreeAsync(scratch, s));
-		scratch = NULL;
-		scratch_cap = 0;
-		CUDA_CHECK(cudaMallocAsync(&scratch, cap, s));
-		scratch_cap = cap;
-	}
-	return scratch;
+	return cuda_grow(&scratch, &scratch_cap, bytes > scratch_cap ? align_up(bytes + bytes / 4) : bytes);
 }
 
 /* ---- reductions ---- */

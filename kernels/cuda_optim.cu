@@ -348,8 +348,9 @@ lamb_moments_kernel(const float *__restrict__ p, const float *__restrict__ g,
 
 /* ---- host side ---- */
 
-static double *part_dev, *part_host;   /* chunk sums on the GPU, their pinned host copy */
-static size_t part_cap;                /* doubles each has room for */
+static void *part_dev;                 /* chunk sums on the GPU */
+static double *part_host;              /* their pinned host copy */
+static size_t part_cap, part_bytes;    /* doubles the host copy has room for; the GPU's bytes */
 
 /* Room for count chunk sums on the GPU, grown (never shrunk) as needed. */
 static double *part_room(size_t count)
@@ -357,16 +358,14 @@ static double *part_room(size_t count)
 	if (count > part_cap) {
 		size_t cap = count > 2 * part_cap ? count : 2 * part_cap;
 
-		/* every use of the old buffers ended with the stream's synchronisation */
-		if (part_dev) {
-			CUDA_CHECK(cudaFree(part_dev));
+		/* every use of the old host copy ended with the stream's synchronisation */
+		if (part_host)
 			CUDA_CHECK(cudaFreeHost(part_host));
-		}
-		CUDA_CHECK(cudaMalloc(&part_dev, cap * sizeof *part_dev));
 		CUDA_CHECK(cudaMallocHost(&part_host, cap * sizeof *part_host));
+		cuda_grow(&part_dev, &part_bytes, cap * sizeof *part_host);
 		part_cap = cap;
 	}
-	return part_dev;
+	return (double *)part_dev;
 }
 
 /* out[0..nsum) = the nchunk chunk sums (nsum per chunk) added in chunk order,
@@ -459,7 +458,8 @@ void cuda_swap(float *a, float *b, size_t n)
 /* The table and its chunks' starts, on the GPU, grown as needed; the host
  * copy goes up with the launch's work on the stream (from pageable memory,
  * so it is taken before the call returns). */
-static struct adam_tensor *table_dev, *table_host;
+static void *table_dev;
+static struct adam_tensor *table_host;
 static size_t table_cap;
 
 void cuda_adam_update(const struct adam_tensor *t, int n)
@@ -467,13 +467,10 @@ void cuda_adam_update(const struct adam_tensor *t, int n)
 	size_t bytes = n * sizeof *t + (n + 1) * sizeof(size_t);
 	cudaStream_t st = cuda_stream();
 	if (bytes > table_cap) {
-		if (table_dev)
-			CUDA_CHECK(cudaFreeAsync(table_dev, st));
 		free(table_host);
-		CUDA_CHECK(cudaMallocAsync((void **)&table_dev, bytes, st));
 		table_host = (struct adam_tensor *)xmalloc(bytes);
-		table_cap = bytes;
 	}
+	cuda_grow(&table_dev, &table_cap, bytes);
 	size_t *chunk_at = (size_t *)(table_host + n), chunks = 0;
 	for (int i = 0; i < n; i++) {
 		table_host[i] = t[i];
@@ -486,7 +483,8 @@ void cuda_adam_update(const struct adam_tensor *t, int n)
 	if (chunks > INT_MAX)
 		die("adam_update: %zu chunks of %d are more than one launch takes", chunks, (int)ADAM_CHUNK);
 	CUDA_CHECK(cudaMemcpyAsync(table_dev, table_host, bytes, cudaMemcpyHostToDevice, st));
-	adam_kernel<<<(unsigned)chunks, 256, 0, st>>>(table_dev, (const size_t *)(table_dev + n), n);
+	const struct adam_tensor *tab = (const struct adam_tensor *)table_dev;
+	adam_kernel<<<(unsigned)chunks, 256, 0, st>>>(tab, (const size_t *)(tab + n), n);
 	CUDA_LAUNCHED();
 }
 

@@ -251,21 +251,9 @@ static size_t index_stride(const shape &s)
 	return ((size_t)s.B + 1 + 15) & ~(size_t)15;
 }
 
-/* *p, of *cap bytes, grown on the stream to hold bytes */
-static void *grown(void **p, size_t *cap, size_t bytes)
-{
-	if (bytes > *cap) {
-		if (*p)
-			CUDA_CHECK(cudaFreeAsync(*p, cuda_stream()));
-		CUDA_CHECK(cudaMallocAsync(p, bytes, cuda_stream()));
-		*cap = bytes;
-	}
-	return *p;
-}
-
 static int32_t *index_tensors(const struct attention *a, const shape &s)
 {
-	int32_t *idx = (int32_t *)grown(&lens, &lens_cap, 6 * index_stride(s) * sizeof(int32_t));
+	int32_t *idx = (int32_t *)cuda_grow(&lens, &lens_cap, 6 * index_stride(s) * sizeof(int32_t));
 	cuda_sdpa_indices(idx, index_stride(s), a, s.B);
 	return idx;
 }
@@ -275,7 +263,7 @@ static void *scratch_of(size_t bytes)
 {
 	static void *p;
 	static size_t cap;
-	return grown(&p, &cap, bytes);
+	return cuda_grow(&p, &cap, bytes);
 }
 
 /* the seed and offset of the call's dropout, which cuDNN reads on the device */
@@ -308,7 +296,7 @@ static const int32_t *execute(const plan &p, const shape &s, const struct attent
 	}
 	int ok = 0;
 	try {
-		ok = p.g->execute(handle, pack, grown(&workspace, &workspace_cap, (size_t)p.workspace)).is_good();
+		ok = p.g->execute(handle, pack, cuda_grow(&workspace, &workspace_cap, (size_t)p.workspace)).is_good();
 	} catch (const std::exception &e) {
 		ok = 0;
 	}

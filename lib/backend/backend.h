@@ -101,6 +101,9 @@ struct backend {
 	/* bytes its buffers may take: the machine's RAM, the GPU's free memory;
 	 * 0 when unknown */
 	double (*memory)(void);
+	/* the most bytes its buffers and its ops' scratch held at once (a GPU's,
+	 * as a framework counts its tensors); 0 when it does not count (the CPU) */
+	double (*peak_memory)(void);
 
 	/* x[n] as acts: x itself where an act is a float, else x rounded into
 	 * space[n] */

@@ -24,6 +24,12 @@ static double physical_memory(void)
 	return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 }
 
+/* The CPU does not count its buffers: the process's RSS says it. */
+static double not_counted(void)
+{
+	return 0;
+}
+
 /* The attention's scratch is each thread's, a head's probabilities at most. */
 static double no_shared_scratch(int B, int T, int H)
 {
@@ -153,6 +159,7 @@ static const struct backend cpu = {
 	.download = copy,
 	.zero = zero,
 	.memory = physical_memory,
+	.peak_memory = not_counted,
 	.act_size = sizeof(float),
 	.attention_scratch = no_shared_scratch,
 	.as_act = same_floats,

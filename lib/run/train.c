@@ -1168,10 +1168,14 @@ static void finish(struct trainer *t)
 		save_model(t, "best");
 	swap_ema(t);
 	double secs = t->st.elapsed_s > 0 ? t->st.elapsed_s : 1e-9;
-	event(t, "done", json_pack("{sI sI sI sf sf sf}", "step", (json_int_t)t->st.step, "skipped",
-					    (json_int_t)t->st.skipped, "best_step", (json_int_t)t->st.best_step,
-					    "elapsed_s", t->st.elapsed_s, "samples_per_s", (double)t->st.samples / secs,
-					    "tokens_per_s", (double)t->st.tokens / secs));
+	json_t *done = json_pack("{sI sI sI sf sf sf}", "step", (json_int_t)t->st.step, "skipped",
+				 (json_int_t)t->st.skipped, "best_step", (json_int_t)t->st.best_step, "elapsed_s",
+				 t->st.elapsed_s, "samples_per_s", (double)t->st.samples / secs, "tokens_per_s",
+				 (double)t->st.tokens / secs);
+	double peak = t->c->be->peak_memory();
+	if (peak > 0)   /* this leg's: a resumed run counts from its resume */
+		json_object_set_new(done, "peak_memory_mib", json_real(peak / 1048576));
+	event(t, "done", done);
 	if (t->lead) {
 		run_plots(t->c->run, t->metric);
 		logf_(t, "done at step %ld (%ld skipped); final/ and best/ written", t->st.step, t->st.skipped);

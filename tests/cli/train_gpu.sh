@@ -23,7 +23,8 @@ CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and
 	"a bf16 checkpoint resumes on the CPU in fp32"
 	"fp16 on the GPU: losses within 0.01 of fp32's on average and 0.05 at worst over 200 steps"
 	"fp16 from --loss-scale 2^24: overflowed steps skipped, the scale halved until the steps fit"
-	"fp16 stopped and resumed on the GPU: the same losses and loss scales")
+	"fp16 stopped and resumed on the GPU: the same losses and loss scales"
+	"the done event counts the GPU memory its buffers held at most: some, less than the GPU has; none on the CPU")
 GPU_CHOICE=("--device cuda: the start event names the GPU it took" "--gpus 0 trains on cuda:0"
 	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error"
 	"ts-sweep --gpus 0: its jobs run on the GPU"
@@ -74,6 +75,10 @@ expect_eq "GPU: ${GPU_CHOICE[6]}" "$(device_of "$T/cores/job-001")" cpu
 train "${BERT[@]}" --run "$T/cpu" --device cpu >/dev/null 2>&1 || fail "the CPU run"
 train "${BERT[@]}" --run "$T/gpu" --device cuda >/dev/null 2>&1 || fail "the GPU run"
 check "GPU: ${CHECKS[0]}" close "$(losses "$T/gpu")" "$(losses "$T/cpu")"
+peak_of() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="done") | .peak_memory_mib // "none"'; }
+total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 2>/dev/null || echo 0)
+check "GPU: ${CHECKS[16]} ($(peak_of "$T/gpu") MiB of $total)" awk -v p="$(peak_of "$T/gpu")" -v t="$total" \
+	-v c="$(peak_of "$T/cpu")" 'BEGIN { exit !(p + 0 > 0 && p + 0 < t + 0 && c == "none") }'
 
 mkdir -p "$T/stop" && touch "$T/stop/stop"
 train "${BERT[@]}" --run "$T/stop" --device cuda >/dev/null 2>&1
