@@ -19,9 +19,11 @@
  * heuristic picks for the bucket's largest sizes the strides allow, with a
  * 32 MiB workspace; each call sets its own sizes in the plan's layouts. So
  * the algorithm is the bucket's, whatever call came first, and a resumed
- * run takes the same ones. Plans
- * live in a hash table (lib/backend/plans.h, size_bucket its buckets).
- * Any status but success dies in one line naming the call. The algorithms
+ * run takes the same ones. Plans live in a hash table (lib/backend/plans.h,
+ * size_bucket its buckets).
+ * Any status but success dies in one line naming the call, but for
+ * cuBLASLt's refusal to run a plan's algorithm at a call's sizes: that
+ * product goes to cublasGemmEx from then on, with a note. The algorithms
  * do not change between runs on the same GPU and library, and none adds
  * with atomics in an order that varies, so a run repeats bit for bit. */
 #include "cuda_api.h"
@@ -96,10 +98,11 @@ static void plan_free(struct plan *pl)
 	BLAS_CHECK(cublasLtMatmulDescDestroy(pl->desc));
 }
 
-/* pl's descriptors for its product at the sizes m, n, k of the call that
- * makes it, its vector fused or not; returns whether cuBLASLt has an
- * algorithm for them (then in pl->algo). */
-static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, int n, int k)
+/* pl's descriptors for its product at the sizes m, n, k, its vector v
+ * fused or not (the heuristic reads v's alignment); returns whether cuBLASLt
+ * has an algorithm for them (then in pl->algo). */
+static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, int n, int k,
+		    const float *v)
 {
 	BLAS_CHECK(cublasLtMatmulDescCreate(&pl->desc, p->compute, CUDA_R_32F));
 	BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &p->ta,
@@ -113,6 +116,8 @@ static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, i
 							sizeof e));
 		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
 							&bt, sizeof bt));
+		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+							&v, sizeof v));
 	}
 	int an = p->ta == CUBLAS_OP_N, bn = p->tb == CUBLAS_OP_N;
 	pl->a = layout(p->ab, an ? m : k, an ? k : m, p->lda);
@@ -157,9 +162,9 @@ static int at_most(int x, int limit)
 }
 
 /* The plan of p: found, or made now for p's bucket sizes, each cut to what
- * the leading dimensions hold (a call's sizes fit them); a vector rides
- * only from 16-byte alignment. */
-static struct plan *plan_of(const struct product *p)
+ * the leading dimensions hold (a call's sizes fit them); a vector (v, of the
+ * call that makes it) rides only from 16-byte alignment. */
+static struct plan *plan_of(const struct product *p, const float *v)
 {
 	int made;
 	struct plan *pl = (struct plan *)plans_get(&table, p, &made, "cuBLAS matrix products");
@@ -169,9 +174,32 @@ static struct plan *plan_of(const struct product *p)
 	int m = at_most(at_most(p->m, p->ldd), an ? p->lda : p->m);
 	int k = at_most(at_most(p->k, an ? p->k : p->lda), bn ? p->ldb : p->k);
 	int n = at_most(p->n, bn ? p->n : p->ldb);
-	if (!(p->vec && p->align[3] >= 16 && plan_try(pl, p, 1, m, n, k)))
-		plan_try(pl, p, 0, m, n, k);   /* or cublasGemmEx, for what cuBLASLt's kernels refuse */
+	if (!(p->vec && p->align[3] >= 16 && plan_try(pl, p, 1, m, n, k, v)))
+		plan_try(pl, p, 0, m, n, k, NULL);   /* or cublasGemmEx, for what cuBLASLt's kernels refuse */
 	return pl;
+}
+
+/* Runs pl's algorithm on a call; 0 where cuBLASLt will not run it at the
+ * call's sizes (the plan then goes to cublasGemmEx, with a note); any other
+ * failure dies. */
+static int lt_run(struct plan *pl, const void *A, const void *B, const float *beta, void *D,
+		  const float *v, int m, int n, int k)
+{
+	const float one = 1.0f;
+	if (pl->fused)
+		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &v,
+							sizeof v));
+	cublasStatus_t s = cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D,
+					  pl->d, &pl->algo, workspace, WORKSPACE, cuda_stream());
+	if (s == CUBLAS_STATUS_SUCCESS)
+		return 1;
+	if (s != CUBLAS_STATUS_NOT_SUPPORTED)
+		cuda_fail(__FILE__, __LINE__, "cublasLtMatmul", cublasGetStatusString(s));
+	warnx("cuBLASLt refused a %d x %d x %d product its heuristic had chosen an algorithm for: "
+	      "cublasGemmEx runs that product from now on", m, n, k);
+	plan_free(pl);
+	pl->lt = pl->fused = 0;
+	return 0;
 }
 
 /* A layout's rows and columns set to a call's own sizes. */
@@ -242,23 +270,18 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 	p.accumulate = accumulate;
 	p.align[0] = alignment(A), p.align[1] = alignment(B), p.align[2] = alignment(D);
 	p.align[3] = v ? alignment(v) : 0;
-	struct plan *pl = plan_of(&p);
+	struct plan *pl = plan_of(&p, v);
 	const float one = 1.0f, zero = 0.0f;
 	const float *beta = accumulate ? &one : &zero;
-	if (!pl->lt) {
-		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D, dt,
-					ldd, compute, CUBLAS_GEMM_DEFAULT));
-	} else {
+	if (pl->lt) {
 		int an = ta == CUBLAS_OP_N, bn = tb == CUBLAS_OP_N;
 		layout_size(pl->a, an ? m : k, an ? k : m);
 		layout_size(pl->b, bn ? k : n, bn ? n : k);
 		layout_size(pl->d, m, n);
-		if (pl->fused)
-			BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-								&v, sizeof v));
-		BLAS_CHECK(cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D, pl->d,
-					  &pl->algo, workspace, WORKSPACE, cuda_stream()));
 	}
+	if (!pl->lt || !lt_run(pl, A, B, beta, D, v, m, n, k))
+		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D, dt,
+					ldd, compute, CUBLAS_GEMM_DEFAULT));
 	if (p.vec == BIAS && !pl->fused)
 		add_bias(D, dt, v, m, n);
 	return pl->fused;

@@ -145,6 +145,12 @@ void bert_set_rdrop(struct bert *m, float alpha);
  * backend coarser than fp32 (bf16) the power iteration runs in fp32, from
  * an fp32 forward of its own. */
 void bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale);
+/* The bytes bert_vat adds to a batch's (bert_batch_bytes, same arguments):
+ * its fp32 twin's activations where they take more than be's, a scratch
+ * for the parameters' gradients, the perturbation and its gradient, the
+ * probe's predictions and the targets. */
+double bert_vat_bytes(const struct bert_config *c, const struct backend *be, int B, int T, int M,
+		      int recompute);
 
 /* Changes the dropout of hidden states and attention probabilities. */
 void bert_set_dropout(struct bert *m, float hidden, float attn);

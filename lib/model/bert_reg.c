@@ -118,6 +118,18 @@ static void power_iteration(struct bert *m, float *d, float *r, float *g, float 
 	m->loss_to = m->loss;
 }
 
+double bert_vat_bytes(const struct bert_config *c, const struct backend *be, int B, int T, int M,
+		      int recompute)
+{
+	double more = 0;
+	if (be->precise)
+		more = bert_batch_bytes(c, be->precise, B, T, M, recompute) -
+		       bert_batch_bytes(c, be, B, T, M, recompute);
+	double rows = (double)B * T, width = bert_logit_width(c);
+	return (more > 0 ? more : 0) +
+	       sizeof(float) * ((double)bert_config_numel(c) + 2 * rows * c->hidden + 2 * M * width);
+}
+
 void bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale)
 {
 	if (!m->M || !m->train)

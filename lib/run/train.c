@@ -280,7 +280,7 @@ static uint32_t longest_record(const struct manifest *m)
 /* Refuses a model, or a model with a batch of the longest records, that
  * would not fit in memory: fp32 parameters, gradients and two optimizer
  * moments (with --zero 1, of this process's shard), the parameters' copy in
- * acts where they are not floats, then the activations. With
+ * acts where they are not floats, then the activations (and VAT's). With
  * --batch-tokens N, ceil(N / T) records of the longest T tokens bound both
  * a micro-batch's tokens and its sum of squared lengths. */
 static void check_memory(const struct trainer *t, const struct bert_config *mc, size_t numel)
@@ -298,7 +298,10 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	int M = bert_task_pooled(c->task) ? B : c->task == TASK_TOKCLS ? B * T : (int)ceil(tokens * c->mask_prob);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
-	memory_check(c->be, "batch", state + bert_batch_bytes(mc, c->be, B, T, M, c->recompute), purpose);
+	double acts = bert_batch_bytes(mc, c->be, B, T, M, c->recompute);
+	if (c->vat > 0)
+		acts += bert_vat_bytes(mc, c->be, B, T, M, c->recompute);
+	memory_check(c->be, "batch", state + acts, purpose);
 }
 
 /* A teacher's class i must be the data's class i, where both are named:

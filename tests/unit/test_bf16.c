@@ -435,14 +435,36 @@ static void check_model(const struct backend *bf16, enum model_mode mode)
 	bert_free(m[0]), bert_free(m[1]);
 }
 
-/* The largest allocation a model made: its workspace. */
+/* What a model allocated: its largest buffer (its workspace), and the most
+ * it held at once. */
 static size_t largest;
+static double held, held_peak;
+static struct { void *p; size_t bytes; } bufs[64];
 
 static void *recording_alloc(size_t bytes)
 {
 	if (bytes > largest)
 		largest = bytes;
-	return backend_cpu()->alloc(bytes);
+	void *p = backend_cpu()->alloc(bytes);
+	int i = 0;
+	while (bufs[i].p)
+		if (++i == 64)
+			die("test_bf16: more than 64 buffers");
+	bufs[i].p = p, bufs[i].bytes = bytes;
+	held += (double)bytes;
+	if (held > held_peak)
+		held_peak = held;
+	return p;
+}
+
+static void recording_release(void *p)
+{
+	for (int i = 0; i < 64; i++)
+		if (bufs[i].p == p) {
+			held -= (double)bufs[i].bytes;
+			bufs[i].p = NULL;
+		}
+	backend_cpu()->release(p);
 }
 
 /* The memory check's estimate of a batch is the workspace the model grows to
@@ -457,9 +479,17 @@ static void check_batch_bytes(const struct backend *be)
 	uint8_t mask[B * T];
 	for (int i = 0; i < B * T; i++)
 		ids[i] = 1 + i % (c.vocab - 1), mask[i] = 1;   /* no padding */
-	struct backend rec = *be;
+	struct backend rec = *be, twin;
 	rec.alloc = recording_alloc;
+	rec.release = recording_release;
+	if (be->precise) {   /* VAT's probe allocates through the fp32 twin */
+		twin = *be->precise;
+		twin.alloc = recording_alloc;
+		twin.release = recording_release;
+		rec.precise = &twin;
+	}
 	largest = 0;
+	held_peak = held;
 	struct bert *m = bert_new(&c, &rec);
 	struct bert_batch b = { B, T, ids, NULL, mask, labels, NULL };
 	int64_t count;
@@ -468,6 +498,14 @@ static void check_batch_bytes(const struct backend *be)
 	CHECK(fabs((double)largest - want) <= slack,
 	      "%s: the memory check counts %.0f bytes for a batch; its workspace is %zu", be->name, want,
 	      largest);
+	/* VAT's: at most what its estimate says, less the probe's predictions
+	 * where there is no fp32 twin */
+	bert_backward(m, 1.0f / (float)count);
+	double before = held_peak, vat = bert_vat_bytes(&c, &rec, B, T, B, 0);
+	bert_vat(m, 1.0f, 1e-3f, 1, 9, 1.0f);
+	double added = held_peak - before, less = be->precise ? 0 : 4.0 * B * bert_logit_width(&c);
+	CHECK(added <= vat + slack && added >= vat - less - slack,
+	      "%s: the memory check counts %.0f bytes for VAT; it took %.0f more", be->name, vat, added);
 	bert_free(m);
 }
 
