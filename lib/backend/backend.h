@@ -159,8 +159,8 @@ struct backend {
 				   const float *dctx, const float *state,
 				   const struct attention *a);
 	/* the losses ADD weight times their sum over the rows into *loss, a
-	 * double in the backend's memory: a step's loss stays there until it
-	 * is read, and reading it is the step's one wait for a GPU */
+	 * double in the backend's memory: a step's loss stays there until the
+	 * step reads it, at its end */
 	void (*crossentropy_forward)(double *loss, double weight, float *lse, const float *logits,
 				     const int32_t *labels, int N, int V, float e);
 	void (*crossentropy_backward)(float *dlogits, const float *logits, const float *lse,

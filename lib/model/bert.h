@@ -141,9 +141,9 @@ void bert_set_rdrop(struct bert *m, float alpha);
  * norm eps for each sequence, that most changes the model's predictions;
  * the model then learns to keep them: ADDS the gradient of scale times
  * KL(p ‖ p_perturbed), p the batch's own predictions, and adds that KL
- * summed over the predicted rows into the loss sum (bert_forward_sum). Softmax heads (cls, tokcls, mlm). On a
- * backend coarser than fp32 (bf16) the power iteration runs in fp32, from
- * an fp32 forward of its own. */
+ * summed over the predicted rows into the loss sum (bert_forward_sum).
+ * Softmax heads (cls, tokcls, mlm). On a backend coarser than fp32 (bf16)
+ * the power iteration runs in fp32, from an fp32 forward of its own. */
 void bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, float scale);
 /* The bytes bert_vat adds to a batch's (bert_batch_bytes, same arguments):
  * its fp32 twin's activations where they take more than be's, a scratch
