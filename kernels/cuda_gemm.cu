@@ -3,7 +3,8 @@
  * cuBLASLt: tf32 multiplies floats on the tensor cores; bf16 (fp16)
  * multiplies bf16 (fp16) acts and weights' copies, accumulating in fp32,
  * into an fp32 output or one in acts. The bias rides the GEMM (cuBLASLt's
- * BIAS epilogue) where cuBLASLt takes it, else an own kernel adds it after;
+ * BIAS epilogue) where cuBLASLt takes it, else an own kernel adds it after
+ * (to the product in floats where the output is in acts: one rounding);
  * GELU stays out (cuBLASLt's is tanh's approximation, HF BERT's is erf's).
  * The bias gradient rides the weight gradient's GEMM (BGRADB, which sums
  * dout as it reads it) where cuBLASLt takes it, into a scratch an own kernel
@@ -210,14 +211,16 @@ static void layout_size(cublasLtMatrixLayout_t l, int rows, int cols)
 	BLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &c, sizeof c));
 }
 
-/* ---- the bias where it does not ride the GEMM: D[j, n] += bias[j] ---- */
+/* ---- the bias where it does not ride the GEMM: D[j, n] = P[j, n] + bias[j],
+ * P the product in floats (D itself where D is) ---- */
 
 template <typename D>
-static __global__ void add_bias_kernel(D *out, const float *__restrict__ bias, size_t total, int rows)
+static __global__ void add_bias_kernel(D *out, const float *in, const float *__restrict__ bias,
+				       size_t total, int rows)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
 	     i += (size_t)gridDim.x * blockDim.x)
-		store(out + i, as_float(out[i]) + bias[i % rows]);
+		store(out + i, in[i] + bias[i % rows]);
 }
 
 static unsigned grid_for(size_t n)
@@ -226,16 +229,16 @@ static unsigned grid_for(size_t n)
 	return b > (size_t)GRID_MAX ? (unsigned)GRID_MAX : (unsigned)b;
 }
 
-static void add_bias(void *d, cudaDataType_t t, const float *bias, int m, int n)
+static void add_bias(void *d, cudaDataType_t t, const float *in, const float *bias, int m, int n)
 {
 	size_t total = (size_t)m * n;
 	cudaStream_t st = cuda_stream();
 	if (t == CUDA_R_16BF)
-		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((bf16 *)d, bias, total, m);
+		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((bf16 *)d, in, bias, total, m);
 	else if (t == CUDA_R_16F)
-		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((f16 *)d, bias, total, m);
+		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((f16 *)d, in, bias, total, m);
 	else
-		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((float *)d, bias, total, m);
+		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((float *)d, in, bias, total, m);
 	CUDA_LAUNCHED();
 }
 
@@ -250,6 +253,25 @@ void cuda_gemm_open(void)
 	size_t cap = 0;
 	cuda_grow(&workspace, &cap, WORKSPACE);
 	plans_init(&table, sizeof(struct product), sizeof(struct plan), PLANS_CAP);
+}
+
+static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+		  int lda, const void *B, int ldb, cudaDataType_t ab, void *D, int ldd,
+		  cudaDataType_t dt, int accumulate, enum vector vec, const float *v,
+		  cublasComputeType_t compute);
+
+/* D (16-bit, ldd m, not accumulated) = op(A) op(B) + bias[j] on row j,
+ * rounded once: the product in floats first, where the bias cannot ride the
+ * GEMM (adding it to a rounded product would round twice). */
+static void biased_once(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+			const void *A, int lda, const void *B, int ldb, cudaDataType_t ab, void *D,
+			cudaDataType_t dt, const float *bias, cublasComputeType_t compute)
+{
+	static void *room;
+	static size_t have;
+	float *f = (float *)cuda_grow(&room, &have, (size_t)m * n * sizeof(float));
+	matmul(ta, tb, m, n, k, A, lda, B, ldb, ab, f, m, CUDA_R_32F, 0, NO_VECTOR, NULL, compute);
+	add_bias(D, dt, f, bias, m, n);
 }
 
 /* D = op(A) op(B) (+ D when accumulate), and with vector v of vec: BIAS, + v[j] on
@@ -271,6 +293,10 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 	p.align[0] = alignment(A), p.align[1] = alignment(B), p.align[2] = alignment(D);
 	p.align[3] = v ? alignment(v) : 0;
 	struct plan *pl = plan_of(&p, v);
+	if (p.vec == BIAS && !pl->fused && dt != CUDA_R_32F) {
+		biased_once(ta, tb, m, n, k, A, lda, B, ldb, ab, D, dt, v, compute);
+		return 0;
+	}
 	const float one = 1.0f, zero = 0.0f;
 	const float *beta = accumulate ? &one : &zero;
 	if (pl->lt) {
@@ -278,13 +304,16 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 		layout_size(pl->a, an ? m : k, an ? k : m);
 		layout_size(pl->b, bn ? k : n, bn ? n : k);
 		layout_size(pl->d, m, n);
+		if (lt_run(pl, A, B, beta, D, v, m, n, k))
+			return pl->fused;
+		/* the plan runs unfused from now on */
+		return matmul(ta, tb, m, n, k, A, lda, B, ldb, ab, D, ldd, dt, accumulate, vec, v, compute);
 	}
-	if (!pl->lt || !lt_run(pl, A, B, beta, D, v, m, n, k))
-		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D, dt,
-					ldd, compute, CUBLAS_GEMM_DEFAULT));
-	if (p.vec == BIAS && !pl->fused)
-		add_bias(D, dt, v, m, n);
-	return pl->fused;
+	BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D, dt, ldd,
+				compute, CUBLAS_GEMM_DEFAULT));
+	if (p.vec == BIAS)
+		add_bias(D, dt, (const float *)D, v, m, n);
+	return 0;
 }
 
 /* The types a precision multiplies in: its acts' (the operands', and the
@@ -382,7 +411,7 @@ void cuda_linear_forward(float *out, const struct act *in_acts, const struct act
 	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in, Cin,
 			       &zero, out, Cout));
 	if (bias)
-		add_bias(out, CUDA_R_32F, bias, Cout, N);
+		add_bias(out, CUDA_R_32F, out, bias, Cout, N);
 }
 
 void cuda_linear_forward_act(struct act *out, const struct act *in, const struct act *w,
