@@ -35,7 +35,7 @@ static double threshold = 0.5, label_smoothing, llrd, ema;
 static double kd_alpha = -1, kd_temp = -1, rdrop, vat, vat_xi = -1, loss_scale;
 static long freeze_layers, vat_iters = -1;
 static int freeze_embeddings;
-static int eval_test, bucket, whole_word, recompute, true_gradient, count_params, multi_label;
+static int eval_test, bucket, whole_word, recompute, no_graphs, true_gradient, count_params, multi_label;
 
 static const struct opt opts[] = {
 	{0, "data", OPT_STR, &data, "DIR", "data dir made by ts-shard (train, valid, test)", "@dir"},
@@ -138,6 +138,7 @@ static const struct opt opts[] = {
 	{0, "loss-scale", OPT_FLOAT, &loss_scale, "S", "fp16: the loss scale to start from, a power of two (default 65536); halved on an overflow, doubled after 2000 clean steps", NULL,
 	 .fmin = 1, .fmax = LOSS_SCALE_MAX},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
+	{0, "no-cuda-graphs", OPT_FLAG, &no_graphs, NULL, "GPU: launch each kernel of a training pass on its own, not as a replayed CUDA graph", NULL},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
 	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},
 	{0, "count-params", OPT_FLAG, &count_params, NULL, "print the parameters of the model the options make, and exit", NULL},
@@ -344,7 +345,7 @@ int main(int argc, char **argv)
 		.label_smoothing = label_smoothing, .llrd = llrd, .freeze_layers = freeze_layers,
 		.freeze_embeddings = freeze_embeddings, .teacher = teacher, .kd_alpha = kd_alpha, .kd_temp = kd_temp,
 		.rdrop = rdrop, .vat = vat, .vat_xi = vat_xi, .vat_iters = vat_iters,
-		.recompute = recompute, .true_gradient = true_gradient, .zero = (int)zero,
+		.recompute = recompute, .no_graphs = no_graphs, .true_gradient = true_gradient, .zero = (int)zero,
 		.resume = resume != NULL, .write_config = write_config,
 	};
 	if (count_params) {

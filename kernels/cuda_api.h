@@ -37,6 +37,10 @@ cudaStream_t cuda_stream(void);
  * counted in the backend's peak_memory. */
 void *cuda_grow(void **p, size_t *cap, size_t bytes);
 
+/* kernels/cuda_graph.cu: struct backend's graph_begin and graph_end */
+void cuda_graph_begin(uint64_t key);
+enum graph_done cuda_graph_end(const char **note);
+
 /* kernels/cuda_comm.cu: the collectives of several processes' GPUs, over
  * NCCL (libnccl.so.2, loaded when first needed; a missing one dies in one
  * line). Each returns 0 when the processes did not all take part within the
@@ -210,6 +214,8 @@ long cuda_sdpa_served(void);
  * leaves alone (keys past the last real one, sequences with no query rows). */
 void cuda_sdpa_indices(int32_t *out, size_t stride, const struct attention *a, int Bp);
 void cuda_state_from_lse(float *state, const float *lse, size_t n);
+/* rng[0..2) = cuDNN's dropout seed (seed's low 63 bits) and offset (0) */
+void cuda_sdpa_seed(int64_t *rng, uint64_t seed);
 void cuda_lse_from_state(float *lse, const float *state, size_t n);
 void cuda_sdpa_zero_skipped(struct act *dk, struct act *dv, const int32_t *seq_q,
 			    const int32_t *seq_kv, const struct attention *a);

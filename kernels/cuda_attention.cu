@@ -39,6 +39,7 @@
 #include "backend/dropout.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_graph.h"
 #include "cuda_types.h"
 #include "cuda_warp.h"
 #include "util/err.h"
@@ -563,8 +564,7 @@ static void forward(A *ctx, float *state, const struct attention *a)
 		return;
 	float *probs = scratch(scratch_floats(a->B, a->T, a->H));
 	size_t smem = shared_bytes((const void *)attention_forward_kernel<A>, t.d, 1);
-	attention_forward_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(ctx, state, probs, t);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(attention_forward_kernel<A>, blocks, THREADS, smem, ctx, state, probs, t);
 }
 
 template <typename A>
@@ -578,13 +578,11 @@ static void backward(A *dq, A *dk, A *dv, const float *dctx, const float *state,
 	size_t n = scratch_floats(a->B, a->T, a->H);
 	float *probs = scratch(n), *ds = probs + n;
 	size_t smem = shared_bytes((const void *)attention_backward_rows_kernel<A>, t.d, 1);
-	attention_backward_rows_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dq, ds, probs, dctx,
-										 state, t);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(attention_backward_rows_kernel<A>, blocks, THREADS, smem, dq, ds, probs, dctx,
+		state, t);
 	smem = shared_bytes((const void *)attention_backward_keys_kernel<A>, t.d, 2);
-	attention_backward_keys_kernel<<<blocks, THREADS, smem, cuda_stream()>>>(dk, dv, ds, dctx,
-										 probs, t);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(attention_backward_keys_kernel<A>, blocks, THREADS, smem, dk, dv, ds, dctx,
+		probs, t);
 }
 
 void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a)
@@ -659,10 +657,19 @@ static __global__ void sdpa_indices_kernel(int32_t *seq_q, int32_t *seq_kv, int3
 void cuda_sdpa_indices(int32_t *out, size_t stride, const struct attention *a, int Bp)
 {
 	int32_t *o = out;
-	sdpa_indices_kernel<<<(Bp + 1 + WARPS - 1) / WARPS, THREADS, 0, cuda_stream()>>>(
+	CUDA_LAUNCH(sdpa_indices_kernel, (Bp + 1 + WARPS - 1) / WARPS, THREADS, 0,
 		o, o + stride, o + 2 * stride, o + 3 * stride, o + 4 * stride, o + 5 * stride, a->kv_start,
 		a->q_start, a->mask, a->B, Bp, a->ldq, a->ldkv, a->C, a->H);
-	CUDA_LAUNCHED();
+}
+
+static __global__ void sdpa_seed_kernel(int64_t *rng, int64_t seed)
+{
+	rng[0] = seed, rng[1] = 0;
+}
+
+void cuda_sdpa_seed(int64_t *rng, uint64_t seed)
+{
+	CUDA_LAUNCH(sdpa_seed_kernel, 1, 1, 0, rng, (int64_t)(seed & 0x7fffffffffffffffull));
 }
 
 static __global__ void state_from_lse_kernel(float *state, const float *lse, size_t n)
@@ -692,16 +699,14 @@ static unsigned grid_of(size_t n)
 void cuda_state_from_lse(float *state, const float *lse, size_t n)
 {
 	if (n) {
-		state_from_lse_kernel<<<grid_of(n), THREADS, 0, cuda_stream()>>>(state, lse, n);
-		CUDA_LAUNCHED();
+		CUDA_LAUNCH(state_from_lse_kernel, grid_of(n), THREADS, 0, state, lse, n);
 	}
 }
 
 void cuda_lse_from_state(float *lse, const float *state, size_t n)
 {
 	if (n) {
-		lse_from_state_kernel<<<grid_of(n), THREADS, 0, cuda_stream()>>>(lse, state, n);
-		CUDA_LAUNCHED();
+		CUDA_LAUNCH(lse_from_state_kernel, grid_of(n), THREADS, 0, lse, state, n);
 	}
 }
 
@@ -723,7 +728,6 @@ static __global__ void zero_skipped_kernel(uint16_t *dk, uint16_t *dv, const int
 void cuda_sdpa_zero_skipped(struct act *dk, struct act *dv, const int32_t *seq_q,
 			    const int32_t *seq_kv, const struct attention *a)
 {
-	zero_skipped_kernel<<<a->B, THREADS, 0, cuda_stream()>>>((uint16_t *)dk, (uint16_t *)dv, seq_q,
-								  seq_kv, a->kv_start, a->ldkv, a->C);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(zero_skipped_kernel, a->B, THREADS, 0, (uint16_t *)dk, (uint16_t *)dv, seq_q,
+		seq_kv, a->kv_start, a->ldkv, a->C);
 }

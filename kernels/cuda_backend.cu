@@ -7,6 +7,7 @@
  * cuda_gemm.cu, cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_graph.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,7 @@ static void count(double bytes)
 void *cuda_grow(void **p, size_t *cap, size_t bytes)
 {
 	if (bytes > *cap) {
+		cuda_graph_spoil("a buffer grew");
 		if (*p) {
 			CUDA_CHECK(cudaFreeAsync(*p, stream));
 			count(-(double)*cap);
@@ -82,6 +84,7 @@ static size_t nbuffers, buffers_cap;
 static void *cuda_alloc(size_t bytes)
 {
 	void *p = NULL;
+	cuda_graph_spoil("an allocation");
 	if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
 		cudaGetLastError();
 		size_t free_b = 0, total = 0;
@@ -99,6 +102,7 @@ static void *cuda_alloc(size_t bytes)
 
 static void cuda_release(void *p)
 {
+	cuda_graph_spoil("a buffer freed");
 	for (size_t i = 0; i < nbuffers; i++)
 		if (buffers[i].p == p) {
 			count(-(double)buffers[i].bytes);
@@ -113,18 +117,22 @@ static void cuda_upload(void *dst, const void *src, size_t bytes)
 {
 	/* src is pageable (no host buffer here is pinned): CUDA stages it
 	 * before the call returns, so it may change once we return */
+	cuda_graph_spoil("an upload");
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
 }
 
 static void cuda_download(void *dst, const void *src, size_t bytes)
 {
+	cuda_graph_spoil("a download");
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
 	CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 static void cuda_zero(void *p, size_t bytes)
 {
-	CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
+	void *call[2] = { p, (void *)bytes };
+	if (cuda_graph_call("memset", call, sizeof call))
+		CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
 }
 
 static double cuda_memory(void)
@@ -163,6 +171,8 @@ static void fill_fp32(void)
 	cuda.zero = cuda_zero;
 	cuda.memory = cuda_memory;
 	cuda.peak_memory = cuda_peak_memory;
+	cuda.graph_begin = cuda_graph_begin;
+	cuda.graph_end = cuda_graph_end;
 	cuda.act_size = sizeof(float);
 	cuda.as_act = same_floats;
 	cuda.linear_forward = cuda_linear_forward;

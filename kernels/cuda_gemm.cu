@@ -29,6 +29,7 @@
  * with atomics in an order that varies, so a run repeats bit for bit. */
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_graph.h"
 #include "backend/plans.h"
 #include "cuda_types.h"
 #include "util/err.h"
@@ -190,8 +191,10 @@ static int lt_run(struct plan *pl, const void *A, const void *B, const float *be
 	if (pl->fused)
 		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &v,
 							sizeof v));
-	cublasStatus_t s = cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D,
-					  pl->d, &pl->algo, workspace, WORKSPACE, cuda_stream());
+	cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+	if (cuda_graph_call_of("cublasLtMatmul", (const void *)pl, A, B, *beta, D, v, m, n, k))
+		s = cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D, pl->d,
+				   &pl->algo, workspace, WORKSPACE, cuda_stream());
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 1;
 	if (s != CUBLAS_STATUS_NOT_SUPPORTED)
@@ -232,14 +235,12 @@ static unsigned grid_for(size_t n)
 static void add_bias(void *d, cudaDataType_t t, const float *in, const float *bias, int m, int n)
 {
 	size_t total = (size_t)m * n;
-	cudaStream_t st = cuda_stream();
 	if (t == CUDA_R_16BF)
-		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((bf16 *)d, in, bias, total, m);
+		CUDA_LAUNCH(add_bias_kernel<bf16>, grid_for(total), THREADS, 0, (bf16 *)d, in, bias, total, m);
 	else if (t == CUDA_R_16F)
-		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((f16 *)d, in, bias, total, m);
+		CUDA_LAUNCH(add_bias_kernel<f16>, grid_for(total), THREADS, 0, (f16 *)d, in, bias, total, m);
 	else
-		add_bias_kernel<<<grid_for(total), THREADS, 0, st>>>((float *)d, in, bias, total, m);
-	CUDA_LAUNCHED();
+		CUDA_LAUNCH(add_bias_kernel<float>, grid_for(total), THREADS, 0, (float *)d, in, bias, total, m);
 }
 
 /* ---- products ---- */
@@ -252,6 +253,8 @@ void cuda_gemm_open(void)
 	BLAS_CHECK(cublasLtCreate(&lt));
 	size_t cap = 0;
 	cuda_grow(&workspace, &cap, WORKSPACE);
+	/* cuBLAS's own workspace is the same (one stream): none is taken inside a graph's capture */
+	BLAS_CHECK(cublasSetWorkspace(blas, workspace, WORKSPACE));
 	plans_init(&table, sizeof(struct product), sizeof(struct plan), PLANS_CAP);
 }
 
@@ -309,8 +312,10 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 		/* the plan runs unfused from now on */
 		return matmul(ta, tb, m, n, k, A, lda, B, ldb, ab, D, ldd, dt, accumulate, vec, v, compute);
 	}
-	BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D, dt, ldd,
-				compute, CUBLAS_GEMM_DEFAULT));
+	if (cuda_graph_call_of("cublasGemmEx", ta, tb, m, n, k, A, lda, B, ldb, ab, *beta, D, dt, ldd,
+			       compute))
+		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D,
+					dt, ldd, compute, CUBLAS_GEMM_DEFAULT));
 	if (p.vec == BIAS)
 		add_bias(D, dt, (const float *)D, v, m, n);
 	return 0;
@@ -353,15 +358,15 @@ static const void *ones_of(cudaDataType_t t, size_t n)
 	int i = t == CUDA_R_16BF ? 1 : t == CUDA_R_16F ? 2 : 0;
 	size_t size = i ? 2 : sizeof(float);
 	if (n * size > have[i]) {
-		cudaStream_t st = cuda_stream();
+		int held = cuda_graph_hold("a buffer grew");
 		cuda_grow(&ones[i], &have[i], n * size);
 		if (i == 1)
-			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((bf16 *)ones[i], n);
+			CUDA_LAUNCH(ones_kernel<bf16>, grid_for(n), THREADS, 0, (bf16 *)ones[i], n);
 		else if (i == 2)
-			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((f16 *)ones[i], n);
+			CUDA_LAUNCH(ones_kernel<f16>, grid_for(n), THREADS, 0, (f16 *)ones[i], n);
 		else
-			ones_kernel<<<grid_for(n), THREADS, 0, st>>>((float *)ones[i], n);
-		CUDA_LAUNCHED();
+			CUDA_LAUNCH(ones_kernel<float>, grid_for(n), THREADS, 0, (float *)ones[i], n);
+		cuda_graph_resume(held);
 	}
 	return ones[i];
 }
@@ -391,9 +396,8 @@ static void backward(const struct lt_types *t, float *din, float *dw, float *dbi
 	float *part = dbias ? bias_grad_room(Cout) : NULL;
 	if (matmul(CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, in, Cin, dout, Cout, t->ab, dw, Cin,
 		   CUDA_R_32F, 1, BIAS_GRAD, part, t->compute)) {
-		add_kernel<<<(unsigned)((Cout + THREADS - 1) / THREADS), THREADS, 0, cuda_stream()>>>(
+		CUDA_LAUNCH(add_kernel, (unsigned)((Cout + THREADS - 1) / THREADS), THREADS, 0, 
 			dbias, part, Cout);
-		CUDA_LAUNCHED();
 	} else if (dbias) {   /* dbias [Cout] += dout^T ones [N] */
 		matmul(CUBLAS_OP_N, CUBLAS_OP_N, Cout, 1, N, dout, Cout, ones_of(t->ab, (size_t)N), N,
 		       t->ab, dbias, Cout, CUDA_R_32F, 1, NO_VECTOR, NULL, t->compute);
@@ -408,8 +412,9 @@ void cuda_linear_forward(float *out, const struct act *in_acts, const struct act
 	const float *in = (const float *)in_acts, *w = (const float *)w_acts;
 	if (N <= 0 || Cout <= 0)
 		return;
-	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in, Cin,
-			       &zero, out, Cout));
+	if (cuda_graph_call_of("cublasSgemm forward", Cout, N, Cin, w, in, out))
+		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in,
+				       Cin, &zero, out, Cout));
 	if (bias)
 		add_bias(out, CUDA_R_32F, out, bias, Cout, N);
 }
@@ -429,14 +434,18 @@ void cuda_linear_backward(float *din, float *dw, float *dbias, const struct act 
 	const float *dout = (const float *)dout_acts;
 	if (N <= 0)
 		return;
-	if (din)
+	if (din && cuda_graph_call_of("cublasSgemm din", Cin, N, Cout, w, dout, accumulate, din))
 		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, Cin,
 				       dout, Cout, accumulate ? &one : &zero, din, Cin));
-	BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, &one, in, Cin, dout,
-			       Cout, &one, dw, Cin));
-	if (dbias)
-		BLAS_CHECK(cublasSgemv(blas, CUBLAS_OP_N, Cout, N, &one, dout, Cout,
-				       (const float *)ones_of(CUDA_R_32F, (size_t)N), 1, &one, dbias, 1));
+	if (cuda_graph_call_of("cublasSgemm dw", Cin, Cout, N, in, dout, dw))
+		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, &one, in, Cin,
+				       dout, Cout, &one, dw, Cin));
+	if (dbias) {
+		const float *ones = (const float *)ones_of(CUDA_R_32F, (size_t)N);
+		if (cuda_graph_call_of("cublasSgemv", Cout, N, dout, ones, dbias))
+			BLAS_CHECK(cublasSgemv(blas, CUBLAS_OP_N, Cout, N, &one, dout, Cout, ones, 1,
+					       &one, dbias, 1));
+	}
 }
 
 void cuda_linear_forward_tf32(float *out, const struct act *in, const struct act *w,

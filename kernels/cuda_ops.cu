@@ -26,6 +26,7 @@
 #include "backend/dropout.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_graph.h"
 #include "cuda_types.h"
 #include "cuda_warp.h"
 #include "util/err.h"
@@ -206,9 +207,8 @@ static void scatter_ordered(float *table, const float *src, const int32_t *keys,
 			    int nchunks, int nb)
 {
 	dim3 grid((unsigned)div_up(C, SC_COLS), (unsigned)div_up(nb, SC_WARPS));
-	scatter_ordered_kernel<<<grid, SC_WARPS * 32, 0, cuda_stream()>>>(
+	CUDA_LAUNCH(scatter_ordered_kernel, grid, SC_WARPS * 32, 0,
 		table, src, keys, N, C, lo, skip, nb, mask, bit, chunk, nchunks);
-	CUDA_LAUNCHED();
 }
 
 /* Buckets for a scatter of n rows: about SC_PER_BUCKET rows each. */
@@ -281,7 +281,6 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 {
 	if (N <= 0 || C <= 0)
 		return;
-	cudaStream_t st = cuda_stream();
 
 	/* word: tokens equal to pad_id add nothing (pad_id < 0 matches no id) */
 	scatter_ordered(dword, dout, ids, N, C, 0, pad_id < 0 ? -1 : pad_id, NULL, 0, N, 1,
@@ -297,11 +296,9 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 	float *part = (float *)buf;
 	uint32_t *mask = (uint32_t *)(buf + part_bytes);
 	dim3 grid((unsigned)div_up(C, THREADS), (unsigned)nchunks);
-	type_partials_kernel<<<grid, THREADS, 0, st>>>(part, mask, dout, types, N, C, chunk);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(type_partials_kernel, grid, THREADS, 0, part, mask, dout, types, N, C, chunk);
 	grid.y = TYPE_SLOTS;
-	type_sum_kernel<<<grid, THREADS, 0, st>>>(dtype, part, mask, nchunks, C);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(type_sum_kernel, grid, THREADS, 0, dtype, part, mask, nchunks, C);
 	if (types)
 		scatter_ordered(dtype, dout, types, N, C, TYPE_SLOTS, -1, mask, TYPE_OTHER, chunk,
 				nchunks, 1);
@@ -384,9 +381,8 @@ void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *i
 {
 	if (N <= 0 || C <= 0)
 		return;
-	layernorm_forward_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
+	CUDA_LAUNCH(layernorm_forward_kernel, div_up(N, LN_WARPS), LN_WARPS * 32, 0,
 		out, mean, rstd, in, w, b, N, C, eps);
-	CUDA_LAUNCHED();
 }
 
 /* One warp per row: sum = res + dropout(sum + bias), the dropout draw of
@@ -425,9 +421,8 @@ static void residual_layernorm(float *out, L *low, float *sum, float *mean, floa
 {
 	if (N <= 0 || C <= 0)
 		return;
-	residual_layernorm_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
+	CUDA_LAUNCH(residual_layernorm_kernel<L>, div_up(N, LN_WARPS), LN_WARPS * 32, 0,
 		out, low, sum, mean, rstd, res, bias, w, b, N, C, eps, drop_of(p, seed));
-	CUDA_LAUNCHED();
 }
 
 void cuda_residual_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
@@ -491,9 +486,8 @@ static void embedding_layernorm(float *out, L *low, float *sum, float *mean, flo
 {
 	if (e->N <= 0 || e->C <= 0)
 		return;
-	embedding_layernorm_kernel<<<div_up(e->N, LN_WARPS), LN_WARPS * 32, 0, cuda_stream()>>>(
+	CUDA_LAUNCH(embedding_layernorm_kernel<L>, div_up(e->N, LN_WARPS), LN_WARPS * 32, 0,
 		out, low, sum, mean, rstd, *e, w, b, eps, drop_of(p, seed));
-	CUDA_LAUNCHED();
 }
 
 void cuda_embedding_layernorm_forward(float *out, struct act *low, float *sum, float *mean,
@@ -599,7 +593,6 @@ static void layernorm_backward_with(float *din, L *branch, float *dw, float *db,
 {
 	if (N <= 0 || C <= 0)
 		return;
-	cudaStream_t st = cuda_stream();
 	int chunk = chunk_rows(N), nchunks = div_up(N, chunk);
 	size_t part_bytes = align_up((size_t)nchunks * C * sizeof(float));
 	char *buf = (char *)scratch_get(2 * part_bytes);
@@ -607,14 +600,11 @@ static void layernorm_backward_with(float *din, L *branch, float *dw, float *db,
 
 	/* the parameter grads first: din may overwrite dout */
 	dim3 grid((unsigned)div_up(C, THREADS), (unsigned)nchunks);
-	layernorm_partials_kernel<<<grid, THREADS, 0, st>>>(pw, pb, dout, in, mean, rstd, N, C,
-							     chunk);
-	CUDA_LAUNCHED();
-	layernorm_sums_kernel<<<div_up(C, THREADS), THREADS, 0, st>>>(dw, db, pw, pb, nchunks, C);
-	CUDA_LAUNCHED();
-	layernorm_din_kernel<<<div_up(N, LN_WARPS), LN_WARPS * 32, 0, st>>>(
+	CUDA_LAUNCH(layernorm_partials_kernel, grid, THREADS, 0, pw, pb, dout, in, mean, rstd, N, C,
+		chunk);
+	CUDA_LAUNCH(layernorm_sums_kernel, div_up(C, THREADS), THREADS, 0, dw, db, pw, pb, nchunks, C);
+	CUDA_LAUNCH(layernorm_din_kernel<L>, div_up(N, LN_WARPS), LN_WARPS * 32, 0,
 		din, branch, dout, in, mean, rstd, w, N, C, drop_of(p, seed));
-	CUDA_LAUNCHED();
 }
 
 void cuda_layernorm_backward(float *din, float *dw, float *db, const float *dout,
@@ -681,8 +671,7 @@ static void bias_gelu(O *out, P *pre, const float *bias, int N, int F)
 {
 	if (N <= 0 || F <= 0)
 		return;
-	bias_gelu_kernel<<<grid_rows(F, N), THREADS, 0, cuda_stream()>>>(out, pre, bias, N, F);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH((bias_gelu_kernel<P, O>), grid_rows(F, N), THREADS, 0, out, pre, bias, N, F);
 }
 
 void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const float *bias,
@@ -730,8 +719,7 @@ static void gelu_backward(P *dpre, const float *dout, const P *pre, int N, int F
 	size_t n = N > 0 && F > 0 ? (size_t)N * F : 0;
 	if (!n)
 		return;
-	gelu_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(dpre, dout, pre, n);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(gelu_backward_kernel<P>, grid_1d(n), THREADS, 0, dpre, dout, pre, n);
 }
 
 void cuda_gelu_backward(struct act *dpre, const float *dout, const struct act *pre, int N, int F)
@@ -765,8 +753,7 @@ template <typename A>
 static const struct act *to_acts(struct act *space, const float *x, size_t n)
 {
 	if (n) {
-		to_acts_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>((A *)space, x, n);
-		CUDA_LAUNCHED();
+		CUDA_LAUNCH(to_acts_kernel<A>, grid_1d(n), THREADS, 0, (A *)space, x, n);
 	}
 	return space;
 }
@@ -792,8 +779,7 @@ void cuda_tanh_forward(float *out, const float *in, size_t n)
 {
 	if (!n)
 		return;
-	tanh_forward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(out, in, n);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(tanh_forward_kernel, grid_1d(n), THREADS, 0, out, in, n);
 }
 
 /* din = dout * (1 - out^2); din may be dout. */
@@ -811,8 +797,7 @@ void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t 
 {
 	if (!n)
 		return;
-	tanh_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(din, dout, out, n);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(tanh_backward_kernel, grid_1d(n), THREADS, 0, din, dout, out, n);
 }
 
 /* ---- softmax cross-entropy ---- */
@@ -887,10 +872,9 @@ static __global__ void sum_losses_kernel(double *__restrict__ out, double weight
 }
 
 /* *out += weight times the sum of loss[0..n), on the GPU. */
-static void add_losses(double *out, double weight, const double *loss, int n, cudaStream_t st)
+static void add_losses(double *out, double weight, const double *loss, int n)
 {
-	sum_losses_kernel<<<1, LOSS_THREADS, 0, st>>>(out, weight, loss, n);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(sum_losses_kernel, 1, LOSS_THREADS, 0, out, weight, loss, n);
 }
 
 void cuda_crossentropy_forward(double *out, double weight, float *lse, const float *logits,
@@ -898,16 +882,14 @@ void cuda_crossentropy_forward(double *out, double weight, float *lse, const flo
 {
 	if (N <= 0)
 		return;
-	cudaStream_t st = cuda_stream();
 	double *loss = (double *)scratch_get((size_t)N * sizeof(double));
 	int threads = (V + 31) / 32 * 32;
 	if (threads > CE_THREADS_MAX)
 		threads = CE_THREADS_MAX;
 	if (threads < 32)
 		threads = 32;
-	crossentropy_rows_kernel<<<N, threads, 0, st>>>(lse, loss, logits, labels, V, e);
-	CUDA_LAUNCHED();
-	add_losses(out, weight, loss, N, st);
+	CUDA_LAUNCH(crossentropy_rows_kernel, N, threads, 0, lse, loss, logits, labels, V, e);
+	add_losses(out, weight, loss, N);
 }
 
 /* dlogits = scale * (softmax - smoothed onehot(label)) on labelled rows, 0
@@ -939,9 +921,8 @@ void cuda_crossentropy_backward(float *dlogits, const float *logits, const float
 {
 	if (N <= 0 || V <= 0)
 		return;
-	crossentropy_backward_kernel<<<grid_rows(V, N), THREADS, 0, cuda_stream()>>>(
+	CUDA_LAUNCH(crossentropy_backward_kernel, grid_rows(V, N), THREADS, 0,
 		dlogits, logits, lse, labels, N, V, e, scale);
-	CUDA_LAUNCHED();
 }
 
 /* ---- divergences between distributions (distillation, VAT, R-Drop) ---- */
@@ -993,8 +974,7 @@ void cuda_softmax_rows(float *out, const float *logits, int N, int V, float temp
 {
 	if (N <= 0)
 		return;
-	softmax_rows_kernel<<<N, ROW_THREADS, 0, cuda_stream()>>>(out, logits, V, temp);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(softmax_rows_kernel, N, ROW_THREADS, 0, out, logits, V, temp);
 }
 
 static __global__ void kl_rows_kernel(float *lse, double *loss, const float *__restrict__ logits,
@@ -1019,11 +999,9 @@ void cuda_kl_forward(double *out, double weight, float *lse, const float *logits
 {
 	if (N <= 0)
 		return;
-	cudaStream_t st = cuda_stream();
 	double *loss = (double *)scratch_get((size_t)N * sizeof(double));
-	kl_rows_kernel<<<N, ROW_THREADS, 0, st>>>(lse, loss, logits, target, V, temp);
-	CUDA_LAUNCHED();
-	add_losses(out, weight, loss, N, st);
+	CUDA_LAUNCH(kl_rows_kernel, N, ROW_THREADS, 0, lse, loss, logits, target, V, temp);
+	add_losses(out, weight, loss, N);
 }
 
 static __global__ void kl_backward_kernel(float *dlogits, const float *logits, const float *__restrict__ lse,
@@ -1043,9 +1021,8 @@ void cuda_kl_backward(float *dlogits, const float *logits, const float *lse, con
 {
 	if (N <= 0 || V <= 0)
 		return;
-	kl_backward_kernel<<<grid_rows(V, N), THREADS, 0, cuda_stream()>>>(dlogits, logits, lse, target, N, V,
-									    temp, scale);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(kl_backward_kernel, grid_rows(V, N), THREADS, 0, dlogits, logits, lse, target, N, V,
+		temp, scale);
 }
 
 /* KL(p ‖ q) of rows a and b, in every thread of the block. */
@@ -1083,19 +1060,16 @@ void cuda_symkl_forward(double *out, double weight, const float *logits, int P, 
 {
 	if (P <= 0)
 		return;
-	cudaStream_t st = cuda_stream();
 	double *loss = (double *)scratch_get((size_t)P * sizeof(double));
-	symkl_kernel<<<P, ROW_THREADS, 0, st>>>(loss, NULL, logits, P, V, 0);
-	CUDA_LAUNCHED();
-	add_losses(out, weight, loss, P, st);
+	CUDA_LAUNCH(symkl_kernel, P, ROW_THREADS, 0, loss, nullptr, logits, P, V, 0);
+	add_losses(out, weight, loss, P);
 }
 
 void cuda_symkl_backward(float *dlogits, const float *logits, int P, int V, float scale)
 {
 	if (P <= 0)
 		return;
-	symkl_kernel<<<P, ROW_THREADS, 0, cuda_stream()>>>(NULL, dlogits, logits, P, V, scale);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(symkl_kernel, P, ROW_THREADS, 0, nullptr, dlogits, logits, P, V, scale);
 }
 
 static __global__ void axpy_kernel(float *y, const float *__restrict__ x, size_t n, float a)
@@ -1108,8 +1082,7 @@ void cuda_axpy(float *y, const float *x, size_t n, float a)
 {
 	if (!n)
 		return;
-	axpy_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(y, x, n, a);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(axpy_kernel, grid_1d(n), THREADS, 0, y, x, n, a);
 }
 
 /* ---- squared error and binary cross-entropy (regression, multi-label) ---- */
@@ -1134,11 +1107,9 @@ static void elementwise_loss(double *out, double weight, const float *x, const f
 		return;
 	if (n > INT_MAX)
 		die("a loss over %zu values: more than one sum takes", n);
-	cudaStream_t st = cuda_stream();
 	double *loss = (double *)scratch_get(n * sizeof(double));
-	elementwise_loss_kernel<<<grid_1d(n), THREADS, 0, st>>>(loss, x, y, n, bce);
-	CUDA_LAUNCHED();
-	add_losses(out, weight, loss, (int)n, st);
+	CUDA_LAUNCH(elementwise_loss_kernel, grid_1d(n), THREADS, 0, loss, x, y, n, bce);
+	add_losses(out, weight, loss, (int)n);
 }
 
 /* dx = scale * 2 (x - y), or for bce scale * (sigmoid(x) - y). */
@@ -1156,8 +1127,7 @@ static void elementwise_loss_backward(float *dx, const float *x, const float *y,
 {
 	if (!n)
 		return;
-	elementwise_loss_backward_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(dx, x, y, n, scale, bce);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(elementwise_loss_backward_kernel, grid_1d(n), THREADS, 0, dx, x, y, n, scale, bce);
 }
 
 void cuda_mse_forward(double *out, double weight, const float *pred, const float *target, int N)
@@ -1197,14 +1167,13 @@ void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t
 	if (!n)
 		return;
 	if (p <= 0.0f) {
-		if (out != in)
+		if (out != in && cuda_graph_call_of("copy", out, in, n))
 			CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float),
 						   cudaMemcpyDeviceToDevice, cuda_stream()));
 		return;
 	}
-	dropout_kernel<<<grid_1d(n), THREADS, 0, cuda_stream()>>>(
+	CUDA_LAUNCH(dropout_kernel, grid_1d(n), THREADS, 0,
 		out, in, n, dropout_key(seed), dropout_threshold(p), 1.0f / (1.0f - p));
-	CUDA_LAUNCHED();
 }
 
 /* ---- row gather and scatter-add ---- */
@@ -1224,8 +1193,7 @@ void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, i
 {
 	if (M <= 0 || C <= 0)
 		return;
-	gather_rows_kernel<<<grid_rows(C, M), THREADS, 0, cuda_stream()>>>(out, in, rows, M, C);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(gather_rows_kernel, grid_rows(C, M), THREADS, 0, out, in, rows, M, C);
 }
 
 /* out[rows[m]] += in[m], m in order for a row named twice. */

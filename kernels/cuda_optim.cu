@@ -23,6 +23,7 @@
  * callers. */
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_graph.h"
 #include "util/err.h"
 #include <limits.h>
 #include <stddef.h>
@@ -373,7 +374,7 @@ static double *part_room(size_t count)
 static void add_chunks(size_t nchunk, int nsum, double *out)
 {
 	cudaStream_t st = cuda_stream();
-
+	cuda_graph_spoil("a download");
 	CUDA_CHECK(cudaMemcpyAsync(part_host, part_dev, nchunk * nsum * sizeof *part_host,
 				   cudaMemcpyDeviceToHost, st));
 	CUDA_CHECK(cudaStreamSynchronize(st));
@@ -409,9 +410,8 @@ double cuda_sum_squares(const float *x, size_t n)
 	if (n == 0)
 		return 0;
 	double *part = part_room(nchunk);
-	squares_kernel<<<sum_blocks(nchunk), SUM_THREADS, STAGE_BYTES(1), cuda_stream()>>>(
+	CUDA_LAUNCH(squares_kernel, sum_blocks(nchunk), SUM_THREADS, STAGE_BYTES(1), 
 		x, n, part);
-	CUDA_LAUNCHED();
 	add_chunks(nchunk, 1, &ss);
 	return ss;
 }
@@ -420,8 +420,7 @@ void cuda_scale(float *x, size_t n, float s)
 {
 	if (n == 0)
 		return;
-	scale_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(x, n, s);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(scale_kernel, elem_blocks(n), 256, 0, x, n, s);
 }
 
 static __global__ void ema_kernel(float *avg, const float *__restrict__ x, size_t n, float decay)
@@ -434,8 +433,7 @@ void cuda_ema_update(float *avg, const float *x, size_t n, float decay)
 {
 	if (n == 0)
 		return;
-	ema_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(avg, x, n, decay);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(ema_kernel, elem_blocks(n), 256, 0, avg, x, n, decay);
 }
 
 static __global__ void swap_kernel(float *a, float *b, size_t n)
@@ -451,8 +449,7 @@ void cuda_swap(float *a, float *b, size_t n)
 {
 	if (n == 0)
 		return;
-	swap_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(a, b, n);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(swap_kernel, elem_blocks(n), 256, 0, a, b, n);
 }
 
 /* The table and its chunks' starts, on the GPU, grown as needed; the host
@@ -482,10 +479,10 @@ void cuda_adam_update(const struct adam_tensor *t, int n)
 		return;
 	if (chunks > INT_MAX)
 		die("adam_update: %zu chunks of %d are more than one launch takes", chunks, (int)ADAM_CHUNK);
+	cuda_graph_spoil("an upload");
 	CUDA_CHECK(cudaMemcpyAsync(table_dev, table_host, bytes, cudaMemcpyHostToDevice, st));
 	const struct adam_tensor *tab = (const struct adam_tensor *)table_dev;
-	adam_kernel<<<(unsigned)chunks, 256, 0, st>>>(tab, (const size_t *)(tab + n), n);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(adam_kernel, (unsigned)chunks, 256, 0, tab, (const size_t *)(tab + n), n);
 }
 
 void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float gscale, float lr,
@@ -493,8 +490,7 @@ void cuda_sgd_update(float *p, const float *g, float *m, size_t n, float gscale,
 {
 	if (n == 0)
 		return;
-	sgd_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(p, g, m, n, gscale, lr, momentum, wd);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(sgd_kernel, elem_blocks(n), 256, 0, p, g, m, n, gscale, lr, momentum, wd);
 }
 
 void cuda_lamb_moments(const float *p, const float *g, float *m, float *v, size_t n,
@@ -514,9 +510,8 @@ void cuda_lamb_moments(const float *p, const float *g, float *m, float *v, size_
 		stage_set = 1;
 	}
 	double *part = part_room(2 * nchunk);
-	lamb_moments_kernel<<<sum_blocks(nchunk), SUM_THREADS, STAGE_BYTES(2), cuda_stream()>>>(
+	CUDA_LAUNCH(lamb_moments_kernel, sum_blocks(nchunk), SUM_THREADS, STAGE_BYTES(2), 
 		p, g, m, v, n, *c, part);
-	CUDA_LAUNCHED();
 	add_chunks(nchunk, 2, sums);
 }
 
@@ -525,6 +520,5 @@ void cuda_lamb_apply(float *p, const float *m, const float *v, size_t n,
 {
 	if (n == 0)
 		return;
-	lamb_apply_kernel<<<elem_blocks(n), 256, 0, cuda_stream()>>>(p, m, v, n, *c, step);
-	CUDA_LAUNCHED();
+	CUDA_LAUNCH(lamb_apply_kernel, elem_blocks(n), 256, 0, p, m, v, n, *c, step);
 }

@@ -31,12 +31,15 @@
 #include "backend/plans.h"
 #include "cuda_api.h"
 #include "cuda_check.h"
+#include "cuda_graph.h"
 #include "util/err.h"
 #include <cudnn_frontend.h>
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <dlfcn.h>
 #include <memory>
+#include <vector>
 
 namespace fe = cudnn_frontend;
 void *cudnn_frontend::cudnn_dlhandle = nullptr;
@@ -266,15 +269,15 @@ static void *scratch_of(size_t bytes)
 	return cuda_grow(&p, &cap, bytes);
 }
 
-/* the seed and offset of the call's dropout, which cuDNN reads on the device */
+/* the seed and offset of the call's dropout, which cuDNN reads on the device
+ * (written by a kernel, which a graph's replay patches) */
 static void *dropout_rng(const struct attention *a)
 {
-	static int64_t *d;
-	int64_t h[2] = { (int64_t)(a->seed & 0x7fffffffffffffffull), 0 };
-	if (!d)
-		CUDA_CHECK(cudaMalloc(&d, sizeof h));
-	CUDA_CHECK(cudaMemcpyAsync(d, h, sizeof h, cudaMemcpyHostToDevice, cuda_stream()));
-	return d;
+	static void *d;
+	static size_t cap;
+	int64_t *rng = (int64_t *)cuda_grow(&d, &cap, 2 * sizeof(int64_t));
+	cuda_sdpa_seed(rng, a->seed);
+	return rng;
 }
 
 typedef std::unordered_map<int64_t, void *> pack_t;
@@ -294,11 +297,20 @@ static const int32_t *execute(const plan &p, const shape &s, const struct attent
 		int64_t *rng = (int64_t *)dropout_rng(a);
 		pack[SEED] = rng, pack[OFFSET] = rng + 1;
 	}
-	int ok = 0;
-	try {
-		ok = p.g->execute(handle, pack, cuda_grow(&workspace, &workspace_cap, (size_t)p.workspace)).is_good();
-	} catch (const std::exception &e) {
-		ok = 0;
+	void *ws = cuda_grow(&workspace, &workspace_cap, (size_t)p.workspace);
+	/* what the call reads, for a graph's replay to check: the plan, the
+	 * tensors by uid, the workspace */
+	std::vector<std::pair<int64_t, void *>> reads(pack.begin(), pack.end());
+	std::sort(reads.begin(), reads.end());
+	reads.push_back({ -1, (void *)p.g.get() });
+	reads.push_back({ -2, ws });
+	int ok = 1;
+	if (cuda_graph_call("cuDNN attention", reads.data(), reads.size() * sizeof reads[0])) {
+		try {
+			ok = p.g->execute(handle, pack, ws).is_good();
+		} catch (const std::exception &e) {
+			ok = 0;
+		}
 	}
 	if (!ok)
 		die("cuDNN's attention %s failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 "

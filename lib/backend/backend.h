@@ -78,6 +78,11 @@ struct lamb_coef {
 	float gscale, b1, omb1, b2, omb2, bc1, bc2, eps, wd;
 };
 
+/* How the work between a backend's graph_begin and graph_end went:
+ * GRAPH_AGAIN, none of it ran, and the caller runs the same ops again (they
+ * then run eagerly). */
+enum graph_done { GRAPH_AGAIN, GRAPH_EAGER, GRAPH_CAPTURED, GRAPH_REPLAYED };
+
 struct backend {
 	const char *name;          /* "cpu", "cuda:0" */
 	int host;                  /* its memory is the host's */
@@ -104,6 +109,16 @@ struct backend {
 	/* the most bytes its buffers and its ops' scratch held at once (a GPU's,
 	 * as a framework counts its tensors); 0 when it does not count (the CPU) */
 	double (*peak_memory)(void);
+
+	/* CUDA graphs, NULL where the backend has none: the ops between
+	 * graph_begin(key) and graph_end, a walk, run as one graph where an
+	 * earlier walk under the same key made the same calls in the same order
+	 * (their arguments may differ: a dropout seed, a loss weight). A key's
+	 * second walk is captured, its later ones replayed. The ops of a walk
+	 * may not upload, download or allocate. *note: a line for the log where
+	 * a capture failed, else NULL */
+	void (*graph_begin)(uint64_t key);
+	enum graph_done (*graph_end)(const char **note);
 
 	/* x[n] as acts: x itself where an act is a float, else x rounded into
 	 * space[n] */

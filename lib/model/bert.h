@@ -169,6 +169,32 @@ void bert_init_tensors(struct bert *m, uint64_t seed, const char *prefix);
  * mlm, tokcls: labels != -100). */
 void bert_forward_sum(struct bert *m, const struct bert_batch *b, int train,
 		      uint64_t dropout_seed, int64_t *count);
+/* bert_forward_sum of a training batch and, when backward is set,
+ * bert_backward(m, scale): on a backend with CUDA graphs, unless they are
+ * off (bert_set_graphs), a pass whose shapes came before is replayed as one
+ * graph; the results are the same bits. Returns a line for the log where the
+ * backend gave up a graph, else NULL. */
+const char *bert_train_pass(struct bert *m, const struct bert_batch *b, uint64_t dropout_seed,
+			    int backward, float scale, int64_t *count);
+/* CUDA graphs for bert_train_pass: on (as a model starts) or off. */
+void bert_set_graphs(struct bert *m, int on);
+/* The shapes of training passes made to come back, so that CUDA graphs
+ * replay them. Head slots (cls, mlm, tokcls): the rows the head predicts
+ * padded up to bert_head_slots with rows whose loss and gradient are zero.
+ * Pad rows (n > 0): a batch's rows padded up to n (--batch-tokens) with
+ * rows in no sequence, whose activations are finite and gradients zero.
+ * The loss is the same up to the products' order of sums, but for the
+ * dropout of the head rows (the last layer's attention, the classifier's),
+ * whose draws the slots renumber. Both off as a model starts; not with
+ * VAT, R-Drop or a teacher, whose losses cover every head row. */
+void bert_set_head_slots(struct bert *m, int on);
+void bert_set_pad_rows(struct bert *m, int n);
+/* The rows a padded head has for rows predicted: a multiple of 64, and from
+ * 1024 rows on their size bucket (size_bucket: at most an eighth more). */
+int bert_head_slots(int rows);
+/* bert_train_pass's passes so far that ran how (GRAPH_EAGER, GRAPH_CAPTURED,
+ * GRAPH_REPLAYED). */
+long bert_graph_runs(const struct bert *m, enum graph_done how);
 /* The loss sum since the last take (a GPU's wait for its work); starts the
  * next at 0. */
 double bert_take_loss(struct bert *m);

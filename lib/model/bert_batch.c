@@ -3,8 +3,10 @@
  * the rows the head predicts listed, and all of it where the ops read it,
  * in buffers of the backend that grow to fit. */
 #include "model/bert_inside.h"
+#include "backend/plans.h"
 #include "util/err.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes)
@@ -83,11 +85,16 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 	}
 	m->holes = 0;
 	size_t N = (size_t)m->kv_start[b->B];
+	m->packed = (int)N;
+	if (m->pad_rows && m->train && N < (size_t)m->pad_rows)
+		N = (size_t)m->pad_rows;
 	m->N = (int)N;
 	grow(&m->ids, &m->ids_cap, N, sizeof *m->ids);
 	grow(&m->types, &m->types_cap, N, sizeof *m->types);
 	grow(&m->positions, &m->positions_cap, N, sizeof *m->positions);
 	grow(&m->mask, &m->mask_cap, N, sizeof *m->mask);
+	for (size_t r = (size_t)m->packed; r < N; r++)   /* padding, in no sequence */
+		m->ids[r] = PAD_ID, m->types[r] = m->positions[r] = 0, m->mask[r] = 0;
 	for (int i = 0; i < b->B; i++)
 		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
 			size_t at = (size_t)i * b->T + t;
@@ -99,14 +106,53 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 		}
 }
 
+int bert_head_slots(int rows)
+{
+	return (size_bucket(rows) + 63) / 64 * 64;
+}
+
+/* Pads the head's rows towards bert_head_slots, one sequence after another
+ * while any has fewer head rows than rows (a sequence's queries never
+ * outnumber its keys): each added row is its sequence's last row again,
+ * labelled to be ignored, so its query runs once more in the last layer
+ * and its loss and gradient are zero (bert_set_head_slots). */
+static void pad_head_rows(struct bert *m, int B)
+{
+	int want = bert_head_slots(m->M) - m->M, added = 0, room = 1;
+	int *extra = xcalloc((size_t)B, sizeof *extra);
+	while (added < want && room) {
+		room = 0;
+		for (int i = 0; i < B && added < want; i++)
+			if (m->q_start[i + 1] - m->q_start[i] + extra[i] < m->kv_start[i + 1] - m->kv_start[i])
+				extra[i]++, added++, room = 1;
+	}
+	int32_t *rows = xmalloc((size_t)(m->M + added) * sizeof *rows);
+	int32_t *labels = xmalloc((size_t)(m->M + added) * sizeof *labels);
+	int at = 0;
+	for (int i = 0; i < B; i++) {
+		int q0 = m->q_start[i], q1 = m->q_start[i + 1];
+		m->q_start[i] = at;
+		for (int q = q0; q < q1; q++, at++)
+			rows[at] = m->rows[q], labels[at] = m->labels[q];
+		for (int e = 0; e < extra[i]; e++, at++)
+			rows[at] = m->kv_start[i + 1] - 1, labels[at] = IGNORE_LABEL;
+	}
+	m->q_start[B] = m->M = at;
+	free(m->rows);
+	free(m->labels);
+	m->rows = rows, m->labels = labels;
+	m->rows_cap = m->labels_cap = (size_t)at;
+	free(extra);
+}
+
 /* Lists the packed rows the head predicts, with their labels or targets:
  * the [CLS] row of each sequence, or the labelled positions in row-major
  * order; and q_start, where each sequence's run of them begins. */
 static void list_head_rows(struct bert *m, const struct bert_batch *b)
 {
 	enum bert_task task = m->c.task;
-	grow(&m->rows, &m->rows_cap, m->N, sizeof *m->rows);
-	grow(&m->labels, &m->labels_cap, m->N, sizeof *m->labels);
+	grow(&m->rows, &m->rows_cap, m->packed, sizeof *m->rows);
+	grow(&m->labels, &m->labels_cap, m->packed, sizeof *m->labels);
 	grow(&m->q_start, &m->q_start_cap, b->B + 1, sizeof *m->q_start);
 	if (task == TASK_REG || task == TASK_MULTI) {
 		size_t n = (size_t)b->B * (task == TASK_MULTI ? m->c.num_labels : 1);
@@ -129,7 +175,9 @@ static void list_head_rows(struct bert *m, const struct bert_batch *b)
 			}
 		}
 	}
-	m->q_start[b->B] = m->M;
+	m->q_start[b->B] = m->predicted = m->M;
+	if (m->head_slots && m->train && m->M)
+		pad_head_rows(m, b->B);
 	m->empty = 0;
 	for (int i = 0; i < b->B; i++)
 		m->empty |= m->q_start[i + 1] == m->q_start[i];

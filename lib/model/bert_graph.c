@@ -160,6 +160,7 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 	m->dgrads = be->alloc(m->numel * sizeof(float));
 	m->loss = be->alloc(2 * sizeof *m->loss);
 	m->loss_to = m->loss;
+	m->graphs = 1;
 	m->params = host_copy(be, m->dparams, m->numel);
 	m->grads = host_copy(be, m->dgrads, m->numel);
 	m->tensors = xcalloc(m->ntensors, sizeof *m->tensors);
@@ -594,6 +595,16 @@ static struct layer_rows head_rows(const struct bert *m)
 	return r;
 }
 
+/* Zeroes rows [packed, N) of an [N, width] act buffer: the padding rows
+ * (bert_set_pad_rows), which the attention, reading and writing only the
+ * sequences' rows, leaves as they were. */
+static void zero_padding(const struct bert *m, struct act *x, size_t width)
+{
+	if (m->N > m->packed)
+		m->be->zero(act_at(m->be, x, (size_t)m->packed * width),
+			    (size_t)(m->N - m->packed) * width * m->be->act_size);
+}
+
 /* Where layer l's attention finds Q, K and V: in the fused [N, 3C] product,
  * or K|V over all rows and Q over the selected ones. */
 static struct attention layer_attention(const struct bert *m, int l, const struct layer_rows *r)
@@ -638,6 +649,8 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 				       wl(m, w->qkv_w), w->qkv_b, R, C, C);
 	}
 	be->attention_forward(a->ctx, a->att_state, &att);
+	if (!r->rows)
+		zero_padding(m, a->ctx, (size_t)C);
 	be->linear_forward(a->attn_sum, a->ctx, wl(m, w->attn_out_w), NULL, R, C, C);
 	be->residual_layernorm_forward(a->attn_ln, a->attn_low, a->attn_sum, a->attn_mean,
 				       a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
@@ -718,6 +731,7 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	struct act *dq = r->rows ? act_at(be, d->dqkv, (size_t)N * 2 * C) : d->dqkv;
 	struct act *dk = r->rows ? d->dqkv : act_at(be, d->dqkv, C);
 	be->attention_backward(dq, dk, act_at(be, dk, C), d->dctx, a->att_state, &att);
+	zero_padding(m, d->dqkv, (size_t)(r->rows ? 2 : 3) * C);
 	qkv_backward(m, l, xl, r, dq, dh, dx);
 }
 
@@ -803,13 +817,13 @@ static const struct act *dlogits_low(struct bert *m)
 static void pooled_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
-	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
-	m->be->linear_forward(h->dense, h->in_low, wl(m, m->w.pool_w), m->w.pool_b, B, C, C);
-	m->be->tanh_forward(h->dense, h->dense, (size_t)B * C);
-	m->be->dropout_apply(h->act, h->dense, (size_t)B * C, hidden_p(m),
+	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
+	m->be->linear_forward(h->dense, h->in_low, wl(m, m->w.pool_w), m->w.pool_b, M, C, C);
+	m->be->tanh_forward(h->dense, h->dense, (size_t)M * C);
+	m->be->dropout_apply(h->act, h->dense, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
-	h->last_in = m->be->as_act(h->space, h->act, (size_t)B * C);
-	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, B, C, W);
+	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
+	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, M, C, W);
 	head_loss(m);
 }
 
@@ -818,16 +832,16 @@ static void pooled_head_backward(struct bert *m, float scale)
 {
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
-	int B = m->B, C = m->c.hidden, W = bert_logit_width(&m->c);
+	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
 	head_loss_backward(m, scale);
 	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, dlogits_low(m), h->last_in,
-			       wl(m, m->w.cls_w), B, C, W, 0);
-	m->be->dropout_apply(d->dhead, d->dhead, (size_t)B * C, hidden_p(m),
+			       wl(m, m->w.cls_w), M, C, W, 0);
+	m->be->dropout_apply(d->dhead, d->dhead, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
-	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)B * C);
+	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
 	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b,
-			       m->be->as_act(d->dhead_low, d->dhead, (size_t)B * C), h->in_low,
-			       wl(m, m->w.pool_w), B, C, C, 0);
+			       m->be->as_act(d->dhead_low, d->dhead, (size_t)M * C), h->in_low,
+			       wl(m, m->w.pool_w), M, C, C, 0);
 }
 
 /* ---- token classification head ---- */
@@ -918,20 +932,95 @@ void bert_run_forward(struct bert *m)
 		token_head_forward(m);
 }
 
-void bert_forward_sum(struct bert *m, const struct bert_batch *b, int train,
-		      uint64_t dropout_seed, int64_t *count)
+/* The batch in the backend's memory and room for its activations, before a
+ * forward; *count as bert_forward_sum says. */
+static void take_batch(struct bert *m, const struct bert_batch *b, int train,
+		       uint64_t dropout_seed, int64_t *count)
 {
 	struct bert_batch doubled;
 	m->doubled = train && m->rdrop > 0;
 	if (m->doubled)
 		b = (doubled = bert_twice(m, b), &doubled);
+	m->train = train;
 	bert_take_batch(m, b);
 	bert_reserve(m);
-	m->train = train;
 	m->dropout_seed = dropout_seed;
-	*count = (int64_t)m->M * (m->c.task == TASK_MULTI ? m->c.num_labels : 1) / (m->doubled ? 2 : 1);
+	*count = (int64_t)m->predicted * (m->c.task == TASK_MULTI ? m->c.num_labels : 1) /
+		 (m->doubled ? 2 : 1);
+}
+
+void bert_forward_sum(struct bert *m, const struct bert_batch *b, int train,
+		      uint64_t dropout_seed, int64_t *count)
+{
+	take_batch(m, b, train, dropout_seed, count);
 	if (m->M)      /* else nothing to predict */
 		bert_run_forward(m);
+}
+
+/* What a training pass's work depends on beyond its arguments' values:
+ * the key of its CUDA graph. */
+static uint64_t pass_key(const struct bert *m, int backward)
+{
+	/* T by cuDNN's rounding; the own kernels' launches are patched for T */
+	const int v[] = { m->B, (m->T + 63) / 64, m->N, m->M, m->holes, m->empty, m->doubled, backward };
+	uint64_t k = 0;
+	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+		k = rng_derive(k, (uint64_t)(uint32_t)v[i]);
+	return k;
+}
+
+static void walk_pass(struct bert *m, int backward, float scale)
+{
+	bert_run_forward(m);
+	if (backward)
+		bert_backward(m, scale);
+}
+
+const char *bert_train_pass(struct bert *m, const struct bert_batch *b, uint64_t dropout_seed,
+			    int backward, float scale, int64_t *count)
+{
+	const struct backend *be = m->be;
+	const char *note = NULL;
+	take_batch(m, b, 1, dropout_seed, count);
+	if (!m->M)
+		return NULL;
+	/* a bucket hook starts collectives on another stream, outside any graph */
+	if (!m->graphs || !be->graph_begin || m->bucket_done || m->perturbation || m->input_grad) {
+		walk_pass(m, backward, scale);
+		m->graph_runs[GRAPH_EAGER]++;
+		return NULL;
+	}
+	be->graph_begin(pass_key(m, backward));
+	walk_pass(m, backward, scale);
+	enum graph_done done = be->graph_end(&note);
+	if (done == GRAPH_AGAIN) {   /* nothing of it ran: eagerly now */
+		walk_pass(m, backward, scale);
+		done = GRAPH_EAGER;
+	}
+	m->graph_runs[done]++;
+	return note;
+}
+
+void bert_set_graphs(struct bert *m, int on)
+{
+	m->graphs = on;
+}
+
+void bert_set_head_slots(struct bert *m, int on)
+{
+	m->head_slots = on;
+}
+
+void bert_set_pad_rows(struct bert *m, int n)
+{
+	if (n < 0)
+		die("bert: %d rows to pad to", n);
+	m->pad_rows = n;
+}
+
+long bert_graph_runs(const struct bert *m, enum graph_done how)
+{
+	return m->graph_runs[how];
 }
 
 double bert_take_loss(struct bert *m)

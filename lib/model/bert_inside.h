@@ -133,12 +133,18 @@ struct bert {
 	struct on_backend vat_r, vat_g, vat_grads;   /* the perturbation, its gradient, scratch grads */
 	struct on_backend vat_p;   /* the probe's own predictions, made in fp32 */
 	struct layer_weights *vat_layers;
+	int graphs;                /* bert_set_graphs */
+	long graph_runs[GRAPH_REPLAYED + 1];   /* bert_train_pass's passes by how they ran */
 	void (*bucket_done)(void *ctx, int bucket);   /* bert_set_bucket_hook */
 	void *bucket_ctx;
 
 	/* the last forward's batch, packed: B sequences in N rows, the longest
 	 * T */
 	int B, T, N, M, train;
+	int predicted;             /* of the M head rows, those with a label (not a slot's padding) */
+	int packed;                /* of the N rows, the sequences' (kv_start[B]); padding after */
+	int head_slots;            /* bert_set_head_slots */
+	int pad_rows;              /* bert_set_pad_rows */
 	int holes, empty;          /* struct attention's: in all rows; in the head's */
 	int shared;                /* its layers share their activations */
 	uint64_t dropout_seed;

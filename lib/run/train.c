@@ -277,6 +277,18 @@ static uint32_t longest_record(const struct manifest *m)
 	return longest;
 }
 
+/* Whether passes are shaped for CUDA graphs (bert_set_head_slots, and
+ * bert_set_pad_rows with --batch-tokens): on a backend that has them, with
+ * or without --no-cuda-graphs (so that both give the same bits), for the
+ * tasks of the cross-entropy, where neither VAT nor R-Drop nor a teacher
+ * needs every head row's loss */
+static int graph_shapes(const struct train_config *c)
+{
+	return c->be->graph_begin &&
+	       (c->task == TASK_CLS || c->task == TASK_MLM || c->task == TASK_TOKCLS) &&
+	       !(c->vat > 0) && !(c->rdrop > 0) && !c->teacher;
+}
+
 /* Refuses a model, or a model with a batch of the longest records, that
  * would not fit in memory: fp32 parameters, gradients and two optimizer
  * moments (with --zero 1, of this process's shard), the parameters' copy in
@@ -296,6 +308,8 @@ static void check_memory(const struct trainer *t, const struct bert_config *mc, 
 	int B = records * (c->rdrop > 0 ? 2 : 1);   /* R-Drop runs each record twice */
 	double tokens = c->batch_tokens ? (double)c->batch_tokens : (double)B * T;
 	int M = bert_task_pooled(c->task) ? B : c->task == TASK_TOKCLS ? B * T : (int)ceil(tokens * c->mask_prob);
+	if (graph_shapes(c))
+		M = bert_head_slots(M);
 	char purpose[128];
 	snprintf(purpose, sizeof purpose, "the model and the activations of %d records of %d tokens", B, T);
 	double acts = bert_batch_bytes(mc, c->be, B, T, M, c->recompute);
@@ -403,6 +417,9 @@ static void build_model(struct trainer *t, const char *from)
 		bert_init(t->m, (uint64_t)c->seed);
 	}
 	bert_set_recompute(t->m, c->recompute);
+	bert_set_graphs(t->m, !c->no_graphs);
+	bert_set_head_slots(t->m, graph_shapes(c));
+	bert_set_pad_rows(t->m, graph_shapes(c) ? (int)c->batch_tokens : 0);
 	bert_set_label_smoothing(t->m, (float)c->label_smoothing);
 	bert_set_frozen(t->m, (int)c->freeze_layers, c->freeze_embeddings);
 	bert_set_rdrop(t->m, (float)c->rdrop);
@@ -876,10 +893,11 @@ static void train_step(struct trainer *t, struct step_result *r)
 			bert_forward_sum(t->teacher, &v, 0, 0, &cnt);
 			bert_targets_from(t->m, t->teacher, (float)t->c->kd_temp);
 		}
-		bert_forward_sum(t->m, &v, 1, seeds[k], &cnt);
+		const char *note = bert_train_pass(t->m, &v, seeds[k], count > 0, scale, &cnt);
+		if (note)
+			logf_(t, "step %ld: %s", t->st.step + 1, note);
 		if (!count)
 			continue;
-		bert_backward(t->m, scale);
 		if (t->c->vat > 0)
 			bert_vat(t->m, (float)t->c->vat, (float)t->c->vat_xi, (int)t->c->vat_iters,
 				 rng_derive(seeds[k], 0x766174), scale);
@@ -1178,6 +1196,11 @@ static void finish(struct trainer *t)
 	double peak = t->c->be->peak_memory();
 	if (peak > 0)   /* this leg's: a resumed run counts from its resume */
 		json_object_set_new(done, "peak_memory_mib", json_real(peak / 1048576));
+	if (t->c->be->graph_begin)   /* this leg's training passes, by how they ran */
+		json_object_set_new(done, "passes", json_pack("{sI sI sI}",
+			"eager", (json_int_t)bert_graph_runs(t->m, GRAPH_EAGER),
+			"captured", (json_int_t)bert_graph_runs(t->m, GRAPH_CAPTURED),
+			"replayed", (json_int_t)bert_graph_runs(t->m, GRAPH_REPLAYED)));
 	event(t, "done", done);
 	if (t->lead) {
 		run_plots(t->c->run, t->metric);

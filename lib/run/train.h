@@ -29,6 +29,7 @@ struct train_config {
 	float mask_prob;
 	int whole_word;
 	int recompute;                 /* bert_set_recompute */
+	int no_graphs;                 /* bert_set_graphs off: every GPU kernel launched on its own */
 	double label_smoothing;        /* bert_set_label_smoothing */
 	double llrd;                   /* layer-wise lr decay: 0 or 1 for none */
 	long freeze_layers;            /* bert_set_frozen */

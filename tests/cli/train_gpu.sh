@@ -1,7 +1,7 @@
 # ts-train and ts-eval on the GPU against the CPU: the same run's losses agree
 # step for step within a tolerance, a stopped GPU run resumes exactly, a GPU
 # checkpoint goes on on the CPU, and ts-eval scores alike on both; bf16 and
-# tf32 against fp32 on the GPU. Without a GPU (or a build without the CUDA
+# tf32 against fp32 on the GPU; CUDA graphs against eager launches. Without a GPU (or a build without the CUDA
 # backend) every check is reported skipped.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
@@ -25,6 +25,16 @@ CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and
 	"fp16 from --loss-scale 2^24: overflowed steps skipped, the scale halved until the steps fit"
 	"fp16 stopped and resumed on the GPU: the same losses and loss scales"
 	"the done event counts the GPU memory its buffers held at most: some, less than the GPU has; none on the CPU")
+# CUDA graphs: precision, task and batching of each case
+GRAPH_CASES=("bf16 cls even" "bf16 mlm even" "fp32 cls even" "fp32 mlm even" "bf16 cls packed" "bf16 mlm packed")
+GRAPHS=()
+for g in "${GRAPH_CASES[@]}"; do
+	read -r p k how <<<"$g"
+	what="records of one length"
+	[ "$how" = packed ] && what="--batch-tokens 256 over records of many lengths"
+	GRAPHS+=("CUDA graphs, $p $k, $what: passes captured and replayed, no capture failed"
+		"CUDA graphs, $p $k, $how: the same losses and model bytes as --no-cuda-graphs, which replays none")
+done
 GPU_CHOICE=("--device cuda: the start event names the GPU it took" "--gpus 0 trains on cuda:0"
 	"--gpus naming a GPU that is not here: one line" "--gpus beside --device cuda:0: a usage error"
 	"ts-sweep --gpus 0: its jobs run on the GPU"
@@ -43,7 +53,7 @@ if ! train "${BERT[@]}" --run "$T/probe" --max-steps 1 --device cuda >/dev/null 
 		expect_fail "--gpus where CUDA has no GPU: one line" 1 "--gpus 0: (this build has no CUDA backend|CUDA sees no GPU)" \
 			train "${BERT[@]}" --run "$T/nogpu" --gpus 0
 		check "--gpus where CUDA has no GPU: no run dir" test ! -e "$T/nogpu"
-		for c in "${CHECKS[@]}" "${GPU_CHOICE[@]}"; do skip "GPU: $c ($(cut -d: -f3- "$T/probe.err"))"; done
+		for c in "${CHECKS[@]}" "${GRAPHS[@]}" "${GPU_CHOICE[@]}"; do skip "GPU: $c ($(cut -d: -f3- "$T/probe.err"))"; done
 		finish
 	fi
 	fail "ts-train --device cuda runs"; sed 's/^/    /' "$T/probe.err"
@@ -148,4 +158,30 @@ mkdir -p "$T/stopfp16" && touch "$T/stopfp16/stop"
 train "${LONG[@]}" --precision fp16 --loss-scale 16777216 --run "$T/stopfp16" --max-steps 30 >/dev/null 2>&1
 train --resume "$T/stopfp16" >/dev/null 2>&1 || fail "the fp16 resume"
 check "GPU: ${CHECKS[15]}" test "$(scales "$T/stopfp16")" = "$(scales "$T/over")" -a "$(losses "$T/stopfp16")" = "$(losses "$T/over")"
+
+# CUDA graphs: the e-mails cut at 32 tokens, so that most passes (two a step)
+# repeat their shapes; and packed to 256 tokens from the e-mails cut at 64
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/even" --seed 3 >/dev/null
+GRAPH_RUN=(--vocab "$V" --layers 2 --hidden 64 --heads 4 --ffn 128 --max-pos 64 --seed 5 --max-steps 16
+	--eval-every 8 --accum 2 --device cuda)
+passes() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="done") | .passes | "\(.eager) \(.captured) \(.replayed)"'; }
+i=0
+for g in "${GRAPH_CASES[@]}"; do
+	read -r p k how <<<"$g"
+	data=(--data "$T/even" --batch 8)
+	[ "$how" = packed ] && data=(--data "$T/data" --batch-tokens 256)
+	run=("${GRAPH_RUN[@]}" "${data[@]}" --precision "$p" --task "$k")
+	train "${run[@]}" --run "$T/graph-$p-$k-$how" >/dev/null 2>&1 || fail "the $g run with graphs"
+	train "${run[@]}" --run "$T/eager-$p-$k-$how" --no-cuda-graphs >/dev/null 2>&1 || fail "the $g run without graphs"
+	n=$(passes "$T/graph-$p-$k-$how")
+	check "GPU: ${GRAPHS[i]} ($n: eager, captured, replayed)" awk -v n="$n" \
+		-v failed="$(grep -c "CUDA graphs" "$T/graph-$p-$k-$how/log/rank-0.log")" \
+		'BEGIN { split(n, c, " "); exit !(c[2] >= 1 && c[3] >= c[2] && failed == 0) }'
+	check "GPU: ${GRAPHS[i + 1]} ($(passes "$T/eager-$p-$k-$how"))" test "$(losses "$T/graph-$p-$k-$how")" = \
+		"$(losses "$T/eager-$p-$k-$how")" -a -n "$(losses "$T/graph-$p-$k-$how")" \
+		-a "$(passes "$T/eager-$p-$k-$how" | cut -d' ' -f2-)" = "0 0" \
+		-a "$(sha256sum <"$T/graph-$p-$k-$how/final/model.safetensors")" = \
+		"$(sha256sum <"$T/eager-$p-$k-$how/final/model.safetensors")"
+	i=$((i + 2))
+done
 finish

@@ -3,6 +3,7 @@
  * unpadded batches, parameter names and initialisation. */
 #include "check.h"
 #include "model/bert.h"
+#include "model/bert_inside.h"
 #include "util/rng.h"
 #include <omp.h>
 #include <stdlib.h>
@@ -572,8 +573,110 @@ static void check_tensors(enum bert_task task)
 	bert_free(m);
 }
 
+/* An MLM training pass with its head rows padded (bert_set_head_slots, for
+ * CUDA graphs) against one without: the rows are padded, the count is the masked tokens', the loss and gradients the
+ * same up to the products' order of sums (dropout off: the padded query
+ * rows take other draws of the last sequence's attention dropout). */
+static void check_head_slots(void)
+{
+	enum { SB = 3, ST = 100 };
+	int32_t ids[SB * ST], labels[SB * ST];
+	struct rng r;
+	rng_seed(&r, 5);
+	for (int i = 0; i < SB * ST; i++) {
+		ids[i] = 1 + (int32_t)rng_below(&r, V - 1);
+		labels[i] = rng_below(&r, 10) < 7 ? (int32_t)rng_below(&r, V) : -100;
+	}
+	struct bert_batch b = { SB, ST, ids, NULL, NULL, labels, NULL };
+	struct bert_config c = tiny_config(TASK_MLM, 0.0f);
+	c.max_pos = ST;
+	struct bert *m[2];
+	double loss[2];
+	int64_t count[2];
+	for (int k = 0; k < 2; k++) {
+		m[k] = bert_new(&c, backend_cpu());
+		bert_init(m[k], 1);
+		bert_set_head_slots(m[k], k);
+		const char *note = bert_train_pass(m[k], &b, SEED, 1, 0.01f, &count[k]);
+		CHECK(!note, "head slots %s: no note from the CPU", k ? "on" : "off");
+		loss[k] = bert_take_loss(m[k]);
+	}
+	int rows = m[0]->M;
+	CHECK(rows > 64 && m[1]->M == bert_head_slots(rows) && m[1]->M > rows,
+	      "mlm: %d masked rows padded to %d", rows, m[1]->M);
+	CHECK(bert_head_slots(38) == 64 && bert_head_slots(640) == 640 && bert_head_slots(641) == 704 &&
+	      bert_head_slots(1500) == 1536, "slots: 38 rows take 64, 640 640, 641 704, 1500 1536");
+	CHECK(count[0] == rows && count[1] == rows, "the count is the masked tokens' (%lld, %lld)",
+	      (long long)count[0], (long long)count[1]);
+	CHECK(close_enough(loss[1], loss[0], 0, 1e-6), "the same loss (%.9g, %.9g)", loss[1], loss[0]);
+	size_t n = bert_numel(m[0]), far = 0;
+	for (size_t i = 0; i < n; i++)
+		far += !close_enough(bert_grads(m[1])[i], bert_grads(m[0])[i], 1e-7, 1e-5);
+	CHECK(far == 0, "the same gradients (%zu of %zu apart)", far, n);
+	double l2 = bert_forward(m[1], &b, 0, SEED, &count[1]);
+	CHECK(m[1]->M == rows && close_enough(l2, bert_forward(m[0], &b, 0, SEED, &count[0]), 0, 1e-6),
+	      "evaluation is not padded");
+	bert_free(m[0]);
+	bert_free(m[1]);
+}
+
+/* A training pass's loss, count and gradients with the model's shapes set
+ * by slots and pad (rows to pad to, 0: none). */
+static struct run shaped_pass(enum bert_task task, float dropout, int slots, int pad, int64_t *count)
+{
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, task);
+	struct bert *m = tiny_model(task, dropout);
+	bert_set_head_slots(m, slots);
+	bert_set_pad_rows(m, pad);
+	bert_train_pass(m, &b, SEED, 1, 0.5f, count);
+	struct run r = { bert_take_loss(m), malloc(sizeof(float) * bert_numel(m)), NULL, bert_numel(m) };
+	memcpy(r.grads, bert_grads(m), sizeof(float) * r.n);
+	CHECK(m->N == (pad ? pad : m->packed) && m->packed == lengths[0] + lengths[1] + lengths[2],
+	      "%s: %d rows of %d in sequences", task_names[task], m->N, m->packed);
+	bert_free(m);
+	return r;
+}
+
+/* the largest gradient difference over the largest gradient */
+static double grads_apart(const struct run *a, const struct run *b)
+{
+	double big = 0, diff = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		big = fmax(big, fabs(a->grads[i]));
+		diff = fmax(diff, fabs(a->grads[i] - b->grads[i]));
+	}
+	return diff / big;
+}
+
+/* A batch's rows padded to 40 (bert_set_pad_rows): the padding rows belong
+ * to no sequence and change nothing, dropout on (a row's draws do not
+ * depend on the rows after it); with cls's head rows padded to 64 as well,
+ * dropout off. */
+static void check_pad_rows(enum bert_task task)
+{
+	int64_t c0, c1, c2;
+	struct run plain = shaped_pass(task, 0.1f, 0, 0, &c0), padded = shaped_pass(task, 0.1f, 0, 40, &c1);
+	CHECK(c0 == c1 && close_enough(padded.loss, plain.loss, 0, 1e-6) && grads_apart(&padded, &plain) < 1e-5,
+	      "%s: 15 rows padded to 40, dropout on: the same count, loss (%.9g, %.9g) and gradients "
+	      "(%.2g apart)", task_names[task], padded.loss, plain.loss, grads_apart(&padded, &plain));
+	free(padded.grads);
+	free(plain.grads);
+	plain = shaped_pass(task, 0.0f, 0, 0, &c0);
+	padded = shaped_pass(task, 0.0f, 1, 40, &c2);
+	CHECK(c0 == c2 && close_enough(padded.loss, plain.loss, 0, 1e-6) && grads_apart(&padded, &plain) < 1e-5,
+	      "%s: and the head's rows padded to 64: the same count (%lld), loss and gradients (%.2g apart)",
+	      task_names[task], (long long)c2, grads_apart(&padded, &plain));
+	free(padded.grads);
+	free(plain.grads);
+}
+
 int main(void)
 {
+	check_head_slots();
+	check_pad_rows(TASK_CLS);
+	check_pad_rows(TASK_MLM);
+	check_pad_rows(TASK_TOKCLS);
 	check_tensors(TASK_CLS);
 	check_tensors(TASK_MLM);
 	check_gradients(TASK_CLS, 0.0f, 0);
