@@ -544,10 +544,12 @@ static float *scratch(size_t n)
 }
 
 /* Floats of each of the two scratches: a sequence has at most T keys and T
- * query rows. */
+ * query rows; T rounded up to 64, as a CUDA graph's key rounds it, so that
+ * the scratch does not grow between passes of one graph. */
 static size_t scratch_floats(int B, int T, int H)
 {
-	return (size_t)B * T * H * T;
+	size_t t = ((size_t)T + 63) / 64 * 64;
+	return (size_t)B * t * H * t;
 }
 
 double cuda_attention_scratch(int B, int T, int H)

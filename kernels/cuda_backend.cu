@@ -60,7 +60,7 @@ static void count(double bytes)
 void *cuda_grow(void **p, size_t *cap, size_t bytes)
 {
 	if (bytes > *cap) {
-		cuda_graph_spoil("a buffer grew");
+		cuda_graph_grew();
 		if (*p) {
 			CUDA_CHECK(cudaFreeAsync(*p, stream));
 			count(-(double)*cap);

@@ -13,9 +13,12 @@
  *   skip     the walk cannot be a graph (it differed from the trace, or
  *            something a graph cannot hold came): nothing more runs, and
  *            graph_end asks the caller to walk again, eagerly.
- * Uploads, downloads, allocations and buffers that grow spoil a capture or
- * a check (cuda_graph_spoil): the pass is meant to be free of them once its
- * shapes came before. */
+ * Uploads, downloads, allocations and frees spoil a capture or a check
+ * (cuda_graph_spoil: the key runs eagerly from then on); a buffer that
+ * grows only sends the pass back (cuda_graph_grew: captured again when its
+ * key next comes). A pass is meant to be free of all of them once its
+ * shapes came before. A library call or launch that fails in a capture
+ * gives the capture up rather than the run. */
 #include "cuda_check.h"
 #include "cuda_graph.h"
 #include "backend/graphs.h"
@@ -63,9 +66,25 @@ void cuda_graph_spoil(const char *why)
 		replay_missed();
 }
 
-int cuda_graph_hold(const char *why)
+void cuda_graph_grew(void)
 {
-	cuda_graph_spoil(why);
+	if (walk == CAPTURE)
+		abandon_capture();
+	if (walk == CAPTURE || walk == CHECK)
+		replay_missed();
+}
+
+int cuda_graph_capture_failed(const char *why)
+{
+	if (walk != CAPTURE)
+		return 0;
+	capture_failed(why);
+	return 1;
+}
+
+int cuda_graph_hold(void)
+{
+	cuda_graph_grew();
 	int held = walk;
 	walk = EAGER;
 	return held;
@@ -83,15 +102,19 @@ void cuda_graph_kernel(const char *file, int line, const char *name, const void 
 					  (unsigned)smem }, NULL, 0, n };
 	if (walk == EAGER || walk == CAPTURE) {
 		cudaError_t e = cudaLaunchKernel(fn, grid, block, args, smem, cuda_stream());
-		if (e != cudaSuccess)
+		if (e != cudaSuccess && !cuda_graph_capture_failed("a kernel's launch failed in the capture"))
 			cuda_fail(file, line, name, cudaGetErrorString(e));
 	}
 	if (walk == CAPTURE) {
 		cudaStreamCaptureStatus st;
 		const cudaGraphNode_t *deps = NULL;
 		size_t nd = 0;
-		CUDA_CHECK(cudaStreamGetCaptureInfo(cuda_stream(), &st, NULL, NULL, &deps, NULL, &nd));
-		if (st != cudaStreamCaptureStatusActive || nd != 1) {
+#if CUDART_VERSION >= 13000
+		cudaError_t e = cudaStreamGetCaptureInfo(cuda_stream(), &st, NULL, NULL, &deps, NULL, &nd);
+#else
+		cudaError_t e = cudaStreamGetCaptureInfo(cuda_stream(), &st, NULL, NULL, &deps, &nd);
+#endif
+		if (e != cudaSuccess || st != cudaStreamCaptureStatusActive || nd != 1) {
 			capture_failed("a kernel's node was not the stream's last");
 			return;
 		}

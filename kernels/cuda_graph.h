@@ -21,13 +21,19 @@ void cuda_graph_kernel(const char *file, int line, const char *name, const void 
  * node stands in the graph already. */
 int cuda_graph_call(const char *tag, const void *bytes, size_t n);
 /* Something a graph cannot hold came in a walk (an upload, a download, an
- * allocation, a buffer grown): the walk's work is given up and done again
- * eagerly. */
+ * allocation, a buffer freed): the walk's work is given up and done again
+ * eagerly, and the walk's key runs eagerly from then on. */
 void cuda_graph_spoil(const char *why);
-/* Spoils the walk for why, and runs what is launched until
- * cuda_graph_resume(the value returned) at once: a grown buffer's one-time
- * fill, which a given-up walk must not leave undone. */
-int cuda_graph_hold(const char *why);
+/* A buffer grew in a walk: the walk is given up and done again eagerly, and
+ * its key captured again when it next comes. */
+void cuda_graph_grew(void);
+/* Whether a failed call (why) came in a capture, which is then given up and
+ * the pass walked again eagerly; else the caller dies as it would. */
+int cuda_graph_capture_failed(const char *why);
+/* cuda_graph_grew, and runs what is launched until cuda_graph_resume(the
+ * value returned) at once: a grown buffer's one-time fill, which a given-up
+ * walk must not leave undone. */
+int cuda_graph_hold(void);
 void cuda_graph_resume(int held);
 
 /* The arguments' bytes, each at a multiple of 8, and pointers to them. */

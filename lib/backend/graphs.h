@@ -55,7 +55,7 @@ enum trace_verdict trace_match(struct trace *t, const struct trace_item *it, con
 /* Whether the walk matched every item of t. */
 int trace_complete(const struct trace *t);
 
-enum { GRAPH_SLOTS = 16, GRAPH_FAILURES_MAX = 3, GRAPH_MISSES_MAX = 2 };
+enum { GRAPH_SLOTS = 16, GRAPH_FAILURES_MAX = 3, GRAPH_MISSES_MAX = 3 };
 
 enum graph_plan { GRAPH_WALK_EAGER, GRAPH_WALK_CAPTURE, GRAPH_WALK_REPLAY };
 

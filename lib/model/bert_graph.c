@@ -595,14 +595,14 @@ static struct layer_rows head_rows(const struct bert *m)
 	return r;
 }
 
-/* Zeroes rows [packed, N) of an [N, width] act buffer: the padding rows
- * (bert_set_pad_rows), which the attention, reading and writing only the
- * sequences' rows, leaves as they were. */
-static void zero_padding(const struct bert *m, struct act *x, size_t width)
+/* Where batches are padded (bert_set_pad_rows), zeroes an [N, width] act
+ * buffer that the attention then writes at the sequences' rows only, so
+ * that its padding rows are zero. The whole buffer, whatever the padding:
+ * a CUDA graph replays a memset only of the size it captured. */
+static void clear_for_padding(const struct bert *m, struct act *x, size_t width)
 {
-	if (m->N > m->packed)
-		m->be->zero(act_at(m->be, x, (size_t)m->packed * width),
-			    (size_t)(m->N - m->packed) * width * m->be->act_size);
+	if (m->pad_rows && m->train)
+		m->be->zero(x, (size_t)m->N * width * m->be->act_size);
 }
 
 /* Where layer l's attention finds Q, K and V: in the fused [N, 3C] product,
@@ -648,9 +648,9 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 		be->linear_forward_act(act_at(be, a->qkv, (size_t)N * 2 * C), m->a.rows_low,
 				       wl(m, w->qkv_w), w->qkv_b, R, C, C);
 	}
-	be->attention_forward(a->ctx, a->att_state, &att);
 	if (!r->rows)
-		zero_padding(m, a->ctx, (size_t)C);
+		clear_for_padding(m, a->ctx, (size_t)C);
+	be->attention_forward(a->ctx, a->att_state, &att);
 	be->linear_forward(a->attn_sum, a->ctx, wl(m, w->attn_out_w), NULL, R, C, C);
 	be->residual_layernorm_forward(a->attn_ln, a->attn_low, a->attn_sum, a->attn_mean,
 				       a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
@@ -730,8 +730,8 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	const struct backend *be = m->be;
 	struct act *dq = r->rows ? act_at(be, d->dqkv, (size_t)N * 2 * C) : d->dqkv;
 	struct act *dk = r->rows ? d->dqkv : act_at(be, d->dqkv, C);
+	clear_for_padding(m, d->dqkv, (size_t)(r->rows ? 2 : 3) * C);
 	be->attention_backward(dq, dk, act_at(be, dk, C), d->dctx, a->att_state, &att);
-	zero_padding(m, d->dqkv, (size_t)(r->rows ? 2 : 3) * C);
 	qkv_backward(m, l, xl, r, dq, dh, dx);
 }
 

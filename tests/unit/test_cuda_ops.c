@@ -277,6 +277,82 @@ static void test_elementwise(void)
 	free(pre), free(bias), free(out), free(dout);
 }
 
+/* A walk for the CUDA graph checks: a memset, a dropout (its seed changes
+ * from walk to walk), an axpy (its factor too) and a cuBLAS product, into
+ * out, from x and w (C x C) of n = R x C floats at t and y. */
+struct walk {
+	float *x, *t, *y, *w, *out;
+	int R, C;
+};
+
+static void graph_walk(const struct walk *k, uint64_t seed, float a)
+{
+	size_t n = (size_t)k->R * k->C;
+	gpu->zero(k->y, n * sizeof(float));
+	gpu->dropout_apply(k->t, k->x, n, 0.1f, seed);
+	gpu->axpy(k->y, k->t, n, a);
+	gpu->linear_forward(k->out, float_acts(k->y), float_acts(k->w), NULL, k->R, k->C, k->C);
+}
+
+/* The same walk four times under one key: eager, captured, replayed,
+ * replayed, each with its own seed and factor, the same bits as the walks
+ * run eagerly; a walk whose product reads another buffer is walked again
+ * eagerly; one that uploads is not captured, and says so. */
+static void test_graphs(void)
+{
+	enum { R = 67, CC = 48, WALKS = 4 };
+	size_t n = (size_t)R * CC;
+	float *x = randoms(n, 1), *w = randoms((size_t)CC * CC, 0.2f);
+	struct walk k = { on_gpu(x, n * 4), gpu->alloc(n * 4), gpu->alloc(n * 4),
+			  on_gpu(w, (size_t)CC * CC * 4), gpu->alloc(n * 4), R, CC };
+	float *want[WALKS];
+	for (int i = 0; i < WALKS; i++) {   /* eagerly */
+		graph_walk(&k, 100 + i, 0.5f + i);
+		want[i] = back(k.out, n);
+	}
+	const enum graph_done how[WALKS] = { GRAPH_EAGER, GRAPH_CAPTURED, GRAPH_REPLAYED, GRAPH_REPLAYED };
+	const char *names[] = { "again", "eager", "captured", "replayed" };
+	for (int i = 0; i < WALKS; i++) {
+		const char *note = NULL;
+		gpu->graph_begin(77);
+		graph_walk(&k, 100 + i, 0.5f + i);
+		enum graph_done d = gpu->graph_end(&note);
+		float *got = back(k.out, n);
+		CHECK(d == how[i] && !note && !memcmp(got, want[i], n * sizeof *got),
+		      "CUDA graphs: walk %d of one key %s (%s), the eager walk's bits", i + 1, names[how[i]],
+		      names[d]);
+		free(got);
+	}
+	/* the product reads another buffer: a graph cannot patch cuBLAS's nodes */
+	struct walk other = k;
+	other.out = gpu->alloc(n * 4);
+	const char *note = NULL;
+	gpu->graph_begin(77);
+	graph_walk(&other, 200, 2);
+	enum graph_done d = gpu->graph_end(&note);
+	CHECK(d == GRAPH_AGAIN && !note, "CUDA graphs: a walk whose product writes elsewhere: walk again (%s)",
+	      names[d]);
+	graph_walk(&other, 200, 2);
+	graph_walk(&k, 200, 2);
+	float *a = back(other.out, n), *b = back(k.out, n);
+	CHECK(!memcmp(a, b, n * sizeof *a), "CUDA graphs: and walked again eagerly, its bits");
+	free(a), free(b);
+	/* an upload inside the walk: no graph, and a note */
+	for (int i = 0; i < 2; i++) {
+		gpu->graph_begin(78);
+		gpu->upload(k.x, x, n * 4);
+		graph_walk(&k, 300, 1);
+		d = gpu->graph_end(&note);
+	}
+	CHECK(d == GRAPH_AGAIN && note && strstr(note, "an upload"),
+	      "CUDA graphs: an upload in a walk spoils its capture: %s", note ? note : "(no note)");
+	for (int i = 0; i < WALKS; i++)
+		free(want[i]);
+	gpu->release(k.x), gpu->release(k.t), gpu->release(k.y), gpu->release(k.w);
+	gpu->release(k.out), gpu->release(other.out);
+	free(x), free(w);
+}
+
 static void test_rows(void)
 {
 	enum { M = 9 };
@@ -686,6 +762,7 @@ int main(void)
 	test_layernorm(70001, 37, 0);
 	test_layernorm(70001, 37, 0.1f);
 	test_elementwise();
+	test_graphs();
 	test_rows();
 	test_many_rows();
 	test_crossentropy(3, 0, "3 classes");

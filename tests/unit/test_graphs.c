@@ -133,6 +133,10 @@ static void test_cache(void)
 	graph_missed(&c, s);
 	CHECK(dropped == 1 && plan(&c, 7, &s) == GRAPH_WALK_CAPTURE,
 	      "a replay whose walk differed drops the graph, and the key is captured again");
+	for (int i = 1; i < GRAPH_MISSES_MAX - 1; i++) {
+		graph_missed(&c, s);
+		plan(&c, 7, &s);
+	}
 	graph_missed(&c, s);
 	CHECK(plan(&c, 7, &s) == GRAPH_WALK_EAGER && plan(&c, 7, &s) == GRAPH_WALK_EAGER,
 	      "after %d misses the key stays eager", GRAPH_MISSES_MAX);
