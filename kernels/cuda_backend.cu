@@ -132,7 +132,7 @@ static void cuda_zero(void *p, size_t bytes)
 {
 	void *call[2] = { p, (void *)bytes };
 	if (cuda_graph_call("memset", call, sizeof call))
-		CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
+		CUDA_CHECK_WALK(cudaMemsetAsync(p, 0, bytes, stream));
 }
 
 static double cuda_memory(void)

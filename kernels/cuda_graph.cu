@@ -13,12 +13,12 @@
  *   skip     the walk cannot be a graph (it differed from the trace, or
  *            something a graph cannot hold came): nothing more runs, and
  *            graph_end asks the caller to walk again, eagerly.
- * Uploads, downloads, allocations and frees spoil a capture or a check
- * (cuda_graph_spoil: the key runs eagerly from then on); a buffer that
- * grows only sends the pass back (cuda_graph_grew: captured again when its
- * key next comes). A pass is meant to be free of all of them once its
- * shapes came before. A library call or launch that fails in a capture
- * gives the capture up rather than the run. */
+ * Uploads, downloads, allocations and frees spoil a walk (cuda_graph_spoil:
+ * in a capture the key runs eagerly from then on, in a check it is a miss);
+ * a buffer that grows only sends the pass back (cuda_graph_grew, a miss:
+ * captured again when its key next comes). A pass is meant to be free of
+ * all of them once its shapes came before. A library call or launch that
+ * fails in a capture gives the capture up rather than the run. */
 #include "cuda_check.h"
 #include "cuda_graph.h"
 #include "backend/graphs.h"
@@ -205,6 +205,7 @@ enum graph_done cuda_graph_end(const char **why)
 		replay_missed();   /* the walk stopped short of the trace */
 	else if (walk == CHECK) {
 		CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)slot->exec, cuda_stream()));
+		graph_replayed(slot);
 		done = GRAPH_REPLAYED;
 	}
 	walk = EAGER;

@@ -22,7 +22,7 @@ void cuda_graph_kernel(const char *file, int line, const char *name, const void 
 int cuda_graph_call(const char *tag, const void *bytes, size_t n);
 /* Something a graph cannot hold came in a walk (an upload, a download, an
  * allocation, a buffer freed): the walk's work is given up and done again
- * eagerly, and the walk's key runs eagerly from then on. */
+ * eagerly; in a capture, the walk's key runs eagerly from then on. */
 void cuda_graph_spoil(const char *why);
 /* A buffer grew in a walk: the walk is given up and done again eagerly, and
  * its key captured again when it next comes. */
@@ -69,6 +69,14 @@ static inline int cuda_graph_call_of(const char *tag, T... v)
 	size_t n = cuda_pack_args(values, ptrs, bytes, std::index_sequence_for<T...>{});
 	return cuda_graph_call(tag, bytes, n);
 }
+
+/* A stream call of a walk (a memset, a copy), checked: a failure in a
+ * capture gives the capture up, elsewhere it dies naming the call. */
+#define CUDA_CHECK_WALK(call) do { \
+	cudaError_t e_ = (call); \
+	if (e_ != cudaSuccess && !cuda_graph_capture_failed(#call " failed in the capture")) \
+		cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+	} while (0)
 
 /* kernel<<<grid, block, smem, cuda_stream()>>>(args...), checked */
 #define CUDA_LAUNCH(fn, grid, block, smem, ...) \

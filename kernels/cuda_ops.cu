@@ -1168,8 +1168,8 @@ void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t
 		return;
 	if (p <= 0.0f) {
 		if (out != in && cuda_graph_call_of("copy", out, in, n))
-			CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float),
-						   cudaMemcpyDeviceToDevice, cuda_stream()));
+			CUDA_CHECK_WALK(cudaMemcpyAsync(out, in, n * sizeof(float),
+							cudaMemcpyDeviceToDevice, cuda_stream()));
 		return;
 	}
 	CUDA_LAUNCH(dropout_kernel, grid_1d(n), THREADS, 0,

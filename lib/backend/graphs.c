@@ -104,6 +104,11 @@ void graph_captured(struct graph_slot *s)
 	s->captured = 1;
 }
 
+void graph_replayed(struct graph_slot *s)
+{
+	s->misses = 0;
+}
+
 void graph_missed(struct graph_cache *c, struct graph_slot *s)
 {
 	drop_graph(c, s);

@@ -86,9 +86,12 @@ void graph_cache_init(struct graph_cache *c, void (*drop)(struct graph_slot *s))
  * the cache is off; capture it the second time; replay it after. */
 enum graph_plan graph_plan(struct graph_cache *c, uint64_t key, struct graph_slot **slot);
 void graph_captured(struct graph_slot *s);
-/* A replay's walk differed from the slot's trace: its graph is dropped and
- * captured again when the key next comes, after GRAPH_MISSES_MAX misses
- * never again (the key's walks are eager until it is evicted). */
+/* A replay ran: its key's misses start again from 0. */
+void graph_replayed(struct graph_slot *s);
+/* A replay's walk differed from the slot's trace, or a buffer grew in a
+ * capture: its graph is dropped and captured again when the key next comes,
+ * after GRAPH_MISSES_MAX misses in a row never again (the key's walks are
+ * eager until it is evicted). */
 void graph_missed(struct graph_cache *c, struct graph_slot *s);
 /* A capture failed, for why: the key's walks stay eager, and at
  * GRAPH_FAILURES_MAX failures the cache is off. Returns the note for the

@@ -176,7 +176,7 @@ for g in "${GRAPH_CASES[@]}"; do
 	n=$(passes "$T/graph-$p-$k-$how")
 	check "GPU: ${GRAPHS[i]} ($n: eager, captured, replayed)" awk -v n="$n" \
 		-v failed="$(grep -c "CUDA graphs" "$T/graph-$p-$k-$how/log/rank-0.log")" \
-		'BEGIN { split(n, c, " "); exit !(c[2] >= 1 && c[3] >= c[2] && failed == 0) }'
+		'BEGIN { split(n, c, " "); exit !(c[2] >= 1 && c[3] >= 1 && failed == 0) }'
 	check "GPU: ${GRAPHS[i + 1]} ($(passes "$T/eager-$p-$k-$how"))" test "$(losses "$T/graph-$p-$k-$how")" = \
 		"$(losses "$T/eager-$p-$k-$how")" -a -n "$(losses "$T/graph-$p-$k-$how")" \
 		-a "$(passes "$T/eager-$p-$k-$how" | cut -d' ' -f2-)" = "0 0" \

@@ -133,13 +133,27 @@ static void test_cache(void)
 	graph_missed(&c, s);
 	CHECK(dropped == 1 && plan(&c, 7, &s) == GRAPH_WALK_CAPTURE,
 	      "a replay whose walk differed drops the graph, and the key is captured again");
-	for (int i = 1; i < GRAPH_MISSES_MAX - 1; i++) {
+	for (int i = 1; i < 2 * GRAPH_MISSES_MAX; i++) {   /* each miss followed by a replay */
+		graph_missed(&c, s);
+		plan(&c, 7, &s);
+		graph_replayed(s);
+	}
+	CHECK(plan(&c, 7, &s) == GRAPH_WALK_REPLAY && dropped == 2 * GRAPH_MISSES_MAX,
+	      "misses with replays between them: the key is still captured and replayed");
+	for (int i = 1; i < GRAPH_MISSES_MAX; i++) {
 		graph_missed(&c, s);
 		plan(&c, 7, &s);
 	}
 	graph_missed(&c, s);
 	CHECK(plan(&c, 7, &s) == GRAPH_WALK_EAGER && plan(&c, 7, &s) == GRAPH_WALK_EAGER,
-	      "after %d misses the key stays eager", GRAPH_MISSES_MAX);
+	      "after %d misses in a row the key stays eager", GRAPH_MISSES_MAX);
+	graph_cache_init(&c, drop);
+	dropped = 0;
+	plan(&c, 8, &s);
+	graph_plan(&c, 8, &s);   /* a capture that a grown buffer gives up */
+	graph_missed(&c, s);
+	CHECK(dropped == 0 && plan(&c, 8, &s) == GRAPH_WALK_CAPTURE,
+	      "a miss in a capture drops no graph, and the key is captured again");
 
 	/* failures */
 	graph_cache_init(&c, drop);
