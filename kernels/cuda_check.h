@@ -11,10 +11,6 @@
 		cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
 	} while (0)
 
-/* Right after a kernel launch: a bad configuration shows here, a fault in
- * the kernel at the next synchronising call. */
-#define CUDA_LAUNCHED() CUDA_CHECK(cudaGetLastError())
-
 /* Blocks of 256 threads over n items. */
 static inline unsigned cuda_blocks(size_t n)
 {

@@ -126,22 +126,20 @@ static void pad_head_rows(struct bert *m, int B)
 			if (m->q_start[i + 1] - m->q_start[i] + extra[i] < m->kv_start[i + 1] - m->kv_start[i])
 				extra[i]++, added++, room = 1;
 	}
-	int32_t *rows = xmalloc((size_t)(m->M + added) * sizeof *rows);
-	int32_t *labels = xmalloc((size_t)(m->M + added) * sizeof *labels);
-	int at = 0;
-	for (int i = 0; i < B; i++) {
-		int q0 = m->q_start[i], q1 = m->q_start[i + 1];
-		m->q_start[i] = at;
-		for (int q = q0; q < q1; q++, at++)
-			rows[at] = m->rows[q], labels[at] = m->labels[q];
-		for (int e = 0; e < extra[i]; e++, at++)
-			rows[at] = m->kv_start[i + 1] - 1, labels[at] = IGNORE_LABEL;
-	}
+	/* in place, from the last sequence back: each row moves right or stays */
+	int at = m->M + added, end = m->M;
+	grow(&m->rows, &m->rows_cap, (size_t)at, sizeof *m->rows);
+	grow(&m->labels, &m->labels_cap, (size_t)at, sizeof *m->labels);
 	m->q_start[B] = m->M = at;
-	free(m->rows);
-	free(m->labels);
-	m->rows = rows, m->labels = labels;
-	m->rows_cap = m->labels_cap = (size_t)at;
+	for (int i = B - 1; i >= 0; i--) {
+		for (int e = 0; e < extra[i]; e++)
+			at--, m->rows[at] = m->kv_start[i + 1] - 1, m->labels[at] = IGNORE_LABEL;
+		int start = m->q_start[i];
+		for (int q = end - 1; q >= start; q--)
+			at--, m->rows[at] = m->rows[q], m->labels[at] = m->labels[q];
+		m->q_start[i] = at;
+		end = start;
+	}
 	free(extra);
 }
 
