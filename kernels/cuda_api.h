@@ -195,17 +195,21 @@ void cuda_attention_forward_fp16(struct act *ctx, float *state, const struct att
 void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a);
 double cuda_attention_scratch(int B, int T, int H);
+/* the attention's calls, forward and backward, by the kernel that ran them */
+long cuda_attention_runs(enum attention_kernel k);
 
-/* kernels/cuda_sdpa.cu: cuDNN's fused attention for bf16 (half 0) or fp16
- * (half 1) acts, with the own kernel's state; 0 where it did nothing (no
- * cuDNN, a shape it refuses, a call without rows or, in the backward, out):
- * the own kernel runs then. cuda_sdpa_use(0) keeps to the own kernel (the
- * tests compare the two); cuda_sdpa_served counts the calls cuDNN ran. */
-int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half);
-int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
-		       const float *state, const struct attention *a, int half);
+/* kernels/cuda_sdpa.cpp: cuDNN's fused attention for bf16 (half 0) or fp16
+ * (half 1) acts, with the own kernel's state; returns the implementation
+ * that ran it, or ATT_OWN where it did nothing (no cuDNN, a shape it
+ * refuses, a call without rows or, in the backward, out): the own kernel
+ * runs then, and cuda_sdpa_declined says why (*cudnn: cuDNN's own refusal,
+ * not one decided here). cuda_sdpa_use(0) keeps to the own kernel (the
+ * tests compare the two). */
+enum attention_kernel cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half);
+enum attention_kernel cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
+					 const float *state, const struct attention *a, int half);
 void cuda_sdpa_use(int on);
-long cuda_sdpa_served(void);
+const char *cuda_sdpa_declined(int *cudnn);
 /* kernels/cuda_attention.cu, for cuda_sdpa.cpp: the index tensors of a call
  * padded to Bp sequences, each at out + i * stride: seq_q, seq_kv [Bp], then
  * the ragged offsets of Q, K|V, O and the statistics [Bp + 1]; the own state

@@ -587,41 +587,66 @@ static void backward(A *dq, A *dk, A *dv, const float *dctx, const float *state,
 		probs, t);
 }
 
+static long runs[ATTENTION_KERNELS];
+
+long cuda_attention_runs(enum attention_kernel k)
+{
+	return runs[k];
+}
+
 void cuda_attention_forward(struct act *ctx, float *state, const struct attention *a)
 {
 	forward((float *)ctx, state, a);
+	runs[ATT_OWN]++;
 }
 
 void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			     const float *state, const struct attention *a)
 {
 	backward((float *)dq, (float *)dk, (float *)dv, dctx, state, a);
+	runs[ATT_OWN]++;
+}
+
+/* bf16 (half 0) or fp16 acts: cuDNN where it takes the call, else the own kernel */
+template <typename A>
+static void forward_half(struct act *ctx, float *state, const struct attention *a, int half)
+{
+	enum attention_kernel k = cuda_sdpa_forward(ctx, state, a, half);
+	if (k == ATT_OWN)
+		forward((A *)ctx, state, a);
+	runs[k]++;
+}
+
+template <typename A>
+static void backward_half(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
+			  const float *state, const struct attention *a, int half)
+{
+	enum attention_kernel k = cuda_sdpa_backward(dq, dk, dv, dctx, state, a, half);
+	if (k == ATT_OWN)
+		backward((A *)dq, (A *)dk, (A *)dv, dctx, state, a);
+	runs[k]++;
 }
 
 void cuda_attention_forward_bf16(struct act *ctx, float *state, const struct attention *a)
 {
-	if (!cuda_sdpa_forward(ctx, state, a, 0))
-		forward((bf16 *)ctx, state, a);
+	forward_half<bf16>(ctx, state, a, 0);
 }
 
 void cuda_attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a)
 {
-	if (!cuda_sdpa_backward(dq, dk, dv, dctx, state, a, 0))
-		backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, dctx, state, a);
+	backward_half<bf16>(dq, dk, dv, dctx, state, a, 0);
 }
 
 void cuda_attention_forward_fp16(struct act *ctx, float *state, const struct attention *a)
 {
-	if (!cuda_sdpa_forward(ctx, state, a, 1))
-		forward((f16 *)ctx, state, a);
+	forward_half<f16>(ctx, state, a, 1);
 }
 
 void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a)
 {
-	if (!cuda_sdpa_backward(dq, dk, dv, dctx, state, a, 1))
-		backward((f16 *)dq, (f16 *)dk, (f16 *)dv, dctx, state, a);
+	backward_half<f16>(dq, dk, dv, dctx, state, a, 1);
 }
 
 /* ---- cuDNN's attention's helpers (cuda_sdpa.cpp) ---- */

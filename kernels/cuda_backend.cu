@@ -17,6 +17,7 @@ static int device = -1;
 static cudaStream_t stream;
 static char name[32];
 static double held, peak;   /* bytes of GPU memory the backend holds; the most it held */
+static int pools;           /* the GPU has stream-ordered memory pools (cudaMallocAsync) */
 
 void cuda_fail(const char *file, int line, const char *call, const char *what)
 {
@@ -62,12 +63,13 @@ void *cuda_grow(void **p, size_t *cap, size_t bytes)
 	if (bytes > *cap) {
 		cuda_graph_grew();
 		if (*p) {
-			CUDA_CHECK(cudaFreeAsync(*p, stream));
+			/* cudaFree waits for the work that may still read it */
+			CUDA_CHECK(pools ? cudaFreeAsync(*p, stream) : cudaFree(*p));
 			count(-(double)*cap);
 		}
 		*p = NULL;
 		*cap = 0;
-		CUDA_CHECK(cudaMallocAsync(p, bytes, stream));
+		CUDA_CHECK(pools ? cudaMallocAsync(p, bytes, stream) : cudaMalloc(p, bytes));
 		*cap = bytes;
 		count((double)bytes);
 	}
@@ -173,6 +175,7 @@ static void fill_fp32(void)
 	cuda.peak_memory = cuda_peak_memory;
 	cuda.graph_begin = cuda_graph_begin;
 	cuda.graph_end = cuda_graph_end;
+	cuda.attention_runs = cuda_attention_runs;
 	cuda.act_size = sizeof(float);
 	cuda.as_act = same_floats;
 	cuda.linear_forward = cuda_linear_forward;
@@ -297,6 +300,8 @@ const struct backend *cuda_backend_open(int dev, enum precision p)
 	}
 	CUDA_CHECK(cudaSetDevice(dev));
 	CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+	/* where there are none (some virtual GPUs), cudaMallocAsync fails: 801 */
+	CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, dev));
 	cuda_gemm_open();
 	snprintf(name, sizeof name, "cuda:%d", dev);
 	device = dev;

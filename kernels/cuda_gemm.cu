@@ -23,7 +23,8 @@
  * run takes the same ones. Plans live in a hash table (lib/backend/plans.h,
  * size_bucket its buckets).
  * Any status but success dies in one line naming the call, but for
- * cuBLASLt's refusal to run a plan's algorithm at a call's sizes: that
+ * cuBLASLt's refusal to run a plan's algorithm at a call's sizes
+ * (NOT_SUPPORTED, or INVALID_VALUE outside a graph's capture): that
  * product goes to cublasGemmEx from then on, with a note. The algorithms
  * do not change between runs on the same GPU and library, and none adds
  * with atomics in an order that varies, so a run repeats bit for bit. */
@@ -183,7 +184,7 @@ static struct plan *plan_of(const struct product *p, const float *v)
 
 /* Runs pl's algorithm on a call; 0 where cuBLASLt will not run it at the
  * call's sizes (the plan then goes to cublasGemmEx, with a note); any other
- * failure dies. */
+ * failure gives a capture up, or dies. */
 static int lt_run(struct plan *pl, const void *A, const void *B, const float *beta, void *D,
 		  const float *v, int m, int n, int k)
 {
@@ -197,13 +198,15 @@ static int lt_run(struct plan *pl, const void *A, const void *B, const float *be
 				   &pl->algo, workspace, WORKSPACE, cuda_stream());
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 1;
-	if (s != CUBLAS_STATUS_NOT_SUPPORTED) {
-		if (!cuda_graph_capture_failed("cublasLtMatmul failed in the capture"))
-			cuda_fail(__FILE__, __LINE__, "cublasLtMatmul", cublasGetStatusString(s));
+	/* an algorithm chosen for the bucket's largest sizes may refuse a call's
+	 * smaller ones (NOT_SUPPORTED, or INVALID_VALUE); INVALID_VALUE in a
+	 * capture gives the capture up, and the eager walk after meets it again */
+	if (s != CUBLAS_STATUS_NOT_SUPPORTED && cuda_graph_capture_failed("cublasLtMatmul failed in the capture"))
 		return 1;
-	}
-	warnx("cuBLASLt refused a %d x %d x %d product its heuristic had chosen an algorithm for: "
-	      "cublasGemmEx runs that product from now on", m, n, k);
+	if (s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_INVALID_VALUE)
+		cuda_fail(__FILE__, __LINE__, "cublasLtMatmul", cublasGetStatusString(s));
+	warnx("cuBLASLt refused a %d x %d x %d product its heuristic had chosen an algorithm for (%s): "
+	      "cublasGemmEx runs that product from now on", m, n, k, cublasGetStatusString(s));
 	plan_free(pl);
 	pl->lt = pl->fused = 0;
 	return 0;
@@ -310,16 +313,17 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 		layout_size(pl->a, an ? m : k, an ? k : m);
 		layout_size(pl->b, bn ? k : n, bn ? n : k);
 		layout_size(pl->d, m, n);
-		if (lt_run(pl, A, B, beta, D, v, m, n, k))
-			return pl->fused;
-		/* the plan runs unfused from now on */
-		return matmul(ta, tb, m, n, k, A, lda, B, ldb, ab, D, ldd, dt, accumulate, vec, v, compute);
-	}
-	if (cuda_graph_call_of("cublasGemmEx", ta, tb, m, n, k, A, lda, B, ldb, ab, *beta, D, dt, ldd,
-			       compute))
+		if (!lt_run(pl, A, B, beta, D, v, m, n, k))   /* the plan runs unfused from now on */
+			return matmul(ta, tb, m, n, k, A, lda, B, ldb, ab, D, ldd, dt, accumulate, vec, v,
+				      compute);
+		if (pl->fused)
+			return 1;
+	} else if (cuda_graph_call_of("cublasGemmEx", ta, tb, m, n, k, A, lda, B, ldb, ab, *beta, D, dt,
+				      ldd, compute)) {
 		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D,
 					dt, ldd, compute, CUBLAS_GEMM_DEFAULT));
-	if (p.vec == BIAS)
+	}
+	if (p.vec == BIAS)   /* an fp32 D: the bias after the product, on either path */
 		add_bias(D, dt, (const float *)D, v, m, n);
 	return 0;
 }

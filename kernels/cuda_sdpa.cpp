@@ -2,8 +2,11 @@
  * the tensor cores) for bf16 and fp16 acts, through NVIDIA's header-only
  * cudnn-frontend, behind the C functions of cuda_api.h. libcudnn.so.9 is
  * loaded when first wanted; where it is missing, or cuDNN refuses a shape
- * (it takes packed sequences on sm_90 and later), these functions return 0
- * and the caller runs the own kernel, after one note on stderr.
+ * (it takes packed sequences on sm_90 and later), these functions return
+ * ATT_OWN and the caller runs the own kernel; a shape cuDNN refuses gets one
+ * note on stderr with cuDNN's words. The forward tries cuDNN's unified
+ * engine first, then its composite graph; the backward has the composite
+ * alone. The frontend is told which CUDA runtime to load: this build's.
  *
  * Layout: the graph's, unpadded (struct attention): sequence b's queries are
  * rows q_start[b].. of q (row stride ldq), its keys and values rows
@@ -36,9 +39,12 @@
 #include <cudnn_frontend.h>
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace fe = cudnn_frontend;
@@ -59,14 +65,18 @@ struct plan {
 	shape s;
 	std::shared_ptr<fe::graph::Graph> g;   /* NULL: cuDNN refused the shape */
 	int64_t workspace;
+	enum attention_kernel kernel;          /* the implementation that took it */
+	std::string refusal;                   /* where g is NULL: cuDNN's words */
 };
 
 static cudnnHandle_t handle;
 static int loaded = -1;              /* -1: not tried; 0: no cuDNN; 1: ready */
 static int empty_ok;                 /* it takes sequences of length 0 */
 static int enabled = 1;              /* cuda_sdpa_use */
+static int hopper;                   /* sm_90 on: cuDNN takes ragged offsets */
 static struct plans table;   /* struct shape -> plan *, made on the first call */
-static long served;                  /* calls cuDNN ran */
+static char declined[512];           /* why the last call went to the own kernel */
+static int by_cudnn;                 /* that cuDNN itself refused it */
 
 static void *workspace, *lens;       /* grown, kept */
 static size_t workspace_cap, lens_cap;
@@ -76,6 +86,14 @@ static int ready(void)
 	if (loaded >= 0)
 		return loaded;
 	loaded = 0;
+	int dev = 0;
+	CUDA_CHECK(cudaGetDevice(&dev));
+	hopper = cuda_device_sm(dev) >= 90;
+	/* the frontend loads a CUDA runtime of its own, libcudart.so.12 before .13
+	 * where both are: this build's, unless the user named one */
+	char cudart[32];
+	snprintf(cudart, sizeof cudart, "libcudart.so.%d", CUDART_VERSION / 1000);
+	setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", cudart, 0);
 	cudnn_frontend::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
 	if (!cudnn_frontend::cudnn_dlhandle) {
 		warnx("cuDNN (libcudnn.so.9) not found: the attention runs on TopSpin's own kernel");
@@ -131,9 +149,11 @@ static std::shared_ptr<fe::graph::Tensor_attributes> scalar(fe::graph::Graph &g,
 				.set_data_type(fe::DataType_t::INT64));
 }
 
-/* The graph of s: its forward (O and the statistics from Q, K, V) or its
- * backward (dQ, dK, dV); NULL where cuDNN refuses it. */
-static std::shared_ptr<fe::graph::Graph> build(const shape &s)
+/* The graph of s: its forward (O and the statistics from Q, K, V) by
+ * implementation impl, or its backward (dQ, dK, dV: one implementation);
+ * NULL where cuDNN refuses it, with its words in why. */
+static std::shared_ptr<fe::graph::Graph> build(const shape &s, fe::AttentionImplementation_t impl,
+					       std::string &why)
 {
 	auto g = std::make_shared<fe::graph::Graph>();
 	g->set_io_data_type(s.half ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
@@ -154,7 +174,8 @@ static std::shared_ptr<fe::graph::Graph> build(const shape &s)
 				      .set_attn_scale(scale)
 				      .set_padding_mask(true)
 				      .set_seq_len_q(seq_q)
-				      .set_seq_len_kv(seq_kv);
+				      .set_seq_len_kv(seq_kv)
+				      .set_implementation(impl);
 		if (s.p > 0)
 			o_opts.set_dropout(s.p, scalar(*g, SEED, "seed"), scalar(*g, OFFSET, "offset"));
 		auto [o, stats] = g->sdpa(q, k, v, o_opts);
@@ -193,11 +214,36 @@ static std::shared_ptr<fe::graph::Graph> build(const shape &s)
 			{(int64_t)s.T * s.ldkv, s.d, s.ldkv, 1});
 		dv->set_ragged_offset(off_kv);
 	}
-	if (g->validate().is_bad() || g->build_operation_graph(handle).is_bad() ||
-	    g->create_execution_plans({fe::HeurMode_t::A}).is_bad() || g->check_support(handle).is_bad() ||
-	    g->build_plans(handle).is_bad())
-		return nullptr;
-	return g;
+	fe::error_t e = g->validate();
+	if (e.is_good())
+		e = g->build_operation_graph(handle);
+	if (e.is_good())
+		e = g->create_execution_plans({ fe::HeurMode_t::A });
+	if (e.is_good())
+		e = g->check_support(handle);
+	if (e.is_good())
+		e = g->build_plans(handle);
+	if (e.is_good())
+		return g;
+	why = e.get_message();
+	return nullptr;
+}
+
+/* g built for p's shape by impl, with its workspace; else a line of why
+ * not added to p's refusal. */
+static void try_build(plan *p, fe::AttentionImplementation_t impl, const char *name)
+{
+	std::string why;
+	try {
+		p->g = build(p->s, impl, why);
+	} catch (const std::exception &e) {
+		p->g = nullptr, why = e.what();
+	}
+	if (p->g && p->g->get_workspace_size(p->workspace).is_bad())
+		p->g = nullptr, why = "no workspace size";
+	if (!p->g)
+		p->refusal += std::string(p->refusal.empty() ? "" : "; ") + name + ": " +
+			      (why.empty() ? "no reason given" : why);
 }
 
 /* The plan of s: found, or built now (a refusal is kept too, with a note). */
@@ -209,18 +255,31 @@ static const plan &plan_of(const shape &s)
 	plan **slot = (plan **)plans_get(&table, &s, &made, "cuDNN attention shapes");
 	if (!made)
 		return **slot;
-	plan *p = *slot = new plan{ s, nullptr, 0 };
-	try {
-		p->g = build(s);
-	} catch (const std::exception &e) {
-		p->g = nullptr;
+	plan *p = *slot = new plan{ s, nullptr, 0, ATT_OWN, "" };
+	/* the forward's unified engine first, then its composite graph (which
+	 * some cuDNN versions take where they refuse the other); the backward
+	 * has only the composite */
+	if (!s.backward) {
+		try_build(p, fe::AttentionImplementation_t::UNIFIED, "unified");
+		p->kernel = ATT_CUDNN_UNIFIED;
 	}
-	if (p->g && p->g->get_workspace_size(p->workspace).is_bad())
-		p->g = nullptr;
+	if (!p->g) {
+		try_build(p, fe::AttentionImplementation_t::COMPOSITE, "composite");
+		p->kernel = ATT_CUDNN_COMPOSITE;
+	}
 	if (!p->g)
-		warnx("cuDNN's attention refuses %s of %d sequences up to %d long, %d heads of %d: the own "
-		      "kernel runs them", s.backward ? "the backward" : "the forward", s.B, s.T, s.H, s.d);
+		warnx("cuDNN's attention refuses %s of %d sequences up to %d long, %d heads of %d (%s): the "
+		      "own kernel runs them", s.backward ? "the backward" : "the forward", s.B, s.T, s.H, s.d,
+		      p->refusal.c_str());
 	return *p;
+}
+
+/* The call goes to the own kernel, for why (cuDNN's own refusal or not). */
+static enum attention_kernel decline(int cudnn, const char *why)
+{
+	by_cudnn = cudnn;
+	snprintf(declined, sizeof declined, "%s", why);
+	return ATT_OWN;
 }
 
 static int round_up(int x, int to)
@@ -228,22 +287,42 @@ static int round_up(int x, int to)
 	return (x + to - 1) / to * to;
 }
 
-/* The shape of a call, or 0 when cuDNN cannot take it: heads of another
- * width than its flash attention takes, offsets past int32, no rows given,
- * a padding key before a real one, a sequence of no query rows before cuDNN
- * 9.25, or no cuDNN. */
-static int shape_of(const struct attention *a, int half, int backward, shape *s)
+/* Why cuDNN cannot take a call, or NULL: turned off, no rows given, heads
+ * of another width than its flash attention takes, offsets past int32, a
+ * padding key before a real one, no cuDNN, a GPU before sm_90 (cuDNN's
+ * ragged offsets are Hopper's), a sequence of no query rows before cuDNN
+ * 9.25. */
+static const char *not_for_cudnn(const struct attention *a)
 {
 	int d = a->C / a->H;
 	int64_t ld = a->ldq > a->ldkv ? a->ldq : a->ldkv;   /* offsets are int32 */
-	if (!enabled || a->B <= 0 || !a->rows || a->holes || d % 8 || d > 128 ||
-	    (int64_t)a->B * a->T * ld >= INT32_MAX || !ready() || (a->empty && !empty_ok))
-		return 0;
+	if (!enabled)
+		return "turned off";
+	if (a->B <= 0 || !a->rows)
+		return "no rows given";
+	if (d % 8 || d > 128)
+		return "heads other than 8 to 128 wide by 8";
+	if ((int64_t)a->B * a->T * ld >= INT32_MAX)
+		return "offsets past int32";
+	if (a->holes)
+		return "a padding key inside a sequence";
+	if (!ready())
+		return "no cuDNN";
+	if (!hopper)
+		return "a GPU before sm_90 (cuDNN's packed sequences need sm_90)";
+	if (a->empty && !empty_ok)
+		return "a sequence of no query rows (cuDNN takes them from 9.25)";
+	return NULL;
+}
+
+/* The shape of a call that cuDNN can take, the key of its plan. */
+static void shape_of(const struct attention *a, int half, int backward, shape *s)
+{
+	int d = a->C / a->H;
 	memset(s, 0, sizeof *s);   /* a key, compared bytewise */
 	s->B = empty_ok ? round_up(a->B, B_ROUND) : a->B, s->T = round_up(a->T, T_ROUND), s->H = a->H, s->d = d;
 	s->ldq = a->ldq, s->ldkv = a->ldkv, s->C = a->C, s->p = a->p, s->half = half;
 	s->backward = backward;
-	return 1;
 }
 
 /* The index tensors of a call, in one grown buffer, each at a multiple of
@@ -315,44 +394,59 @@ static const int32_t *execute(const plan &p, const shape &s, const struct attent
 			die("cuDNN's attention %s failed on a shape it had taken: CUDNN_LOGLEVEL_DBG=3 "
 			    "CUDNN_LOGDEST_DBG=stderr shows cuDNN's own words",
 			    s.backward ? "backward" : "forward");
-		served++;
 	}
 	return idx;
 }
 
-int cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half)
+/* The plan for call a, or NULL, the call declined, where it has none; with
+ * dropout, where the other direction has none either (the own kernel's
+ * masks are not cuDNN's: both on cuDNN or neither). */
+static const plan *plan_for(const struct attention *a, int half, int backward, shape *s)
 {
-	shape s, back;
-	if (!shape_of(a, half, 0, &s))
-		return 0;
-	const plan &p = plan_of(s);
-	if (!p.g)
-		return 0;
-	/* with dropout, the own backward would draw other masks: both on cuDNN or neither */
-	back = s, back.backward = 1;
-	if (s.p > 0 && !plan_of(back).g)
-		return 0;
+	const char *why = not_for_cudnn(a);
+	if (why) {
+		decline(0, why);
+		return NULL;
+	}
+	shape_of(a, half, backward, s);
+	const plan &p = plan_of(*s);
+	const plan *refused = p.g ? NULL : &p;
+	if (!refused && s->p > 0) {
+		shape other = *s;
+		other.backward = !backward;
+		const plan &q = plan_of(other);
+		refused = q.g ? NULL : &q;
+	}
+	if (refused) {
+		decline(1, refused->refusal.c_str());
+		return NULL;
+	}
+	return &p;
+}
+
+enum attention_kernel cuda_sdpa_forward(struct act *ctx, float *state, const struct attention *a, int half)
+{
+	shape s;
+	const plan *p = plan_for(a, half, 0, &s);
+	if (!p)
+		return ATT_OWN;
 	size_t n = (size_t)a->rows * (size_t)a->H;
 	float *lse = (float *)scratch_of(n * sizeof(float));
 	pack_t pack = { { O, ctx }, { STATS, lse } };
-	execute(p, s, a, pack);
+	execute(*p, s, a, pack);
 	cuda_state_from_lse(state, lse, n);
-	return 1;
+	return p->kernel;
 }
 
-int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
-		       const float *state, const struct attention *a, int half)
+enum attention_kernel cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
+					 const float *state, const struct attention *a, int half)
 {
-	shape s, fwd;
-	if (!a->out || !shape_of(a, half, 1, &s))
-		return 0;
-	const plan &p = plan_of(s);
-	if (!p.g)
-		return 0;
-	/* with dropout, a forward on the own kernel drew other masks */
-	fwd = s, fwd.backward = 0;
-	if (s.p > 0 && !plan_of(fwd).g)
-		return 0;
+	shape s;
+	if (!a->out)
+		return decline(0, "no forward output given");
+	const plan *p = plan_for(a, half, 1, &s);
+	if (!p)
+		return ATT_OWN;
 	size_t n = (size_t)a->rows * (size_t)a->H, nd = (size_t)a->rows * (size_t)a->C;
 	size_t at = (n * sizeof(float) + 255) & ~(size_t)255;   /* dO aligned as cuDNN wants it */
 	char *buf = (char *)scratch_of(at + nd * 2);
@@ -364,9 +458,9 @@ int cuda_sdpa_backward(struct act *dq, struct act *dk, struct act *dv, const flo
 	else
 		cuda_as_bf16((struct act *)dout, dctx, nd);
 	pack_t pack = { { O, (void *)a->out }, { DO, dout }, { STATS, lse }, { DQ, dq }, { DK, dk }, { DV, dv } };
-	const int32_t *idx = execute(p, s, a, pack);
+	const int32_t *idx = execute(*p, s, a, pack);
 	cuda_sdpa_zero_skipped(dk, dv, idx, idx + index_stride(s), a);
-	return 1;
+	return p->kernel;
 }
 
 void cuda_sdpa_use(int on)
@@ -374,7 +468,8 @@ void cuda_sdpa_use(int on)
 	enabled = on;
 }
 
-long cuda_sdpa_served(void)
+const char *cuda_sdpa_declined(int *cudnn)
 {
-	return served;
+	*cudnn = by_cudnn;
+	return declined;
 }

@@ -83,6 +83,10 @@ struct lamb_coef {
  * then run eagerly). */
 enum graph_done { GRAPH_AGAIN, GRAPH_EAGER, GRAPH_CAPTURED, GRAPH_REPLAYED };
 
+/* The kernels an attention call may run on: cuDNN's unified engine or its
+ * composite graph, or the backend's own. */
+enum attention_kernel { ATT_CUDNN_UNIFIED, ATT_CUDNN_COMPOSITE, ATT_OWN, ATTENTION_KERNELS };
+
 struct backend {
 	const char *name;          /* "cpu", "cuda:0" */
 	int host;                  /* its memory is the host's */
@@ -119,6 +123,9 @@ struct backend {
 	 * a capture failed, else NULL */
 	void (*graph_begin)(uint64_t key);
 	enum graph_done (*graph_end)(const char **note);
+	/* the attention's calls (forwards and backwards) this process made, by
+	 * the kernel that ran them; NULL where the backend has one kernel */
+	long (*attention_runs)(enum attention_kernel k);
 
 	/* x[n] as acts: x itself where an act is a float, else x rounded into
 	 * space[n] */

@@ -1201,6 +1201,11 @@ static void finish(struct trainer *t)
 			"eager", (json_int_t)bert_graph_runs(t->m, GRAPH_EAGER),
 			"captured", (json_int_t)bert_graph_runs(t->m, GRAPH_CAPTURED),
 			"replayed", (json_int_t)bert_graph_runs(t->m, GRAPH_REPLAYED)));
+	if (t->c->be->attention_runs)   /* the process's attention calls, by kernel */
+		json_object_set_new(done, "attention", json_pack("{sI sI sI}",
+			"cudnn_unified", (json_int_t)t->c->be->attention_runs(ATT_CUDNN_UNIFIED),
+			"cudnn_composite", (json_int_t)t->c->be->attention_runs(ATT_CUDNN_COMPOSITE),
+			"own", (json_int_t)t->c->be->attention_runs(ATT_OWN)));
 	event(t, "done", done);
 	if (t->lead) {
 		run_plots(t->c->run, t->metric);

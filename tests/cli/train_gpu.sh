@@ -4,6 +4,18 @@
 # tf32 against fp32 on the GPU; CUDA graphs against eager launches. Without a GPU (or a build without the CUDA
 # backend) every check is reported skipped.
 . "$(dirname "$0")/../lib.sh"
+# train ARGS...: lib.sh's, with each run's wall time and exit on the test's output
+# (the first attention of a process on cuDNN compiles its kernels: seconds)
+exec 3>&1
+train() {
+	local t0 rc run="" a prev=""
+	for a in "$@"; do [[ $prev == --run || $prev == --resume ]] && run=${a#"$T/"}; prev=$a; done
+	t0=$(date +%s.%N)
+	timeout 300 ts-train "$@"; rc=$?
+	awk -v t0="$t0" -v t1="$(date +%s.%N)" -v rc="$rc" -v run="$run" -v how="${*: -2}" \
+		'BEGIN { printf "    time: ts-train %s (... %s): %.1f s, exit %d\n", run, how, t1 - t0, rc }' >&3
+	return "$rc"
+}
 V=$TOP/examples/vocab.txt
 export OMP_NUM_THREADS=2
 head -n 301 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
@@ -24,7 +36,8 @@ CHECKS=("losses on the GPU within 2e-3 of the CPU's, step for step" "stopped and
 	"fp16 on the GPU: losses within 0.01 of fp32's on average and 0.05 at worst over 200 steps"
 	"fp16 from --loss-scale 2^24: overflowed steps skipped, the scale halved until the steps fit"
 	"fp16 stopped and resumed on the GPU: the same losses and loss scales"
-	"the done event counts the GPU memory its buffers held at most: some, less than the GPU has; none on the CPU")
+	"the done event counts the GPU memory its buffers held at most: some, less than the GPU has; none on the CPU"
+	"the done event counts the attention's calls by kernel: fp32's all on the own kernel, bf16's on cuDNN from sm_90 (where it loads), else the own")
 # CUDA graphs: precision, task and batching of each case
 GRAPH_CASES=("bf16 cls even" "bf16 mlm even" "fp32 cls even" "fp32 mlm even" "bf16 cls packed" "bf16 mlm packed")
 GRAPHS=()
@@ -53,7 +66,7 @@ if ! train "${BERT[@]}" --run "$T/probe" --max-steps 1 --device cuda >/dev/null 
 		expect_fail "--gpus where CUDA has no GPU: one line" 1 "--gpus 0: (this build has no CUDA backend|CUDA sees no GPU)" \
 			train "${BERT[@]}" --run "$T/nogpu" --gpus 0
 		check "--gpus where CUDA has no GPU: no run dir" test ! -e "$T/nogpu"
-		for c in "${CHECKS[@]}" "${GRAPHS[@]}" "${GPU_CHOICE[@]}"; do skip "GPU: $c ($(cut -d: -f3- "$T/probe.err"))"; done
+		for c in "${CHECKS[@]}" "${GRAPHS[@]}" "${GPU_CHOICE[@]}"; do skip "GPU: $c ($(cut -d: -f3- "$T/probe.err" | sed "s/^ //"))"; done
 		finish
 	fi
 	fail "ts-train --device cuda runs"; sed 's/^/    /' "$T/probe.err"
@@ -123,7 +136,8 @@ train "${LONG[@]}" --run "$T/dflt" --max-steps 1 >/dev/null 2>&1
 expect_eq "GPU: ${CHECKS[7]}" "$(device_of "$T/dflt" | cut -d' ' -f2)" \
 	"$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 | awk '{ print ($1 >= 8 ? "bf16" : "cuda:0") }')"
 for p in fp32 bf16 tf32 fp16; do
-	train "${LONG[@]}" --precision "$p" --run "$T/long-$p" >/dev/null 2>&1 || fail "the $p run of 200 steps"
+	train "${LONG[@]}" --precision "$p" --run "$T/long-$p" >/dev/null 2>"$T/long-$p.err" ||
+		{ fail "the $p run of 200 steps"; sed 's/^/    /' "$T/long-$p.err" | tail -n 5; }
 done
 # within: mean and worst |loss difference| of two runs over all their steps
 within() {
@@ -135,6 +149,13 @@ final_acc() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="eval") | .accu
 expect_eq "GPU: ${CHECKS[9]} ($(final_acc "$T/long-bf16") and $(final_acc "$T/long-fp32"))" \
 	"$(awk -v a="$(final_acc "$T/long-bf16")" -v b="$(final_acc "$T/long-fp32")" 'BEGIN { d = a - b; print (a != "" && (d < 0 ? -d : d) <= 0.01) }')" 1
 check "GPU: ${CHECKS[10]}" within "$T/long-tf32" "$T/long-fp32" 200
+attention() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="done") | .attention | "\(.cudnn_unified) \(.cudnn_composite) \(.own)"'; }
+sm=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 | tr -d .)
+cudnn=$(grep -c "libcudnn.so.9) not found" "$T/long-bf16.err")
+check "GPU: ${CHECKS[17]} (fp32: $(attention "$T/long-fp32"); bf16: $(attention "$T/long-bf16"); sm_$sm)" awk \
+	-v f="$(attention "$T/long-fp32")" -v b="$(attention "$T/long-bf16")" -v cudnn=$((sm >= 90 && cudnn == 0)) \
+	'BEGIN { split(f, x, " "); split(b, y, " "); exit !(x[1] + x[2] == 0 && x[3] > 0 &&
+		(cudnn ? y[1] + y[2] > 0 : y[1] + y[2] == 0 && y[3] > 0)) }'
 
 mkdir -p "$T/stop16" && touch "$T/stop16/stop"
 train "${LONG[@]}" --precision bf16 --run "$T/stop16" --max-steps 12 >/dev/null 2>&1

@@ -9,6 +9,7 @@
 #ifdef TS_GPU
 #include "backend/backend.h"
 #include "cuda_api.h"
+#include "groups.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -76,18 +77,28 @@ static void test_nobody_joins(void)
 	CHECK(!joined && took < 30,
 	      "a world of two that no other process joins: given up after %.1f s (timeout 3 s)", took);
 }
+
+static const struct group groups[] = {
+	{ "world_of_one", test_world_of_one }, { "nobody_joins", test_nobody_joins },
+};
+
+static int any_gpu(void)
+{
+	if (cuda_device_count() > 0)
+		return 1;
+	SKIP("NCCL collectives: no GPU here");
+	return 0;
+}
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
 	ts_prog = "test_cuda_comm";
 #ifndef TS_GPU
+	(void)argc, (void)argv;
 	SKIP("NCCL collectives: this build has no CUDA backend (GPU=1)");
-#else
-	if (cuda_device_count() == 0)
-		SKIP("NCCL collectives: no GPU here");
-	else
-		test_world_of_one(), test_nobody_joins();
-#endif
 	CHECK_DONE();
+#else
+	return run_groups(argc, argv, groups, sizeof groups / sizeof *groups, any_gpu);
+#endif
 }

@@ -14,6 +14,7 @@
 #ifdef TS_GPU
 #include "cuda_api.h"
 #include "gpu_check.h"
+#include "groups.h"
 
 /* ---- the graph's ops ---- */
 
@@ -739,42 +740,48 @@ static void test_optimizer(size_t n)
 	free(p), free(g), free(m), free(v);
 }
 
-#endif
-
-int main(void)
+static void test_linear_all(void)
 {
-#ifndef TS_GPU
-	SKIP("CUDA ops against the CPU's: this build has no CUDA backend (GPU=1)");
-	return check_failed;
-#else
-	if (cuda_device_count() == 0) {
-		SKIP("CUDA ops against the CPU's: no GPU here");
-		return check_failed;
-	}
-	gpu = backend_open("cuda", PREC_FP32);
-	rng_seed(&gen, 17);
 	test_memory();
 	test_linear();
+}
+
+static void test_embeddings(void)
+{
 	test_embedding();
 	test_embedding_many(3001, 1);
 	test_embedding_many(3001, 0);
 	test_embedding_many(70001, 1);   /* more rows than a grid has blocks in y */
+}
+
+static void test_layernorms(void)
+{
 	test_layernorm(N, C, 0);
 	test_layernorm(N, C, 0.1f);
 	test_layernorm(300, 768, 0);
 	test_layernorm(300, 768, 0.1f);
 	test_layernorm(70001, 37, 0);
 	test_layernorm(70001, 37, 0.1f);
-	test_elementwise();
-	test_graphs();
+}
+
+static void test_rows_all(void)
+{
 	test_rows();
 	test_many_rows();
+}
+
+static void test_losses(void)
+{
 	test_crossentropy(3, 0, "3 classes");
 	test_crossentropy(V, 0, "a vocab of 1003");
 	test_crossentropy(V, 0.1f, "label smoothing 0.1");
 	test_elementwise_losses();
 	test_divergences(3);
 	test_divergences(V);
+}
+
+static void test_attentions(void)
+{
 	test_attention(17, 4, 64, 1, 0, 0);
 	test_attention(17, 4, 64, 1, 1, 0);
 	test_attention(128, 4, 64, 1, 0, 0.1f);
@@ -785,10 +792,41 @@ int main(void)
 	test_attention(65, 12, 768, 0, 0, 0);
 	test_attention(40, 1, 256, 1, 0, 0.1f);   /* the widest head: shared memory past 48 KiB */
 	test_attention(40, 1, 256, 1, 1, 0);
-	test_attention_past_2g();
+}
+
+static void test_optimizers(void)
+{
 	test_optimizer(5);
 	test_optimizer(100003);
 	test_optimizer(33 * 16384 + 12345);
-	CHECK_DONE();
+}
+
+static const struct group groups[] = {
+	{ "linear", test_linear_all }, { "embedding", test_embeddings }, { "layernorm", test_layernorms },
+	{ "elementwise", test_elementwise }, { "graphs", test_graphs }, { "rows", test_rows_all },
+	{ "losses", test_losses }, { "attention", test_attentions }, { "attention_2g", test_attention_past_2g },
+	{ "optimizer", test_optimizers },
+};
+
+static int open_gpu(void)
+{
+	if (cuda_device_count() == 0) {
+		SKIP("CUDA ops against the CPU's: no GPU here");
+		return 0;
+	}
+	gpu = backend_open("cuda", PREC_FP32);
+	rng_seed(&gen, 17);
+	return 1;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+#ifndef TS_GPU
+	(void)argc, (void)argv;
+	SKIP("CUDA ops against the CPU's: this build has no CUDA backend (GPU=1)");
+	return check_failed;
+#else
+	return run_groups(argc, argv, groups, sizeof groups / sizeof *groups, open_gpu);
 #endif
 }
