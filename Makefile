@@ -8,7 +8,7 @@ OPENBLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-openmp
 
 VERSION := 0.1.0
 DEPS := gcc libc6-dev libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev libncurses-dev \
-        libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev pkg-config tmux jq zsh \
+        libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev libxxhash-dev pkg-config tmux jq xxhash zsh \
         groff-base time iproute2 openssh-server python3-venv python3-torch clang libclang-rt-14-dev \
         libdnnl-dev
 
@@ -19,7 +19,7 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-math-errno -fopenmp -Ilib -I
 CFLAGS += -Wno-missing-field-initializers
 # Every command is linked against the libraries any command uses; --as-needed (not
 # every compiler's default, nor gcc's with -fsanitize) keeps only those it calls.
-LIBNAMES := -lmsgpackc -lpcre2-8 -lutf8proc -ljansson -lnettle -lncursesw -ltinfo
+LIBNAMES := -lmsgpackc -lpcre2-8 -lutf8proc -ljansson -lnettle -lxxhash -lncursesw -ltinfo
 ifeq ($(STATIC),1)
 # libgomp.a too, so that only the C library is left to the system; the libgomp
 # that -fopenmp names after it is then not needed.
@@ -35,6 +35,12 @@ endif
 ifneq ($(STATIC),1)
 CFLAGS += -DTS_DNNL=1
 LDLIBS += -ldnnl
+endif
+
+# The shared libxxhash hashes checkpoints on AVX2 or AVX-512 where the CPU has
+# them; Debian's static one lacks that dispatch, and a STATIC=1 build does without.
+ifneq ($(STATIC),1)
+CFLAGS += -DTS_XXH_DISPATCH=1
 endif
 
 # MPI (OpenMPI) joins the processes of a distributed run; a STATIC=1 build, made

@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 	if (opt_given(&spec, "output") && !predict)
 		die_usage("-o goes with --predict");
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
+	modeldir_verify(model);
 	char *config = path_join(model, "config.json"), **names = NULL;
 	struct bert_config bc;
 	int nnames = 0;

@@ -5,6 +5,7 @@
 #include "dist/gpus.h"
 #include "eval/evaluate.h"
 #include "model/lossscale.h"
+#include "model/modeldir.h"
 #include "model/schedule.h"
 #include "run/bugdump.h"
 #include "run/train.h"
@@ -324,6 +325,10 @@ int main(int argc, char **argv)
 	absolute(&init);
 	absolute(&teacher);
 	absolute(&vocab);
+	if (init)
+		modeldir_verify(init);
+	if (teacher)
+		modeldir_verify(teacher);
 	opt_check_recordable(&spec);   /* the values as the config records them */
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,

@@ -35,6 +35,16 @@ kill_trainer() { flock -n "$1/lock" true || kill -9 "$(cut -d' ' -f1 "$1/lock")"
 # losses RUNDIR: "step loss" a line, the last step event of each step winning
 # (a resumed run logs again the steps after its checkpoint)
 losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
+# redigest DIR: DIR/digests.json made again for the files it names as they are now (a
+# checkpoint edited on purpose, to reach the checks behind the digests)
+redigest() {
+	local f j; j=$(cat "$1/digests.json")
+	for f in $(jq -r '.files | keys[]' <<<"$j"); do
+		j=$(jq --arg f "$f" --argjson b "$(stat -c %s "$1/$f")" --arg h "$(xxhsum -H2 "$1/$f" 2>/dev/null | cut -d' ' -f1)" \
+			'.files[$f] = {bytes: $b, xxh3_128: $h}' <<<"$j")
+	done
+	echo "$j" >"$1/digests.json"
+}
 # keep_events DIR AWK: DIR's event log cut down to the records (as JSON lines) the awk program prints
 keep_events() { ts-cat "$1/events.msgpack" | awk "$2" | ts-cat --from-json -o "$T/ev" && mv "$T/ev" "$1/events.msgpack"; }
 # listens PORT: something listens at TCP port PORT here (read from /proc: no ss on some machines)

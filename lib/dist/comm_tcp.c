@@ -32,6 +32,10 @@ enum { MAX_PROCESSES = 65536 };
 static const int32_t HELLO = 0x54537031;   /* "TSp1": a ts-train process, this version of the join */
 static const int32_t REFUSED = 0x54537030; /* "TSp0": the process cannot start; its message follows */
 enum { MAX_MESSAGE = 2048, REFUSAL_S = 5 };
+/* Process 0 keeps at most PENDING_MAX connections that have not said who
+ * they are, each at most HELLO_S seconds (a process says it at once), and
+ * names the first STRAYS_TOLD strangers it drops. */
+enum { PENDING_MAX = 64, HELLO_S = 10, STRAYS_TOLD = 10 };
 
 /* Where a process listens, as process 0 tells the others. */
 struct peer {
@@ -226,43 +230,140 @@ static int listen_any(int family, int port, int *bound)
 	return fd;
 }
 
-/* Process 0: takes every other process's rank and port, answers with the table. */
-static void gather_peers(const struct comm *c, int master, int port, struct peer *peers, double deadline)
+/* A connection at MASTER_PORT that has not yet said who it is. Process 0
+ * waits on many at once, so that a stranger that says nothing (a port
+ * scanner, a health check) holds up no process that comes after it. */
+struct pending {
+	int fd;
+	struct sockaddr_storage from;
+	socklen_t len;
+	int32_t hello[4];
+	size_t got;              /* bytes of the hello so far */
+	double since;
+};
+
+/* Drops a connection that is no process of this run, with a line on
+ * stderr naming where it came from (the first STRAYS_TOLD; then one more
+ * line for all the rest). */
+static void drop_stray(struct pending *p, int port, const char *why, long *strays)
+{
+	char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
+	getnameinfo((struct sockaddr *)&p->from, p->len, host, sizeof host, serv, sizeof serv,
+		    NI_NUMERICHOST | NI_NUMERICSERV);
+	if (++*strays <= STRAYS_TOLD)
+		warnx("process 0: dropped a connection at port %d (MASTER_PORT) from %s port %s: %s", port, host,
+		      serv, why);
+	else if (*strays == STRAYS_TOLD + 1)
+		warnx("process 0: more connections that are no ts-train processes came at port %d: dropping "
+		      "them without a word", port);
+	close(p->fd);
+}
+
+/* Process 0, a whole hello in p: 1 when it was process r's (its connection
+ * then in fds[r], its address in peers[r]), 0 for a stranger, dropped.
+ * Dies for what only a process of another run or version could say, or a
+ * process that could not start. */
+static int welcome(const struct comm *c, struct pending *p, int port, int *fds, struct peer *peers,
+		   double deadline, long *strays)
+{
+	int32_t *hello = p->hello, answer[2] = { HELLO, c->size };
+	if (hello[0] == REFUSED && hello[1] > 0 && hello[1] < c->size) {
+		char why[MAX_MESSAGE + 1];
+		seen[hello[1]] = 1;
+		read_message(p->fd, hello[2], deadline, hello[1], why);
+		close(p->fd);
+		die("process %d could not start: %s", hello[1], why);
+	}
+	if (((uint32_t)hello[0] & 0xffffff00u) == ((uint32_t)HELLO & 0xffffff00u) && hello[0] != HELLO)
+		die("process 0: a ts-train process of another version connected at port %d (MASTER_PORT)", port);
+	if (hello[0] != HELLO) {
+		drop_stray(p, port, "it is no ts-train process (it did not say hello)", strays);
+		return 0;
+	}
+	if (hello[3] != c->size) {
+		move_all(p->fd, answer, sizeof answer, 1, deadline, hello[1]);
+		die("process 0: process %d came with WORLD_SIZE=%d, this one has %d", hello[1], hello[3], c->size);
+	}
+	if (hello[1] < 1 || hello[1] >= c->size || fds[hello[1]] || hello[2] < 1 || hello[2] > 65535)
+		die("process 0: a process came as rank %d of %d, which is taken or out of range (RANK)",
+		    hello[1], c->size);
+	fds[hello[1]] = p->fd;
+	seen[hello[1]] = 1;
+	peers[hello[1]].addr = p->from;
+	peers[hello[1]].len = p->len;
+	set_port(&peers[hello[1]].addr, hello[2]);
+	return 1;
+}
+
+/* Reads what came on pending connection i of *n; a whole hello is
+ * welcomed, a closed connection dropped, and either taken off the list.
+ * Returns the processes that came (0 or 1). */
+static int hear(const struct comm *c, struct pending *pend, int *n, int i, int port, int *fds, struct peer *peers,
+		double deadline, long *strays)
+{
+	struct pending *p = &pend[i];
+	ssize_t k = recv(p->fd, (char *)p->hello + p->got, sizeof p->hello - p->got, MSG_DONTWAIT);
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	int came = 0;
+	if (k <= 0)
+		drop_stray(p, port, "it closed the connection before it said who it is", strays);
+	else if ((p->got += (size_t)k) < sizeof p->hello)
+		return 0;
+	else
+		came = welcome(c, p, port, fds, peers, deadline, strays);
+	pend[i] = pend[--*n];
+	return came;
+}
+
+/* Process 0: takes every other process's rank and port, answers with the
+ * table; counts the strangers it dropped in c->strays. */
+static void gather_peers(struct comm *c, int master, int port, struct peer *peers, double deadline)
 {
 	int *fds = waiting = xcalloc((size_t)c->size, sizeof *fds);
 	seen = xcalloc((size_t)c->size, 1);
-	for (int k = 1; k < c->size; k++) {
-		struct sockaddr_storage from;
-		socklen_t len;
-		int fd = accept_by(master, deadline, &from, &len);
-		if (fd < 0)
-			die("process 0: only %d of %d processes came in %g s (--comm-timeout)", k, c->size,
+	struct pending pend[PENDING_MAX];
+	struct pollfd pf[PENDING_MAX + 1];
+	int n = 0, came = 1;
+	long strays = 0;
+	while (came < c->size) {
+		double now = clock_seconds(), wake = deadline;
+		if (now >= deadline)
+			die("process 0: only %d of %d processes came in %g s (--comm-timeout)", came, c->size,
 			    c->timeout_s);
-		int32_t hello[4], answer[2] = { HELLO, c->size };
-		move_all(fd, hello, sizeof hello, 0, deadline, -1);
-		if (hello[0] == REFUSED && hello[1] > 0 && hello[1] < c->size) {
-			char why[MAX_MESSAGE + 1];
-			seen[hello[1]] = 1;
-			read_message(fd, hello[2], deadline, hello[1], why);
-			close(fd);
-			die("process %d could not start: %s", hello[1], why);
+		for (int i = n - 1; i >= 0; i--)   /* the last moves down to fill a gap: from the top */
+			if (now - pend[i].since > HELLO_S) {
+				drop_stray(&pend[i], port, "it said nothing in time", &strays);
+				pend[i] = pend[--n];
+			} else if (pend[i].since + HELLO_S < wake) {
+				wake = pend[i].since + HELLO_S;
+			}
+		pf[0] = (struct pollfd){ master, POLLIN, 0 };
+		for (int i = 0; i < n; i++)
+			pf[i + 1] = (struct pollfd){ pend[i].fd, POLLIN, 0 };
+		if (poll(pf, (nfds_t)n + 1, (int)((wake - now) * 1000) + 1) < 0 && errno != EINTR)
+			die("process 0: poll: %s", strerror(errno));
+		for (int i = n - 1; i >= 0; i--)   /* hear drops from the list by moving the last down */
+			if (pf[i + 1].revents)
+				came += hear(c, pend, &n, i, port, fds, peers, deadline, &strays);
+		if (!(pf[0].revents & POLLIN))
+			continue;
+		struct pending p = { .len = sizeof p.from, .since = clock_seconds() };
+		p.fd = accept4(master, (struct sockaddr *)&p.from, &p.len, SOCK_CLOEXEC);
+		if (p.fd < 0)
+			continue;   /* gone before it was taken, or out of descriptors a moment */
+		if (n == PENDING_MAX) {   /* the longest silent goes, so that no number of them fills the list */
+			int oldest = 0;
+			for (int i = 1; i < n; i++)
+				oldest = pend[i].since < pend[oldest].since ? i : oldest;
+			drop_stray(&pend[oldest], port, "too many connections said nothing at once", &strays);
+			pend[oldest] = pend[--n];
 		}
-		if (hello[0] != HELLO)
-			die("process 0: something that is no ts-train process of this version connected at port %d "
-			    "(MASTER_PORT)", port);
-		if (hello[3] != c->size) {
-			move_all(fd, answer, sizeof answer, 1, deadline, hello[1]);
-			die("process 0: process %d came with WORLD_SIZE=%d, this one has %d", hello[1], hello[3], c->size);
-		}
-		if (hello[1] < 1 || hello[1] >= c->size || fds[hello[1]] || hello[2] < 1 || hello[2] > 65535)
-			die("process 0: a process came as rank %d of %d, which is taken or out of range (RANK)",
-			    hello[1], c->size);
-		fds[hello[1]] = fd;
-		seen[hello[1]] = 1;
-		peers[hello[1]].addr = from;
-		peers[hello[1]].len = len;
-		set_port(&peers[hello[1]].addr, hello[2]);
+		pend[n++] = p;
 	}
+	for (int i = 0; i < n; i++)
+		drop_stray(&pend[i], port, "every process had come", &strays);
+	c->strays = strays;
 	for (int r = 1; r < c->size; r++) {
 		int32_t answer[2] = { HELLO, c->size };
 		move_all(fds[r], answer, sizeof answer, 1, deadline, r);

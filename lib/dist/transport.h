@@ -15,6 +15,9 @@ struct comm {
 	double timeout_s;
 	/* the network interface they talk over, where known ("": not) */
 	char net_if[32];
+	/* connections at MASTER_PORT that were no process of the run, dropped
+	 * while the processes joined (process 0 of a launch by the environment) */
+	long strays;
 };
 
 /* This process's shard of n elements: [*lo, *hi), process r's the r-th of

@@ -1,5 +1,6 @@
 #include "model/modeldir.h"
 #include "data/labelmap.h"
+#include "format/dirdigest.h"
 #include "format/safetensors.h"
 #include "model/hfconfig.h"
 #include "util/adir.h"
@@ -106,10 +107,12 @@ static void refuse_unsupported_format(const char *dir, const char *weights)
 }
 
 /* Copies every tensor of m from the file, but the classifier when
- * new_classifier; lists in missing the head tensors the file lacks. Those
- * keep their init. */
+ * new_classifier; lists in missing the head tensors the file lacks. Those,
+ * and a new classifier, get bert_init's values for seed, and only those:
+ * drawing all of BERT-base's only to overwrite them took longer than the
+ * rest of a load. */
 static void copy_tensors(struct bert *m, const struct st_file *st, const char *path,
-			 int new_classifier, struct strbuf *missing)
+			 int new_classifier, uint64_t seed, struct strbuf *missing)
 {
 	int n = bert_tensors(m, NULL);
 	struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
@@ -117,19 +120,27 @@ static void copy_tensors(struct bert *m, const struct st_file *st, const char *p
 	for (int i = 0; i < n; i++) {
 		char hf[NAME_MAX_LEN];
 		modeldir_hf_name(t[i].name, hf, sizeof hf);
-		if (new_classifier && starts_with(hf, "classifier."))
-			continue;
-		const struct st_tensor *s = find_tensor(st, hf);
+		const struct st_tensor *s = new_classifier && starts_with(hf, "classifier.") ? NULL :
+					    find_tensor(st, hf);
 		if (!s && !is_head(hf))
 			die("%s: missing tensor %s", path, hf);
 		if (!s) {
-			sb_addf(missing, "%s%s", missing->n ? ", " : "", hf);
+			if (!(new_classifier && starts_with(hf, "classifier.")))
+				sb_addf(missing, "%s%s", missing->n ? ", " : "", hf);
+			bert_init_tensors(m, seed, t[i].name);   /* its name is the prefix of no other */
 			continue;
 		}
 		check_shape(path, s, &t[i]);
 		st_to_f32(s, t[i].data);
 	}
 	free(t);
+}
+
+void modeldir_verify(const char *dir)
+{
+	char *why;
+	if (dirdigest_check(dir, &why) == DIGESTS_BAD)
+		die("%s: damaged: %s; if that file was edited on purpose, remove %s/%s", dir, why, dir, DIGESTS_FILE);
 }
 
 struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
@@ -156,9 +167,8 @@ struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_
 	}
 	struct st_file *st = st_open(weights);
 	struct bert *m = bert_new(&c, be);
-	bert_init(m, seed);
 	struct strbuf missing = {0};
-	copy_tensors(m, st, weights, new_classifier, &missing);
+	copy_tensors(m, st, weights, new_classifier, seed, &missing);
 	bert_push(m);
 	if (missing.n && !head_seed)
 		die("%s: no %s: the model has no trained head", weights, missing.s);
@@ -258,5 +268,6 @@ void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nla
 {
 	struct adir *d = adir_begin(dir, 1, "config.json");
 	modeldir_write(adir_tmp(d), m, labels, nlabels, vocab_path);
+	dirdigest_write(adir_tmp(d));
 	adir_commit(d);
 }

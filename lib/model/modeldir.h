@@ -5,6 +5,11 @@
 #include "model/bert.h"
 #include <stdint.h>
 
+/* Dies in one line where DIR's files differ from the digests it was saved
+ * with (format/dirdigest.h); a dir without them (one transformers saved)
+ * passes. A program verifies each model dir it is given once, before it
+ * reads a byte of it. */
+void modeldir_verify(const char *dir);
 /* Loads DIR as a model for task on backend be. Tensor names are matched with or without the
  * "bert." prefix (sentence-transformers saves without), with LayerNorm
  * gamma/beta as weight/bias, and "cls.predictions.decoder.bias" as
@@ -32,9 +37,9 @@ void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, 
 			    int nwant, uint64_t seed);
 
 /* Writes model.safetensors, config.json and a copy of vocab_path (none when
- * NULL) as DIR, atomically as a whole: the files go to DIR.tmp.PID, are
- * fsynced, and that dir then takes DIR's place; an existing DIR is replaced
- * only once the new one is complete. */
+ * NULL) as DIR, with their digests, atomically as a whole: the files go to
+ * DIR.tmp.PID, are fsynced, and that dir then takes DIR's place; an existing
+ * DIR is replaced only once the new one is complete. */
 void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		   const char *vocab_path);
 /* Writes those files into dir, a temp dir that a larger atomic dir (a

@@ -1,9 +1,11 @@
 #include "run/checkpoint.h"
+#include "format/dirdigest.h"
 #include "format/safetensors.h"
 #include "model/modeldir.h"
 #include "util/adir.h"
 #include "util/afile.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 #include <dirent.h>
 #include <jansson.h>
 #include <limits.h>
@@ -184,6 +186,7 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	afile_put_text(state, text);
 	free(text);
 	json_decref(j);
+	dirdigest_write(tmp);
 	adir_commit(d);
 	optim_unstage(o);
 	char *ck = path_join(dir, "ckpt");
@@ -195,16 +198,38 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	free(final);
 }
 
-char *checkpoint_latest(const char *dir)
+/* Why the checkpoint dir ck cannot be resumed from (malloc'd), or NULL
+ * where it can. */
+static char *damage(const char *ck)
 {
-	char *ck = path_join(dir, "ckpt");
+	char *why;
+	enum digests d = dirdigest_check(ck, &why);
+	if (d == DIGESTS_NONE)
+		return xstrdup("no " DIGESTS_FILE ": it was cut short before it was complete");
+	return d == DIGESTS_OK ? NULL : why;
+}
+
+char *checkpoint_intact(const char *dir, json_t *skipped)
+{
+	char *ck = path_join(dir, "ckpt"), *found = NULL;
 	int *steps, n = list_steps(ck, &steps);
-	char *found = NULL;
-	if (n > 0) {
+	struct strbuf all = {0};
+	for (int i = 0; i < n && !found; i++) {
 		char name[32];
-		snprintf(name, sizeof name, "step-%d", steps[0]);
-		found = path_join(ck, name);
+		snprintf(name, sizeof name, "step-%d", steps[i]);
+		char *path = path_join(ck, name), *why = damage(path);
+		if (!why) {
+			found = path;
+			break;
+		}
+		json_array_append_new(skipped, json_pack("{ss ss}", "checkpoint", path, "why", why));
+		sb_addf(&all, "%s%s (%s)", i ? ", " : "", path, why);
+		free(why);
+		free(path);
 	}
+	if (n > 0 && !found)
+		die("%s: no intact checkpoint to resume from: %s", dir, all.s);
+	sb_free(&all);
 	free(steps);
 	free(ck);
 	return found;

@@ -1,10 +1,12 @@
 /* A run's checkpoints, DIR/ckpt/step-N: a model dir plus the optimizer's
- * moments (optimizer.safetensors) and where the run stands (state.json). */
+ * moments (optimizer.safetensors) and where the run stands (state.json),
+ * and the digests of them all, written last (digests.json). */
 #ifndef TS_CHECKPOINT_H
 #define TS_CHECKPOINT_H
 #include "model/bert.h"
 #include "model/lossscale.h"
 #include "model/optim.h"
+#include <jansson.h>
 #include <stdint.h>
 
 /* Where a run stands; saved in every checkpoint as state.json. */
@@ -37,8 +39,11 @@ struct train_state {
  * process calls optim_pull meanwhile (optim.h). */
 void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
 		     char *const *labels, int nlabels, const char *vocab, int keep);
-/* The newest complete checkpoint dir (malloc'd), or NULL. */
-char *checkpoint_latest(const char *dir);
+/* The newest checkpoint dir of run DIR whose files are whole (their
+ * digests match), malloc'd; NULL where DIR has no checkpoint. Each newer one
+ * passed over is appended to skipped as {"checkpoint", "why"}; where none
+ * is whole, dies naming each and why. */
+char *checkpoint_intact(const char *dir, json_t *skipped);
 /* Loads optimizer moments and the training state (the model loads as a model
  * dir); dies naming the file and field of a state out of range for a run of
  * records training records. */

@@ -79,6 +79,7 @@ struct trainer {
 	long steps_this_process;
 	long saved_step;       /* step of the last checkpoint written, -1 for none */
 	struct progress *prog;
+	json_t *passed_over;   /* checkpoints --resume passed over, damaged: {checkpoint, why} */
 };
 
 static void logf_(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1033,7 +1034,22 @@ static void claim_run(struct trainer *t, char **ckpt)
 		rundir_check_new(c->run);
 	}
 	comm_barrier(t->comm);
-	*ckpt = c->resume ? checkpoint_latest(c->run) : NULL;
+	*ckpt = NULL;
+	t->passed_over = json_array();
+	if (c->resume) {   /* process 0 verifies the checkpoints, and all take its choice */
+		char *mine = t->lead ? checkpoint_intact(c->run, t->passed_over) : NULL;
+		size_t i;
+		json_t *p;
+		json_array_foreach(t->passed_over, i, p)
+			warnx("%s: passed over: %s", json_string_value(json_object_get(p, "checkpoint")),
+			      json_string_value(json_object_get(p, "why")));
+		char *chosen = comm_lead_text(t->comm, mine ? mine : "");
+		if (*chosen)
+			*ckpt = chosen;
+		else
+			free(chosen);
+		free(mine);
+	}
 	t->vocab_path = c->resume ? path_join(c->run, "vocab.txt") : start_vocab(c);
 }
 
@@ -1130,6 +1146,11 @@ static void start_state(struct trainer *t, const char *ckpt)
 	}
 	if (ckpt) {
 		checkpoint_load(ckpt, (int64_t)shard_count(t->train.shard), t->o, &t->st);
+		size_t i;
+		json_t *p;
+		json_array_foreach(t->passed_over, i, p)
+			logf_(t, "passed over %s, damaged: %s", json_string_value(json_object_get(p, "checkpoint")),
+			      json_string_value(json_object_get(p, "why")));
 		logf_(t, "resumed from %s at step %ld", ckpt, t->st.step);
 	}
 	if (t->c->precision != PREC_FP16)
@@ -1158,6 +1179,9 @@ static void start_state(struct trainer *t, const char *ckpt)
 	logf_(t, "%ld steps (%ld per epoch), batch %s x %ld accumulation x %d processes, %zu parameters, "
 	      "on %s%s", t->total_steps, t->steps_per_epoch, batch, t->c->accum, t->comm->size,
 	      bert_numel(t->m), t->c->be->name, who);
+	if (t->comm->strays)
+		logf_(t, "dropped %ld connections at MASTER_PORT that were no processes of the run while they "
+		      "joined (stderr names the first)", t->comm->strays);
 }
 
 /* At an evaluation point (every eval-every steps and at each epoch end):
@@ -1253,12 +1277,15 @@ int train_run(const struct train_config *c)
 		dying_events = NULL;
 		return 0;
 	}
-	if (ckpt)
-		event(&t, "resume", add_batch_tokens(&t, json_pack("{sI ss sI sI sI ss}", "step", (json_int_t)t.st.step,
-								"from", ckpt, "total_steps", (json_int_t)t.total_steps,
-								"steps_per_epoch", (json_int_t)t.steps_per_epoch,
-								"processes", (json_int_t)t.comm->size, "device",
-								c->be->name)));
+	if (ckpt) {
+		json_t *resume = json_pack("{sI ss sI sI sI ss}", "step", (json_int_t)t.st.step, "from", ckpt,
+					   "total_steps", (json_int_t)t.total_steps, "steps_per_epoch",
+					   (json_int_t)t.steps_per_epoch, "processes", (json_int_t)t.comm->size,
+					   "device", c->be->name);
+		if (json_array_size(t.passed_over))
+			json_object_set(resume, "passed_over", t.passed_over);
+		event(&t, "resume", add_batch_tokens(&t, resume));
+	}
 	t.prog = t.lead ? progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS) : NULL;
 	t.t0 = clock_seconds();
 	double elapsed0 = t.st.elapsed_s;

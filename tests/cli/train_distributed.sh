@@ -288,14 +288,50 @@ check "process 0 could not start: process 1 ended within 15 s, not after --comm-
 	test $((SECONDS - start)) -lt 15
 check "a launch refused: no run dir made" test ! -e "$T/rf" -a ! -e "$T/rg"
 listening() { listens "$port"; }
+# strangers at MASTER_PORT while process 0 waits (a port scanner, a health check, a
+# mistyped client): 2,000 random bytes, an HTTP request, a hundred silent connections
+# held open, a thousand opened and closed in a row; each is dropped with a line
+# naming where it came from, and the run goes on when process 1 comes
 port=$(free_port)
-envrun 0 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 30 >"$T/j.out" 2>&1 &
+envrun 0 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 60 >"$T/j.out" 2>&1 &
+p0=$!
 wait_for "process 0 listens at MASTER_PORT" listening
-(exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && sleep 1)
-wait $!
-expect_eq "junk at MASTER_PORT: process 0 exits 1, saying what came" "$? $(cat "$T/j.out")" \
-	"1 ts-train: process 0: something that is no ts-train process of this version connected at port $port (MASTER_PORT)"
-check "junk at MASTER_PORT: no run dir made" test ! -e "$T/j"
+timeout 120 "${TS_PYTHON:-python3}" - "$port" "$T/strays" <<'PY' &
+import os, random, socket, sys, time
+port, marks = int(sys.argv[1]), sys.argv[2]
+def conn():
+    return socket.create_connection(("127.0.0.1", port), timeout=30)
+def mark(name):
+    open(os.path.join(marks + "-" + name), "w").close()
+s = conn(); s.sendall(random.Random(1).randbytes(2000)); time.sleep(0.2); s.close()
+s = conn(); s.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n"); time.sleep(0.2); s.close()
+silent = [conn() for _ in range(100)]
+mark("silent")
+time.sleep(2)
+for _ in range(1000):
+    conn().close()
+mark("sent")
+time.sleep(60)
+PY
+strays=$!
+wait_for "strangers at MASTER_PORT: a hundred silent connections open" test -e "$T/strays-silent"
+sleep 1
+fds=0
+for p in $(pgrep -x ts-train); do grep -qF "$T/j" "/proc/$p/cmdline" 2>/dev/null && fds=$(ls "/proc/$p/fd" | wc -l); done
+check "strangers at MASTER_PORT: process 0 holds 64 of the silent ones, not all ($fds descriptors open)" \
+	test "$fds" -gt 64 -a "$fds" -lt 100
+wait_for "strangers at MASTER_PORT: a thousand more opened and closed" test -e "$T/strays-sent"
+check "strangers at MASTER_PORT: process 1 joins" envrun 1 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 60
+wait "$p0"
+expect_eq "strangers at MASTER_PORT: process 0 exits 0" "$?" 0
+kill "$strays" 2>/dev/null; wait "$strays" 2>/dev/null
+check "strangers at MASTER_PORT: the run trained" test -s "$T/j/final/model.safetensors"
+expect_eq "strangers at MASTER_PORT: process 0 names the first ten and where each came from, then one line for the rest" \
+	"$(grep -c "^ts-train: process 0: dropped a connection at port $port (MASTER_PORT) from 127.0.0.1 port [0-9]*: " "$T/j.out") $(grep -c "more connections that are no ts-train processes came at port $port" "$T/j.out")" "10 1"
+expect_eq "strangers at MASTER_PORT: the random bytes and the HTTP request, first" \
+	"$(grep -o 'port [0-9]*: it is no ts-train process (it did not say hello)' "$T/j.out" | wc -l)" 2
+check "strangers at MASTER_PORT: process 0's log counts them" \
+	grep -q "dropped 1102 connections at MASTER_PORT that were no processes of the run" "$T/j/log/rank-0.log"
 port=$(free_port)
 timeout 60 "${TS_PYTHON:-python3}" -c 'import socket, sys
 l = socket.create_server(("127.0.0.1", int(sys.argv[1])))

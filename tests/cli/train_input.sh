@@ -62,7 +62,7 @@ refused "$T/r3" "--init of a dir that does not exist" 1 "/nonexistent/vocab.txt:
 	--data "$T/data" --init /nonexistent --max-steps 1 -j 1
 refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layers" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
-mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"
+mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && rm "$T/short/digests.json" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"
 refused "$T/r6" "an --init model of fewer positions than the data's records" 1 "data holds records of up to 32 tokens but the model has 16 positions" \
 	--data "$T/data" --init "$T/short" --max-steps 1 -j 1
 check "a refused run can then be made with the same --run" train "${TINY[@]}" --max-steps 1 --run "$T/r2"
@@ -102,7 +102,7 @@ printf 'ham\nspam\n' >"$T/labels.txt"
 ts-tokenize -v "$V" --id id --label label --labels "$T/labels.txt" --max-len 32 "$T/small.csv" | ts-shard -o "$T/flipped" --seed 3 >/dev/null
 # its classifier's rows are put in the data's order: it teaches as the same
 # teacher with its rows swapped by hand
-mkdir "$T/swapped" && cp "$T/empty/final/"* "$T/swapped/" &&
+mkdir "$T/swapped" && cp "$T/empty/final/"* "$T/swapped/" && rm "$T/swapped/digests.json" &&
 	jq '.id2label = {"0": "ham", "1": "spam"} | .label2id = {"ham": 0, "spam": 1}' "$T/empty/final/config.json" \
 		>"$T/swapped/config.json" &&
 	"${TS_PYTHON:-python3}" - "$T/swapped/model.safetensors" <<'PY'
@@ -132,7 +132,7 @@ refused "$T/r11" "a teacher without its classifier is refused" 1 \
 	"bare/model.safetensors: no classifier.weight, classifier.bias: the model has no trained head" \
 	"${TINY[@]}" --max-steps 1 --teacher "$T/bare"
 check "the same model starts a run with --init, its head new" train --data "$T/data" --init "$T/bare" --run "$T/from-bare" --max-steps 1 -j 1
-mkdir "$T/unnamed" && cp "$T/empty/final/"* "$T/unnamed/" && sed -i 's/"spam"/"LABEL_0"/g; s/"ham"/"LABEL_1"/g' "$T/unnamed/config.json"
+mkdir "$T/unnamed" && cp "$T/empty/final/"* "$T/unnamed/" && rm "$T/unnamed/digests.json" && sed -i 's/"spam"/"LABEL_0"/g; s/"ham"/"LABEL_1"/g' "$T/unnamed/config.json"
 check "a teacher of classes never named (LABEL_0, ...) distils" \
 	train "${TINY[@]}" --data "$T/flipped" --run "$T/kd2" --max-steps 1 --teacher "$T/unnamed"
 

@@ -141,10 +141,47 @@ expect_eq "a torn event record: no warning left" "$(cat "$T/err")" ""
 expect_eq "a torn event record: the same losses" "$(losses "$T/e")" "$(losses "$T/r0")"
 check "a torn event record: the same final model" cmp "$T/e/final/model.safetensors" "$T/r0/final/model.safetensors"
 
+# damaged checkpoints: a byte flipped in the newest one's weights (a failing disk, a bad
+# copy), its state.json left empty (a crash on a file system that does not order its
+# writes), its digests never written (cut short); the newest whole one is resumed from
+damaged() {   # damaged NAME HOW WHY: the newest checkpoint of a copy of r0 damaged by HOW
+	rm -rf "$T/d" && cp -r "$T/r0" "$T/d" && rm -rf "$T/d/final"
+	keep_events "$T/d" '!/"event":"done"/'
+	(cd "$T/d/ckpt/step-6" && eval "$2")
+	check "$1: --resume passes over it" train --resume "$T/d"
+	expect_eq "$1: stderr says which and why" "$(grep 'passed over' "$T/err")" \
+		"ts-train: $T/d/ckpt/step-6: passed over: $3"
+	expect_eq "$1: the resume event names it and why, and goes on from step-3" \
+		"$(ts-cat "$T/d/events.msgpack" | jq -r 'select(.event == "resume") | .from, (.passed_over[] | .checkpoint, .why)')" \
+		"$(printf '%s\n' "$T/d/ckpt/step-3" "$T/d/ckpt/step-6" "$3")"
+	check "$1: the log says it" grep -qF "passed over $T/d/ckpt/step-6, damaged: $3" "$T/d/log/rank-0.log"
+	expect_eq "$1: the same losses as the run never damaged" "$(losses "$T/d")" "$(losses "$T/r0")"
+	check "$1: the same final model" cmp "$T/d/final/model.safetensors" "$T/r0/final/model.safetensors"
+}
+damaged "a byte flipped in the weights" "printf '\\377' | dd of=model.safetensors bs=1 seek=5000 conv=notrunc 2>/dev/null" \
+	"model.safetensors differs from what was written (its digest does not match)"
+damaged "an empty state.json" ": >state.json" "state.json has 0 bytes where $(stat -c %s "$T/r0/ckpt/step-6/state.json") were written"
+damaged "no digests" "rm digests.json" "no digests.json: it was cut short before it was complete"
+damaged "an unreadable digests.json" "echo '{' >digests.json" "digests.json: line 2: string or '}' expected near end of file"
+rm -rf "$T/x" && cp -r "$T/d" "$T/x" && rm -rf "$T/x/final" && keep_events "$T/x" '!/"event":"done"/'
+: >"$T/x/ckpt/step-6/state.json" && rm "$T/x/ckpt/step-3/optimizer.safetensors"
+expect_fail "no whole checkpoint left: the error names each and why" 1 \
+	"$T/x: no intact checkpoint to resume from: $T/x/ckpt/step-6 \(state.json has 0 bytes where [0-9]+ were written\), $T/x/ckpt/step-3 \(optimizer.safetensors: No such file or directory\)$" \
+	train --resume "$T/x"
+cp -r "$T/r0/best" "$T/bad-best" && printf x | dd of="$T/bad-best/model.safetensors" bs=1 seek=5000 conv=notrunc 2>/dev/null
+expect_fail "a damaged model dir: ts-eval refuses it in one line" 1 \
+	"^ts-eval: $T/bad-best: damaged: model.safetensors differs from what was written" ts-eval -m "$T/bad-best" --data "$T/data"
+expect_fail "a damaged model dir: --init refuses it in one line" 1 \
+	"^ts-train: $T/bad-best: damaged: model.safetensors differs from what was written" \
+	train --data "$T/data" --init "$T/bad-best" --run "$T/from-bad" --max-steps 1
+check "a damaged model dir: no run made from it" test ! -e "$T/from-bad"
+rm "$T/bad-best/digests.json"
+check "a model dir without digests (as transformers saves one) loads" ts-eval -m "$T/bad-best" --data "$T/data"
+
 # a tampered training state: refused in one line naming the file and the field
 tamper() {   # tamper NAME JQ PATTERN
 	rm -rf "$T/t" && cp -r "$T/r0" "$T/t" && rm -rf "$T/t/final"
-	jq "$2" "$T/r0/ckpt/step-6/state.json" >"$T/t/ckpt/step-6/state.json"
+	jq "$2" "$T/r0/ckpt/step-6/state.json" >"$T/t/ckpt/step-6/state.json" && redigest "$T/t/ckpt/step-6"
 	expect_fail "a tampered state.json: $1" 1 "ckpt/step-6/state.json: $3" train --resume "$T/t"
 }
 tamper "a record beyond the epoch" '.record = 999999' "'record' is 999999, outside \[0, 80\]"
@@ -171,7 +208,7 @@ tamper "not an object" '[1]' "not a training state"
 rm -rf "$T/o" && cp -r "$T/r0" "$T/o" && rm -rf "$T/o/final" "$T/o/best" "$T/o/ckpt/step-6"
 keep_events "$T/o" '{print} /"event":"checkpoint"/ {exit}'
 jq 'del(.sched_processes, .sched_step, .sched_pos, .loss_scale, .scale_clean, .overflows)' \
-	"$T/r0/ckpt/step-3/state.json" >"$T/o/ckpt/step-3/state.json"
+	"$T/r0/ckpt/step-3/state.json" >"$T/o/ckpt/step-3/state.json" && redigest "$T/o/ckpt/step-3"
 check "a checkpoint without the schedule's and loss scale's fields (an older version's) resumes" train --resume "$T/o"
 expect_eq "an older version's checkpoint: the same losses" "$(losses "$T/o")" "$(losses "$T/r0")"
 finish

@@ -1,0 +1,198 @@
+#include "format/dirdigest.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#ifdef TS_XXH_DISPATCH   /* the shared libxxhash's XXH3 on AVX2 or AVX-512 where the CPU has them */
+#include <xxh_x86dispatch.h>
+#endif
+
+enum { HEX = 2 * sizeof(XXH128_canonical_t) + 1 };
+
+/* A file of the dir: its name, size and digest; err, the errno where it
+ * could not be read. */
+struct entry {
+	char *name;
+	long long bytes;
+	char hex[HEX];
+	int err;
+};
+
+/* The digest of the file at path as hex, and its size; -1 (errno set)
+ * where it cannot be read. */
+static int digest_file(const char *path, char hex[HEX], long long *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb)) {
+		close(fd);
+		return -1;
+	}
+	void *p = NULL;
+	if (sb.st_size > 0) {
+		p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		if (p == MAP_FAILED) {
+			close(fd);
+			return -1;
+		}
+	}
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(p, (size_t)sb.st_size));
+	if (p)
+		munmap(p, (size_t)sb.st_size);
+	close(fd);
+	for (size_t i = 0; i < sizeof c.digest; i++)
+		snprintf(hex + 2 * i, 3, "%02x", c.digest[i]);
+	*size = (long long)sb.st_size;
+	return 0;
+}
+
+static int larger_first(const void *a, const void *b)
+{
+	long long x = (*(struct entry *const *)a)->bytes, y = (*(struct entry *const *)b)->bytes;
+	return (x < y) - (x > y);
+}
+
+/* Digests of the n files of dir in e (their bytes as expected, for the
+ * order), the largest first, on every core: a checkpoint's optimizer state
+ * is three quarters of it. */
+static void digest_all(const char *dir, struct entry *e, size_t n)
+{
+	struct entry **order = xmalloc((n ? n : 1) * sizeof *order);
+	for (size_t i = 0; i < n; i++)
+		order[i] = e + i;
+	qsort(order, n, sizeof *order, larger_first);
+#pragma omp parallel for schedule(dynamic, 1)
+	for (size_t i = 0; i < n; i++) {
+		char *path = path_join(dir, order[i]->name);
+		order[i]->err = digest_file(path, order[i]->hex, &order[i]->bytes) ? errno : 0;
+		free(path);
+	}
+	free(order);
+}
+
+void dirdigest_write(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		die("cannot open %s:", dir);
+	struct entry *e = NULL;
+	size_t n = 0, cap = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		char *path = path_join(dir, de->d_name);
+		struct stat sb;
+		if (strcmp(de->d_name, DIGESTS_FILE) && !lstat(path, &sb) && S_ISREG(sb.st_mode)) {
+			grow(&e, &cap, n + 1, sizeof *e);
+			e[n++] = (struct entry){ xstrdup(de->d_name), (long long)sb.st_size, "", 0 };
+		}
+		free(path);
+	}
+	closedir(d);
+	digest_all(dir, e, n);
+	json_t *files = json_object();
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].err)
+			die("cannot read %s/%s: %s", dir, e[i].name, strerror(e[i].err));
+		json_object_set_new(files, e[i].name, json_pack("{sI ss}", "bytes", (json_int_t)e[i].bytes,
+								 "xxh3_128", e[i].hex));
+		free(e[i].name);
+	}
+	free(e);
+	json_t *j = json_pack("{so}", "files", files);
+	char *text = json_dumps(j, JSON_INDENT(1) | JSON_SORT_KEYS);
+	char *out = path_join(dir, DIGESTS_FILE);
+	afile_put_text(out, text);
+	free(out);
+	free(text);
+	json_decref(j);
+}
+
+static enum digests bad(char **why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static enum digests bad(char **why, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(why, fmt, ap) < 0)
+		die("out of memory");
+	va_end(ap);
+	return DIGESTS_BAD;
+}
+
+/* Whether a file's entry in digests.json is a file name, a size and a digest. */
+static int well_formed(const char *name, json_t *entry)
+{
+	json_t *bytes = json_object_get(entry, "bytes"), *hex = json_object_get(entry, "xxh3_128");
+	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..") && json_is_integer(bytes) &&
+	       json_integer_value(bytes) >= 0 && json_is_string(hex) && strlen(json_string_value(hex)) == HEX - 1;
+}
+
+/* The entries of files in e (names in the record's order, sizes as
+ * recorded); DIGESTS_BAD where one is not well formed. */
+static enum digests entries(json_t *files, struct entry *e, char **why)
+{
+	const char *name;
+	json_t *entry;
+	size_t i = 0;
+	json_object_foreach(files, name, entry) {
+		if (!well_formed(name, entry))
+			return bad(why, "%s: the entry of '%s' is not a file's size and digest", DIGESTS_FILE, name);
+		e[i++] = (struct entry){ (char *)name, (long long)json_integer_value(json_object_get(entry, "bytes")),
+					 "", 0 };
+	}
+	return DIGESTS_OK;
+}
+
+/* The files of dir against the record files: the first that differs, by name. */
+static enum digests check_files(const char *dir, json_t *files, char **why)
+{
+	size_t n = json_object_size(files);
+	struct entry *e = xcalloc(n, sizeof *e);
+	enum digests r = entries(files, e, why);
+	if (r == DIGESTS_OK)
+		digest_all(dir, e, n);
+	for (size_t i = 0; i < n && r == DIGESTS_OK; i++) {
+		json_t *entry = json_object_get(files, e[i].name);
+		long long want = (long long)json_integer_value(json_object_get(entry, "bytes"));
+		if (e[i].err)
+			r = bad(why, "%s: %s", e[i].name, strerror(e[i].err));
+		else if (e[i].bytes != want)
+			r = bad(why, "%s has %lld bytes where %lld were written", e[i].name, e[i].bytes, want);
+		else if (strcmp(e[i].hex, json_string_value(json_object_get(entry, "xxh3_128"))))
+			r = bad(why, "%s differs from what was written (its digest does not match)", e[i].name);
+	}
+	free(e);
+	return r;
+}
+
+enum digests dirdigest_check(const char *dir, char **why)
+{
+	char *path = path_join(dir, DIGESTS_FILE);
+	json_error_t err;
+	json_t *j = json_load_file(path, 0, &err), *files = json_object_get(j, "files");
+	int missing = !j && access(path, F_OK) && errno == ENOENT;
+	free(path);
+	*why = NULL;
+	if (missing)
+		return DIGESTS_NONE;
+	enum digests r;
+	if (!j)
+		r = bad(why, "%s: line %d: %s", DIGESTS_FILE, err.line, err.text);
+	else if (!json_is_object(files) || !json_object_size(files))
+		r = bad(why, "%s names no files", DIGESTS_FILE);
+	else
+		r = check_files(dir, files, why);
+	json_decref(j);
+	return r;
+}

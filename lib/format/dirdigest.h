@@ -1,0 +1,22 @@
+/* The digests of a dir's files (a checkpoint, a model dir), written last as
+ * DIR/digests.json, so that a dir damaged on disk or cut short by a crash is
+ * found before any byte of it is used. Each file gets its size and its
+ * XXH3-128 (xxHash's, as `xxhsum -H2` prints it), which hashes at memory
+ * speed, the files on every core; SHA-256 would add a second or more to a
+ * BERT-base checkpoint (tests/bench/checkpoint). */
+#ifndef TS_DIRDIGEST_H
+#define TS_DIRDIGEST_H
+
+#define DIGESTS_FILE "digests.json"
+
+enum digests { DIGESTS_OK, DIGESTS_NONE, DIGESTS_BAD };
+
+/* Writes DIR/digests.json: the size and digest of every regular file in DIR
+ * as it is now. */
+void dirdigest_write(const char *dir);
+/* DIR's files against DIR/digests.json: DIGESTS_OK where each file it names
+ * has its size and digest, DIGESTS_NONE where DIR has no digests.json, and
+ * DIGESTS_BAD, with *why (malloc'd) naming the first file that differs and
+ * how, else. */
+enum digests dirdigest_check(const char *dir, char **why);
+#endif

@@ -1,0 +1,100 @@
+/* A dir's digests (format/dirdigest.h): written for every regular file, as
+ * xxhsum -H2 prints them, and checked: a file changed, resized, removed or
+ * unreadable, a record torn or naming a path, each found and named. */
+#include "check.h"
+#include "format/dirdigest.h"
+#include "testfiles.h"
+#include "util/afile.h"
+#include "util/err.h"
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/ts-test-dd.XXXXXX";
+
+/* The check of dir: its verdict, and why in why_out (up to size bytes). */
+static enum digests check(const char *dir, char *why_out, size_t size)
+{
+	char *why;
+	enum digests d = dirdigest_check(dir, &why);
+	snprintf(why_out, size, "%s", why ? why : "");
+	free(why);
+	return d;
+}
+
+/* The recorded digest of name in dir's digests.json. */
+static const char *recorded(const char *dir, const char *name, char *out, size_t size)
+{
+	char *path = path_join(dir, DIGESTS_FILE);
+	json_t *j = json_load_file(path, 0, NULL);
+	json_t *e = json_object_get(json_object_get(j, "files"), name);
+	snprintf(out, size, "%s", json_string_value(json_object_get(e, "xxh3_128")) ?: "none");
+	json_decref(j);
+	free(path);
+	return out;
+}
+
+static void rewrite_digests(const char *dir, const char *text)
+{
+	char *path = path_join(dir, DIGESTS_FILE);
+	write_file(path, text, strlen(text));
+	free(path);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmpdir))
+		die("cannot create %s:", tmpdir);
+	char why[512], hex[64];
+	char *a = path_join(tmpdir, "a.bin"), *e = path_join(tmpdir, "empty"), *sub = path_join(tmpdir, "sub");
+	write_file(a, "abc", 3);
+	write_file(e, "", 0);
+	mkdir(sub, 0755);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_NONE && !*why, "a dir without digests: none, no reason");
+	dirdigest_write(tmpdir);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_OK, "just written: every file checks (%s)", why);
+	CHECK(!strcmp(recorded(tmpdir, "a.bin", hex, sizeof hex), "06b05ab6733a618578af5f94892f3950"),
+	      "XXH3-128 of 'abc' as xxhsum -H2 prints it (%s)", hex);
+	CHECK(!strcmp(recorded(tmpdir, "empty", hex, sizeof hex), "99aa06d3014798d86001c324468d497f"),
+	      "XXH3-128 of nothing (%s)", hex);
+	CHECK(!strcmp(recorded(tmpdir, "sub", hex, sizeof hex), "none"), "a subdirectory is not recorded");
+
+	write_file(a, "abd", 3);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD &&
+	      !strcmp(why, "a.bin differs from what was written (its digest does not match)"), "a byte changed: %s", why);
+	write_file(a, "abcd", 4);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD && !strcmp(why, "a.bin has 4 bytes where 3 were written"),
+	      "a file grown: %s", why);
+	unlink(a);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD && !strcmp(why, "a.bin: No such file or directory"),
+	      "a file removed: %s", why);
+	write_file(a, "abc", 3);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_OK, "the file as it was: it checks again (%s)", why);
+	char *extra = path_join(tmpdir, "added-later");
+	write_file(extra, "x", 1);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_OK, "a file added after: not the dir's, passed by (%s)", why);
+
+	rewrite_digests(tmpdir, "{\"files\": {");
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD && !strncmp(why, "digests.json: line 1: ", 22),
+	      "a torn digests.json: %s", why);
+	rewrite_digests(tmpdir, "{\"files\": {}}");
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD && !strcmp(why, "digests.json names no files"),
+	      "a digests.json of no files: %s", why);
+	rewrite_digests(tmpdir, "{\"files\": {\"../a.bin\": {\"bytes\": 3, "
+				"\"xxh3_128\": \"06b05ab6733a618578af5f94892f3950\"}}}");
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD &&
+	      !strcmp(why, "digests.json: the entry of '../a.bin' is not a file's size and digest"), "a path outside: %s", why);
+	rewrite_digests(tmpdir, "{\"files\": {\"sub\": {\"bytes\": 3, "
+				"\"xxh3_128\": \"06b05ab6733a618578af5f94892f3950\"}}}");
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD && !strncmp(why, "sub: ", 5),
+	      "a name that cannot be read as a file (a dir): %s", why);
+	rewrite_digests(tmpdir, "{\"files\": {\"a.bin\": {\"bytes\": -3, \"xxh3_128\": \"06\"}}}");
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD &&
+	      !strcmp(why, "digests.json: the entry of 'a.bin' is not a file's size and digest"), "a bad entry: %s", why);
+	remove_tree(tmpdir);
+	free(a), free(e), free(sub), free(extra);
+	CHECK_DONE();
+}
