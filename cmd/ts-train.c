@@ -12,6 +12,7 @@
 #include "util/afile.h"
 #include "util/err.h"
 #include "util/opt.h"
+#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -252,7 +253,7 @@ static void resolve_defaults(void)
  * NULL-terminated list. */
 static void only_with(const char *mode, const char *const *allowed)
 {
-	char but[64] = "";
+	char but[256] = "";
 	for (int i = 0; allowed[i]; i++)
 		snprintf(but + strlen(but), sizeof but - strlen(but), "%s--%s",
 			 !i ? " but " : allowed[i + 1] ? ", " : " and ", allowed[i]);
@@ -291,6 +292,42 @@ static void parse_betas(double *b1, double *b2)
 		die_usage("--betas takes two numbers in [0, 1) such as 0.9,0.999, not '%s'", betas);
 }
 
+/* What a resumed run may change besides where it runs: its end and its
+ * cadence, which its config then records. */
+static const struct {
+	const char *name;
+	long *value;
+} changeable[] = {
+	{ "epochs", &epochs }, { "max-steps", &max_steps }, { "eval-every", &eval_every },
+	{ "save-every", &save_every }, { "patience", &patience },
+};
+enum { CHANGEABLE = sizeof changeable / sizeof *changeable };
+
+/* Reads the config at path of the run to resume, keeping the values the
+ * command line gave to what a resume may change (--epochs alone sets a new
+ * end in epochs: no --max-steps); returns the changes as JSON text,
+ * {"name": [was, now]}, or NULL for none. */
+static char *read_resumed_config(const char *path)
+{
+	long now[CHANGEABLE];
+	int given[CHANGEABLE];
+	for (int i = 0; i < CHANGEABLE; i++)
+		given[i] = opt_given(&spec, changeable[i].name), now[i] = *changeable[i].value;
+	if (given[0] && !given[1])   /* epochs, not max-steps */
+		given[1] = 1, now[1] = 0;
+	opt_read_config(&spec, path);
+	json_t *changes = json_object();
+	for (int i = 0; i < CHANGEABLE; i++)
+		if (given[i] && now[i] != *changeable[i].value) {
+			json_object_set_new(changes, changeable[i].name, json_pack("[I I]", (json_int_t)*changeable[i].value,
+										      (json_int_t)now[i]));
+			*changeable[i].value = now[i];
+		}
+	char *text = json_object_size(changes) ? json_dumps(changes, JSON_COMPACT) : NULL;
+	json_decref(changes);
+	return text;
+}
+
 int main(int argc, char **argv)
 {
 	char **operands;
@@ -304,15 +341,16 @@ int main(int argc, char **argv)
 		close_stdout();
 		return rc;
 	}
+	char *changes = NULL;
 	if (resume) {
-		/* the run's own config, then nothing else: the run goes on as it began */
-		only_with("resume", (const char *const[]){ "device", "gpus", "net-if", "precision", NULL });
+		/* the run's own config, but where it runs, its precision, its end and cadence */
+		only_with("resume", (const char *const[]){ "device", "gpus", "net-if", "precision", "epochs", "max-steps",
+							   "eval-every", "save-every", "patience", NULL });
 		char *given = precision;   /* this leg's, over the run's */
-		char *path = malloc(strlen(resume) + 8);
-		sprintf(path, "%s/config", resume);
+		char *path = path_join(resume, "config");
 		if (access(path, F_OK) < 0)
 			die("%s: not a run dir (no config file)", resume);
-		opt_read_config(&spec, path);
+		changes = read_resumed_config(path);
 		free(path);
 		run = resume;
 		precision = given ? given : precision;
@@ -351,7 +389,7 @@ int main(int argc, char **argv)
 		.freeze_embeddings = freeze_embeddings, .teacher = teacher, .kd_alpha = kd_alpha, .kd_temp = kd_temp,
 		.rdrop = rdrop, .vat = vat, .vat_xi = vat_xi, .vat_iters = vat_iters,
 		.recompute = recompute, .no_graphs = no_graphs, .true_gradient = true_gradient, .zero = (int)zero,
-		.resume = resume != NULL, .write_config = write_config,
+		.resume = resume != NULL, .resume_changes = changes, .write_config = write_config,
 	};
 	if (count_params) {
 		printf("%zu\n", train_count_params(&c));

@@ -595,7 +595,7 @@ static void plan_steps(struct trainer *t, const char *ckpt)
 	t->order = xmalloc(shard_count(t->train.shard) * sizeof *t->order);
 	t->order_epoch = -1;
 	long planned = c->max_steps > 0 ? c->max_steps : steps_from(t, 0, 0, t->st.sched_processes);
-	if (t->st.sched_pos > (double)planned)
+	if (t->st.sched_pos > (double)planned && !c->resume_changes)   /* a run cut short may be past its end */
 		die("%s/state.json: 'sched_pos' is %g, past the schedule's %ld steps", ckpt, t->st.sched_pos, planned);
 	t->sched = (struct schedule){c->lr, planned, warmup_steps_from(c->warmup, planned), (enum decay_kind)c->decay,
 				     c->end_lr_ratio, 1.0};
@@ -1158,6 +1158,21 @@ static void start_state(struct trainer *t, const char *ckpt)
 	else if (!t->st.ls.scale)   /* a fresh fp16 run, or one that goes on in fp16 */
 		t->st.ls = (struct loss_scale){ t->c->loss_scale, 0 };
 	plan_steps(t, ckpt);
+	if (ckpt && t->c->resume_changes) {   /* a finished run taken further goes on */
+		const struct train_state *st = &t->st;
+		if (t->c->max_steps > 0 ? st->step > t->c->max_steps : st->epoch > t->c->epochs)
+			die("%s: --%s %ld ends the run before step %ld, where it is", t->c->run,
+			    t->c->max_steps > 0 ? "max-steps" : "epochs",
+			    t->c->max_steps > 0 ? t->c->max_steps : t->c->epochs, st->step);
+		t->st.finished = t->st.finished && t->total_steps <= t->st.step;
+		logf_(t, "resumed with changes %s: the run ends at step %ld", t->c->resume_changes, t->total_steps);
+		if (t->lead) {   /* its config records the new end and cadence */
+			char *config = config_text(t), *path = path_join(t->c->run, "config");
+			afile_put_text(path, config);
+			free(path);
+			free(config);
+		}
+	}
 	if (!ckpt) {
 		event(t, "start", add_batch_tokens(t, json_pack("{sI sI sI sI sI ss}", "total_steps",
 								(json_int_t)t->total_steps, "steps_per_epoch",
@@ -1284,6 +1299,8 @@ int train_run(const struct train_config *c)
 					   "device", c->be->name);
 		if (json_array_size(t.passed_over))
 			json_object_set(resume, "passed_over", t.passed_over);
+		if (c->resume_changes)
+			json_object_set_new(resume, "changes", json_loads(c->resume_changes, 0, NULL));
 		event(&t, "resume", add_batch_tokens(&t, resume));
 	}
 	t.prog = t.lead ? progress_new("training", (uint64_t)t.total_steps, PROGRESS_STEPS) : NULL;

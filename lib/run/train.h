@@ -44,6 +44,9 @@ struct train_config {
 	const struct comm *comm;       /* the run's processes: each trains on its slice of every batch */
 	long max_ngram;
 	int resume;
+	/* a resumed run's changes to its end and cadence, as JSON text
+	 * {"max-steps": [was, now], ...}; NULL: none */
+	const char *resume_changes;
 	void (*write_config)(FILE *f);   /* the resolved options, for RUN/config */
 };
 

@@ -141,6 +141,47 @@ expect_eq "a torn event record: no warning left" "$(cat "$T/err")" ""
 expect_eq "a torn event record: the same losses" "$(losses "$T/e")" "$(losses "$T/r0")"
 check "a torn event record: the same final model" cmp "$T/e/final/model.safetensors" "$T/r0/final/model.safetensors"
 
+# a run taken further or cut short on --resume: its new end and cadence, its config and
+# resume event record them, and its lr follows a schedule planned to the new end
+lrs() { ts-cat "$1/events.msgpack" | jq -r 'select(.event == "step") | "\(.step) \(.lr)"' | sort -n -k1,1 -u; }
+rm -rf "$T/x12" && cp -r "$T/r0" "$T/x12"
+check "a finished run taken further: --resume --max-steps 12" train --resume "$T/x12" --max-steps 12 --eval-every 4
+check "a run of 12 steps from the start, to compare" train "${TINY[@]}" --run "$T/f12" --max-steps 12 --eval-every 3
+expect_eq "taken further: it trains to step 12, evaluating every 4 and at the epoch's end from there" \
+	"$(ts-cat "$T/x12/events.msgpack" | jq -r 'select((.event == "eval" or .event == "done") and .step > 6) | "\(.event) \(.step)"' | tr '\n' ' ')" \
+	"eval 8 eval $(ts-cat "$T/x12/events.msgpack" | jq -r 'select(.event == "start") | .steps_per_epoch') eval 12 done 12 "
+expect_eq "taken further: steps 7 to 12 at the lr of a run planned to 12 steps from the start" \
+	"$(lrs "$T/x12" | tail -n 6)" "$(lrs "$T/f12" | tail -n 6)"
+check "taken further: its lr at step 7 is not 0" awk '$1 == 7 { exit !($2 > 0) }' <(lrs "$T/x12")
+expect_eq "taken further: the steps before it as they were" "$(lrs "$T/x12" | head -n 6)" "$(lrs "$T/r0")"
+expect_eq "taken further: the config records the new end and cadence" \
+	"$(grep -E '^(max-steps|eval-every) =' "$T/x12/config" | tr '\n' ' ')" "max-steps = 12 eval-every = 4 "
+expect_eq "taken further: the resume event records the changes" \
+	"$(ts-cat "$T/x12/events.msgpack" | jq -cS 'select(.event == "resume") | .changes')" \
+	'{"eval-every":[3,4],"max-steps":[6,12]}'
+check "taken further: final/ is the new end's" test "$T/x12/final/model.safetensors" -nt "$T/x12/ckpt/step-6"
+rm -rf "$T/xe" && cp -r "$T/r0" "$T/xe"
+check "a run of --max-steps taken further by --epochs: --resume --epochs 2" train --resume "$T/xe" --epochs 2
+expect_eq "by --epochs: the config has no --max-steps, 2 epochs" \
+	"$(grep -E '^(epochs|max-steps) =' "$T/xe/config" | tr '\n' ' ')" "epochs = 2 max-steps = 0 "
+expect_eq "by --epochs: it ends at the second epoch's end" \
+	"$(ts-cat "$T/xe/events.msgpack" | jq -r 'select(.event == "done") | .step' | tail -n 1)" \
+	"$(ts-cat "$T/x12/events.msgpack" | jq -r 'select(.event == "start") | .steps_per_epoch * 2')"
+cp "$T/r0/events.msgpack" "$T/r0.events"
+check "a resume that changes nothing (--max-steps as it was)" train --resume "$T/r0" --max-steps 6
+expect_eq "changing nothing: the run is finished, its events untouched" \
+	"$(cat "$T/err") $(cmp "$T/r0/events.msgpack" "$T/r0.events" && echo same)" \
+	"ts-train: $T/r0: the run already finished at step 6 same"
+rm -rf "$T/cut" && cp -r "$T/r0" "$T/cut" && rm -rf "$T/cut/final" "$T/cut/ckpt/step-6"
+keep_events "$T/cut" '{print} /"event":"checkpoint"/ {exit}'
+check "a run killed at step 3 of 6, cut short: --resume --max-steps 4" train --resume "$T/cut" --max-steps 4
+expect_eq "cut short: it ends at step 4, with the losses of the run never cut to there" \
+	"$(losses "$T/cut" | tail -n 1) $(ts-cat "$T/cut/events.msgpack" | jq -r 'select(.event == "done") | .step')" \
+	"$(losses "$T/r0" | sed -n 4p) 4"
+expect_fail "cut short: an end before the step the run is at is refused" 1 \
+	"^ts-train: $T/cut: --max-steps 2 ends the run before step 4, where it is$" train --resume "$T/cut" --max-steps 2
+expect_eq "refused: the config as it was" "$(grep '^max-steps =' "$T/cut/config")" "max-steps = 4"
+
 # damaged checkpoints: a byte flipped in the newest one's weights (a failing disk, a bad
 # copy), its state.json left empty (a crash on a file system that does not order its
 # writes), its digests never written (cut short); the newest whole one is resumed from

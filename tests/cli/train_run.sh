@@ -60,7 +60,7 @@ mkdir -p "$T/r2d" && touch "$T/r2d/stop"
 train "${TINY[@]}" --run "$T/r2d" --max-steps 12 --eval-every 4 >/dev/null 2>&1
 check "--resume takes --device" train --resume "$T/r2d" --device cpu
 expect_eq "resumed with --device cpu: the same losses" "$(losses "$T/r2d")" "$(losses "$T/r1")"
-expect_fail "--resume takes no other option" 2 "--resume takes no other options but --device, --gpus, --net-if and --precision" \
+expect_fail "--resume takes no other option" 2 "--resume takes no other options but --device, --gpus, --net-if, --precision, --epochs, --max-steps, --eval-every, --save-every and --patience \(not --lr\)" \
 	train --resume "$T/r2d" --lr 0.1
 
 # ts-stop on a live run, then resume
