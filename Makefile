@@ -7,10 +7,12 @@ OPENBLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 OPENBLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-openmp
 
 VERSION := 0.1.0
-DEPS := gcc libc6-dev libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev libncurses-dev \
-        libopenblas-openmp-dev libopenmpi-dev openmpi-bin nettle-dev libxxhash-dev pkg-config tmux jq xxhash zsh \
-        groff-base time iproute2 openssh-server python3-venv python3-torch clang libclang-rt-14-dev \
-        libdnnl-dev
+# Debian packages: what builds and runs the commands (make deps, make demo), and
+# what the tests add (make test-deps, make test), all without recommendations.
+DEPS := gcc libc6-dev pkg-config libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev \
+        libncurses-dev libopenblas-openmp-dev libopenmpi-dev nettle-dev libxxhash-dev libdnnl-dev
+TEST_DEPS := openmpi-bin procps tmux jq xxhash zsh groff-base time iproute2 openssh-server xz-utils \
+        python3-venv python3-torch ca-certificates clang libclang-rt-14-dev
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-math-errno -fopenmp -Ilib -I$(OPENBLAS_INC) \
@@ -55,6 +57,10 @@ endif
 
 ifeq ($(GPU),auto)
 GPU := $(if $(shell command -v nvcc 2>/dev/null),1,0)
+endif
+# the CUDA backend's host C++ and the pip that fetches cudnn-frontend's headers
+ifeq ($(GPU),1)
+DEPS += g++ python3-venv ca-certificates
 endif
 CU_SRC := $(wildcard kernels/*.cu) $(wildcard kernels/*.cpp)
 FRONTEND_DIR := build/cudnn-frontend
@@ -192,7 +198,7 @@ SAN_LOG := $(CURDIR)/$(B)/san-log
 SAN_ENV := TS_SAN_LOG=$(SAN_LOG) \
            ASAN_OPTIONS=detect_leaks=0:exitcode=99:log_path=$(SAN_LOG)/asan \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
-test: all $(UNIT) $(BENCH) $(VENV)/ready
+test: test-deps all $(UNIT) $(BENCH) $(VENV)/ready
 	@TS_BIN=$(CURDIR)/$(BINDIR) TS_BUILD=$(B) $(if $(filter 1,$(SAN)),$(SAN_ENV)) tests/run
 
 # The GPU check for a machine with a driver but no compilers (tests/gpu/README.md):
@@ -210,12 +216,29 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@examples/demo
 
+# apt_install WHAT PACKAGES: installs those of PACKAGES that are missing (as root), with
+# one line that says what, how much and where apt-get's whole log is (build/apt.log)
+define apt_install
+	@missing=$$(for p in $(2); do dpkg -s $$p 2>/dev/null | grep -q '^Status: .* installed$$' || echo $$p; done); \
+	[ -z "$$missing" ] && exit 0; missing=$$(echo $$missing); \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "make: $(1) needs these Debian packages: $$missing; run 'sudo make $@' once" >&2; exit 1; fi; \
+	mkdir -p build; log=$(CURDIR)/build/apt.log; \
+	install="apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 $$missing"; \
+	{ apt-get update && DEBIAN_FRONTEND=noninteractive $$install --assume-no; } >$$log 2>&1; \
+	grep -q 'newly installed' $$log || \
+	  { tail -n 5 $$log >&2; echo "make: apt-get cannot install $$missing (its whole log: $$log)" >&2; exit 1; }; \
+	echo "installing $(1): $$missing and what they need, $$(grep -o '[0-9]* newly installed' $$log | cut -d' ' -f1)" \
+	  "packages, $$(grep -o '[0-9.,]* [kMG]B of additional' $$log | cut -d' ' -f1,2) of disk (apt-get's log: $$log)"; \
+	DEBIAN_FRONTEND=noninteractive $$install >>$$log 2>&1 || \
+	  { tail -n 5 $$log >&2; echo "make: apt-get failed (its whole log: $$log)" >&2; exit 1; }
+endef
+
 deps:
-	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	$(call apt_install,what the build needs,$(DEPS))
+
+test-deps: deps
+	$(call apt_install,what the tests need,$(TEST_DEPS))
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
@@ -230,7 +253,7 @@ install: all
 clean:
 	rm -rf build bin build-san bin-san build-bundle
 
-.PHONY: all commands bundle test demo deps install clean completions fuzz fuzz-smoke
+.PHONY: all commands bundle test demo deps test-deps install clean completions fuzz fuzz-smoke
 .SECONDARY:
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over a

@@ -46,7 +46,7 @@ static const struct opt opts[] = {
 	 .min = 1, .max = 32},
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
 	 .min = 0, .max = 1024},
-	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
+	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", "@device"},
 	{'o', "output", OPT_STR, &output, "FILE", "write predictions to FILE (default: standard output)", "@file"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };

@@ -55,7 +55,7 @@ static const struct opt opts[] = {
 	 .min = 1, .max = BERT_MAX_HIDDEN},
 	{0, "heads", OPT_INT, &heads, "N", "attention heads, from scratch (default 4)", NULL,
 	 .min = 1, .max = BERT_MAX_HEADS},
-	{0, "ffn", OPT_INT, &ffn, "N", "feed-forward size, from scratch", NULL,
+	{0, "ffn", OPT_INT, &ffn, "N", "feed-forward size, from scratch (default: 4 x --hidden)", NULL,
 	 .min = 0, .max = BERT_MAX_FFN},
 	{0, "max-pos", OPT_INT, &max_pos, "N", "positions, from scratch (default 512)", NULL,
 	 .min = 1, .max = BERT_MAX_POS},
@@ -141,7 +141,7 @@ static const struct opt opts[] = {
 	 .fmin = 1, .fmax = LOSS_SCALE_MAX},
 	{0, "recompute", OPT_FLAG, &recompute, NULL, "keep one layer's activations; recompute the others in backward", NULL},
 	{0, "no-cuda-graphs", OPT_FLAG, &no_graphs, NULL, "GPU: launch each kernel of a training pass on its own, not as a replayed CUDA graph", NULL},
-	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", NULL},
+	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", "@device"},
 	{0, "gpus", OPT_STR, &gpus, "LIST", "GPUs the processes of a machine take, such as 0-3 (default: the free ones, least busy first)", NULL},
 	{0, "count-params", OPT_FLAG, &count_params, NULL, "print the parameters of the model the options make, and exit", NULL},
 	{0, "replay", OPT_STR, &replay, "DIR", "re-run the step saved in a run's bug/step-N dir", "@dir"},
@@ -150,6 +150,8 @@ static const struct opt opts[] = {
 
 static const struct cmd_spec spec = {
 	"ts-train", "Train a BERT encoder on a data dir.", "", NULL, opts,
+	"--data DIR --run RUN [--vocab FILE | --init MODEL] [OPTION]...\n"
+	"       ts-train --resume RUN [OPTION]...\n       ts-train --replay RUN/bug/step-N",
 };
 
 /* The run's config file records every option but the ones naming the run,

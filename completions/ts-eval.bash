@@ -14,7 +14,7 @@ _ts_eval() {
 	--mask-prob) COMPREPLY=(); return ;;
 	--max-ngram) COMPREPLY=(); return ;;
 	-j|--threads) COMPREPLY=(); return ;;
-	--device) COMPREPLY=(); return ;;
+	--device) COMPREPLY=($(compgen -W "cpu cuda $(nvidia-smi -L 2>/dev/null | awk '{ sub(":", "", $2); print "cuda:" $2 }')" -- "$cur")); return ;;
 	-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac

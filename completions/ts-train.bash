@@ -58,7 +58,7 @@ _ts_train() {
 	--net-if) COMPREPLY=(); return ;;
 	--precision) COMPREPLY=($(compgen -W "fp32 tf32 bf16 fp16" -- "$cur")); return ;;
 	--loss-scale) COMPREPLY=(); return ;;
-	--device) COMPREPLY=(); return ;;
+	--device) COMPREPLY=($(compgen -W "cpu cuda $(nvidia-smi -L 2>/dev/null | awk '{ sub(":", "", $2); print "cuda:" $2 }')" -- "$cur")); return ;;
 	--gpus) COMPREPLY=(); return ;;
 	--replay) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;

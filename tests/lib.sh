@@ -13,18 +13,46 @@ tmux_session() { S="ts-$(basename "$0" .sh)-$$"; trap 'tmux kill-session -t "$S"
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; failed=1; }
 skip() { echo "SKIP $*"; }    # only where a GPU is needed: tests/run fails any other skip
+# namespaces: whether this machine lets a test make network and mount namespaces (root
+# with CAP_SYS_ADMIN, and / a mount point: not a chroot); else why not, in NS_WHY
+namespaces() {
+	local err
+	if ! err=$(unshare -m -n true 2>&1); then NS_WHY=${err:-unshare -m -n failed}
+	elif ! mountpoint -q /; then NS_WHY="/ is not a mount point: a chroot"
+	else return 0; fi
+	return 1
+}
+# skip_namespaces WHAT: WHAT skipped where namespaces cannot be made (namespaces says
+# why); a failure instead with TS_REQUIRE_NAMESPACES=1, as on CI
+skip_namespaces() {
+	local why="needs network and mount namespaces, so root with CAP_SYS_ADMIN and / a mount point, not a chroot ($NS_WHY)"
+	if [ "${TS_REQUIRE_NAMESPACES:-}" = 1 ]; then fail "$1: $why"; else echo "SKIP namespaces: $1: $why"; fi
+}
 
 # check NAME CMD...: passes when CMD exits 0
 check() { local n=$1; shift; if "$@" >"$T/out" 2>"$T/err"; then pass "$n"; else fail "$n"; sed 's/^/    /' "$T/err" | head -5; fi; }
+# expect_same NAME GOT WANT: expect_eq for two outputs that must not be empty (two
+# commands that both failed would agree on nothing)
+expect_same() {
+	if [ -z "$3" ]; then fail "$1"; printf '    nothing to compare: both sides are empty\n'
+	else expect_eq "$@"; fi
+}
 # expect_eq NAME GOT WANT
 expect_eq() { if [ "$2" == "$3" ]; then pass "$1"; else fail "$1"; printf '    got:  %s\n    want: %s\n' "$2" "$3" | head -10; fi; }
 # expect_fail NAME CODE PATTERN CMD...: CMD exits CODE with one stderr line matching PATTERN
+# (a usage error, code 2, may add lines); a failure says which of the three did not hold
 expect_fail() {
 	local n=$1 code=$2 pat=$3; shift 3
 	"$@" >"$T/out" 2>"$T/err"; local rc=$?
 	local lines; lines=$(wc -l <"$T/err")
 	if [ "$rc" = "$code" ] && grep -qE -- "$pat" "$T/err" && { [ "$code" = 2 ] || [ "$lines" = 1 ]; }; then pass "$n"
-	else fail "$n"; echo "    exit $rc (want $code); stderr:"; sed 's/^/    /' "$T/err" | head -5; fi
+	else
+		fail "$n"
+		if [ "$rc" != "$code" ]; then echo "    exit $rc, not $code; stderr:"
+		elif ! grep -qE -- "$pat" "$T/err"; then echo "    exit $rc, but stderr does not match /$pat/:"
+		else echo "    exit $rc and a match, but stderr has $lines lines, not one:"; fi
+		sed 's/^/    /' "$T/err" | head -5
+	fi
 }
 # wait_for NAME CMD...: waits (20 s at most) until CMD succeeds; fails NAME if it never does
 wait_for() { local n=$1; shift; for _ in $(seq 400); do "$@" 2>/dev/null && { pass "$n"; return; }; sleep 0.05; done; fail "$n"; }
@@ -34,7 +62,12 @@ train() { timeout 300 ts-train "$@"; }
 kill_trainer() { flock -n "$1/lock" true || kill -9 "$(cut -d' ' -f1 "$1/lock")"; wait; }
 # losses RUNDIR: "step loss" a line, the last step event of each step winning
 # (a resumed run logs again the steps after its checkpoint)
-losses() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
+# (a run with none gives a line naming it, so that two failed runs never compare equal)
+losses() {
+	ts-cat "$1/events.msgpack" 2>/dev/null | jq -r 'select(.event=="step") | "\(.step) \(.loss)"' |
+		awk -v run="$1" '{ l[$1] = $2 } END { for (s in l) print s, l[s]; if (!NR) print "no steps in " run }' |
+		sort -n
+}
 # redigest DIR: DIR/digests.json made again for the files it names as they are now (a
 # checkpoint edited on purpose, to reach the checks behind the digests)
 redigest() {

@@ -162,7 +162,7 @@ static _Noreturn void out_of_range(const struct opt *o, const char *v)
 
 static int names_path(const struct opt *o)
 {
-	return o->choices && o->choices[0] == '@';
+	return o->choices && (!strcmp(o->choices, "@file") || !strcmp(o->choices, "@dir"));
 }
 
 static void set_value(const struct opt *o, const char *v)
@@ -359,9 +359,31 @@ static void print_wrapped(const char *text, int at, int indent)
 	printf("\n");
 }
 
+/* Whether text holds the len characters at w as a word of its own. */
+static int has_word(const char *text, const char *w, size_t len)
+{
+	for (const char *at = text; *at; at++)
+		if (!strncmp(at, w, len) && (at == text || !isalnum((unsigned char)at[-1])) &&
+		    !isalnum((unsigned char)at[len]))
+			return 1;
+	return 0;
+}
+
+/* Whether text names every one of choices ("a|b|c"). */
+static int names_all(const char *text, const char *choices)
+{
+	for (const char *p = choices; *p; p += strcspn(p, "|") + (p[strcspn(p, "|")] == '|'))
+		if (!has_word(text, p, strcspn(p, "|")))
+			return 0;
+	return 1;
+}
+
 static void print_help(const struct cmd_spec *spec)
 {
-	printf("usage: %s [OPTION]... %s\n", spec->name, spec->operands);
+	if (spec->synopsis)
+		printf("usage: %s %s\n", spec->name, spec->synopsis);
+	else
+		printf("usage: %s [OPTION]...%s%s\n", spec->name, *spec->operands ? " " : "", spec->operands);
 	print_wrapped(spec->summary, 0, 0);
 	printf("\n");
 	for (int pass = 0; pass < 2; pass++)
@@ -371,7 +393,8 @@ static void print_help(const struct cmd_spec *spec)
 					 o->shrt ? o->shrt : ' ', o->shrt ? ", " : "  ", o->name);
 			if (o->arg)
 				snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg);
-			int has_choices = o->choices && o->choices[0] != '@';
+			/* the choices, where the help does not name them all already */
+			int has_choices = o->choices && o->choices[0] != '@' && !names_all(o->help, o->choices);
 			const char *def = pass || strstr(o->help, "(default") ? NULL : defaults[o - spec->opts];
 			snprintf(text, sizeof text, "%s%s%s%s%s%s%s", o->help, has_choices ? " (" : "",
 				 has_choices ? o->choices : "", has_choices ? ")" : "", def ? " (default " : "",

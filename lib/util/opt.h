@@ -16,7 +16,9 @@ struct opt {
 	void *dest;           /* int* (flag), long*, double*, char**, struct strlist* */
 	const char *arg;      /* value name in --help, e.g. "FILE" */
 	const char *help;
-	const char *choices;  /* "a|b|c" for a fixed set, "@file" or "@dir" for completion */
+	/* "a|b|c" for a fixed set; for completion alone "@file", "@dir", or
+	 * "@device" (cpu, cuda and cuda:N for each GPU nvidia-smi lists) */
+	const char *choices;
 	/* The range a numeric option's value must lie in, both ends included but
 	 * for a float's ends that `open` marks. A default outside the range means
 	 * "not set": it is never written to a config file. */
@@ -33,6 +35,9 @@ struct cmd_spec {
 	const char *operands;   /* e.g. "[FILE...]" */
 	const char *complete;   /* operand completion: "file", "dir", "command" (after --) or NULL */
 	const struct opt *opts; /* ends with an entry whose name is NULL */
+	/* --help's usage after the name where it is not "[OPTION]... OPERANDS"
+	 * (options that must be given); lines after the first start with the name */
+	const char *synopsis;
 };
 
 /* Parses config file(s) and argv; dies with exit 2 on bad usage, such as a

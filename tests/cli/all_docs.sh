@@ -90,6 +90,9 @@ check_completions() {   # CMD, with the option table in $T/table
 		elif [ "${choices#@}" = "$choices" ]; then   # fixed choices, or a free value
 			[ "$(complete_bash "$cmd" "--$long" "")" = "$(tr '|' '\n' <<<"$choices" | grep . | sort)" ] ||
 				wrong_value+=" --$long"
+		elif [ "$choices" = @device ]; then   # cpu, cuda, and cuda:N of each GPU here
+			[ "$(complete_bash "$cmd" "--$long" "")" = "$({ printf 'cpu\ncuda\n'; nvidia-smi -L 2>/dev/null |
+				awk '{ sub(":", "", $2); print "cuda:" $2 }'; } | sort)" ] || wrong_value+=" --$long"
 		fi
 	done <"$T/table"
 	expect_eq "$cmd: bash completes options, not values, after a flag" "${wrong_flag# }" ""

@@ -8,6 +8,10 @@ V=$TOP/examples/vocab.txt
 A=ts${$}a B=ts${$}b
 cleanup() { ip netns del "$A" 2>/dev/null; ip netns del "$B" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
+if ! namespaces; then
+	skip_namespaces "train_servers.sh, two servers as network namespaces"
+	finish
+fi
 servers() {
 	local server
 	ip netns add "$A" && ip netns add "$B" && ip link add "${A}e" type veth peer name "${B}e" &&

@@ -80,7 +80,7 @@ check "CoNLL: --labels FILE numbers the tags as the model does" \
 check "ts-eval scores the test file tokenized on its own" ts-eval -m "$T/tok/best" "$T/test.rec"
 cp "$T/out" "$T/test.json"
 check "ts-eval scores the test file numbered as the model" ts-eval -m "$T/tok/best" "$T/test-numbered.rec"
-expect_eq "by name, the same scores as numbered as the model" "$(cat "$T/test.json")" "$(cat "$T/out")"
+expect_same "by name, the same scores as numbered as the model" "$(cat "$T/test.json")" "$(cat "$T/out")"
 expect_eq "and they are the model's scores (entity F1 above 0.9)" "$(jq '.entities.micro.f1 > 0.9' "$T/test.json")" true
 printf 'paris NNP B-LOC\nacme NNP B-ORG\nwent XX O\nzeta NNP B-MISC\n\n' >"$T/org.conll"
 ts-tokenize -v "$V" -o "$T/org.rec" "$T/org.conll"
@@ -129,7 +129,8 @@ expect_eq "reg: a number a record" "$(head -n 1 "$T/out"; sed -n 2p "$T/out" | a
 expect_fail "--merge-folds of a regression without --predict: refused" 2 "goes with --predict: its metrics are by record" \
 	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --merge-folds
 check "--merge-folds --predict of a regression" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --merge-folds --predict -o "$T/reg.pred"
-expect_eq "a prediction per id" "$(ts-cat "$T/reg.pred" | jq -r .id | sort -u | wc -l)" "$(ts-cat "$T/reg.pred" | wc -l)"
+expect_same "a prediction per id" "$(ts-cat "$T/reg.pred" | jq -r .id | sort -u | grep -c .)" \
+	"$(ts-cat "$T/reg.pred" | grep -c . | grep -vx 0)"
 expect_fail "reg on class lists: refused" 1 "ner: the labels are lists; train them with --multi-label \\(classes of a record\\) or --task tokcls" \
 	train "${TINY[@]}" --data "$T/ner" --run "$T/reg-bad" --task reg --max-steps 1
 
