@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *model, *data, *split = "test", *output = "-", *device;
+static char *model, *data, *split = "test", *output = "-", *device, *precision;
 static long batch = 64, threads, seed, max_ngram = 1;
 static double mask_prob = 0.15, threshold = 0.5;
 static int predict, csv, report, merge_folds, whole_word;
@@ -47,6 +47,7 @@ static const struct opt opts[] = {
 	{'j', "threads", OPT_INT, &threads, "N", "CPU threads (default: all cores)", NULL,
 	 .min = 0, .max = 1024},
 	{0, "device", OPT_STR, &device, "DEV", "cpu, cuda or cuda:N (default: cuda when a GPU is usable)", "@device"},
+	{0, "precision", OPT_STR, &precision, "P", "what the matrix work computes in, as ts-train's: fp32, tf32, bf16 or fp16; default bf16 on a GPU that has it, else fp32", "fp32|tf32|bf16|fp16"},
 	{'o', "output", OPT_STR, &output, "FILE", "write predictions to FILE (default: standard output)", "@file"},
 	{0, NULL, 0, NULL, NULL, NULL, NULL},
 };
@@ -258,7 +259,9 @@ int main(int argc, char **argv)
 	open_input(&in, files, nfiles);
 	check_vocab(&in, bc.vocab);
 	const struct comm alone = {.size = 1, .local_size = 1};   /* "cuda": the least busy GPU */
-	const struct backend *be = backend_open(gpus_pick(&alone, NULL, device ? device : backend_default(), NULL), PREC_FP32);
+	const char *dev = gpus_pick(&alone, NULL, device ? device : backend_default(), NULL);
+	const struct backend *be = backend_open(dev, precision ? precision_parse(precision) :
+						precision_default(device_sm(dev)));
 	struct bert *m = modeldir_load(model, be, bc.task, 0, NULL, NULL, NULL);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;

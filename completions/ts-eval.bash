@@ -15,10 +15,11 @@ _ts_eval() {
 	--max-ngram) COMPREPLY=(); return ;;
 	-j|--threads) COMPREPLY=(); return ;;
 	--device) COMPREPLY=($(compgen -W "cpu cuda $(nvidia-smi -L 2>/dev/null | awk '{ sub(":", "", $2); print "cuda:" $2 }')" -- "$cur")); return ;;
+	--precision) COMPREPLY=($(compgen -W "fp32 tf32 bf16 fp16" -- "$cur")); return ;;
 	-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--model --data --split --predict --csv --report --merge-folds --threshold --batch --seed --mask-prob --whole-word --max-ngram --threads --device --output --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--model --data --split --predict --csv --report --merge-folds --threshold --batch --seed --mask-prob --whole-word --max-ngram --threads --device --precision --output --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _ts_eval ts-eval

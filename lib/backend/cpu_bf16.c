@@ -49,25 +49,35 @@ static void check(dnnl_status_t s, const char *what)
 		die("oneDNN: %s failed (status %d)", what, (int)s);
 }
 
-/* The GEMMs a linear layer takes, with the rows of the batch (N) left to
- * run time so that one primitive serves every batch:
+/* The GEMMs a linear layer takes over the N rows of a batch:
  *   FWD   out[N,Cout]  = in[N,Cin] w[Cout,Cin]^T + bias
  *   DATA  din[N,Cin]  (+)= dout[N,Cout] w[Cout,Cin]
- *   WGT   dw[Cout,Cin] += dout[N,Cout]^T in[N,Cin]  */
+ *   WGT   dw[Cout,Cin] += dout[N,Cout]^T in[N,Cin]
+ * Each primitive is made for one N: oneDNN gives a product whose sizes it
+ * knows its blocked kernels (AMX where the CPU has it), and one whose rows
+ * are left to run time a general GEMM that is up to 3 times slower and,
+ * for a bf16 output, mallocs an fp32 copy of it on every call. Making one
+ * takes about a millisecond; the cache keeps the last MAX_GEMMS used. */
 enum gemm_kind { FWD, DATA, WGT };
 
 struct gemm {
 	enum gemm_kind kind;
 	int Cin, Cout, flag;       /* flag: FWD a bias, DATA accumulate */
 	int low;                   /* FWD: its output in bf16 */
+	int64_t n;                 /* the rows */
+	uint64_t used;             /* when it last ran, in calls */
 	dnnl_primitive_t p;
 };
 
 enum { MAX_GEMMS = 256 };
 static struct gemm gemms[MAX_GEMMS];
 static int ngemms;
+static uint64_t calls;
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
+/* the scratch memory of every product, one at a time: the largest asked */
+static void *scratch;
+static size_t scratch_n;
 
 /* A row-major [rows, cols] matrix, or its transpose with trans. */
 static dnnl_memory_desc_t matrix(int64_t rows, int64_t cols, dnnl_data_type_t t, int trans)
@@ -79,24 +89,23 @@ static dnnl_memory_desc_t matrix(int64_t rows, int64_t cols, dnnl_data_type_t t,
 	return d;
 }
 
-/* The matmul's src, weights and dst descriptors of a gemm over n rows
- * (DNNL_RUNTIME_DIM_VAL when creating the primitive). */
-static void gemm_descs(const struct gemm *g, int64_t n, dnnl_memory_desc_t d[3])
+/* The matmul's src, weights and dst descriptors of g. */
+static void gemm_descs(const struct gemm *g, dnnl_memory_desc_t d[3])
 {
 	switch (g->kind) {
 	case FWD:
-		d[0] = matrix(n, g->Cin, dnnl_bf16, 0);
+		d[0] = matrix(g->n, g->Cin, dnnl_bf16, 0);
 		d[1] = matrix(g->Cout, g->Cin, dnnl_bf16, 1);
-		d[2] = matrix(n, g->Cout, g->low ? dnnl_bf16 : dnnl_f32, 0);
+		d[2] = matrix(g->n, g->Cout, g->low ? dnnl_bf16 : dnnl_f32, 0);
 		break;
 	case DATA:
-		d[0] = matrix(n, g->Cout, dnnl_bf16, 0);
+		d[0] = matrix(g->n, g->Cout, dnnl_bf16, 0);
 		d[1] = matrix(g->Cout, g->Cin, dnnl_bf16, 0);
-		d[2] = matrix(n, g->Cin, dnnl_f32, 0);
+		d[2] = matrix(g->n, g->Cin, dnnl_f32, 0);
 		break;
 	case WGT:
-		d[0] = matrix(n, g->Cout, dnnl_bf16, 1);
-		d[1] = matrix(n, g->Cin, dnnl_bf16, 0);
+		d[0] = matrix(g->n, g->Cout, dnnl_bf16, 1);
+		d[1] = matrix(g->n, g->Cin, dnnl_bf16, 0);
 		d[2] = matrix(g->Cout, g->Cin, dnnl_f32, 0);
 		break;
 	}
@@ -105,11 +114,12 @@ static void gemm_descs(const struct gemm *g, int64_t n, dnnl_memory_desc_t d[3])
 static void gemm_create(struct gemm *g)
 {
 	dnnl_memory_desc_t d[3], bias;
-	gemm_descs(g, DNNL_RUNTIME_DIM_VAL, d);
+	gemm_descs(g, d);
 	if (g->kind == FWD && g->flag)
 		bias = matrix(1, g->Cout, dnnl_f32, 0);
 	dnnl_primitive_attr_t attr;
 	check(dnnl_primitive_attr_create(&attr), "an attribute");
+	check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratch memory");
 	if (g->kind == WGT || (g->kind == DATA && g->flag)) {
 		dnnl_post_ops_t ops;
 		check(dnnl_post_ops_create(&ops), "post-ops");
@@ -122,26 +132,39 @@ static void gemm_create(struct gemm *g)
 	      "a matmul descriptor");
 	dnnl_primitive_desc_t pd;
 	check(dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL), "a matmul");
+	grow(&scratch, &scratch_n, dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)), 1);
 	check(dnnl_primitive_create(&g->p, pd), "a matmul primitive");
 	dnnl_primitive_desc_destroy(pd);
 	dnnl_primitive_attr_destroy(attr);
 }
 
-static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, int low)
+/* The product of those sizes over n rows, made (in the place of the one
+ * used longest ago, where the cache is full) if it is not in the cache. */
+static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, int low, int64_t n)
 {
 	if (!engine) {
 		check(dnnl_engine_create(&engine, dnnl_cpu, 0), "the CPU engine");
 		check(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags), "a stream");
 	}
-	for (int i = 0; i < ngemms; i++)
+	struct gemm *g = NULL;
+	for (int i = 0; i < ngemms && !g; i++)
 		if (gemms[i].kind == kind && gemms[i].Cin == Cin && gemms[i].Cout == Cout &&
-		    gemms[i].flag == flag && gemms[i].low == low)
-			return &gemms[i];
-	if (ngemms == MAX_GEMMS)
-		die("bf16: more than %d linear shapes", MAX_GEMMS);
-	struct gemm *g = &gemms[ngemms++];
-	*g = (struct gemm){ kind, Cin, Cout, flag, low, NULL };
-	gemm_create(g);
+		    gemms[i].flag == flag && gemms[i].low == low && gemms[i].n == n)
+			g = &gemms[i];
+	if (!g) {
+		if (ngemms < MAX_GEMMS) {
+			g = &gemms[ngemms++];
+		} else {
+			g = &gemms[0];
+			for (int i = 1; i < MAX_GEMMS; i++)
+				if (gemms[i].used < g->used)
+					g = &gemms[i];
+			dnnl_primitive_destroy(g->p);
+		}
+		*g = (struct gemm){ kind, Cin, Cout, flag, low, n, 0, NULL };
+		gemm_create(g);
+	}
+	g->used = ++calls;
 	return g;
 }
 
@@ -152,21 +175,23 @@ static dnnl_memory_t wrap(const dnnl_memory_desc_t *d, const void *p)
 	return m;
 }
 
-/* Runs g over n rows: a, b the bf16 operands, c the result. */
-static void gemm_run(const struct gemm *g, int64_t n, const void *a, const void *b, void *c,
-		     const float *bias)
+/* Runs g: a, b the bf16 operands, c the result. */
+static void gemm_run(const struct gemm *g, const void *a, const void *b, void *c, const float *bias)
 {
-	dnnl_memory_desc_t d[3];
-	gemm_descs(g, n, d);
-	dnnl_memory_t m[4] = { wrap(&d[0], a), wrap(&d[1], b), wrap(&d[2], c), NULL };
-	dnnl_exec_arg_t args[4] = {
+	dnnl_memory_desc_t d[5];
+	gemm_descs(g, d);
+	dnnl_dims_t scratch_dims = { (int64_t)scratch_n };
+	check(dnnl_memory_desc_init_by_tag(&d[3], 1, scratch_dims, dnnl_u8, dnnl_a), "a scratch descriptor");
+	dnnl_memory_t m[5] = { wrap(&d[0], a), wrap(&d[1], b), wrap(&d[2], c), wrap(&d[3], scratch), NULL };
+	dnnl_exec_arg_t args[5] = {
 		{ DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] }, { DNNL_ARG_DST, m[2] },
+		{ DNNL_ARG_SCRATCHPAD, m[3] },
 	};
-	int nargs = 3;
+	int nargs = 4;
 	if (bias) {
-		dnnl_memory_desc_t bd = matrix(1, g->Cout, dnnl_f32, 0);
-		m[3] = wrap(&bd, bias);
-		args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, m[3] };
+		d[4] = matrix(1, g->Cout, dnnl_f32, 0);
+		m[4] = wrap(&d[4], bias);
+		args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, m[4] };
 	}
 	check(dnnl_primitive_execute(g->p, stream, nargs, args), "a matmul");
 	check(dnnl_stream_wait(stream), "the stream");
@@ -336,14 +361,14 @@ static void linear_forward_bf16(float *out, const struct act *in, const struct a
 				const float *bias, int N, int Cin, int Cout)
 {
 	if (N)
-		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 0), N, in, w, out, bias);
+		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 0, N), in, w, out, bias);
 }
 
 static void linear_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
 				    const float *bias, int N, int Cin, int Cout)
 {
 	if (N)
-		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 1), N, in, w, out, bias);
+		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 1, N), in, w, out, bias);
 }
 
 static void linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
@@ -357,8 +382,8 @@ static void linear_backward_bf16(float *din, float *dw, float *dbias, const stru
 		rows_with_colsums(dbias, N, Cout, add_row, &x);
 	}
 	if (din)
-		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, 0), N, dout, w, din, NULL);
-	gemm_run(gemm_get(WGT, Cin, Cout, 1, 0), N, dout, in, dw, NULL);
+		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, 0, N), dout, w, din, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1, 0, N), dout, in, dw, NULL);
 }
 
 /* The heads' products on gemm_bf16, in space for the longest sequence

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -29,33 +28,38 @@ struct entry {
 };
 
 /* The digest of the file at path as hex, and its size; -1 (errno set)
- * where it cannot be read. */
+ * where it cannot be read. Read in pieces, not mapped: a mapped file counts
+ * in the process's resident memory, and a checkpoint's are large. */
 static int digest_file(const char *path, char hex[HEX], long long *size)
 {
+	enum { PIECE = 1 << 20 };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &sb)) {
-		close(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	XXH3_state_t *st = XXH3_createState();
+	char *buf = xmalloc(PIECE);
+	ssize_t k;
+	long long n = 0;
+	XXH3_128bits_reset(st);
+	while ((k = read(fd, buf, PIECE)) > 0 || (k < 0 && errno == EINTR))
+		if (k > 0) {
+			XXH3_128bits_update(st, buf, (size_t)k);
+			n += k;
+		}
+	int err = k < 0 ? errno : 0;
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+	XXH3_freeState(st);
+	free(buf);
+	close(fd);
+	if (err) {
+		errno = err;
 		return -1;
 	}
-	void *p = NULL;
-	if (sb.st_size > 0) {
-		p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-		if (p == MAP_FAILED) {
-			close(fd);
-			return -1;
-		}
-	}
-	XXH128_canonical_t c;
-	XXH128_canonicalFromHash(&c, XXH3_128bits(p, (size_t)sb.st_size));
-	if (p)
-		munmap(p, (size_t)sb.st_size);
-	close(fd);
 	for (size_t i = 0; i < sizeof c.digest; i++)
 		snprintf(hex + 2 * i, 3, "%02x", c.digest[i]);
-	*size = (long long)sb.st_size;
+	*size = n;
 	return 0;
 }
 

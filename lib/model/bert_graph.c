@@ -381,9 +381,26 @@ static struct act *carve_space(struct carver *k, size_t n)
 	return k->act == sizeof(float) ? NULL : carve_act(k, n);
 }
 
-/* A layer's activations for N rows, the attention keeping state floats. */
+/* Where a layer's acts are not floats, its LayerNorm's fp32 output and the
+ * fp32 residual stream it passes on are read by its forward alone (the
+ * backward reads their copies in acts), and GELU's output is made again
+ * from its input for the backward (the same bits): the layers share those,
+ * and layer l's output is the other one of two (outs[l % 2], the
+ * embeddings' outs[1]). The backward reuses them in turn, each once what
+ * last read it is done: the fp32 ones (one block) for the gradient of
+ * GELU's output and then of the attention's, GELU's for the gradient of
+ * its input and then of Q, K and V. With recompute, the layers share
+ * everything. */
+struct shared_acts {
+	float *block;            /* ln and outs[]; the backward's dffn, dctx */
+	float *ln, *outs[2];
+	struct act *gelu;        /* GELU's output; the backward's dffn_low, dqkv */
+};
+
+/* A layer's activations for N rows, the attention keeping state floats;
+ * layer l's, sharing what s holds (NULL: none). */
 static void carve_layer(struct carver *k, const struct bert_config *c, size_t N, size_t state,
-			struct layer_acts *a)
+			const struct shared_acts *s, int l, struct layer_acts *a)
 {
 	size_t C = c->hidden, F = c->ffn;
 	a->qkv = carve_act(k, N * 3 * C);
@@ -392,14 +409,14 @@ static void carve_layer(struct carver *k, const struct bert_config *c, size_t N,
 	a->attn_sum = carve(k, N * C);
 	a->attn_mean = carve(k, N);
 	a->attn_rstd = carve(k, N);
-	a->attn_ln = carve(k, N * C);
+	a->attn_ln = s ? s->ln : carve(k, N * C);
 	a->attn_low = carve_low(k, a->attn_ln, N * C);
 	a->ffn_pre = carve_act(k, N * F);
-	a->ffn_act = carve_act(k, N * F);
+	a->ffn_act = s ? s->gelu : carve_act(k, N * F);
 	a->ffn_sum = carve(k, N * C);
 	a->ffn_mean = carve(k, N);
 	a->ffn_rstd = carve(k, N);
-	a->out = carve(k, N * C);
+	a->out = s ? s->outs[l % 2] : carve(k, N * C);
 	a->out_low = carve_low(k, a->out, N * C);
 }
 
@@ -428,10 +445,20 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 			int M, int recompute, struct acts *a)
 {
 	size_t C = c->hidden;
+	struct shared_acts shared, *s = NULL;
+	if (k->act != sizeof(float) && !recompute) {
+		s = &shared;
+		s->block = carve(k, N * (3 * C > (size_t)c->ffn ? 3 * C : (size_t)c->ffn));
+		s->ln = s->block;
+		s->outs[0] = s->block + N * C;
+		s->outs[1] = s->block + 2 * N * C;
+		s->gelu = carve_act(k, N * (3 * C > (size_t)c->ffn ? 3 * C : (size_t)c->ffn));
+	}
+	a->gelu_zero_bias = s ? carve(k, (size_t)c->ffn) : NULL;
 	a->emb_sum = carve(k, N * C);
 	a->emb_mean = carve(k, N);
 	a->emb_rstd = carve(k, N);
-	a->emb_out = carve(k, N * C);
+	a->emb_out = s ? s->outs[1] : carve(k, N * C);
 	a->emb_space = carve_space(k, N * C);
 	for (int i = 0; i < c->layers; i++) {
 		if (i && recompute) {
@@ -439,7 +466,7 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 			a->layer[i].out = carve(k, N * C);
 			a->layer[i].out_low = carve_low(k, a->layer[i].out, N * C);
 		} else {
-			carve_layer(k, c, N, state, &a->layer[i]);
+			carve_layer(k, c, N, state, s, i, &a->layer[i]);
 		}
 	}
 	a->rows_in = carve(k, (size_t)M * C);
@@ -447,10 +474,10 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 	carve_head(k, c, M, &a->head);
 	a->dh = carve(k, N * C);
 	a->dbranch = carve_act(k, N * C);
-	a->dctx = carve(k, N * C);
-	a->dqkv = carve_act(k, N * 3 * C);
-	a->dffn = carve(k, N * c->ffn);
-	a->dffn_low = carve_low(k, a->dffn, N * c->ffn);
+	a->dctx = s ? s->block : carve(k, N * C);
+	a->dqkv = s ? s->gelu : carve_act(k, N * 3 * C);
+	a->dffn = s ? s->block : carve(k, N * c->ffn);
+	a->dffn_low = s ? s->gelu : carve_low(k, a->dffn, N * c->ffn);
 	a->dlogits_space = carve_space(k, (size_t)M * bert_logit_width(c));
 	a->dhead = carve(k, (size_t)M * C);
 	a->dhead_low = carve_low(k, a->dhead, (size_t)M * C);
@@ -467,11 +494,16 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	 * rows */
 	double N = (double)B * T, C = c->hidden, F = c->ffn, a = (double)be->act_size;
 	double low = !acts_are_floats(be);   /* copies beside floats */
+	double share = low && !recompute;    /* struct shared_acts */
 	double width = bert_logit_width(c);
-	double layer = 4 * N * (4 * C + 4 + (double)c->heads * be->attention_state) +
-		       a * N * (4 * C + 2 * F + 2 * C * low);
+	double layer = 4 * N * ((4 - 2 * share) * C + 4 + (double)c->heads * be->attention_state) +
+		       a * N * (4 * C + (2 - share) * F + 2 * C * low);
 	double out = N * C * (4 + a * low);
 	double layers = recompute && c->layers ? layer + (c->layers - 1) * out : c->layers * layer;
+	/* the shared ones: the block, less emb_out, dffn and dctx; GELU's, less
+	 * dffn_low and dqkv */
+	double wide = 3 * C > F ? 3 * C : F;
+	layers += share * (4 * N * wide - 4 * N * (2 * C + F) + a * N * (wide - F - 3 * C) + 4 * F);
 	double rows = 4 * (N * (2 * C + 2) + N * (2 * C + F) + (double)M * (6 * C + 2 * width + 4)) +
 		      a * (N * 4 * C + (double)M * C +
 			   low * (N * (C + F) + (double)M * (3 * C + width)));
@@ -486,6 +518,8 @@ void bert_reserve(struct bert *m)
 	size_t need = carve_all(&measure, &m->c, m->N, state, m->M, m->recompute, &m->a);
 	struct carver place = { bert_fit(m->be, &m->work, need), 0, m->be->act_size };
 	carve_all(&place, &m->c, m->N, state, m->M, m->recompute, &m->a);
+	if (m->a.gelu_zero_bias)
+		m->be->zero(m->a.gelu_zero_bias, sizeof(float) * (size_t)m->c.ffn);
 	m->shared = m->recompute;
 }
 
@@ -715,6 +749,8 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	const struct act *dbranch = sum_backward(m, dh, g->ffn_ln_w, g->ffn_ln_b, a->ffn_sum,
 						 a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R,
 						 site_seed(m, l, SITE_FFN_OUT));
+	if (d->gelu_zero_bias)   /* GELU's output again from its input, which holds its bias */
+		m->be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, d->gelu_zero_bias, R, F);
 	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
 			       wl(m, w->ffn_out_w), R, F, C, 0);
 	m->be->gelu_backward(d->dffn_low, d->dffn, a->ffn_pre, R, F);

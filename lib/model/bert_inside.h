@@ -79,6 +79,9 @@ struct acts {
 	struct act *rows_space;     /* [M, C] acts */
 	const struct act *rows_low; /* rows_in in acts */
 	struct head_acts head;
+	/* F zeros where the backward makes GELU's output again (struct
+	 * shared_acts), else NULL */
+	float *gelu_zero_bias;
 	/* activation gradients, shared by all layers */
 	float *dh, *dctx, *dffn, *dhead, *dhead_in;
 	struct act *dqkv;           /* [N, 3C] acts */

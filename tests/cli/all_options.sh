@@ -113,7 +113,7 @@ check "that run resumes" train --resume "$T/r2" --device cpu
 # --- empty paths: every option that names a file or dir, and operands ---
 for exe in "$BIN"/ts-*; do
 	cmd=$(basename "$exe")
-	for o in $("$exe" --ts-options | awk -F'\t' 'NR > 1 && $4 ~ /^@/ { print $2 }'); do
+	for o in $("$exe" --ts-options | awk -F'\t' 'NR > 1 && $4 ~ /^@(file|dir)$/ { print $2 }'); do
 		refused "$cmd --$o '' is refused" "--$o: the path is empty" timeout 20 "$cmd" "--$o" ""
 	done
 	refused "$cmd -c '' is refused" "--config: the path is empty" timeout 20 "$cmd" -c ""

@@ -38,6 +38,20 @@ if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
 	expect_eq "bf16's final validation accuracy within 0.02 of fp32's ($(accuracy "$T/bf16") and $(accuracy "$T/fp32"))" \
 		"$(awk -v a="$(accuracy "$T/bf16")" -v b="$(accuracy "$T/fp32")" 'BEGIN { d = a - b; print (d < 0 ? -d : d) <= 0.02 }')" 1
 	check "ts-eval reads the bf16-trained model (saved fp32)" ts-eval -m "$T/bf16/final" --data "$T/data" --split test
+	# inference in bf16: the same class as fp32's on at least 99.5% of the records
+	preds() { ts-eval -m "$T/fp32/final" --data "$T/data" --split "$1" --predict "${@:2}" | ts-cat | jq -r '"\(.id) \(.pred)"'; }
+	for split in valid test; do
+		agree=$(paste <(preds "$split" --precision fp32) <(preds "$split" --precision bf16) |
+			awk '$1 == $3 { n++; s += $2 == $4 } END { printf "%d %d", s, n }')
+		read -r same all <<<"$agree"
+		expect_eq "ts-eval --precision bf16: the same class as fp32 on $same of $all $split records" \
+			"$(awk -v s="$same" -v n="$all" 'BEGIN { print (n > 0 && s >= 0.995 * n) }')" 1
+	done
+	logits() { ts-eval -m "$T/fp32/final" --data "$T/data" --predict "$@" | ts-cat | jq -c .logits | md5sum; }
+	check "ts-eval --precision bf16: the logits are not fp32's bits" test "$(logits --precision bf16)" != "$(logits)"
+	expect_fail "ts-eval --precision bf16 where the CPU has no bf16: refused in one line" 1 \
+		"^ts-eval: --precision bf16 on the CPU: this processor has neither" \
+		no_bf16 ts-eval -m "$T/fp32/final" --data "$T/data" --precision bf16
 
 	# exact resume: cut back to the checkpoint at step 30, resumed to the end
 	cp -r "$T/bf16" "$T/cut" && rm -rf "$T/cut/final" "$T/cut/best" "$T/cut/ckpt/step-60" "$T/cut/ckpt/step-90"
@@ -98,6 +112,14 @@ expect_fail "tf32 on the CPU: refused in one line" 1 \
 	ts-train "${SMALL[@]}" --run "$T/tf32" --epochs 1 --precision tf32
 expect_fail "fp16 on the CPU: refused in one line" 1 "^ts-train: --precision fp16 on --device cpu: fp16" \
 	ts-train "${SMALL[@]}" --run "$T/fp16" --epochs 1 --precision fp16
+expect_same "ts-eval on the CPU: fp32 by default, the same output as --precision fp32" \
+	"$(ts-eval -m "$T/fp32/final" --data "$T/data" --device cpu)" \
+	"$(ts-eval -m "$T/fp32/final" --data "$T/data" --device cpu --precision fp32)"
+expect_fail "ts-eval --precision tf32 on the CPU: refused in one line" 1 \
+	"^ts-eval: --precision tf32 on --device cpu: tf32 is the tensor cores' format of a GPU" \
+	ts-eval -m "$T/fp32/final" --data "$T/data" --device cpu --precision tf32
+expect_fail "ts-eval with an unknown precision: a usage error" 2 "'fp8' is not one of fp32\|tf32\|bf16\|fp16" \
+	ts-eval -m "$T/fp32/final" --data "$T/data" --precision fp8
 check "the refused runs left no run dir" test ! -e "$T/tf32" -a ! -e "$T/fp16"
 expect_fail "--loss-scale not a power of two: a usage error" 2 "^ts-train: --loss-scale 1000: not a power of two" \
 	ts-train "${SMALL[@]}" --run "$T/ls" --epochs 1 --loss-scale 1000
