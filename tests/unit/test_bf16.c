@@ -1,8 +1,8 @@
 /* The CPU's bf16 backend (cpu_bf16.c), whose acts are bf16: rounding to
  * nearest even, each linear op against a double reference over the same
- * bf16 inputs, one primitive reused for another row count, the ops that
- * make acts against the plain ones, the attention against fp32's over the
- * same rounded inputs, and a whole model's loss and gradients against fp32
+ * bf16 inputs, a product for each of more row counts than the cache
+ * keeps, the ops that make acts against the plain ones, the attention
+ * against fp32's over the same rounded inputs, and a whole model's loss and gradients against fp32
  * within bf16's precision. Where the processor has no bf16 (or
  * ONEDNN_MAX_CPU_ISA hides it), the backend must be refused with a reason
  * instead. */
@@ -112,6 +112,33 @@ static void check_forward(struct rng *r, int N, int Cin, int Cout, int bias)
 		rounded &= fabs(got[i] - out[i]) <= fabs(out[i]) * 0x1p-8f;
 	CHECK(rounded, "bf16 forward %dx%d->%d into acts: that result rounded", N, Cin, Cout);
 	free(in), free(w), free(b), free(out), free(ref), free(il), free(wl), free(ol), free(got);
+}
+
+/* A product is made for each row count and the cache keeps the last 256
+ * used: 300 row counts in turn, each against its reference, then the
+ * first again, made anew, which must give the same bits as before. */
+static void check_many_row_counts(struct rng *r)
+{
+	enum { COUNTS = 300, C = 8 };
+	float *in = randoms(r, (size_t)COUNTS * C), *w = randoms(r, C * C);
+	float *out = xmalloc((size_t)COUNTS * C * sizeof *out), first[C];
+	struct act *il = low(in, (size_t)COUNTS * C), *wl = low(w, C * C);
+	int right = 1;
+	for (int n = 1; n <= COUNTS; n++) {
+		bf->linear_forward(out, il, wl, NULL, n, C, C);
+		if (n == 1)
+			memcpy(first, out, sizeof first);
+		for (int o = 0; o < C; o++) {
+			double s = 0;
+			for (int i = 0; i < C; i++)
+				s += (double)bf16_round(in[(n - 1) * C + i]) * bf16_round(w[o * C + i]);
+			right &= fabs(out[(n - 1) * C + o] - s) <= 1e-5 * (fabs(s) + 1);
+		}
+	}
+	CHECK(right, "bf16 forward over 1 to %d rows: each row count's last row as the reference", COUNTS);
+	bf->linear_forward(out, il, wl, NULL, 1, C, C);
+	CHECK(!memcmp(out, first, sizeof first), "bf16 forward over 1 row, its product made again: the same bits");
+	free(in), free(w), free(out), free(il), free(wl);
 }
 
 /* din (+)= dout w, dw += dout^T in, dbias += column sums: each against double
@@ -530,6 +557,7 @@ int main(void)
 	check_forward(&r, 37, 19, 23, 1);
 	check_forward(&r, 5, 19, 23, 1);      /* the same primitive, another row count */
 	check_forward(&r, 64, 48, 96, 0);
+	check_many_row_counts(&r);
 	check_backward(&r, 37, 19, 23, 0, 1);
 	check_backward(&r, 37, 19, 23, 1, 1);
 	check_backward(&r, 11, 19, 23, 1, 0);
