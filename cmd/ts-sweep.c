@@ -1,6 +1,6 @@
 /* ts-sweep: run ts-train over a grid or random draws of options, and show
  * the leaderboard. */
-#include "dist/gpulist.h"
+#include "device/gpulist.h"
 #include "eval/metricnames.h"
 #include "format/mpjson.h"
 #include "format/rec.h"

@@ -1,6 +1,6 @@
 /* ts-top: a live view of training runs and sweeps. */
 #include "backend/precision.h"
-#include "dist/nvml.h"
+#include "device/nvml.h"
 #include "run/runview.h"
 #include "sweep/sweeprun.h"
 #include "util/adir.h"

@@ -1,8 +1,8 @@
 /* ts-train: train a BERT encoder (cls, mlm, tokcls, reg or multi) on a data dir into a run dir. */
 #include "backend/backend.h"
-#include "dist/comm.h"
-#include "dist/device.h"
-#include "dist/gpus.h"
+#include "comm/comm.h"
+#include "device/device.h"
+#include "device/gpus.h"
 #include "eval/evaluate.h"
 #include "model/lossscale.h"
 #include "model/modeldir.h"

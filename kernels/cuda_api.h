@@ -18,7 +18,7 @@ extern "C" {
 
 /* "cuda:N" (device N < cuda_device_count(), after CUDA_VISIBLE_DEVICES):
  * makes it current and returns its backend at precision p, one the device
- * has (precision_lacking in lib/dist/device.h). */
+ * has (precision_lacking in lib/backend/precision.h). */
 const struct backend *cuda_backend_open(int device, enum precision p);
 /* The compute capability of device N: 75 for sm_75, 90 for sm_90. */
 int cuda_device_sm(int device);

@@ -16,7 +16,7 @@ units = {}   # "lib/util/err" -> the units it includes
 for base in ("lib", "kernels"):
     for d, _, names in os.walk(os.path.join(top, base)):
         for n in sorted(names):
-            if not n.endswith((".c", ".h", ".cu")):
+            if not n.endswith((".c", ".h", ".cu", ".cpp")):
                 continue
             path = os.path.relpath(os.path.join(d, n), top)
             parts = path.split("/")

@@ -1,5 +1,5 @@
 /* Record streams: a sequence of msgpack maps over a file descriptor, read
- * and written incrementally. Token records and the stream header live here too. */
+ * and written incrementally (token records and their stream header are data/tokrec.h's). */
 #ifndef TS_REC_H
 #define TS_REC_H
 #include <msgpack.h>

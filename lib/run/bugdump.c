@@ -1,7 +1,7 @@
 /* bug/step-N/: what ts-train saves of a step whose loss or gradient is not
  * finite, and --replay's run of it again. */
 #include "run/bugdump.h"
-#include "dist/device.h"
+#include "device/device.h"
 #include "eval/evaluate.h"
 #include "format/mpjson.h"
 #include "format/rec.h"

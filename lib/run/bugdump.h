@@ -2,7 +2,7 @@
  * was not finite and its micro-batches (batch.msgpack), for --replay. */
 #ifndef TS_BUGDUMP_H
 #define TS_BUGDUMP_H
-#include "dist/device.h"
+#include "device/device.h"
 #include "model/batcher.h"
 #include "model/bert.h"
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #include "data/labelmap.h"
 #include "data/manifest.h"
 #include "data/vocab.h"
-#include "dist/device.h"
+#include "device/device.h"
 #include "eval/evaluate.h"
 #include "format/events.h"
 #include "format/mpjson.h"

@@ -2,8 +2,8 @@
  * evaluation, checkpoints, early stop, stop requests and exact resume. */
 #ifndef TS_TRAIN_H
 #define TS_TRAIN_H
-#include "dist/comm.h"
-#include "dist/device.h"
+#include "comm/comm.h"
+#include "device/device.h"
 #include "model/bert.h"
 #include "model/optim.h"
 #include <stddef.h>

@@ -1,6 +1,6 @@
 #include "sweep/sweeprun.h"
-#include "dist/gpulist.h"
-#include "dist/nvml.h"
+#include "device/gpulist.h"
+#include "device/nvml.h"
 #include "eval/metricnames.h"
 #include "format/events.h"
 #include "format/mpjson.h"

@@ -9,7 +9,7 @@
  *   bert_step --gemm-peak [--size N] */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
-#include "dist/device.h"
+#include "device/device.h"
 #include "model/bert.h"
 #include "util/err.h"
 #include "util/rng.h"

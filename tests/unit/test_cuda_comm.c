@@ -4,7 +4,7 @@
  * never comes is given up at the timeout. Needs libnccl.so.2 on the
  * loader's path. */
 #include "check.h"
-#include "dist/device.h"
+#include "device/device.h"
 #include "util/err.h"
 #ifdef TS_GPU
 #include "backend/backend.h"

@@ -6,7 +6,7 @@
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "check.h"
-#include "dist/device.h"
+#include "device/device.h"
 #include "util/err.h"
 #include "util/rng.h"
 #include <stdlib.h>

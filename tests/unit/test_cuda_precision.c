@@ -11,7 +11,7 @@
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "check.h"
-#include "dist/device.h"
+#include "device/device.h"
 #ifdef TS_GPU
 #include "cuda_api.h"
 #include "gpu_check.h"

@@ -1,8 +1,8 @@
 /* The choice of GPUs: --gpus lists, the order by load, and which processes
  * share a machine. */
 #include "check.h"
-#include "dist/gpus.h"
-#include "dist/host.h"
+#include "device/gpus.h"
+#include "comm/host.h"
 #include "expect_die.h"
 #include "util/err.h"
 

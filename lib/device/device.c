@@ -1,5 +1,5 @@
 /* Choosing a backend by name ("cpu", "cuda" (cuda:0) or "cuda:N"). */
-#include "dist/device.h"
+#include "device/device.h"
 #include "util/err.h"
 #include <ctype.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * not answer. Without CUDA in the build, open dies in one line. */
 #ifndef TS_COMM_NCCL_H
 #define TS_COMM_NCCL_H
-#include "dist/transport.h"
+#include "comm/transport.h"
 
 extern const struct transport nccl_transport;
 #endif

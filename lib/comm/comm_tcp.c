@@ -9,7 +9,7 @@
  * A sum is a ring all-reduce: the data in n chunks, each summed once
  * along the ring to the process that owns it (reduce-scatter), then passed
  * round whole (all-gather), so that every process ends with the same bits. */
-#include "dist/comm_tcp.h"
+#include "comm/comm_tcp.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include <errno.h>

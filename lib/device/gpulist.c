@@ -1,4 +1,4 @@
-#include "dist/gpulist.h"
+#include "device/gpulist.h"
 #include "util/err.h"
 #include <errno.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * run. Without MPI in the build, open dies in one line. */
 #ifndef TS_COMM_MPI_H
 #define TS_COMM_MPI_H
-#include "dist/transport.h"
+#include "comm/transport.h"
 
 extern const struct transport mpi_transport;
 #endif

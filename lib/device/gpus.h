@@ -5,9 +5,9 @@
  * first of them orders the GPUs for all, before any of them opens one. */
 #ifndef TS_GPUS_H
 #define TS_GPUS_H
-#include "dist/comm.h"
-#include "dist/gpulist.h"
-#include "dist/nvml.h"
+#include "comm/comm.h"
+#include "device/gpulist.h"
+#include "device/nvml.h"
 
 /* Orders n GPUs by their usage u: free ones (no process) first, then by
  * utilisation, then by memory in use, then as given. */

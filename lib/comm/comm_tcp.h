@@ -3,7 +3,7 @@
  * LOCAL_RANK, LOCAL_WORLD_SIZE where more than one process shares a machine). */
 #ifndef TS_COMM_TCP_H
 #define TS_COMM_TCP_H
-#include "dist/transport.h"
+#include "comm/transport.h"
 
 /* The network interface the processes talk over: dies in one line, naming
  * the machine's interfaces, when it has no address here. */

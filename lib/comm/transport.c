@@ -1,4 +1,4 @@
-#include "dist/transport.h"
+#include "comm/transport.h"
 #include "util/clock.h"
 
 void comm_shard(const struct comm *c, size_t n, size_t *lo, size_t *hi)

@@ -1,4 +1,4 @@
-#include "dist/comm_mpi.h"
+#include "comm/comm_mpi.h"
 #include "util/err.h"
 #include <stdlib.h>
 

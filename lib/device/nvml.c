@@ -1,4 +1,4 @@
-#include "dist/nvml.h"
+#include "device/nvml.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <stddef.h>

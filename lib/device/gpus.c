@@ -1,5 +1,5 @@
-#include "dist/gpus.h"
-#include "dist/host.h"
+#include "device/gpus.h"
+#include "comm/host.h"
 #include "util/err.h"
 #include <stdint.h>
 #include <stdio.h>

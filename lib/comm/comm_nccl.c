@@ -1,4 +1,4 @@
-#include "dist/comm_nccl.h"
+#include "comm/comm_nccl.h"
 #include "util/err.h"
 #include <stdlib.h>
 

@@ -6,7 +6,7 @@
  * order; each leaves all processes with the same bits. */
 #ifndef TS_COMM_H
 #define TS_COMM_H
-#include "dist/transport.h"
+#include "comm/transport.h"
 #include <stddef.h>
 
 enum { COMM_TIMEOUT_S = 300 };

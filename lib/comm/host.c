@@ -1,4 +1,4 @@
-#include "dist/host.h"
+#include "comm/host.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>

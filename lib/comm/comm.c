@@ -1,8 +1,8 @@
-#include "dist/comm.h"
-#include "dist/comm_mpi.h"
-#include "dist/comm_nccl.h"
-#include "dist/comm_tcp.h"
-#include "dist/host.h"
+#include "comm/comm.h"
+#include "comm/comm_mpi.h"
+#include "comm/comm_nccl.h"
+#include "comm/comm_tcp.h"
+#include "comm/host.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include <limits.h>
