@@ -188,9 +188,11 @@ void rec_close(struct rec_reader *r)
 	free(r);
 }
 
-/* Takes the whole records up holds; t->read moves past each, the bytes up
- * was fed ending at byte at. Returns 1 when take stopped, 0 when up needs
- * more bytes, -1 on a record that is no map or no msgpack. */
+/* Hands take each complete record in the unpacker's buffer, counting it
+ * and moving the file offset past it (the buffer holds the file's bytes up
+ * to offset at). Returns 1 when take asks to stop, 0 when the buffer ends
+ * (nothing left, or a record cut short), -1 on a record that is not a map
+ * or not msgpack. */
 static int take_whole(struct rec_tail *t, msgpack_unpacker *up, long long at,
 		      int (*take)(void *ctx, const msgpack_object *o), void *ctx, const char *path, char *err,
 		      size_t errlen)

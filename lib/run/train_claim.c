@@ -1,0 +1,218 @@
+/* ts-train's run dir: claimed for a new run or checked for --resume,
+ * its config and vocab written, and the state a run starts from, new or
+ * from its newest whole checkpoint. */
+#include "run/trainer.h"
+#include "data/vocab.h"
+#include "run/rundir.h"
+#include "util/afile.h"
+#include "util/digest.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The resolved options, as RUN/config holds them. */
+static char *config_text(const struct trainer *t)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	t->c->write_config(f);
+	fclose(f);
+	return text;
+}
+
+/* A resumed run keeps the copy of the vocab it made when it began (so that
+ * checkpoints can come and go), or, killed before it made one, makes it now
+ * from the vocab it began with. */
+static void keep_vocab(const struct train_config *c)
+{
+	char *copy = path_join(c->run, "vocab.txt");
+	if (access(copy, F_OK)) {
+		char *src = start_vocab(c);
+		afile_copy(src, copy);
+		free(src);
+	}
+	free(copy);
+}
+
+/* Process 0 takes over the dir of a resumed run, which the other processes
+ * then find as it left it, or checks that a new run may be made where
+ * --run says. Sets *ckpt to the checkpoint a resumed run goes on from: NULL
+ * for a new run, and for one killed before its first checkpoint, which
+ * starts again. */
+void claim_run(struct trainer *t, char **ckpt)
+{
+	const struct train_config *c = t->c;
+	if (t->lead && c->resume) {
+		rundir_attach(c->run);
+		rundir_clear_stop(c->run);
+		keep_vocab(c);
+	} else if (t->lead) {
+		rundir_check_new(c->run);
+	}
+	comm_barrier(t->comm);
+	*ckpt = NULL;
+	t->passed_over = json_array();
+	if (c->resume) {   /* process 0 verifies the checkpoints, and all take its choice */
+		char *mine = t->lead ? checkpoint_intact(c->run, t->passed_over) : NULL;
+		size_t i;
+		json_t *p;
+		json_array_foreach(t->passed_over, i, p)
+			warnx("%s: passed over: %s", json_string_value(json_object_get(p, "checkpoint")),
+			      json_string_value(json_object_get(p, "why")));
+		char *chosen = comm_lead_text(t->comm, mine ? mine : "");
+		if (*chosen)
+			*ckpt = chosen;
+		else
+			free(chosen);
+		free(mine);
+	}
+	t->vocab_path = c->resume ? path_join(c->run, "vocab.txt") : start_vocab(c);
+}
+
+/* The line of text that holds offset at: its start, and its length as the
+ * return value. */
+static int line_at(const char *text, size_t at, const char **start)
+{
+	while (at > 0 && text[at - 1] != '\n')
+		at--;
+	*start = text + at;
+	return (int)strcspn(*start, "\n");
+}
+
+/* Every process trains the run process 0 records: with the options of its
+ * config (which all the processes of a resumed run read) and from the same
+ * weights. One started otherwise would add another model's gradients to
+ * the sums, or wait for sums the others never make; so all end before the
+ * run dir is made, the one that differs naming its first line that does. */
+void check_same_run(struct trainer *t)
+{
+	if (t->comm->size == 1)
+		return;
+	char *config = config_text(t), hex[SHA256_HEX_SIZE];
+	sha256_hex(bert_params(t->m), bert_numel(t->m) * sizeof(float), hex);
+	struct strbuf mine = {0};
+	sb_addf(&mine, "%sstarting weights sha256 = %.16s\n", config, hex);
+	char *lead = comm_lead_text(t->comm, mine.s);
+	size_t at = 0;
+	while (mine.s[at] && mine.s[at] == lead[at])
+		at++;
+	int who, differs = mine.s[at] != lead[at];
+	if (comm_max(t->comm, differs, &who) > 0) {
+		const char *here, *there;
+		int n = line_at(mine.s, at, &here), m = line_at(lead, at, &there);
+		if (differs)
+			die("process %d: %.*s here, %.*s on process 0 (the processes of a run must be started alike)",
+			    t->comm->rank, n, here, m, there);
+		die("process %d: process %d was started otherwise than process 0 (it says how)", t->comm->rank, who);
+	}
+	free(lead);
+	sb_free(&mine);
+	free(config);
+}
+
+/* Once the run has passed every check, process 0 makes a new run's dir, so
+ * that a run refused leaves nothing behind; then each process opens its log. */
+void open_run(struct trainer *t)
+{
+	const struct train_config *c = t->c;
+	if (t->lead && !c->resume) {
+		char *config = config_text(t);
+		rundir_create(c->run, config);
+		free(config);
+		char *copy = path_join(c->run, "vocab.txt");
+		vocab_save(t->vocab, copy);   /* the one checked: --vocab may be a pipe, read once */
+		free(copy);
+	}
+	comm_barrier(t->comm);
+	free(t->vocab_path);
+	t->vocab_path = path_join(c->run, "vocab.txt");
+	char name[32];
+	snprintf(name, sizeof name, "log/rank-%d.log", t->comm->rank);
+	char *logpath = path_join(c->run, name);
+	t->log = fopen(logpath, "a");
+	if (!t->log)
+		die("cannot open %s:", logpath);
+	free(logpath);
+}
+
+/* The fields of a start or resume trainer_event, which plan the run, with
+ * --batch-tokens's tokens a micro-batch where it has them (its
+ * steps_per_epoch are then the current epoch's: each epoch's order makes
+ * its own groups). */
+json_t *add_batch_tokens(const struct trainer *t, json_t *fields)
+{
+	if (t->c->batch_tokens)
+		json_object_set_new(fields, "batch_tokens", json_integer(t->c->batch_tokens));
+	return fields;
+}
+
+void start_state(struct trainer *t, const char *ckpt)
+{
+	char *events = path_join(t->c->run, "events.msgpack");
+	memset(&t->st, 0, sizeof t->st);
+	t->st.best_step = -1;
+	t->st.processes = t->st.sched_processes = t->comm->size;
+	if (t->lead) {
+		t->ev = events_open(events);
+		trainer_record_failures(t->ev);
+		char *tb = path_join(t->c->run, "tb");
+		t->tb = tb_open(tb);
+		free(tb);
+	}
+	if (ckpt) {
+		checkpoint_load(ckpt, (int64_t)shard_count(t->train.shard), t->o, &t->st);
+		size_t i;
+		json_t *p;
+		json_array_foreach(t->passed_over, i, p)
+			trainer_log(t, "passed over %s, damaged: %s", json_string_value(json_object_get(p, "checkpoint")),
+			      json_string_value(json_object_get(p, "why")));
+		trainer_log(t, "resumed from %s at step %ld", ckpt, t->st.step);
+	}
+	if (t->c->precision != PREC_FP16)
+		t->st.ls = (struct loss_scale){ 0, 0 };
+	else if (!t->st.ls.scale)   /* a fresh fp16 run, or one that goes on in fp16 */
+		t->st.ls = (struct loss_scale){ t->c->loss_scale, 0 };
+	plan_steps(t, ckpt);
+	if (ckpt && t->c->resume_changes) {   /* a finished run taken further goes on */
+		const struct train_state *st = &t->st;
+		if (t->c->max_steps > 0 ? st->step > t->c->max_steps : st->epoch > t->c->epochs)
+			die("%s: --%s %ld ends the run before step %ld, where it is", t->c->run,
+			    t->c->max_steps > 0 ? "max-steps" : "epochs",
+			    t->c->max_steps > 0 ? t->c->max_steps : t->c->epochs, st->step);
+		t->st.finished = t->st.finished && t->total_steps <= t->st.step;
+		trainer_log(t, "resumed with changes %s: the run ends at step %ld", t->c->resume_changes, t->total_steps);
+		if (t->lead) {   /* its config records the new end and cadence */
+			char *config = config_text(t), *path = path_join(t->c->run, "config");
+			afile_put_text(path, config);
+			free(path);
+			free(config);
+		}
+	}
+	if (!ckpt) {
+		trainer_event(t, "start", add_batch_tokens(t, json_pack("{sI sI sI sI sI ss}", "total_steps",
+								(json_int_t)t->total_steps, "steps_per_epoch",
+								(json_int_t)t->steps_per_epoch, "params",
+								(json_int_t)bert_numel(t->m), "train_records",
+								(json_int_t)shard_count(t->train.shard), "processes",
+								(json_int_t)t->comm->size, "device", t->c->be->name)));
+		log_parameters(t);
+	}
+	free(events);
+	char who[96] = "", batch[48];
+	if (t->comm->size > 1)
+		snprintf(who, sizeof who, ", process %d of %d%s%s", t->comm->rank, t->comm->size,
+			 *t->comm->net_if ? " talking over " : "", t->comm->net_if);
+	if (t->c->batch_tokens)
+		snprintf(batch, sizeof batch, "%ld tokens", t->c->batch_tokens);
+	else
+		snprintf(batch, sizeof batch, "%ld", t->c->batch);
+	trainer_log(t, "%ld steps (%ld per epoch), batch %s x %ld accumulation x %d processes, %zu parameters, "
+	      "on %s%s", t->total_steps, t->steps_per_epoch, batch, t->c->accum, t->comm->size,
+	      bert_numel(t->m), t->c->be->name, who);
+	if (t->comm->strays)
+		trainer_log(t, "dropped %ld connections at MASTER_PORT that were no processes of the run while they "
+		      "joined (stderr names the first)", t->comm->strays);
+}
