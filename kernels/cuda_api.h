@@ -101,13 +101,14 @@ void cuda_linear_backward_fp16(float *din, float *dw, float *dbias, const struct
 			       const struct act *in, const struct act *w, int N, int Cin, int Cout,
 			       int accumulate);
 
-/* kernels/cuda_ops.cu */
-/* x[n] rounded into space as bf16 (fp16) */
-const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n);
-const struct act *cuda_as_fp16(struct act *space, const float *x, size_t n);
+/* kernels/cuda_rows.cu */
 void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const float *dout,
 			     const int32_t *ids, const int32_t *types, const int32_t *positions,
 			     int N, int C, int pad_id);
+void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+
+/* kernels/cuda_layernorm.cu */
 void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,
 			    const float *w, const float *b, int N, int C, float eps);
 /* low: out itself */
@@ -147,6 +148,11 @@ void cuda_residual_layernorm_backward_fp16(float *din, struct act *dbranch, floa
 					   const float *dout, const float *in, const float *mean,
 					   const float *rstd, const float *w, int N, int C, float p,
 					   uint64_t seed);
+
+/* kernels/cuda_elementwise.cu */
+/* x[n] rounded into space as bf16 (fp16) */
+const struct act *cuda_as_bf16(struct act *space, const float *x, size_t n);
+const struct act *cuda_as_fp16(struct act *space, const float *x, size_t n);
 void cuda_bias_gelu_forward(float *out, struct act *low, struct act *pre, const float *bias,
 			    int N, int F);
 void cuda_gelu_backward(struct act *dpre, const float *dout, const struct act *pre, int N, int F);
@@ -160,6 +166,10 @@ void cuda_gelu_backward_fp16(struct act *dpre, const float *dout, const struct a
 			     int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
+void cuda_axpy(float *y, const float *x, size_t n, float a);
+void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
+
+/* kernels/cuda_losses.cu */
 void cuda_crossentropy_forward(double *loss, double weight, float *lse, const float *logits,
 			       const int32_t *labels, int N, int V, float e);
 void cuda_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
@@ -171,16 +181,12 @@ void cuda_kl_backward(float *dlogits, const float *logits, const float *lse, con
 		      int V, float temp, float scale);
 void cuda_symkl_forward(double *loss, double weight, const float *logits, int P, int V);
 void cuda_symkl_backward(float *dlogits, const float *logits, int P, int V, float scale);
-void cuda_axpy(float *y, const float *x, size_t n, float a);
 void cuda_mse_forward(double *loss, double weight, const float *pred, const float *target, int N);
 void cuda_mse_backward(float *dpred, const float *pred, const float *target, int N, float scale);
 void cuda_bce_forward(double *loss, double weight, const float *logits, const float *targets,
 		      size_t n);
 void cuda_bce_backward(float *dlogits, const float *logits, const float *targets, size_t n,
 		       float scale);
-void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
-void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
-void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
 
 /* kernels/cuda_attention.cu: its state, per query row and head, the
  * softmax's maximum and 1/sum */

@@ -4,10 +4,12 @@
  * ahead of the GPU. Four tables share the memory and every op but
  * the linear layers' and those that touch acts: fp32; tf32 (fp32, its
  * products on TF32 tensor cores); bf16 and fp16 (acts in those). The ops live in
- * cuda_gemm.cu, cuda_ops.cu, cuda_attention.cu and cuda_optim.cu. */
+ * cuda_gemm.cu, cuda_rows.cu, cuda_layernorm.cu, cuda_elementwise.cu,
+ * cuda_losses.cu, cuda_attention.cu and cuda_optim.cu. */
 #include "cuda_api.h"
 #include "cuda_check.h"
 #include "cuda_graph.h"
+#include "cuda_grid.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,16 @@ void *cuda_grow(void **p, size_t *cap, size_t bytes)
 		count((double)bytes);
 	}
 	return *p;
+}
+
+/* The op kernels' scratch (cuda_grid.h): one buffer, grown by a quarter
+ * more than asked so that a few larger asks do not each move it. */
+static void *op_scratch;
+static size_t op_scratch_cap;
+
+void *cuda_op_scratch(size_t bytes)
+{
+	return cuda_grow(&op_scratch, &op_scratch_cap, bytes > op_scratch_cap ? align_up(bytes + bytes / 4) : bytes);
 }
 
 /* The buffers cuda_alloc gave and their sizes, for cuda_release's count. */

@@ -14,14 +14,14 @@
  * pointers), cublasGemmEx runs it.
  *
  * Plans: the rows of a batch (its real tokens) change from step to step, so
- * each size is taken up to a bucket, eight to an octave (at most 1/8 more);
- * a product of a bucket (sizes, strides, types, epilogue, the pointers'
- * alignments) gets a plan once: descriptors and the algorithm cuBLASLt's
- * heuristic picks for the bucket's largest sizes the strides allow, with a
+ * each size is taken up to its size class, eight to an octave (at most 1/8
+ * more); a product of a size class (sizes, strides, types, epilogue, the
+ * pointers' alignments) gets a plan once: descriptors and the algorithm cuBLASLt's
+ * heuristic picks for the class's largest sizes the strides allow, with a
  * 32 MiB workspace; each call sets its own sizes in the plan's layouts. So
- * the algorithm is the bucket's, whatever call came first, and a resumed
+ * the algorithm is the class's, whatever call came first, and a resumed
  * run takes the same ones. Plans live in a hash table (lib/backend/plans.h,
- * size_bucket its buckets).
+ * size_class its classes).
  * Any status but success dies in one line naming the call, but for
  * cuBLASLt's refusal to run a plan's algorithm at a call's sizes
  * (NOT_SUPPORTED, or INVALID_VALUE outside a graph's capture): that
@@ -49,9 +49,9 @@ enum { WORKSPACE = 32 << 20, PLANS_CAP = 8192, THREADS = 256, GRID_MAX = 16384 }
 /* What rides a product besides: nothing, a bias, the bias's gradient. */
 enum vector { NO_VECTOR, BIAS, BIAS_GRAD };
 
-/* A bucket of products D = op(A) op(B) (+ beta D) (+ bias per row of D),
+/* A size class of products D = op(A) op(B) (+ beta D) (+ bias per row of D),
  * column-major as cuBLAS has it: D is m x n, op(A) m x k, op(B) k x n, each
- * size its bucket's; or D with the sums of op(B)'s columns (over k), the
+ * size its class's; or D with the sums of op(B)'s columns (over k), the
  * bias gradient. */
 struct product {
 	cublasOperation_t ta, tb;
@@ -164,7 +164,7 @@ static int at_most(int x, int limit)
 	return x < limit ? x : limit;
 }
 
-/* The plan of p: found, or made now for p's bucket sizes, each cut to what
+/* The plan of p: found, or made now for p's class sizes, each cut to what
  * the leading dimensions hold (a call's sizes fit them); a vector (v, of the
  * call that makes it) rides only from 16-byte alignment. */
 static struct plan *plan_of(const struct product *p, const float *v)
@@ -198,7 +198,7 @@ static int lt_run(struct plan *pl, const void *A, const void *B, const float *be
 				   &pl->algo, workspace, WORKSPACE, cuda_stream());
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 1;
-	/* an algorithm chosen for the bucket's largest sizes may refuse a call's
+	/* an algorithm chosen for the class's largest sizes may refuse a call's
 	 * smaller ones (NOT_SUPPORTED, or INVALID_VALUE); INVALID_VALUE in a
 	 * capture gives the capture up, and the eager walk after meets it again */
 	if (s != CUBLAS_STATUS_NOT_SUPPORTED && cuda_graph_capture_failed("cublasLtMatmul failed in the capture"))
@@ -295,7 +295,7 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 		return 0;
 	struct product p;
 	memset(&p, 0, sizeof p);   /* hashed and compared bytewise: no stray padding */
-	p.ta = ta, p.tb = tb, p.m = size_bucket(m), p.n = size_bucket(n), p.k = size_bucket(k);
+	p.ta = ta, p.tb = tb, p.m = size_class(m), p.n = size_class(n), p.k = size_class(k);
 	p.lda = lda, p.ldb = ldb, p.ldd = ldd;
 	p.ab = ab, p.d = dt, p.compute = compute, p.vec = v ? vec : NO_VECTOR;
 	p.accumulate = accumulate;
@@ -365,7 +365,7 @@ static const void *ones_of(cudaDataType_t t, size_t n)
 	int i = t == CUDA_R_16BF ? 1 : t == CUDA_R_16F ? 2 : 0;
 	size_t size = i ? 2 : sizeof(float);
 	if (n * size > have[i]) {
-		int held = cuda_graph_hold();
+		int held = cuda_graph_eager_begin();
 		cuda_grow(&ones[i], &have[i], n * size);
 		if (i == 1)
 			CUDA_LAUNCH(ones_kernel<bf16>, grid_for(n), THREADS, 0, (bf16 *)ones[i], n);
@@ -373,7 +373,7 @@ static const void *ones_of(cudaDataType_t t, size_t n)
 			CUDA_LAUNCH(ones_kernel<f16>, grid_for(n), THREADS, 0, (f16 *)ones[i], n);
 		else
 			CUDA_LAUNCH(ones_kernel<float>, grid_for(n), THREADS, 0, (float *)ones[i], n);
-		cuda_graph_resume(held);
+		cuda_graph_eager_end(held);
 	}
 	return ones[i];
 }

@@ -82,7 +82,7 @@ int cuda_graph_capture_failed(const char *why)
 	return 1;
 }
 
-int cuda_graph_hold(void)
+int cuda_graph_eager_begin(void)
 {
 	cuda_graph_grew();
 	int held = walk;
@@ -90,7 +90,7 @@ int cuda_graph_hold(void)
 	return held;
 }
 
-void cuda_graph_resume(int held)
+void cuda_graph_eager_end(int held)
 {
 	walk = (enum walk)held;
 }

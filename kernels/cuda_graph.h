@@ -30,11 +30,11 @@ void cuda_graph_grew(void);
 /* Whether a failed call (why) came in a capture, which is then given up and
  * the pass walked again eagerly; else the caller dies as it would. */
 int cuda_graph_capture_failed(const char *why);
-/* cuda_graph_grew, and runs what is launched until cuda_graph_resume(the
+/* cuda_graph_grew, and runs what is launched until cuda_graph_eager_end(the
  * value returned) at once: a grown buffer's one-time fill, which a given-up
  * walk must not leave undone. */
-int cuda_graph_hold(void);
-void cuda_graph_resume(int held);
+int cuda_graph_eager_begin(void);
+void cuda_graph_eager_end(int held);
 
 /* The arguments' bytes, each at a multiple of 8, and pointers to them. */
 template <typename Tuple, size_t... I>

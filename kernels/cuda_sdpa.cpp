@@ -5,10 +5,11 @@
  * (it takes packed sequences on sm_90 and later), these functions return
  * ATT_OWN and the caller runs the own kernel; a shape cuDNN refuses gets one
  * note on stderr with cuDNN's words. The forward tries cuDNN's unified
- * engine first, then its composite graph; the backward has the composite
- * alone. The frontend is told which CUDA runtime to load: this build's.
+ * engine first, then its composite operation graph; the backward has the
+ * composite alone. The frontend is told which CUDA runtime to load: this
+ * build's.
  *
- * Layout: the graph's, unpadded (struct attention): sequence b's queries are
+ * Layout: the model's, unpadded (struct attention): sequence b's queries are
  * rows q_start[b].. of q (row stride ldq), its keys and values rows
  * kv_start[b].. of k and v (ldkv), head h columns h*d..; ctx, dctx likewise
  * with stride C. cuDNN sees them as [B, H, S, d] with ragged offsets (the
@@ -25,9 +26,9 @@
  * The forward keeps per query row and head the softmax's log-sum-exp, as
  * the own kernel's state (maximum, 1/sum) = (lse, 1): without dropout either
  * backward works from it; with dropout cuDNN takes a forward only where it
- * takes its backward too. Graphs are built once per shape, B rounded up to
- * a multiple of 8 and T of 64 (the lengths and offsets say the rest), and
- * kept in a table of plans (lib/backend/plans.h). cuDNN takes sequences of
+ * takes its backward too. Operation graphs are built once per shape, B
+ * rounded up to a multiple of 8 and T of 64 (the lengths and offsets say
+ * the rest), and kept in a table of plans (lib/backend/plans.h). cuDNN takes sequences of
  * length 0 from 9.25 (NVIDIA/cudnn-frontend#943): before, B is not rounded
  * and a call with a sequence of no query rows goes to the own kernel. */
 #define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
@@ -52,10 +53,10 @@ void *cudnn_frontend::cudnn_dlhandle = nullptr;
 
 enum { B_ROUND = 8, T_ROUND = 64, PLANS_CAP = 1024 };
 
-/* uids of a graph's tensors, for its variant pack */
+/* uids of an operation graph's tensors, for its variant pack */
 enum { Q = 1, K, V, O, STATS, DO, DQ, DK, DV, SEQ_Q, SEQ_KV, OFF_Q, OFF_KV, OFF_O, OFF_STATS, SEED, OFFSET };
 
-/* What a graph is built for: the key of its plan. */
+/* What an operation graph is built for: the key of its plan. */
 struct shape {
 	int B, T, H, d, ldq, ldkv, C, half, backward;
 	float p;                 /* dropout on the probabilities */
@@ -149,7 +150,7 @@ static std::shared_ptr<fe::graph::Tensor_attributes> scalar(fe::graph::Graph &g,
 				.set_data_type(fe::DataType_t::INT64));
 }
 
-/* The graph of s: its forward (O and the statistics from Q, K, V) by
+/* The operation graph of s: its forward (O and the statistics from Q, K, V) by
  * implementation impl, or its backward (dQ, dK, dV: one implementation);
  * NULL where cuDNN refuses it, with its words in why. */
 static std::shared_ptr<fe::graph::Graph> build(const shape &s, fe::AttentionImplementation_t impl,
@@ -256,9 +257,9 @@ static const plan &plan_of(const shape &s)
 	if (!made)
 		return **slot;
 	plan *p = *slot = new plan{ s, nullptr, 0, ATT_OWN, "" };
-	/* the forward's unified engine first, then its composite graph (which
-	 * some cuDNN versions take where they refuse the other); the backward
-	 * has only the composite */
+	/* the forward's unified engine first, then its composite operation
+	 * graph (which some cuDNN versions take where they refuse the other);
+	 * the backward has only the composite */
 	if (!s.backward) {
 		try_build(p, fe::AttentionImplementation_t::UNIFIED, "unified");
 		p->kernel = ATT_CUDNN_UNIFIED;
@@ -349,7 +350,7 @@ static void *scratch_of(size_t bytes)
 }
 
 /* the seed and offset of the call's dropout, which cuDNN reads on the device
- * (written by a kernel, which a graph's replay patches) */
+ * (written by a kernel, which a CUDA graph's replay patches) */
 static void *dropout_rng(const struct attention *a)
 {
 	static void *d;
@@ -377,7 +378,7 @@ static const int32_t *execute(const plan &p, const shape &s, const struct attent
 		pack[SEED] = rng, pack[OFFSET] = rng + 1;
 	}
 	void *ws = cuda_grow(&workspace, &workspace_cap, (size_t)p.workspace);
-	/* what the call reads, for a graph's replay to check: the plan, the
+	/* what the call reads, for a CUDA graph's replay to check: the plan, the
 	 * tensors by uid, the workspace */
 	std::vector<std::pair<int64_t, void *>> reads(pack.begin(), pack.end());
 	std::sort(reads.begin(), reads.end());

@@ -1,11 +1,13 @@
 """Checks lib/'s layers (lib/README.md): each file of lib/FOLDER includes lib
 headers by their folder, only from its own layer or those below it; kernels/
-counts as backend/; and no include closes a cycle. Prints a line per fault on
+counts as backend/; no include closes a cycle; and no file there is over
+900 lines but lib/model/bert_graph.c. Prints a line per fault on
 standard error and exits 1 on any. Usage: layers.py TOP"""
 import os
 import re
 import sys
 
+MAX_LINES = 900
 top = sys.argv[1]
 readme = open(os.path.join(top, "lib/README.md")).read()
 order = re.search(r"^Layers, bottom to top: (.+)$", readme, re.M).group(1).split()
@@ -19,6 +21,9 @@ for base in ("lib", "kernels"):
             if not n.endswith((".c", ".h", ".cu", ".cpp")):
                 continue
             path = os.path.relpath(os.path.join(d, n), top)
+            lines = open(os.path.join(top, path)).read().count("\n")
+            if lines > MAX_LINES and path != "lib/model/bert_graph.c":
+                faults.append("%s: %d lines, over %d: split it by job" % (path, lines, MAX_LINES))
             parts = path.split("/")
             if base == "lib" and (len(parts) != 3 or parts[1] not in rank):
                 faults.append("%s: not in a layer folder of lib/README.md (%s)" % (path, " ".join(order)))

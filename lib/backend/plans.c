@@ -60,7 +60,7 @@ void *plans_get(struct plans *p, const void *key, int *made, const char *what)
 	return s + value_at;
 }
 
-int size_bucket(int x)
+int size_class(int x)
 {
 	if (x <= EXACT_UP_TO)
 		return x;

@@ -1,8 +1,8 @@
 /* Plans made once and looked up by key: a hash table of fixed-size keys,
  * compared byte for byte (a key's padding must be zeroed), each with a
  * value of fixed size the caller fills when the plan is new. The CUDA
- * backend keeps its cuBLASLt GEMM plans and cuDNN attention graphs here;
- * size_bucket is how it keys sizes that change from batch to batch. */
+ * backend keeps its cuBLASLt GEMM plans and cuDNN attention plans here;
+ * size_class is how it keys sizes that change from batch to batch. */
 #ifndef TS_PLANS_H
 #define TS_PLANS_H
 #include <stddef.h>
@@ -22,9 +22,9 @@ void plans_free(struct plans *p);
  * (*made set); dies in one line naming what when the table is full. */
 void *plans_get(struct plans *p, const void *key, int *made, const char *what);
 
-/* A size's bucket: itself up to 64, then rounded up to an eighth of its
+/* A size's class: itself up to 64, then rounded up to an eighth of its
  * octave (at most 1/8 more). */
-int size_bucket(int x);
+int size_class(int x);
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { BUCKET_BATCHES = 64, IGNORE = -100 };
+enum { GROUP_BATCHES = 64, IGNORE = -100 };
 
 void mlm_config_init(struct mlm_config *c, const struct vocab *v, float prob, int whole_word, int max_ngram)
 {
@@ -38,11 +38,11 @@ static int by_length(const void *a, const void *b, void *s)
 	return *(const uint64_t *)a < *(const uint64_t *)b ? -1 : *(const uint64_t *)a > *(const uint64_t *)b;
 }
 
-/* Sorts chunks of BUCKET_BATCHES batches by length, then shuffles the full
+/* Sorts chunks of GROUP_BATCHES batches by length, then shuffles the full
  * batches; a short last batch stays last. */
-static void bucket_order(const struct shard *s, uint64_t *order, uint64_t n, uint64_t B, struct rng *r)
+static void length_grouped_order(const struct shard *s, uint64_t *order, uint64_t n, uint64_t B, struct rng *r)
 {
-	uint64_t chunk = B * BUCKET_BATCHES;
+	uint64_t chunk = B * GROUP_BATCHES;
 	for (uint64_t at = 0; at < n; at += chunk)
 		qsort_r(order + at, n - at < chunk ? n - at : chunk, sizeof *order, by_length, (void *)s);
 	uint64_t full = n / B;
@@ -57,7 +57,7 @@ static void bucket_order(const struct shard *s, uint64_t *order, uint64_t n, uin
 	free(copy);
 }
 
-void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bucket, uint64_t *order)
+void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int group_lengths, uint64_t *order)
 {
 	uint64_t n = shard_count(s);
 	struct rng r;
@@ -65,8 +65,8 @@ void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bu
 	for (uint64_t i = 0; i < n; i++)
 		order[i] = i;
 	shuffle(order, n, &r);
-	if (bucket && n > (uint64_t)B)
-		bucket_order(s, order, n, (uint64_t)B, &r);
+	if (group_lengths && n > (uint64_t)B)
+		length_grouped_order(s, order, n, (uint64_t)B, &r);
 }
 
 uint64_t token_group_end(const struct shard *s, const uint64_t *order, uint64_t n, uint64_t at, int64_t max_tokens)

@@ -1,5 +1,5 @@
 /* Training batches from a shard: the epoch's order (a seeded shuffle,
- * optionally length-bucketed), padding to the longest record of a batch, and
+ * optionally length-grouped: --bucket), padding to the longest record of a batch, and
  * for MLM dynamic masking drawn anew for every epoch. Everything is a function
  * of (seed, epoch, position), so a resumed run sees the same batches. */
 #ifndef TS_BATCHER_H
@@ -49,9 +49,9 @@ struct batch_source {
 };
 
 /* The record order of an epoch: batch b holds order[b*B, (b+1)*B). With
- * bucket, records of similar length are batched together (in a random order
- * of batches). */
-void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int bucket, uint64_t *order);
+ * group_lengths (--bucket), records of similar length are batched together
+ * (in a random order of batches). */
+void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int group_lengths, uint64_t *order);
 
 /* --batch-tokens: the order cut into groups of whole records, each taking
  * records while their real tokens add up to at most max_tokens. Returns the

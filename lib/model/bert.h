@@ -190,7 +190,7 @@ void bert_set_graphs(struct bert *m, int on);
 void bert_set_head_slots(struct bert *m, int on);
 void bert_set_pad_rows(struct bert *m, int n);
 /* The rows a padded head has for rows predicted: a multiple of 64, and from
- * 1024 rows on their size bucket (size_bucket: at most an eighth more). */
+ * 1024 rows on their size class (size_class: at most an eighth more). */
 int bert_head_slots(int rows);
 /* bert_train_pass's passes so far that ran how (GRAPH_EAGER, GRAPH_CAPTURED,
  * GRAPH_REPLAYED). */

@@ -108,7 +108,7 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 
 int bert_head_slots(int rows)
 {
-	return (size_bucket(rows) + 63) / 64 * 64;
+	return (size_class(rows) + 63) / 64 * 64;
 }
 
 /* Pads the head's rows towards bert_head_slots, one sequence after another

@@ -217,7 +217,7 @@ void bert_free(struct bert *m)
 				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
 				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->targets_soft,
 				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->vat_p, &m->work,
-				      &m->wlow_space };
+				      &m->weight_acts_space };
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
 		if (bufs[i]->p)
 			m->be->release(bufs[i]->p);
@@ -555,25 +555,25 @@ static float attn_p(const struct bert *m)
 
 /* The first parameter a product takes: the first after the embeddings, or
  * the word embeddings for mlm, whose decoder they are. */
-static size_t wlow_from(const struct bert *m)
+static size_t first_weight_in_acts(const struct bert *m)
 {
 	return m->c.task == TASK_MLM ? 0 : (size_t)(m->w.emb_ln_b + m->c.hidden - m->dparams);
 }
 
 /* w's copy in acts, for a weight w among the parameters. */
-static const struct act *wl(const struct bert *m, const float *w)
+static const struct act *weight_act(const struct bert *m, const float *w)
 {
-	return act_at(m->be, m->wlow, (size_t)(w - m->dparams) - wlow_from(m));
+	return act_at(m->be, m->weight_acts, (size_t)(w - m->dparams) - first_weight_in_acts(m));
 }
 
-/* The parameters from wlow_from on, in acts, for this forward and its
+/* The parameters from first_weight_in_acts on, in acts, for this forward and its
  * backward. */
 static void weights_in_acts(struct bert *m)
 {
 	const struct backend *be = m->be;
-	size_t from = wlow_from(m), n = m->numel - from;
-	struct act *space = acts_are_floats(be) ? NULL : bert_fit(be, &m->wlow_space, n * be->act_size);
-	m->wlow = be->as_act(space, m->dparams + from, n);
+	size_t from = first_weight_in_acts(m), n = m->numel - from;
+	struct act *space = acts_are_floats(be) ? NULL : bert_fit(be, &m->weight_acts_space, n * be->act_size);
+	m->weight_acts = be->as_act(space, m->dparams + from, n);
 }
 
 /* ---- embeddings ---- */
@@ -672,27 +672,27 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 	const float *res = x;   /* the residual stream at the R rows */
 
 	if (!r->rows) {
-		be->linear_forward_act(a->qkv, xl, wl(m, w->qkv_w), w->qkv_b, N, C, 3 * C);
+		be->linear_forward_act(a->qkv, xl, weight_act(m, w->qkv_w), w->qkv_b, N, C, 3 * C);
 	} else {
-		be->linear_forward_act(a->qkv, xl, wl(m, w->qkv_w + C * C), w->qkv_b + C, N, C,
+		be->linear_forward_act(a->qkv, xl, weight_act(m, w->qkv_w + C * C), w->qkv_b + C, N, C,
 				       2 * C);
 		be->gather_rows(m->a.rows_in, x, r->rows, R, C);
 		res = m->a.rows_in;
 		m->a.rows_low = be->as_act(m->a.rows_space, res, (size_t)R * C);
 		be->linear_forward_act(act_at(be, a->qkv, (size_t)N * 2 * C), m->a.rows_low,
-				       wl(m, w->qkv_w), w->qkv_b, R, C, C);
+				       weight_act(m, w->qkv_w), w->qkv_b, R, C, C);
 	}
 	if (!r->rows)
 		clear_for_padding(m, a->ctx, (size_t)C);
 	be->attention_forward(a->ctx, a->att_state, &att);
-	be->linear_forward(a->attn_sum, a->ctx, wl(m, w->attn_out_w), NULL, R, C, C);
+	be->linear_forward(a->attn_sum, a->ctx, weight_act(m, w->attn_out_w), NULL, R, C, C);
 	be->residual_layernorm_forward(a->attn_ln, a->attn_low, a->attn_sum, a->attn_mean,
 				       a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
 				       w->attn_ln_b, R, C, eps, hidden_p(m),
 				       site_seed(m, l, SITE_ATTN_OUT));
-	be->linear_forward_act(a->ffn_pre, a->attn_low, wl(m, w->ffn_in_w), NULL, R, C, F);
+	be->linear_forward_act(a->ffn_pre, a->attn_low, weight_act(m, w->ffn_in_w), NULL, R, C, F);
 	be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
-	be->linear_forward(a->ffn_sum, a->ffn_act, wl(m, w->ffn_out_w), NULL, R, F, C);
+	be->linear_forward(a->ffn_sum, a->ffn_act, weight_act(m, w->ffn_out_w), NULL, R, F, C);
 	be->residual_layernorm_forward(a->out, a->out_low, a->ffn_sum, a->ffn_mean,
 				       a->ffn_rstd, a->attn_ln, w->ffn_out_b, w->ffn_ln_w,
 				       w->ffn_ln_b, R, C, eps, hidden_p(m),
@@ -724,14 +724,14 @@ static void qkv_backward(struct bert *m, int l, const struct act *xl, const stru
 	struct layer_weights *g = &m->g.layer[l];
 	int N = m->N, C = m->c.hidden;
 	if (!r->rows) {
-		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, xl, wl(m, w->qkv_w), N,
+		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, xl, weight_act(m, w->qkv_w), N,
 				       C, 3 * C, 1);
 		return;
 	}
-	m->be->linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_low, wl(m, w->qkv_w), r->R,
+	m->be->linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_low, weight_act(m, w->qkv_w), r->R,
 			       C, C, 1);
 	m->be->linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, xl,
-			       wl(m, w->qkv_w + C * C), N, C, 2 * C, 0);
+			       weight_act(m, w->qkv_w + C * C), N, C, 2 * C, 0);
 	m->be->scatter_add_rows(dx, dh, r->rows, r->R, C);
 }
 
@@ -752,16 +752,16 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	if (d->gelu_zero_bias)   /* GELU's output again from its input, which holds its bias */
 		m->be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, d->gelu_zero_bias, R, F);
 	m->be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, dbranch, a->ffn_act,
-			       wl(m, w->ffn_out_w), R, F, C, 0);
+			       weight_act(m, w->ffn_out_w), R, F, C, 0);
 	m->be->gelu_backward(d->dffn_low, d->dffn, a->ffn_pre, R, F);
 	/* the residual: dh already holds the sum's gradient, the FFN's adds to it */
 	m->be->linear_backward(dh, g->ffn_in_w, g->ffn_in_b, d->dffn_low, a->attn_low,
-			       wl(m, w->ffn_in_w), R, C, F, 1);
+			       weight_act(m, w->ffn_in_w), R, C, F, 1);
 
 	dbranch = sum_backward(m, dh, g->attn_ln_w, g->attn_ln_b, a->attn_sum, a->attn_mean,
 			       a->attn_rstd, w->attn_ln_w, R, site_seed(m, l, SITE_ATTN_OUT));
 	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
-			       wl(m, w->attn_out_w), R, C, C, 0);
+			       weight_act(m, w->attn_out_w), R, C, C, 0);
 	struct attention att = layer_attention(m, l, r);
 	const struct backend *be = m->be;
 	struct act *dq = r->rows ? act_at(be, d->dqkv, (size_t)N * 2 * C) : d->dqkv;
@@ -854,12 +854,12 @@ static void pooled_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
-	m->be->linear_forward(h->dense, h->in_low, wl(m, m->w.pool_w), m->w.pool_b, M, C, C);
+	m->be->linear_forward(h->dense, h->in_low, weight_act(m, m->w.pool_w), m->w.pool_b, M, C, C);
 	m->be->tanh_forward(h->dense, h->dense, (size_t)M * C);
 	m->be->dropout_apply(h->act, h->dense, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
 	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
-	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, M, C, W);
+	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.cls_w), m->w.cls_b, M, C, W);
 	head_loss(m);
 }
 
@@ -871,13 +871,13 @@ static void pooled_head_backward(struct bert *m, float scale)
 	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
 	head_loss_backward(m, scale);
 	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, dlogits_low(m), h->last_in,
-			       wl(m, m->w.cls_w), M, C, W, 0);
+			       weight_act(m, m->w.cls_w), M, C, W, 0);
 	m->be->dropout_apply(d->dhead, d->dhead, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
 	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
 	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b,
 			       m->be->as_act(d->dhead_low, d->dhead, (size_t)M * C), h->in_low,
-			       wl(m, m->w.pool_w), M, C, C, 0);
+			       weight_act(m, m->w.pool_w), M, C, C, 0);
 }
 
 /* ---- token classification head ---- */
@@ -888,7 +888,7 @@ static void token_head_forward(struct bert *m)
 	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
 	m->be->dropout_apply(h->act, h->in, (size_t)M * C, hidden_p(m), classifier_seed(m));
 	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
-	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.cls_w), m->w.cls_b, M, C, L);
+	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.cls_w), m->w.cls_b, M, C, L);
 	head_loss(m);
 }
 
@@ -899,7 +899,7 @@ static void token_head_backward(struct bert *m, float scale)
 	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
 	head_loss_backward(m, scale);
 	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, dlogits_low(m), h->last_in,
-			       wl(m, m->w.cls_w), M, C, L, 0);
+			       weight_act(m, m->w.cls_w), M, C, L, 0);
 	m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
 }
@@ -910,12 +910,12 @@ static void mlm_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, V = m->c.vocab;
-	m->be->linear_forward_act(h->pre, h->in_low, wl(m, m->w.tr_w), NULL, M, C, C);
+	m->be->linear_forward_act(h->pre, h->in_low, weight_act(m, m->w.tr_w), NULL, M, C, C);
 	m->be->bias_gelu_forward(h->act, NULL, h->pre, m->w.tr_b, M, C);
 	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
 				 m->w.tr_ln_b, M, C, m->c.ln_eps);
 	h->last_in = m->be->as_act(h->space, h->norm, (size_t)M * C);
-	m->be->linear_forward(h->logits, h->last_in, wl(m, m->w.word), m->w.decoder_b, M, C, V);
+	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.word), m->w.decoder_b, M, C, V);
 	head_loss(m);
 }
 
@@ -927,12 +927,12 @@ static void mlm_head_backward(struct bert *m, float scale)
 	head_loss_backward(m, scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
 	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, dlogits_low(m), h->last_in,
-			       wl(m, m->w.word), M, C, V, 0);
+			       weight_act(m, m->w.word), M, C, V, 0);
 	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
 				  h->mean, h->rstd, m->w.tr_ln_w, M, C);
 	m->be->gelu_backward(d->dhead_low, d->dhead, h->pre, M, C);
 	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead_low, h->in_low,
-			       wl(m, m->w.tr_w), M, C, C, 0);
+			       weight_act(m, m->w.tr_w), M, C, C, 0);
 }
 
 /* ---- the whole model ---- */

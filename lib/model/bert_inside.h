@@ -164,10 +164,10 @@ struct bert {
 	struct acts a;
 	struct on_backend work;    /* every activation, carved into a */
 	/* the parameters that products take, in acts, made at the start of
-	 * each forward (bert_graph.c: wlow_from): the parameters themselves
+	 * each forward (bert_graph.c: first_weight_in_acts): the parameters themselves
 	 * where an act is a float */
-	const struct act *wlow;
-	struct on_backend wlow_space;
+	const struct act *weight_acts;
+	struct on_backend weight_acts_space;
 	float *logits;             /* a host copy of the last logits (not on a host backend) */
 	size_t logits_cap;
 };

@@ -2,6 +2,7 @@
  * claimed and built (train_claim.c, train_model.c), its steps planned
  * (train_plan.c) and taken (train_step.c), evaluated, saved and logged
  * here, until its end or a stop. */
+#include "run/train.h"
 #include "run/trainer.h"
 #include "eval/evaluate.h"
 #include "format/mpjson.h"

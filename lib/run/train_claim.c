@@ -2,6 +2,7 @@
  * its config and vocab written, and the state a run starts from, new or
  * from its newest whole checkpoint. */
 #include "run/trainer.h"
+#include "run/train.h"
 #include "data/vocab.h"
 #include "run/rundir.h"
 #include "util/afile.h"

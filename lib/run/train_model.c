@@ -2,6 +2,7 @@
  * run's config, the model built (new, from --init or resumed) with its
  * teacher, and the optimizer over its parameters. */
 #include "run/trainer.h"
+#include "run/train.h"
 #include "backend/memcheck.h"
 #include "data/labelmap.h"
 #include "data/vocab.h"

@@ -3,6 +3,7 @@
  * where the lr schedule stands, across a change in the number of
  * processes. */
 #include "run/trainer.h"
+#include "run/train.h"
 #include "util/err.h"
 
 /* Records a step's micro-batch takes from all processes together. */

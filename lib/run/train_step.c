@@ -2,6 +2,7 @@
  * gradient summed across processes bucket by bucket as the backward
  * completes them, clipped, and the optimizer's update. */
 #include "run/trainer.h"
+#include "run/train.h"
 #include "run/bugdump.h"
 #include "util/rng.h"
 #include <math.h>

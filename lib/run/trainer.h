@@ -3,7 +3,6 @@
  * that another calls. train.c holds the loop, from train_run down. */
 #ifndef TS_TRAINER_H
 #define TS_TRAINER_H
-#include "run/train.h"
 #include "comm/comm.h"
 #include "data/manifest.h"
 #include "data/shard.h"
@@ -17,6 +16,8 @@
 #include "util/progress.h"
 #include <jansson.h>
 #include <stdio.h>
+
+struct train_config;
 
 enum { MAX_BUG_DUMPS = 3 };
 

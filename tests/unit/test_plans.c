@@ -1,6 +1,6 @@
 /* The CUDA backend's plan tables on the CPU: a key found again gives the same
  * plan, others their own, past half the slots one line; and the size
- * buckets that GEMM plans are keyed by. */
+ * classes that GEMM plans are keyed by. */
 #include "backend/plans.h"
 #include "check.h"
 #include "expect_die.h"
@@ -47,34 +47,34 @@ static void test_table(void)
 		   "cuBLAS products: more than 8 kinds in one process");
 }
 
-static void test_buckets(void)
+static void test_size_classes(void)
 {
 	int exact = 1, within = 1, monotone = 1, octave_ok = 1;
 	for (int x = 1; x <= 64; x++)
-		exact &= size_bucket(x) == x;
+		exact &= size_class(x) == x;
 	for (int x = 65; x <= 1 << 20; x++) {
-		int b = size_bucket(x);
+		int b = size_class(x);
 		within &= b >= x && (double)b <= x * 1.125 + 1e-9;
-		monotone &= size_bucket(x - 1) <= b;
+		monotone &= size_class(x - 1) <= b;
 	}
-	/* eight buckets in each octave from 64 on */
+	/* eight classes in each octave from 64 on */
 	for (int lo = 64; lo < 1 << 20; lo *= 2) {
 		int n = 0;
 		for (int x = lo + 1; x <= 2 * lo; x++)
-			n += size_bucket(x) != size_bucket(x - 1);
+			n += size_class(x) != size_class(x - 1);
 		octave_ok &= n == 8;
 	}
-	CHECK(exact, "sizes up to 64: their own buckets");
+	CHECK(exact, "sizes up to 64: their own classes");
 	CHECK(within, "above: rounded up by at most an eighth");
-	CHECK(monotone, "buckets grow with the size");
-	CHECK(octave_ok, "eight buckets an octave");
-	CHECK(size_bucket(1000) == size_bucket(1001) && size_bucket(1000) == 1024,
-	      "1000 and 1001 rows share 1024's bucket");
+	CHECK(monotone, "classes grow with the size");
+	CHECK(octave_ok, "eight classes an octave");
+	CHECK(size_class(1000) == size_class(1001) && size_class(1000) == 1024,
+	      "1000 and 1001 rows share 1024's class");
 }
 
 int main(void)
 {
 	test_table();
-	test_buckets();
+	test_size_classes();
 	CHECK_DONE();
 }
