@@ -2,10 +2,10 @@
  * nearest even, each linear op against a double reference over the same
  * bf16 inputs, a product for each of more row counts than the cache
  * keeps, the ops that make acts against the plain ones, the attention
- * against fp32's over the same rounded inputs, and a whole model's loss and gradients against fp32
- * within bf16's precision. Where the processor has no bf16 (or
- * ONEDNN_MAX_CPU_ISA hides it), the backend must be refused with a reason
- * instead. */
+ * against fp32's over the same rounded inputs, and a whole model's loss
+ * and gradients against fp32 within bf16's precision. Where the processor
+ * has no bf16 (or ONEDNN_MAX_CPU_ISA hides it), the backend must be refused
+ * with a reason instead. */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "check.h"
