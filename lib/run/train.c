@@ -14,6 +14,7 @@
 #include "util/err.h"
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,21 +25,6 @@ static void on_stop_signal(int sig)
 {
 	(void)sig;
 	stop_signal = 1;
-}
-
-void trainer_log(struct trainer *t, const char *fmt, ...)
-{
-	time_t now_t = time(NULL);
-	char stamp[32];
-	strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now_t));
-	fprintf(t->log, "%s ", stamp);
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(t->log, fmt, ap);
-	va_end(ap);
-	fputc('\n', t->log);
-	if (fflush(t->log) || ferror(t->log))
-		die("%s/log/rank-%d.log: cannot write:", t->c->run, t->comm->rank);
 }
 
 /* A line on standard error, from process 0 for all. */
@@ -54,41 +40,6 @@ static void say(struct trainer *t, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-/* Process 0's events while it trains, so that a run that dies says so. */
-static struct events *dying_events;
-
-static void record_failure(void)
-{
-	struct events *ev = dying_events;
-	dying_events = NULL;   /* once, and not again if this write fails */
-	if (ev)
-		events_add(ev, "failed", json_object());
-}
-
-void trainer_record_failures(struct events *ev)
-{
-	dying_events = ev;
-	die_hook(record_failure);
-}
-
-/* An event for the log of events, its numbers for TensorBoard too. */
-void trainer_event(struct trainer *t, const char *type, json_t *fields)
-{
-	if (!t->lead) {
-		json_decref(fields);
-		return;
-	}
-	int step = !strcmp(type, "step");
-	if (step || !strcmp(type, "eval")) {
-		const char *split = json_string_value(json_object_get(fields, "split"));
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		tb_fields(t->tb, step ? "train" : split ? split : "eval", fields, (double)now.tv_sec + now.tv_nsec * 1e-9);
-		tb_flush(t->tb);
-	}
-	events_add(t->ev, type, fields);
 }
 
 /* --- evaluation and checkpoints --- */
@@ -354,7 +305,7 @@ int train_run(const struct train_config *c)
 	if (comm_any(t.comm, t.lead && t.st.finished && events_last_is(t.ev, "done"))) {
 		if (t.lead)
 			warnx("%s: the run already finished at step %ld", c->run, t.st.step);
-		dying_events = NULL;
+		trainer_record_failures(NULL);
 		return 0;
 	}
 	if (ckpt) {
@@ -395,8 +346,7 @@ int train_run(const struct train_config *c)
 		finish(&t);
 	progress_done(t.prog);
 	if (t.lead) {
-		dying_events = NULL;
-		die_hook(NULL);
+		trainer_record_failures(NULL);
 		events_close(t.ev);
 		tb_close(t.tb);
 	}

@@ -70,9 +70,10 @@ struct step_result {
 	int64_t samples, tokens;
 };
 
-/* train.c: the run's log, its events */
+/* train_log.c: the run's log, its events */
 void trainer_log(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* From now on, a death of this process records a failed event in ev. */
+/* From now on, a death of this process records a failed event in ev
+ * (NULL: no longer). */
 void trainer_record_failures(struct events *ev);
 void trainer_event(struct trainer *t, const char *type, json_t *fields);
 
