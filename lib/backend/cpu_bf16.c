@@ -132,7 +132,8 @@ static void gemm_create(struct gemm *g)
 	      "a matmul descriptor");
 	dnnl_primitive_desc_t pd;
 	check(dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL), "a matmul");
-	grow(&scratch, &scratch_n, dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)), 1);
+	const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	grow(&scratch, &scratch_n, dnnl_memory_desc_get_size(scratch_md), 1);
 	check(dnnl_primitive_create(&g->p, pd), "a matmul primitive");
 	dnnl_primitive_desc_destroy(pd);
 	dnnl_primitive_attr_destroy(attr);
