@@ -1,8 +1,11 @@
-/* ts-tokenize: text in, token records out (BERT normalisation + WordPiece). */
+/* ts-tokenize: text in, token records out, by a WordPiece vocab.txt or any
+ * Hugging Face tokenizer.json. */
 #include "data/encode.h"
+#include "data/hftok.h"
 #include "data/labelmap.h"
 #include "data/tokinput.h"
 #include "data/vocab.h"
+#include "format/mpjson.h"
 #include "util/afile.h"
 #include "util/err.h"
 #include "util/opt.h"
@@ -15,13 +18,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char *vocab_path, *format, *text_col, *pair_col, *label_col, *id_col, *labels_file;
+static char *vocab_path, *tokenizer_path, *format, *text_col, *pair_col, *label_col, *id_col, *labels_file;
 static char *output = "-";
 static long max_len = 512, stride, threads;
-static int fold, cased, strict;
+static int fold, cased, strict, show_tokens;
 
 static const struct opt opts[] = {
-	{'v', "vocab", OPT_STR, &vocab_path, "FILE", "WordPiece vocabulary (vocab.txt), required", "@file"},
+	{'v', "vocab", OPT_STR, &vocab_path, "FILE", "WordPiece vocabulary (vocab.txt)", "@file"},
+	{'t', "tokenizer", OPT_STR, &tokenizer_path, "FILE", "a Hugging Face tokenizer.json, or a model dir that holds one", "@file"},
 	{'f', "format", OPT_STR, &format, "FMT", "input format (default: from the file extension; lines for stdin)", "csv|tsv|jsonl|lines|conll"},
 	{0, "text", OPT_STR, &text_col, "COL", "column or field holding the text, or in jsonl its list of words (default: text)", NULL},
 	{0, "text-pair", OPT_STR, &pair_col, "COL", "column holding the second text of a pair", NULL},
@@ -35,6 +39,7 @@ static const struct opt opts[] = {
 	 .min = 0, .max = 1048576},
 	{0, "cased", OPT_FLAG, &cased, NULL, "keep case and accents (for cased vocabularies)", NULL},
 	{0, "strict", OPT_FLAG, &strict, NULL, "refuse invalid UTF-8 instead of replacing it", NULL},
+	{0, "show-tokens", OPT_FLAG, &show_tokens, NULL, "print each record's tokens as JSON lines instead of writing records", NULL},
 	{'j', "threads", OPT_INT, &threads, "N", "worker threads (default: all cores)", NULL,
 	 .min = 0, .max = 1024},
 	{'o', "output", OPT_STR, &output, "FILE", "write records to FILE (default: standard output)", "@file"},
@@ -81,8 +86,11 @@ struct ctx {
 	const char *in_name;   /* outlives the input, for errors found later */
 	struct labelmap *labels;
 	uint64_t next_id;
-	struct vocab *vocab;
-	struct wp_tokenizer **tok;
+	struct vocab *vocab;               /* one of the two */
+	struct hftok *hf;
+	struct wp_tokenizer **wp;          /* a tokenizer per worker */
+	struct hftok_space **hfs;
+	struct template tpl;
 	struct encode_opts enc;
 	struct afile *out;
 	FILE *spool;   /* records wait here when label names are found on the way */
@@ -210,17 +218,30 @@ static int produce(void *slot, void *ctxp)
 	return b->n > 0;
 }
 
+/* Appends the ids of text to out by worker's tokenizer; returns how many
+ * invalid UTF-8 sequences were replaced. */
+static size_t encode_text(const struct ctx *c, int worker, const char *text, size_t len, struct ids *out)
+{
+	return c->hf ? hftok_encode(c->hf, c->hfs[worker], text, len, out) : wp_encode(c->wp[worker], text, len, out);
+}
+
 /* The pieces of an item's words in a, and in tags each word's tag (-1 when
- * it has none) at its first piece, -100 at the others. */
-static size_t encode_words(struct wp_tokenizer *tok, const struct batch *b, const struct item *it, struct ids *a,
-			   struct ids *tags)
+ * it has none) at its first piece, -100 at the others. A word after the
+ * first gets the space before it where the tokenizer keeps spaces. */
+static size_t encode_words(const struct ctx *c, int worker, const struct batch *b, const struct item *it,
+			   struct ids *a, struct ids *tags, struct strbuf *spaced)
 {
 	size_t bad = 0;
+	int space = c->hf && hftok_spaced_words(c->hf);
 	tags->n = 0;
 	for (size_t w = 0; w < it->nwords; w++) {
 		const size_t *word = b->word + 2 * (it->words + w);
 		size_t start = a->n;
-		bad += wp_encode(tok, b->arena.s + word[0], word[1], a);
+		spaced->n = 0;
+		if (space && w > 0)
+			sb_addc(spaced, ' ');
+		sb_add(spaced, b->arena.s + word[0], word[1]);
+		bad += encode_text(c, worker, spaced->s, spaced->n, a);
 		for (size_t i = start; i < a->n; i++)
 			ids_push(tags, i > start ? TAG_NONE : it->label_kind == LABEL_LIST ? b->lab[it->labels + w] : TAG_UNKNOWN);
 	}
@@ -231,8 +252,8 @@ static void work(void *slot, int worker, void *ctxp)
 {
 	struct ctx *c = ctxp;
 	struct batch *b = slot;
-	struct wp_tokenizer *tok = c->tok[worker];
 	struct ids a = {0}, p = {0}, tags = {0};
+	struct strbuf spaced = {0};
 	struct tokrec t = {0};
 	msgpack_packer pk;
 	b->out.size = 0;
@@ -241,10 +262,10 @@ static void work(void *slot, int worker, void *ctxp)
 	for (size_t i = 0; i < b->n; i++) {
 		const struct item *it = &b->items[i];
 		a.n = p.n = 0;
-		size_t bad = it->nwords ? encode_words(tok, b, it, &a, &tags)
-					: wp_encode(tok, b->arena.s + it->text, it->text_n, &a);
+		size_t bad = it->nwords ? encode_words(c, worker, b, it, &a, &tags, &spaced)
+					: encode_text(c, worker, b->arena.s + it->text, it->text_n, &a);
 		if (it->has_pair)
-			bad += wp_encode(tok, b->arena.s + it->pair, it->pair_n, &p);
+			bad += encode_text(c, worker, b->arena.s + it->pair, it->pair_n, &p);
 		if (bad && !b->bad_utf8)
 			b->first_bad = i;
 		b->bad_utf8 += bad;
@@ -261,6 +282,39 @@ static void work(void *slot, int worker, void *ctxp)
 	free(a.v);
 	free(p.v);
 	free(tags.v);
+	sb_free(&spaced);
+}
+
+static const char *token_text(const struct ctx *c, int32_t id)
+{
+	const char *t = c->hf ? hftok_token(c->hf, id) : id >= 0 && id < vocab_size(c->vocab) ? vocab_token(c->vocab, id) : NULL;
+	return t ? t : "";
+}
+
+/* The batch's records as JSON lines of their ids' tokens, for a reader. */
+static void show_records(const struct ctx *c, struct batch *b)
+{
+	struct strbuf line = {0};
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	size_t off = 0;
+	while (msgpack_unpack_next(&u, b->out.data, b->out.size, &off) == MSGPACK_UNPACK_SUCCESS) {
+		const msgpack_object *id = mp_get(&u.data, "id"), *ids = mp_get(&u.data, "ids");
+		line.n = 0;
+		sb_add(&line, "{\"id\":", 6);
+		mp_to_json(id, &line);
+		sb_add(&line, ",\"tokens\":[", 11);
+		for (uint32_t i = 0; i < ids->via.array.size; i++) {
+			const char *t = token_text(c, (int32_t)ids->via.array.ptr[i].via.i64);
+			if (i)
+				sb_addc(&line, ',');
+			sb_add_json_str(&line, t, strlen(t));
+		}
+		sb_add(&line, "]}\n", 3);
+		afile_write(c->out, line.s, line.n);
+	}
+	msgpack_unpacked_destroy(&u);
+	sb_free(&line);
 }
 
 static void consume(void *slot, void *ctxp)
@@ -273,7 +327,9 @@ static void consume(void *slot, void *ctxp)
 	}
 	c->records += b->records;
 	c->bad_utf8 += b->bad_utf8;
-	if (c->spool) {
+	if (show_tokens) {
+		show_records(c, b);
+	} else if (c->spool) {
 		if (fwrite(b->out.data, 1, b->out.size, c->spool) != b->out.size)
 			die("cannot write a temporary file:");
 	} else {
@@ -284,8 +340,11 @@ static void consume(void *slot, void *ctxp)
 static void write_header(struct ctx *c)
 {
 	struct stream_header h = {
-		.kind = "tokens", .vocab_sha256 = (char *)vocab_sha256(c->vocab),
-		.vocab_file = realpath(vocab_path, NULL), .max_len = max_len, .lower = !cased,
+		.kind = "tokens", .max_len = max_len,
+		.vocab_sha256 = (char *)(c->hf ? hftok_sha256(c->hf) : vocab_sha256(c->vocab)),
+		.vocab_file = realpath(c->hf ? hftok_path(c->hf) : vocab_path, NULL),
+		.tokenizer = c->hf ? "tokenizer.json" : NULL,
+		.lower = c->hf ? hftok_lowercases(c->hf) : !cased,
 	};
 	labelmap_names(c->labels, &h.labels, &h.nlabels);
 	msgpack_sbuffer sb;
@@ -325,11 +384,17 @@ static uint64_t total_size(char **files, int n)
 
 static void check_options(void)
 {
-	if (!vocab_path)
-		die_usage("a vocabulary is required: -v FILE");
+	if (!vocab_path == !tokenizer_path)
+		die_usage("a tokenizer is required: -t tokenizer.json or -v vocab.txt (one of them)");
+	if (tokenizer_path && cased)
+		die_usage("--cased is for a vocab.txt: a tokenizer.json decides case itself");
 	if (format && format_parse(format) < 0)
 		die_usage("unknown format '%s'", format);
-	struct encode_opts e = {.max_len = max_len, .fold = fold, .stride = stride};
+}
+
+static void check_lengths(const struct template *tpl)
+{
+	struct encode_opts e = {.max_len = max_len, .fold = fold, .stride = stride, .tpl = tpl};
 	const char *why = encode_check(&e, pair_col != NULL);
 	if (why)
 		die_usage("%s", why);
@@ -367,16 +432,28 @@ int main(int argc, char **argv)
 	if (labels_file && !label_col && !any_conll(c.files, c.nfiles))
 		die_usage("--labels names the classes of --label COL or of conll input's tags");
 	c.cols = (struct in_cols){text_col ? text_col : "text", pair_col, label_col, id_col};
-	c.vocab = vocab_load(vocab_path);
-	c.enc = (struct encode_opts){max_len, fold, stride, vocab_special(c.vocab, VOCAB_CLS),
-				     vocab_special(c.vocab, VOCAB_SEP)};
+	if (tokenizer_path) {
+		c.hf = hftok_load(tokenizer_path);
+		c.tpl = *hftok_template(c.hf);
+	} else {
+		c.vocab = vocab_load(vocab_path);
+		template_bert(&c.tpl, vocab_special(c.vocab, VOCAB_CLS), vocab_special(c.vocab, VOCAB_SEP));
+	}
+	check_lengths(&c.tpl);
+	c.enc = (struct encode_opts){max_len, fold, stride, &c.tpl};
 	c.labels = labels_file ? labelmap_load(labels_file) : labelmap_new();
 	int nthreads = threads ? (int)threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	c.tok = xcalloc((size_t)nthreads, sizeof *c.tok);
+	c.wp = xcalloc((size_t)nthreads, sizeof *c.wp);
+	c.hfs = xcalloc((size_t)nthreads, sizeof *c.hfs);
 	for (int i = 0; i < nthreads; i++)
-		c.tok[i] = wp_new(c.vocab, cased);
+		if (c.hf)
+			c.hfs[i] = hftok_space_new();
+		else
+			c.wp[i] = wp_new(c.vocab, cased);
 	c.out = afile_open(output);
-	if ((label_col || any_conll(c.files, c.nfiles)) && !labels_file) {
+	if (show_tokens) {
+		/* no header: the lines are for reading */
+	} else if ((label_col || any_conll(c.files, c.nfiles)) && !labels_file) {
 		if (!(c.spool = tmpfile()))
 			die("cannot create a temporary file:");
 	} else {
@@ -396,7 +473,7 @@ int main(int argc, char **argv)
 	progress_done(c.prog);
 	if (c.next_id == 0)
 		die("%s: empty input", c.nfiles == 1 ? (strcmp(c.files[0], "-") ? c.files[0] : "standard input") : "all inputs");
-	if (c.spool) {
+	if (c.spool && !show_tokens) {
 		write_header(&c);
 		copy_spool(&c);
 	}

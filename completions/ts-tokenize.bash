@@ -6,6 +6,7 @@ _ts_tokenize() {
 	done
 	case $prev in
 	-v|--vocab) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	-t|--tokenizer) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-f|--format) COMPREPLY=($(compgen -W "csv tsv jsonl lines conll" -- "$cur")); return ;;
 	--text) COMPREPLY=(); return ;;
 	--text-pair) COMPREPLY=(); return ;;
@@ -18,7 +19,7 @@ _ts_tokenize() {
 	-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--vocab --format --text --text-pair --label --labels --id --max-len --fold --stride --cased --strict --threads --output --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--vocab --tokenizer --format --text --text-pair --label --labels --id --max-len --fold --stride --cased --strict --show-tokens --threads --output --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _ts_tokenize ts-tokenize

@@ -2,6 +2,7 @@
  * code points go through utf8proc, corrected where Hugging Face's tables differ from
  * utf8proc's Unicode 15.0 (see "Unicode versions" below). */
 #include "data/bertnorm.h"
+#include "data/utf8.h"
 #include "util/err.h"
 #include <string.h>
 #include <utf8proc.h>
@@ -30,40 +31,6 @@ void bert_norm_free(struct bert_norm *n)
 	free(n->out);
 	free(n->cps);
 	memset(n, 0, sizeof *n);
-}
-
-/* ---- UTF-8 decoding ---- */
-
-/* Decodes one code point at *p (p < end, *p >= 0x80) and advances *p. An ill-formed
- * sequence becomes U+FFFD, one per maximal subpart (as Python's errors="replace" and
- * the Unicode standard's recommended practice do), counted in *nbad. */
-static int32_t decode_utf8(const unsigned char **p, const unsigned char *end, size_t *nbad)
-{
-	const unsigned char *s = *p;
-	unsigned c = s[0], need, lo = 0x80, hi = 0xBF;
-	int32_t cp;
-	if (c >= 0xC2 && c <= 0xDF)
-		need = 1, cp = c & 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		need = 2, cp = c & 0x0F, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-	else if (c >= 0xF0 && c <= 0xF4)
-		need = 3, cp = c & 0x07, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-	else
-		goto bad;
-	s++;
-	for (unsigned i = 0; i < need; i++, s++) {
-		/* only the second byte has a narrowed range */
-		if (s == end || *s < lo || *s > hi)
-			goto bad;
-		cp = cp << 6 | (*s & 0x3F);
-		lo = 0x80, hi = 0xBF;
-	}
-	*p = s;
-	return cp;
-bad:
-	*p = s == *p ? s + 1 : s;
-	++*nbad;
-	return 0xFFFD;
 }
 
 /* ---- Unicode versions ----
@@ -277,7 +244,7 @@ static const unsigned char *collect_run(struct bert_norm *n, const unsigned char
 {
 	size_t k = 0;
 	while (p < end && *p >= 0x80) {
-		int32_t cp = decode_utf8(&p, end, nbad);
+		int32_t cp = utf8_decode(&p, end, nbad);
 		int cat = utf8proc_category(cp);
 		if (is_dropped(cp, cat))
 			continue;

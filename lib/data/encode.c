@@ -1,12 +1,31 @@
 #include "data/encode.h"
 #include "util/err.h"
+#include <stdio.h>
 #include <string.h>
+
+void template_bert(struct template *t, int32_t cls, int32_t sep)
+{
+	*t = (struct template){
+		.single = {{cls, 0}, {TPL_A, 0}, {sep, 0}}, .nsingle = 3,
+		.pair = {{cls, 0}, {TPL_A, 0}, {sep, 0}, {TPL_B, 1}, {sep, 1}}, .npair = 5,
+	};
+}
+
+long template_specials(const struct template *t, int pair)
+{
+	return pair ? t->npair - 2 : t->nsingle - 1;
+}
 
 const char *encode_check(const struct encode_opts *o, int pair)
 {
-	long specials = pair ? 3 : 2;
-	if (o->max_len && o->max_len <= specials + (pair && o->fold))
-		return pair ? "--max-len leaves no room for the text pair" : "--max-len must be at least 3";
+	static _Thread_local char least[64];
+	long specials = template_specials(o->tpl, pair);
+	if (o->max_len && o->max_len <= specials + (pair && o->fold)) {
+		if (pair)
+			return "--max-len leaves no room for the text pair";
+		snprintf(least, sizeof least, "--max-len must be at least %ld", specials + 1);
+		return least;
+	}
 	if (o->fold && !o->max_len)
 		return "--fold needs a --max-len";
 	/* a pair's second text always keeps at least half the room */
@@ -41,36 +60,43 @@ static int32_t *put_ids(int32_t *p, const int32_t *v, size_t from, size_t n)
 	return p + n;
 }
 
-/* Fills t with [CLS] a[a0,a0+na) [SEP] (b[b0,b0+nb) [SEP]) and packs it;
- * with tags, its label is their [a0,a0+na) between two -100. */
+/* Fills t with the template around a[a0,a0+na) (and b[b0,b0+nb)) and
+ * packs it; with tags, its label is their [a0,a0+na) and -100 at the
+ * special tokens. Type ids go in only where one is not 0. */
 static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0, size_t na,
 		     const struct ids *b, size_t b0, size_t nb, const int32_t *tags, struct tokrec *t,
 		     msgpack_packer *pk)
 {
-	size_t n = na + 2 + (b ? nb + 1 : 0);
+	const struct template_part *part = b ? o->tpl->pair : o->tpl->single;
+	int nparts = b ? o->tpl->npair : o->tpl->nsingle;
+	size_t n = na + (b ? nb : 0) + (size_t)template_specials(o->tpl, b != NULL);
 	grow(&t->ids, &t->cap_ids, n, sizeof *t->ids);
-	int32_t *p = t->ids;
-	*p++ = o->cls;
-	p = put_ids(p, a->v, a0, na);
-	*p++ = o->sep;
-	t->types = NULL;
-	if (b) {
-		p = put_ids(p, b->v, b0, nb);
-		*p++ = o->sep;
-		grow(&t->types_buf, &t->cap_types, n, 1);
-		t->types = t->types_buf;
-		memset(t->types, 0, na + 2);
-		memset(t->types + na + 2, 1, nb + 1);
+	grow(&t->types_buf, &t->cap_types, n, 1);
+	int32_t *labels = tags ? xmalloc(n * sizeof *labels) : NULL;
+	size_t at = 0;
+	int typed = 0;
+	for (int i = 0; i < nparts; i++) {
+		size_t k = part[i].id == TPL_A ? na : part[i].id == TPL_B ? nb : 1;
+		if (part[i].id == TPL_A)
+			put_ids(t->ids + at, a->v, a0, na);
+		else if (part[i].id == TPL_B)
+			put_ids(t->ids + at, b->v, b0, nb);
+		else
+			t->ids[at] = part[i].id;
+		if (labels) {
+			for (size_t j = 0; j < k; j++)
+				labels[at + j] = part[i].id == TPL_A ? tags[a0 + j] : -100;
+		}
+		memset(t->types_buf + at, part[i].type, k);
+		typed |= part[i].type != 0;
+		at += k;
 	}
 	t->n = n;
-	if (!tags) {
+	t->types = typed ? t->types_buf : NULL;
+	if (!labels) {
 		tokrec_pack(pk, t);
 		return;
 	}
-	int32_t *labels = xmalloc(n * sizeof *labels);
-	labels[0] = labels[n - 1] = -100;
-	if (na)
-		memcpy(labels + 1, tags + a0, na * sizeof *labels);
 	t->label_kind = LABEL_LIST;
 	t->labels = labels;
 	t->nlabels = n;
@@ -85,7 +111,7 @@ static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0
 static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const struct ids *b,
 			 const int32_t *tags, struct tokrec *t, msgpack_packer *pk)
 {
-	size_t room = (size_t)o->max_len - (b ? 3 : 2), na = a->n;
+	size_t room = (size_t)(o->max_len - template_specials(o->tpl, b != NULL)), na = a->n;
 	const struct ids *cut = a;
 	if (b) {
 		if (na > room / 2 && na + b->n > room)
@@ -116,7 +142,7 @@ size_t encode_pack(const struct encode_opts *o, const struct ids *a, const struc
 	t->fold = -1;
 	size_t na = a->n, nb = b ? b->n : 0;
 	if (o->max_len) {
-		size_t budget = (size_t)o->max_len - (b ? 3 : 2);
+		size_t budget = (size_t)(o->max_len - template_specials(o->tpl, b != NULL));
 		if (b)
 			truncate_longest_first(&na, &nb, budget);
 		else if (na > budget)

@@ -9,7 +9,7 @@ enum { HEADER_VERSION = 1 };
 
 void header_pack(msgpack_packer *pk, const struct stream_header *h)
 {
-	msgpack_pack_map(pk, 5 + (h->vocab_sha256 != NULL) + (h->vocab_file != NULL));
+	msgpack_pack_map(pk, 5 + (h->vocab_sha256 != NULL) + (h->vocab_file != NULL) + (h->tokenizer != NULL));
 	mp_pack_str(pk, "kind");
 	mp_pack_str(pk, h->kind);
 	mp_pack_str(pk, "version");
@@ -21,6 +21,10 @@ void header_pack(msgpack_packer *pk, const struct stream_header *h)
 	if (h->vocab_file) {
 		mp_pack_str(pk, "vocab_file");
 		mp_pack_str(pk, h->vocab_file);
+	}
+	if (h->tokenizer) {
+		mp_pack_str(pk, "tokenizer");
+		mp_pack_str(pk, h->tokenizer);
 	}
 	mp_pack_str(pk, "labels");
 	msgpack_pack_array(pk, (size_t)h->nlabels);
@@ -79,6 +83,11 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 		h->vocab_sha256 = dup_str(r, v, "vocab");
 	if ((v = mp_get(o, "vocab_file")))
 		h->vocab_file = dup_str(r, v, "vocab_file");
+	if ((v = mp_get(o, "tokenizer"))) {
+		h->tokenizer = dup_str(r, v, "tokenizer");
+		if (strcmp(h->tokenizer, "tokenizer.json"))
+			rec_die(r, "header field 'tokenizer' is '%s', where only tokenizer.json is known", h->tokenizer);
+	}
 	if ((v = mp_get(o, "labels"))) {
 		if (v->type != MSGPACK_OBJECT_ARRAY)
 			rec_die(r, "header field 'labels' is not a list");
@@ -115,6 +124,7 @@ void header_free(struct stream_header *h)
 	free(h->kind);
 	free(h->vocab_sha256);
 	free(h->vocab_file);
+	free(h->tokenizer);
 	for (int i = 0; i < h->nlabels; i++)
 		free(h->labels[i]);
 	free(h->labels);
@@ -139,6 +149,9 @@ void header_merge(struct stream_header *acc, char **from, const struct rec_reade
 	if (!acc->vocab_sha256 && h->vocab_sha256) {
 		acc->vocab_sha256 = h->vocab_sha256;
 		h->vocab_sha256 = NULL;
+		free(acc->tokenizer);
+		acc->tokenizer = h->tokenizer;
+		h->tokenizer = NULL;
 	}
 	if (!acc->vocab_file && h->vocab_file) {
 		acc->vocab_file = h->vocab_file;

@@ -9,6 +9,7 @@ struct stream_header {
 	int version;
 	char *vocab_sha256;      /* hex, or NULL */
 	char *vocab_file;        /* absolute path of that vocab, or NULL: where ts-shard finds it */
+	char *tokenizer;         /* what the vocab is: NULL for a WordPiece vocab.txt, "tokenizer.json" */
 	char **labels;           /* label names in id order */
 	int nlabels;
 	long max_len;

@@ -28,8 +28,8 @@ static void check_records(const struct encode_opts *o, const msgpack_sbuffer *sb
 		const msgpack_object *ids = mp_get(&u.data, "ids"), *types = mp_get(&u.data, "types");
 		uint32_t len = ids->via.array.size;
 		const msgpack_object *v = ids->via.array.ptr;
-		if (len < (pair ? 3u : 2u) || (o->max_len && len > o->max_len) || v[0].via.i64 != o->cls ||
-		    v[len - 1].via.i64 != o->sep || !types != !pair || (pair && types->via.array.size != len))
+		if (len < (pair ? 3u : 2u) || (o->max_len && len > o->max_len) || v[0].via.i64 != o->tpl->single[0].id ||
+		    v[len - 1].via.i64 != o->tpl->single[2].id || !types != !pair || (pair && types->via.array.size != len))
 			abort();
 		for (uint32_t i = 0; i < len; i++)
 			if (v[i].via.i64 < 0 || v[i].via.i64 >= vocab_size(vocab))
@@ -46,8 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 3)
 		return 0;
 	int cased = data[0] & 1, pair = !!(data[0] & 2);
-	struct encode_opts o = {.max_len = data[1], .fold = !!(data[0] & 4), .stride = data[2],
-				.cls = vocab_special(vocab, VOCAB_CLS), .sep = vocab_special(vocab, VOCAB_SEP)};
+	struct template bert;
+	template_bert(&bert, vocab_special(vocab, VOCAB_CLS), vocab_special(vocab, VOCAB_SEP));
+	struct encode_opts o = {.max_len = data[1], .fold = !!(data[0] & 4), .stride = data[2], .tpl = &bert};
 	if (encode_check(&o, pair))
 		return 0;
 	const char *text = (const char *)data + 3, *end = text + (size - 3);

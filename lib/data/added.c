@@ -1,0 +1,162 @@
+#include "data/added.h"
+#include "data/uclass.h"
+#include "util/err.h"
+#include <string.h>
+
+/* A byte trie: each node's children in a list. */
+struct node {
+	int32_t child, sibling, token;   /* token: an index into tokens, or -1 */
+	unsigned char byte;
+};
+
+struct token {
+	int32_t id;
+	int lstrip, rstrip, single_word;
+};
+
+struct added {
+	struct node *nodes;
+	size_t nnodes, node_cap;
+	struct token *tokens;
+	size_t ntokens, token_cap;
+	unsigned char starts[256];       /* bytes a token begins with */
+};
+
+static int32_t new_node(struct added *a, unsigned char byte)
+{
+	grow(&a->nodes, &a->node_cap, a->nnodes + 1, sizeof *a->nodes);
+	a->nodes[a->nnodes] = (struct node){-1, -1, -1, byte};
+	return (int32_t)a->nnodes++;
+}
+
+struct added *added_new(void)
+{
+	struct added *a = xcalloc(1, sizeof *a);
+	new_node(a, 0);
+	return a;
+}
+
+void added_free(struct added *a)
+{
+	if (!a)
+		return;
+	free(a->nodes);
+	free(a->tokens);
+	free(a);
+}
+
+int added_empty(const struct added *a)
+{
+	return a->ntokens == 0;
+}
+
+static int32_t child(const struct added *a, int32_t n, unsigned char byte)
+{
+	int32_t c = a->nodes[n].child;
+	while (c >= 0 && a->nodes[c].byte != byte)
+		c = a->nodes[c].sibling;
+	return c;
+}
+
+void added_add(struct added *a, const char *content, size_t n, int32_t id, int lstrip, int rstrip, int single_word)
+{
+	int32_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char byte = (unsigned char)content[i];
+		int32_t c = child(a, at, byte);
+		if (c < 0) {
+			c = new_node(a, byte);
+			a->nodes[c].sibling = a->nodes[at].child;
+			a->nodes[at].child = c;
+		}
+		at = c;
+	}
+	a->starts[(unsigned char)content[0]] = 1;
+	if (a->nodes[at].token < 0) {
+		grow(&a->tokens, &a->token_cap, a->ntokens + 1, sizeof *a->tokens);
+		a->nodes[at].token = (int32_t)a->ntokens++;
+	}
+	a->tokens[a->nodes[at].token] = (struct token){id, lstrip, rstrip, single_word};
+}
+
+/* The longest token at s[p..n): its index, *end past it; -1 for none. */
+static int32_t longest_at(const struct added *a, const char *s, size_t n, size_t p, size_t *end)
+{
+	int32_t best = -1;
+	for (int32_t at = 0; p < n && (at = child(a, at, (unsigned char)s[p])) >= 0;) {
+		p++;
+		if (a->nodes[at].token >= 0)
+			best = a->nodes[at].token, *end = p;
+	}
+	return best;
+}
+
+/* Whether the character ending at s[..e) or starting at s[b..) is a word
+ * character (alphanumeric or '_'). */
+static int word_before(const char *s, size_t e)
+{
+	if (!e)
+		return 0;
+	size_t c = e - 1, k;
+	while (c > 0 && ((unsigned char)s[c] & 0xC0) == 0x80)
+		c--;
+	int32_t ch = uc_at(s + c, &k);
+	return ch == '_' || uc_alnum(ch);
+}
+
+static int word_after(const char *s, size_t n, size_t b)
+{
+	size_t k;
+	if (b >= n)
+		return 0;
+	int32_t ch = uc_at(s + b, &k);
+	return ch == '_' || uc_alnum(ch);
+}
+
+/* The start of the spaces that end s[floor..e). */
+static size_t spaces_before(const char *s, size_t floor, size_t e)
+{
+	while (e > floor) {
+		size_t c = e - 1, k;
+		while (c > floor && ((unsigned char)s[c] & 0xC0) == 0x80)
+			c--;
+		if (!uc_space(uc_at(s + c, &k)))
+			break;
+		e = c;
+	}
+	return e;
+}
+
+static size_t spaces_after(const char *s, size_t n, size_t b)
+{
+	size_t k;
+	while (b < n && uc_space(uc_at(s + b, &k)))
+		b += k;
+	return b;
+}
+
+size_t added_find(const struct added *a, const char *s, size_t n, struct added_match **m, size_t *cap)
+{
+	size_t found = 0, floor = 0;   /* floor: the end of the last match taken */
+	for (size_t p = 0; p < n;) {
+		size_t end = p;
+		int32_t t = a->starts[(unsigned char)s[p]] ? longest_at(a, s, n, p, &end) : -1;
+		if (t < 0) {
+			p++;
+			continue;
+		}
+		const struct token *tk = &a->tokens[t];
+		size_t start = p;
+		p = end;
+		if (tk->single_word && (word_before(s, start) || word_after(s, n, end)))
+			continue;
+		if (tk->lstrip)
+			start = spaces_before(s, floor, start);
+		if (tk->rstrip)
+			end = spaces_after(s, n, end);
+		grow(m, cap, found + 1, sizeof **m);
+		(*m)[found++] = (struct added_match){start, end, tk->id};
+		p = floor = end;
+	}
+	return found;
+}

@@ -1,0 +1,328 @@
+#include "data/bpe.h"
+#include "data/strmap.h"
+#include "data/utf8.h"
+#include "util/strbuf.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* Token ids are below this: more than any vocab holds (Gemma's has 262,144). */
+#define MAX_ID (1 << 24)
+/* The word cache is emptied when it holds more. */
+enum { CACHE_WORDS = 1 << 16, CACHE_IDS = 1 << 22 };
+
+struct bpe {
+	struct strmap *vocab;
+	struct strbuf text;        /* the tokens, each NUL-terminated */
+	uint32_t *at;              /* by id: the token's offset in text + 1, 0 for none */
+	int32_t size;
+	uint64_t *mkey, *mval;     /* merges: (left << 32 | right) -> (rank << 32 | merged id) */
+	size_t mmask;
+	int32_t unk;               /* -1: none */
+	int fuse_unk, byte_fallback, ignore_merges;
+	char *prefix, *suffix;
+	size_t prefix_n, suffix_n;
+};
+
+struct sym {
+	int32_t id, prev, next;
+};
+
+struct bpe_space {
+	struct strmap *cache;      /* word -> entry */
+	struct entry { uint32_t at, n; } *entries;
+	size_t nentries, entry_cap;
+	struct ids cached;
+	struct sym *syms;
+	size_t sym_cap;
+	struct strbuf key;
+};
+
+static const uint64_t EMPTY = UINT64_MAX;
+
+static uint64_t *merge_slot(const struct bpe *b, uint64_t key)
+{
+	for (size_t i = XXH3_64bits(&key, sizeof key) & b->mmask;; i = (i + 1) & b->mmask)
+		if (b->mkey[i] == key || b->mkey[i] == EMPTY)
+			return &b->mkey[i];
+}
+
+/* The rank and merged id of the pair (l, r), or EMPTY. */
+static uint64_t merge_of(const struct bpe *b, int32_t l, int32_t r)
+{
+	uint64_t key = (uint64_t)l << 32 | (uint32_t)r, *k = merge_slot(b, key);
+	return *k == key ? b->mval[k - b->mkey] : EMPTY;
+}
+
+static void read_vocab(const struct tjwhere *w, json_t *vocab, struct bpe *b)
+{
+	if (!json_is_object(vocab))
+		tj_die(w, "\"vocab\" is not an object of tokens and their ids");
+	b->vocab = strmap_new(json_object_size(vocab));
+	const char *tok;
+	json_t *v;
+	json_object_foreach(vocab, tok, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= MAX_ID)
+			tj_die(w, "vocab: the id of '%s' is not a whole number in 0..%d", tok, MAX_ID - 1);
+		if (json_integer_value(v) >= b->size)
+			b->size = (int32_t)json_integer_value(v) + 1;
+	}
+	b->at = xcalloc((size_t)b->size, sizeof *b->at);
+	json_object_foreach(vocab, tok, v) {
+		int32_t id = (int32_t)json_integer_value(v);
+		if (b->at[id])
+			tj_die(w, "vocab: '%s' and '%s' have the same id %d", b->text.s + b->at[id] - 1, tok, id);
+		b->at[id] = (uint32_t)b->text.n + 1;
+		size_t n = strlen(tok);
+		sb_add(&b->text, tok, n + 1);
+		strmap_put(b->vocab, tok, n, id);
+	}
+}
+
+/* The two tokens of merge e: "a b" or ["a", "b"]. */
+static void merge_parts(const struct tjwhere *w, json_t *e, size_t i, const char **a, size_t *na, const char **b,
+			size_t *nb)
+{
+	if (json_is_string(e)) {
+		const char *s = json_string_value(e), *sp = strchr(s, ' ');
+		if (!sp || strchr(sp + 1, ' '))
+			tj_die(w, "merge %zu ('%s') is not two tokens with a space between", i + 1, s);
+		*a = s, *na = (size_t)(sp - s), *b = sp + 1, *nb = strlen(sp + 1);
+	} else if (json_is_array(e) && json_array_size(e) == 2 && json_is_string(json_array_get(e, 0)) &&
+		   json_is_string(json_array_get(e, 1))) {
+		*a = json_string_value(json_array_get(e, 0)), *na = json_string_length(json_array_get(e, 0));
+		*b = json_string_value(json_array_get(e, 1)), *nb = json_string_length(json_array_get(e, 1));
+	} else {
+		tj_die(w, "merge %zu is neither \"a b\" nor [\"a\", \"b\"]", i + 1);
+	}
+}
+
+static int32_t known(const struct tjwhere *w, const struct bpe *b, const char *tok, size_t n, size_t i)
+{
+	int32_t id = strmap_get(b->vocab, tok, n);
+	if (id < 0)
+		tj_die(w, "merge %zu names '%.*s', which is not in the vocab", i + 1, (int)n, tok);
+	return id;
+}
+
+static void read_merges(const struct tjwhere *w, json_t *merges, struct bpe *b)
+{
+	if (!json_is_array(merges))
+		tj_die(w, "\"merges\" is not a list");
+	size_t n = json_array_size(merges), slots = 16;
+	while (slots < 2 * n)
+		slots *= 2;
+	b->mkey = xmalloc(slots * sizeof *b->mkey);
+	b->mval = xmalloc(slots * sizeof *b->mval);
+	memset(b->mkey, 0xff, slots * sizeof *b->mkey);
+	b->mmask = slots - 1;
+	struct strbuf joined = {0};
+	for (size_t i = 0; i < n; i++) {
+		const char *l, *r;
+		size_t nl, nr;
+		merge_parts(w, json_array_get(merges, i), i, &l, &nl, &r, &nr);
+		if (nr < b->prefix_n)
+			tj_die(w, "merge %zu: '%.*s' is shorter than continuing_subword_prefix", i + 1, (int)nr, r);
+		joined.n = 0;
+		sb_add(&joined, l, nl);
+		sb_add(&joined, r + b->prefix_n, nr - b->prefix_n);
+		int32_t a = known(w, b, l, nl, i), c = known(w, b, r, nr, i);
+		int32_t m = known(w, b, joined.s, joined.n, i);
+		uint64_t key = (uint64_t)a << 32 | (uint32_t)c, *k = merge_slot(b, key);
+		*k = key;   /* a pair merged twice keeps its later rank, as HF's map does */
+		b->mval[k - b->mkey] = (uint64_t)i << 32 | (uint32_t)m;
+	}
+	sb_free(&joined);
+}
+
+static char *affix(const struct tjwhere *w, json_t *j, const char *key, size_t *n)
+{
+	const char *s = tj_str(w, j, key, "");
+	*n = strlen(s);
+	return xstrdup(s);
+}
+
+struct bpe *bpe_new(const struct tjwhere *w, json_t *j)
+{
+	struct bpe *b = xcalloc(1, sizeof *b);
+	b->prefix = affix(w, j, "continuing_subword_prefix", &b->prefix_n);
+	b->suffix = affix(w, j, "end_of_word_suffix", &b->suffix_n);
+	b->fuse_unk = tj_bool(w, j, "fuse_unk", 0);
+	b->byte_fallback = tj_bool(w, j, "byte_fallback", 0);
+	b->ignore_merges = tj_bool(w, j, "ignore_merges", 0);
+	read_vocab(w, json_object_get(j, "vocab"), b);
+	read_merges(w, json_object_get(j, "merges"), b);
+	const char *unk = tj_str(w, j, "unk_token", NULL);
+	b->unk = unk ? strmap_get(b->vocab, unk, strlen(unk)) : -1;
+	if (unk && b->unk < 0)
+		tj_die(w, "unk_token '%s' is not in the vocab", unk);
+	return b;
+}
+
+void bpe_free(struct bpe *b)
+{
+	if (!b)
+		return;
+	strmap_free(b->vocab);
+	sb_free(&b->text);
+	free(b->at);
+	free(b->mkey);
+	free(b->mval);
+	free(b->prefix);
+	free(b->suffix);
+	free(b);
+}
+
+int32_t bpe_id(const struct bpe *b, const char *tok, size_t n) { return strmap_get(b->vocab, tok, n); }
+const char *bpe_token(const struct bpe *b, int32_t id)
+{
+	return id >= 0 && id < b->size && b->at[id] ? b->text.s + b->at[id] - 1 : NULL;
+}
+int32_t bpe_size(const struct bpe *b) { return b->size; }
+
+struct bpe_space *bpe_space_new(void)
+{
+	struct bpe_space *s = xcalloc(1, sizeof *s);
+	s->cache = strmap_new(1024);
+	return s;
+}
+
+void bpe_space_free(struct bpe_space *s)
+{
+	if (!s)
+		return;
+	strmap_free(s->cache);
+	free(s->entries);
+	free(s->cached.v);
+	free(s->syms);
+	sb_free(&s->key);
+	free(s);
+}
+
+static void push_sym(struct bpe_space *sp, size_t *n, int32_t id)
+{
+	grow(&sp->syms, &sp->sym_cap, *n + 1, sizeof *sp->syms);
+	sp->syms[*n] = (struct sym){id, (int32_t)*n - 1, (int32_t)*n + 1};
+	++*n;
+}
+
+/* One character of the word as the vocab spells it: with the prefix and
+ * suffix its place asks for; *n its length. */
+static const char *char_key(const struct bpe *b, struct bpe_space *sp, const char *c, size_t k, int first, int last,
+			    size_t *n)
+{
+	if (!(b->prefix_n && !first) && !(b->suffix_n && last))
+		return *n = k, c;
+	struct strbuf *key = &sp->key;
+	key->n = 0;
+	if (!first)
+		sb_add(key, b->prefix, b->prefix_n);
+	sb_add(key, c, k);
+	if (last)
+		sb_add(key, b->suffix, b->suffix_n);
+	return *n = key->n, key->s;
+}
+
+/* Pushes the <0xNN> tokens of the bytes of s, where the vocab has them all;
+ * returns whether it did. */
+static int push_bytes(const struct bpe *b, struct bpe_space *sp, size_t *ns, const char *s, size_t n)
+{
+	size_t at = *ns;
+	for (size_t j = 0; j < n; j++) {
+		char name[8];
+		snprintf(name, sizeof name, "<0x%02X>", (unsigned char)s[j]);
+		int32_t id = strmap_get(b->vocab, name, 6);
+		if (id < 0) {
+			*ns = at;
+			return 0;
+		}
+		push_sym(sp, ns, id);
+	}
+	return 1;
+}
+
+/* The word's characters as symbols: each its id, else under byte fallback
+ * the <0xNN> of the bytes the vocab would spell it with (affixes too, as HF
+ * does), else the unknown token (one for a run of them when fused), else
+ * nothing. */
+static size_t initial_symbols(const struct bpe *b, struct bpe_space *sp, const char *w, size_t n)
+{
+	size_t ns = 0, k, len;
+	int last_unk = 0;
+	for (size_t i = 0; i < n; i += k) {
+		k = utf8_len((unsigned char)w[i]);
+		const char *key = char_key(b, sp, w + i, k, i == 0, i + k == n, &len);
+		int32_t id = strmap_get(b->vocab, key, len);
+		if (id >= 0 || (b->byte_fallback && push_bytes(b, sp, &ns, key, len))) {
+			if (id >= 0)
+				push_sym(sp, &ns, id);
+			last_unk = 0;
+			continue;
+		}
+		if (b->unk >= 0 && !(b->fuse_unk && last_unk))
+			push_sym(sp, &ns, b->unk);
+		last_unk = b->unk >= 0;
+	}
+	if (ns)
+		sp->syms[ns - 1].next = -1;
+	return ns;
+}
+
+/* Merges the symbols: the pair of lowest rank, the leftmost of equals, until
+ * no pair has a merge. */
+static void merge_all(const struct bpe *b, struct sym *s, size_t ns)
+{
+	if (ns < 2)
+		return;
+	for (;;) {
+		uint64_t best = EMPTY;
+		int32_t at = -1;
+		for (int32_t i = 0; s[i].next >= 0; i = s[i].next) {
+			uint64_t m = merge_of(b, s[i].id, s[s[i].next].id);
+			if ((m >> 32) < (best >> 32))   /* the rank decides; EMPTY's is above all */
+				best = m, at = i;
+		}
+		if (at < 0)
+			return;
+		int32_t gone = s[at].next;
+		s[at].id = (int32_t)(uint32_t)best;
+		s[at].next = s[gone].next;
+		if (s[gone].next >= 0)
+			s[s[gone].next].prev = at;
+	}
+}
+
+static void encode_uncached(const struct bpe *b, struct bpe_space *sp, const char *w, size_t n, struct ids *out)
+{
+	int32_t whole;
+	if (b->ignore_merges && (whole = strmap_get(b->vocab, w, n)) >= 0) {
+		ids_push(out, whole);
+		return;
+	}
+	size_t ns = initial_symbols(b, sp, w, n);
+	merge_all(b, sp->syms, ns);
+	for (int32_t i = ns ? 0 : -1; i >= 0; i = sp->syms[i].next)
+		ids_push(out, sp->syms[i].id);
+}
+
+void bpe_encode(const struct bpe *b, struct bpe_space *sp, const char *w, size_t n, struct ids *out)
+{
+	int32_t e = strmap_get(sp->cache, w, n);
+	if (e >= 0) {
+		for (uint32_t i = 0; i < sp->entries[e].n; i++)
+			ids_push(out, sp->cached.v[sp->entries[e].at + i]);
+		return;
+	}
+	size_t from = out->n;
+	encode_uncached(b, sp, w, n, out);
+	if (sp->nentries >= CACHE_WORDS || sp->cached.n >= CACHE_IDS) {
+		strmap_clear(sp->cache);
+		sp->nentries = sp->cached.n = 0;
+	}
+	grow(&sp->entries, &sp->entry_cap, sp->nentries + 1, sizeof *sp->entries);
+	sp->entries[sp->nentries] = (struct entry){(uint32_t)sp->cached.n, (uint32_t)(out->n - from)};
+	for (size_t i = from; i < out->n; i++)
+		ids_push(&sp->cached, out->v[i]);
+	strmap_put(sp->cache, w, n, (int32_t)sp->nentries++);
+}

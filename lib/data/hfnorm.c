@@ -1,0 +1,245 @@
+#include "data/hfnorm.h"
+#include "data/uclass.h"
+#include "data/utf8.h"
+#include "util/err.h"
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { NFC, NFD, NFKC, NFKD, LOWERCASE, STRIP_ACCENTS, STRIP, REPLACE, PREPEND };
+
+struct step {
+	enum kind kind;
+	int left, right;      /* Strip */
+	struct regex *re;     /* Replace */
+	const char *text;     /* Replace's content, Prepend's prepend (in the JSON) */
+	size_t text_n;
+};
+
+struct hfnorm {
+	struct step *steps;
+	int n;
+	json_t *json;         /* holds the texts */
+};
+
+struct hfnorm_space {
+	struct strbuf buf[2];
+	struct regex_space *m;
+};
+
+static void push_step(struct hfnorm *nm, struct step s)
+{
+	nm->steps = xrealloc(nm->steps, ((size_t)nm->n + 1) * sizeof *nm->steps);
+	nm->steps[nm->n++] = s;
+}
+
+static void add_step(const struct tjwhere *w, json_t *j, struct hfnorm *nm)
+{
+	static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
+	const char *type = tj_type(w, j);
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(type, forms[i])) {
+			push_step(nm, (struct step){.kind = (enum kind)i});
+			return;
+		}
+	if (!strcmp(type, "Sequence")) {
+		json_t *list = json_object_get(j, "normalizers"), *e;
+		size_t i;
+		if (!json_is_array(list))
+			tj_die(w, "Sequence has no list \"normalizers\"");
+		json_array_foreach(list, i, e)
+			add_step(w, e, nm);
+	} else if (!strcmp(type, "Lowercase")) {
+		push_step(nm, (struct step){.kind = LOWERCASE});
+	} else if (!strcmp(type, "StripAccents")) {
+		push_step(nm, (struct step){.kind = STRIP_ACCENTS});
+	} else if (!strcmp(type, "Strip")) {
+		push_step(nm, (struct step){.kind = STRIP, .left = tj_bool(w, j, "strip_left", 1),
+					    .right = tj_bool(w, j, "strip_right", 1)});
+	} else if (!strcmp(type, "Replace")) {
+		const char *content = tj_str(w, j, "content", NULL);
+		if (!content)
+			tj_die(w, "Replace has no \"content\"");
+		push_step(nm, (struct step){.kind = REPLACE, .re = tj_pattern(w, j, "pattern"), .text = content,
+					    .text_n = strlen(content)});
+	} else if (!strcmp(type, "Prepend")) {
+		const char *p = tj_str(w, j, "prepend", NULL);
+		if (!p)
+			tj_die(w, "Prepend has no \"prepend\"");
+		push_step(nm, (struct step){.kind = PREPEND, .text = p, .text_n = strlen(p)});
+	} else {
+		tj_unsupported(w, type);
+	}
+}
+
+struct hfnorm *hfnorm_new(const struct tjwhere *w, json_t *j)
+{
+	struct hfnorm *nm = xcalloc(1, sizeof *nm);
+	if (j && !json_is_null(j)) {
+		nm->json = json_incref(j);
+		add_step(w, j, nm);
+	}
+	return nm;
+}
+
+void hfnorm_free(struct hfnorm *nm)
+{
+	if (!nm)
+		return;
+	for (int i = 0; i < nm->n; i++)
+		regex_free(nm->steps[i].re);
+	free(nm->steps);
+	json_decref(nm->json);
+	free(nm);
+}
+
+int hfnorm_lowercases(const struct hfnorm *nm)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (nm->steps[i].kind == LOWERCASE)
+			return 1;
+	return 0;
+}
+
+struct hfnorm_space *hfnorm_space_new(void)
+{
+	struct hfnorm_space *s = xcalloc(1, sizeof *s);
+	s->m = regex_space_new();
+	return s;
+}
+
+void hfnorm_space_free(struct hfnorm_space *s)
+{
+	if (!s)
+		return;
+	sb_free(&s->buf[0]);
+	sb_free(&s->buf[1]);
+	regex_space_free(s->m);
+	free(s);
+}
+
+static int ascii(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0;
+	return 1;
+}
+
+/* A Unicode normal form of s into out; ASCII is its own in every form. */
+static void normal_form(enum kind form, const char *s, size_t n, struct strbuf *out)
+{
+	if (ascii(s, n)) {
+		sb_add(out, s, n);
+		return;
+	}
+	static const int opts[] = {
+		[NFC] = UTF8PROC_COMPOSE, [NFD] = UTF8PROC_DECOMPOSE,
+		[NFKC] = UTF8PROC_COMPOSE | UTF8PROC_COMPAT, [NFKD] = UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT,
+	};
+	utf8proc_uint8_t *dst;
+	utf8proc_ssize_t k = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
+					  (utf8proc_option_t)(opts[form] | UTF8PROC_STABLE));
+	if (k < 0)
+		die("cannot normalize text: %s", utf8proc_errmsg(k));
+	sb_add(out, dst, (size_t)k);
+	free(dst);
+}
+
+static void put_cp(struct strbuf *out, int32_t c)
+{
+	char u[4];
+	sb_add(out, u, (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)u));
+}
+
+/* Rust's to_lowercase of each character: İ becomes i and a combining dot. */
+static void lowercase(const char *s, size_t n, struct strbuf *out)
+{
+	size_t k;
+	for (size_t i = 0; i < n; i += k) {
+		int32_t c = uc_at(s + i, &k);
+		if (c < 0x80)
+			sb_addc(out, (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c));
+		else if (c == 0x130)
+			sb_add(out, "i\xcc\x87", 3);
+		else
+			put_cp(out, utf8proc_tolower(c));
+	}
+}
+
+static void strip_accents(const char *s, size_t n, struct strbuf *out)
+{
+	size_t k;
+	for (size_t i = 0; i < n; i += k) {
+		int32_t c = uc_at(s + i, &k);
+		int cat = c < 0x80 ? UTF8PROC_CATEGORY_CN : utf8proc_category(c);
+		if (cat < UTF8PROC_CATEGORY_MN || cat > UTF8PROC_CATEGORY_ME)   /* HF drops every mark */
+			sb_add(out, s + i, k);
+	}
+}
+
+static void strip(const struct step *st, const char *s, size_t n, struct strbuf *out)
+{
+	size_t a = 0, b = n, k;
+	while (st->left && a < b && uc_space(uc_at(s + a, &k)))
+		a += k;
+	while (st->right && b > a) {
+		size_t c = b - 1;
+		while (c > a && ((unsigned char)s[c] & 0xC0) == 0x80)
+			c--;
+		if (!uc_space(uc_at(s + c, &k)))
+			break;
+		b = c;
+	}
+	sb_add(out, s + a, b - a);
+}
+
+static void replace(const struct step *st, struct regex_space *m, const char *s, size_t n, struct strbuf *out)
+{
+	size_t at = 0, from = 0, a, b;
+	while (from <= n && regex_find(st->re, m, s, n, from, &a, &b)) {
+		sb_add(out, s + at, a - at);
+		sb_add(out, st->text, st->text_n);
+		at = b;
+		from = b > a ? b : b < n ? b + utf8_len((unsigned char)s[b]) : n + 1;
+	}
+	sb_add(out, s + at, n - at);
+}
+
+static void run_step(const struct step *st, struct regex_space *m, const char *s, size_t n, struct strbuf *out)
+{
+	switch (st->kind) {
+	case NFC: case NFD: case NFKC: case NFKD:
+		normal_form(st->kind, s, n, out);
+		return;
+	case LOWERCASE:
+		lowercase(s, n, out);
+		return;
+	case STRIP_ACCENTS:
+		strip_accents(s, n, out);
+		return;
+	case STRIP:
+		strip(st, s, n, out);
+		return;
+	case REPLACE:
+		replace(st, m, s, n, out);
+		return;
+	case PREPEND:
+		if (n)
+			sb_add(out, st->text, st->text_n);
+		sb_add(out, s, n);
+		return;
+	}
+}
+
+const char *hfnorm_run(const struct hfnorm *nm, struct hfnorm_space *sp, const char *s, size_t n, size_t *len)
+{
+	for (int i = 0; i < nm->n; i++) {
+		struct strbuf *out = &sp->buf[i & 1];
+		out->n = 0;
+		run_step(&nm->steps[i], sp->m, s, n, out);
+		sb_addc(out, 0);   /* an empty result still has an address */
+		s = out->s, n = out->n - 1;
+	}
+	*len = n;
+	return s;
+}

@@ -1,0 +1,114 @@
+# ts-tokenize -t with real tokenizer.json files (tests/fixtures/tokenizers/):
+# ids identical to Hugging Face tokenizers' on the e-mails and a Unicode
+# stress file, single texts, pairs, truncation and folding; the header, the
+# tokens shown, word lists; and a tokenizer.json that cannot be read exactly
+# refused in one line with nothing written.
+. "$(dirname "$0")/../lib.sh"
+PY=${TS_PYTHON:-python3}
+if ! "$PY" -c 'import tokenizers' 2>/dev/null; then
+	fail "tokenizer parity: $PY has no tokenizers (set TS_PYTHON; make test makes build/venv)"
+	finish
+fi
+F=$FIX/tokenizers
+MAILS=$TOP/examples/spamassassin.csv
+# parity NAME TOKENIZER TS-TOKENIZE-ARGS... -- HF_PARITY-ARGS...
+parity() {
+	local name=$1 tok=$2; shift 2
+	local ours=()
+	while [ "$1" != -- ]; do ours+=("$1"); shift; done
+	shift
+	if ts-tokenize -t "$tok" "${ours[@]}" | ts-cat --no-header | sed 's/,"label":[0-9]*//' >"$T/ours" &&
+		"$PY" "$TOP/tests/cli/hf_parity.py" "$tok" "$T/ours" "$@" >"$T/parity"; then
+		pass "$name: $(cat "$T/parity")"
+	else
+		fail "$name"
+		sed 's/^/    /' "$T/parity" | head -8
+	fi
+}
+# pairs.csv: e-mails paired with stress lines and e-mails; mix.csv: the
+# stress lines and 300 e-mails
+"$PY" - "$MAILS" "$F/stress.txt" "$T/pairs.csv" "$T/mix.csv" <<'PYEOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], encoding="utf-8")))[:500]
+lines = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
+with open(sys.argv[3], "w", encoding="utf-8", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["text", "pair"])
+    for i, r in enumerate(rows):
+        w.writerow([r["text"][:600], lines[i % len(lines)] + " " + rows[(i + 1) % len(rows)]["text"][:300]])
+with open(sys.argv[4], "w", encoding="utf-8", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["text"])
+    w.writerows([t] for t in lines + [r["text"] for r in rows[:300]])
+PYEOF
+for fam in roberta-base modernbert; do
+	tok=$F/$fam/tokenizer.json
+	parity "$fam: the Unicode stress lines" "$tok" --max-len 0 -f lines "$F/stress.txt" -- --lines "$F/stress.txt"
+	parity "$fam: the e-mails whole" "$tok" --max-len 0 --label label "$MAILS" -- --csv "$MAILS"
+	parity "$fam: the e-mails cut to 64" "$tok" --max-len 64 --label label "$MAILS" -- --csv "$MAILS" --max-len 64
+	parity "$fam: the e-mails folded, 96 with 16 over" "$tok" --max-len 96 --fold --stride 16 --label label "$MAILS" -- \
+		--csv "$MAILS" --max-len 96 --fold --stride 16
+	parity "$fam: pairs, longest first to 80" "$tok" --max-len 80 --text-pair pair "$T/pairs.csv" -- \
+		--csv "$T/pairs.csv" --pair pair --max-len 80
+done
+
+# every component and setting, in files HF tokenizers wrote (hf_variants.py)
+R=$F/roberta-base/tokenizer.json
+mkdir "$T/variants"
+if "$PY" "$TOP/tests/cli/hf_variants.py" "$R" "$MAILS" "$T/variants" >"$T/variants.list"; then
+	while read -r v; do
+		parity "$(basename "$v" .json)" "$v" --max-len 0 "$T/mix.csv" -- --csv "$T/mix.csv"
+	done <"$T/variants.list"
+else
+	fail "hf_variants.py makes the variant tokenizers"
+fi
+expect_eq "the header names the tokenizer.json and its sha256" "$(echo hi | ts-tokenize -t "$R" | ts-cat | head -1)" \
+	'{"kind":"tokens","version":1,"vocab":"'"$(sha256sum "$R" | cut -d' ' -f1)"'","vocab_file":"'"$(realpath "$R")"'","tokenizer":"tokenizer.json","labels":[],"max_len":512,"lower":false}'
+expect_eq "a dir that holds a tokenizer.json" "$(echo 'Hello world' | ts-tokenize -t "$F/roberta-base" | ts-cat --no-header)" \
+	'{"id":0,"ids":[0,31414,232,2]}'
+expect_eq "--show-tokens prints the pieces" "$(echo 'Hello world <mask>' | ts-tokenize -t "$R" --show-tokens)" \
+	'{"id":0,"tokens":["<s>","Hello","Ġworld","<mask>","</s>"]}'
+expect_eq "--show-tokens with a vocab.txt" "$(echo 'Hello world' | ts-tokenize -v "$TOP/examples/vocab.txt" --show-tokens)" \
+	'{"id":0,"tokens":["[CLS]","hello","world","[SEP]"]}'
+printf 'The\tO\nlongest\tO\nword\tB\n\nHello\tB\n' >"$T/w.conll"
+expect_eq "CoNLL words: the words after the first with the space before them" \
+	"$(ts-tokenize -t "$R" "$T/w.conll" | ts-cat --no-header | tr '\n' ' ')" \
+	'{"id":0,"ids":[0,133,6463,2136,2],"label":[-100,0,0,1,-100]} {"id":1,"ids":[0,31414,2],"label":[-100,1,-100]} '
+expect_fail "--cased with a tokenizer.json" 2 "--cased is for a vocab.txt" ts-tokenize -t "$R" --cased /dev/null
+expect_fail "both -t and -v" 2 "one of them" ts-tokenize -t "$R" -v "$TOP/examples/vocab.txt" /dev/null
+expect_fail "--max-len below the template's specials" 2 "--max-len must be at least 3" ts-tokenize -t "$R" --max-len 2 -f lines /dev/null
+
+# bad tokenizer.json files: one line each, exit 1, no output file
+bad() {
+	local name=$1 pat=$2 file=$3
+	expect_fail "refused: $name" 1 "$pat" ts-tokenize -t "$file" -o "$T/out.msgpack" "$F/stress.txt"
+	if [ -e "$T/out.msgpack" ]; then fail "refused: $name: an output was written"; fi
+}
+mutate() {   # mutate OUT PYTHON-STATEMENTS-ON-j
+	"$PY" -c 'import json, sys
+j = json.load(open(sys.argv[1], encoding="utf-8"))
+exec(sys.argv[3])
+json.dump(j, open(sys.argv[2], "w", encoding="utf-8"))' "$R" "$T/$1" "$2"
+}
+head -c 100000 "$R" >"$T/cut.json"
+bad "a file cut short" "cut.json: line [0-9]+: " "$T/cut.json"
+printf '{"model": {"type": "BPE", "vocab": {"a": 0,}, "merges": []}}' >"$T/malformed.json"
+bad "malformed JSON" "malformed.json: line 1: " "$T/malformed.json"
+mutate outside.json 'j["model"]["vocab"]["Ġthe"] = 99999999999'
+bad "a vocab id out of range" "model: vocab: the id of 'Ġthe' is not a whole number in 0..16777215" "$T/outside.json"
+mutate twice.json 'j["model"]["vocab"]["Ġthe"] = 0'
+bad "two tokens with one id" "model: vocab: '.*' and '.*' have the same id 0" "$T/twice.json"
+mutate merge.json 'j["model"]["merges"][5] = "Ġ zzzunknown"'
+bad "a merge of an unknown token" "model: merge 6 names 'zzzunknown', which is not in the vocab" "$T/merge.json"
+mutate regex.json 'j["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": False}'
+bad "a regex PCRE2 refuses" "pre_tokenizer: the regex /\(unclosed/ is refused: missing closing parenthesis" "$T/regex.json"
+mutate scripts.json 'j["pre_tokenizer"] = {"type": "UnicodeScripts"}'
+bad "a component TopSpin does not have" "scripts.json: pre_tokenizer 'UnicodeScripts' is not supported" "$T/scripts.json"
+mutate nomodel.json 'del j["model"]'
+bad "no model" "nomodel.json: model: missing or not an object" "$T/nomodel.json"
+truncate -s 100M "$T/huge.json"
+bad "a 100 MB file" "huge.json: 104857600 bytes, more than a tokenizer.json holds" "$T/huge.json"
+bad "a device" "/dev/null: not a regular file" /dev/null
+mkdir "$T/empty"
+bad "a dir without one" "empty/tokenizer.json: No such file" "$T/empty"
+finish
