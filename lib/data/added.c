@@ -1,13 +1,8 @@
 #include "data/added.h"
+#include "data/trie.h"
 #include "data/uclass.h"
 #include "util/err.h"
 #include <string.h>
-
-/* A byte trie: each node's children in a list. */
-struct node {
-	int32_t child, sibling, token;   /* token: an index into tokens, or -1 */
-	unsigned char byte;
-};
 
 struct token {
 	int32_t id;
@@ -15,24 +10,15 @@ struct token {
 };
 
 struct added {
-	struct node *nodes;
-	size_t nnodes, node_cap;
+	struct trie *trie;                /* content -> an index into tokens */
 	struct token *tokens;
 	size_t ntokens, token_cap;
-	unsigned char starts[256];       /* bytes a token begins with */
 };
-
-static int32_t new_node(struct added *a, unsigned char byte)
-{
-	grow(&a->nodes, &a->node_cap, a->nnodes + 1, sizeof *a->nodes);
-	a->nodes[a->nnodes] = (struct node){-1, -1, -1, byte};
-	return (int32_t)a->nnodes++;
-}
 
 struct added *added_new(void)
 {
 	struct added *a = xcalloc(1, sizeof *a);
-	new_node(a, 0);
+	a->trie = trie_new();
 	return a;
 }
 
@@ -40,7 +26,7 @@ void added_free(struct added *a)
 {
 	if (!a)
 		return;
-	free(a->nodes);
+	trie_free(a->trie);
 	free(a->tokens);
 	free(a);
 }
@@ -50,43 +36,26 @@ int added_empty(const struct added *a)
 	return a->ntokens == 0;
 }
 
-static int32_t child(const struct added *a, int32_t n, unsigned char byte)
-{
-	int32_t c = a->nodes[n].child;
-	while (c >= 0 && a->nodes[c].byte != byte)
-		c = a->nodes[c].sibling;
-	return c;
-}
-
 void added_add(struct added *a, const char *content, size_t n, int32_t id, int lstrip, int rstrip, int single_word)
 {
-	int32_t at = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char byte = (unsigned char)content[i];
-		int32_t c = child(a, at, byte);
-		if (c < 0) {
-			c = new_node(a, byte);
-			a->nodes[c].sibling = a->nodes[at].child;
-			a->nodes[at].child = c;
-		}
-		at = c;
-	}
-	a->starts[(unsigned char)content[0]] = 1;
-	if (a->nodes[at].token < 0) {
-		grow(&a->tokens, &a->token_cap, a->ntokens + 1, sizeof *a->tokens);
-		a->nodes[at].token = (int32_t)a->ntokens++;
-	}
-	a->tokens[a->nodes[at].token] = (struct token){id, lstrip, rstrip, single_word};
+	grow(&a->tokens, &a->token_cap, a->ntokens + 1, sizeof *a->tokens);
+	a->tokens[a->ntokens] = (struct token){id, lstrip, rstrip, single_word};
+	trie_add(a->trie, content, n, (int32_t)a->ntokens++);   /* a content added again: its last token */
+}
+
+void added_freeze(struct added *a)
+{
+	trie_freeze(a->trie);
 }
 
 /* The longest token at s[p..n): its index, *end past it; -1 for none. */
 static int32_t longest_at(const struct added *a, const char *s, size_t n, size_t p, size_t *end)
 {
 	int32_t best = -1;
-	for (int32_t at = 0; p < n && (at = child(a, at, (unsigned char)s[p])) >= 0;) {
+	for (int32_t at = 0; p < n && (at = trie_step(a->trie, at, (unsigned char)s[p])) >= 0;) {
 		p++;
-		if (a->nodes[at].token >= 0)
-			best = a->nodes[at].token, *end = p;
+		if (trie_value(a->trie, at) >= 0)
+			best = trie_value(a->trie, at), *end = p;
 	}
 	return best;
 }
@@ -140,7 +109,7 @@ size_t added_find(const struct added *a, const char *s, size_t n, struct added_m
 	size_t found = 0, floor = 0;   /* floor: the end of the last match taken */
 	for (size_t p = 0; p < n;) {
 		size_t end = p;
-		int32_t t = a->starts[(unsigned char)s[p]] ? longest_at(a, s, n, p, &end) : -1;
+		int32_t t = trie_starts(a->trie, (unsigned char)s[p]) ? longest_at(a, s, n, p, &end) : -1;
 		if (t < 0) {
 			p++;
 			continue;

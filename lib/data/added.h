@@ -16,8 +16,10 @@ struct added_match {
 
 struct added *added_new(void);
 void added_free(struct added *a);
-/* Adds a token of n > 0 bytes; a content added twice keeps its last id. */
+/* Adds a token of n > 0 bytes; a content added twice keeps its last id.
+ * The tokens are all added before added_freeze, and found after it. */
 void added_add(struct added *a, const char *content, size_t n, int32_t id, int lstrip, int rstrip, int single_word);
+void added_freeze(struct added *a);
 int added_empty(const struct added *a);
 /* The matches in s[0..n) (valid UTF-8), in order, into *m (grown; *cap its
  * room); returns how many. */

@@ -1,5 +1,6 @@
 #include "data/bpe.h"
 #include "data/strmap.h"
+#include "data/wordcache.h"
 #include "data/utf8.h"
 #include "util/strbuf.h"
 #include <stdio.h>
@@ -9,8 +10,6 @@
 
 /* Token ids are below this: more than any vocab holds (Gemma's has 262,144). */
 #define MAX_ID (1 << 24)
-/* The word cache is emptied when it holds more. */
-enum { CACHE_WORDS = 1 << 16, CACHE_IDS = 1 << 22 };
 
 struct bpe {
 	struct strmap *vocab;
@@ -30,10 +29,7 @@ struct sym {
 };
 
 struct bpe_space {
-	struct strmap *cache;      /* word -> entry */
-	struct entry { uint32_t at, n; } *entries;
-	size_t nentries, entry_cap;
-	struct ids cached;
+	struct wordcache *cache;
 	struct sym *syms;
 	size_t sym_cap;
 	struct strbuf key;
@@ -184,7 +180,7 @@ int32_t bpe_size(const struct bpe *b) { return b->size; }
 struct bpe_space *bpe_space_new(void)
 {
 	struct bpe_space *s = xcalloc(1, sizeof *s);
-	s->cache = strmap_new(1024);
+	s->cache = wordcache_new();
 	return s;
 }
 
@@ -192,9 +188,7 @@ void bpe_space_free(struct bpe_space *s)
 {
 	if (!s)
 		return;
-	strmap_free(s->cache);
-	free(s->entries);
-	free(s->cached.v);
+	wordcache_free(s->cache);
 	free(s->syms);
 	sb_free(&s->key);
 	free(s);
@@ -308,21 +302,9 @@ static void encode_uncached(const struct bpe *b, struct bpe_space *sp, const cha
 
 void bpe_encode(const struct bpe *b, struct bpe_space *sp, const char *w, size_t n, struct ids *out)
 {
-	int32_t e = strmap_get(sp->cache, w, n);
-	if (e >= 0) {
-		for (uint32_t i = 0; i < sp->entries[e].n; i++)
-			ids_push(out, sp->cached.v[sp->entries[e].at + i]);
+	if (wordcache_get(sp->cache, w, n, out))
 		return;
-	}
 	size_t from = out->n;
 	encode_uncached(b, sp, w, n, out);
-	if (sp->nentries >= CACHE_WORDS || sp->cached.n >= CACHE_IDS) {
-		strmap_clear(sp->cache);
-		sp->nentries = sp->cached.n = 0;
-	}
-	grow(&sp->entries, &sp->entry_cap, sp->nentries + 1, sizeof *sp->entries);
-	sp->entries[sp->nentries] = (struct entry){(uint32_t)sp->cached.n, (uint32_t)(out->n - from)};
-	for (size_t i = from; i < out->n; i++)
-		ids_push(&sp->cached, out->v[i]);
-	strmap_put(sp->cache, w, n, (int32_t)sp->nentries++);
+	wordcache_put(sp->cache, w, n, out, from);
 }

@@ -1,11 +1,12 @@
 #include "data/hfnorm.h"
+#include "data/precompiled.h"
 #include "data/uclass.h"
 #include "data/utf8.h"
 #include "util/err.h"
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { NFC, NFD, NFKC, NFKD, LOWERCASE, STRIP_ACCENTS, STRIP, REPLACE, PREPEND };
+enum kind { NFC, NFD, NFKC, NFKD, LOWERCASE, STRIP_ACCENTS, STRIP, REPLACE, PREPEND, PRECOMPILED };
 
 struct step {
 	enum kind kind;
@@ -13,6 +14,7 @@ struct step {
 	struct regex *re;     /* Replace */
 	const char *text;     /* Replace's content, Prepend's prepend (in the JSON) */
 	size_t text_n;
+	struct precompiled *charsmap;
 };
 
 struct hfnorm {
@@ -66,6 +68,14 @@ static void add_step(const struct tjwhere *w, json_t *j, struct hfnorm *nm)
 		if (!p)
 			tj_die(w, "Prepend has no \"prepend\"");
 		push_step(nm, (struct step){.kind = PREPEND, .text = p, .text_n = strlen(p)});
+	} else if (!strcmp(type, "Precompiled")) {
+		json_t *map = json_object_get(j, "precompiled_charsmap");
+		if (json_is_null(map))   /* a SentencePiece model without normalization rules */
+			return;
+		if (!json_is_string(map))
+			tj_die(w, "Precompiled has no \"precompiled_charsmap\"");
+		push_step(nm, (struct step){.kind = PRECOMPILED,
+					    .charsmap = precompiled_new(w, json_string_value(map), json_string_length(map))});
 	} else {
 		tj_unsupported(w, type);
 	}
@@ -85,8 +95,10 @@ void hfnorm_free(struct hfnorm *nm)
 {
 	if (!nm)
 		return;
-	for (int i = 0; i < nm->n; i++)
+	for (int i = 0; i < nm->n; i++) {
 		regex_free(nm->steps[i].re);
+		precompiled_free(nm->steps[i].charsmap);
+	}
 	free(nm->steps);
 	json_decref(nm->json);
 	free(nm);
@@ -222,6 +234,9 @@ static void run_step(const struct step *st, struct regex_space *m, const char *s
 		return;
 	case REPLACE:
 		replace(st, m, s, n, out);
+		return;
+	case PRECOMPILED:
+		precompiled_run(st->charsmap, s, n, out);
 		return;
 	case PREPEND:
 		if (n)

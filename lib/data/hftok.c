@@ -4,6 +4,7 @@
 #include "data/hfnorm.h"
 #include "data/pretok.h"
 #include "data/tjson.h"
+#include "data/unigram.h"
 #include "data/utf8.h"
 #include "util/afile.h"
 #include "util/digest.h"
@@ -23,7 +24,8 @@ struct hftok {
 	struct added *raw, *normalized;   /* added tokens matched before and after normalizing */
 	struct hfnorm *norm;
 	struct pretok *pre;
-	struct bpe *bpe;
+	struct bpe *bpe;                  /* the model: one of these */
+	struct unigram *unigram;
 	struct template tpl;
 	char **added_name;                /* by id, the added tokens' contents (NULL elsewhere) */
 	int32_t size, special[VOCAB_NSPECIAL];
@@ -37,6 +39,7 @@ struct hftok_space {
 	struct pretok_space *pre;
 	struct pieces words;
 	struct bpe_space *bpe;
+	struct unigram_space *unigram;
 };
 
 /* The bytes of the file at path (a dir: its tokenizer.json); *real its name. */
@@ -102,10 +105,12 @@ static void index_added(const struct tjwhere *w, json_t *list, struct hftok *t)
 			added_add(normalized ? t->normalized : t->raw, s, n, (int32_t)json_integer_value(json_object_get(e, "id")),
 				  tj_bool(w, e, "lstrip", 0), tj_bool(w, e, "rstrip", 0), tj_bool(w, e, "single_word", 0));
 	}
+	added_freeze(t->raw);
+	added_freeze(t->normalized);
 	hfnorm_space_free(sp);
 }
 
-static struct bpe *read_model(const struct tjwhere *w, json_t *j)
+static void read_model(const struct tjwhere *w, json_t *j, struct hftok *t)
 {
 	if (!json_is_object(j))
 		tj_die(w, "missing or not an object");
@@ -114,9 +119,35 @@ static struct bpe *read_model(const struct tjwhere *w, json_t *j)
 		type = "BPE";
 	if (!type)
 		tj_die(w, "no \"type\"");
-	if (strcmp(type, "BPE"))
+	if (!strcmp(type, "BPE"))
+		t->bpe = bpe_new(w, j);
+	else if (!strcmp(type, "Unigram"))
+		t->unigram = unigram_new(w, j);
+	else
 		tj_unsupported(w, type);
-	return bpe_new(w, j);
+}
+
+static int32_t model_id(const struct hftok *t, const char *tok, size_t n)
+{
+	return t->bpe ? bpe_id(t->bpe, tok, n) : unigram_id(t->unigram, tok, n);
+}
+
+static const char *model_token(const struct hftok *t, int32_t id)
+{
+	return t->bpe ? bpe_token(t->bpe, id) : unigram_token(t->unigram, id);
+}
+
+static int32_t model_size(const struct hftok *t)
+{
+	return t->bpe ? bpe_size(t->bpe) : unigram_size(t->unigram);
+}
+
+static void model_encode(const struct hftok *t, struct hftok_space *sp, const char *w, size_t n, struct ids *out)
+{
+	if (t->bpe)
+		bpe_encode(t->bpe, sp->bpe, w, n, out);
+	else
+		unigram_encode(t->unigram, sp->unigram, w, n, out);
 }
 
 static void put_part(const struct tjwhere *w, struct template_part *parts, int *n, int32_t id, long long type)
@@ -227,7 +258,7 @@ static int32_t id_of(const struct hftok *t, const char *name)
 	for (int32_t i = 0; i < t->size; i++)
 		if (t->added_name[i] && !strcmp(t->added_name[i], name))
 			return i;
-	return bpe_id(t->bpe, name, strlen(name));
+	return model_id(t, name, strlen(name));
 }
 
 /* The special tokens by the names the families give them. */
@@ -275,15 +306,15 @@ struct hftok *hftok_load(const char *path)
 	w.part = "pre_tokenizer";
 	t->pre = pretok_new(&w, json_object_get(root, "pre_tokenizer"));
 	w.part = "model";
-	t->bpe = read_model(&w, json_object_get(root, "model"));
+	read_model(&w, json_object_get(root, "model"), t);
 	w.part = "post_processor";
 	read_template(&w, json_object_get(root, "post_processor"), &t->tpl);
 	json_decref(root);
-	int32_t model_size = bpe_size(t->bpe);
-	if (model_size > t->size) {
-		t->added_name = xrealloc(t->added_name, (size_t)model_size * sizeof *t->added_name);
-		memset(t->added_name + t->size, 0, (size_t)(model_size - t->size) * sizeof *t->added_name);
-		t->size = model_size;
+	int32_t size = model_size(t);
+	if (size > t->size) {
+		t->added_name = xrealloc(t->added_name, (size_t)size * sizeof *t->added_name);
+		memset(t->added_name + t->size, 0, (size_t)(size - t->size) * sizeof *t->added_name);
+		t->size = size;
 	}
 	find_specials(t);
 	return t;
@@ -301,6 +332,7 @@ void hftok_free(struct hftok *t)
 	hfnorm_free(t->norm);
 	pretok_free(t->pre);
 	bpe_free(t->bpe);
+	unigram_free(t->unigram);
 	free(t->path);
 	free(t);
 }
@@ -310,7 +342,7 @@ const char *hftok_path(const struct hftok *t) { return t->path; }
 const char *hftok_sha256(const struct hftok *t) { return t->sha256; }
 int hftok_spaced_words(const struct hftok *t) { return pretok_spaced_words(t->pre); }
 int hftok_lowercases(const struct hftok *t) { return hfnorm_lowercases(t->norm); }
-const char *hftok_kind(const struct hftok *t) { (void)t; return "BPE"; }
+const char *hftok_kind(const struct hftok *t) { return t->bpe ? "BPE" : "Unigram"; }
 int32_t hftok_size(const struct hftok *t) { return t->size; }
 int32_t hftok_special(const struct hftok *t, enum vocab_special which) { return t->special[which]; }
 
@@ -318,7 +350,7 @@ const char *hftok_token(const struct hftok *t, int32_t id)
 {
 	if (id < 0 || id >= t->size)
 		return NULL;
-	return t->added_name[id] ? t->added_name[id] : bpe_token(t->bpe, id);
+	return t->added_name[id] ? t->added_name[id] : model_token(t, id);
 }
 
 struct hftok_space *hftok_space_new(void)
@@ -327,6 +359,7 @@ struct hftok_space *hftok_space_new(void)
 	s->norm = hfnorm_space_new();
 	s->pre = pretok_space_new();
 	s->bpe = bpe_space_new();
+	s->unigram = unigram_space_new();
 	return s;
 }
 
@@ -341,6 +374,7 @@ void hftok_space_free(struct hftok_space *s)
 	pretok_space_free(s->pre);
 	pieces_free(&s->words);
 	bpe_space_free(s->bpe);
+	unigram_space_free(s->unigram);
 	free(s);
 }
 
@@ -383,7 +417,7 @@ static void encode_words(const struct hftok *t, struct hftok_space *sp, const ch
 		return;
 	pretok_run(t->pre, sp->pre, s, n, first, &sp->words);
 	for (size_t i = 0; i < sp->words.n; i++)
-		bpe_encode(t->bpe, sp->bpe, sp->words.text.s + sp->words.v[i].off, sp->words.v[i].len, out);
+		model_encode(t, sp, sp->words.text.s + sp->words.v[i].off, sp->words.v[i].len, out);
 }
 
 /* A stretch of the text free of the added tokens matched before

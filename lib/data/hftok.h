@@ -33,7 +33,7 @@ const char *hftok_sha256(const struct hftok *t);
 int hftok_spaced_words(const struct hftok *t);
 /* Whether its normalizer lowercases. */
 int hftok_lowercases(const struct hftok *t);
-/* The model's kind: "BPE". */
+/* The model's kind: "BPE" or "Unigram". */
 const char *hftok_kind(const struct hftok *t);
 /* One more than the largest id; the token of an id (NULL for none). */
 int32_t hftok_size(const struct hftok *t);

@@ -4,9 +4,10 @@ component ts-tokenize reads and each of its settings, made with Hugging Face
 tokenizers itself: RoBERTa's file with other normalizers, pre-tokenizers,
 post-processors and added tokens, and small BPE models trained on the
 e-mails with a continuing_subword_prefix, an end_of_word_suffix, unknowns
-fused or not and byte fallback. Prints the files' names.
+fused or not and byte fallback, and Unigram models of XLM-R's pieces with
+and without byte fallback. Prints the files' names.
 
-  hf_variants.py ROBERTA_TOKENIZER_JSON MAILS_CSV DIR
+  hf_variants.py ROBERTA_TOKENIZER_JSON XLMR_TOKENIZER_JSON MAILS_CSV DIR
 """
 import csv
 import json
@@ -16,7 +17,7 @@ import sys
 from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 from tokenizers import Regex
 
-roberta, mails, out = sys.argv[1:4]
+roberta, xlmr, mails, out = sys.argv[1:5]
 N, P = normalizers, pre_tokenizers
 
 
@@ -91,3 +92,13 @@ for prefix, suffix, fuse, fallback in (("##", None, True, False), (None, "</w>",
     tok.post_processor = processors.BertProcessing(("[SEP]", 2), ("[CLS]", 1))
     save(f"bpe-{prefix and 'prefix'}-{suffix and 'suffix'}-{'fused' if fuse else 'unfused'}"
          f"{'-bytes' if fallback else ''}", tok)
+
+pieces = json.loads(open(xlmr, encoding="utf-8").read())["model"]["vocab"][:30000]
+for fallback in (False, True):
+    vocab = [tuple(p) for p in pieces] + ([(f"<0x{b:02X}>", -30.0) for b in range(256)] if fallback else [])
+    tok = Tokenizer(models.Unigram(vocab, unk_id=3, byte_fallback=fallback))
+    tok.normalizer = N.Sequence([N.NFKC(), N.Lowercase()])
+    tok.pre_tokenizer = P.Metaspace()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+                                                       special_tokens=[("<s>", 0), ("</s>", 2)])
+    save(f"unigram-{'bytes' if fallback else 'unknowns'}", tok)

@@ -41,8 +41,11 @@ with open(sys.argv[4], "w", encoding="utf-8", newline="") as f:
     w.writerow(["text"])
     w.writerows([t] for t in lines + [r["text"] for r in rows[:300]])
 PYEOF
-for fam in roberta-base modernbert; do
+mkdir "$T/xlm-roberta"
+xz -dc "$F/xlm-roberta/tokenizer.json.xz" >"$T/xlm-roberta/tokenizer.json"
+for fam in roberta-base xlm-roberta modernbert; do
 	tok=$F/$fam/tokenizer.json
+	[ -e "$tok" ] || tok=$T/$fam/tokenizer.json
 	parity "$fam: the Unicode stress lines" "$tok" --max-len 0 -f lines "$F/stress.txt" -- --lines "$F/stress.txt"
 	parity "$fam: the e-mails whole" "$tok" --max-len 0 --label label "$MAILS" -- --csv "$MAILS"
 	parity "$fam: the e-mails cut to 64" "$tok" --max-len 64 --label label "$MAILS" -- --csv "$MAILS" --max-len 64
@@ -55,7 +58,7 @@ done
 # every component and setting, in files HF tokenizers wrote (hf_variants.py)
 R=$F/roberta-base/tokenizer.json
 mkdir "$T/variants"
-if "$PY" "$TOP/tests/cli/hf_variants.py" "$R" "$MAILS" "$T/variants" >"$T/variants.list"; then
+if "$PY" "$TOP/tests/cli/hf_variants.py" "$R" "$T/xlm-roberta/tokenizer.json" "$MAILS" "$T/variants" >"$T/variants.list"; then
 	while read -r v; do
 		parity "$(basename "$v" .json)" "$v" --max-len 0 "$T/mix.csv" -- --csv "$T/mix.csv"
 	done <"$T/variants.list"
