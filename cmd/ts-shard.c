@@ -403,7 +403,7 @@ int main(int argc, char **argv)
 	m->dedupe = dedupe;
 	write_splits(&sp, piles, shares ? &pool : NULL, adir_tmp(dir), m);
 	if (in.vocab) {
-		char *path = path_join(adir_tmp(dir), "vocab.txt");
+		char *path = path_join(adir_tmp(dir), vocab_file_name(in.vocab));
 		vocab_save(in.vocab, path);
 		free(path);
 		if (!m->vocab_sha256)

@@ -1,6 +1,7 @@
 /* ts-train: train a BERT encoder (cls, mlm, tokcls, reg or multi) on a data dir into a run dir. */
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "data/vocab.h"
 #include "device/device.h"
 #include "device/gpus.h"
 #include "eval/evaluate.h"
@@ -279,7 +280,7 @@ static void absolute(char **path)
 /* From scratch, the vocab ts-shard kept in the data dir, if it did. */
 static void default_vocab(void)
 {
-	char *path = path_join(data, "vocab.txt");
+	char *path = vocab_in_dir(data);
 	if (access(path, F_OK))
 		free(path);
 	else

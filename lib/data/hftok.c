@@ -253,6 +253,18 @@ static void read_template(const struct tjwhere *w, json_t *j, struct template *t
 		*t = (struct template){.single = {{TPL_A, 0}}, .nsingle = 1, .pair = {{TPL_A, 0}, {TPL_B, 1}}, .npair = 2};
 }
 
+/* The template's tokens are among the vocab's ids. */
+static void check_template(struct tjwhere *w, const struct hftok *t)
+{
+	const struct template *p = &t->tpl;
+	w->part = "post_processor";
+	for (int i = 0; i < p->nsingle + p->npair; i++) {
+		int32_t id = i < p->nsingle ? p->single[i].id : p->pair[i - p->nsingle].id;
+		if (id >= t->size)
+			tj_die(w, "special token id %d is beyond the vocab's %d ids", id, t->size);
+	}
+}
+
 static int32_t id_of(const struct hftok *t, const char *name)
 {
 	for (int32_t i = 0; i < t->size; i++)
@@ -282,15 +294,13 @@ static void find_specials(struct hftok *t)
 		t->special[VOCAB_SEP] = p->single[p->nsingle - 1].id;
 }
 
-struct hftok *hftok_load(const char *path)
+struct hftok *hftok_parse(const char *name, const char *bytes, size_t n)
 {
 	struct hftok *t = xcalloc(1, sizeof *t);
-	size_t n;
-	char *bytes = read_json_file(path, &n, &t->path);
+	t->path = xstrdup(name);
 	sha256_hex(bytes, n, t->sha256);
 	json_error_t err;
 	json_t *root = json_loadb(bytes, n, JSON_REJECT_DUPLICATES, &err);
-	free(bytes);
 	struct tjwhere w = {t->path, NULL};
 	if (!root)
 		die("%s: line %d: %s", t->path, err.line, err.text);
@@ -316,7 +326,18 @@ struct hftok *hftok_load(const char *path)
 		memset(t->added_name + t->size, 0, (size_t)(size - t->size) * sizeof *t->added_name);
 		t->size = size;
 	}
+	check_template(&w, t);
 	find_specials(t);
+	return t;
+}
+
+struct hftok *hftok_load(const char *path)
+{
+	size_t n;
+	char *real, *bytes = read_json_file(path, &n, &real);
+	struct hftok *t = hftok_parse(real, bytes, n);
+	free(bytes);
+	free(real);
 	return t;
 }
 
@@ -340,6 +361,12 @@ void hftok_free(struct hftok *t)
 const struct template *hftok_template(const struct hftok *t) { return &t->tpl; }
 const char *hftok_path(const struct hftok *t) { return t->path; }
 const char *hftok_sha256(const struct hftok *t) { return t->sha256; }
+int hftok_starts_word(const struct hftok *t, int32_t id)
+{
+	const char *mark = pretok_word_mark(t->pre), *tok = hftok_token(t, id);
+	return !mark || !tok || t->added_name[id] || !strncmp(tok, mark, strlen(mark));
+}
+
 int hftok_spaced_words(const struct hftok *t) { return pretok_spaced_words(t->pre); }
 int hftok_lowercases(const struct hftok *t) { return hfnorm_lowercases(t->norm); }
 const char *hftok_kind(const struct hftok *t) { return t->bpe ? "BPE" : "Unigram"; }

@@ -15,6 +15,8 @@ struct hftok_space;   /* a thread's buffers and caches */
 /* Reads path: a tokenizer.json, or a dir that holds one. Dies with
  * "PATH: why" on anything it cannot read exactly. */
 struct hftok *hftok_load(const char *path);
+/* The same from the n bytes of a file read already (name for errors). */
+struct hftok *hftok_parse(const char *name, const char *bytes, size_t n);
 void hftok_free(struct hftok *t);
 struct hftok_space *hftok_space_new(void);
 void hftok_space_free(struct hftok_space *s);
@@ -38,6 +40,10 @@ const char *hftok_kind(const struct hftok *t);
 /* One more than the largest id; the token of an id (NULL for none). */
 int32_t hftok_size(const struct hftok *t);
 const char *hftok_token(const struct hftok *t, int32_t id);
+/* Whether token id begins a word, as its pre-tokenizer marks words: with
+ * ByteLevel's space (\u0120) or Metaspace's replacement; every token does
+ * where the pre-tokenizer marks none, and so do added tokens. */
+int hftok_starts_word(const struct hftok *t, int32_t id);
 /* The id of a special token the models need (the pad, unknown, class,
  * separator and mask tokens, by what the file calls them), or -1. */
 int32_t hftok_special(const struct hftok *t, enum vocab_special which);

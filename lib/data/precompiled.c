@@ -1,5 +1,6 @@
 #include "data/precompiled.h"
 #include "data/uclass.h"
+#include "data/utf8.h"
 #include "util/err.h"
 #include <nettle/base64.h>
 #include <stdlib.h>
@@ -34,6 +35,14 @@ struct precompiled *precompiled_new(const struct tjwhere *w, const char *b64, si
 	memcpy(p->norm, raw + 4 + trie_bytes, p->nnorm);
 	p->norm[p->nnorm] = 0;
 	free(raw);
+	size_t bad = 0;
+	for (const unsigned char *s = (unsigned char *)p->norm, *end = s + p->nnorm; s < end && !bad;)
+		if (*s < 0x80)
+			s++;
+		else
+			utf8_decode(&s, end, &bad);
+	if (bad)
+		tj_die(w, "Precompiled's precompiled_charsmap holds replacements that are not UTF-8");
 	return p;
 }
 
@@ -67,7 +76,7 @@ static const char *shortest(const struct precompiled *p, const char *s, size_t n
 			return NULL;
 		if (has_leaf(u)) {
 			size_t at = p->units[pos] & ((1u << 31) - 1);
-			if (at >= p->nnorm)
+			if (at >= p->nnorm || ((unsigned char)p->norm[at] & 0xC0) == 0x80)   /* no character starts there */
 				return NULL;
 			*len = strlen(p->norm + at);
 			return p->norm + at;

@@ -166,6 +166,16 @@ int pretok_spaced_words(const struct pretok *p)
 	return 0;
 }
 
+const char *pretok_word_mark(const struct pretok *p)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->steps[i].kind == BYTE_LEVEL)
+			return "\xc4\xa0";
+		else if (p->steps[i].kind == METASPACE)
+			return p->steps[i].rep;
+	return NULL;
+}
+
 struct pretok_space *pretok_space_new(void)
 {
 	struct pretok_space *s = xcalloc(1, sizeof *s);

@@ -23,4 +23,7 @@ void pretok_run(const struct pretok *p, struct pretok_space *sp, const char *s, 
 /* Whether it keeps a word's space as part of the word without putting one
  * there itself: a ByteLevel without add_prefix_space. */
 int pretok_spaced_words(const struct pretok *p);
+/* What begins a word's first piece after it: ByteLevel's \u0120 (the
+ * space), Metaspace's replacement; NULL where no step marks words. */
+const char *pretok_word_mark(const struct pretok *p);
 #endif

@@ -2,12 +2,14 @@
  * A token "##x" is keyed as the continuation piece "x", so that WordPiece can look up
  * "##" + piece without building the string. */
 #include "data/vocab.h"
+#include "data/hftok.h"
 #include "util/afile.h"
 #include "util/digest.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <utf8proc.h>
 
 /* A piece's key: its first 8 bytes (zero-padded, little-endian), its length and
@@ -36,10 +38,15 @@ struct vocab {
 	size_t max_piece;
 	int32_t special[VOCAB_NSPECIAL];
 	char sha256[SHA256_HEX_SIZE];
+	struct hftok *hf;   /* a tokenizer.json's, or NULL */
 };
 
 static const char *const special_names[VOCAB_NSPECIAL] = {
 	"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+};
+/* What the tokenizer.json families call them, for errors. */
+static const char *const special_words[VOCAB_NSPECIAL] = {
+	"padding", "unknown", "class (or beginning)", "separator (or end)", "mask",
 };
 
 const char *vocab_special_name(enum vocab_special which)
@@ -111,6 +118,42 @@ const char *vocab_token(const struct vocab *v, int32_t id) { return v->tokens[id
 const char *vocab_sha256(const struct vocab *v) { return v->sha256; }
 int32_t vocab_special(const struct vocab *v, enum vocab_special which) { return v->special[which]; }
 size_t vocab_max_piece(const struct vocab *v) { return v->max_piece; }
+
+const char *vocab_file_name(const struct vocab *v) { return v->hf ? "tokenizer.json" : "vocab.txt"; }
+
+char *vocab_in_dir(const char *dir)
+{
+	char *json = path_join(dir, "tokenizer.json");
+	if (!access(json, F_OK))
+		return json;
+	free(json);
+	return path_join(dir, "vocab.txt");
+}
+
+/* Whether text begins, after white space, with '{': a tokenizer.json. */
+static int is_json(const char *text, size_t n)
+{
+	size_t i = 0;
+	while (i < n && strchr(" \t\r\n", text[i]))
+		i++;
+	return i < n && text[i] == '{';
+}
+
+const char *vocab_file_name_at(const char *path)
+{
+	char head[256];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die("%s:", path);
+	size_t n = fread(head, 1, sizeof head, f);
+	fclose(f);
+	return is_json(head, n) ? "tokenizer.json" : "vocab.txt";
+}
+
+int vocab_starts_word(const struct vocab *v, int32_t id)
+{
+	return v->hf ? hftok_starts_word(v->hf, id) : strncmp(v->tokens[id], "##", 2) != 0;
+}
 
 void vocab_save(const struct vocab *v, const char *path)
 {
@@ -209,6 +252,37 @@ static size_t line_of(const char *text, const char *at)
 	return line;
 }
 
+/* The hash of the tokens, for vocab_id; holes and repeats are left out. */
+static void hash_tokens(struct vocab *v)
+{
+	size_t nslots = 2;
+	while (nslots < 2 * (size_t)v->n)
+		nslots *= 2;
+	v->slots = xmalloc(nslots * sizeof *v->slots);
+	for (size_t i = 0; i < nslots; i++)
+		v->slots[i] = (struct slot){ 0, 0, -1 };
+	v->mask = nslots - 1;
+}
+
+/* The vocab of a tokenizer.json: its ids' tokens ("" for an id it has
+ * none for) and the special tokens it names. */
+static void load_json(struct vocab *v, const char *path)
+{
+	v->hf = hftok_parse(path, v->bytes, v->nbytes);
+	v->n = hftok_size(v->hf);
+	v->tokens = xmalloc((size_t)v->n * sizeof *v->tokens);
+	hash_tokens(v);
+	for (int32_t id = 0; id < v->n; id++) {
+		const char *tok = hftok_token(v->hf, id);
+		v->tokens[id] = (char *)(tok ? tok : "");
+		if (*v->tokens[id])
+			insert(v, id);
+	}
+	for (int i = 0; i < VOCAB_NSPECIAL; i++)
+		if ((v->special[i] = hftok_special(v->hf, i)) < 0)
+			die("%s: names no %s token (such as %s)", path, special_words[i], special_names[i]);
+}
+
 struct vocab *vocab_load(const char *path)
 {
 	struct vocab *v = xcalloc(1, sizeof *v);
@@ -216,6 +290,10 @@ struct vocab *vocab_load(const char *path)
 	v->bytes = read_file(path, &len);
 	v->nbytes = len;
 	sha256_hex(v->bytes, len, v->sha256);
+	if (is_json(v->bytes, len)) {
+		load_json(v, path);
+		return v;
+	}
 	v->text = xmalloc(len + 1);
 	memcpy(v->text, v->bytes, len + 1);
 	if (!len)
@@ -225,13 +303,7 @@ struct vocab *vocab_load(const char *path)
 		die("%s: not a WordPiece vocab: NUL byte on line %zu (a binary file?)", path,
 		    line_of(v->text, nul));
 	v->n = split_lines(path, v->text, len, &v->tokens);
-	size_t nslots = 2;
-	while (nslots < 2 * (size_t)v->n)
-		nslots *= 2;
-	v->slots = xmalloc(nslots * sizeof *v->slots);
-	for (size_t i = 0; i < nslots; i++)
-		v->slots[i] = (struct slot){ 0, 0, -1 };
-	v->mask = nslots - 1;
+	hash_tokens(v);
 	for (int32_t id = 0; id < v->n; id++) {
 		const char *why = bad_token(v->tokens[id], strlen(v->tokens[id]));
 		if (why)
@@ -257,5 +329,6 @@ void vocab_free(struct vocab *v)
 	free(v->text);
 	free(v->tokens);
 	free(v->slots);
+	hftok_free(v->hf);
 	free(v);
 }

@@ -1,4 +1,6 @@
-/* A WordPiece vocabulary: vocab.txt, one token per line, id = line index (0-based). */
+/* The tokens a model knows, by id: a WordPiece vocab.txt (one token per line, id = line
+ * index from 0), or the vocab of a Hugging Face tokenizer.json (its model's and its
+ * added tokens); the special tokens the models need; the file, for copies. */
 #ifndef TS_VOCAB_H
 #define TS_VOCAB_H
 #include <stddef.h>
@@ -8,10 +10,12 @@ enum vocab_special { VOCAB_PAD, VOCAB_UNK, VOCAB_CLS, VOCAB_SEP, VOCAB_MASK, VOC
 
 struct vocab;
 
-/* Dies with "PATH: line N: why" or "PATH: not a WordPiece vocab: why" on a file that is
- * not one: empty, binary, not UTF-8, an empty or duplicate token, whitespace in a token,
- * or one of [PAD] [UNK] [CLS] [SEP] [MASK] missing. Accepts CRLF and a last line
- * without a newline. */
+/* A file that begins with '{' is a tokenizer.json (hftok.h says what is refused);
+ * it must name each special token (<pad> or [PAD], ..., or its post-processor's).
+ * Else dies with "PATH: line N: why" or "PATH: not a WordPiece vocab: why" on a file
+ * that is not one: empty, binary, not UTF-8, an empty or duplicate token, whitespace in
+ * a token, or one of [PAD] [UNK] [CLS] [SEP] [MASK] missing. Accepts CRLF and a last
+ * line without a newline. */
 struct vocab *vocab_load(const char *path);
 void vocab_free(struct vocab *v);
 
@@ -26,6 +30,17 @@ const char *vocab_sha256(const struct vocab *v);
  * (whole or not at all): not the file read again, which a pipe could not give
  * twice and which may have changed. */
 void vocab_save(const struct vocab *v, const char *path);
+/* The name its copy goes by in a data, run or model dir: "vocab.txt" or
+ * "tokenizer.json". */
+const char *vocab_file_name(const struct vocab *v);
+/* The vocab of dir: DIR/tokenizer.json where there is one, else DIR/vocab.txt
+ * (malloc'd). */
+char *vocab_in_dir(const char *dir);
+/* vocab_file_name of the vocab in the file at path, told by its first byte. */
+const char *vocab_file_name_at(const char *path);
+/* Whether token id begins a word (whole-word masking keeps a word's pieces
+ * together): WordPiece's tokens but "##" ones; hftok_starts_word's. */
+int vocab_starts_word(const struct vocab *v, int32_t id);
 int32_t vocab_special(const struct vocab *v, enum vocab_special which);
 /* The text of a special token, e.g. "[CLS]". */
 const char *vocab_special_name(enum vocab_special which);

@@ -17,7 +17,7 @@ void mlm_config_init(struct mlm_config *c, const struct vocab *v, float prob, in
 	special[vocab_special(v, VOCAB_CLS)] = special[vocab_special(v, VOCAB_SEP)] = 1;
 	special[vocab_special(v, VOCAB_PAD)] = 1;
 	for (int32_t i = 0; i < V; i++)
-		continues[i] = !strncmp(vocab_token(v, i), "##", 2);
+		continues[i] = !vocab_starts_word(v, i);
 	*c = (struct mlm_config){prob, whole_word, max_ngram, vocab_special(v, VOCAB_MASK), V, special, continues};
 }
 

@@ -1,5 +1,6 @@
 #include "model/modeldir.h"
 #include "data/labelmap.h"
+#include "data/vocab.h"
 #include "format/dirdigest.h"
 #include "format/safetensors.h"
 #include "model/hfconfig.h"
@@ -255,7 +256,7 @@ void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nl
 	write_weights(weights, m);
 	hfconfig_write(cfg, bert_config_of(m), labels, nlabels);
 	if (vocab_path) {
-		char *vocab = path_join(dir, "vocab.txt");
+		char *vocab = path_join(dir, vocab_file_name_at(vocab_path));
 		afile_copy(vocab_path, vocab);
 		free(vocab);
 	}

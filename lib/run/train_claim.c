@@ -29,10 +29,14 @@ static char *config_text(const struct trainer *t)
  * from the vocab it began with. */
 static void keep_vocab(const struct train_config *c)
 {
-	char *copy = path_join(c->run, "vocab.txt");
+	char *copy = vocab_in_dir(c->run);
 	if (access(copy, F_OK)) {
 		char *src = start_vocab(c);
-		afile_copy(src, copy);
+		struct vocab *v = vocab_load(src);
+		free(copy);
+		copy = path_join(c->run, vocab_file_name(v));
+		vocab_save(v, copy);
+		vocab_free(v);
 		free(src);
 	}
 	free(copy);
@@ -70,7 +74,7 @@ void claim_run(struct trainer *t, char **ckpt)
 			free(chosen);
 		free(mine);
 	}
-	t->vocab_path = c->resume ? path_join(c->run, "vocab.txt") : start_vocab(c);
+	t->vocab_path = c->resume ? vocab_in_dir(c->run) : start_vocab(c);
 }
 
 /* The line of text that holds offset at: its start, and its length as the
@@ -123,13 +127,13 @@ void open_run(struct trainer *t)
 		char *config = config_text(t);
 		rundir_create(c->run, config);
 		free(config);
-		char *copy = path_join(c->run, "vocab.txt");
+		char *copy = path_join(c->run, vocab_file_name(t->vocab));
 		vocab_save(t->vocab, copy);   /* the one checked: --vocab may be a pipe, read once */
 		free(copy);
 	}
 	comm_barrier(t->comm);
 	free(t->vocab_path);
-	t->vocab_path = path_join(c->run, "vocab.txt");
+	t->vocab_path = path_join(c->run, vocab_file_name(t->vocab));
 	char name[32];
 	snprintf(name, sizeof name, "log/rank-%d.log", t->comm->rank);
 	char *logpath = path_join(c->run, name);

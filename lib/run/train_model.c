@@ -45,7 +45,7 @@ void open_data(struct trainer *t)
 char *start_vocab(const struct train_config *c)
 {
 	if (c->init)
-		return path_join(c->init, "vocab.txt");
+		return vocab_in_dir(c->init);
 	if (!c->vocab)
 		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
 	return xstrdup(c->vocab);
@@ -205,7 +205,7 @@ static void order_teacher_classes(const struct trainer *t, char *const *names, i
 static void load_teacher(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	char *vocab = path_join(c->teacher, "vocab.txt");
+	char *vocab = vocab_in_dir(c->teacher);
 	struct vocab *v = vocab_load(vocab);
 	if (strcmp(vocab_sha256(v), vocab_sha256(t->vocab)))
 		die("--teacher %s: its vocab is not the data's", c->teacher);
