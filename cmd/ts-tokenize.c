@@ -5,6 +5,7 @@
 #include "data/labelmap.h"
 #include "data/tokinput.h"
 #include "data/vocab.h"
+#include "data/wordpiece.h"
 #include "format/mpjson.h"
 #include "util/afile.h"
 #include "util/err.h"

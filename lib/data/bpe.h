@@ -6,7 +6,7 @@
 #ifndef TS_BPE_H
 #define TS_BPE_H
 #include "data/tjson.h"
-#include "data/wordpiece.h"
+#include "data/ids.h"
 
 struct bpe;
 struct bpe_space;   /* a thread's cache of words and scratch */

@@ -4,7 +4,7 @@
 #ifndef TS_ENCODE_H
 #define TS_ENCODE_H
 #include "data/tokrec.h"
-#include "data/wordpiece.h"
+#include "data/ids.h"
 #include <msgpack.h>
 
 /* A post-processor's template: the special tokens and where the texts go,

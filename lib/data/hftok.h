@@ -6,8 +6,8 @@
 #ifndef TS_HFTOK_H
 #define TS_HFTOK_H
 #include "data/encode.h"
-#include "data/vocab.h"
-#include "data/wordpiece.h"
+#include "data/ids.h"
+#include "data/special.h"
 
 struct hftok;
 struct hftok_space;   /* a thread's buffers and caches */

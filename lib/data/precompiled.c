@@ -11,7 +11,11 @@ struct precompiled {
 	size_t nunits;
 	char *norm;               /* the replacements, each NUL-terminated */
 	size_t nnorm;
+	const char *ascii[128];   /* each ASCII character's replacement, or NULL */
+	size_t ascii_n[128];
 };
+
+static const char *shortest(const struct precompiled *p, const char *s, size_t n, size_t *len);
 
 struct precompiled *precompiled_new(const struct tjwhere *w, const char *b64, size_t n)
 {
@@ -43,6 +47,10 @@ struct precompiled *precompiled_new(const struct tjwhere *w, const char *b64, si
 			utf8_decode(&s, end, &bad);
 	if (bad)
 		tj_die(w, "Precompiled's precompiled_charsmap holds replacements that are not UTF-8");
+	for (int c = 1; c < 128; c++) {
+		char s = (char)c;
+		p->ascii[c] = shortest(p, &s, 1, &p->ascii_n[c]);
+	}
 	return p;
 }
 
@@ -100,9 +108,25 @@ static size_t grapheme(const char *s, size_t n)
 	return at;
 }
 
+/* Whether the ASCII character at s[at] is a grapheme of its own: the next
+ * is ASCII too (or none), and it is no CR before a LF. */
+static int lone_ascii(const char *s, size_t n, size_t at)
+{
+	unsigned char c = (unsigned char)s[at], next = at + 1 < n ? (unsigned char)s[at + 1] : 0;
+	return c < 0x80 && next < 0x80 && !(c == '\r' && next == '\n');
+}
+
 void precompiled_run(const struct precompiled *p, const char *s, size_t n, struct strbuf *out)
 {
 	for (size_t at = 0; at < n;) {
+		if (lone_ascii(s, n, at)) {
+			unsigned char c = (unsigned char)s[at++];
+			if (p->ascii[c])
+				sb_add(out, p->ascii[c], p->ascii_n[c]);
+			else
+				sb_addc(out, (char)c);
+			continue;
+		}
 		size_t g = grapheme(s + at, n - at), len, k;
 		const char *r = g < 6 ? shortest(p, s + at, g, &len) : NULL;
 		if (r) {

@@ -5,7 +5,7 @@
 #ifndef TS_UNIGRAM_H
 #define TS_UNIGRAM_H
 #include "data/tjson.h"
-#include "data/wordpiece.h"
+#include "data/ids.h"
 
 struct unigram;
 struct unigram_space;   /* a thread's cache of words and the lattice */

@@ -3,10 +3,9 @@
  * added tokens); the special tokens the models need; the file, for copies. */
 #ifndef TS_VOCAB_H
 #define TS_VOCAB_H
+#include "data/special.h"
 #include <stddef.h>
 #include <stdint.h>
-
-enum vocab_special { VOCAB_PAD, VOCAB_UNK, VOCAB_CLS, VOCAB_SEP, VOCAB_MASK, VOCAB_NSPECIAL };
 
 struct vocab;
 

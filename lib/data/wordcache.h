@@ -2,7 +2,7 @@
  * repeats its words: most lookups hit); emptied when it grows too large. */
 #ifndef TS_WORDCACHE_H
 #define TS_WORDCACHE_H
-#include "data/wordpiece.h"
+#include "data/ids.h"
 
 struct wordcache;
 

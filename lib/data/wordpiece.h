@@ -4,19 +4,8 @@
  * or with an unmatchable piece become [UNK]). */
 #ifndef TS_WORDPIECE_H
 #define TS_WORDPIECE_H
+#include "data/ids.h"
 #include "data/vocab.h"
-#include "util/err.h"
-#include <stddef.h>
-#include <stdint.h>
-
-struct ids { int32_t *v; size_t n, cap; };   /* growable id array */
-
-static inline void ids_push(struct ids *ids, int32_t id)
-{
-	if (ids->n == ids->cap)
-		grow(&ids->v, &ids->cap, ids->n + 1, sizeof *ids->v);
-	ids->v[ids->n++] = id;
-}
 
 struct wp_tokenizer;   /* one per thread: holds scratch buffers */
 

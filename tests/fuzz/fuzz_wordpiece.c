@@ -4,6 +4,7 @@
  * the stride; the rest is the text, and the pair's text after a NUL. Every
  * record must be [CLS] ... [SEP] within max_len, of vocab ids. */
 #include "data/encode.h"
+#include "data/wordpiece.h"
 #include "fuzz.h"
 
 static struct vocab *vocab;
