@@ -1,4 +1,5 @@
 #include "data/pretok.h"
+#include "data/gpt2split.h"
 #include "data/uclass.h"
 #include "data/utf8.h"
 #include <pthread.h>
@@ -12,7 +13,7 @@ enum prepend { NEVER, ALWAYS, FIRST };
 struct step {
 	enum kind kind;
 	int prefix_space, use_regex;   /* ByteLevel */
-	struct regex *re;              /* Split; ByteLevel's and Whitespace's own */
+	struct regex *re;              /* Split's; Whitespace's own */
 	enum behavior behavior;
 	int invert;
 	char rep[8];                   /* Metaspace's replacement, UTF-8 */
@@ -34,9 +35,6 @@ struct pretok_space {
 	size_t nseg, segcap;
 };
 
-/* GPT-2's pre-tokenizing regex, which ByteLevel uses. */
-static const char gpt2_re[] =
-	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 /* Whitespace's: words and runs of other non-space characters, a word
  * character as Rust's regex crate has it (PCRE2's \\w lacks the marks and
  * the joiners). */
@@ -110,8 +108,7 @@ static void parse_step(const struct tjwhere *w, json_t *j, struct pretok *p)
 	if (!strcmp(type, "ByteLevel")) {
 		s.kind = BYTE_LEVEL;
 		s.prefix_space = tj_bool(w, j, "add_prefix_space", 1);
-		s.use_regex = tj_bool(w, j, "use_regex", 1);
-		s.re = s.use_regex ? own_regex(w, gpt2_re) : NULL;
+		s.use_regex = tj_bool(w, j, "use_regex", 1);   /* GPT-2's regex, by gpt2split.c */
 	} else if (!strcmp(type, "Split")) {
 		s.kind = SPLIT;
 		s.re = tj_pattern(w, j, "pattern");
@@ -330,10 +327,10 @@ static void byte_level(const struct step *st, struct pretok_space *sp, const cha
 		add_bytes_mapped(out, s, n, first);
 		return;
 	}
-	sp->nseg = 0;
-	regex_segs(sp, st->re, s, n);
-	for (size_t i = 0; i < sp->nseg; i++)
-		add_bytes_mapped(out, s + sp->segs[i].a, sp->segs[i].b - sp->segs[i].a, first && sp->segs[i].a == 0);
+	for (size_t i = 0, end; i < n; i = end) {
+		end = gpt2_match(s, n, i);
+		add_bytes_mapped(out, s + i, end - i, first && i == 0);
+	}
 }
 
 static void metaspace(const struct step *st, struct pretok_space *sp, const char *s, size_t n, int first,

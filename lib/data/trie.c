@@ -1,16 +1,15 @@
 #include "data/trie.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 #include <stdlib.h>
 #include <string.h>
 
-/* While building, each node's children are a list; frozen, they are a run
- * of edges sorted by byte, and the root's a table of all 256. */
+/* Frozen, each node's children are a run of edges sorted by byte, and the
+ * root's a table of all 256. Before, the strings wait in a list. */
 struct node {
 	int32_t value;
-	int32_t child, sibling;   /* building */
-	uint32_t edges;           /* frozen: the first of its edges */
+	uint32_t edges;           /* the first of its edges */
 	uint16_t nedges;
-	unsigned char byte;
 };
 
 struct edge {
@@ -18,25 +17,26 @@ struct edge {
 	int32_t node;
 };
 
+struct key {
+	uint32_t at, n;           /* in keys */
+	int32_t value;
+	uint32_t order;           /* when it was added: the last of equal strings wins */
+};
+
 struct trie {
 	struct node *nodes;
 	size_t n, cap;
 	struct edge *edges;
+	size_t nedges, edge_cap;
 	int32_t root[256];
+	struct strbuf keys;       /* the strings added, until trie_freeze */
+	struct key *pending;
+	size_t npending, pending_cap;
 };
-
-static int32_t new_node(struct trie *t, unsigned char byte)
-{
-	grow(&t->nodes, &t->cap, t->n + 1, sizeof *t->nodes);
-	t->nodes[t->n] = (struct node){.value = -1, .child = -1, .sibling = -1, .byte = byte};
-	return (int32_t)t->n++;
-}
 
 struct trie *trie_new(void)
 {
-	struct trie *t = xcalloc(1, sizeof *t);
-	new_node(t, 0);
-	return t;
+	return xcalloc(1, sizeof(struct trie));
 }
 
 void trie_free(struct trie *t)
@@ -45,59 +45,107 @@ void trie_free(struct trie *t)
 		return;
 	free(t->nodes);
 	free(t->edges);
+	sb_free(&t->keys);
+	free(t->pending);
 	free(t);
-}
-
-static int32_t list_child(const struct trie *t, int32_t n, unsigned char byte)
-{
-	int32_t c = t->nodes[n].child;
-	while (c >= 0 && t->nodes[c].byte != byte)
-		c = t->nodes[c].sibling;
-	return c;
 }
 
 void trie_add(struct trie *t, const char *s, size_t n, int32_t value)
 {
-	int32_t at = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char byte = (unsigned char)s[i];
-		int32_t c = list_child(t, at, byte);
-		if (c < 0) {
-			c = new_node(t, byte);
-			t->nodes[c].sibling = t->nodes[at].child;
-			t->nodes[at].child = c;
-		}
-		at = c;
-	}
-	t->nodes[at].value = value;
+	if (t->keys.n + n > UINT32_MAX)
+		die("a tokenizer's strings take more than 4 GB");
+	grow(&t->pending, &t->pending_cap, t->npending + 1, sizeof *t->pending);
+	t->pending[t->npending] = (struct key){(uint32_t)t->keys.n, (uint32_t)n, value, (uint32_t)t->npending};
+	t->npending++;
+	sb_add(&t->keys, s, n);
 }
 
-static int by_byte(const void *a, const void *b)
+static const char *sort_keys;   /* qsort has no context argument */
+
+static int by_bytes(const void *a, const void *b)
 {
-	return ((const struct edge *)a)->byte - ((const struct edge *)b)->byte;
+	const struct key *x = a, *y = b;
+	int c = memcmp(sort_keys + x->at, sort_keys + y->at, x->n < y->n ? x->n : y->n);
+	if (c)
+		return c;
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int32_t new_node(struct trie *t)
+{
+	grow(&t->nodes, &t->cap, t->n + 1, sizeof *t->nodes);
+	t->nodes[t->n] = (struct node){.value = -1};
+	return (int32_t)t->n++;
+}
+
+/* Gives node the run of edges of groups children. */
+static size_t edges_for(struct trie *t, int32_t node, size_t groups)
+{
+	grow(&t->edges, &t->edge_cap, t->nedges + groups, sizeof *t->edges);
+	size_t first = t->nedges;
+	t->nedges += groups;
+	t->nodes[node].edges = (uint32_t)first;
+	t->nodes[node].nedges = (uint16_t)groups;
+	return first;
+}
+
+/* The node of the sorted keys k[0..n), which share their first depth bytes;
+ * its children, one a byte that follows, get a run of edges of their own.
+ * A node of one child goes on in the loop, not a call: a long string makes
+ * a long chain, not a deep stack. */
+static int32_t build(struct trie *t, const struct key *k, size_t n, uint32_t depth)
+{
+	int32_t top = new_node(t);
+	for (int32_t node = top;; depth++) {
+		size_t i = 0;
+		while (i < n && k[i].n == depth)   /* equal strings: the last added wins */
+			t->nodes[node].value = k[i++].value;
+		k += i, n -= i;
+		size_t groups = 0;
+		for (size_t j = 0; j < n; j++)
+			groups += j == 0 || t->keys.s[k[j].at + depth] != t->keys.s[k[j - 1].at + depth];
+		size_t first = edges_for(t, node, groups);
+		if (groups == 1) {
+			int32_t child = new_node(t);
+			t->edges[first] = (struct edge){(unsigned char)t->keys.s[k[0].at + depth], child};
+			node = child;
+			continue;
+		}
+		for (size_t g = 0, i0 = 0; i0 < n; g++) {
+			unsigned char byte = (unsigned char)t->keys.s[k[i0].at + depth];
+			size_t j = i0;
+			while (j < n && (unsigned char)t->keys.s[k[j].at + depth] == byte)
+				j++;
+			int32_t child = build(t, k + i0, j - i0, depth + 1);
+			t->edges[first + g] = (struct edge){byte, child};
+			i0 = j;
+		}
+		return top;
+	}
 }
 
 void trie_freeze(struct trie *t)
 {
-	t->edges = xmalloc((t->n ? t->n : 1) * sizeof *t->edges);
-	uint32_t ne = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		struct node *nd = &t->nodes[i];
-		nd->edges = ne;
-		for (int32_t c = nd->child; c >= 0; c = t->nodes[c].sibling)
-			t->edges[ne++] = (struct edge){t->nodes[c].byte, c};
-		nd->nedges = (uint16_t)(ne - nd->edges);
-		qsort(t->edges + nd->edges, nd->nedges, sizeof *t->edges, by_byte);
-	}
+	sort_keys = t->keys.s;
+	if (t->npending)
+		qsort(t->pending, t->npending, sizeof *t->pending, by_bytes);
+	build(t, t->pending, t->npending, 0);
 	for (int b = 0; b < 256; b++)
-		t->root[b] = list_child(t, 0, (unsigned char)b);
+		t->root[b] = -1;
+	const struct node *root = &t->nodes[0];
+	for (uint32_t e = root->edges; e < root->edges + root->nedges; e++)
+		t->root[t->edges[e].byte] = t->edges[e].node;
+	sb_free(&t->keys);
+	free(t->pending);
+	t->pending = NULL;
+	t->npending = t->pending_cap = 0;
 }
 
-int32_t trie_step(const struct trie *t, int32_t node, unsigned char byte)
+/* The child of a node other than the root by byte, or -1. */
+static int32_t child(const struct trie *t, const struct node *nd, unsigned char byte)
 {
-	if (node == 0)
-		return t->root[byte];
-	const struct node *nd = &t->nodes[node];
 	size_t lo = nd->edges, hi = lo + nd->nedges;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -109,5 +157,25 @@ int32_t trie_step(const struct trie *t, int32_t node, unsigned char byte)
 	return lo < nd->edges + nd->nedges && t->edges[lo].byte == byte ? t->edges[lo].node : -1;
 }
 
+int32_t trie_step(const struct trie *t, int32_t node, unsigned char byte)
+{
+	return node == 0 ? t->root[byte] : child(t, &t->nodes[node], byte);
+}
+
 int32_t trie_value(const struct trie *t, int32_t node) { return t->nodes[node].value; }
+
+void trie_prefixes(const struct trie *t, const char *s, size_t n, struct trie_hits *h)
+{
+	h->n = 0;
+	int32_t node = n ? t->root[(unsigned char)s[0]] : -1;
+	for (size_t i = 1; node >= 0; i++) {
+		if (t->nodes[node].value >= 0) {
+			grow(&h->v, &h->cap, h->n + 1, sizeof *h->v);
+			h->v[h->n++] = (struct trie_hit){(uint32_t)i, t->nodes[node].value};
+		}
+		if (i == n)
+			break;
+		node = child(t, &t->nodes[node], (unsigned char)s[i]);
+	}
+}
 int trie_starts(const struct trie *t, unsigned char byte) { return t->root[byte] >= 0; }

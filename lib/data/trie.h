@@ -20,4 +20,16 @@ int32_t trie_step(const struct trie *t, int32_t node, unsigned char byte);
 int32_t trie_value(const struct trie *t, int32_t node);
 /* Whether some string starts with byte. */
 int trie_starts(const struct trie *t, unsigned char byte);
+
+/* The strings that begin s[0..n): each its length and value, shortest
+ * first, into h (grown). */
+struct trie_hit {
+	uint32_t len;
+	int32_t value;
+};
+struct trie_hits {
+	struct trie_hit *v;
+	size_t n, cap;
+};
+void trie_prefixes(const struct trie *t, const char *s, size_t n, struct trie_hits *h);
 #endif

@@ -34,6 +34,7 @@ struct node {
 };
 
 struct unigram_space {
+	struct trie_hits hits;
 	struct node *lattice;
 	size_t cap;
 	struct wordcache *cache;
@@ -123,6 +124,7 @@ void unigram_space_free(struct unigram_space *s)
 {
 	if (!s)
 		return;
+	free(s->hits.v);
 	free(s->lattice);
 	wordcache_free(s->cache);
 	free(s->path);
@@ -138,7 +140,7 @@ static void offer(struct node *end, double score, int32_t start, int32_t id)
 }
 
 /* The best path over w: lattice[i] is the best path to byte i. */
-static void viterbi(const struct unigram *u, struct node *lat, const char *w, size_t n)
+static void viterbi(const struct unigram *u, struct trie_hits *hits, struct node *lat, const char *w, size_t n)
 {
 	for (size_t i = 0; i <= n; i++)
 		lat[i] = (struct node){0, -1, -1};
@@ -147,14 +149,11 @@ static void viterbi(const struct unigram *u, struct node *lat, const char *w, si
 		size_t k = utf8_len((unsigned char)w[at]);
 		double here = lat[at].score;
 		int single = 0;
-		int32_t node = 0;
-		for (size_t e = at; e < n && (node = trie_step(u->trie, node, (unsigned char)w[e])) >= 0;) {
-			e++;
-			int32_t id = trie_value(u->trie, node);
-			if (id < 0)
-				continue;
-			offer(&lat[e], here + u->score[id], (int32_t)at, id);
-			single |= e - at == k;
+		trie_prefixes(u->trie, w + at, n - at, hits);
+		for (size_t h = 0; h < hits->n; h++) {
+			int32_t id = hits->v[h].value;
+			offer(&lat[at + hits->v[h].len], here + u->score[id], (int32_t)at, id);
+			single |= hits->v[h].len == k;
 		}
 		if (!single)
 			offer(&lat[at + k], here + u->unk_score, (int32_t)at, u->unk);
@@ -185,7 +184,7 @@ static void encode_uncached(const struct unigram *u, struct unigram_space *sp, c
 			    struct ids *out)
 {
 	grow(&sp->lattice, &sp->cap, n + 1, sizeof *sp->lattice);
-	viterbi(u, sp->lattice, w, n);
+	viterbi(u, &sp->hits, sp->lattice, w, n);
 	size_t np = 0;
 	for (size_t end = n; end > 0;) {   /* the pieces' starts, last first */
 		size_t start = (size_t)sp->lattice[end].start;
@@ -199,7 +198,9 @@ static void encode_uncached(const struct unigram *u, struct unigram_space *sp, c
 	}
 	while (np) {
 		size_t end = (size_t)sp->path[--np], start = (size_t)sp->path[--np];
-		int32_t id = strmap_get(u->ids, w + start, end - start);
+		int32_t id = sp->lattice[end].id;   /* a piece's own; unknowns by their text, as HF looks them up */
+		if (id == u->unk)
+			id = strmap_get(u->ids, w + start, end - start);
 		if (id >= 0)
 			ids_push(out, id);
 		else
