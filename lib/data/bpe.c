@@ -1,4 +1,5 @@
 #include "data/bpe.h"
+#include <utf8proc.h>
 #include "data/strmap.h"
 #include "data/wordcache.h"
 #include "data/utf8.h"
@@ -22,10 +23,14 @@ struct bpe {
 	int fuse_unk, byte_fallback, ignore_merges;
 	char *prefix, *suffix;
 	size_t prefix_n, suffix_n;
+	int32_t *small;            /* without affixes: the id of each character below U+0800, or -1 */
 };
+
+enum { SMALL = 0x800 };
 
 struct sym {
 	int32_t id, prev, next;
+	uint64_t merge;   /* the merge of this symbol and the next: merge_of's */
 };
 
 struct bpe_space {
@@ -149,6 +154,13 @@ struct bpe *bpe_new(const struct tjwhere *w, json_t *j)
 	b->ignore_merges = tj_bool(w, j, "ignore_merges", 0);
 	read_vocab(w, json_object_get(j, "vocab"), b);
 	read_merges(w, json_object_get(j, "merges"), b);
+	if (!b->prefix_n && !b->suffix_n) {   /* GPT-2's byte alphabet lies below U+0800 */
+		b->small = xmalloc(SMALL * sizeof *b->small);
+		for (int32_t c = 0; c < SMALL; c++) {
+			char u[4];
+			b->small[c] = strmap_get(b->vocab, u, (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)u));
+		}
+	}
 	const char *unk = tj_str(w, j, "unk_token", NULL);
 	b->unk = unk ? strmap_get(b->vocab, unk, strlen(unk)) : -1;
 	if (unk && b->unk < 0)
@@ -167,6 +179,7 @@ void bpe_free(struct bpe *b)
 	free(b->mval);
 	free(b->prefix);
 	free(b->suffix);
+	free(b->small);
 	free(b);
 }
 
@@ -197,7 +210,7 @@ void bpe_space_free(struct bpe_space *s)
 static void push_sym(struct bpe_space *sp, size_t *n, int32_t id)
 {
 	grow(&sp->syms, &sp->sym_cap, *n + 1, sizeof *sp->syms);
-	sp->syms[*n] = (struct sym){id, (int32_t)*n - 1, (int32_t)*n + 1};
+	sp->syms[*n] = (struct sym){id, (int32_t)*n - 1, (int32_t)*n + 1, EMPTY};
 	++*n;
 }
 
@@ -246,6 +259,14 @@ static size_t initial_symbols(const struct bpe *b, struct bpe_space *sp, const c
 	int last_unk = 0;
 	for (size_t i = 0; i < n; i += k) {
 		k = utf8_len((unsigned char)w[i]);
+		if (b->small && k <= 2) {
+			int32_t c = k == 1 ? (unsigned char)w[i] : ((unsigned char)w[i] & 0x1F) << 6 | ((unsigned char)w[i + 1] & 0x3F);
+			if (b->small[c] >= 0) {
+				push_sym(sp, &ns, b->small[c]);
+				last_unk = 0;
+				continue;
+			}
+		}
 		const char *key = char_key(b, sp, w + i, k, i == 0, i + k == n, &len);
 		int32_t id = strmap_get(b->vocab, key, len);
 		if (id >= 0 || (b->byte_fallback && push_bytes(b, sp, &ns, key, len))) {
@@ -269,21 +290,26 @@ static void merge_all(const struct bpe *b, struct sym *s, size_t ns)
 {
 	if (ns < 2)
 		return;
+	for (int32_t i = 0; s[i].next >= 0; i = s[i].next)   /* each pair's merge, looked up once */
+		s[i].merge = merge_of(b, s[i].id, s[s[i].next].id);
 	for (;;) {
 		uint64_t best = EMPTY;
 		int32_t at = -1;
-		for (int32_t i = 0; s[i].next >= 0; i = s[i].next) {
-			uint64_t m = merge_of(b, s[i].id, s[s[i].next].id);
-			if ((m >> 32) < (best >> 32))   /* the rank decides; EMPTY's is above all */
-				best = m, at = i;
-		}
+		for (int32_t i = 0; s[i].next >= 0; i = s[i].next)
+			if ((s[i].merge >> 32) < (best >> 32))   /* the rank decides; EMPTY's is above all */
+				best = s[i].merge, at = i;
 		if (at < 0)
 			return;
 		int32_t gone = s[at].next;
 		s[at].id = (int32_t)(uint32_t)best;
 		s[at].next = s[gone].next;
-		if (s[gone].next >= 0)
-			s[s[gone].next].prev = at;
+		s[at].merge = EMPTY;
+		if (s[at].next >= 0) {
+			s[s[at].next].prev = at;
+			s[at].merge = merge_of(b, s[at].id, s[s[at].next].id);
+		}
+		if (s[at].prev >= 0)
+			s[s[at].prev].merge = merge_of(b, s[s[at].prev].id, s[at].id);
 	}
 }
 

@@ -25,19 +25,27 @@ static int is_newer(int32_t cp)
 	return 0;
 }
 
-/* \s here is Unicode's White_Space, as Oniguruma has it (PCRE2's also takes
- * U+180E, which Unicode 6.3 made a format character). */
-static enum cls cls_at(const char *s, size_t i, size_t *k)
+/* The classes of ASCII: L letters, N digits, S spaces, O the rest. */
+static const char ascii_cls[129] =
+	"OOOOOOOOOSSSSSOO" "OOOOOOOOOOOOOOOO" "SOOOOOOOOOOOOOOO" "NNNNNNNNNNOOOOOO"
+	"OLLLLLLLLLLLLLLL" "LLLLLLLLLLLOOOOO" "OLLLLLLLLLLLLLLL" "LLLLLLLLLLLOOOOO";
+
+static enum cls other_cls(const char *s, size_t i, size_t *k);
+
+static inline enum cls cls_at(const char *s, size_t i, size_t *k)
 {
 	unsigned char c = (unsigned char)s[i];
-	if (c < 0x80) {
-		*k = 1;
-		if (((c | 0x20) >= 'a' && (c | 0x20) <= 'z'))
-			return LETTER;
-		if (c >= '0' && c <= '9')
-			return NUMBER;
-		return c == ' ' || (c >= '\t' && c <= '\r') ? SPACE : OTHER;
-	}
+	if (c >= 0x80)
+		return other_cls(s, i, k);
+	*k = 1;
+	char x = ascii_cls[c];
+	return x == 'L' ? LETTER : x == 'N' ? NUMBER : x == 'S' ? SPACE : OTHER;
+}
+
+/* \s here is Unicode's White_Space, as Oniguruma has it (PCRE2's also takes
+ * U+180E, which Unicode 6.3 made a format character). */
+static enum cls other_cls(const char *s, size_t i, size_t *k)
+{
 	int32_t cp = uc_at(s + i, k);
 	int cat = is_newer(cp) ? UTF8PROC_CATEGORY_CN : utf8proc_category(cp);
 	if (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO)

@@ -19,17 +19,23 @@ struct pieces {
 	size_t n, cap;
 };
 
-/* Appends s[0..n) as a piece of its own; empty pieces are dropped, as HF
- * drops them. */
-static inline void pieces_add(struct pieces *p, const char *s, size_t n, int first)
+/* Makes the last n bytes of p's text a piece; empty pieces are dropped, as
+ * HF drops them. */
+static inline void pieces_close(struct pieces *p, size_t n, int first)
 {
 	if (!n)
 		return;
-	if (p->text.n + n > UINT32_MAX)
+	if (p->text.n > UINT32_MAX)
 		die("a text of over 4 GB cannot be tokenized");
 	grow(&p->v, &p->cap, p->n + 1, sizeof *p->v);
-	p->v[p->n++] = (struct span){(uint32_t)p->text.n, (uint32_t)n, (uint8_t)first};
+	p->v[p->n++] = (struct span){(uint32_t)(p->text.n - n), (uint32_t)n, (uint8_t)first};
+}
+
+/* Appends s[0..n) as a piece of its own. */
+static inline void pieces_add(struct pieces *p, const char *s, size_t n, int first)
+{
 	sb_add(&p->text, s, n);
+	pieces_close(p, n, first);
 }
 
 static inline void pieces_clear(struct pieces *p)

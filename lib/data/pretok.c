@@ -302,16 +302,19 @@ static void add_bytes_mapped(struct pieces *out, const char *s, size_t n, int fi
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, init_byte_chars);
-	if (!n)
-		return;
-	size_t at = out->text.n;
+	struct strbuf *t = &out->text;
+	grow(&t->s, &t->cap, t->n + 2 * n + 1, 1);
+	char *o = t->s + t->n;
 	for (size_t i = 0; i < n; i++) {
 		const struct byte_char *c = &byte_chars[(unsigned char)s[i]];
-		sb_add(&out->text, c->s, c->n);
+		*o++ = c->s[0];
+		if (c->n > 1)
+			*o++ = c->s[1];
 	}
-	size_t len = out->text.n - at;
-	out->text.n = at;
-	pieces_add(out, out->text.s + at, len, first);   /* the bytes stay where they are */
+	size_t len = (size_t)(o - (t->s + t->n));
+	t->n += len;
+	t->s[t->n] = 0;
+	pieces_close(out, len, first);
 }
 
 static void byte_level(const struct step *st, struct pretok_space *sp, const char *s, size_t n, int first,

@@ -10,7 +10,12 @@ struct node {
 	int32_t value;
 	uint32_t edges;           /* the first of its edges */
 	uint16_t nedges;
+	int32_t dense;            /* with many children: its row of 256 in dense, else -1 */
 };
+
+/* A node of more children than this gets a row of all 256 (searching many
+ * children a byte at a time is most of a Unigram's work). */
+enum { DENSE_FROM = 16 };
 
 struct edge {
 	unsigned char byte;
@@ -29,6 +34,8 @@ struct trie {
 	struct edge *edges;
 	size_t nedges, edge_cap;
 	int32_t root[256];
+	int32_t *dense;           /* rows of 256 children (-1: none) */
+	size_t ndense;
 	struct strbuf keys;       /* the strings added, until trie_freeze */
 	struct key *pending;
 	size_t npending, pending_cap;
@@ -45,6 +52,7 @@ void trie_free(struct trie *t)
 		return;
 	free(t->nodes);
 	free(t->edges);
+	free(t->dense);
 	sb_free(&t->keys);
 	free(t->pending);
 	free(t);
@@ -76,7 +84,7 @@ static int by_bytes(const void *a, const void *b)
 static int32_t new_node(struct trie *t)
 {
 	grow(&t->nodes, &t->cap, t->n + 1, sizeof *t->nodes);
-	t->nodes[t->n] = (struct node){.value = -1};
+	t->nodes[t->n] = (struct node){.value = -1, .dense = -1};
 	return (int32_t)t->n++;
 }
 
@@ -137,6 +145,21 @@ void trie_freeze(struct trie *t)
 	const struct node *root = &t->nodes[0];
 	for (uint32_t e = root->edges; e < root->edges + root->nedges; e++)
 		t->root[t->edges[e].byte] = t->edges[e].node;
+	for (size_t i = 1; i < t->n; i++)
+		if (t->nodes[i].nedges > DENSE_FROM)
+			t->ndense++;
+	t->dense = xmalloc((t->ndense ? t->ndense : 1) * 256 * sizeof *t->dense);
+	for (size_t i = 1, row = 0; i < t->n; i++) {
+		struct node *nd = &t->nodes[i];
+		if (nd->nedges <= DENSE_FROM)
+			continue;
+		int32_t *r = t->dense + 256 * row;
+		for (int b = 0; b < 256; b++)
+			r[b] = -1;
+		for (uint32_t e = nd->edges; e < nd->edges + nd->nedges; e++)
+			r[t->edges[e].byte] = t->edges[e].node;
+		nd->dense = (int32_t)row++;
+	}
 	sb_free(&t->keys);
 	free(t->pending);
 	t->pending = NULL;
@@ -146,6 +169,8 @@ void trie_freeze(struct trie *t)
 /* The child of a node other than the root by byte, or -1. */
 static int32_t child(const struct trie *t, const struct node *nd, unsigned char byte)
 {
+	if (nd->dense >= 0)
+		return t->dense[256 * (size_t)nd->dense + byte];
 	size_t lo = nd->edges, hi = lo + nd->nedges;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
