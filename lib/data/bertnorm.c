@@ -351,3 +351,52 @@ size_t bert_normalize(struct bert_norm *n, const char *text, size_t len, size_t 
 	*outlen = (size_t)(o - n->out);
 	return nbad;
 }
+
+/* One code point of the text as BertNormalizer's cleaning and CJK spacing
+ * leave it, into n->cps (decomposed when accents are stripped); returns the
+ * new count. */
+static size_t push_cleaned(struct bert_norm *n, const struct bert_settings *b, size_t k, int32_t cp)
+{
+	int cat = cp < 0x80 ? UTF8PROC_CATEGORY_CN : utf8proc_category(cp);
+	if (b->clean) {
+		char kind = cp < 0x80 ? ascii_kind[cp] : 0;
+		if (kind == 'D' || (cp >= 0x80 && is_dropped(cp, cat)))
+			return k;
+		if (kind == ' ' || (cp >= 0x80 && is_whitespace(cp, cat)))
+			cp = ' ';
+	}
+	if (b->chinese && is_cjk(cp)) {
+		k = push_decomposed(n, k, ' ');
+		k = push_decomposed(n, k, cp);
+		return push_decomposed(n, k, ' ');
+	}
+	return push_decomposed(n, k, cp);
+}
+
+void bert_normalize_text(struct bert_norm *n, const struct bert_settings *b, const char *s, size_t len,
+			 size_t *outlen)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	size_t k = 0, bad = 0;
+	n->lower = b->strip;   /* push_decomposed decomposes for accent stripping */
+	while (p < end)
+		k = push_cleaned(n, b, k, *p < 0x80 ? *p++ : utf8_decode(&p, end, &bad));
+	if (b->strip)
+		canonical_order(n->cps, k);
+	char *o = reserve_out(n, n->out, 8 * k + 1);
+	for (size_t i = 0; i < k; i++) {
+		int32_t cp = n->cps[i];
+		int cat = cp < 0x80 ? UTF8PROC_CATEGORY_CN : utf8proc_category(cp);
+		if (b->strip && is_nonspacing_mark(cp, cat))
+			continue;
+		if (b->lower && cp == 0x130) {   /* Rust's one lowercase of two characters */
+			memcpy(o, "i\xcc\x87", 3);
+			o += 3;
+			continue;
+		}
+		if (b->lower)
+			cp = cp < 0x80 ? (cp >= 'A' && cp <= 'Z' ? cp | 0x20 : cp) : to_lower(cp);
+		o += utf8proc_encode_char(cp, (utf8proc_uint8_t *)o);
+	}
+	*outlen = (size_t)(o - n->out);
+}

@@ -17,6 +17,15 @@ struct bert_norm {
 void bert_norm_init(struct bert_norm *n, int lower);
 void bert_norm_free(struct bert_norm *n);
 
+/* HF's BertNormalizer alone, with each of its settings (clean_text,
+ * handle_chinese_chars, strip_accents, lowercase): s[0..len) (valid UTF-8)
+ * normalized into n->out, *outlen bytes; n's own lower is not used. */
+struct bert_settings {
+	int clean, chinese, strip, lower;
+};
+void bert_normalize_text(struct bert_norm *n, const struct bert_settings *b, const char *s, size_t len,
+			 size_t *outlen);
+
 /* Normalises text and splits it into words. The words land in n->out, each followed by
  * one space (*outlen bytes, 0 when there are none). Returns how many invalid UTF-8
  * sequences were replaced by U+FFFD (which cleaning then drops). */

@@ -1,6 +1,6 @@
 #include "data/bpe.h"
 #include <utf8proc.h>
-#include "data/strmap.h"
+#include "data/tokmap.h"
 #include "data/wordcache.h"
 #include "data/utf8.h"
 #include "util/strbuf.h"
@@ -9,14 +9,9 @@
 #include <string.h>
 #include <xxhash.h>
 
-/* Token ids are below this: more than any vocab holds (Gemma's has 262,144). */
-#define MAX_ID (1 << 24)
 
 struct bpe {
-	struct strmap *vocab;
-	struct strbuf text;        /* the tokens, each NUL-terminated */
-	uint32_t *at;              /* by id: the token's offset in text + 1, 0 for none */
-	int32_t size;
+	struct tokmap vocab;
 	uint64_t *mkey, *mval;     /* merges: (left << 32 | right) -> (rank << 32 | merged id) */
 	size_t mmask;
 	int32_t unk;               /* -1: none */
@@ -56,31 +51,6 @@ static uint64_t merge_of(const struct bpe *b, int32_t l, int32_t r)
 	return *k == key ? b->mval[k - b->mkey] : EMPTY;
 }
 
-static void read_vocab(const struct tjwhere *w, json_t *vocab, struct bpe *b)
-{
-	if (!json_is_object(vocab))
-		tj_die(w, "\"vocab\" is not an object of tokens and their ids");
-	b->vocab = strmap_new(json_object_size(vocab));
-	const char *tok;
-	json_t *v;
-	json_object_foreach(vocab, tok, v) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= MAX_ID)
-			tj_die(w, "vocab: the id of '%s' is not a whole number in 0..%d", tok, MAX_ID - 1);
-		if (json_integer_value(v) >= b->size)
-			b->size = (int32_t)json_integer_value(v) + 1;
-	}
-	b->at = xcalloc((size_t)b->size, sizeof *b->at);
-	json_object_foreach(vocab, tok, v) {
-		int32_t id = (int32_t)json_integer_value(v);
-		if (b->at[id])
-			tj_die(w, "vocab: '%s' and '%s' have the same id %d", b->text.s + b->at[id] - 1, tok, id);
-		b->at[id] = (uint32_t)b->text.n + 1;
-		size_t n = strlen(tok);
-		sb_add(&b->text, tok, n + 1);
-		strmap_put(b->vocab, tok, n, id);
-	}
-}
-
 /* The two tokens of merge e: "a b" or ["a", "b"]. */
 static void merge_parts(const struct tjwhere *w, json_t *e, size_t i, const char **a, size_t *na, const char **b,
 			size_t *nb)
@@ -101,7 +71,7 @@ static void merge_parts(const struct tjwhere *w, json_t *e, size_t i, const char
 
 static int32_t known(const struct tjwhere *w, const struct bpe *b, const char *tok, size_t n, size_t i)
 {
-	int32_t id = strmap_get(b->vocab, tok, n);
+	int32_t id = tokmap_id(&b->vocab, tok, n);
 	if (id < 0)
 		tj_die(w, "merge %zu names '%.*s', which is not in the vocab", i + 1, (int)n, tok);
 	return id;
@@ -152,17 +122,17 @@ struct bpe *bpe_new(const struct tjwhere *w, json_t *j)
 	b->fuse_unk = tj_bool(w, j, "fuse_unk", 0);
 	b->byte_fallback = tj_bool(w, j, "byte_fallback", 0);
 	b->ignore_merges = tj_bool(w, j, "ignore_merges", 0);
-	read_vocab(w, json_object_get(j, "vocab"), b);
+	tokmap_read(w, json_object_get(j, "vocab"), &b->vocab);
 	read_merges(w, json_object_get(j, "merges"), b);
 	if (!b->prefix_n && !b->suffix_n) {   /* GPT-2's byte alphabet lies below U+0800 */
 		b->small = xmalloc(SMALL * sizeof *b->small);
 		for (int32_t c = 0; c < SMALL; c++) {
 			char u[4];
-			b->small[c] = strmap_get(b->vocab, u, (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)u));
+			b->small[c] = tokmap_id(&b->vocab, u, (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)u));
 		}
 	}
 	const char *unk = tj_str(w, j, "unk_token", NULL);
-	b->unk = unk ? strmap_get(b->vocab, unk, strlen(unk)) : -1;
+	b->unk = unk ? tokmap_id(&b->vocab, unk, strlen(unk)) : -1;
 	if (unk && b->unk < 0)
 		tj_die(w, "unk_token '%s' is not in the vocab", unk);
 	return b;
@@ -172,9 +142,7 @@ void bpe_free(struct bpe *b)
 {
 	if (!b)
 		return;
-	strmap_free(b->vocab);
-	sb_free(&b->text);
-	free(b->at);
+	tokmap_free(&b->vocab);
 	free(b->mkey);
 	free(b->mval);
 	free(b->prefix);
@@ -183,12 +151,9 @@ void bpe_free(struct bpe *b)
 	free(b);
 }
 
-int32_t bpe_id(const struct bpe *b, const char *tok, size_t n) { return strmap_get(b->vocab, tok, n); }
-const char *bpe_token(const struct bpe *b, int32_t id)
-{
-	return id >= 0 && id < b->size && b->at[id] ? b->text.s + b->at[id] - 1 : NULL;
-}
-int32_t bpe_size(const struct bpe *b) { return b->size; }
+int32_t bpe_id(const struct bpe *b, const char *tok, size_t n) { return tokmap_id(&b->vocab, tok, n); }
+const char *bpe_token(const struct bpe *b, int32_t id) { return tokmap_token(&b->vocab, id); }
+int32_t bpe_size(const struct bpe *b) { return b->vocab.size; }
 
 struct bpe_space *bpe_space_new(void)
 {
@@ -239,7 +204,7 @@ static int push_bytes(const struct bpe *b, struct bpe_space *sp, size_t *ns, con
 	for (size_t j = 0; j < n; j++) {
 		char name[8];
 		snprintf(name, sizeof name, "<0x%02X>", (unsigned char)s[j]);
-		int32_t id = strmap_get(b->vocab, name, 6);
+		int32_t id = tokmap_id(&b->vocab, name, 6);
 		if (id < 0) {
 			*ns = at;
 			return 0;
@@ -268,7 +233,7 @@ static size_t initial_symbols(const struct bpe *b, struct bpe_space *sp, const c
 			}
 		}
 		const char *key = char_key(b, sp, w + i, k, i == 0, i + k == n, &len);
-		int32_t id = strmap_get(b->vocab, key, len);
+		int32_t id = tokmap_id(&b->vocab, key, len);
 		if (id >= 0 || (b->byte_fallback && push_bytes(b, sp, &ns, key, len))) {
 			if (id >= 0)
 				push_sym(sp, &ns, id);
@@ -316,7 +281,7 @@ static void merge_all(const struct bpe *b, struct sym *s, size_t ns)
 static void encode_uncached(const struct bpe *b, struct bpe_space *sp, const char *w, size_t n, struct ids *out)
 {
 	int32_t whole;
-	if (b->ignore_merges && (whole = strmap_get(b->vocab, w, n)) >= 0) {
+	if (b->ignore_merges && (whole = tokmap_id(&b->vocab, w, n)) >= 0) {
 		ids_push(out, whole);
 		return;
 	}

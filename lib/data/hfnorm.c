@@ -1,4 +1,5 @@
 #include "data/hfnorm.h"
+#include "data/bertnorm.h"
 #include "data/precompiled.h"
 #include "data/uclass.h"
 #include "data/utf8.h"
@@ -6,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { NFC, NFD, NFKC, NFKD, LOWERCASE, STRIP_ACCENTS, STRIP, REPLACE, PREPEND, PRECOMPILED };
+enum kind { NFC, NFD, NFKC, NFKD, LOWERCASE, STRIP_ACCENTS, STRIP, REPLACE, PREPEND, PRECOMPILED, BERT };
 
 struct step {
 	enum kind kind;
@@ -15,6 +16,7 @@ struct step {
 	const char *text;     /* Replace's content, Prepend's prepend (in the JSON) */
 	size_t text_n;
 	struct precompiled *charsmap;
+	struct bert_settings bert;
 };
 
 struct hfnorm {
@@ -26,6 +28,7 @@ struct hfnorm {
 struct hfnorm_space {
 	struct strbuf buf[2];
 	struct regex_space *m;
+	struct bert_norm bert;
 };
 
 static void push_step(struct hfnorm *nm, struct step s)
@@ -68,6 +71,11 @@ static void add_step(const struct tjwhere *w, json_t *j, struct hfnorm *nm)
 		if (!p)
 			tj_die(w, "Prepend has no \"prepend\"");
 		push_step(nm, (struct step){.kind = PREPEND, .text = p, .text_n = strlen(p)});
+	} else if (!strcmp(type, "BertNormalizer")) {
+		int lower = tj_bool(w, j, "lowercase", 1);
+		struct bert_settings b = {tj_bool(w, j, "clean_text", 1), tj_bool(w, j, "handle_chinese_chars", 1),
+					  tj_bool(w, j, "strip_accents", lower), lower};
+		push_step(nm, (struct step){.kind = BERT, .bert = b});
 	} else if (!strcmp(type, "Precompiled")) {
 		json_t *map = json_object_get(j, "precompiled_charsmap");
 		if (json_is_null(map))   /* a SentencePiece model without normalization rules */
@@ -107,7 +115,7 @@ void hfnorm_free(struct hfnorm *nm)
 int hfnorm_lowercases(const struct hfnorm *nm)
 {
 	for (int i = 0; i < nm->n; i++)
-		if (nm->steps[i].kind == LOWERCASE)
+		if (nm->steps[i].kind == LOWERCASE || (nm->steps[i].kind == BERT && nm->steps[i].bert.lower))
 			return 1;
 	return 0;
 }
@@ -126,6 +134,7 @@ void hfnorm_space_free(struct hfnorm_space *s)
 	sb_free(&s->buf[0]);
 	sb_free(&s->buf[1]);
 	regex_space_free(s->m);
+	bert_norm_free(&s->bert);
 	free(s);
 }
 
@@ -217,9 +226,14 @@ static void replace(const struct step *st, struct regex_space *m, const char *s,
 	sb_add(out, s + at, n - at);
 }
 
-static void run_step(const struct step *st, struct regex_space *m, const char *s, size_t n, struct strbuf *out)
+static void run_step(const struct step *st, struct hfnorm_space *sp, const char *s, size_t n, struct strbuf *out)
 {
+	size_t len;
 	switch (st->kind) {
+	case BERT:
+		bert_normalize_text(&sp->bert, &st->bert, s, n, &len);
+		sb_add(out, sp->bert.out, len);
+		return;
 	case NFC: case NFD: case NFKC: case NFKD:
 		normal_form(st->kind, s, n, out);
 		return;
@@ -233,7 +247,7 @@ static void run_step(const struct step *st, struct regex_space *m, const char *s
 		strip(st, s, n, out);
 		return;
 	case REPLACE:
-		replace(st, m, s, n, out);
+		replace(st, sp->m, s, n, out);
 		return;
 	case PRECOMPILED:
 		precompiled_run(st->charsmap, s, n, out);
@@ -251,7 +265,7 @@ const char *hfnorm_run(const struct hfnorm *nm, struct hfnorm_space *sp, const c
 	for (int i = 0; i < nm->n; i++) {
 		struct strbuf *out = &sp->buf[i & 1];
 		out->n = 0;
-		run_step(&nm->steps[i], sp->m, s, n, out);
+		run_step(&nm->steps[i], sp, s, n, out);
 		sb_addc(out, 0);   /* an empty result still has an address */
 		s = out->s, n = out->n - 1;
 	}

@@ -6,6 +6,7 @@
 #include "data/tjson.h"
 #include "data/unigram.h"
 #include "data/utf8.h"
+#include "data/wpmodel.h"
 #include "util/afile.h"
 #include "util/digest.h"
 #include "util/strbuf.h"
@@ -26,6 +27,7 @@ struct hftok {
 	struct pretok *pre;
 	struct bpe *bpe;                  /* the model: one of these */
 	struct unigram *unigram;
+	struct wpmodel *wordpiece;
 	struct template tpl;
 	char **added_name;                /* by id, the added tokens' contents (NULL elsewhere) */
 	int32_t size, special[VOCAB_NSPECIAL];
@@ -40,6 +42,7 @@ struct hftok_space {
 	struct pieces words;
 	struct bpe_space *bpe;
 	struct unigram_space *unigram;
+	struct wpmodel_space *wordpiece;
 };
 
 /* The bytes of the file at path (a dir: its tokenizer.json); *real its name. */
@@ -123,31 +126,37 @@ static void read_model(const struct tjwhere *w, json_t *j, struct hftok *t)
 		t->bpe = bpe_new(w, j);
 	else if (!strcmp(type, "Unigram"))
 		t->unigram = unigram_new(w, j);
+	else if (!strcmp(type, "WordPiece"))
+		t->wordpiece = wpmodel_new(w, j);
 	else
 		tj_unsupported(w, type);
 }
 
 static int32_t model_id(const struct hftok *t, const char *tok, size_t n)
 {
-	return t->bpe ? bpe_id(t->bpe, tok, n) : unigram_id(t->unigram, tok, n);
+	return t->bpe ? bpe_id(t->bpe, tok, n) : t->unigram ? unigram_id(t->unigram, tok, n)
+							    : wpmodel_id(t->wordpiece, tok, n);
 }
 
 static const char *model_token(const struct hftok *t, int32_t id)
 {
-	return t->bpe ? bpe_token(t->bpe, id) : unigram_token(t->unigram, id);
+	return t->bpe ? bpe_token(t->bpe, id) : t->unigram ? unigram_token(t->unigram, id)
+							   : wpmodel_token(t->wordpiece, id);
 }
 
 static int32_t model_size(const struct hftok *t)
 {
-	return t->bpe ? bpe_size(t->bpe) : unigram_size(t->unigram);
+	return t->bpe ? bpe_size(t->bpe) : t->unigram ? unigram_size(t->unigram) : wpmodel_size(t->wordpiece);
 }
 
 static void model_encode(const struct hftok *t, struct hftok_space *sp, const char *w, size_t n, struct ids *out)
 {
 	if (t->bpe)
 		bpe_encode(t->bpe, sp->bpe, w, n, out);
-	else
+	else if (t->unigram)
 		unigram_encode(t->unigram, sp->unigram, w, n, out);
+	else
+		wpmodel_encode(t->wordpiece, sp->wordpiece, w, n, out);
 }
 
 static void put_part(const struct tjwhere *w, struct template_part *parts, int *n, int32_t id, long long type)
@@ -354,6 +363,7 @@ void hftok_free(struct hftok *t)
 	pretok_free(t->pre);
 	bpe_free(t->bpe);
 	unigram_free(t->unigram);
+	wpmodel_free(t->wordpiece);
 	free(t->path);
 	free(t);
 }
@@ -363,13 +373,15 @@ const char *hftok_path(const struct hftok *t) { return t->path; }
 const char *hftok_sha256(const struct hftok *t) { return t->sha256; }
 int hftok_starts_word(const struct hftok *t, int32_t id)
 {
+	if (t->wordpiece)
+		return !wpmodel_continues(t->wordpiece, id);
 	const char *mark = pretok_word_mark(t->pre), *tok = hftok_token(t, id);
 	return !mark || !tok || t->added_name[id] || !strncmp(tok, mark, strlen(mark));
 }
 
 int hftok_spaced_words(const struct hftok *t) { return pretok_spaced_words(t->pre); }
 int hftok_lowercases(const struct hftok *t) { return hfnorm_lowercases(t->norm); }
-const char *hftok_kind(const struct hftok *t) { return t->bpe ? "BPE" : "Unigram"; }
+const char *hftok_kind(const struct hftok *t) { return t->bpe ? "BPE" : t->unigram ? "Unigram" : "WordPiece"; }
 int32_t hftok_size(const struct hftok *t) { return t->size; }
 int32_t hftok_special(const struct hftok *t, enum vocab_special which) { return t->special[which]; }
 
@@ -387,6 +399,7 @@ struct hftok_space *hftok_space_new(void)
 	s->pre = pretok_space_new();
 	s->bpe = bpe_space_new();
 	s->unigram = unigram_space_new();
+	s->wordpiece = wpmodel_space_new();
 	return s;
 }
 
@@ -402,6 +415,7 @@ void hftok_space_free(struct hftok_space *s)
 	pieces_free(&s->words);
 	bpe_space_free(s->bpe);
 	unigram_space_free(s->unigram);
+	wpmodel_space_free(s->wordpiece);
 	free(s);
 }
 

@@ -35,14 +35,15 @@ const char *hftok_sha256(const struct hftok *t);
 int hftok_spaced_words(const struct hftok *t);
 /* Whether its normalizer lowercases. */
 int hftok_lowercases(const struct hftok *t);
-/* The model's kind: "BPE" or "Unigram". */
+/* The model's kind: "BPE", "Unigram" or "WordPiece". */
 const char *hftok_kind(const struct hftok *t);
 /* One more than the largest id; the token of an id (NULL for none). */
 int32_t hftok_size(const struct hftok *t);
 const char *hftok_token(const struct hftok *t, int32_t id);
-/* Whether token id begins a word, as its pre-tokenizer marks words: with
- * ByteLevel's space (\u0120) or Metaspace's replacement; every token does
- * where the pre-tokenizer marks none, and so do added tokens. */
+/* Whether token id begins a word: a WordPiece token without the prefix of
+ * continuing pieces; else as its pre-tokenizer marks words, with
+ * ByteLevel's space (\u0120) or Metaspace's replacement; every token where
+ * the pre-tokenizer marks none, and every added token. */
 int hftok_starts_word(const struct hftok *t, int32_t id);
 /* The id of a special token the models need (the pad, unknown, class,
  * separator and mask tokens, by what the file calls them), or -1. */

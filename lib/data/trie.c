@@ -137,9 +137,12 @@ static int32_t build(struct trie *t, const struct key *k, size_t n, uint32_t dep
 void trie_freeze(struct trie *t)
 {
 	sort_keys = t->keys.s;
-	if (t->npending)
+	if (t->npending) {
 		qsort(t->pending, t->npending, sizeof *t->pending, by_bytes);
-	build(t, t->pending, t->npending, 0);
+		build(t, t->pending, t->npending, 0);
+	} else {
+		new_node(t);   /* the root alone */
+	}
 	for (int b = 0; b < 256; b++)
 		t->root[b] = -1;
 	const struct node *root = &t->nodes[0];

@@ -93,6 +93,20 @@ for prefix, suffix, fuse, fallback in (("##", None, True, False), (None, "</w>",
     save(f"bpe-{prefix and 'prefix'}-{suffix and 'suffix'}-{'fused' if fuse else 'unfused'}"
          f"{'-bytes' if fallback else ''}", tok)
 
+for lower, strip, chinese, clean in ((True, None, True, True), (False, None, True, True), (True, False, False, True),
+                                     (False, True, True, False)):
+    tok = Tokenizer(models.WordPiece.from_file(os.path.join(os.path.dirname(mails), "vocab.txt"), unk_token="[UNK]"))
+    tok.normalizer = N.BertNormalizer(clean_text=clean, handle_chinese_chars=chinese, strip_accents=strip, lowercase=lower)
+    tok.pre_tokenizer = P.BertPreTokenizer()
+    tok.post_processor = processors.BertProcessing(("[SEP]", 102), ("[CLS]", 101))
+    for s in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"):
+        tok.add_special_tokens([s])
+    save(f"wordpiece-{'lower' if lower else 'cased'}-strip{strip}-cjk{chinese}-clean{clean}", tok)
+tok = Tokenizer(models.WordPiece.from_file(os.path.join(os.path.dirname(mails), "vocab.txt"), unk_token="[UNK]",
+                                           max_input_chars_per_word=12))
+tok.pre_tokenizer = P.Whitespace()
+save("wordpiece-short-words", tok)
+
 pieces = json.loads(open(xlmr, encoding="utf-8").read())["model"]["vocab"][:30000]
 for fallback in (False, True):
     vocab = [tuple(p) for p in pieces] + ([(f"<0x{b:02X}>", -30.0) for b in range(256)] if fallback else [])
