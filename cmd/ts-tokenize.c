@@ -344,9 +344,11 @@ static void write_header(struct ctx *c)
 		.kind = "tokens", .max_len = max_len,
 		.vocab_sha256 = (char *)(c->hf ? hftok_sha256(c->hf) : vocab_sha256(c->vocab)),
 		.vocab_file = realpath(c->hf ? hftok_path(c->hf) : vocab_path, NULL),
-		.tokenizer = c->hf ? "tokenizer.json" : NULL,
+		.tokenizer = c->hf ? "tokenizer.json" : NULL, .model = c->hf ? (char *)hftok_kind(c->hf) : NULL,
 		.lower = c->hf ? hftok_lowercases(c->hf) : !cased,
 	};
+	for (int i = 0; i < VOCAB_NSPECIAL; i++)
+		h.special[i] = c->hf ? hftok_special(c->hf, i) : -1;
 	labelmap_names(c->labels, &h.labels, &h.nlabels);
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);

@@ -7,6 +7,27 @@
 
 enum { HEADER_VERSION = 1 };
 
+static const char *const special_keys[VOCAB_NSPECIAL] = {"pad", "unk", "cls", "sep", "mask"};
+
+/* "tokenizer": {"file": "tokenizer.json", "model": ..., "pad": id, ...}. */
+static void pack_tokenizer(msgpack_packer *pk, const struct stream_header *h)
+{
+	int n = 2;
+	for (int i = 0; i < VOCAB_NSPECIAL; i++)
+		n += h->special[i] >= 0;
+	mp_pack_str(pk, "tokenizer");
+	msgpack_pack_map(pk, (size_t)n);
+	mp_pack_str(pk, "file");
+	mp_pack_str(pk, h->tokenizer);
+	mp_pack_str(pk, "model");
+	mp_pack_str(pk, h->model);
+	for (int i = 0; i < VOCAB_NSPECIAL; i++)
+		if (h->special[i] >= 0) {
+			mp_pack_str(pk, special_keys[i]);
+			msgpack_pack_int32(pk, h->special[i]);
+		}
+}
+
 void header_pack(msgpack_packer *pk, const struct stream_header *h)
 {
 	msgpack_pack_map(pk, 5 + (h->vocab_sha256 != NULL) + (h->vocab_file != NULL) + (h->tokenizer != NULL));
@@ -22,10 +43,8 @@ void header_pack(msgpack_packer *pk, const struct stream_header *h)
 		mp_pack_str(pk, "vocab_file");
 		mp_pack_str(pk, h->vocab_file);
 	}
-	if (h->tokenizer) {
-		mp_pack_str(pk, "tokenizer");
-		mp_pack_str(pk, h->tokenizer);
-	}
+	if (h->tokenizer)
+		pack_tokenizer(pk, h);
 	mp_pack_str(pk, "labels");
 	msgpack_pack_array(pk, (size_t)h->nlabels);
 	for (int i = 0; i < h->nlabels; i++)
@@ -66,6 +85,20 @@ static int64_t get_int(const struct rec_reader *r, const msgpack_object *o, cons
 	rec_die(r, "%s is not an integer", what);
 }
 
+static void unpack_tokenizer(const struct rec_reader *r, const msgpack_object *v, struct stream_header *h)
+{
+	const msgpack_object *file = v->type == MSGPACK_OBJECT_MAP ? mp_get(v, "file") : NULL, *model, *id;
+	if (!file || !(model = mp_get(v, "model")))
+		rec_die(r, "header field 'tokenizer' is not a map of its file and model");
+	h->tokenizer = dup_str(r, file, "tokenizer.file");
+	if (strcmp(h->tokenizer, "tokenizer.json"))
+		rec_die(r, "header field 'tokenizer.file' is '%s', where only tokenizer.json is known", h->tokenizer);
+	h->model = dup_str(r, model, "tokenizer.model");
+	for (int i = 0; i < VOCAB_NSPECIAL; i++)
+		h->special[i] = (id = mp_get(v, special_keys[i]))
+			? (int32_t)get_int(r, id, "a special token id of header field 'tokenizer'", 0, INT32_MAX) : -1;
+}
+
 int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct stream_header *h)
 {
 	const msgpack_object *kind = mp_get(o, "kind"), *v;
@@ -83,11 +116,8 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 		h->vocab_sha256 = dup_str(r, v, "vocab");
 	if ((v = mp_get(o, "vocab_file")))
 		h->vocab_file = dup_str(r, v, "vocab_file");
-	if ((v = mp_get(o, "tokenizer"))) {
-		h->tokenizer = dup_str(r, v, "tokenizer");
-		if (strcmp(h->tokenizer, "tokenizer.json"))
-			rec_die(r, "header field 'tokenizer' is '%s', where only tokenizer.json is known", h->tokenizer);
-	}
+	if ((v = mp_get(o, "tokenizer")))
+		unpack_tokenizer(r, v, h);
 	if ((v = mp_get(o, "labels"))) {
 		if (v->type != MSGPACK_OBJECT_ARRAY)
 			rec_die(r, "header field 'labels' is not a list");
@@ -125,6 +155,7 @@ void header_free(struct stream_header *h)
 	free(h->vocab_sha256);
 	free(h->vocab_file);
 	free(h->tokenizer);
+	free(h->model);
 	for (int i = 0; i < h->nlabels; i++)
 		free(h->labels[i]);
 	free(h->labels);
@@ -150,8 +181,11 @@ void header_merge(struct stream_header *acc, char **from, const struct rec_reade
 		acc->vocab_sha256 = h->vocab_sha256;
 		h->vocab_sha256 = NULL;
 		free(acc->tokenizer);
+		free(acc->model);
 		acc->tokenizer = h->tokenizer;
-		h->tokenizer = NULL;
+		acc->model = h->model;
+		memcpy(acc->special, h->special, sizeof acc->special);
+		h->tokenizer = h->model = NULL;
 	}
 	if (!acc->vocab_file && h->vocab_file) {
 		acc->vocab_file = h->vocab_file;

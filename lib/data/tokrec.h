@@ -1,6 +1,7 @@
 /* Token records and the stream header that describes them (ts-tokenize(1), OUTPUT). */
 #ifndef TS_TOKREC_H
 #define TS_TOKREC_H
+#include "data/special.h"
 #include "format/rec.h"
 
 /* A stream header: the first map of a stream may carry "kind". */
@@ -10,6 +11,8 @@ struct stream_header {
 	char *vocab_sha256;      /* hex, or NULL */
 	char *vocab_file;        /* absolute path of that vocab, or NULL: where ts-shard finds it */
 	char *tokenizer;         /* what the vocab is: NULL for a WordPiece vocab.txt, "tokenizer.json" */
+	char *model;             /* a tokenizer.json's model: "BPE", "Unigram", "WordPiece" */
+	int32_t special[VOCAB_NSPECIAL];   /* a tokenizer.json's special ids, -1 where it has none */
 	char **labels;           /* label names in id order */
 	int nlabels;
 	long max_len;

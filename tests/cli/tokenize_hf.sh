@@ -65,8 +65,17 @@ if "$PY" "$TOP/tests/cli/hf_variants.py" "$R" "$T/xlm-roberta/tokenizer.json" "$
 else
 	fail "hf_variants.py makes the variant tokenizers"
 fi
-expect_eq "the header names the tokenizer.json and its sha256" "$(echo hi | ts-tokenize -t "$R" | ts-cat | head -1)" \
-	'{"kind":"tokens","version":1,"vocab":"'"$(sha256sum "$R" | cut -d' ' -f1)"'","vocab_file":"'"$(realpath "$R")"'","tokenizer":"tokenizer.json","labels":[],"max_len":512,"lower":false}'
+expect_eq "the header names the tokenizer.json, its sha256, model and special ids" "$(echo hi | ts-tokenize -t "$R" | ts-cat | head -1)" \
+	'{"kind":"tokens","version":1,"vocab":"'"$(sha256sum "$R" | cut -d' ' -f1)"'","vocab_file":"'"$(realpath "$R")"'","tokenizer":{"file":"tokenizer.json","model":"BPE","pad":1,"unk":3,"cls":0,"sep":2,"mask":50264},"labels":[],"max_len":512,"lower":false}'
+expect_eq "XLM-R's: a Unigram" "$(echo hi | ts-tokenize -t "$T/xlm-roberta" | ts-cat | head -1 | grep -o '"tokenizer":{[^}]*}')" \
+	'"tokenizer":{"file":"tokenizer.json","model":"Unigram","pad":1,"unk":3,"cls":0,"sep":2,"mask":250001}'
+echo hi | ts-tokenize -t "$R" -o "$T/hi.msgpack"
+expect_eq "ts-shard keeps the tokenizer.json in the data dir" \
+	"$(ts-shard -o "$T/d" "$T/hi.msgpack" && ls "$T/d" | grep tokenizer && cmp "$T/d/tokenizer.json" "$R" && echo same)" \
+	"$(printf 'tokenizer.json\nsame')"
+printf '%s\n' '{"kind":"tokens","version":1,"tokenizer":{"file":"spm.model","model":"Unigram"}}' '{"id":0,"ids":[0,1]}' |
+	ts-cat --from-json -o "$T/odd.msgpack"
+expect_fail "a header's tokenizer of another kind of file" 1 "header field 'tokenizer.file' is 'spm.model'" ts-shard -o "$T/d2" "$T/odd.msgpack"
 expect_eq "a dir that holds a tokenizer.json" "$(echo 'Hello world' | ts-tokenize -t "$F/roberta-base" | ts-cat --no-header)" \
 	'{"id":0,"ids":[0,31414,232,2]}'
 expect_eq "--show-tokens prints the pieces" "$(echo 'Hello world <mask>' | ts-tokenize -t "$R" --show-tokens)" \
