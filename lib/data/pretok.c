@@ -36,7 +36,7 @@ struct pretok_space {
 };
 
 /* Whitespace's: words and runs of other non-space characters, a word
- * character as Rust's regex crate has it (PCRE2's \\w lacks the marks and
+ * character as HF's regex engine has it (PCRE2's \w lacks the marks and
  * the joiners). */
 #define WORD_CHAR "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}"
 static const char words_re[] = "[" WORD_CHAR "]+|[^" WORD_CHAR "\\s]+";

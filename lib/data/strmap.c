@@ -91,8 +91,6 @@ int32_t strmap_get(const struct strmap *m, const char *key, size_t n)
 	return find(m, key, n, XXH3_64bits(key, n))->v;
 }
 
-size_t strmap_count(const struct strmap *m) { return m->n; }
-size_t strmap_bytes(const struct strmap *m) { return m->keys.n; }
 
 void strmap_clear(struct strmap *m)
 {

@@ -15,9 +15,6 @@ void strmap_free(struct strmap *m);
 int32_t strmap_put(struct strmap *m, const char *key, size_t n, int32_t v);
 /* The value of key[0..n), or -1. */
 int32_t strmap_get(const struct strmap *m, const char *key, size_t n);
-size_t strmap_count(const struct strmap *m);
-/* The bytes the keys take in the arena. */
-size_t strmap_bytes(const struct strmap *m);
 /* Empties the map, keeping its memory. */
 void strmap_clear(struct strmap *m);
 #endif
