@@ -1,6 +1,7 @@
 #include "format/dirdigest.h"
 #include "util/afile.h"
 #include "util/err.h"
+#include "util/filedigest.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,57 +10,72 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
-#ifdef TS_XXH_DISPATCH   /* the shared libxxhash's XXH3 on AVX2 or AVX-512 where the CPU has them */
-#include <xxh_x86dispatch.h>
-#endif
 
-enum { HEX = 2 * sizeof(XXH128_canonical_t) + 1 };
+enum { HEX = FILEDIGEST_HEX };
 
 /* A file of the dir: its name, size and digest; err, the errno where it
- * could not be read. */
+ * could not be read; with keep, its mapping (and the identity it is kept by
+ * where the dir checks). */
 struct entry {
 	char *name;
 	long long bytes;
 	char hex[HEX];
 	int err;
+	int keep;
+	void *content;
+	struct stat sb;
 };
 
-/* The digest of the file at path as hex, and its size; -1 (errno set)
- * where it cannot be read. Read in pieces, not mapped: a mapped file counts
- * in the process's resident memory, and a checkpoint's are large. */
-static int digest_file(const char *path, char hex[HEX], long long *size)
+/* The digest of e's file at path as hex, and its size: as remembered where
+ * this process just wrote it and recall says so; else, where e->keep and it
+ * has the size expected, mapped whole into e->content (the mapping its
+ * reader would make) and hashed there; else read in pieces (a mapping
+ * counts in the process's resident memory, and a checkpoint's files are
+ * large). -1 (errno set) where it cannot be read. */
+static int digest_file(const char *path, struct entry *e, int recall)
 {
-	enum { PIECE = 1 << 20 };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0 || fstat(fd, &e->sb)) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	XXH3_state_t *st = XXH3_createState();
-	char *buf = xmalloc(PIECE);
-	ssize_t k;
-	long long n = 0;
-	XXH3_128bits_reset(st);
-	while ((k = read(fd, buf, PIECE)) > 0 || (k < 0 && errno == EINTR))
-		if (k > 0) {
-			XXH3_128bits_update(st, buf, (size_t)k);
-			n += k;
-		}
+	}
+	if (recall && filedigest_recall(&e->sb, e->hex)) {
+		e->bytes = (long long)e->sb.st_size;
+		close(fd);
+		return 0;
+	}
+	struct filedigest *d = filedigest_new();
+	long long n = 0, k = 0;
+	size_t size = (size_t)e->sb.st_size;
+	void *map = e->keep && size > 0 && e->sb.st_size == e->bytes ?
+		    mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+	if (map != MAP_FAILED) {
+		filedigest_add(d, map, size);
+		e->content = map;
+		n = (long long)size;
+	} else {
+		enum { PIECE = 1 << 20 };
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		char *buf = xmalloc(PIECE);
+		while ((k = read(fd, buf, PIECE)) > 0 || (k < 0 && errno == EINTR))
+			if (k > 0) {
+				filedigest_add(d, buf, (size_t)k);
+				n += k;
+			}
+		free(buf);
+	}
 	int err = k < 0 ? errno : 0;
-	XXH128_canonical_t c;
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
-	XXH3_freeState(st);
-	free(buf);
+	filedigest_end(d, e->hex);
 	close(fd);
 	if (err) {
 		errno = err;
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof c.digest; i++)
-		snprintf(hex + 2 * i, 3, "%02x", c.digest[i]);
-	*size = n;
+	e->bytes = n;
 	return 0;
 }
 
@@ -71,8 +87,9 @@ static int larger_first(const void *a, const void *b)
 
 /* Digests of the n files of dir in e (their bytes as expected, for the
  * order), the largest first, on every core: a checkpoint's optimizer state
- * is three quarters of it. */
-static void digest_all(const char *dir, struct entry *e, size_t n)
+ * is three quarters of it. Those this process wrote are recalled where
+ * recall says so. */
+static void digest_all(const char *dir, struct entry *e, size_t n, int recall)
 {
 	struct entry **order = xmalloc((n ? n : 1) * sizeof *order);
 	for (size_t i = 0; i < n; i++)
@@ -81,7 +98,7 @@ static void digest_all(const char *dir, struct entry *e, size_t n)
 #pragma omp parallel for schedule(dynamic, 1)
 	for (size_t i = 0; i < n; i++) {
 		char *path = path_join(dir, order[i]->name);
-		order[i]->err = digest_file(path, order[i]->hex, &order[i]->bytes) ? errno : 0;
+		order[i]->err = digest_file(path, order[i], recall) ? errno : 0;
 		free(path);
 	}
 	free(order);
@@ -99,12 +116,12 @@ void dirdigest_write(const char *dir)
 		struct stat sb;
 		if (strcmp(de->d_name, DIGESTS_FILE) && !lstat(path, &sb) && S_ISREG(sb.st_mode)) {
 			grow(&e, &cap, n + 1, sizeof *e);
-			e[n++] = (struct entry){ xstrdup(de->d_name), (long long)sb.st_size, "", 0 };
+			e[n++] = (struct entry){ .name = xstrdup(de->d_name), .bytes = (long long)sb.st_size };
 		}
 		free(path);
 	}
 	closedir(d);
-	digest_all(dir, e, n);
+	digest_all(dir, e, n, 1);
 	json_t *files = json_object();
 	for (size_t i = 0; i < n; i++) {
 		if (e[i].err)
@@ -143,8 +160,9 @@ static int well_formed(const char *name, json_t *entry)
 }
 
 /* The entries of files in e (names in the record's order, sizes as
- * recorded); DIGESTS_BAD where one is not well formed. */
-static enum digests entries(json_t *files, struct entry *e, char **why)
+ * recorded, those named in keep to be kept); DIGESTS_BAD where one is not
+ * well formed. */
+static enum digests entries(json_t *files, const char *const *keep, struct entry *e, char **why)
 {
 	const char *name;
 	json_t *entry;
@@ -152,20 +170,24 @@ static enum digests entries(json_t *files, struct entry *e, char **why)
 	json_object_foreach(files, name, entry) {
 		if (!well_formed(name, entry))
 			return bad(why, "%s: the entry of '%s' is not a file's size and digest", DIGESTS_FILE, name);
-		e[i++] = (struct entry){ (char *)name, (long long)json_integer_value(json_object_get(entry, "bytes")),
-					 "", 0 };
+		e[i] = (struct entry){ .name = (char *)name,
+				       .bytes = (long long)json_integer_value(json_object_get(entry, "bytes")) };
+		for (const char *const *k = keep; k && *k; k++)
+			e[i].keep |= !strcmp(*k, name);
+		i++;
 	}
 	return DIGESTS_OK;
 }
 
-/* The files of dir against the record files: the first that differs, by name. */
-static enum digests check_files(const char *dir, json_t *files, char **why)
+/* The files of dir against the record files: the first that differs, by
+ * name; the bytes of those named in keep kept where all are intact. */
+static enum digests check_files(const char *dir, json_t *files, const char *const *keep, char **why)
 {
 	size_t n = json_object_size(files);
 	struct entry *e = xcalloc(n, sizeof *e);
-	enum digests r = entries(files, e, why);
+	enum digests r = entries(files, keep, e, why);
 	if (r == DIGESTS_OK)
-		digest_all(dir, e, n);
+		digest_all(dir, e, n, 0);
 	for (size_t i = 0; i < n && r == DIGESTS_OK; i++) {
 		json_t *entry = json_object_get(files, e[i].name);
 		long long want = (long long)json_integer_value(json_object_get(entry, "bytes"));
@@ -176,11 +198,16 @@ static enum digests check_files(const char *dir, json_t *files, char **why)
 		else if (strcmp(e[i].hex, json_string_value(json_object_get(entry, "xxh3_128"))))
 			r = bad(why, "%s differs from what was written (its digest does not match)", e[i].name);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (r == DIGESTS_OK && e[i].content)
+			filedigest_keep(&e[i].sb, e[i].content);
+		else if (e[i].content)
+			munmap(e[i].content, (size_t)e[i].sb.st_size);
 	free(e);
 	return r;
 }
 
-enum digests dirdigest_check(const char *dir, char **why)
+enum digests dirdigest_check(const char *dir, const char *const *keep, char **why)
 {
 	char *path = path_join(dir, DIGESTS_FILE);
 	json_error_t err;
@@ -196,7 +223,7 @@ enum digests dirdigest_check(const char *dir, char **why)
 	else if (!json_is_object(files) || !json_object_size(files))
 		r = bad(why, "%s names no files", DIGESTS_FILE);
 	else
-		r = check_files(dir, files, why);
+		r = check_files(dir, files, keep, why);
 	json_decref(j);
 	return r;
 }

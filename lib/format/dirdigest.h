@@ -3,7 +3,8 @@
  * found before any byte of it is used. Each file gets its size and its
  * XXH3-128 (xxHash's, as `xxhsum -H2` prints it), which hashes at memory
  * speed, the files on every core; SHA-256 would add a second or more to a
- * BERT-base checkpoint (tests/bench/checkpoint). */
+ * BERT-base checkpoint (tests/bench/checkpoint). The large files are
+ * hashed as they are written (util/filedigest.h), not read back. */
 #ifndef TS_DIRDIGEST_H
 #define TS_DIRDIGEST_H
 
@@ -17,6 +18,9 @@ void dirdigest_write(const char *dir);
 /* DIR's files against DIR/digests.json: DIGESTS_OK where each file it names
  * has its size and digest, DIGESTS_NONE where DIR has no digests.json, and
  * DIGESTS_BAD, with *why (malloc'd) naming the first file that differs and
- * how, else. */
-enum digests dirdigest_check(const char *dir, char **why);
+ * how, else. The files named in keep (NULL-terminated, or NULL), read whole
+ * for their digests, are kept as read when all check, for the reader that
+ * comes next (st_open takes them): so a file is read once, and what is used
+ * is what was checked. */
+enum digests dirdigest_check(const char *dir, const char *const *keep, char **why);
 #endif

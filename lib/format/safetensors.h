@@ -26,7 +26,8 @@ struct st_tensor {
 
 struct st_file;
 
-/* Maps and validates path; dies "PATH: not a regular file" on a directory,
+/* Maps and validates path (or takes its bytes where a digests' check kept
+ * them: format/dirdigest.h); dies "PATH: not a regular file" on a directory,
  * FIFO or device, and "PATH: corrupt safetensors header: why" on a short
  * file, a header length beyond the file, a header that is not a JSON object,
  * an unknown dtype, or byte ranges out of range, overlapping or not matching

@@ -139,8 +139,9 @@ static void copy_tensors(struct bert *m, const struct st_file *st, const char *p
 
 void modeldir_verify(const char *dir)
 {
+	static const char *const weights[] = { "model.safetensors", NULL };   /* modeldir_load's */
 	char *why;
-	if (dirdigest_check(dir, &why) == DIGESTS_BAD)
+	if (dirdigest_check(dir, weights, &why) == DIGESTS_BAD)
 		die("%s: damaged: %s; if that file was edited on purpose, remove %s/%s", dir, why, dir, DIGESTS_FILE);
 }
 

@@ -8,7 +8,8 @@
 /* Dies in one line where DIR's files differ from the digests it was saved
  * with (format/dirdigest.h); a dir without them (one transformers saved)
  * passes. A program verifies each model dir it is given once, before it
- * reads a byte of it. */
+ * reads a byte of it; the weights read for the check are kept for
+ * modeldir_load, which comes next. */
 void modeldir_verify(const char *dir);
 /* Loads DIR as a model for task on backend be. Tensor names are matched with or without the
  * "bert." prefix (sentence-transformers saves without), with LayerNorm

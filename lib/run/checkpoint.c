@@ -202,8 +202,9 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
  * where it can. */
 static char *damage(const char *ck)
 {
+	static const char *const loaded[] = { "model.safetensors", "optimizer.safetensors", NULL };
 	char *why;
-	enum digests d = dirdigest_check(ck, &why);
+	enum digests d = dirdigest_check(ck, loaded, &why);
 	if (d == DIGESTS_NONE)
 		return xstrdup("no " DIGESTS_FILE ": it was cut short before it was complete");
 	return d == DIGESTS_OK ? NULL : why;

@@ -42,7 +42,9 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 /* The newest checkpoint dir of run DIR whose files are whole (their
  * digests match), malloc'd; NULL where DIR has no checkpoint. Each newer one
  * passed over is appended to skipped as {"checkpoint", "why"}; where none
- * is whole, dies naming each and why. */
+ * is whole, dies naming each and why. Its weights and optimizer state, read
+ * for the check, are kept for the loads that come next (modeldir_load,
+ * checkpoint_load). */
 char *checkpoint_intact(const char *dir, json_t *skipped);
 /* Loads optimizer moments and the training state (the model loads as a model
  * dir); dies naming the file and field of a state out of range for a run of

@@ -1,6 +1,7 @@
 #include "util/afile.h"
 #include "util/cleanup.h"
 #include "util/err.h"
+#include "util/filedigest.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -97,23 +98,57 @@ int open_regular(const char *path, off_t *size)
 	return fd;
 }
 
-void write_all(int fd, const void *buf, size_t n, const char *what)
+/* Writes the n bytes of buf to fd: 0, or the errno of the write that failed. */
+static int write_out(int fd, const char *buf, size_t n)
 {
-	const char *p = buf;
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = write(fd, buf, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			die("write %s:", what);
-		p += w;
+			return errno;
+		buf += w;
 		n -= (size_t)w;
 	}
+	return 0;
+}
+
+/* Dies for the errno err of a write of what, where there is one. */
+static void check_write(int err, const char *what)
+{
+	if (err) {
+		errno = err;
+		die("write %s:", what);
+	}
+}
+
+void write_all(int fd, const void *buf, size_t n, const char *what)
+{
+	check_write(write_out(fd, buf, n), what);
+}
+
+void afile_digest(struct afile *f)
+{
+	if (f->tmp && !f->digest)
+		f->digest = filedigest_new();
 }
 
 void afile_write(struct afile *f, const void *buf, size_t n)
 {
-	write_all(f->fd, buf, n, is_stdout(f) ? "standard output" : f->path);
+	const char *what = is_stdout(f) ? "standard output" : f->path;
+	if (!f->digest) {
+		write_all(f->fd, buf, n, what);
+		return;
+	}
+	int err = 0;
+#pragma omp parallel sections num_threads(2) if (n >= 1 << 20)   /* hashed on a core the write leaves idle */
+	{
+#pragma omp section
+		filedigest_add(f->digest, buf, n);
+#pragma omp section
+		err = write_out(f->fd, buf, n);
+	}
+	check_write(err, what);
 }
 
 void fsync_dir(const char *dir)
@@ -127,6 +162,8 @@ void fsync_dir(const char *dir)
 
 static void afile_free(struct afile *f)
 {
+	if (f->digest)
+		filedigest_end(f->digest, NULL);
 	free(f->path);
 	free(f->tmp);
 	free(f);
@@ -161,6 +198,12 @@ void afile_commit(struct afile *f)
 		die("cannot rename %s to %s:", f->tmp, f->path);
 	cleanup_forget(f->tmp);
 	fsync_parent(f->path);
+	if (f->digest) {
+		char hex[FILEDIGEST_HEX];
+		filedigest_end(f->digest, hex);
+		f->digest = NULL;
+		filedigest_remember(f->path, hex);
+	}
 	afile_free(f);
 }
 

@@ -12,6 +12,7 @@ struct afile {
 	char *path;   /* final name, symlinks followed; as given when written directly */
 	char *tmp;    /* temp name, beside it; NULL when written directly */
 	int fd;
+	struct filedigest *digest;   /* of what is written, where afile_digest asked */
 };
 
 /* Opens a temp file for path ("-" means stdout: no temp, nothing to rename). */
@@ -19,6 +20,11 @@ struct afile *afile_open(const char *path);
 /* The path with every symlink along its last component followed, also to a
  * target that does not exist yet (malloc'd). */
 char *resolve_links(const char *path);
+/* Digests what f writes, and on commit remembers the digest of the file it
+ * made (util/filedigest.h): for a large file whose digest a dir records, so
+ * that it is not read back; a large write is hashed on a second core while
+ * it goes out. Nothing for a file written in place. */
+void afile_digest(struct afile *f);
 /* Writes all of buf or dies naming the file (a full disk is an error). */
 void afile_write(struct afile *f, const void *buf, size_t n);
 /* fsync, close, rename over path, fsync the directory; dies on failure,

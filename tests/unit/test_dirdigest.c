@@ -6,10 +6,13 @@
 #include "testfiles.h"
 #include "util/afile.h"
 #include "util/err.h"
+#include "util/filedigest.h"
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,7 +22,7 @@ static char tmpdir[] = "/tmp/ts-test-dd.XXXXXX";
 static enum digests check(const char *dir, char *why_out, size_t size)
 {
 	char *why;
-	enum digests d = dirdigest_check(dir, &why);
+	enum digests d = dirdigest_check(dir, NULL, &why);
 	snprintf(why_out, size, "%s", why ? why : "");
 	free(why);
 	return d;
@@ -35,6 +38,32 @@ static const char *recorded(const char *dir, const char *name, char *out, size_t
 	json_decref(j);
 	free(path);
 	return out;
+}
+
+/* Writes n bytes of buf as path through a digesting afile, as a checkpoint's
+ * large files are written. */
+static void write_digested(const char *path, const void *buf, size_t n)
+{
+	struct afile *f = afile_open(path);
+	afile_digest(f);
+	afile_write(f, buf, n);
+	afile_commit(f);
+}
+
+/* The mapping the last check kept of path, compared with want (n bytes):
+ * 1 where it was kept and holds want, 0 where none was kept, -1 where one
+ * was kept with other bytes. Takes it. */
+static int kept_as(const char *path, const void *want, size_t n)
+{
+	struct stat sb;
+	if (stat(path, &sb))
+		die("%s:", path);
+	void *map = filedigest_take(&sb);
+	if (!map)
+		return 0;
+	int same = (size_t)sb.st_size == n && !memcmp(map, want, n);
+	munmap(map, (size_t)sb.st_size);
+	return same ? 1 : -1;
 }
 
 static void rewrite_digests(const char *dir, const char *text)
@@ -94,7 +123,43 @@ int main(void)
 	rewrite_digests(tmpdir, "{\"files\": {\"a.bin\": {\"bytes\": -3, \"xxh3_128\": \"06\"}}}");
 	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_BAD &&
 	      !strcmp(why, "digests.json: the entry of 'a.bin' is not a file's size and digest"), "a bad entry: %s", why);
+
+	/* A file written through a digesting afile: its digest remembered, not
+	 * read back, and true; in place, in parallel with the write for a large
+	 * one. Changed after, it is read again. */
+	unlink(extra);
+	size_t big_n = (3 << 20) + 5;
+	unsigned char *big = xmalloc(big_n);
+	for (size_t i = 0; i < big_n; i++)
+		big[i] = (unsigned char)(i * 2654435761u >> 13);
+	char *bigp = path_join(tmpdir, "big.bin");
+	write_digested(bigp, big, big_n);
+	write_digested(a, "abc", 3);
+	dirdigest_write(tmpdir);
+	CHECK(!strcmp(recorded(tmpdir, "a.bin", hex, sizeof hex), "06b05ab6733a618578af5f94892f3950"),
+	      "a digesting afile: the digest of what it wrote (%s)", hex);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_OK, "3 MiB written and hashed side by side: it checks (%s)", why);
+	int fd = open(a, O_WRONLY);   /* the same file, the same size, a byte changed */
+	if (fd < 0 || pwrite(fd, "d", 1, 2) != 1 || close(fd))
+		die("%s:", a);
+	dirdigest_write(tmpdir);
+	CHECK(!strcmp(recorded(tmpdir, "a.bin", hex, sizeof hex), "ec4af3fc0b1f44fe6b4467b443c76228"),
+	      "changed after it was written: read again (%s)", hex);
+	CHECK(check(tmpdir, why, sizeof why) == DIGESTS_OK, "and it checks as it is now (%s)", why);
+
+	/* The files a check is asked to keep: kept only where the whole dir
+	 * checks, as read, and taken once. */
+	const char *const keep[] = { "big.bin", NULL };
+	char *why2;
+	CHECK(dirdigest_check(tmpdir, keep, &why2) == DIGESTS_OK && kept_as(bigp, big, big_n) == 1,
+	      "an intact dir: the file kept as it was read");
+	CHECK(kept_as(bigp, big, big_n) == 0, "taken once");
+	write_file(e, "x", 1);
+	CHECK(dirdigest_check(tmpdir, keep, &why2) == DIGESTS_BAD && kept_as(bigp, big, big_n) == 0,
+	      "another file of the dir damaged: nothing kept (%s)", why2);
+	free(why2);
 	remove_tree(tmpdir);
+	free(big), free(bigp);
 	free(a), free(e), free(sub), free(extra);
 	CHECK_DONE();
 }
