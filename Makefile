@@ -76,14 +76,13 @@ NVFLAGS := -O3 -std=c++17 -gencode arch=compute_75,code=sm_75 -gencode arch=comp
            -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels
 CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
 ifeq ($(STATIC),1)
-# the CUDA runtime and the C++ runtime inside; cuBLAS (no static library in
-# every toolkit) and the driver come from the GPU machine, found where its
-# loader looks (tests/gpu/run finds them for the bundle): no path of this
-# machine goes inside
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart_static -ldl -lrt \
-          -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
+# the CUDA runtime and the C++ runtime inside; cuBLAS (loaded when the GPU
+# backend opens, as cuDNN and NCCL are) and the driver come from the GPU
+# machine, found where its loader looks (tests/gpu/run finds them for the
+# bundle): no path of this machine goes inside
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
 else
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -ldl -lstdc++
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -ldl -lstdc++
 endif
 endif
 endif

@@ -69,6 +69,9 @@ int cuda_comm_wait_sums(double *span_s, double *exposed_s);
  * cuBLASLt, each distinct product planned once; cuda_gemm_open makes the
  * handles on the backend's stream. */
 void cuda_gemm_open(void);
+/* Loads cuBLAS and cuBLASLt (cuda_gemm_open does first), or dies naming
+ * what is missing; needs no GPU. */
+void cuda_blas_load(void);
 /* the products planned so far */
 int cuda_gemm_plans(void);
 void cuda_linear_forward(float *out, const struct act *in, const struct act *w, const float *bias,

@@ -36,14 +36,81 @@
 #include "util/err.h"
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <string.h>
+
+/* cuBLAS and cuBLASLt, loaded when the GPU backend opens, so that a process
+ * of a GPU build that runs on the CPU does not carry them: loading
+ * libcublasLt alone adds 140 MiB to a process's resident memory (its
+ * tables), and every ts-train and ts-eval on the CPU paid it. */
+/* the cublasGemmEx the library exports (C++ sees another, inline, beside it) */
+typedef cublasStatus_t (*gemm_ex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+				     const void *, const void *, cudaDataType, int, const void *, cudaDataType,
+				     int, const void *, void *, cudaDataType, int, cublasComputeType_t,
+				     cublasGemmAlgo_t);
+/* X(function, its type) for each used here */
+#define BLAS_FUNCTIONS(X) \
+	X(cublasCreate, decltype(&cublasCreate)) \
+	X(cublasGemmEx, gemm_ex_fn) \
+	X(cublasGetStatusString, decltype(&cublasGetStatusString)) \
+	X(cublasLtCreate, decltype(&cublasLtCreate)) \
+	X(cublasLtMatmul, decltype(&cublasLtMatmul)) \
+	X(cublasLtMatmulAlgoGetHeuristic, decltype(&cublasLtMatmulAlgoGetHeuristic)) \
+	X(cublasLtMatmulDescCreate, decltype(&cublasLtMatmulDescCreate)) \
+	X(cublasLtMatmulDescDestroy, decltype(&cublasLtMatmulDescDestroy)) \
+	X(cublasLtMatmulDescSetAttribute, decltype(&cublasLtMatmulDescSetAttribute)) \
+	X(cublasLtMatmulPreferenceCreate, decltype(&cublasLtMatmulPreferenceCreate)) \
+	X(cublasLtMatmulPreferenceDestroy, decltype(&cublasLtMatmulPreferenceDestroy)) \
+	X(cublasLtMatmulPreferenceSetAttribute, decltype(&cublasLtMatmulPreferenceSetAttribute)) \
+	X(cublasLtMatrixLayoutCreate, decltype(&cublasLtMatrixLayoutCreate)) \
+	X(cublasLtMatrixLayoutDestroy, decltype(&cublasLtMatrixLayoutDestroy)) \
+	X(cublasLtMatrixLayoutSetAttribute, decltype(&cublasLtMatrixLayoutSetAttribute)) \
+	X(cublasSetMathMode, decltype(&cublasSetMathMode)) \
+	X(cublasSetStream, decltype(&cublasSetStream)) \
+	X(cublasSetWorkspace, decltype(&cublasSetWorkspace)) \
+	X(cublasSgemm, decltype(&cublasSgemm)) \
+	X(cublasSgemv, decltype(&cublasSgemv))
+
+#define NAME_TEXT(f) #f
+#define NAME_OF(f) NAME_TEXT(f)   /* the symbol f stands for (cublas_v2.h renames some) */
+#define BLAS_SONAME "libcublas.so." NAME_OF(CUBLAS_VER_MAJOR)
+#define BLASLT_SONAME "libcublasLt.so." NAME_OF(CUBLAS_VER_MAJOR)
+
+#define BLAS_TYPE(f, type) typedef type f##_fn;
+BLAS_FUNCTIONS(BLAS_TYPE)
+
+static struct {
+#define BLAS_FIELD(f, type) f##_fn f;
+	BLAS_FUNCTIONS(BLAS_FIELD)
+} blaslib;
+
+/* Finds the library's file, or dies naming it. */
+static void *open_blas(const char *name)
+{
+	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		die("the GPU backend needs cuBLAS: %s (LD_LIBRARY_PATH may name its dir)", dlerror());
+	return lib;
+}
+
+void cuda_blas_load(void)
+{
+	if (blaslib.cublasLtMatmul)
+		return;
+	void *blas_so = open_blas(BLAS_SONAME), *lt_so = open_blas(BLASLT_SONAME);
+#define BLAS_FIND(f, type) \
+	if (!(*(void **)&blaslib.f = dlsym(strncmp(NAME_OF(f), "cublasLt", 8) ? blas_so : lt_so, NAME_OF(f)))) \
+		die("%s lacks %s: CUDA %d's cuBLAS is needed", \
+		    strncmp(NAME_OF(f), "cublasLt", 8) ? BLAS_SONAME : BLASLT_SONAME, NAME_OF(f), CUBLAS_VER_MAJOR);
+	BLAS_FUNCTIONS(BLAS_FIND)
+}
 
 enum { WORKSPACE = 32 << 20, PLANS_CAP = 8192, THREADS = 256, GRID_MAX = 16384 };
 
 #define BLAS_CHECK(call) do { \
 	cublasStatus_t s_ = (call); \
 	if (s_ != CUBLAS_STATUS_SUCCESS && !cuda_graph_capture_failed(#call " failed in the capture")) \
-		cuda_fail(__FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
+		cuda_fail(__FILE__, __LINE__, #call, blaslib.cublasGetStatusString(s_)); \
 	} while (0)
 
 /* What rides a product besides: nothing, a bias, the bias's gradient. */
@@ -89,16 +156,16 @@ static unsigned alignment(const void *p)
 static cublasLtMatrixLayout_t layout(cudaDataType_t t, int rows, int cols, int ld)
 {
 	cublasLtMatrixLayout_t l;
-	BLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, (uint64_t)rows, (uint64_t)cols, ld));
+	BLAS_CHECK(blaslib.cublasLtMatrixLayoutCreate(&l, t, (uint64_t)rows, (uint64_t)cols, ld));
 	return l;
 }
 
 static void plan_free(struct plan *pl)
 {
-	BLAS_CHECK(cublasLtMatrixLayoutDestroy(pl->a));
-	BLAS_CHECK(cublasLtMatrixLayoutDestroy(pl->b));
-	BLAS_CHECK(cublasLtMatrixLayoutDestroy(pl->d));
-	BLAS_CHECK(cublasLtMatmulDescDestroy(pl->desc));
+	BLAS_CHECK(blaslib.cublasLtMatrixLayoutDestroy(pl->a));
+	BLAS_CHECK(blaslib.cublasLtMatrixLayoutDestroy(pl->b));
+	BLAS_CHECK(blaslib.cublasLtMatrixLayoutDestroy(pl->d));
+	BLAS_CHECK(blaslib.cublasLtMatmulDescDestroy(pl->desc));
 }
 
 /* pl's descriptors for its product at the sizes m, n, k, its vector v
@@ -107,19 +174,19 @@ static void plan_free(struct plan *pl)
 static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, int n, int k,
 		    const float *v)
 {
-	BLAS_CHECK(cublasLtMatmulDescCreate(&pl->desc, p->compute, CUDA_R_32F));
-	BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &p->ta,
+	BLAS_CHECK(blaslib.cublasLtMatmulDescCreate(&pl->desc, p->compute, CUDA_R_32F));
+	BLAS_CHECK(blaslib.cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &p->ta,
 						sizeof p->ta));
-	BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &p->tb,
+	BLAS_CHECK(blaslib.cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &p->tb,
 						sizeof p->tb));
 	if (fuse) {
 		cublasLtEpilogue_t e = p->vec == BIAS ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
 		int32_t bt = CUDA_R_32F;
-		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e,
+		BLAS_CHECK(blaslib.cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e,
 							sizeof e));
-		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+		BLAS_CHECK(blaslib.cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
 							&bt, sizeof bt));
-		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+		BLAS_CHECK(blaslib.cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
 							&v, sizeof v));
 	}
 	int an = p->ta == CUBLAS_OP_N, bn = p->tb == CUBLAS_OP_N;
@@ -129,26 +196,26 @@ static int plan_try(struct plan *pl, const struct product *p, int fuse, int m, i
 
 	cublasLtMatmulPreference_t pref;
 	uint64_t ws = WORKSPACE;
-	BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-	BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+	BLAS_CHECK(blaslib.cublasLtMatmulPreferenceCreate(&pref));
+	BLAS_CHECK(blaslib.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
 						      &ws, sizeof ws));
 	const cublasLtMatmulPreferenceAttributes_t which[3] = {
 		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
 		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES };
 	for (int i = 0; i < 3; i++) {
 		uint32_t a = p->align[i];
-		BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &a, sizeof a));
+		BLAS_CHECK(blaslib.cublasLtMatmulPreferenceSetAttribute(pref, which[i], &a, sizeof a));
 	}
 	uint32_t c = p->align[2];   /* C is D */
-	BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+	BLAS_CHECK(blaslib.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
 						      &c, sizeof c));
 	cublasLtMatmulHeuristicResult_t got;
 	int found = 0;
-	cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, pl->desc, pl->a, pl->b, pl->d, pl->d,
+	cublasStatus_t s = blaslib.cublasLtMatmulAlgoGetHeuristic(lt, pl->desc, pl->a, pl->b, pl->d, pl->d,
 							  pref, 1, &got, &found);
-	BLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+	BLAS_CHECK(blaslib.cublasLtMatmulPreferenceDestroy(pref));
 	if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED)
-		cuda_fail(__FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic", cublasGetStatusString(s));
+		cuda_fail(__FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic", blaslib.cublasGetStatusString(s));
 	if (s != CUBLAS_STATUS_SUCCESS || found < 1) {
 		plan_free(pl);
 		return 0;
@@ -190,11 +257,11 @@ static int lt_run(struct plan *pl, const void *A, const void *B, const float *be
 {
 	const float one = 1.0f;
 	if (pl->fused)
-		BLAS_CHECK(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &v,
+		BLAS_CHECK(blaslib.cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &v,
 							sizeof v));
 	cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
 	if (cuda_graph_call_of("cublasLtMatmul", (const void *)pl, A, B, *beta, D, v, m, n, k))
-		s = cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D, pl->d,
+		s = blaslib.cublasLtMatmul(lt, pl->desc, &one, A, pl->a, B, pl->b, beta, D, pl->d, D, pl->d,
 				   &pl->algo, workspace, WORKSPACE, cuda_stream());
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 1;
@@ -204,9 +271,9 @@ static int lt_run(struct plan *pl, const void *A, const void *B, const float *be
 	if (s != CUBLAS_STATUS_NOT_SUPPORTED && cuda_graph_capture_failed("cublasLtMatmul failed in the capture"))
 		return 1;
 	if (s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_INVALID_VALUE)
-		cuda_fail(__FILE__, __LINE__, "cublasLtMatmul", cublasGetStatusString(s));
+		cuda_fail(__FILE__, __LINE__, "cublasLtMatmul", blaslib.cublasGetStatusString(s));
 	warnx("cuBLASLt refused a %d x %d x %d product its heuristic had chosen an algorithm for (%s): "
-	      "cublasGemmEx runs that product from now on", m, n, k, cublasGetStatusString(s));
+	      "cublasGemmEx runs that product from now on", m, n, k, blaslib.cublasGetStatusString(s));
 	plan_free(pl);
 	pl->lt = pl->fused = 0;
 	return 0;
@@ -216,8 +283,8 @@ static int lt_run(struct plan *pl, const void *A, const void *B, const float *be
 static void layout_size(cublasLtMatrixLayout_t l, int rows, int cols)
 {
 	uint64_t r = (uint64_t)rows, c = (uint64_t)cols;
-	BLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &r, sizeof r));
-	BLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &c, sizeof c));
+	BLAS_CHECK(blaslib.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &r, sizeof r));
+	BLAS_CHECK(blaslib.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &c, sizeof c));
 }
 
 /* ---- the bias where it does not ride the GEMM: D[j, n] = P[j, n] + bias[j],
@@ -253,14 +320,15 @@ static void add_bias(void *d, cudaDataType_t t, const float *in, const float *bi
 
 void cuda_gemm_open(void)
 {
-	BLAS_CHECK(cublasCreate(&blas));
-	BLAS_CHECK(cublasSetStream(blas, cuda_stream()));
-	BLAS_CHECK(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));   /* fp32: no TF32 */
-	BLAS_CHECK(cublasLtCreate(&lt));
+	cuda_blas_load();
+	BLAS_CHECK(blaslib.cublasCreate(&blas));
+	BLAS_CHECK(blaslib.cublasSetStream(blas, cuda_stream()));
+	BLAS_CHECK(blaslib.cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));   /* fp32: no TF32 */
+	BLAS_CHECK(blaslib.cublasLtCreate(&lt));
 	size_t cap = 0;
 	cuda_grow(&workspace, &cap, WORKSPACE);
 	/* cuBLAS's own workspace is the same (one stream): none is taken inside a graph's capture */
-	BLAS_CHECK(cublasSetWorkspace(blas, workspace, WORKSPACE));
+	BLAS_CHECK(blaslib.cublasSetWorkspace(blas, workspace, WORKSPACE));
 	plans_init(&table, sizeof(struct product), sizeof(struct plan), PLANS_CAP);
 }
 
@@ -320,7 +388,7 @@ static int matmul(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 			return 1;
 	} else if (cuda_graph_call_of("cublasGemmEx", ta, tb, m, n, k, A, lda, B, ldb, ab, *beta, D, dt,
 				      ldd, compute)) {
-		BLAS_CHECK(cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D,
+		BLAS_CHECK(blaslib.cublasGemmEx(blas, ta, tb, m, n, k, &one, A, ab, lda, B, ab, ldb, beta, D,
 					dt, ldd, compute, CUBLAS_GEMM_DEFAULT));
 	}
 	if (p.vec == BIAS)   /* an fp32 D: the bias after the product, on either path */
@@ -420,7 +488,7 @@ void cuda_linear_forward(float *out, const struct act *in_acts, const struct act
 	if (N <= 0 || Cout <= 0)
 		return;
 	if (cuda_graph_call_of("cublasSgemm forward", Cout, N, Cin, w, in, out))
-		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in,
+		BLAS_CHECK(blaslib.cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, Cin, in,
 				       Cin, &zero, out, Cout));
 	if (bias)
 		add_bias(out, CUDA_R_32F, out, bias, Cout, N);
@@ -442,15 +510,15 @@ void cuda_linear_backward(float *din, float *dw, float *dbias, const struct act 
 	if (N <= 0)
 		return;
 	if (din && cuda_graph_call_of("cublasSgemm din", Cin, N, Cout, w, dout, accumulate, din))
-		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, Cin,
+		BLAS_CHECK(blaslib.cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, Cin,
 				       dout, Cout, accumulate ? &one : &zero, din, Cin));
 	if (cuda_graph_call_of("cublasSgemm dw", Cin, Cout, N, in, dout, dw))
-		BLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, &one, in, Cin,
+		BLAS_CHECK(blaslib.cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, &one, in, Cin,
 				       dout, Cout, &one, dw, Cin));
 	if (dbias) {
 		const float *ones = (const float *)ones_of(CUDA_R_32F, (size_t)N);
 		if (cuda_graph_call_of("cublasSgemv", Cout, N, dout, ones, dbias))
-			BLAS_CHECK(cublasSgemv(blas, CUBLAS_OP_N, Cout, N, &one, dout, Cout, ones, 1,
+			BLAS_CHECK(blaslib.cublasSgemv(blas, CUBLAS_OP_N, Cout, N, &one, dout, Cout, ones, 1,
 					       &one, dbias, 1));
 	}
 }
