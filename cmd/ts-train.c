@@ -280,7 +280,7 @@ static void absolute(char **path)
 /* From scratch, the vocab ts-shard kept in the data dir, if it did. */
 static void default_vocab(void)
 {
-	char *path = vocab_in_dir(data);
+	char *path = vocab_in_dir(data, NULL);
 	if (access(path, F_OK))
 		free(path);
 	else

@@ -121,15 +121,6 @@ size_t vocab_max_piece(const struct vocab *v) { return v->max_piece; }
 
 const char *vocab_file_name(const struct vocab *v) { return v->hf ? "tokenizer.json" : "vocab.txt"; }
 
-char *vocab_in_dir(const char *dir)
-{
-	char *json = path_join(dir, "tokenizer.json");
-	if (!access(json, F_OK))
-		return json;
-	free(json);
-	return path_join(dir, "vocab.txt");
-}
-
 /* Whether text begins, after white space, with '{': a tokenizer.json. */
 static int is_json(const char *text, size_t n)
 {
@@ -180,6 +171,26 @@ static char *read_file(const char *path, size_t *len)
 	buf[n] = 0;
 	*len = n;
 	return buf;
+}
+
+/* Whether the file at path, where there is one, has the SHA-256 sha256. */
+static int file_has_sha256(const char *path, const char *sha256)
+{
+	if (access(path, F_OK))
+		return 0;
+	size_t n;
+	char *bytes = read_file(path, &n), hex[SHA256_HEX_SIZE];
+	sha256_hex(bytes, n, hex);
+	free(bytes);
+	return !strcmp(hex, sha256);
+}
+
+char *vocab_in_dir(const char *dir, const char *sha256)
+{
+	char *json = path_join(dir, "tokenizer.json"), *txt = path_join(dir, "vocab.txt");
+	int json_first = !access(json, F_OK) && !(sha256 && file_has_sha256(txt, sha256));
+	free(json_first ? txt : json);
+	return json_first ? json : txt;
 }
 
 /* Why line tok (NUL-terminated, len bytes) is no token, or NULL. */

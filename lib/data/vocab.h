@@ -32,9 +32,11 @@ void vocab_save(const struct vocab *v, const char *path);
 /* The name its copy goes by in a data, run or model dir: "vocab.txt" or
  * "tokenizer.json". */
 const char *vocab_file_name(const struct vocab *v);
-/* The vocab of dir: DIR/tokenizer.json where there is one, else DIR/vocab.txt
- * (malloc'd). */
-char *vocab_in_dir(const char *dir);
+/* The vocab of dir (malloc'd): DIR/vocab.txt where its SHA-256 is sha256 (a
+ * model dir from Hugging Face holds it beside tokenizer.json, and data
+ * tokenized with either may train there), else DIR/tokenizer.json where
+ * there is one, else DIR/vocab.txt. sha256 may be NULL. */
+char *vocab_in_dir(const char *dir, const char *sha256);
 /* vocab_file_name of the vocab in the file at path, told by its first byte. */
 const char *vocab_file_name_at(const char *path);
 /* Whether token id begins a word (whole-word masking keeps a word's pieces

@@ -27,11 +27,11 @@ static char *config_text(const struct trainer *t)
 /* A resumed run keeps the copy of the vocab it made when it began (so that
  * checkpoints can come and go), or, killed before it made one, makes it now
  * from the vocab it began with. */
-static void keep_vocab(const struct train_config *c)
+static void keep_vocab(const struct train_config *c, const char *sha256)
 {
-	char *copy = vocab_in_dir(c->run);
+	char *copy = vocab_in_dir(c->run, NULL);
 	if (access(copy, F_OK)) {
-		char *src = start_vocab(c);
+		char *src = start_vocab(c, sha256);
 		struct vocab *v = vocab_load(src);
 		free(copy);
 		copy = path_join(c->run, vocab_file_name(v));
@@ -53,7 +53,7 @@ void claim_run(struct trainer *t, char **ckpt)
 	if (t->lead && c->resume) {
 		rundir_attach(c->run);
 		rundir_clear_stop(c->run);
-		keep_vocab(c);
+		keep_vocab(c, t->man->vocab_sha256);
 	} else if (t->lead) {
 		rundir_check_new(c->run);
 	}
@@ -74,7 +74,7 @@ void claim_run(struct trainer *t, char **ckpt)
 			free(chosen);
 		free(mine);
 	}
-	t->vocab_path = c->resume ? vocab_in_dir(c->run) : start_vocab(c);
+	t->vocab_path = c->resume ? vocab_in_dir(c->run, NULL) : start_vocab(c, t->man->vocab_sha256);
 }
 
 /* The line of text that holds offset at: its start, and its length as the

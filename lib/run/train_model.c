@@ -41,11 +41,10 @@ void open_data(struct trainer *t)
 	open_split(t, "test", &t->test);
 }
 
-/* The vocab a run starts with: --init's, or from scratch --vocab's. */
-char *start_vocab(const struct train_config *c)
+char *start_vocab(const struct train_config *c, const char *sha256)
 {
 	if (c->init)
-		return vocab_in_dir(c->init);
+		return vocab_in_dir(c->init, sha256);
 	if (!c->vocab)
 		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
 	return xstrdup(c->vocab);
@@ -104,7 +103,7 @@ size_t train_count_params(const struct train_config *c)
 	struct manifest *man = manifest_read(c->data);
 	int vocab = 0;
 	if (!c->init) {
-		char *path = start_vocab(c);
+		char *path = start_vocab(c, NULL);
 		struct vocab *v = vocab_load(path);
 		vocab = vocab_size(v);
 		vocab_free(v);
@@ -205,7 +204,7 @@ static void order_teacher_classes(const struct trainer *t, char *const *names, i
 static void load_teacher(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	char *vocab = vocab_in_dir(c->teacher);
+	char *vocab = vocab_in_dir(c->teacher, vocab_sha256(t->vocab));
 	struct vocab *v = vocab_load(vocab);
 	if (strcmp(vocab_sha256(v), vocab_sha256(t->vocab)))
 		die("--teacher %s: its vocab is not the data's", c->teacher);

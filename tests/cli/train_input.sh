@@ -195,4 +195,21 @@ expect_same "so the model predicts the same classes, by name, as the checkpoint"
 sed 's/,pos$/,x/; s/,neg$/,y/; s/,neu$/,z/' "$T/order.csv" | ts-tokenize -v "$HV" --label label --max-len 16 -f csv | ts-shard -o "$T/other" --split train=1 >/dev/null
 train --data "$T/other" --init "$FIX/hf/tiny-cls" --run "$T/otherrun" --max-steps 1 -j 1 2>"$T/said" >/dev/null
 check "classes of other names get a new classifier, said so" grep -q "its labels (neg, neu, pos) are not the data's (x, y, z), in that order: new classifier from seed 0" "$T/said"
+
+# --- a model dir from Hugging Face holds vocab.txt beside tokenizer.json (all-MiniLM-L6-v2's does) ---
+# data tokenized with either file trains from it, and ts-eval takes it on the model made; data of
+# another vocab is still refused, naming the dir's tokenizer.json
+m=${TS_MINILM_DIR:?tests/run sets TS_MINILM_DIR}
+for f in vocab.txt tokenizer.json; do
+	opt=-v; [ "$f" = tokenizer.json ] && opt=-t
+	ts-tokenize "$opt" "$m/$f" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/mini-$f" --seed 3 >/dev/null
+	check "--init a dir of vocab.txt and tokenizer.json: data tokenized with its $f trains" \
+		train --data "$T/mini-$f" --init "$m" --run "$T/mini-run-$f" --max-steps 1 --batch 8 -j 1 --device cpu
+	check "and ts-eval takes that data on the model made" \
+		ts-eval -m "$T/mini-run-$f/final" --data "$T/mini-$f" --split valid -j 1 --device cpu
+done
+ts-tokenize -t "$TOP/examples/roberta-base" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/roberta" >/dev/null
+expect_fail "--init that dir with data of another vocab (RoBERTa's): refused" 1 \
+	"tokenized with another vocab .* than $m/tokenizer.json" \
+	train --data "$T/roberta" --init "$m" --run "$T/mini-other" --max-steps 1 -j 1 --device cpu
 finish
