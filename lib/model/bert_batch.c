@@ -12,10 +12,14 @@
 void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes)
 {
 	if (bytes > b->cap || !b->p) {
+		/* host memory is taken as it is first touched: room to spare costs
+		 * nothing, and a buffer that grows with each larger batch is made
+		 * afresh (and its pages zeroed) a few times, not at each */
+		size_t want = be->host && bytes < 2 * b->cap ? 2 * b->cap : bytes;
 		if (b->p)
 			be->release(b->p);
-		b->p = be->alloc(bytes);
-		b->cap = bytes;
+		b->p = be->alloc(want);
+		b->cap = want;
 	}
 	return b->p;
 }

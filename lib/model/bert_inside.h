@@ -185,7 +185,8 @@ struct layout {
 /* Places (and with a list, names) the parameters of c from l->base on, in
  * their fixed order, pointing w at them. */
 void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights *w);
-/* b's memory on the backend, grown to bytes; never shrinks. */
+/* b's memory on the backend, grown to bytes (on the host, to twice what it
+ * was at least); never shrinks. */
 void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes);
 /* Grows the workspace to the kept batch's size on the model's backend and
  * carves the activations from it. */
