@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -133,21 +134,33 @@ void afile_digest(struct afile *f)
 		f->digest = filedigest_new();
 }
 
+/* A large write's bytes, hashed on a thread of its own. */
+struct hashing {
+	struct filedigest *d;
+	const void *buf;
+	size_t n;
+};
+
+static void *hash_bytes(void *arg)
+{
+	struct hashing *h = arg;
+	filedigest_add(h->d, h->buf, h->n);
+	return NULL;
+}
+
 void afile_write(struct afile *f, const void *buf, size_t n)
 {
 	const char *what = is_stdout(f) ? "standard output" : f->path;
-	if (!f->digest) {
-		write_all(f->fd, buf, n, what);
-		return;
-	}
-	int err = 0;
-#pragma omp parallel sections num_threads(2) if (n >= 1 << 20)   /* hashed on a core the write leaves idle */
-	{
-#pragma omp section
+	struct hashing h = { f->digest, buf, n };
+	pthread_t helper;
+	/* a large write is hashed on a core the write leaves idle; a thread,
+	 * not OpenMP, which the commands that do not compute do not load */
+	int beside = f->digest && n >= 1 << 20 && !pthread_create(&helper, NULL, hash_bytes, &h);
+	if (f->digest && !beside)
 		filedigest_add(f->digest, buf, n);
-#pragma omp section
-		err = write_out(f->fd, buf, n);
-	}
+	int err = write_out(f->fd, buf, n);
+	if (beside)
+		pthread_join(helper, NULL);
 	check_write(err, what);
 }
 

@@ -506,13 +506,17 @@ static void check_batch_bytes(const struct backend *be)
 	uint8_t mask[B * T];
 	for (int i = 0; i < B * T; i++)
 		ids[i] = 1 + i % (c.vocab - 1), mask[i] = 1;   /* no padding */
+	/* not host memory: bert_fit would grow a host buffer with room to spare
+	 * (untouched, so taking no memory), which these counts would take in */
 	struct backend rec = *be, twin;
 	rec.alloc = recording_alloc;
 	rec.release = recording_release;
+	rec.host = 0;
 	if (be->precise) {   /* VAT's probe allocates through the fp32 twin */
 		twin = *be->precise;
 		twin.alloc = recording_alloc;
 		twin.release = recording_release;
+		twin.host = 0;
 		rec.precise = &twin;
 	}
 	largest = 0;
