@@ -263,6 +263,7 @@ int main(int argc, char **argv)
 	const struct backend *be = backend_open(dev, precision ? precision_parse(precision) :
 						precision_default(device_sm(dev)));
 	struct bert *m = modeldir_load(model, be, bc.task, 0, NULL, NULL, NULL);
+	bert_set_forward_only(m);
 	if (!nnames && in.nlabels)
 		names = in.labels, nnames = in.nlabels;
 	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_classifier(m, &in, names, nnames);

@@ -137,6 +137,11 @@ struct backend {
 	/* the same with its output in acts */
 	void (*linear_forward_act)(struct act *out, const struct act *in, const struct act *w,
 				   const float *bias, int N, int Cin, int Cout);
+	/* GELU(in w^T + bias) into out, in acts, with nothing kept for a
+	 * backward: the forward of a model that has none (bert_set_forward_only)
+	 * in one op; NULL where the backend has no such op */
+	void (*linear_gelu_forward_act)(struct act *out, const struct act *in, const struct act *w,
+					const float *bias, int N, int Cin, int Cout);
 	void (*linear_backward)(float *din, float *dw, float *dbias, const struct act *dout,
 				const struct act *in, const struct act *w, int N, int Cin,
 				int Cout, int accumulate);

@@ -59,11 +59,13 @@ static void check(dnnl_status_t s, const char *what)
  * for a bf16 output, mallocs an fp32 copy of it on every call. Making one
  * takes about a millisecond; the cache keeps the last MAX_GEMMS used. */
 enum gemm_kind { FWD, DATA, WGT };
+/* FWD's output: fp32, bf16, or the GELU (erf) of the sum and bias in bf16 */
+enum gemm_out { OUT_F32, OUT_BF16, OUT_GELU };
 
 struct gemm {
 	enum gemm_kind kind;
 	int Cin, Cout, flag;       /* flag: FWD a bias, DATA accumulate */
-	int low;                   /* FWD: its output in bf16 */
+	enum gemm_out out;
 	int64_t n;                 /* the rows */
 	uint64_t used;             /* when it last ran, in calls */
 	dnnl_primitive_t p;
@@ -96,7 +98,7 @@ static void gemm_descs(const struct gemm *g, dnnl_memory_desc_t d[3])
 	case FWD:
 		d[0] = matrix(g->n, g->Cin, dnnl_bf16, 0);
 		d[1] = matrix(g->Cout, g->Cin, dnnl_bf16, 1);
-		d[2] = matrix(g->n, g->Cout, g->low ? dnnl_bf16 : dnnl_f32, 0);
+		d[2] = matrix(g->n, g->Cout, g->out == OUT_F32 ? dnnl_f32 : dnnl_bf16, 0);
 		break;
 	case DATA:
 		d[0] = matrix(g->n, g->Cout, dnnl_bf16, 0);
@@ -120,10 +122,15 @@ static void gemm_create(struct gemm *g)
 	dnnl_primitive_attr_t attr;
 	check(dnnl_primitive_attr_create(&attr), "an attribute");
 	check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratch memory");
-	if (g->kind == WGT || (g->kind == DATA && g->flag)) {
+	int sum = g->kind == WGT || (g->kind == DATA && g->flag), gelu = g->kind == FWD && g->out == OUT_GELU;
+	if (sum || gelu) {
 		dnnl_post_ops_t ops;
 		check(dnnl_post_ops_create(&ops), "post-ops");
-		check(dnnl_post_ops_append_sum(ops, 1.0f), "a sum post-op");
+		if (sum)
+			check(dnnl_post_ops_append_sum(ops, 1.0f), "a sum post-op");
+		else
+			check(dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f),
+			      "a GELU post-op");
 		check(dnnl_primitive_attr_set_post_ops(attr, ops), "setting post-ops");
 		dnnl_post_ops_destroy(ops);
 	}
@@ -141,7 +148,7 @@ static void gemm_create(struct gemm *g)
 
 /* The product of those sizes over n rows, made (in the place of the one
  * used longest ago, where the cache is full) if it is not in the cache. */
-static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, int low, int64_t n)
+static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, enum gemm_out out, int64_t n)
 {
 	if (!engine) {
 		check(dnnl_engine_create(&engine, dnnl_cpu, 0), "the CPU engine");
@@ -150,7 +157,7 @@ static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, i
 	struct gemm *g = NULL;
 	for (int i = 0; i < ngemms && !g; i++)
 		if (gemms[i].kind == kind && gemms[i].Cin == Cin && gemms[i].Cout == Cout &&
-		    gemms[i].flag == flag && gemms[i].low == low && gemms[i].n == n)
+		    gemms[i].flag == flag && gemms[i].out == out && gemms[i].n == n)
 			g = &gemms[i];
 	if (!g) {
 		if (ngemms < MAX_GEMMS) {
@@ -162,7 +169,7 @@ static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, i
 					g = &gemms[i];
 			dnnl_primitive_destroy(g->p);
 		}
-		*g = (struct gemm){ kind, Cin, Cout, flag, low, n, 0, NULL };
+		*g = (struct gemm){ kind, Cin, Cout, flag, out, n, 0, NULL };
 		gemm_create(g);
 	}
 	g->used = ++calls;
@@ -362,14 +369,21 @@ static void linear_forward_bf16(float *out, const struct act *in, const struct a
 				const float *bias, int N, int Cin, int Cout)
 {
 	if (N)
-		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 0, N), in, w, out, bias);
+		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, OUT_F32, N), in, w, out, bias);
 }
 
 static void linear_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
 				    const float *bias, int N, int Cin, int Cout)
 {
 	if (N)
-		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, 1, N), in, w, out, bias);
+		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, OUT_BF16, N), in, w, out, bias);
+}
+
+static void linear_gelu_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
+					 const float *bias, int N, int Cin, int Cout)
+{
+	if (N)
+		gemm_run(gemm_get(FWD, Cin, Cout, 1, OUT_GELU, N), in, w, out, bias);
 }
 
 static void linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
@@ -383,8 +397,8 @@ static void linear_backward_bf16(float *din, float *dw, float *dbias, const stru
 		rows_with_colsums(dbias, N, Cout, add_row, &x);
 	}
 	if (din)
-		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, 0, N), dout, w, din, NULL);
-	gemm_run(gemm_get(WGT, Cin, Cout, 1, 0, N), dout, in, dw, NULL);
+		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, OUT_F32, N), dout, w, din, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1, OUT_F32, N), dout, in, dw, NULL);
 }
 
 /* The heads' products on gemm_bf16, in space for the longest sequence
@@ -426,6 +440,7 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16.as_act = as_act_bf16;
 	bf16.linear_forward = linear_forward_bf16;
 	bf16.linear_forward_act = linear_forward_act_bf16;
+	bf16.linear_gelu_forward_act = linear_gelu_forward_act_bf16;
 	bf16.linear_backward = linear_backward_bf16;
 	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
 	bf16.gelu_backward = gelu_backward_bf16;

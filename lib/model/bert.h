@@ -109,6 +109,13 @@ int bert_decays(const char *name);
  * all layers'); the gradients are the same bits, dropout included. Takes
  * effect at the next forward. */
 void bert_set_recompute(struct bert *m, int on);
+/* A model that only scores (ts-eval's, a teacher's): its forwards keep
+ * nothing for a backward, which it then refuses, so ops fused past what a
+ * backward reads run where the backend has them (bf16 on the CPU: the
+ * feed-forward's GELU in its product); its layers share one set of
+ * activations, and its weights' copy in acts is made once, until the next
+ * bert_push. */
+void bert_set_forward_only(struct bert *m);
 
 /* Freezing: the lowest layers of the encoder (and the embeddings, when
  * embeddings is set) get zero gradients, and the backward stops where

@@ -248,6 +248,7 @@ void bert_pull(struct bert *m)
 
 void bert_push(struct bert *m)
 {
+	m->weight_acts_kept = 0;
 	m->be->upload(m->dparams, m->params, m->numel * sizeof(float));
 }
 
@@ -510,17 +511,20 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	return layers + rows + be->attention_scratch(B, T, c->heads);
 }
 
-/* Grows the workspace to the batch's size on the model's backend. */
+/* Grows the workspace to the batch's size on the model's backend. The
+ * layers of a model that only scores share their activations, as with
+ * recompute: nothing is read again. */
 void bert_reserve(struct bert *m)
 {
 	struct carver measure = { NULL, 0, m->be->act_size };
 	size_t state = (size_t)m->N * m->c.heads * m->be->attention_state;
-	size_t need = carve_all(&measure, &m->c, m->N, state, m->M, m->recompute, &m->a);
+	int share = m->recompute || m->forward_only;
+	size_t need = carve_all(&measure, &m->c, m->N, state, m->M, share, &m->a);
 	struct carver place = { bert_fit(m->be, &m->work, need), 0, m->be->act_size };
-	carve_all(&place, &m->c, m->N, state, m->M, m->recompute, &m->a);
+	carve_all(&place, &m->c, m->N, state, m->M, share, &m->a);
 	if (m->a.gelu_zero_bias)
 		m->be->zero(m->a.gelu_zero_bias, sizeof(float) * (size_t)m->c.ffn);
-	m->shared = m->recompute;
+	m->shared = share;
 }
 
 /* ---- dropout sites ---- */
@@ -567,13 +571,17 @@ static const struct act *weight_act(const struct bert *m, const float *w)
 }
 
 /* The parameters from first_weight_in_acts on, in acts, for this forward and its
- * backward. */
+ * backward: made afresh for each, but once for a model that only scores,
+ * whose weights change only by bert_push. */
 static void weights_in_acts(struct bert *m)
 {
 	const struct backend *be = m->be;
+	if (m->weight_acts_kept)
+		return;
 	size_t from = first_weight_in_acts(m), n = m->numel - from;
 	struct act *space = acts_are_floats(be) ? NULL : bert_fit(be, &m->weight_acts_space, n * be->act_size);
 	m->weight_acts = be->as_act(space, m->dparams + from, n);
+	m->weight_acts_kept = m->forward_only;
 }
 
 /* ---- embeddings ---- */
@@ -690,8 +698,13 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 				       a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
 				       w->attn_ln_b, R, C, eps, hidden_p(m),
 				       site_seed(m, l, SITE_ATTN_OUT));
-	be->linear_forward_act(a->ffn_pre, a->attn_low, weight_act(m, w->ffn_in_w), NULL, R, C, F);
-	be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
+	if (m->forward_only && be->linear_gelu_forward_act) {
+		be->linear_gelu_forward_act(a->ffn_act, a->attn_low, weight_act(m, w->ffn_in_w), w->ffn_in_b, R,
+					    C, F);
+	} else {
+		be->linear_forward_act(a->ffn_pre, a->attn_low, weight_act(m, w->ffn_in_w), NULL, R, C, F);
+		be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
+	}
 	be->linear_forward(a->ffn_sum, a->ffn_act, weight_act(m, w->ffn_out_w), NULL, R, F, C);
 	be->residual_layernorm_forward(a->out, a->out_low, a->ffn_sum, a->ffn_mean,
 				       a->ffn_rstd, a->attn_ln, w->ffn_out_b, w->ffn_ln_w,
@@ -1122,6 +1135,8 @@ static void zero_if_frozen(struct bert *m, int l)
 void bert_backward(struct bert *m, float scale)
 {
 	int N = m->N, C = m->c.hidden, L = m->c.layers;
+	if (m->forward_only)
+		die("internal error: a backward of a model that only scores");
 	if (m->M == 0)
 		return;    /* nothing predicted: every gradient is zero */
 	if (m->c.task == TASK_MLM)
@@ -1192,6 +1207,11 @@ void bert_set_label_smoothing(struct bert *m, float e)
 void bert_set_recompute(struct bert *m, int on)
 {
 	m->recompute = on;
+}
+
+void bert_set_forward_only(struct bert *m)
+{
+	m->forward_only = 1;
 }
 
 void bert_set_dropout(struct bert *m, float hidden, float attn)

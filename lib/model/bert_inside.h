@@ -121,6 +121,7 @@ struct bert {
 	int ntensors;
 
 	int recompute;             /* keep only the layers' outputs (bert_set_recompute) */
+	int forward_only;          /* no backward (bert_set_forward_only) */
 	float smoothing;           /* bert_set_label_smoothing */
 	int frozen_layers, frozen_embeddings;   /* bert_set_frozen */
 	float hard, soft, temp;    /* bert_set_soft_loss */
@@ -168,6 +169,7 @@ struct bert {
 	 * where an act is a float */
 	const struct act *weight_acts;
 	struct on_backend weight_acts_space;
+	int weight_acts_kept;      /* a forward-only model's, made once (bert_push unsets) */
 	float *logits;             /* a host copy of the last logits (not on a host backend) */
 	size_t logits_cap;
 };

@@ -219,6 +219,7 @@ static void load_teacher(struct trainer *t)
 		die("--teacher %s is a %s model of %d labels, the run trains a %s model of %d", c->teacher,
 		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
 	t->teacher = modeldir_load(c->teacher, c->be, c->task, 0, NULL, NULL, NULL);
+	bert_set_forward_only(t->teacher);
 	order_teacher_classes(t, names, n);
 	hfconfig_free_labels(names, n);
 	bert_set_soft_loss(t->m, (float)(1 - c->kd_alpha), (float)c->kd_alpha, (float)c->kd_temp);

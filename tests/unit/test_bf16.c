@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "check.h"
+#include "expect_die.h"
 #include "model/bert.h"
 #include "util/err.h"
 #include "util/rng.h"
@@ -462,6 +463,75 @@ static void check_model(const struct backend *bf16, enum model_mode mode)
 	bert_free(m[0]), bert_free(m[1]);
 }
 
+/* The feed-forward's GELU in its product (a model that only scores): the
+ * exact GELU of the fp32 product and bias, rounded once into acts; erf's
+ * approximation in the product's epilogue adds at most a few fp32 ulps. */
+static void check_gelu_product(struct rng *r, int N, int Cin, int Cout)
+{
+	float *in = randoms(r, (size_t)N * Cin), *w = randoms(r, (size_t)Cout * Cin), *b = randoms(r, Cout);
+	float *sum = xmalloc((size_t)N * Cout * sizeof *sum);
+	struct act *il = low(in, (size_t)N * Cin), *wl = low(w, (size_t)Cout * Cin);
+	struct act *ol = xmalloc((size_t)N * Cout * bf->act_size);
+	bf->linear_forward(sum, il, wl, b, N, Cin, Cout);
+	bf->linear_gelu_forward_act(ol, il, wl, b, N, Cin, Cout);
+	float *got = widened(ol, (size_t)N * Cout);
+	int rounded = 1;
+	for (int i = 0; i < N * Cout; i++) {
+		double x = sum[i], want = 0.5 * x * (1 + erf(x / sqrt(2)));
+		rounded &= fabs(got[i] - want) <= fabs(want) * 0x1p-8 + 1e-6;
+	}
+	CHECK(rounded, "bf16 GELU in the product %dx%d->%d: GELU of the sum and bias, rounded into acts", N,
+	      Cin, Cout);
+	free(in), free(w), free(b), free(sum), free(il), free(wl), free(ol), free(got);
+}
+
+static void backward_of(const void *m)
+{
+	bert_backward((struct bert *)m, 1.0f);
+}
+
+/* A model that only scores gives the logits of one that trains, up to
+ * bf16's rounding (its GELU is rounded once, not twice), and refuses a
+ * backward. */
+static void check_forward_only(const struct backend *bf16)
+{
+	struct bert_config c = { .vocab = 60, .hidden = 32, .layers = 2, .heads = 2, .ffn = 64,
+				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
+				 .num_labels = 3 };
+	enum { B = 4, T = 12 };
+	int32_t ids[B * T], labels[B] = { 0, 2, 1, 2 };
+	uint8_t mask[B * T];
+	struct rng r;
+	rng_seed(&r, 12);
+	for (int i = 0; i < B * T; i++) {
+		ids[i] = 1 + (int32_t)rng_below(&r, c.vocab - 1);
+		mask[i] = i % T < 4 + 2 * (i / T);
+	}
+	struct bert_batch b = { B, T, ids, NULL, mask, labels, NULL };
+	struct bert *m[2] = { bert_new(&c, bf16), bert_new(&c, bf16) };
+	float logits[2][B * 3], *w = randoms(&r, bert_numel(m[0]));   /* biases too, where init has zeros */
+	bert_set_forward_only(m[1]);
+	for (int pass = 0; pass < 2; pass++) {   /* the second with other weights, pushed */
+		for (int k = 0; k < 2; k++) {
+			for (size_t i = 0; i < bert_numel(m[k]); i++)
+				bert_params(m[k])[i] = (pass ? -0.2f : 0.3f) * w[i];
+			bert_push(m[k]);
+			int64_t count;
+			bert_forward(m[k], &b, 0, 5, &count);
+			bert_forward(m[k], &b, 0, 5, &count);
+			memcpy(logits[k], bert_logits(m[k]), sizeof logits[k]);
+		}
+		double e = 0, big = 1e-30;
+		for (int i = 0; i < B * 3; i++)
+			e = fmax(e, fabs(logits[1][i] - logits[0][i])), big = fmax(big, fabs(logits[0][i]));
+		CHECK(e <= big * 0.02, "bf16 model that only scores%s: the logits of one that trains (rel diff %.2g)",
+		      pass ? ", its weights pushed anew" : "", e / big);
+	}
+	expect_die("a backward of a model that only scores", backward_of, m[1], "only scores");
+	bert_free(m[0]), bert_free(m[1]);
+	free(w);
+}
+
 /* What a model allocated: its largest buffer (its workspace), and the most
  * it held at once. */
 static size_t largest;
@@ -576,6 +646,8 @@ int main(void)
 	      "bf16 linear over 0 rows leaves the gradients as they were");
 	free(wl);
 	check_gelu(&r);
+	check_gelu_product(&r, 37, 19, 23);
+	check_gelu_product(&r, 64, 48, 96);
 	check_layernorm(&r);
 	check_attention(&r);
 	const char *ts = "NT";
@@ -593,5 +665,6 @@ int main(void)
 	check_softmax_backward(&r, 45);
 	for (enum model_mode mode = PLAIN; mode <= VAT; mode++)
 		check_model(bf, mode);
+	check_forward_only(bf);
 	CHECK_DONE();
 }
