@@ -4,7 +4,9 @@
  *   beta C with float operands rounded to bf16 (bf16 ones as they lie) and
  *   fp32 sums. Each operand is packed as pairs of bf16 along the summed
  *   dimension, one 32-bit word a pair; the kernel broadcasts a pair of A and
- *   multiplies it with 16 of B's columns at once;
+ *   multiplies it with 16 of B's columns at once. On AMX-BF16 the same
+ *   packing feeds the tiles (A's rows of 16 pairs, B's 16 pairs of 16
+ *   columns), a 32x32 block of C four tiles;
  * - the masked softmax of a row of scores and its backward, 16 keys at a
  *   time. */
 #include "backend/cpu_ops.h"
@@ -38,7 +40,7 @@ void gemm_bf16_reserve(int dim)
 		memset(spaces + nspaces, 0, sizeof *spaces * (size_t)(threads - nspaces));
 		nspaces = threads;
 	}
-	size_t need = (size_t)round_up(dim, 32) * (size_t)(dim / 2 + 1);
+	size_t need = (size_t)round_up(dim, 32) * (size_t)round_up((dim + 1) / 2, 16);
 	for (int t = 0; t < threads; t++) {
 		struct pack_space *s = &spaces[t];
 		if (s->cap >= need)
@@ -66,21 +68,24 @@ BF16 static inline __m512i interleave_pairs(__m512 lo, __m512 hi)
 	return _mm512_permutexvar_epi16(_mm512_loadu_si512(order), both);
 }
 
-/* dst[r * K2 + kk] = (X[r][2kk], X[r][2kk+1]) for R rows of K floats (the
- * pairs along each row), rows R..R_pad zero. */
-BF16 static void pack_along_rows(uint32_t *dst, const float *X, int ld, int R, int R_pad, int K)
+/* dst[r * K2p + kk] = (X[r][2kk], X[r][2kk+1]) for R rows of K floats (the
+ * pairs along each row, K2p words a row), the words past K and rows
+ * R..R_pad zero. */
+BF16 static void pack_along_rows(uint32_t *dst, const float *X, int ld, int R, int R_pad, int K, int K2p)
 {
 	int K2 = (K + 1) / 2;
 	for (int r = 0; r < R; r++) {
 		const float *x = X + (size_t)r * ld;
+		uint32_t *d = dst + (size_t)r * K2p;
 		for (int k = 0; k < K; k += 32) {
 			__m512 lo = load16(x + k, first(K - k));
 			__m512 hi = load16(x + k + 16, first(K - k - 16));
 			__m512i pairs = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-			_mm512_mask_storeu_epi32(dst + (size_t)r * K2 + k / 2, first(K2 - k / 2), pairs);
+			_mm512_mask_storeu_epi32(d + k / 2, first(K2 - k / 2), pairs);
 		}
+		memset(d + K2, 0, sizeof *d * (size_t)(K2p - K2));
 	}
-	memset(dst + (size_t)R * K2, 0, sizeof *dst * (size_t)(R_pad - R) * K2);
+	memset(dst + (size_t)R * K2p, 0, sizeof *dst * (size_t)(R_pad - R) * K2p);
 }
 
 /* dst[kk * R_pad + r] = (X[2kk][r], X[2kk+1][r]) for the R columns of K rows
@@ -101,16 +106,15 @@ BF16 static void pack_down_columns(uint32_t *dst, const float *X, int ld, int R,
 }
 
 /* pack_along_rows over bf16s: their pairs as they lie. */
-static void pack_along_rows_bf16(uint32_t *dst, const uint16_t *X, int ld, int R, int R_pad, int K)
+static void pack_along_rows_bf16(uint32_t *dst, const uint16_t *X, int ld, int R, int R_pad, int K,
+				 int K2p)
 {
-	int K2 = (K + 1) / 2;
 	for (int r = 0; r < R; r++) {
-		uint16_t *d = (uint16_t *)(dst + (size_t)r * K2);
+		uint16_t *d = (uint16_t *)(dst + (size_t)r * K2p);
 		memcpy(d, X + (size_t)r * ld, sizeof *d * (size_t)K);
-		if (K & 1)
-			d[K] = 0;
+		memset(d + K, 0, sizeof *d * (size_t)(2 * K2p - K));
 	}
-	memset(dst + (size_t)R * K2, 0, sizeof *dst * (size_t)(R_pad - R) * K2);
+	memset(dst + (size_t)R * K2p, 0, sizeof *dst * (size_t)(R_pad - R) * K2p);
 }
 
 /* pack_down_columns over bf16s. */
@@ -132,12 +136,12 @@ BF16 static void pack_down_columns_bf16(uint32_t *dst, const uint16_t *X, int ld
 }
 
 /* An operand's R rows of K, packed as pack_along_rows does. */
-static void pack_rows(uint32_t *dst, struct operand X, int R, int R_pad, int K)
+static void pack_rows(uint32_t *dst, struct operand X, int R, int R_pad, int K, int K2p)
 {
 	if (X.bf16)
-		pack_along_rows_bf16(dst, X.p, X.ld, R, R_pad, K);
+		pack_along_rows_bf16(dst, X.p, X.ld, R, R_pad, K, K2p);
 	else
-		pack_along_rows(dst, X.p, X.ld, R, R_pad, K);
+		pack_along_rows(dst, X.p, X.ld, R, R_pad, K, K2p);
 }
 
 /* An operand's R columns of K rows, packed as pack_down_columns does. */
@@ -250,6 +254,19 @@ BF16 void softmax_backward_row_bf16(float *dp, const float *p, int n)
 	}
 }
 
+/* op(B)'s N columns of K packed down the columns into s->b, N_pad a
+ * row. */
+static void pack_b(struct pack_space *s, char transb, struct operand B, int N, int N_pad, int K)
+{
+	if (transb == 'N') {
+		pack_columns(s->b, B, N, N_pad, K);
+	} else {
+		int K2 = (K + 1) / 2;
+		pack_rows(s->rows, B, N, N, K, K2);
+		transpose_words(s->b, s->rows, N, N_pad, K2);
+	}
+}
+
 void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	       struct operand B, float beta, float *C, int ldc)
 {
@@ -259,20 +276,101 @@ void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struc
 	int K2 = (K + 1) / 2, N_pad = round_up(N, 32);
 	size_t a_row = 1, a_k = (size_t)round_up(M, 16);
 	if (transa == 'N') {
-		pack_rows(s->a, A, M, round_up(M, MR), K);
+		pack_rows(s->a, A, M, round_up(M, MR), K, K2);
 		a_row = (size_t)K2, a_k = 1;
 	} else {
 		pack_columns(s->a, A, M, round_up(M, 16), K);
 	}
-	if (transb == 'N') {
-		pack_columns(s->b, B, N, N_pad, K);
-	} else {
-		pack_rows(s->rows, B, N, N, K);
-		transpose_words(s->b, s->rows, N, N_pad, K2);
-	}
+	pack_b(s, transb, B, N, N_pad, K);
 	kernel(s->a, a_row, a_k, s->b, N_pad, M, N, K2, alpha, beta, C, ldc);
 }
+
+#define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+
+/* The tiles' shapes (palette 1): each 16 rows of 64 bytes. C's 32x32
+ * block is tiles 0 to 3, two of A's 16 rows (4, 5), two of B's 16 columns
+ * (6, 7). */
+struct tile_config {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t bytes[16];
+	uint8_t rows[16];
+};
+
+/* kernel's work on the tiles: A's pair (i, kk) at a[i * K2p + kk] (rows up
+ * to M rounded up to 32, zero past M), B's as kernel takes it, K2p pairs
+ * of both a multiple of 16 (zero past K). */
+AMX static void kernel_amx(const uint32_t *a, int K2p, const uint32_t *b, int N_pad, int M, int N,
+			   float alpha, float beta, float *C, int ldc)
+{
+	struct tile_config cfg = { .palette = 1 };
+	for (int t = 0; t < 8; t++)
+		cfg.rows[t] = 16, cfg.bytes[t] = 64;
+	_tile_loadconfig(&cfg);
+	float block[32 * 32];
+	size_t a_stride = (size_t)K2p * 4, b_stride = (size_t)N_pad * 4;
+	for (int i0 = 0; i0 < M; i0 += 32) {
+		const uint32_t *ai = a + (size_t)i0 * K2p;
+		for (int j0 = 0; j0 < N; j0 += 32) {
+			_tile_zero(0);
+			_tile_zero(1);
+			_tile_zero(2);
+			_tile_zero(3);
+			for (int kk = 0; kk < K2p; kk += 16) {
+				const uint32_t *bk = b + (size_t)kk * N_pad + j0;
+				_tile_loadd(4, ai + kk, a_stride);
+				_tile_loadd(5, ai + (size_t)16 * K2p + kk, a_stride);
+				_tile_loadd(6, bk, b_stride);
+				_tile_loadd(7, bk + 16, b_stride);
+				_tile_dpbf16ps(0, 4, 6);
+				_tile_dpbf16ps(1, 4, 7);
+				_tile_dpbf16ps(2, 5, 6);
+				_tile_dpbf16ps(3, 5, 7);
+			}
+			_tile_stored(0, block, 128);
+			_tile_stored(1, block + 16, 128);
+			_tile_stored(2, block + 16 * 32, 128);
+			_tile_stored(3, block + 16 * 32 + 16, 128);
+			int rows = M - i0 < 32 ? M - i0 : 32;
+			for (int r = 0; r < rows; r++)
+				for (int h = 0; h < 2 && j0 + 16 * h < N; h++) {
+					float *c = C + (size_t)(i0 + r) * ldc + j0 + 16 * h;
+					__mmask16 m = first(N - j0 - 16 * h);
+					__m512 v = _mm512_mul_ps(_mm512_set1_ps(alpha),
+								 _mm512_loadu_ps(block + r * 32 + 16 * h));
+					if (beta != 0.0f)
+						v = _mm512_fmadd_ps(_mm512_set1_ps(beta), load16(c, m), v);
+					_mm512_mask_storeu_ps(c, m, v);
+				}
+		}
+	}
+	_tile_release();
+}
+
+void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
+	      struct operand B, float beta, float *C, int ldc)
+{
+	if (transa != 'N') {
+		gemm_bf16(transa, transb, M, N, K, alpha, A, B, beta, C, ldc);
+		return;
+	}
+	if (M <= 0 || N <= 0)
+		return;
+	struct pack_space *s = &spaces[omp_get_thread_num()];
+	int K2 = (K + 1) / 2, K2p = round_up(K2, 16), N_pad = round_up(N, 32);
+	pack_rows(s->a, A, M, round_up(M, 32), K, K2p);
+	pack_b(s, transb, B, N, N_pad, K);
+	memset(s->b + (size_t)K2 * N_pad, 0, sizeof *s->b * (size_t)(K2p - K2) * N_pad);
+	kernel_amx(s->a, K2p, s->b, N_pad, M, N, alpha, beta, C, ldc);
+}
 #else
+void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
+	      struct operand B, float beta, float *C, int ldc)
+{
+	(void)transa, (void)transb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)B,
+		(void)beta, (void)C, (void)ldc;
+	abort();                   /* bf16_amx is false off x86-64 */
+}
+
 void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	       struct operand B, float beta, float *C, int ldc)
 {

@@ -24,6 +24,11 @@ int bf16_available(const char **why)
 	return 0;
 }
 
+int bf16_amx(void)
+{
+	return 0;
+}
+
 const struct backend *backend_cpu_bf16(const char **why)
 {
 	bf16_available(why);
@@ -33,6 +38,8 @@ const struct backend *backend_cpu_bf16(const char **why)
 #include "backend/cpu_simd.h"
 #include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int bf16_available(const char **why)
 {
@@ -41,6 +48,18 @@ int bf16_available(const char **why)
 		return 1;
 	*why = "this processor has neither AVX512-BF16 nor AMX-BF16";
 	return 0;
+}
+
+int bf16_amx(void)
+{
+#ifdef SYS_arch_prctl
+	enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx &&
+	       syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+	return 0;
+#endif
 }
 
 static void check(dnnl_status_t s, const char *what)
@@ -401,10 +420,14 @@ static void linear_backward_bf16(float *din, float *dw, float *dbias, const stru
 	gemm_run(gemm_get(WGT, Cin, Cout, 1, OUT_F32, N), dout, in, dw, NULL);
 }
 
-/* The heads' products on gemm_bf16, in space for the longest sequence
- * and the head width; q, k, v and ctx in bf16. */
-static const struct attention_kernels heads_bf16 = { gemm_bf16, softmax_row_bf16,
-						     softmax_backward_row_bf16, 1 };
+/* The heads' products on gemm_bf16, or on AMX's tiles where bf16_amx, in
+ * space for the longest sequence and the head width; q, k, v and ctx in
+ * bf16. */
+static const struct attention_kernels heads_avx512 = { gemm_bf16, softmax_row_bf16,
+						       softmax_backward_row_bf16, 1 };
+static const struct attention_kernels heads_amx = { gemm_amx, softmax_row_bf16,
+						    softmax_backward_row_bf16, 1 };
+static const struct attention_kernels *heads_bf16;
 
 static void reserve_heads(const struct attention *a)
 {
@@ -416,7 +439,7 @@ static void attention_forward_bf16(struct act *ctx, float *state, const struct a
 {
 	(void)state;
 	reserve_heads(a);
-	attention_forward_with(ctx, a, &heads_bf16);
+	attention_forward_with(ctx, a, heads_bf16);
 }
 
 static void attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv,
@@ -424,7 +447,7 @@ static void attention_backward_bf16(struct act *dq, struct act *dk, struct act *
 {
 	(void)state;
 	reserve_heads(a);
-	attention_backward_with(dq, dk, dv, dctx, a, &heads_bf16);
+	attention_backward_with(dq, dk, dv, dctx, a, heads_bf16);
 }
 
 /* The fp32 table with the ops that compute in bf16. */
@@ -433,6 +456,7 @@ const struct backend *backend_cpu_bf16(const char **why)
 	static struct backend bf16;
 	if (!bf16_available(why))
 		return NULL;
+	heads_bf16 = bf16_amx() ? &heads_amx : &heads_avx512;
 	bf16 = *backend_cpu();
 	bf16.name = "cpu bf16";
 	bf16.precise = backend_cpu();

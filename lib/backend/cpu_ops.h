@@ -34,6 +34,10 @@ void round_bf16(uint16_t *dst, const float *src, size_t n);
 /* Whether this build and processor can run backend_cpu_bf16 (cpu_bf16.c);
  * where not, why says why. */
 int bf16_available(const char **why);
+/* Whether bf16 products may run on AMX-BF16: oneDNN finds it (and no
+ * ONEDNN_MAX_CPU_ISA caps it), and Linux lets this process use its tiles
+ * (asked for here). */
+int bf16_amx(void);
 
 /* out[r] = word[ids[r]] + pos[positions[r]] + type[types[r]] over N rows
  * (types NULL: type 0). */
@@ -108,6 +112,11 @@ typedef void (*gemm_fn)(char transa, char transb, int M, int N, int K, float alp
 void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	       struct operand B, float beta, float *C, int ldc);
 void gemm_bf16_reserve(int dim);
+/* gemm_bf16 on AMX-BF16's tiles where transa is 'N' (gemm_bf16 itself
+ * else), with the same results up to the order of the sums: only where
+ * bf16_amx. */
+void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
+	      struct operand B, float beta, float *C, int ldc);
 /* Scores p[0..n) in, probabilities p[0..len) out: the softmax over the keys
  * whose mask is set, zero for the others and past n; uniform over all len
  * when no key is real. */

@@ -324,11 +324,12 @@ static void check_attention(struct rng *r)
 	free(qkv), free(dctx), free(ctx), free(g), free(g2), free(ql), free(cl), free(got);
 }
 
-/* The attention heads' GEMM: C = alpha op(A) op(B) + beta C against double
- * sums of the rounded operands, in each transpose, with row strides past
- * the matrices' widths and sizes off every block edge; and on the operands
- * given in bf16, the same bits. */
-static void check_gemm(struct rng *r, char ta, char tb, int M, int N, int K, float beta)
+/* The attention heads' GEMM (gemm_bf16, or gemm_amx on AMX's tiles): C =
+ * alpha op(A) op(B) + beta C against double sums of the rounded operands,
+ * in each transpose, with row strides past the matrices' widths and sizes
+ * off every block edge; and on the operands given in bf16, the same bits. */
+static void check_gemm(gemm_fn gemm, const char *name, struct rng *r, char ta, char tb, int M, int N,
+		       int K, float beta)
 {
 	int lda = (ta == 'N' ? K : M) + 3, ldb = (tb == 'N' ? N : K) + 5, ldc = N + 2;
 	float *A = randoms(r, (size_t)(ta == 'N' ? M : K) * lda),
@@ -349,18 +350,17 @@ static void check_gemm(struct rng *r, char ta, char tb, int M, int N, int K, flo
 	float *C2 = xmalloc((size_t)M * ldc * sizeof *C2);
 	memcpy(C2, C, (size_t)M * ldc * sizeof *C2);
 	gemm_bf16_reserve(M > N ? (M > K ? M : K) : (N > K ? N : K));
-	gemm_bf16(ta, tb, M, N, K, alpha, (struct operand){ A, lda, 0 },
-		  (struct operand){ B, ldb, 0 }, beta, C, ldc);
+	gemm(ta, tb, M, N, K, alpha, (struct operand){ A, lda, 0 }, (struct operand){ B, ldb, 0 }, beta, C, ldc);
 	for (int i = 0; i < M; i++)
 		memcpy(out + (size_t)i * N, C + (size_t)i * ldc, N * sizeof *out);
 	double e = rel_err(out, ref, (size_t)M * N);
 	CHECK(e < 1e-5 && C[ldc - 1] == pad,
-	      "bf16 heads' GEMM %c%c %dx%dx%d beta %g: the reference's sums (rel err %.2g), "
-	      "nothing past each row", ta, tb, M, N, K, beta, e);
-	gemm_bf16(ta, tb, M, N, K, alpha, (struct operand){ Al, lda, 1 },
-		  (struct operand){ Bl, ldb, 1 }, beta, C2, ldc);
-	CHECK(!memcmp(C2, C, (size_t)M * ldc * sizeof *C2),
-	      "bf16 heads' GEMM %c%c %dx%dx%d on operands in bf16: the same bits", ta, tb, M, N, K);
+	      "%s %c%c %dx%dx%d beta %g: the reference's sums (rel err %.2g), nothing past each row", name,
+	      ta, tb, M, N, K, beta, e);
+	gemm(ta, tb, M, N, K, alpha, (struct operand){ Al, lda, 1 }, (struct operand){ Bl, ldb, 1 }, beta, C2,
+	     ldc);
+	CHECK(!memcmp(C2, C, (size_t)M * ldc * sizeof *C2), "%s %c%c %dx%dx%d on operands in bf16: the same bits",
+	      name, ta, tb, M, N, K);
 	free(A), free(B), free(C), free(C2), free(Al), free(Bl), free(ref), free(out);
 }
 
@@ -651,11 +651,19 @@ int main(void)
 	check_layernorm(&r);
 	check_attention(&r);
 	const char *ts = "NT";
-	for (int t = 0; t < 4; t++) {
-		check_gemm(&r, ts[t / 2], ts[t % 2], 37, 50, 64, 0.0f);
-		check_gemm(&r, ts[t / 2], ts[t % 2], 8, 32, 33, 0.0f);
-		check_gemm(&r, ts[t / 2], ts[t % 2], 1, 1, 1, 0.5f);
-		check_gemm(&r, ts[t / 2], ts[t % 2], 130, 17, 128, 1.0f);
+	int amx = bf16_amx();
+	if (!amx)
+		printf("note: no AMX-BF16 here (or ONEDNN_MAX_CPU_ISA caps it): gemm_amx is not run\n");
+	for (int k = 0; k < 1 + amx; k++) {
+		gemm_fn gemm = k ? gemm_amx : gemm_bf16;
+		const char *name = k ? "bf16 heads' GEMM on AMX" : "bf16 heads' GEMM";
+		for (int t = 0; t < 4; t++) {
+			check_gemm(gemm, name, &r, ts[t / 2], ts[t % 2], 37, 50, 64, 0.0f);
+			check_gemm(gemm, name, &r, ts[t / 2], ts[t % 2], 8, 32, 33, 0.0f);
+			check_gemm(gemm, name, &r, ts[t / 2], ts[t % 2], 1, 1, 1, 0.5f);
+			check_gemm(gemm, name, &r, ts[t / 2], ts[t % 2], 130, 17, 128, 1.0f);
+			check_gemm(gemm, name, &r, ts[t / 2], ts[t % 2], 97, 128, 32, 0.0f);
+		}
 	}
 	check_softmax(&r, 40, 40, 0);
 	check_softmax(&r, 33, 50, 0);
