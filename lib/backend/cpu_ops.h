@@ -112,9 +112,8 @@ typedef void (*gemm_fn)(char transa, char transb, int M, int N, int K, float alp
 void gemm_bf16(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	       struct operand B, float beta, float *C, int ldc);
 void gemm_bf16_reserve(int dim);
-/* gemm_bf16 on AMX-BF16's tiles where transa is 'N' (gemm_bf16 itself
- * else), with the same results up to the order of the sums: only where
- * bf16_amx. */
+/* gemm_bf16 on AMX-BF16's tiles, with the same results up to the order of
+ * the sums: only where bf16_amx. */
 void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	      struct operand B, float beta, float *C, int ldc);
 /* Scores p[0..n) in, probabilities p[0..len) out: the softmax over the keys
