@@ -48,39 +48,39 @@ typedef cublasStatus_t (*gemm_ex_fn)(cublasHandle_t, cublasOperation_t, cublasOp
 				     const void *, const void *, cudaDataType, int, const void *, cudaDataType,
 				     int, const void *, void *, cudaDataType, int, cublasComputeType_t,
 				     cublasGemmAlgo_t);
-/* X(function, its type) for each used here */
+/* X(function, its type, its library: BLAS or BLASLT) for each used here */
 #define BLAS_FUNCTIONS(X) \
-	X(cublasCreate, decltype(&cublasCreate)) \
-	X(cublasGemmEx, gemm_ex_fn) \
-	X(cublasGetStatusString, decltype(&cublasGetStatusString)) \
-	X(cublasLtCreate, decltype(&cublasLtCreate)) \
-	X(cublasLtMatmul, decltype(&cublasLtMatmul)) \
-	X(cublasLtMatmulAlgoGetHeuristic, decltype(&cublasLtMatmulAlgoGetHeuristic)) \
-	X(cublasLtMatmulDescCreate, decltype(&cublasLtMatmulDescCreate)) \
-	X(cublasLtMatmulDescDestroy, decltype(&cublasLtMatmulDescDestroy)) \
-	X(cublasLtMatmulDescSetAttribute, decltype(&cublasLtMatmulDescSetAttribute)) \
-	X(cublasLtMatmulPreferenceCreate, decltype(&cublasLtMatmulPreferenceCreate)) \
-	X(cublasLtMatmulPreferenceDestroy, decltype(&cublasLtMatmulPreferenceDestroy)) \
-	X(cublasLtMatmulPreferenceSetAttribute, decltype(&cublasLtMatmulPreferenceSetAttribute)) \
-	X(cublasLtMatrixLayoutCreate, decltype(&cublasLtMatrixLayoutCreate)) \
-	X(cublasLtMatrixLayoutDestroy, decltype(&cublasLtMatrixLayoutDestroy)) \
-	X(cublasLtMatrixLayoutSetAttribute, decltype(&cublasLtMatrixLayoutSetAttribute)) \
-	X(cublasSetMathMode, decltype(&cublasSetMathMode)) \
-	X(cublasSetStream, decltype(&cublasSetStream)) \
-	X(cublasSetWorkspace, decltype(&cublasSetWorkspace)) \
-	X(cublasSgemm, decltype(&cublasSgemm)) \
-	X(cublasSgemv, decltype(&cublasSgemv))
+	X(cublasCreate, decltype(&cublasCreate), BLAS) \
+	X(cublasGemmEx, gemm_ex_fn, BLAS) \
+	X(cublasGetStatusString, decltype(&cublasGetStatusString), BLAS) \
+	X(cublasLtCreate, decltype(&cublasLtCreate), BLASLT) \
+	X(cublasLtMatmul, decltype(&cublasLtMatmul), BLASLT) \
+	X(cublasLtMatmulAlgoGetHeuristic, decltype(&cublasLtMatmulAlgoGetHeuristic), BLASLT) \
+	X(cublasLtMatmulDescCreate, decltype(&cublasLtMatmulDescCreate), BLASLT) \
+	X(cublasLtMatmulDescDestroy, decltype(&cublasLtMatmulDescDestroy), BLASLT) \
+	X(cublasLtMatmulDescSetAttribute, decltype(&cublasLtMatmulDescSetAttribute), BLASLT) \
+	X(cublasLtMatmulPreferenceCreate, decltype(&cublasLtMatmulPreferenceCreate), BLASLT) \
+	X(cublasLtMatmulPreferenceDestroy, decltype(&cublasLtMatmulPreferenceDestroy), BLASLT) \
+	X(cublasLtMatmulPreferenceSetAttribute, decltype(&cublasLtMatmulPreferenceSetAttribute), BLASLT) \
+	X(cublasLtMatrixLayoutCreate, decltype(&cublasLtMatrixLayoutCreate), BLASLT) \
+	X(cublasLtMatrixLayoutDestroy, decltype(&cublasLtMatrixLayoutDestroy), BLASLT) \
+	X(cublasLtMatrixLayoutSetAttribute, decltype(&cublasLtMatrixLayoutSetAttribute), BLASLT) \
+	X(cublasSetMathMode, decltype(&cublasSetMathMode), BLAS) \
+	X(cublasSetStream, decltype(&cublasSetStream), BLAS) \
+	X(cublasSetWorkspace, decltype(&cublasSetWorkspace), BLAS) \
+	X(cublasSgemm, decltype(&cublasSgemm), BLAS) \
+	X(cublasSgemv, decltype(&cublasSgemv), BLAS)
 
 #define NAME_TEXT(f) #f
 #define NAME_OF(f) NAME_TEXT(f)   /* the symbol f stands for (cublas_v2.h renames some) */
 #define BLAS_SONAME "libcublas.so." NAME_OF(CUBLAS_VER_MAJOR)
 #define BLASLT_SONAME "libcublasLt.so." NAME_OF(CUBLAS_VER_MAJOR)
 
-#define BLAS_TYPE(f, type) typedef type f##_fn;
+#define BLAS_TYPE(f, type, lib) typedef type f##_fn;
 BLAS_FUNCTIONS(BLAS_TYPE)
 
 static struct {
-#define BLAS_FIELD(f, type) f##_fn f;
+#define BLAS_FIELD(f, type, lib) f##_fn f;
 	BLAS_FUNCTIONS(BLAS_FIELD)
 } blaslib;
 
@@ -97,11 +97,11 @@ void cuda_blas_load(void)
 {
 	if (blaslib.cublasLtMatmul)
 		return;
-	void *blas_so = open_blas(BLAS_SONAME), *lt_so = open_blas(BLASLT_SONAME);
-#define BLAS_FIND(f, type) \
-	if (!(*(void **)&blaslib.f = dlsym(strncmp(NAME_OF(f), "cublasLt", 8) ? blas_so : lt_so, NAME_OF(f)))) \
-		die("%s lacks %s: CUDA %d's cuBLAS is needed", \
-		    strncmp(NAME_OF(f), "cublasLt", 8) ? BLAS_SONAME : BLASLT_SONAME, NAME_OF(f), CUBLAS_VER_MAJOR);
+	/* named as BLAS_FUNCTIONS names the libraries */
+	void *BLAS = open_blas(BLAS_SONAME), *BLASLT = open_blas(BLASLT_SONAME);
+#define BLAS_FIND(f, type, lib) \
+	if (!(*(void **)&blaslib.f = dlsym(lib, NAME_OF(f)))) \
+		die("%s lacks %s: CUDA %d's cuBLAS is needed", lib##_SONAME, NAME_OF(f), CUBLAS_VER_MAJOR);
 	BLAS_FUNCTIONS(BLAS_FIND)
 }
 
