@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 static char *data, *run, *resume, *init, *vocab, *replay, *metric, *device, *gpus, *net_if, *teacher;
-static char *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999", *precision;
+static char *arch, *task = "cls", *optimizer = "adamw", *decay = "linear", *betas = "0.9,0.999", *precision;
 /* The model's shape applies from scratch, --kd-alpha and --kd-temp with
  * --teacher, --vat-xi and --vat-iters with --vat, --batch without
  * --batch-tokens. Until resolve_defaults
@@ -48,8 +48,9 @@ static const struct opt opts[] = {
 	{0, "multi-label", OPT_FLAG, &multi_label, NULL, "cls: each record has any number of the classes (sigmoid and binary cross-entropy)", NULL},
 	{0, "threshold", OPT_FLOAT, &threshold, "P", "multi-label: a class is predicted at this probability", NULL,
 	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
-	{0, "init", OPT_STR, &init, "DIR", "start from a Hugging Face BERT model dir", "@dir"},
+	{0, "init", OPT_STR, &init, "DIR", "start from a Hugging Face model dir (bert, roberta, xlm-roberta)", "@dir"},
 	{'v', "vocab", OPT_STR, &vocab, "FILE", "vocab.txt of the data, when training from scratch", "@file"},
+	{0, "arch", OPT_STR, &arch, "FAMILY", "the encoder family, from scratch: its tensor names, positions and heads (default bert)", "bert|roberta|xlm-roberta"},
 	{0, "layers", OPT_INT, &layers, "N", "encoder layers, from scratch (default 4)", NULL,
 	 .min = 1, .max = BERT_MAX_LAYERS},
 	{0, "hidden", OPT_INT, &hidden, "N", "hidden size, from scratch (default 256)", NULL,
@@ -58,7 +59,7 @@ static const struct opt opts[] = {
 	 .min = 1, .max = BERT_MAX_HEADS},
 	{0, "ffn", OPT_INT, &ffn, "N", "feed-forward size, from scratch (default: 4 x --hidden)", NULL,
 	 .min = 0, .max = BERT_MAX_FFN},
-	{0, "max-pos", OPT_INT, &max_pos, "N", "positions, from scratch (default 512)", NULL,
+	{0, "max-pos", OPT_INT, &max_pos, "N", "positions, from scratch (default: 512 tokens' worth, 514 for roberta)", NULL,
 	 .min = 1, .max = BERT_MAX_POS},
 	{0, "dropout", OPT_FLOAT, &dropout, "P", "dropout on hidden states and attention (default: the checkpoint's, or 0.1)", NULL,
 	 .fmin = 0, .fmax = 1, .open = OPEN_MAX},
@@ -192,7 +193,7 @@ static void check_options(void)
 		die_usage("--loss-scale %g: not a power of two", loss_scale);
 	if (!run && !count_params)
 		die_usage("a run dir is required: --run DIR");
-	static const char *const shape[] = {"vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL};
+	static const char *const shape[] = {"arch", "vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL};
 	for (int i = 0; init && !resume && shape[i]; i++)
 		if (opt_given(&spec, shape[i]))
 			die_usage("--%s is for a model from scratch: --init's model dir has its own", shape[i]);
@@ -233,11 +234,12 @@ static void check_options(void)
 static void resolve_defaults(void)
 {
 	if (!init) {
+		arch = arch ? arch : "bert";
 		layers = layers ? layers : 4;
 		hidden = hidden ? hidden : 256;
 		heads = heads ? heads : 4;
 		ffn = ffn > 0 ? ffn : 4 * hidden;
-		max_pos = max_pos ? max_pos : 512;
+		max_pos = max_pos ? max_pos : family_of((enum family_id)family_by_type(arch))->max_pos;
 		dropout = dropout < 0 ? 0.1 : dropout;
 	}
 	if (!batch_tokens)
@@ -371,12 +373,14 @@ int main(int argc, char **argv)
 	if (teacher)
 		modeldir_verify(teacher);
 	opt_check_recordable(&spec);   /* the values as the config records them */
+	enum family_id family = arch ? (enum family_id)family_by_type(arch) : FAMILY_BERT;   /* --init's says */
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,
 		.task = task_of(),
 		.model = {.hidden = (int)hidden, .layers = (int)layers, .heads = (int)heads,
-			  .ffn = (int)ffn, .max_pos = (int)max_pos, .type_vocab = 2,
-			  .ln_eps = 1e-12f, .hidden_dropout = (float)(dropout < 0 ? 0.1 : dropout),
+			  .ffn = (int)ffn, .max_pos = (int)max_pos, .family = family,
+			  .type_vocab = family_of(family)->type_vocab, .ln_eps = family_of(family)->ln_eps,
+			  .hidden_dropout = (float)(dropout < 0 ? 0.1 : dropout),
 			  .attn_dropout = (float)(dropout < 0 ? 0.1 : dropout)},
 		.dropout_given = dropout >= 0,
 		.optim = {.kind = (enum optim_kind)optim_kind_parse(optimizer), .weight_decay = weight_decay,

@@ -12,6 +12,7 @@ _ts_train() {
 	--threshold) COMPREPLY=(); return ;;
 	--init) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-v|--vocab) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--arch) COMPREPLY=($(compgen -W "bert roberta xlm-roberta" -- "$cur")); return ;;
 	--layers) COMPREPLY=(); return ;;
 	--hidden) COMPREPLY=(); return ;;
 	--heads) COMPREPLY=(); return ;;
@@ -63,7 +64,7 @@ _ts_train() {
 	--replay) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --multi-label --threshold --init --vocab --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --batch-tokens --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --label-smoothing --llrd --freeze-embeddings --freeze-layers --ema --teacher --kd-alpha --kd-temp --rdrop --vat --vat-xi --vat-iters --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --precision --loss-scale --recompute --no-cuda-graphs --device --gpus --count-params --replay --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--data --run --resume --task --multi-label --threshold --init --vocab --arch --layers --hidden --heads --ffn --max-pos --dropout --optimizer --lr --weight-decay --momentum --betas --eps --warmup --decay --end-lr-ratio --clip --batch --batch-tokens --accum --epochs --max-steps --seed --bucket --mask-prob --whole-word --max-ngram --label-smoothing --llrd --freeze-embeddings --freeze-layers --ema --teacher --kd-alpha --kd-temp --rdrop --vat --vat-xi --vat-iters --eval-every --eval-test --metric --save-every --keep --patience --threads --true-gradient --zero --comm-timeout --net-if --precision --loss-scale --recompute --no-cuda-graphs --device --gpus --count-params --replay --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=()
 }
 complete -o filenames -F _ts_train ts-train

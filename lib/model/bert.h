@@ -7,6 +7,7 @@
 #define TS_BERT_H
 #include "backend/backend.h"
 #include "format/tensor.h"
+#include "model/family.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,8 @@ struct bert_config {
 	float hidden_dropout, attn_dropout;
 	enum bert_task task;
 	int num_labels;            /* classes of cls, multi and tokcls; 1 for reg */
+	enum family_id family;        /* the checkpoints' names and positions (family.h) */
+	int pad_id;                /* the pad token: no gradient reaches its embedding */
 };
 
 struct bert_batch {

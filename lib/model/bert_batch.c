@@ -29,8 +29,9 @@ static void check_batch(const struct bert *m, const struct bert_batch *b)
 	const struct bert_config *c = &m->c;
 	if (b->B < 1 || b->T < 1)
 		die("bert: empty batch (B %d, T %d)", b->B, b->T);
-	if (b->T > c->max_pos)
-		die("bert: sequence length %d exceeds max positions %d", b->T, c->max_pos);
+	int first = family_first_position(c->family, c->pad_id);
+	if (b->T > c->max_pos - first)
+		die("bert: sequence length %d exceeds max positions %d", b->T, c->max_pos - first);
 	for (int i = 0; i < b->B * b->T; i++) {
 		if (b->ids[i] < 0 || b->ids[i] >= c->vocab)
 			die("bert: token id %d out of range [0, %d)", b->ids[i], c->vocab);
@@ -98,14 +99,17 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 	grow(&m->positions, &m->positions_cap, N, sizeof *m->positions);
 	grow(&m->mask, &m->mask_cap, N, sizeof *m->mask);
 	for (size_t r = (size_t)m->packed; r < N; r++)   /* padding, in no sequence */
-		m->ids[r] = PAD_ID, m->types[r] = m->positions[r] = 0, m->mask[r] = 0;
+		m->ids[r] = m->c.pad_id, m->types[r] = m->positions[r] = 0, m->mask[r] = 0;
+	/* positions: each token's index (BERT's), or after the pad id the real
+	 * tokens' count so far and the pad id for others (RoBERTa's) */
+	int first = family_first_position(m->c.family, m->c.pad_id);
 	for (int i = 0; i < b->B; i++)
-		for (int t = 0, r = m->kv_start[i]; r < m->kv_start[i + 1]; t++, r++) {
+		for (int t = 0, r = m->kv_start[i], real = 0; r < m->kv_start[i + 1]; t++, r++) {
 			size_t at = (size_t)i * b->T + t;
 			m->ids[r] = b->ids[at];
 			m->types[r] = b->types ? b->types[at] : 0;
-			m->positions[r] = t;
 			m->mask[r] = b->mask ? b->mask[at] : 1;
+			m->positions[r] = !first ? t : m->mask[r] ? first + real++ : m->c.pad_id;
 			m->holes |= r > m->kv_start[i] && m->mask[r] && !m->mask[r - 1];
 		}
 }

@@ -127,6 +127,12 @@ static void check_config(const struct bert_config *c)
 		die("bert: layer norm eps must be positive");
 	if (c->task < TASK_CLS || c->task > TASK_TOKCLS)
 		die("bert: unknown task %d", (int)c->task);
+	if (c->family < FAMILY_BERT || c->family >= FAMILY_COUNT)
+		die("bert: unknown family %d", (int)c->family);
+	if (c->pad_id < 0 || c->pad_id >= c->vocab)
+		die("bert: pad id %d is not in the vocab of %d", c->pad_id, c->vocab);
+	if (family_first_position(c->family, c->pad_id) >= c->max_pos)
+		die("bert: %d positions leave none after the pad id %d", c->max_pos, c->pad_id);
 	if (c->task == TASK_REG && c->num_labels != 1)
 		die("bert: the regression head has 1 output, not %d", c->num_labels);
 	if ((c->task == TASK_CLS || c->task == TASK_MULTI || c->task == TASK_TOKCLS) &&
@@ -332,7 +338,7 @@ void bert_init_tensors(struct bert *m, uint64_t seed, const char *prefix)
 	}
 	if (!strncmp(m->tensors[0].name, prefix, strlen(prefix))) {   /* the embeddings come first */
 		float *word = m->tensors[0].data;
-		memset(word + (size_t)PAD_ID * m->c.hidden, 0, sizeof(float) * m->c.hidden);
+		memset(word + (size_t)m->c.pad_id * m->c.hidden, 0, sizeof(float) * m->c.hidden);
 	}
 	bert_push(m);
 }
@@ -426,6 +432,8 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 {
 	size_t C = c->hidden;
 	size_t width = (size_t)bert_logit_width(c);
+	h->dropped_in = carve(k, M * C);
+	h->dropped_space = carve_space(k, M * C);
 	h->dense = carve(k, M * C);
 	h->pre = carve_act(k, M * C);
 	h->act = carve(k, M * C);
@@ -505,9 +513,9 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	 * dffn_low and dqkv */
 	double wide = 3 * C > F ? 3 * C : F;
 	layers += share * (4 * N * wide - 4 * N * (2 * C + F) + a * N * (wide - F - 3 * C) + 4 * F);
-	double rows = 4 * (N * (2 * C + 2) + N * (2 * C + F) + (double)M * (6 * C + 2 * width + 4)) +
+	double rows = 4 * (N * (2 * C + 2) + N * (2 * C + F) + (double)M * (7 * C + 2 * width + 4)) +
 		      a * (N * 4 * C + (double)M * C +
-			   low * (N * (C + F) + (double)M * (3 * C + width)));
+			   low * (N * (C + F) + (double)M * (4 * C + width)));
 	return layers + rows + be->attention_scratch(B, T, c->heads);
 }
 
@@ -607,7 +615,9 @@ static void embeddings_backward(struct bert *m, float *dh)
 	m->be->layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum,
 				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, C);
 	m->be->embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->d.ids, m->d.types,
-				  m->d.positions, N, C, PAD_ID);
+				  m->d.positions, N, C, m->c.pad_id);
+	if (family_first_position(m->c.family, m->c.pad_id))   /* the pad's position, a padding row too */
+		m->be->zero(m->g.pos + (size_t)m->c.pad_id * C, sizeof(float) * (size_t)C);
 }
 
 /* ---- encoder layer ---- */
@@ -863,11 +873,27 @@ static const struct act *dlogits_low(struct bert *m)
 
 /* ---- sequence classification and regression head ---- */
 
+/* The dropout on the pooled head's input (RoBERTa's), from its own stream. */
+static uint64_t pooled_input_seed(const struct bert *m)
+{
+	return rng_derive(classifier_seed(m), 1);
+}
+
+static int pooled_input_dropped(const struct bert *m)
+{
+	return family_of(m->c.family)->pooled_dropout_first && hidden_p(m) > 0.0f;
+}
+
 static void pooled_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
-	m->be->linear_forward(h->dense, h->in_low, weight_act(m, m->w.pool_w), m->w.pool_b, M, C, C);
+	h->dense_in = h->in_low;
+	if (pooled_input_dropped(m)) {
+		m->be->dropout_apply(h->dropped_in, h->in, (size_t)M * C, hidden_p(m), pooled_input_seed(m));
+		h->dense_in = m->be->as_act(h->dropped_space, h->dropped_in, (size_t)M * C);
+	}
+	m->be->linear_forward(h->dense, h->dense_in, weight_act(m, m->w.pool_w), m->w.pool_b, M, C, C);
 	m->be->tanh_forward(h->dense, h->dense, (size_t)M * C);
 	m->be->dropout_apply(h->act, h->dense, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
@@ -889,8 +915,10 @@ static void pooled_head_backward(struct bert *m, float scale)
 			     classifier_seed(m));
 	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
 	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b,
-			       m->be->as_act(d->dhead_low, d->dhead, (size_t)M * C), h->in_low,
+			       m->be->as_act(d->dhead_low, d->dhead, (size_t)M * C), h->dense_in,
 			       weight_act(m, m->w.pool_w), M, C, C, 0);
+	if (pooled_input_dropped(m))
+		m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m), pooled_input_seed(m));
 }
 
 /* ---- token classification head ---- */

@@ -11,7 +11,7 @@
 
 /* BERT's [PAD]: HF's padding_idx, whose word embedding starts at zero and
  * gets no gradient from the embedding lookup. */
-enum { PAD_ID = 0, IGNORE_LABEL = -100 };
+enum { IGNORE_LABEL = -100 };
 
 struct layer_weights {
 	float *qkv_w, *qkv_b;      /* query, key, value stacked: [3C, C], [3C] */
@@ -60,6 +60,9 @@ struct head_acts {
 	const struct act *in_low;   /* the same in acts */
 	struct act *space;     /* [M, C] acts: the last product's input when made here */
 	const struct act *last_in;  /* that input: act, or mlm's norm, in acts */
+	float *dropped_in;     /* [M, C] pooled, RoBERTa's: dropout of in */
+	struct act *dropped_space;  /* [M, C] acts: that in acts, where made here */
+	const struct act *dense_in; /* the pooler's input: in, or dropped_in, in acts */
 	float *dense;          /* [M, C] pooled: tanh(pooler) */
 	struct act *pre;       /* [M, C] mlm: the transform before GELU */
 	float *act;            /* [M, C] pooled: dropout of it; tokcls: dropout of in;

@@ -28,6 +28,17 @@ static int size_in(const char *path, json_t *cfg, const char *key, int required,
 	return (int)json_integer_value(v);
 }
 
+/* An index from 0 to below n, dflt where the key is absent or null. */
+static int index_in(const char *path, json_t *cfg, const char *key, int dflt, int n)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (!v || json_is_null(v))
+		return dflt;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= n)
+		die("%s: %s must be an integer from 0 to %d", path, key, n - 1);
+	return (int)json_integer_value(v);
+}
+
 static float number_in(const char *path, json_t *cfg, const char *key, double dflt,
 		       double lo, double hi)
 {
@@ -51,15 +62,23 @@ static void require_string(const char *path, json_t *cfg, const char *key, const
 		    json_is_string(v) ? json_string_value(v) : "(not a string)", want, why);
 }
 
+/* Whether a, an architecture, is the class of family f named so after its
+ * prefix ("ForMaskedLM"). */
+static int is_class(const char *a, const struct family *f, const char *head)
+{
+	size_t n = strlen(f->classes);
+	return a && !strncmp(a, f->classes, n) && !strcmp(a + n, head);
+}
+
 /* The head of the architecture, and for sequence classification its
  * problem_type, or as transformers infers it: regression for one label. */
-static enum bert_task task_of(const char *path, json_t *cfg, int num_labels)
+static enum bert_task task_of(const char *path, json_t *cfg, const struct family *f, int num_labels)
 {
 	json_t *arch = json_array_get(json_object_get(cfg, "architectures"), 0);
 	const char *a = json_string_value(arch);
-	if (a && (!strcmp(a, "BertForMaskedLM") || !strcmp(a, "BertForPreTraining")))
+	if (is_class(a, f, "ForMaskedLM") || is_class(a, f, "ForPreTraining"))
 		return TASK_MLM;
-	if (a && !strcmp(a, "BertForTokenClassification"))
+	if (is_class(a, f, "ForTokenClassification"))
 		return TASK_TOKCLS;
 	json_t *pt = json_object_get(cfg, "problem_type");
 	const char *p = json_string_value(pt);
@@ -69,7 +88,7 @@ static enum bert_task task_of(const char *path, json_t *cfg, int num_labels)
 		    "multi_label_classification", path, p ? p : "(not a string)");
 	if (p && !strcmp(p, "multi_label_classification"))
 		return TASK_MULTI;
-	if ((p && !strcmp(p, "regression")) || (!p && a && !strcmp(a, "BertForSequenceClassification") && num_labels == 1))
+	if ((p && !strcmp(p, "regression")) || (!p && is_class(a, f, "ForSequenceClassification") && num_labels == 1))
 		return TASK_REG;
 	return TASK_CLS;
 }
@@ -110,9 +129,22 @@ static char **read_labels(const char *path, json_t *cfg, int *n)
 	return names;
 }
 
+/* The family config.json's model_type names (BERT's where it names none). */
+static enum family_id family_in(const char *path, json_t *cfg)
+{
+	json_t *v = json_object_get(cfg, "model_type");
+	if (!v)
+		return FAMILY_BERT;
+	int f = json_is_string(v) ? family_by_type(json_string_value(v)) : -1;
+	if (f < 0)
+		die("%s: model_type %s is not supported (only %s)", path,
+		    json_is_string(v) ? json_string_value(v) : "(not a string)", family_types());
+	return (enum family_id)f;
+}
+
 static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 {
-	require_string(path, cfg, "model_type", "bert", "");
+	c->family = family_in(path, cfg);
 	require_string(path, cfg, "hidden_act", "gelu", ", the exact erf GELU");
 	require_string(path, cfg, "position_embedding_type", "absolute", "");
 	c->vocab = size_in(path, cfg, "vocab_size", 1, 0, INT32_MAX);
@@ -122,6 +154,7 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	c->ffn = size_in(path, cfg, "intermediate_size", 1, 0, BERT_MAX_FFN);
 	c->max_pos = size_in(path, cfg, "max_position_embeddings", 1, 0, BERT_MAX_POS);
 	c->type_vocab = size_in(path, cfg, "type_vocab_size", 0, HF_TYPE_VOCAB, INT32_MAX);
+	c->pad_id = index_in(path, cfg, "pad_token_id", family_of(c->family)->pad_id, c->vocab);
 	c->ln_eps = number_in(path, cfg, "layer_norm_eps", HF_LN_EPS, 1e-30, 1);
 	c->hidden_dropout = number_in(path, cfg, "hidden_dropout_prob", HF_DROPOUT, 0, 1);
 	c->attn_dropout = number_in(path, cfg, "attention_probs_dropout_prob", HF_DROPOUT, 0, 1);
@@ -148,7 +181,7 @@ void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int 
 	c->num_labels = size_in(path, cfg, "num_labels", 0, n ? n : HF_NUM_LABELS, INT32_MAX);
 	if (n && c->num_labels != n)
 		die("%s: num_labels %d disagrees with the %d names in id2label", path, c->num_labels, n);
-	c->task = task_of(path, cfg, c->num_labels);
+	c->task = task_of(path, cfg, family_of(c->family), c->num_labels);
 	if (c->task == TASK_REG && c->num_labels != 1)
 		die("%s: a regression model has num_labels 1, not %d", path, c->num_labels);
 	json_decref(cfg);
@@ -202,16 +235,18 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 {
 	if (c->task != TASK_MLM && nlabels && nlabels != c->num_labels)
 		die("%s: %d label names for %d classes", path, nlabels, c->num_labels);
-	const char *arch = c->task == TASK_MLM	  ? "BertForMaskedLM"
-			   : c->task == TASK_TOKCLS ? "BertForTokenClassification"
-						    : "BertForSequenceClassification";
+	const struct family *f = family_of(c->family);
+	char arch[64];
+	snprintf(arch, sizeof arch, "%s%s", f->classes,
+		 c->task == TASK_MLM ? "ForMaskedLM" : c->task == TASK_TOKCLS ? "ForTokenClassification"
+									 : "ForSequenceClassification");
 	json_t *cfg = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:i,"
 				" s:b, s:b, s:n, s:s}",
-		"architectures", arch, "model_type", "bert",
+		"architectures", arch, "model_type", f->model_type,
 		"vocab_size", c->vocab, "hidden_size", c->hidden, "num_hidden_layers", c->layers,
 		"num_attention_heads", c->heads, "intermediate_size", c->ffn,
 		"max_position_embeddings", c->max_pos, "type_vocab_size", c->type_vocab,
-		"hidden_act", "gelu", "position_embedding_type", "absolute", "pad_token_id", 0,
+		"hidden_act", "gelu", "position_embedding_type", "absolute", "pad_token_id", c->pad_id,
 		"tie_word_embeddings", 1, "use_cache", 1, "classifier_dropout",
 		"torch_dtype", "float32");
 	if (!cfg)

@@ -31,30 +31,45 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-void modeldir_hf_name(const char *name, char *out, size_t size)
+void modeldir_hf_name(enum family_id family, const char *name, char *out, size_t size)
 {
 	int bare = starts_with(name, "embeddings.") || starts_with(name, "encoder.") ||
 		   starts_with(name, "pooler.");
-	if (!strcmp(name, "cls.predictions.decoder.bias"))
-		name = "cls.predictions.bias";
 	size_t len = strlen(name);
 	const char *suffix = "";
-	if (ends_with(name, ".LayerNorm.gamma")) {
+	if (ends_with(name, ".decoder.bias")) {   /* the MLM decoder's bias is its head's */
+		len -= strlen("decoder.bias");
+		suffix = "bias";
+	} else if (ends_with(name, ".LayerNorm.gamma")) {
 		len -= strlen("gamma");
 		suffix = "weight";
 	} else if (ends_with(name, ".LayerNorm.beta")) {
 		len -= strlen("beta");
 		suffix = "bias";
 	}
-	if (snprintf(out, size, "%s%.*s%s", bare ? "bert." : "", (int)len, name, suffix) >= (int)size)
+	if (snprintf(out, size, "%s%.*s%s", bare ? family_of(family)->encoder : "", (int)len, name, suffix) >=
+	    (int)size)
 		die("tensor name too long: %s", name);
 }
 
-/* The head is what a task adds on top of the encoder, so a checkpoint may lack it. */
-static int is_head(const char *hf_name)
+void modeldir_tensor_name(const struct bert_config *c, const char *name, char *out, size_t size)
 {
-	return starts_with(hf_name, "bert.pooler.") || starts_with(hf_name, "classifier.") ||
-	       starts_with(hf_name, "cls.");
+	const char *to = "";
+	for (const struct rename *r = family_of(c->family)->renames; r->from; r++)
+		if ((!r->pooled || bert_task_pooled(c->task)) && starts_with(name, r->from)) {
+			to = r->to;
+			name += strlen(r->from);
+			break;
+		}
+	if (snprintf(out, size, "%s%s", to, name) >= (int)size)
+		die("tensor name too long: %s", name);
+}
+
+/* The head is what a task adds on top of the encoder, so a checkpoint may
+ * lack it (name: the model's own). */
+static int is_head(const char *name)
+{
+	return starts_with(name, "bert.pooler.") || starts_with(name, "classifier.") || starts_with(name, "cls.");
 }
 
 static void shape_text(char *buf, size_t size, int ndim, const int64_t *shape)
@@ -79,12 +94,13 @@ static void check_shape(const char *path, const struct st_tensor *s, const struc
 	die("%s: tensor %s has shape %s, expected %s", path, s->name, got, want);
 }
 
-/* The file's tensor that stands for HF name hf_name under any alias, or NULL. */
-static const struct st_tensor *find_tensor(const struct st_file *st, const char *hf_name)
+/* The file's tensor that stands for hf_name, family's name of it, under
+ * any alias, or NULL. */
+static const struct st_tensor *find_tensor(const struct st_file *st, enum family_id family, const char *hf_name)
 {
 	char name[NAME_MAX_LEN];
 	for (int i = 0; i < st_count(st); i++) {
-		modeldir_hf_name(st_get(st, i)->name, name, sizeof name);
+		modeldir_hf_name(family, st_get(st, i)->name, name, sizeof name);
 		if (!strcmp(name, hf_name))
 			return st_get(st, i);
 	}
@@ -115,18 +131,19 @@ static void refuse_unsupported_format(const char *dir, const char *weights)
 static void copy_tensors(struct bert *m, const struct st_file *st, const char *path,
 			 int new_classifier, uint64_t seed, struct strbuf *missing)
 {
+	const struct bert_config *c = bert_config_of(m);
 	int n = bert_tensors(m, NULL);
 	struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
 	bert_tensors(m, t);
 	for (int i = 0; i < n; i++) {
 		char hf[NAME_MAX_LEN];
-		modeldir_hf_name(t[i].name, hf, sizeof hf);
-		const struct st_tensor *s = new_classifier && starts_with(hf, "classifier.") ? NULL :
-					    find_tensor(st, hf);
-		if (!s && !is_head(hf))
+		modeldir_tensor_name(c, t[i].name, hf, sizeof hf);
+		int renewed = new_classifier && starts_with(t[i].name, "classifier.");
+		const struct st_tensor *s = renewed ? NULL : find_tensor(st, c->family, hf);
+		if (!s && !is_head(t[i].name))
 			die("%s: missing tensor %s", path, hf);
 		if (!s) {
-			if (!(new_classifier && starts_with(hf, "classifier.")))
+			if (!renewed)
 				sb_addf(missing, "%s%s", missing->n ? ", " : "", hf);
 			bert_init_tensors(m, seed, t[i].name);   /* its name is the prefix of no other */
 			continue;
@@ -242,7 +259,7 @@ static void write_weights(const char *path, struct bert *m)
 	bert_tensors(m, t);
 	char (*names)[NAME_MAX_LEN] = xmalloc((size_t)n * sizeof *names);
 	for (int i = 0; i < n; i++) {
-		modeldir_hf_name(t[i].name, names[i], sizeof names[i]);
+		modeldir_tensor_name(bert_config_of(m), t[i].name, names[i], sizeof names[i]);
 		t[i].name = names[i];
 	}
 	st_write(path, t, n);

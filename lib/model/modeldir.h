@@ -11,10 +11,11 @@
  * reads a byte of it; the weights read for the check are kept for
  * modeldir_load, which comes next. */
 void modeldir_verify(const char *dir);
-/* Loads DIR as a model for task on backend be. Tensor names are matched with or without the
- * "bert." prefix (sentence-transformers saves without), with LayerNorm
- * gamma/beta as weight/bias, and "cls.predictions.decoder.bias" as
- * "cls.predictions.bias"; tensors the model does not use are ignored. A missing
+/* Loads DIR as a model for task on backend be, of the family its
+ * config.json names (family.h). Tensor names are the family's, matched with
+ * or without its prefix ("bert.": sentence-transformers saves without),
+ * with LayerNorm gamma/beta as weight/bias, and the MLM decoder's bias as
+ * its head's; tensors the model does not use are ignored. A missing
  * head (pooler and classifier for cls, cls.predictions.* for mlm) gets
  * bert_init's values for *head_seed, with one line on stderr, and is an
  * error when head_seed is NULL (a model to evaluate or learn from); a missing
@@ -48,7 +49,12 @@ void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nla
 void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		    const char *vocab_path);
 
-/* The name transformers saves a tensor under: "bert." prefixed to the
- * encoder's names, LayerNorm weight/bias, "cls.predictions.bias". */
-void modeldir_hf_name(const char *name, char *out, size_t size);
+/* The name transformers gives a file's tensor, named name in a checkpoint
+ * of family: the family's prefix ("bert.") before the encoder's bare names,
+ * LayerNorm gamma/beta as weight/bias, the MLM decoder's bias as its
+ * head's ("cls.predictions.bias"). */
+void modeldir_hf_name(enum family_id family, const char *name, char *out, size_t size);
+/* The name a tensor of a model of config c, named name in the model
+ * (bert_tensors: BERT's names), has in c's family's files. */
+void modeldir_tensor_name(const struct bert_config *c, const char *name, char *out, size_t size);
 #endif

@@ -81,7 +81,7 @@ static int data_classes(const struct manifest *m, enum bert_task task)
  * (--init's model dir, or a checkpoint), or c->model from scratch over a
  * vocab of vocab tokens; with the head of c's task, over num_labels
  * classes (0: from's). */
-static struct bert_config model_config(const struct train_config *c, const char *from, int vocab,
+static struct bert_config model_config(const struct train_config *c, const char *from, const struct vocab *v,
 				       int num_labels)
 {
 	struct bert_config mc = c->model;
@@ -90,7 +90,8 @@ static struct bert_config model_config(const struct train_config *c, const char 
 		hfconfig_read(path, &mc, NULL, NULL);
 		free(path);
 	} else {
-		mc.vocab = vocab;
+		mc.vocab = vocab_size(v);
+		mc.pad_id = vocab_special(v, VOCAB_PAD);
 	}
 	mc.task = c->task;
 	if (num_labels > 0)
@@ -101,15 +102,14 @@ static struct bert_config model_config(const struct train_config *c, const char 
 size_t train_count_params(const struct train_config *c)
 {
 	struct manifest *man = manifest_read(c->data);
-	int vocab = 0;
+	struct vocab *v = NULL;
 	if (!c->init) {
 		char *path = start_vocab(c, NULL);
-		struct vocab *v = vocab_load(path);
-		vocab = vocab_size(v);
-		vocab_free(v);
+		v = vocab_load(path);
 		free(path);
 	}
-	struct bert_config mc = model_config(c, c->init, vocab, c->task == TASK_MLM ? 0 : data_classes(man, c->task));
+	struct bert_config mc = model_config(c, c->init, v, c->task == TASK_MLM ? 0 : data_classes(man, c->task));
+	vocab_free(v);
 	manifest_free(man);
 	return bert_config_numel(&mc);
 }
@@ -270,7 +270,7 @@ void build_model(struct trainer *t, const char *from)
 		if (t->num_labels < 2 && c->task != TASK_REG)
 			die("%s: %s training needs labels of at least two classes", c->data, task_name(c->task));
 	}
-	struct bert_config start = model_config(c, from, vocab_size(t->vocab), t->num_labels);
+	struct bert_config start = model_config(c, from, t->vocab, t->num_labels);
 	check_model(t, &start, from);
 	check_memory(t, &start, bert_config_numel(&start));
 	if (from) {

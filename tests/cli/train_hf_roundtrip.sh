@@ -28,7 +28,9 @@ mkdir -p "$T/saved"
 import os, sys
 import torch
 from safetensors.torch import load_file
-from transformers import BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification, logging
+from transformers import (BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification,
+                          RobertaForMaskedLM, RobertaForSequenceClassification, RobertaForTokenClassification,
+                          XLMRobertaForSequenceClassification, logging)
 logging.set_verbosity_error()
 saved, fix = sys.argv[1], sys.argv[2]
 ok = True
@@ -38,6 +40,10 @@ for name, model_class, expect, labels in [
         ("tiny-reg", BertForSequenceClassification, "tiny-reg", ["score"]),
         ("tiny-multi", BertForSequenceClassification, "tiny-multi", ["neg", "neu", "pos"]),
         ("tiny-tokcls", BertForTokenClassification, "tiny-tokcls", ["neg", "neu", "pos"]),
+        ("roberta-cls", RobertaForSequenceClassification, "roberta-cls", ["neg", "neu", "pos"]),
+        ("roberta-mlm", RobertaForMaskedLM, "roberta-mlm", None),
+        ("roberta-tokcls", RobertaForTokenClassification, "roberta-tokcls", ["neg", "neu", "pos"]),
+        ("xlmr-cls", XLMRobertaForSequenceClassification, "xlmr-cls", ["neg", "neu", "pos"]),
         ("minilm-cls", BertForSequenceClassification, "minilm", ["LABEL_0", "LABEL_1"])]:
     path = os.path.join(saved, name)
     if not os.path.isdir(path):
@@ -57,7 +63,8 @@ for name, model_class, expect, labels in [
     good = (not problems and out.shape == ours.shape and err <= 1e-4
             and (labels is None or got_labels == labels)
             and model.config.problem_type == {"tiny-reg": "regression", "tiny-multi": "multi_label_classification",
-                                              "tiny-mlm": None, "tiny-tokcls": None}.get(name, "single_label_classification"))
+                                              "tiny-mlm": None, "tiny-tokcls": None, "roberta-mlm": None,
+                                              "roberta-tokcls": None}.get(name, "single_label_classification"))
     ok &= good
     print("%s transformers loads our %s with nothing missing or unexpected%s and gives our logits "
           "(max error %.2g), labels %s" % ("PASS" if good else "FAIL", name,

@@ -147,7 +147,7 @@ check "to the same model" cmp "$T/vat-again/final/model.safetensors" "$T/vat/fin
 check "a --teacher run repeats from its config" train -c "$T/kd/config" --run "$T/kd-again"
 check "to the same model" cmp "$T/kd-again/final/model.safetensors" "$T/kd/final/model.safetensors"
 check "an --init run" train --data "$T/data" --init "$T/empty/final" --run "$T/fine" --max-steps 4 -j 1
-expect_eq "records no shape: the model dir has it" "$(grep -cE '^(vocab|layers|hidden|heads|ffn|max-pos|dropout) =' "$T/fine/config")" 0
+expect_eq "records no shape: the model dir has it" "$(grep -cE '^(arch|vocab|layers|hidden|heads|ffn|max-pos|dropout) =' "$T/fine/config")" 0
 check "repeats from its config" train -c "$T/fine/config" --run "$T/fine-again"
 check "to the same model" cmp "$T/fine-again/final/model.safetensors" "$T/fine/final/model.safetensors"
 check "from scratch without a shape" train --data "$T/data" --run "$T/dflt" --max-steps 1 -j 1

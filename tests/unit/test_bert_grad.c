@@ -53,12 +53,15 @@ static struct bert_batch batch_of(const struct sample *s, enum bert_task task)
 	return b;
 }
 
+static enum family_id family;   /* of the models tiny_config describes */
+
 static struct bert_config tiny_config(enum bert_task task, float dropout)
 {
 	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
-				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f,
+				 .max_pos = 18, .type_vocab = 2, .ln_eps = 1e-12f,
 				 .hidden_dropout = dropout, .attn_dropout = dropout,
-				 .task = task, .num_labels = task == TASK_REG ? 1 : L };
+				 .task = task, .num_labels = task == TASK_REG ? 1 : L,
+				 .family = family, .pad_id = family_of(family)->pad_id };
 	return c;
 }
 
@@ -143,9 +146,9 @@ static void check_gradients(enum bert_task task, float dropout, int train)
 	}
 	/* most sampled gradients must be large: zeros everywhere would agree too */
 	CHECK(!bad && big >= checked / 2,
-	      "%s gradients, dropout %.1f%s%s%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
-	      task_names[task], dropout, train ? " on" : " off", label_smoothing ? ", label smoothing" : "",
-	      method_name, bad,
+	      "%s%s%s gradients, dropout %.1f%s%s%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
+	      family ? family_of(family)->model_type : "", family ? " " : "", task_names[task], dropout,
+	      train ? " on" : " off", label_smoothing ? ", label smoothing" : "", method_name, bad,
 	      checked, big,
 	      worst);
 	free(t);
@@ -700,6 +703,12 @@ int main(void)
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	method = NULL, method_name = "";
+	family = FAMILY_ROBERTA;   /* its positions after the pad id, its pooled head's two dropouts */
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_REG, 0.1f, 1);
+	check_gradients(TASK_TOKCLS, 0.1f, 1);
+	check_gradients(TASK_MLM, 0.1f, 1);
+	family = FAMILY_BERT;
 	check_self_distillation(TASK_CLS);
 	check_self_distillation(TASK_TOKCLS);
 	check_self_distillation(TASK_MLM);

@@ -113,7 +113,7 @@ static void check_sgd_step(const char *what, struct bert *m, const float *before
 	const char *worst_name = "";
 	for (int i = 0; i < n; i++) {
 		char hf[256], key[300];
-		modeldir_hf_name(t[i].name, hf, sizeof hf);
+		modeldir_tensor_name(bert_config_of(m), t[i].name, hf, sizeof hf);
 		snprintf(key, sizeof key, "after_sgd.%s", hf);
 		const struct st_tensor *s = st_find(e, key);
 		if (!s || s->nbytes != (size_t)tensor_numel(&t[i]) * 4) {
@@ -168,12 +168,12 @@ static void save_for_transformers(struct bert *m, const char *name, const struct
 	free(dir);
 }
 
-/* Forward, loss, backward and one SGD step of tiny-TASK against transformers. */
-static void check_tiny(const char *task_name, enum bert_task task)
+/* Forward, loss, backward and one SGD step of the fixture dirname, a model
+ * for task, against transformers. */
+static void check_tiny(const char *dirname, enum bert_task task)
 {
-	char dirname[64], expname[64];
-	snprintf(dirname, sizeof dirname, "tiny-%s", task_name);
-	snprintf(expname, sizeof expname, "tiny-%s.expect.safetensors", task_name);
+	char expname[64];
+	snprintf(expname, sizeof expname, "%s.expect.safetensors", dirname);
 	char *dir = path_join(fixdir, dirname), *exp = path_join(fixdir, expname);
 	char **labels;
 	int nlabels;
@@ -250,7 +250,7 @@ static void set_tensor(struct bert *m, const char *name, const float *v, int ide
 	bert_tensors(m, t);
 	for (int i = 0; i < n; i++) {
 		char hf[256];
-		modeldir_hf_name(t[i].name, hf, sizeof hf);
+		modeldir_tensor_name(bert_config_of(m), t[i].name, hf, sizeof hf);
 		if (!strcmp(hf, name)) {
 			int64_t k = tensor_numel(&t[i]);
 			for (int64_t j = 0; j < k; j++)
@@ -313,11 +313,15 @@ int main(int argc, char **argv)
 		fixdir = argv[1];
 	if (argc > 2)
 		savedir = argv[2];
-	check_tiny("cls", TASK_CLS);
-	check_tiny("mlm", TASK_MLM);
-	check_tiny("reg", TASK_REG);
-	check_tiny("multi", TASK_MULTI);
-	check_tiny("tokcls", TASK_TOKCLS);
+	check_tiny("tiny-cls", TASK_CLS);
+	check_tiny("tiny-mlm", TASK_MLM);
+	check_tiny("tiny-reg", TASK_REG);
+	check_tiny("tiny-multi", TASK_MULTI);
+	check_tiny("tiny-tokcls", TASK_TOKCLS);
+	check_tiny("roberta-cls", TASK_CLS);
+	check_tiny("roberta-mlm", TASK_MLM);
+	check_tiny("roberta-tokcls", TASK_TOKCLS);
+	check_tiny("xlmr-cls", TASK_CLS);
 	check_minilm();
 	CHECK_DONE();
 }

@@ -54,13 +54,13 @@ static const char *differences(struct bert *m, const char *weights, const char *
 	first[0] = 0;
 	for (int i = 0; !first[0] && i < n; i++) {
 		char hf[256];
-		modeldir_hf_name(t[i].name, hf, sizeof hf);
+		modeldir_tensor_name(bert_config_of(m), t[i].name, hf, sizeof hf);
 		if (starts_with_any(hf, skip))
 			continue;
 		const struct st_tensor *s = NULL;
 		for (int j = 0; !s && j < st_count(st); j++) {
 			char alias[256];
-			modeldir_hf_name(st_get(st, j)->name, alias, sizeof alias);
+			modeldir_hf_name(bert_config_of(m)->family, st_get(st, j)->name, alias, sizeof alias);
 			if (!strcmp(alias, hf))
 				s = st_get(st, j);
 		}
@@ -368,8 +368,9 @@ static void test_bad_dirs(void)
 	d = bad_dir("id2label-twice", "id2label", "{\"0\": \"neg\", \"1\": \"neg\"}");
 	expect_die("id2label naming a label twice", load_quietly, d, "id2label names \"neg\" twice");
 	free(d);
-	d = bad_dir("roberta", "model_type", "\"roberta\"");
-	expect_die("another model type", load_quietly, d, "model_type roberta is not supported");
+	d = bad_dir("deberta", "model_type", "\"deberta-v2\"");
+	expect_die("another model type", load_quietly, d,
+		   "model_type deberta-v2 is not supported (only bert, roberta, xlm-roberta)");
 	free(d);
 	d = bad_dir("dropout", "hidden_dropout_prob", "0.99999999");
 	expect_die("a dropout that is 1 as a float", load_quietly, d, "hidden_dropout_prob must be a number in [0, 1)");

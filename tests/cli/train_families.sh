@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The families beside BERT, as a user fine-tunes them: e-mails tokenized with the
+# family's real tokenizer.json, sharded, `ts-train --init` on a small model of that
+# family made by transformers (with the tokenizer in its dir, as the hub ships it),
+# `ts-eval --predict`, and the model dir TopSpin saved loaded back in transformers
+# as that family's class, with no missing or unexpected tensor and TopSpin's
+# probabilities. Needs a python with torch and transformers ($TS_PYTHON).
+. "$(dirname "$0")/../lib.sh"
+py=${TS_PYTHON:-python3}
+if ! "$py" -c 'import torch, transformers' 2>/dev/null; then
+	fail "families: $py has no torch and transformers (make test makes build/venv)"
+	finish
+fi
+head -301 "$TOP/examples/spamassassin.csv" >"$T/mail.csv"
+
+# family NAME TOKENIZER_DIR CONFIG_CLASS MODEL_CLASS TASK [ARCH]: one fine-tune and its
+# check; CONFIG_CLASS "scratch": ts-train --arch ARCH makes the model from scratch
+family() {
+	local name=$1 tok=$2/tokenizer.json config=$3 model=$4 task=$5 d=$T/$1
+	mkdir -p "$d"
+	[ "$config" = scratch ] || "$py" - "$d/init" "$tok" "$config" "$model" <<'EOF' || { fail "$name: transformers makes the model"; return; }
+import json, sys, torch, transformers
+out, tok, config, model = sys.argv[1:]
+vocab = json.load(open(tok, encoding="utf-8"))["model"]["vocab"]
+torch.manual_seed(0)
+c = getattr(transformers, config)(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                   num_attention_heads=4, intermediate_size=64,
+                                   max_position_embeddings=130, type_vocab_size=1, pad_token_id=1,
+                                   layer_norm_eps=1e-5, num_labels=2, architectures=[model])
+getattr(transformers, model)(c).save_pretrained(out, safe_serialization=True)
+EOF
+	ts-tokenize -t "$tok" --id id --label label --max-len 128 "$T/mail.csv" |
+		ts-shard -o "$d/data" --seed 1 --split train=250,valid=50 >/dev/null
+	local args=(--data "$d/data" --run "$d/run" --epochs 1 --batch 16 --lr 1e-3 --seed 1 -j 2)
+	[ "$task" = mlm ] && args+=(--task mlm)
+	if [ "$config" = scratch ]; then
+		check "$name: ts-train --arch $6 from scratch" train "${args[@]}" --arch "$6" --layers 2 --hidden 32 \
+			--heads 4 --max-pos 130
+	else
+		cp "$tok" "$d/init/tokenizer.json"
+		check "$name: ts-train --init a $model made by transformers" train "${args[@]}" --init "$d/init"
+	fi
+	[ -d "$d/run/final" ] || return
+	if [ "$task" != mlm ]; then
+		check "$name: ts-eval --predict" ts-eval -m "$d/run/final" --data "$d/data" --split valid --predict \
+			-o "$d/pred.msgpack"
+		ts-cat "$d/pred.msgpack" >"$d/pred.jsonl"
+		ts-cat --no-header "$d/data/valid.shard" >"$d/valid.jsonl"
+	fi
+	"$py" - "$d/run/final" "$model" "$task" "$d/valid.jsonl" "$d/pred.jsonl" >"$T/out" 2>&1 <<'EOF'
+import json, sys, torch, transformers
+path, model, task, records, preds = sys.argv[1:]
+transformers.logging.set_verbosity_error()
+m, info = getattr(transformers, model).from_pretrained(path, output_loading_info=True)
+problems = {k: v for k, v in info.items() if v}
+if problems:
+    sys.exit("loading %s: %s" % (path, problems))
+if task == "mlm":
+    print("loads")
+    sys.exit(0)
+ours = {p["id"]: p["probs"] for p in map(json.loads, open(preds))}
+worst = 0.0
+with torch.no_grad():
+    for r in map(json.loads, open(records)):
+        ids = torch.tensor([r["ids"]])
+        probs = m.eval()(input_ids=ids).logits.softmax(-1)[0]
+        worst = max(worst, (probs - torch.tensor(ours[r["id"]])).abs().max().item())
+print("max difference %.2g over %d records" % (worst, len(ours)))
+sys.exit(0 if ours and worst <= 1e-4 else 1)
+EOF
+	local rc=$? got
+	got=$(tail -1 "$T/out")
+	if [ $rc = 0 ]; then pass "$name: transformers loads the model TopSpin saved as $model ($got)"
+	else fail "$name: transformers loads the model TopSpin saved as $model"; sed 's/^/    /' "$T/out" | tail -5; fi
+}
+
+family roberta "$TOP/examples/roberta-base" RobertaConfig RobertaForSequenceClassification cls
+family roberta-mlm "$TOP/examples/roberta-base" RobertaConfig RobertaForMaskedLM mlm
+mkdir -p "$T/xlmr-tokenizer" && xz -dc "$FIX/tokenizers/xlm-roberta/tokenizer.json.xz" >"$T/xlmr-tokenizer/tokenizer.json"
+family xlm-roberta "$T/xlmr-tokenizer" XLMRobertaConfig XLMRobertaForSequenceClassification cls
+family roberta-scratch "$TOP/examples/roberta-base" scratch RobertaForSequenceClassification cls roberta
+finish
