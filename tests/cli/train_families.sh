@@ -79,4 +79,8 @@ family roberta-mlm "$TOP/examples/roberta-base" RobertaConfig RobertaForMaskedLM
 mkdir -p "$T/xlmr-tokenizer" && xz -dc "$FIX/tokenizers/xlm-roberta/tokenizer.json.xz" >"$T/xlmr-tokenizer/tokenizer.json"
 family xlm-roberta "$T/xlmr-tokenizer" XLMRobertaConfig XLMRobertaForSequenceClassification cls
 family roberta-scratch "$TOP/examples/roberta-base" scratch RobertaForSequenceClassification cls roberta
+check "roberta-scratch: --resume from its checkpoint goes on to a second epoch" \
+	train --resume "$T/roberta-scratch/run" --epochs 2
+expect_eq "roberta-scratch: its final model is still RoBERTa's" \
+	"$(jq -r '.architectures[0]' "$T/roberta-scratch/run/final/config.json")" RobertaForSequenceClassification
 finish
