@@ -81,17 +81,38 @@ static void shape_text(char *buf, size_t size, int ndim, const int64_t *shape)
 		snprintf(buf + n, size - n, "]");
 }
 
-static void check_shape(const char *path, const struct st_tensor *s, const struct tensor_ref *t)
+/* The config.json keys whose value is n, for a message: "hidden_size 32",
+ * or "" where none is. */
+static void keys_of(const struct bert_config *c, int64_t n, char *out, size_t size)
 {
-	int same = s->ndim == t->ndim;
-	for (int d = 0; same && d < t->ndim; d++)
-		same = s->shape[d] == t->shape[d];
-	if (same)
+	const struct { const char *key; int value; } keys[] = {
+		{ "vocab_size", c->vocab }, { "hidden_size", c->hidden }, { "intermediate_size", c->ffn },
+		{ "max_position_embeddings", c->max_pos }, { "type_vocab_size", c->type_vocab },
+		{ "num_labels", c->num_labels },
+	};
+	size_t used = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		if (keys[i].value == n && used < size)
+			used += (size_t)snprintf(out + used, size - used, "%s%s %d", used ? " or " : " by config.json's ",
+						 keys[i].key, keys[i].value);
+}
+
+/* Dies where the file's tensor s has another shape than the model's t,
+ * naming the config key the differing size comes from. */
+static void check_shape(const char *path, const struct bert_config *c, const struct st_tensor *s,
+			const struct tensor_ref *t)
+{
+	int differs = s->ndim == t->ndim ? -1 : 0;
+	for (int d = 0; differs < 0 && d < t->ndim; d++)
+		differs = s->shape[d] == t->shape[d] ? -1 : d;
+	if (differs < 0)
 		return;
-	char got[128], want[128];
+	char got[128], want[128], keys[256];
 	shape_text(got, sizeof got, s->ndim, s->shape);
 	shape_text(want, sizeof want, t->ndim, t->shape);
-	die("%s: tensor %s has shape %s, expected %s", path, s->name, got, want);
+	keys_of(c, t->shape[differs], keys, sizeof keys);
+	die("%s: tensor %s has shape %s, expected %s%s", path, s->name, got, want, keys);
 }
 
 /* The file's tensor that stands for hf_name, family's name of it, under
@@ -148,7 +169,7 @@ static void copy_tensors(struct bert *m, const struct st_file *st, const char *p
 			bert_init_tensors(m, seed, t[i].name);   /* its name is the prefix of no other */
 			continue;
 		}
-		check_shape(path, s, &t[i]);
+		check_shape(path, c, s, &t[i]);
 		st_to_f32(s, t[i].data);
 	}
 	free(t);

@@ -384,7 +384,13 @@ static void test_bad_dirs(void)
 	d = bad_dir("misshaped", NULL, NULL);
 	rewrite_weights(d, NULL, "bert.encoder.layer.0.intermediate.dense.weight");
 	expect_die("mis-shaped tensor", load_quietly, d,
-		   "tensor bert.encoder.layer.0.intermediate.dense.weight has shape [32, 64], expected [64, 32]");
+		   "tensor bert.encoder.layer.0.intermediate.dense.weight has shape [32, 64], expected [64, 32] "
+		   "by config.json's vocab_size 64 or intermediate_size 64");
+	free(d);
+	d = bad_dir("vocab-size", "vocab_size", "65");
+	expect_die("a config whose vocab_size the weights disagree with", load_quietly, d,
+		   "tensor bert.embeddings.word_embeddings.weight has shape [64, 32], expected [65, 32] "
+		   "by config.json's vocab_size 65");
 	free(d);
 
 	d = bad_dir("pytorch", NULL, NULL);
