@@ -346,18 +346,6 @@ AMX static void kernel_amx(const uint32_t *a, int K2p, const uint32_t *b, int N_
 	_tile_release();
 }
 
-/* dst[r * K2p + kk] = src[kk * R + r]: R rows of K2 words from their
- * columns, the words past K2 zero. */
-static void rows_of_columns(uint32_t *dst, const uint32_t *src, int R, int K2, int K2p)
-{
-	for (int r = 0; r < R; r++) {
-		uint32_t *d = dst + (size_t)r * K2p;
-		for (int kk = 0; kk < K2; kk++)
-			d[kk] = src[(size_t)kk * R + r];
-		memset(d + K2, 0, sizeof *d * (size_t)(K2p - K2));
-	}
-}
-
 void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	      struct operand B, float beta, float *C, int ldc)
 {
@@ -367,9 +355,9 @@ void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct
 	int K2 = (K + 1) / 2, K2p = round_up(K2, 16), N_pad = round_up(N, 32), M_pad = round_up(M, 32);
 	if (transa == 'N') {
 		pack_rows(s->a, A, M, M_pad, K, K2p);
-	} else {   /* A's columns packed, then made rows */
+	} else {   /* A's columns packed, then made rows (K2p words a row, zero past K2) */
 		pack_columns(s->rows, A, M, M_pad, K);
-		rows_of_columns(s->a, s->rows, M_pad, K2, K2p);
+		transpose_words(s->a, s->rows, K2, K2p, M_pad);
 	}
 	pack_b(s, transb, B, N, N_pad, K);
 	memset(s->b + (size_t)K2 * N_pad, 0, sizeof *s->b * (size_t)(K2p - K2) * N_pad);

@@ -416,23 +416,38 @@ static void check_softmax_backward(struct rng *r, int n)
 enum model_mode { PLAIN, RECOMPUTE, VAT };
 static const char *const mode_names[] = { "", " with recompute", " with VAT" };
 
+/* The small classifier the model checks run, and its batch: 4 sequences
+ * of 5, 7, 9 and 11 tokens, their ids drawn from seed. */
+enum { TINY_B = 4, TINY_T = 12, TINY_LABELS = 3 };
+static const struct bert_config tiny = { .vocab = 60, .hidden = 32, .layers = 2, .heads = 2, .ffn = 64,
+					 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
+					 .num_labels = TINY_LABELS };
+struct tiny_batch {
+	int32_t ids[TINY_B * TINY_T], labels[TINY_B];
+	uint8_t mask[TINY_B * TINY_T];
+	struct bert_batch b;
+};
+
+static void tiny_batch(struct tiny_batch *t, uint64_t seed)
+{
+	struct rng r;
+	rng_seed(&r, seed);
+	for (int i = 0; i < TINY_B * TINY_T; i++) {
+		t->ids[i] = 1 + (int32_t)rng_below(&r, tiny.vocab - 1);
+		t->mask[i] = i % TINY_T < 5 + 2 * (i / TINY_T);
+	}
+	memcpy(t->labels, (int32_t[TINY_B]){ 0, 2, 1, 2 }, sizeof t->labels);
+	t->b = (struct bert_batch){ TINY_B, TINY_T, t->ids, NULL, t->mask, t->labels, NULL };
+}
+
 /* mode: plain, or the graph's features that run forwards again over the same
  * buffers (recompute), or on the fp32 twin over buffers carved for it (VAT). */
 static void check_model(const struct backend *bf16, enum model_mode mode)
 {
-	struct bert_config c = { .vocab = 60, .hidden = 32, .layers = 2, .heads = 2, .ffn = 64,
-				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
-				 .num_labels = 3 };
-	enum { B = 4, T = 12 };
-	int32_t ids[B * T], labels[B] = { 0, 2, 1, 2 };
-	uint8_t mask[B * T];
-	struct rng r;
-	rng_seed(&r, 11);
-	for (int i = 0; i < B * T; i++) {
-		ids[i] = 1 + (int32_t)rng_below(&r, c.vocab - 1);
-		mask[i] = i % T < 5 + 2 * (i / T);    /* lengths 5, 7, 9, 11 */
-	}
-	struct bert_batch b = { B, T, ids, NULL, mask, labels, NULL };
+	const struct bert_config c = tiny;
+	struct tiny_batch t;
+	tiny_batch(&t, 11);
+	const struct bert_batch b = t.b;
 	struct bert *m[2] = { bert_new(&c, backend_cpu()), bert_new(&c, bf16) };
 	double loss[2];
 	for (int k = 0; k < 2; k++) {
@@ -495,21 +510,14 @@ static void backward_of(const void *m)
  * backward. */
 static void check_forward_only(const struct backend *bf16)
 {
-	struct bert_config c = { .vocab = 60, .hidden = 32, .layers = 2, .heads = 2, .ffn = 64,
-				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
-				 .num_labels = 3 };
-	enum { B = 4, T = 12 };
-	int32_t ids[B * T], labels[B] = { 0, 2, 1, 2 };
-	uint8_t mask[B * T];
+	const struct bert_config c = tiny;
+	struct tiny_batch t;
+	tiny_batch(&t, 12);
+	const struct bert_batch b = t.b;
 	struct rng r;
 	rng_seed(&r, 12);
-	for (int i = 0; i < B * T; i++) {
-		ids[i] = 1 + (int32_t)rng_below(&r, c.vocab - 1);
-		mask[i] = i % T < 4 + 2 * (i / T);
-	}
-	struct bert_batch b = { B, T, ids, NULL, mask, labels, NULL };
 	struct bert *m[2] = { bert_new(&c, bf16), bert_new(&c, bf16) };
-	float logits[2][B * 3], *w = randoms(&r, bert_numel(m[0]));   /* biases too, where init has zeros */
+	float logits[2][TINY_B * TINY_LABELS], *w = randoms(&r, bert_numel(m[0]));   /* biases too, where init has zeros */
 	bert_set_forward_only(m[1]);
 	for (int pass = 0; pass < 2; pass++) {   /* the second with other weights, pushed */
 		for (int k = 0; k < 2; k++) {
@@ -522,7 +530,7 @@ static void check_forward_only(const struct backend *bf16)
 			memcpy(logits[k], bert_logits(m[k]), sizeof logits[k]);
 		}
 		double e = 0, big = 1e-30;
-		for (int i = 0; i < B * 3; i++)
+		for (int i = 0; i < TINY_B * TINY_LABELS; i++)
 			e = fmax(e, fabs(logits[1][i] - logits[0][i])), big = fmax(big, fabs(logits[0][i]));
 		CHECK(e <= big * 0.02, "bf16 model that only scores%s: the logits of one that trains (rel diff %.2g)",
 		      pass ? ", its weights pushed anew" : "", e / big);
