@@ -169,6 +169,8 @@ void cuda_gelu_backward_fp16(struct act *dpre, const float *dout, const struct a
 			     int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
+void cuda_relu_forward(float *out, const float *in, size_t n);
+void cuda_relu_backward(float *din, const float *dout, const float *out, size_t n);
 void cuda_axpy(float *y, const float *x, size_t n, float a);
 void cuda_dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed);
 

@@ -203,6 +203,8 @@ static void fill_fp32(void)
 	cuda.gelu_backward = cuda_gelu_backward;
 	cuda.tanh_forward = cuda_tanh_forward;
 	cuda.tanh_backward = cuda_tanh_backward;
+	cuda.relu_forward = cuda_relu_forward;
+	cuda.relu_backward = cuda_relu_backward;
 	cuda.attention_forward = cuda_attention_forward;
 	cuda.attention_backward = cuda_attention_backward;
 	cuda.crossentropy_forward = cuda_crossentropy_forward;

@@ -1,6 +1,6 @@
 /* The elementwise ops on the GPU, as lib/backend/cpu_ops.c's of the same
  * names: bias+GELU and its backward (on float, bf16 or fp16 acts, rounding
- * once when they store), tanh, dropout (the CPU's masks to the bit:
+ * once when they store), tanh, ReLU, dropout (the CPU's masks to the bit:
  * element i of a call with (p, seed) is kept iff dropout_hash(dropout_key(
  * seed), (uint32_t)i) reaches dropout_threshold(p)), axpy, and floats
  * rounded into acts. */
@@ -11,7 +11,7 @@
 #include "cuda_types.h"
 #include <math.h>
 
-/* ---- GELU and tanh ---- */
+/* ---- GELU, tanh and ReLU ---- */
 
 /* Exact GELU's Phi(x) and phi(x). */
 static __device__ float normal_pdf(float x)
@@ -168,6 +168,36 @@ void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t 
 	if (!n)
 		return;
 	CUDA_LAUNCH(tanh_backward_kernel, grid_1d(n), THREADS, 0, din, dout, out, n);
+}
+
+static __global__ void relu_forward_kernel(float *out, const float *in, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+void cuda_relu_forward(float *out, const float *in, size_t n)
+{
+	if (!n)
+		return;
+	CUDA_LAUNCH(relu_forward_kernel, grid_1d(n), THREADS, 0, out, in, n);
+}
+
+/* din = dout where out > 0; din may be dout. */
+static __global__ void relu_backward_kernel(float *din, const float *dout, const float *out,
+					    size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		din[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+void cuda_relu_backward(float *din, const float *dout, const float *out, size_t n)
+{
+	if (!n)
+		return;
+	CUDA_LAUNCH(relu_backward_kernel, grid_1d(n), THREADS, 0, din, dout, out, n);
 }
 
 static __global__ void axpy_kernel(float *y, const float *__restrict__ x, size_t n, float a)

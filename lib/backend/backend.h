@@ -180,6 +180,9 @@ struct backend {
 			      int F);
 	void (*tanh_forward)(float *out, const float *in, size_t n);
 	void (*tanh_backward)(float *din, const float *dout, const float *out, size_t n);
+	void (*relu_forward)(float *out, const float *in, size_t n);
+	/* din = dout where out > 0, else 0; din may be dout */
+	void (*relu_backward)(float *din, const float *dout, const float *out, size_t n);
 	void (*attention_forward)(struct act *ctx, float *state, const struct attention *a);
 	/* dq, dk, dv in acts */
 	void (*attention_backward)(struct act *dq, struct act *dk, struct act *dv,

@@ -325,6 +325,22 @@ void tanh_backward(float *din, const float *dout, const float *out, size_t n)
 		din[i] = dout[i] * (1.0f - out[i] * out[i]);
 }
 
+/* ---- ReLU (DistilBERT's pre_classifier) ---- */
+
+void relu_forward(float *out, const float *in, size_t n)
+{
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+void relu_backward(float *din, const float *dout, const float *out, size_t n)
+{
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		din[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
 /* ---- softmax cross-entropy ---- */
 
 HOT static float logsumexp_row(const float *x, int n)

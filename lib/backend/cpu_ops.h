@@ -75,6 +75,9 @@ void gelu_backward(float *dpre, const float *dout, const float *pre, int N, int 
 void tanh_forward(float *out, const float *in, size_t n);
 /* din = dout * (1 - out^2); din may be dout. */
 void tanh_backward(float *din, const float *dout, const float *out, size_t n);
+void relu_forward(float *out, const float *in, size_t n);
+/* din = dout where out > 0, else 0; din may be dout. */
+void relu_backward(float *din, const float *dout, const float *out, size_t n);
 
 /* Multi-head self-attention core over sequences of any lengths. Sequence
  * b's n keys and values are rows kv_start[b] .. kv_start[b+1]-1 of k and v;

@@ -39,7 +39,8 @@ struct bert_config {
 struct bert_batch {
 	int B, T;
 	const int32_t *ids;        /* B*T token ids, padded with [PAD] */
-	const int32_t *types;      /* B*T token type ids, or NULL for all 0 */
+	const int32_t *types;      /* B*T token type ids, or NULL for all 0; a family
+				    * without token types ignores them */
 	const uint8_t *mask;       /* B*T: 1 real token, 0 padding */
 	const int32_t *labels;     /* cls: B class ids; mlm, tokcls: B*T, -100 = not
 				    * predicted; reg, multi: unused */

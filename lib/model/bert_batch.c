@@ -35,7 +35,7 @@ static void check_batch(const struct bert *m, const struct bert_batch *b)
 	for (int i = 0; i < b->B * b->T; i++) {
 		if (b->ids[i] < 0 || b->ids[i] >= c->vocab)
 			die("bert: token id %d out of range [0, %d)", b->ids[i], c->vocab);
-		if (b->types && (b->types[i] < 0 || b->types[i] >= c->type_vocab))
+		if (b->types && c->type_vocab && (b->types[i] < 0 || b->types[i] >= c->type_vocab))
 			die("bert: token type %d out of range [0, %d)", b->types[i],
 			    c->type_vocab);
 	}
@@ -107,7 +107,7 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 		for (int t = 0, r = m->kv_start[i], real = 0; r < m->kv_start[i + 1]; t++, r++) {
 			size_t at = (size_t)i * b->T + t;
 			m->ids[r] = b->ids[at];
-			m->types[r] = b->types ? b->types[at] : 0;
+			m->types[r] = b->types && m->c.type_vocab ? b->types[at] : 0;
 			m->mask[r] = b->mask ? b->mask[at] : 1;
 			m->positions[r] = !first ? t : m->mask[r] ? first + real++ : m->c.pad_id;
 			m->holes |= r > m->kv_start[i] && m->mask[r] && !m->mask[r - 1];

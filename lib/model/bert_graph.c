@@ -83,7 +83,8 @@ void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights 
 	int C = c->hidden;
 	w->word = add_tensor(l, c->vocab, C, "bert.embeddings.word_embeddings.weight");
 	w->pos = add_tensor(l, c->max_pos, C, "bert.embeddings.position_embeddings.weight");
-	w->type = add_tensor(l, c->type_vocab, C, "bert.embeddings.token_type_embeddings.weight");
+	if (c->type_vocab)   /* else bert_new's row of zeros */
+		w->type = add_tensor(l, c->type_vocab, C, "bert.embeddings.token_type_embeddings.weight");
 	w->emb_ln_w = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.weight");
 	w->emb_ln_b = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.bias");
 	for (int i = 0; i < c->layers; i++)
@@ -108,7 +109,7 @@ void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights 
 static void check_sizes(const struct bert_config *c)
 {
 	if (c->vocab < 1 || c->hidden < 1 || c->layers < 0 || c->heads < 1 || c->ffn < 1 ||
-	    c->max_pos < 1 || c->type_vocab < 1)
+	    c->max_pos < 1 || c->type_vocab < 0)
 		die("bert: config sizes must be positive");
 	if (c->layers > BERT_MAX_LAYERS || c->hidden > BERT_MAX_HIDDEN || c->heads > BERT_MAX_HEADS ||
 	    c->ffn > BERT_MAX_FFN || c->max_pos > BERT_MAX_POS)
@@ -129,6 +130,9 @@ static void check_config(const struct bert_config *c)
 		die("bert: unknown task %d", (int)c->task);
 	if (c->family < FAMILY_BERT || c->family >= FAMILY_COUNT)
 		die("bert: unknown family %d", (int)c->family);
+	if (!c->type_vocab != !family_of(c->family)->type_vocab)
+		die("bert: a %s model %s token types", family_of(c->family)->model_type,
+		    c->type_vocab ? "has no" : "needs");
 	if (c->pad_id < 0 || c->pad_id >= c->vocab)
 		die("bert: pad id %d is not in the vocab of %d", c->pad_id, c->vocab);
 	if (family_first_position(c->family, c->pad_id) >= c->max_pos)
@@ -176,6 +180,12 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 		m->tensors[i].data = m->params + (m->tensors[i].data - m->dparams);
 	struct layout grads = { m->dgrads, 0, NULL, 0 };
 	bert_lay_out(&grads, c, &m->g);
+	if (!c->type_vocab) {   /* a row of zeros adds nothing; its gradient goes nowhere */
+		m->no_types = be->alloc(2 * sizeof(float) * (size_t)c->hidden);
+		be->zero(m->no_types, sizeof(float) * (size_t)c->hidden);
+		m->w.type = m->no_types;
+		m->g.type = m->no_types + c->hidden;
+	}
 	return m;
 }
 
@@ -203,6 +213,8 @@ void bert_free(struct bert *m)
 	m->be->release(m->dparams);
 	m->be->release(m->dgrads);
 	m->be->release(m->loss);
+	if (m->no_types)
+		m->be->release(m->no_types);
 	free(m->w.layer);
 	free(m->g.layer);
 	free(m->a.layer);
@@ -565,6 +577,12 @@ static float attn_p(const struct bert *m)
 	return m->train ? m->c.attn_dropout : 0.0f;
 }
 
+/* The dropout of the attention's output, before its residual sum. */
+static float attn_out_p(const struct bert *m)
+{
+	return family_of(m->c.family)->attn_out_dropout ? hidden_p(m) : 0.0f;
+}
+
 /* The first parameter a product takes: the first after the embeddings, or
  * the word embeddings for mlm, whose decoder they are. */
 static size_t first_weight_in_acts(const struct bert *m)
@@ -612,6 +630,8 @@ static void embeddings_backward(struct bert *m, float *dh)
 	struct acts *a = &m->a;
 	int N = m->N, C = m->c.hidden;
 	m->be->dropout_apply(dh, dh, (size_t)N * C, hidden_p(m), embeddings_seed(m));
+	if (m->no_types)   /* the sink, kept from growing without bound */
+		m->be->zero(m->g.type, sizeof(float) * (size_t)C);
 	m->be->layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum,
 				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, C);
 	m->be->embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->d.ids, m->d.types,
@@ -706,7 +726,7 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 	be->linear_forward(a->attn_sum, a->ctx, weight_act(m, w->attn_out_w), NULL, R, C, C);
 	be->residual_layernorm_forward(a->attn_ln, a->attn_low, a->attn_sum, a->attn_mean,
 				       a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
-				       w->attn_ln_b, R, C, eps, hidden_p(m),
+				       w->attn_ln_b, R, C, eps, attn_out_p(m),
 				       site_seed(m, l, SITE_ATTN_OUT));
 	if (m->forward_only && be->linear_gelu_forward_act) {
 		be->linear_gelu_forward_act(a->ffn_act, a->attn_low, weight_act(m, w->ffn_in_w), w->ffn_in_b, R,
@@ -724,16 +744,16 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 
 /* Back through the LayerNorm of a residual sum of rows rows: dh, the
  * gradient of its output, becomes that of the sum. Returns the gradient of
- * the branch that fed the sum, through its dropout, in acts: dh itself
+ * the branch that fed the sum, through its dropout p, in acts: dh itself
  * where an act is a float and nothing is dropped. */
 static const struct act *sum_backward(struct bert *m, float *dh, float *dw, float *db,
 				      const float *sum, const float *mean, const float *rstd,
-				      const float *w, int rows, uint64_t seed)
+				      const float *w, int rows, float p, uint64_t seed)
 {
-	int own = hidden_p(m) > 0.0f || !acts_are_floats(m->be);
+	int own = p > 0.0f || !acts_are_floats(m->be);
 	struct act *branch = own ? m->a.dbranch : NULL;
 	m->be->residual_layernorm_backward(dh, branch, dw, db, dh, sum, mean, rstd, w, rows,
-					   m->c.hidden, hidden_p(m), seed);
+					   m->c.hidden, p, seed);
 	return own ? branch : float_acts(dh);
 }
 
@@ -770,7 +790,7 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
 
 	const struct act *dbranch = sum_backward(m, dh, g->ffn_ln_w, g->ffn_ln_b, a->ffn_sum,
-						 a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R,
+						 a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, hidden_p(m),
 						 site_seed(m, l, SITE_FFN_OUT));
 	if (d->gelu_zero_bias)   /* GELU's output again from its input, which holds its bias */
 		m->be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, d->gelu_zero_bias, R, F);
@@ -782,7 +802,7 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 			       weight_act(m, w->ffn_in_w), R, C, F, 1);
 
 	dbranch = sum_backward(m, dh, g->attn_ln_w, g->attn_ln_b, a->attn_sum, a->attn_mean,
-			       a->attn_rstd, w->attn_ln_w, R, site_seed(m, l, SITE_ATTN_OUT));
+			       a->attn_rstd, w->attn_ln_w, R, attn_out_p(m), site_seed(m, l, SITE_ATTN_OUT));
 	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
 			       weight_act(m, w->attn_out_w), R, C, C, 0);
 	struct attention att = layer_attention(m, l, r);
@@ -894,7 +914,10 @@ static void pooled_head_forward(struct bert *m)
 		h->dense_in = m->be->as_act(h->dropped_space, h->dropped_in, (size_t)M * C);
 	}
 	m->be->linear_forward(h->dense, h->dense_in, weight_act(m, m->w.pool_w), m->w.pool_b, M, C, C);
-	m->be->tanh_forward(h->dense, h->dense, (size_t)M * C);
+	if (family_of(m->c.family)->pooled_act == POOLED_RELU)
+		m->be->relu_forward(h->dense, h->dense, (size_t)M * C);
+	else
+		m->be->tanh_forward(h->dense, h->dense, (size_t)M * C);
 	m->be->dropout_apply(h->act, h->dense, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
 	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
@@ -913,7 +936,10 @@ static void pooled_head_backward(struct bert *m, float scale)
 			       weight_act(m, m->w.cls_w), M, C, W, 0);
 	m->be->dropout_apply(d->dhead, d->dhead, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
-	m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
+	if (family_of(m->c.family)->pooled_act == POOLED_RELU)
+		m->be->relu_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
+	else
+		m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
 	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b,
 			       m->be->as_act(d->dhead_low, d->dhead, (size_t)M * C), h->dense_in,
 			       weight_act(m, m->w.pool_w), M, C, C, 0);

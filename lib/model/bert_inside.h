@@ -120,6 +120,7 @@ struct bert {
 	 * (VAT's probes); loss_to points at one of them */
 	double *loss, *loss_to;
 	struct weights w, g;       /* into dparams and dgrads */
+	float *no_types;           /* a family without token types: w.type's row of zeros, g.type's sink */
 	struct tensor_ref *tensors; /* into params */
 	int ntensors;
 

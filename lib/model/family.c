@@ -16,10 +16,51 @@ static const struct rename roberta_names[] = {
 	{ NULL, NULL, 0 },
 };
 
+/* DistilBERT's heads (pre_classifier, ReLU, classifier; vocab_transform,
+ * vocab_layer_norm, vocab_projector) and layers (q_lin ... output_layer_norm);
+ * its encoder under "distilbert.", the layers under "transformer.". */
+static const struct rename distilbert_names[] = {
+	{ "bert.pooler.dense.", "pre_classifier.", 1 },
+	{ "cls.predictions.transform.dense.", "vocab_transform.", 0 },
+	{ "cls.predictions.transform.LayerNorm.", "vocab_layer_norm.", 0 },
+	{ "cls.predictions.bias", "vocab_projector.bias", 0 },
+	{ "bert.encoder.layer.", "distilbert.transformer.layer.", 0 },
+	{ "bert.", "distilbert.", 0 },
+	{ NULL, NULL, 0 },
+};
+
+static const struct layer_rename distilbert_layer_names[] = {
+	{ "attention.self.query.", "attention.q_lin." },
+	{ "attention.self.key.", "attention.k_lin." },
+	{ "attention.self.value.", "attention.v_lin." },
+	{ "attention.output.dense.", "attention.out_lin." },
+	{ "attention.output.LayerNorm.", "sa_layer_norm." },
+	{ "intermediate.dense.", "ffn.lin1." },
+	{ "output.dense.", "ffn.lin2." },
+	{ "output.LayerNorm.", "output_layer_norm." },
+	{ NULL, NULL },
+};
+
+static const struct config_keys bert_keys = {
+	"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+	"type_vocab_size", "layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob",
+	"hidden_act", NULL,
+};
+
+static const struct config_keys distilbert_keys = {
+	"dim", "n_layers", "n_heads", "hidden_dim", NULL, NULL, "dropout", "attention_dropout",
+	"activation", "sinusoidal_pos_embds",
+};
+
 static const struct family families[FAMILY_COUNT] = {
-	[FAMILY_BERT] = { "bert", "Bert", "bert.", 0, 0, 0, 2, 1e-12f, 512, bert_names },
-	[FAMILY_ROBERTA] = { "roberta", "Roberta", "roberta.", 1, 1, 1, 1, 1e-5f, 514, roberta_names },
-	[FAMILY_XLM_ROBERTA] = { "xlm-roberta", "XLMRoberta", "roberta.", 1, 1, 1, 1, 1e-5f, 514, roberta_names },
+	[FAMILY_BERT] = { "bert", "Bert", "bert.", 0, 0, 0, 2, 1e-12f, 512, 1, POOLED_TANH,
+			  &bert_keys, bert_names, NULL },
+	[FAMILY_ROBERTA] = { "roberta", "Roberta", "roberta.", 1, 1, 1, 1, 1e-5f, 514, 1, POOLED_TANH,
+			     &bert_keys, roberta_names, NULL },
+	[FAMILY_XLM_ROBERTA] = { "xlm-roberta", "XLMRoberta", "roberta.", 1, 1, 1, 1, 1e-5f, 514, 1,
+				 POOLED_TANH, &bert_keys, roberta_names, NULL },
+	[FAMILY_DISTILBERT] = { "distilbert", "DistilBert", "distilbert.", 0, 0, 0, 0, 1e-12f, 512, 0,
+				POOLED_RELU, &distilbert_keys, distilbert_names, distilbert_layer_names },
 };
 
 const struct family *family_of(enum family_id id)

@@ -5,13 +5,32 @@
 #ifndef TS_FAMILY_H
 #define TS_FAMILY_H
 
-enum family_id { FAMILY_BERT, FAMILY_ROBERTA, FAMILY_XLM_ROBERTA, FAMILY_COUNT };
+enum family_id { FAMILY_BERT, FAMILY_ROBERTA, FAMILY_XLM_ROBERTA, FAMILY_DISTILBERT, FAMILY_COUNT };
+
+/* The activation of the pooled head's dense layer: BERT's pooler tanh,
+ * DistilBERT's pre_classifier ReLU. */
+enum pooled_act { POOLED_TANH, POOLED_RELU };
 
 /* A prefix of BERT's tensor names and the family's for it; pooled: only in
  * a model whose head reads the first token (cls, reg, multi). */
 struct rename {
 	const char *from, *to;
 	int pooled;
+};
+
+/* A prefix of a layer's tensor names after "bert.encoder.layer.N." and
+ * the family's for it. */
+struct layer_rename {
+	const char *from, *to;
+};
+
+/* config.json's keys for the sizes and rates BERT calls hidden_size,
+ * num_hidden_layers, ...; types and ln_eps NULL where the family has no
+ * token types or a fixed epsilon (its ln_eps); off: a key that must be
+ * false where present, NULL for none. */
+struct config_keys {
+	const char *hidden, *layers, *heads, *ffn, *types, *ln_eps, *hidden_dropout, *attn_dropout,
+		*act, *off;
 };
 
 struct family {
@@ -21,10 +40,14 @@ struct family {
 	int pad_id;                /* pad_token_id where config.json has none */
 	int positions_after_pad;   /* positions count from pad_token_id + 1 (RoBERTa's) */
 	int pooled_dropout_first;  /* dropout on the pooled head's input too (RoBERTa's) */
-	int type_vocab;            /* a new model's token types */
+	int type_vocab;            /* a new model's token types; 0: the family has none */
 	float ln_eps;              /* a new model's LayerNorm epsilon */
 	int max_pos;               /* a new model's positions (512 tokens' worth) */
+	int attn_out_dropout;      /* dropout on the attention's output (all but DistilBERT) */
+	enum pooled_act pooled_act;
+	const struct config_keys *keys;
 	const struct rename *renames;   /* the first that applies renames; {NULL} ends */
+	const struct layer_rename *layer_renames;   /* the same in a layer; NULL: none */
 };
 
 const struct family *family_of(enum family_id id);

@@ -142,25 +142,36 @@ static enum family_id family_in(const char *path, json_t *cfg)
 	return (enum family_id)f;
 }
 
+/* Refuses a key that must be false where present. */
+static void require_false(const char *path, json_t *cfg, const char *key)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (v && !json_is_false(v))
+		die("%s: %s must be false: TopSpin learns its position embeddings", path, key);
+}
+
 static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 {
 	c->family = family_in(path, cfg);
-	require_string(path, cfg, "hidden_act", "gelu", ", the exact erf GELU");
+	const struct family *f = family_of(c->family);
+	const struct config_keys *k = f->keys;
+	require_string(path, cfg, k->act, "gelu", ", the exact erf GELU");
 	require_string(path, cfg, "position_embedding_type", "absolute", "");
+	if (k->off)
+		require_false(path, cfg, k->off);
 	c->vocab = size_in(path, cfg, "vocab_size", 1, 0, INT32_MAX);
-	c->hidden = size_in(path, cfg, "hidden_size", 1, 0, BERT_MAX_HIDDEN);
-	c->layers = size_in(path, cfg, "num_hidden_layers", 1, 0, BERT_MAX_LAYERS);
-	c->heads = size_in(path, cfg, "num_attention_heads", 1, 0, BERT_MAX_HEADS);
-	c->ffn = size_in(path, cfg, "intermediate_size", 1, 0, BERT_MAX_FFN);
+	c->hidden = size_in(path, cfg, k->hidden, 1, 0, BERT_MAX_HIDDEN);
+	c->layers = size_in(path, cfg, k->layers, 1, 0, BERT_MAX_LAYERS);
+	c->heads = size_in(path, cfg, k->heads, 1, 0, BERT_MAX_HEADS);
+	c->ffn = size_in(path, cfg, k->ffn, 1, 0, BERT_MAX_FFN);
 	c->max_pos = size_in(path, cfg, "max_position_embeddings", 1, 0, BERT_MAX_POS);
-	c->type_vocab = size_in(path, cfg, "type_vocab_size", 0, HF_TYPE_VOCAB, INT32_MAX);
-	c->pad_id = index_in(path, cfg, "pad_token_id", family_of(c->family)->pad_id, c->vocab);
-	c->ln_eps = number_in(path, cfg, "layer_norm_eps", HF_LN_EPS, 1e-30, 1);
-	c->hidden_dropout = number_in(path, cfg, "hidden_dropout_prob", HF_DROPOUT, 0, 1);
-	c->attn_dropout = number_in(path, cfg, "attention_probs_dropout_prob", HF_DROPOUT, 0, 1);
+	c->type_vocab = k->types ? size_in(path, cfg, k->types, 0, HF_TYPE_VOCAB, INT32_MAX) : 0;
+	c->pad_id = index_in(path, cfg, "pad_token_id", f->pad_id, c->vocab);
+	c->ln_eps = k->ln_eps ? number_in(path, cfg, k->ln_eps, HF_LN_EPS, 1e-30, 1) : f->ln_eps;
+	c->hidden_dropout = number_in(path, cfg, k->hidden_dropout, HF_DROPOUT, 0, 1);
+	c->attn_dropout = number_in(path, cfg, k->attn_dropout, HF_DROPOUT, 0, 1);
 	if (c->hidden % c->heads)
-		die("%s: hidden_size %d is not a multiple of num_attention_heads %d",
-		    path, c->hidden, c->heads);
+		die("%s: %s %d is not a multiple of %s %d", path, k->hidden, c->hidden, k->heads, c->heads);
 }
 
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels)
@@ -240,20 +251,29 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 	snprintf(arch, sizeof arch, "%s%s", f->classes,
 		 c->task == TASK_MLM ? "ForMaskedLM" : c->task == TASK_TOKCLS ? "ForTokenClassification"
 									 : "ForSequenceClassification");
-	json_t *cfg = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:i,"
-				" s:b, s:b, s:n, s:s}",
+	const struct config_keys *k = f->keys;
+	json_t *cfg = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:b, s:s}",
 		"architectures", arch, "model_type", f->model_type,
-		"vocab_size", c->vocab, "hidden_size", c->hidden, "num_hidden_layers", c->layers,
-		"num_attention_heads", c->heads, "intermediate_size", c->ffn,
-		"max_position_embeddings", c->max_pos, "type_vocab_size", c->type_vocab,
-		"hidden_act", "gelu", "position_embedding_type", "absolute", "pad_token_id", c->pad_id,
-		"tie_word_embeddings", 1, "use_cache", 1, "classifier_dropout",
+		"vocab_size", c->vocab, k->hidden, c->hidden, k->layers, c->layers,
+		k->heads, c->heads, k->ffn, c->ffn, "max_position_embeddings", c->max_pos,
+		k->act, "gelu", "pad_token_id", c->pad_id, "tie_word_embeddings", 1,
 		"torch_dtype", "float32");
 	if (!cfg)
 		die("%s: cannot build the config", path);
-	json_object_set_new(cfg, "layer_norm_eps", json_float(c->ln_eps));
-	json_object_set_new(cfg, "hidden_dropout_prob", json_float(c->hidden_dropout));
-	json_object_set_new(cfg, "attention_probs_dropout_prob", json_float(c->attn_dropout));
+	if (c->family != FAMILY_DISTILBERT) {   /* BERT's keys */
+		json_object_set_new(cfg, k->types, json_integer(c->type_vocab));
+		json_object_set_new(cfg, "position_embedding_type", json_string("absolute"));
+		json_object_set_new(cfg, "use_cache", json_true());
+		json_object_set_new(cfg, "classifier_dropout", json_null());
+	} else {   /* DistilBERT's: its head's dropout is the hidden one, as TopSpin trains it */
+		json_object_set_new(cfg, k->off, json_false());
+		json_object_set_new(cfg, "seq_classif_dropout", json_float(c->hidden_dropout));
+		json_object_set_new(cfg, "qa_dropout", json_float(c->hidden_dropout));
+	}
+	if (k->ln_eps)
+		json_object_set_new(cfg, k->ln_eps, json_float(c->ln_eps));
+	json_object_set_new(cfg, k->hidden_dropout, json_float(c->hidden_dropout));
+	json_object_set_new(cfg, k->attn_dropout, json_float(c->attn_dropout));
 	json_object_set_new(cfg, "initializer_range", json_float(0.02f));
 	if (c->task != TASK_MLM || nlabels)
 		add_labels(path, cfg, c, labels, nlabels);

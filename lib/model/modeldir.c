@@ -34,7 +34,7 @@ static int ends_with(const char *s, const char *suffix)
 void modeldir_hf_name(enum family_id family, const char *name, char *out, size_t size)
 {
 	int bare = starts_with(name, "embeddings.") || starts_with(name, "encoder.") ||
-		   starts_with(name, "pooler.");
+		   starts_with(name, "transformer.") || starts_with(name, "pooler.");
 	size_t len = strlen(name);
 	const char *suffix = "";
 	if (ends_with(name, ".decoder.bias")) {   /* the MLM decoder's bias is its head's */
@@ -52,9 +52,29 @@ void modeldir_hf_name(enum family_id family, const char *name, char *out, size_t
 		die("tensor name too long: %s", name);
 }
 
+/* name with its part after "bert.encoder.layer.N." renamed as family f
+ * names it there, into out. */
+static const char *layer_renamed(const struct family *f, const char *name, char *out, size_t size)
+{
+	const char *layer = "bert.encoder.layer.";
+	if (!f->layer_renames || !starts_with(name, layer))
+		return name;
+	const char *rest = strchr(name + strlen(layer), '.') + 1;
+	for (const struct layer_rename *r = f->layer_renames; r->from; r++)
+		if (starts_with(rest, r->from)) {
+			if (snprintf(out, size, "%.*s%s%s", (int)(rest - name), name, r->to,
+				     rest + strlen(r->from)) >= (int)size)
+				die("tensor name too long: %s", name);
+			return out;
+		}
+	return name;
+}
+
 void modeldir_tensor_name(const struct bert_config *c, const char *name, char *out, size_t size)
 {
 	const char *to = "";
+	char renamed[NAME_MAX_LEN];
+	name = layer_renamed(family_of(c->family), name, renamed, sizeof renamed);
 	for (const struct rename *r = family_of(c->family)->renames; r->from; r++)
 		if ((!r->pooled || bert_task_pooled(c->task)) && starts_with(name, r->from)) {
 			to = r->to;
@@ -85,15 +105,16 @@ static void shape_text(char *buf, size_t size, int ndim, const int64_t *shape)
  * or "" where none is. */
 static void keys_of(const struct bert_config *c, int64_t n, char *out, size_t size)
 {
+	const struct config_keys *k = family_of(c->family)->keys;
 	const struct { const char *key; int value; } keys[] = {
-		{ "vocab_size", c->vocab }, { "hidden_size", c->hidden }, { "intermediate_size", c->ffn },
-		{ "max_position_embeddings", c->max_pos }, { "type_vocab_size", c->type_vocab },
+		{ "vocab_size", c->vocab }, { k->hidden, c->hidden }, { k->ffn, c->ffn },
+		{ "max_position_embeddings", c->max_pos }, { k->types, c->type_vocab },
 		{ "num_labels", c->num_labels },
 	};
 	size_t used = 0;
 	out[0] = 0;
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-		if (keys[i].value == n && used < size)
+		if (keys[i].key && keys[i].value == n && used < size)
 			used += (size_t)snprintf(out + used, size - used, "%s%s %d", used ? " or " : " by config.json's ",
 						 keys[i].key, keys[i].value);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The families beside BERT, as a user fine-tunes them: e-mails tokenized with the
-# family's real tokenizer.json, sharded, `ts-train --init` on a small model of that
+# family's real tokenizer (tokenizer.json, or DistilBERT's vocab.txt), sharded, `ts-train --init` on a small model of that
 # family made by transformers (with the tokenizer in its dir, as the hub ships it),
 # `ts-eval --predict`, and the model dir TopSpin saved loaded back in transformers
 # as that family's class, with no missing or unexpected tensor and TopSpin's
@@ -13,23 +13,31 @@ if ! "$py" -c 'import torch, transformers' 2>/dev/null; then
 fi
 head -301 "$TOP/examples/spamassassin.csv" >"$T/mail.csv"
 
-# family NAME TOKENIZER_DIR CONFIG_CLASS MODEL_CLASS TASK [ARCH]: one fine-tune and its
-# check; CONFIG_CLASS "scratch": ts-train --arch ARCH makes the model from scratch
+# family NAME TOKENIZER CONFIG_CLASS MODEL_CLASS TASK [ARCH]: one fine-tune and its
+# check, TOKENIZER a tokenizer.json or a vocab.txt; CONFIG_CLASS "scratch": ts-train
+# --arch ARCH makes the model from scratch
 family() {
-	local name=$1 tok=$2/tokenizer.json config=$3 model=$4 task=$5 d=$T/$1
+	local name=$1 tok=$2 config=$3 model=$4 task=$5 d=$T/$1 how=-t
+	case $tok in *.txt) how=-v ;; esac
 	mkdir -p "$d"
 	[ "$config" = scratch ] || "$py" - "$d/init" "$tok" "$config" "$model" <<'EOF' || { fail "$name: transformers makes the model"; return; }
 import json, sys, torch, transformers
 out, tok, config, model = sys.argv[1:]
-vocab = json.load(open(tok, encoding="utf-8"))["model"]["vocab"]
+if tok.endswith(".txt"):
+    vocab = open(tok, encoding="utf-8").read().splitlines()
+else:
+    vocab = json.load(open(tok, encoding="utf-8"))["model"]["vocab"]
 torch.manual_seed(0)
-c = getattr(transformers, config)(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                                   num_attention_heads=4, intermediate_size=64,
-                                   max_position_embeddings=130, type_vocab_size=1, pad_token_id=1,
-                                   layer_norm_eps=1e-5, num_labels=2, architectures=[model])
+if config == "DistilBertConfig":
+    shape = dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, pad_token_id=0)
+else:
+    shape = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                 type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5)
+c = getattr(transformers, config)(vocab_size=len(vocab), max_position_embeddings=130, num_labels=2,
+                                   architectures=[model], **shape)
 getattr(transformers, model)(c).save_pretrained(out, safe_serialization=True)
 EOF
-	ts-tokenize -t "$tok" --id id --label label --max-len 128 "$T/mail.csv" |
+	ts-tokenize "$how" "$tok" --id id --label label --max-len 128 "$T/mail.csv" |
 		ts-shard -o "$d/data" --seed 1 --split train=250,valid=50 >/dev/null
 	local args=(--data "$d/data" --run "$d/run" --epochs 1 --batch 16 --lr 1e-3 --seed 1 -j 2)
 	[ "$task" = mlm ] && args+=(--task mlm)
@@ -37,7 +45,7 @@ EOF
 		check "$name: ts-train --arch $6 from scratch" train "${args[@]}" --arch "$6" --layers 2 --hidden 32 \
 			--heads 4 --max-pos 130
 	else
-		cp "$tok" "$d/init/tokenizer.json"
+		cp "$tok" "$d/init/$(basename "$tok")"
 		check "$name: ts-train --init a $model made by transformers" train "${args[@]}" --init "$d/init"
 	fi
 	[ -d "$d/run/final" ] || return
@@ -74,11 +82,16 @@ EOF
 	else fail "$name: transformers loads the model TopSpin saved as $model"; sed 's/^/    /' "$T/out" | tail -5; fi
 }
 
-family roberta "$TOP/examples/roberta-base" RobertaConfig RobertaForSequenceClassification cls
-family roberta-mlm "$TOP/examples/roberta-base" RobertaConfig RobertaForMaskedLM mlm
+roberta=$TOP/examples/roberta-base/tokenizer.json
+family roberta "$roberta" RobertaConfig RobertaForSequenceClassification cls
+family roberta-mlm "$roberta" RobertaConfig RobertaForMaskedLM mlm
 mkdir -p "$T/xlmr-tokenizer" && xz -dc "$FIX/tokenizers/xlm-roberta/tokenizer.json.xz" >"$T/xlmr-tokenizer/tokenizer.json"
-family xlm-roberta "$T/xlmr-tokenizer" XLMRobertaConfig XLMRobertaForSequenceClassification cls
-family roberta-scratch "$TOP/examples/roberta-base" scratch RobertaForSequenceClassification cls roberta
+family xlm-roberta "$T/xlmr-tokenizer/tokenizer.json" XLMRobertaConfig XLMRobertaForSequenceClassification cls
+family roberta-scratch "$roberta" scratch RobertaForSequenceClassification cls roberta
+# DistilBERT's tokenizer is bert-base-uncased's WordPiece vocab
+family distilbert "$TOP/examples/vocab.txt" DistilBertConfig DistilBertForSequenceClassification cls
+family distilbert-mlm "$TOP/examples/vocab.txt" DistilBertConfig DistilBertForMaskedLM mlm
+family distilbert-scratch "$TOP/examples/vocab.txt" scratch DistilBertForSequenceClassification cls distilbert
 check "roberta-scratch: --resume from its checkpoint goes on to a second epoch" \
 	train --resume "$T/roberta-scratch/run" --epochs 2
 expect_eq "roberta-scratch: its final model is still RoBERTa's" \

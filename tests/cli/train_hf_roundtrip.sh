@@ -30,7 +30,8 @@ import torch
 from safetensors.torch import load_file
 from transformers import (BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification,
                           RobertaForMaskedLM, RobertaForSequenceClassification, RobertaForTokenClassification,
-                          XLMRobertaForSequenceClassification, logging)
+                          XLMRobertaForSequenceClassification, DistilBertForMaskedLM,
+                          DistilBertForSequenceClassification, DistilBertForTokenClassification, logging)
 logging.set_verbosity_error()
 saved, fix = sys.argv[1], sys.argv[2]
 ok = True
@@ -44,6 +45,9 @@ for name, model_class, expect, labels in [
         ("roberta-mlm", RobertaForMaskedLM, "roberta-mlm", None),
         ("roberta-tokcls", RobertaForTokenClassification, "roberta-tokcls", ["neg", "neu", "pos"]),
         ("xlmr-cls", XLMRobertaForSequenceClassification, "xlmr-cls", ["neg", "neu", "pos"]),
+        ("distilbert-cls", DistilBertForSequenceClassification, "distilbert-cls", ["neg", "neu", "pos"]),
+        ("distilbert-mlm", DistilBertForMaskedLM, "distilbert-mlm", None),
+        ("distilbert-tokcls", DistilBertForTokenClassification, "distilbert-tokcls", ["neg", "neu", "pos"]),
         ("minilm-cls", BertForSequenceClassification, "minilm", ["LABEL_0", "LABEL_1"])]:
     path = os.path.join(saved, name)
     if not os.path.isdir(path):
@@ -53,9 +57,11 @@ for name, model_class, expect, labels in [
     problems = {k: v for k, v in info.items() if v}
     e = load_file(os.path.join(fix, expect + ".expect.safetensors"))
     ours = load_file(path + ".logits.safetensors")["logits"]
+    args = dict(input_ids=e["ids"].long(), attention_mask=e["mask"].long())
+    if model.config.model_type != "distilbert":
+        args["token_type_ids"] = e["types"].long()
     with torch.no_grad():
-        out = model.eval()(input_ids=e["ids"].long(), token_type_ids=e["types"].long(),
-                           attention_mask=e["mask"].long()).logits
+        out = model.eval()(**args).logits
     if out.dim() == 3:
         out = out[e["labels"] != -100]
     err = (out - ours).abs().max().item()
@@ -64,7 +70,8 @@ for name, model_class, expect, labels in [
             and (labels is None or got_labels == labels)
             and model.config.problem_type == {"tiny-reg": "regression", "tiny-multi": "multi_label_classification",
                                               "tiny-mlm": None, "tiny-tokcls": None, "roberta-mlm": None,
-                                              "roberta-tokcls": None}.get(name, "single_label_classification"))
+                                              "roberta-tokcls": None, "distilbert-mlm": None,
+                                              "distilbert-tokcls": None}.get(name, "single_label_classification"))
     ok &= good
     print("%s transformers loads our %s with nothing missing or unexpected%s and gives our logits "
           "(max error %.2g), labels %s" % ("PASS" if good else "FAIL", name,

@@ -58,7 +58,7 @@ static enum family_id family;   /* of the models tiny_config describes */
 static struct bert_config tiny_config(enum bert_task task, float dropout)
 {
 	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
-				 .max_pos = 18, .type_vocab = 2, .ln_eps = 1e-12f,
+				 .max_pos = 18, .type_vocab = family_of(family)->type_vocab ? 2 : 0, .ln_eps = 1e-12f,
 				 .hidden_dropout = dropout, .attn_dropout = dropout,
 				 .task = task, .num_labels = task == TASK_REG ? 1 : L,
 				 .family = family, .pad_id = family_of(family)->pad_id };
@@ -706,6 +706,11 @@ int main(void)
 	family = FAMILY_ROBERTA;   /* its positions after the pad id, its pooled head's two dropouts */
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_REG, 0.1f, 1);
+	check_gradients(TASK_TOKCLS, 0.1f, 1);
+	check_gradients(TASK_MLM, 0.1f, 1);
+	family = FAMILY_DISTILBERT;   /* no token types, no dropout on the attention's output, ReLU */
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_MULTI, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.1f, 1);
 	family = FAMILY_BERT;

@@ -441,10 +441,17 @@ static void tiny_batch(struct tiny_batch *t, uint64_t seed)
 }
 
 /* mode: plain, or the graph's features that run forwards again over the same
- * buffers (recompute), or on the fp32 twin over buffers carved for it (VAT). */
-static void check_model(const struct backend *bf16, enum model_mode mode)
+ * buffers (recompute), or on the fp32 twin over buffers carved for it (VAT);
+ * the classifier of family. */
+static void check_model(const struct backend *bf16, enum model_mode mode, enum family_id family)
 {
-	const struct bert_config c = tiny;
+	struct bert_config c = tiny;
+	c.family = family;
+	c.pad_id = family_of(family)->pad_id;
+	c.type_vocab = family_of(family)->type_vocab ? 2 : 0;
+	char name[32] = "";
+	if (family != FAMILY_BERT)
+		snprintf(name, sizeof name, "%s ", family_of(family)->model_type);
 	struct tiny_batch t;
 	tiny_batch(&t, 11);
 	const struct bert_batch b = t.b;
@@ -465,16 +472,16 @@ static void check_model(const struct backend *bf16, enum model_mode mode)
 			loss[k] = bert_take_loss(m[k]);
 		}
 	}
-	CHECK(close_enough(loss[1], loss[0], 0, 1e-2), "bf16 model%s: loss %.6f against fp32's %.6f",
-	      mode_names[mode], loss[1], loss[0]);
+	CHECK(close_enough(loss[1], loss[0], 0, 1e-2), "bf16 %smodel%s: loss %.6f against fp32's %.6f",
+	      name, mode_names[mode], loss[1], loss[0]);
 	const float *g0 = bert_grads(m[0]), *g1 = bert_grads(m[1]);
 	double dot = 0, n0 = 0, n1 = 0;
 	for (size_t i = 0; i < bert_numel(m[0]); i++)
 		dot += (double)g0[i] * g1[i], n0 += (double)g0[i] * g0[i], n1 += (double)g1[i] * g1[i];
 	double cosine = dot / sqrt(n0 * n1), ratio = sqrt(n1 / n0);
 	CHECK(cosine > 0.999 && fabs(ratio - 1) < 0.02,
-	      "bf16 model%s: gradient direction (cosine %.5f) and norm (ratio %.4f) as fp32's",
-	      mode_names[mode], cosine, ratio);
+	      "bf16 %smodel%s: gradient direction (cosine %.5f) and norm (ratio %.4f) as fp32's",
+	      name, mode_names[mode], cosine, ratio);
 	bert_free(m[0]), bert_free(m[1]);
 }
 
@@ -680,7 +687,9 @@ int main(void)
 	check_softmax_backward(&r, 16);
 	check_softmax_backward(&r, 45);
 	for (enum model_mode mode = PLAIN; mode <= VAT; mode++)
-		check_model(bf, mode);
+		check_model(bf, mode, FAMILY_BERT);
+	for (enum family_id f = FAMILY_ROBERTA; f < FAMILY_COUNT; f++)
+		check_model(bf, PLAIN, f);
 	check_forward_only(bf);
 	CHECK_DONE();
 }

@@ -383,6 +383,26 @@ static void test_pooler(void)
 	free(theta), free(w), free(t), free(dout), free(grad);
 }
 
+/* ReLU and its gradient, exactly: x where x > 0, else 0. */
+static void test_relu(void)
+{
+	enum { RN = 64 };
+	float x[RN], y[RN], dy[RN], dx[RN];
+	int wrong = 0, negatives = 0;
+	for (int i = 0; i < RN; i++)
+		x[i] = (float)(i - RN / 2) / 7.0f, dy[i] = 1.0f + (float)i;
+	relu_forward(y, x, RN);
+	relu_backward(dx, dy, y, RN);
+	for (int i = 0; i < RN; i++) {
+		negatives += x[i] <= 0;
+		wrong += y[i] != (x[i] > 0 ? x[i] : 0.0f) || dx[i] != (x[i] > 0 ? dy[i] : 0.0f);
+	}
+	CHECK(negatives > 0 && !wrong, "relu and its gradient at %d points (%d not above 0): %d wrong",
+	      RN, negatives, wrong);
+	relu_backward(dy, dy, y, RN);   /* in place */
+	CHECK(!memcmp(dy, dx, sizeof dx), "relu's gradient in place is the same");
+}
+
 /* ---- attention ---- */
 
 enum { AB = 3, AT = 5, AC = 8, AH = 2, AD = AC / AH, AN = AB * AT };
@@ -766,6 +786,7 @@ int main(void)
 	test_gelu_accuracy();
 	test_bias_gelu();
 	test_pooler();
+	test_relu();
 	test_attention(0.0f, 0);
 	test_attention(0.2f, 0);
 	test_attention(0.0f, 1);

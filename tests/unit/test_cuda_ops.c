@@ -267,6 +267,12 @@ static void test_elementwise(void)
 	tanh_backward(dout, dout, out, n);
 	gpu->tanh_backward(d_dout, d_dout, d_out, n);
 	expect_close("tanh_backward (in place)", d_dout, dout, n, ATOL, RTOL);
+	relu_forward(out, pre, n);
+	gpu->relu_forward(d_out, d_pre, n);
+	expect_same("relu_forward", d_out, out, n);
+	relu_backward(dout, dout, out, n);
+	gpu->relu_backward(d_dout, d_dout, d_out, n);
+	expect_same("relu_backward (in place)", d_dout, dout, n);
 	/* dropout: the same mask, and values scaled by the same float */
 	dropout_apply(out, pre, n, 0.1f, 7);
 	gpu->dropout_apply(d_out, d_pre, n, 0.1f, 7);

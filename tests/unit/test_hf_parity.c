@@ -322,6 +322,9 @@ int main(int argc, char **argv)
 	check_tiny("roberta-mlm", TASK_MLM);
 	check_tiny("roberta-tokcls", TASK_TOKCLS);
 	check_tiny("xlmr-cls", TASK_CLS);
+	check_tiny("distilbert-cls", TASK_CLS);
+	check_tiny("distilbert-mlm", TASK_MLM);
+	check_tiny("distilbert-tokcls", TASK_TOKCLS);
 	check_minilm();
 	CHECK_DONE();
 }

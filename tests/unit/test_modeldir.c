@@ -306,11 +306,11 @@ static void test_config_round_trip(void)
 	free(path);
 }
 
-/* A copy of tiny-cls named name in tmpdir, with config key set to value (JSON
- * text; NULL deletes the key). */
-static char *bad_dir(const char *name, const char *key, const char *value)
+/* A copy of the fixture from named name in tmpdir, with config key set to
+ * value (JSON text; NULL deletes the key). */
+static char *bad_copy(const char *from, const char *name, const char *key, const char *value)
 {
-	char *src = path_join(fixdir, "tiny-cls"), *dir = path_join(tmpdir, name);
+	char *src = path_join(fixdir, from), *dir = path_join(tmpdir, name);
 	struct bert *m = modeldir_load(src, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, NULL, NULL);
 	modeldir_save(dir, m, NULL, 0, NULL);
 	bert_free(m);
@@ -325,6 +325,12 @@ static char *bad_dir(const char *name, const char *key, const char *value)
 	free(cfg_path);
 	free(src);
 	return dir;
+}
+
+/* The same of tiny-cls. */
+static char *bad_dir(const char *name, const char *key, const char *value)
+{
+	return bad_copy("tiny-cls", name, key, value);
 }
 
 /* Rewrites dir's weights without tensor drop, and with tensor reshape's two
@@ -370,7 +376,20 @@ static void test_bad_dirs(void)
 	free(d);
 	d = bad_dir("deberta", "model_type", "\"deberta-v2\"");
 	expect_die("another model type", load_quietly, d,
-		   "model_type deberta-v2 is not supported (only bert, roberta, xlm-roberta)");
+		   "model_type deberta-v2 is not supported (only bert, roberta, xlm-roberta, distilbert)");
+	free(d);
+	d = bad_copy("distilbert-cls", "sinusoidal", "sinusoidal_pos_embds", "true");
+	expect_die("DistilBERT's fixed sinusoidal positions", load_quietly, d,
+		   "config.json: sinusoidal_pos_embds must be false");
+	free(d);
+	d = bad_copy("distilbert-cls", "distil-relu", "activation", "\"relu\"");
+	expect_die("DistilBERT's activation relu", load_quietly, d,
+		   "activation relu is not supported (only \"gelu\"");
+	free(d);
+	d = bad_copy("distilbert-cls", "distil-dim", "dim", "36");
+	expect_die("a DistilBERT config whose dim the weights disagree with", load_quietly, d,
+		   "tensor distilbert.embeddings.word_embeddings.weight has shape [64, 32], expected [64, 36] "
+		   "by config.json's dim 36");
 	free(d);
 	d = bad_dir("dropout", "hidden_dropout_prob", "0.99999999");
 	expect_die("a dropout that is 1 as a float", load_quietly, d, "hidden_dropout_prob must be a number in [0, 1)");
