@@ -28,6 +28,8 @@ enum {
 
 struct bert_config {
 	int vocab, hidden, layers, heads, ffn, max_pos, type_vocab;
+	int emb;                   /* the embeddings' width, projected to hidden where
+				    * other (ELECTRA's embedding_size); 0: hidden */
 	float ln_eps;
 	float hidden_dropout, attn_dropout;
 	enum bert_task task;
@@ -84,6 +86,13 @@ static inline int bert_task_pooled(enum bert_task t)
 }
 /* The task's name on the command line: cls, mlm, reg, multi, tokcls. */
 const char *task_name(enum bert_task task);
+
+/* The width of the embeddings (and of the MLM head's transform, whose
+ * decoder they are). */
+static inline int bert_emb_width(const struct bert_config *c)
+{
+	return c->emb ? c->emb : c->hidden;
+}
 
 /* Logits a predicted row has: the classes, 1 for reg, the vocab for mlm. */
 static inline int bert_logit_width(const struct bert_config *c)

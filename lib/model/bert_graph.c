@@ -80,13 +80,17 @@ static void lay_out_layer(struct layout *l, const struct bert_config *c, int i,
 
 void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights *w)
 {
-	int C = c->hidden;
-	w->word = add_tensor(l, c->vocab, C, "bert.embeddings.word_embeddings.weight");
-	w->pos = add_tensor(l, c->max_pos, C, "bert.embeddings.position_embeddings.weight");
+	int C = c->hidden, E = bert_emb_width(c);
+	w->word = add_tensor(l, c->vocab, E, "bert.embeddings.word_embeddings.weight");
+	w->pos = add_tensor(l, c->max_pos, E, "bert.embeddings.position_embeddings.weight");
 	if (c->type_vocab)   /* else bert_new's row of zeros */
-		w->type = add_tensor(l, c->type_vocab, C, "bert.embeddings.token_type_embeddings.weight");
-	w->emb_ln_w = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.weight");
-	w->emb_ln_b = add_tensor(l, C, 0, "bert.embeddings.LayerNorm.bias");
+		w->type = add_tensor(l, c->type_vocab, E, "bert.embeddings.token_type_embeddings.weight");
+	w->emb_ln_w = add_tensor(l, E, 0, "bert.embeddings.LayerNorm.weight");
+	w->emb_ln_b = add_tensor(l, E, 0, "bert.embeddings.LayerNorm.bias");
+	if (E != C) {
+		w->proj_w = add_tensor(l, C, E, "bert.embeddings_project.weight");
+		w->proj_b = add_tensor(l, C, 0, "bert.embeddings_project.bias");
+	}
 	for (int i = 0; i < c->layers; i++)
 		lay_out_layer(l, c, i, &w->layer[i]);
 	if (bert_task_pooled(c->task)) {
@@ -97,10 +101,10 @@ void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights 
 		w->cls_w = add_tensor(l, bert_logit_width(c), C, "classifier.weight");
 		w->cls_b = add_tensor(l, bert_logit_width(c), 0, "classifier.bias");
 	} else {
-		w->tr_w = add_tensor(l, C, C, "cls.predictions.transform.dense.weight");
-		w->tr_b = add_tensor(l, C, 0, "cls.predictions.transform.dense.bias");
-		w->tr_ln_w = add_tensor(l, C, 0, "cls.predictions.transform.LayerNorm.weight");
-		w->tr_ln_b = add_tensor(l, C, 0, "cls.predictions.transform.LayerNorm.bias");
+		w->tr_w = add_tensor(l, E, C, "cls.predictions.transform.dense.weight");
+		w->tr_b = add_tensor(l, E, 0, "cls.predictions.transform.dense.bias");
+		w->tr_ln_w = add_tensor(l, E, 0, "cls.predictions.transform.LayerNorm.weight");
+		w->tr_ln_b = add_tensor(l, E, 0, "cls.predictions.transform.LayerNorm.bias");
 		w->decoder_b = add_tensor(l, c->vocab, 0, "cls.predictions.bias");
 	}
 }
@@ -109,10 +113,10 @@ void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights 
 static void check_sizes(const struct bert_config *c)
 {
 	if (c->vocab < 1 || c->hidden < 1 || c->layers < 0 || c->heads < 1 || c->ffn < 1 ||
-	    c->max_pos < 1 || c->type_vocab < 0)
+	    c->max_pos < 1 || c->type_vocab < 0 || c->emb < 0)
 		die("bert: config sizes must be positive");
 	if (c->layers > BERT_MAX_LAYERS || c->hidden > BERT_MAX_HIDDEN || c->heads > BERT_MAX_HEADS ||
-	    c->ffn > BERT_MAX_FFN || c->max_pos > BERT_MAX_POS)
+	    c->ffn > BERT_MAX_FFN || c->max_pos > BERT_MAX_POS || c->emb > BERT_MAX_HIDDEN)
 		die("bert: config sizes beyond the largest model");
 }
 
@@ -130,6 +134,8 @@ static void check_config(const struct bert_config *c)
 		die("bert: unknown task %d", (int)c->task);
 	if (c->family < FAMILY_BERT || c->family >= FAMILY_COUNT)
 		die("bert: unknown family %d", (int)c->family);
+	if (bert_emb_width(c) != c->hidden && !family_of(c->family)->keys->emb)
+		die("bert: a %s model's embeddings are as wide as its layers", family_of(c->family)->model_type);
 	if (!c->type_vocab != !family_of(c->family)->type_vocab)
 		die("bert: a %s model %s token types", family_of(c->family)->model_type,
 		    c->type_vocab ? "has no" : "needs");
@@ -181,10 +187,11 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 	struct layout grads = { m->dgrads, 0, NULL, 0 };
 	bert_lay_out(&grads, c, &m->g);
 	if (!c->type_vocab) {   /* a row of zeros adds nothing; its gradient goes nowhere */
-		m->no_types = be->alloc(2 * sizeof(float) * (size_t)c->hidden);
-		be->zero(m->no_types, sizeof(float) * (size_t)c->hidden);
+		size_t E = (size_t)bert_emb_width(c);
+		m->no_types = be->alloc(2 * sizeof(float) * E);
+		be->zero(m->no_types, sizeof(float) * E);
 		m->w.type = m->no_types;
-		m->g.type = m->no_types + c->hidden;
+		m->g.type = m->no_types + E;
 	}
 	return m;
 }
@@ -439,24 +446,30 @@ static void carve_layer(struct carver *k, const struct bert_config *c, size_t N,
 	a->out_low = carve_low(k, a->out, N * C);
 }
 
+/* The widest row of the head: the hidden size, or the MLM transform's. */
+static size_t head_width(const struct bert_config *c)
+{
+	return (size_t)(c->hidden > bert_emb_width(c) ? c->hidden : bert_emb_width(c));
+}
+
 static void carve_head(struct carver *k, const struct bert_config *c, int M,
 		       struct head_acts *h)
 {
-	size_t C = c->hidden;
+	size_t C = c->hidden, W = head_width(c);
 	size_t width = (size_t)bert_logit_width(c);
 	h->dropped_in = carve(k, M * C);
 	h->dropped_space = carve_space(k, M * C);
 	h->dense = carve(k, M * C);
-	h->pre = carve_act(k, M * C);
-	h->act = carve(k, M * C);
-	h->norm = carve(k, M * C);
+	h->pre = carve_act(k, M * W);
+	h->act = carve(k, M * W);
+	h->norm = carve(k, M * W);
 	h->mean = carve(k, M);
 	h->rstd = carve(k, M);
 	h->logits = carve(k, M * width);
 	h->dlogits = carve(k, M * width);
 	h->lse = carve(k, M);
 	h->kl_lse = carve(k, M);
-	h->space = carve_space(k, M * C);
+	h->space = carve_space(k, M * W);
 }
 
 /* With recompute, the layers share one set of activations and keep only
@@ -476,11 +489,15 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 		s->gelu = carve_act(k, N * (3 * C > (size_t)c->ffn ? 3 * C : (size_t)c->ffn));
 	}
 	a->gelu_zero_bias = s ? carve(k, (size_t)c->ffn) : NULL;
-	a->emb_sum = carve(k, N * C);
+	size_t E = (size_t)bert_emb_width(c);
+	a->emb_sum = carve(k, N * E);
 	a->emb_mean = carve(k, N);
 	a->emb_rstd = carve(k, N);
 	a->emb_out = s ? s->outs[1] : carve(k, N * C);
 	a->emb_space = carve_space(k, N * C);
+	a->proj_in = E != C ? carve(k, N * E) : NULL;
+	a->proj_space = E != C ? carve_space(k, N * E) : NULL;
+	a->dproj = E != C ? carve(k, N * E) : NULL;
 	for (int i = 0; i < c->layers; i++) {
 		if (i && recompute) {
 			a->layer[i] = a->layer[0];
@@ -500,8 +517,8 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 	a->dffn = s ? s->block : carve(k, N * c->ffn);
 	a->dffn_low = s ? s->gelu : carve_low(k, a->dffn, N * c->ffn);
 	a->dlogits_space = carve_space(k, (size_t)M * bert_logit_width(c));
-	a->dhead = carve(k, (size_t)M * C);
-	a->dhead_low = carve_low(k, a->dhead, (size_t)M * C);
+	a->dhead = carve(k, (size_t)M * head_width(c));
+	a->dhead_low = carve_low(k, a->dhead, (size_t)M * head_width(c));
 	a->dhead_in = carve(k, (size_t)M * C);
 	return k->used;
 }
@@ -525,9 +542,11 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 	 * dffn_low and dqkv */
 	double wide = 3 * C > F ? 3 * C : F;
 	layers += share * (4 * N * wide - 4 * N * (2 * C + F) + a * N * (wide - F - 3 * C) + 4 * F);
-	double rows = 4 * (N * (2 * C + 2) + N * (2 * C + F) + (double)M * (7 * C + 2 * width + 4)) +
-		      a * (N * 4 * C + (double)M * C +
-			   low * (N * (C + F) + (double)M * (4 * C + width)));
+	double E = bert_emb_width(c), proj = E != C, W = (double)head_width(c);
+	double rows = 4 * (N * (E + C + 2) + N * (2 * C + F) + (double)M * (4 * C + 3 * W + 2 * width + 4)) +
+		      a * (N * 4 * C + (double)M * W +
+			   low * (N * (C + F) + (double)M * (2 * C + 2 * W + width))) +
+		      proj * N * E * (8 + a * low);
 	return layers + rows + be->attention_scratch(B, T, c->heads);
 }
 
@@ -583,11 +602,12 @@ static float attn_out_p(const struct bert *m)
 	return family_of(m->c.family)->attn_out_dropout ? hidden_p(m) : 0.0f;
 }
 
-/* The first parameter a product takes: the first after the embeddings, or
- * the word embeddings for mlm, whose decoder they are. */
+/* The first parameter a product takes: the first after the embeddings'
+ * LayerNorm (the projection's or the first layer's), or the word
+ * embeddings for mlm, whose decoder they are. */
 static size_t first_weight_in_acts(const struct bert *m)
 {
-	return m->c.task == TASK_MLM ? 0 : (size_t)(m->w.emb_ln_b + m->c.hidden - m->dparams);
+	return m->c.task == TASK_MLM ? 0 : (size_t)(m->w.emb_ln_b + bert_emb_width(&m->c) - m->dparams);
 }
 
 /* w's copy in acts, for a weight w among the parameters. */
@@ -612,32 +632,50 @@ static void weights_in_acts(struct bert *m)
 
 /* ---- embeddings ---- */
 
+/* The embeddings' LayerNorm (after dropout) into emb_out, or where they
+ * are narrower than the layers into proj_in, and its projection into
+ * emb_out. */
 static void embeddings_forward(struct bert *m)
 {
 	struct acts *a = &m->a;
-	int N = m->N, C = m->c.hidden;
+	const struct backend *be = m->be;
+	int N = m->N, C = m->c.hidden, E = bert_emb_width(&m->c);
 	struct embedding e = { m->d.ids, m->d.types, m->d.positions, m->w.word, m->w.pos,
-			       m->w.type, N, C };
-	m->be->embedding_layernorm_forward(a->emb_out, a->emb_space, a->emb_sum, a->emb_mean,
-					   a->emb_rstd, &e, m->w.emb_ln_w, m->w.emb_ln_b,
-					   m->c.ln_eps, hidden_p(m), embeddings_seed(m));
-	a->emb_low = acts_are_floats(m->be) ? float_acts(a->emb_out) : a->emb_space;
+			       m->w.type, N, E };
+	float *ln = a->proj_in ? a->proj_in : a->emb_out;
+	struct act *space = a->proj_in ? a->proj_space : a->emb_space;
+	be->embedding_layernorm_forward(ln, space, a->emb_sum, a->emb_mean, a->emb_rstd, &e, m->w.emb_ln_w,
+					m->w.emb_ln_b, m->c.ln_eps, hidden_p(m), embeddings_seed(m));
+	const struct act *low = acts_are_floats(be) ? float_acts(ln) : space;
+	if (!a->proj_in) {
+		a->emb_low = low;
+		return;
+	}
+	a->proj_low = low;
+	be->linear_forward(a->emb_out, low, weight_act(m, m->w.proj_w), m->w.proj_b, N, E, C);
+	a->emb_low = be->as_act(a->emb_space, a->emb_out, (size_t)N * C);
 }
 
 /* dh: the gradient of the embeddings' output, consumed. */
 static void embeddings_backward(struct bert *m, float *dh)
 {
 	struct acts *a = &m->a;
-	int N = m->N, C = m->c.hidden;
-	m->be->dropout_apply(dh, dh, (size_t)N * C, hidden_p(m), embeddings_seed(m));
+	int N = m->N, C = m->c.hidden, E = bert_emb_width(&m->c);
+	if (a->proj_in) {   /* dh becomes the gradient of the projection's input */
+		m->be->linear_backward(a->dproj, m->g.proj_w, m->g.proj_b,
+				       m->be->as_act(a->dbranch, dh, (size_t)N * C), a->proj_low,
+				       weight_act(m, m->w.proj_w), N, E, C, 0);
+		dh = a->dproj;
+	}
+	m->be->dropout_apply(dh, dh, (size_t)N * E, hidden_p(m), embeddings_seed(m));
 	if (m->no_types)   /* the sink, kept from growing without bound */
-		m->be->zero(m->g.type, sizeof(float) * (size_t)C);
+		m->be->zero(m->g.type, sizeof(float) * (size_t)E);
 	m->be->layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum,
-				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, C);
+				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, E);
 	m->be->embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->d.ids, m->d.types,
-				  m->d.positions, N, C, m->c.pad_id);
+				  m->d.positions, N, E, m->c.pad_id);
 	if (family_first_position(m->c.family, m->c.pad_id))   /* the pad's position, a padding row too */
-		m->be->zero(m->g.pos + (size_t)m->c.pad_id * C, sizeof(float) * (size_t)C);
+		m->be->zero(m->g.pos + (size_t)m->c.pad_id * E, sizeof(float) * (size_t)E);
 }
 
 /* ---- encoder layer ---- */
@@ -904,6 +942,52 @@ static int pooled_input_dropped(const struct bert *m)
 	return family_of(m->c.family)->pooled_dropout_first && hidden_p(m) > 0.0f;
 }
 
+/* The pooled head's dense layer and its activation (family.h's pooled_act),
+ * from dense_in into dense. */
+static void pooled_dense_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, C = m->c.hidden;
+	size_t n = (size_t)M * C;
+	const struct act *w = weight_act(m, m->w.pool_w);
+	switch (family_of(m->c.family)->pooled_act) {
+	case POOLED_GELU:
+		m->be->linear_forward_act(h->pre, h->dense_in, w, NULL, M, C, C);
+		m->be->bias_gelu_forward(h->dense, NULL, h->pre, m->w.pool_b, M, C);
+		break;
+	case POOLED_RELU:
+		m->be->linear_forward(h->dense, h->dense_in, w, m->w.pool_b, M, C, C);
+		m->be->relu_forward(h->dense, h->dense, n);
+		break;
+	case POOLED_TANH:
+		m->be->linear_forward(h->dense, h->dense_in, w, m->w.pool_b, M, C, C);
+		m->be->tanh_forward(h->dense, h->dense, n);
+		break;
+	}
+}
+
+/* From the gradient of dense (dhead, consumed) to that of its product, in
+ * acts. */
+static const struct act *pooled_dense_backward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int M = m->M, C = m->c.hidden;
+	size_t n = (size_t)M * C;
+	switch (family_of(m->c.family)->pooled_act) {
+	case POOLED_GELU:
+		m->be->gelu_backward(d->dhead_low, d->dhead, h->pre, M, C);
+		return d->dhead_low;
+	case POOLED_RELU:
+		m->be->relu_backward(d->dhead, d->dhead, h->dense, n);
+		break;
+	case POOLED_TANH:
+		m->be->tanh_backward(d->dhead, d->dhead, h->dense, n);
+		break;
+	}
+	return m->be->as_act(d->dhead_low, d->dhead, n);
+}
+
 static void pooled_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
@@ -913,11 +997,7 @@ static void pooled_head_forward(struct bert *m)
 		m->be->dropout_apply(h->dropped_in, h->in, (size_t)M * C, hidden_p(m), pooled_input_seed(m));
 		h->dense_in = m->be->as_act(h->dropped_space, h->dropped_in, (size_t)M * C);
 	}
-	m->be->linear_forward(h->dense, h->dense_in, weight_act(m, m->w.pool_w), m->w.pool_b, M, C, C);
-	if (family_of(m->c.family)->pooled_act == POOLED_RELU)
-		m->be->relu_forward(h->dense, h->dense, (size_t)M * C);
-	else
-		m->be->tanh_forward(h->dense, h->dense, (size_t)M * C);
+	pooled_dense_forward(m);
 	m->be->dropout_apply(h->act, h->dense, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
 	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
@@ -936,12 +1016,7 @@ static void pooled_head_backward(struct bert *m, float scale)
 			       weight_act(m, m->w.cls_w), M, C, W, 0);
 	m->be->dropout_apply(d->dhead, d->dhead, (size_t)M * C, hidden_p(m),
 			     classifier_seed(m));
-	if (family_of(m->c.family)->pooled_act == POOLED_RELU)
-		m->be->relu_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
-	else
-		m->be->tanh_backward(d->dhead, d->dhead, h->dense, (size_t)M * C);
-	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b,
-			       m->be->as_act(d->dhead_low, d->dhead, (size_t)M * C), h->dense_in,
+	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, pooled_dense_backward(m), h->dense_in,
 			       weight_act(m, m->w.pool_w), M, C, C, 0);
 	if (pooled_input_dropped(m))
 		m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m), pooled_input_seed(m));
@@ -976,13 +1051,13 @@ static void token_head_backward(struct bert *m, float scale)
 static void mlm_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
-	int M = m->M, C = m->c.hidden, V = m->c.vocab;
-	m->be->linear_forward_act(h->pre, h->in_low, weight_act(m, m->w.tr_w), NULL, M, C, C);
-	m->be->bias_gelu_forward(h->act, NULL, h->pre, m->w.tr_b, M, C);
+	int M = m->M, C = m->c.hidden, E = bert_emb_width(&m->c), V = m->c.vocab;
+	m->be->linear_forward_act(h->pre, h->in_low, weight_act(m, m->w.tr_w), NULL, M, C, E);
+	m->be->bias_gelu_forward(h->act, NULL, h->pre, m->w.tr_b, M, E);
 	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
-				 m->w.tr_ln_b, M, C, m->c.ln_eps);
-	h->last_in = m->be->as_act(h->space, h->norm, (size_t)M * C);
-	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.word), m->w.decoder_b, M, C, V);
+				 m->w.tr_ln_b, M, E, m->c.ln_eps);
+	h->last_in = m->be->as_act(h->space, h->norm, (size_t)M * E);
+	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.word), m->w.decoder_b, M, E, V);
 	head_loss(m);
 }
 
@@ -990,16 +1065,16 @@ static void mlm_head_backward(struct bert *m, float scale)
 {
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
-	int M = m->M, C = m->c.hidden, V = m->c.vocab;
+	int M = m->M, C = m->c.hidden, E = bert_emb_width(&m->c), V = m->c.vocab;
 	head_loss_backward(m, scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
 	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, dlogits_low(m), h->last_in,
-			       weight_act(m, m->w.word), M, C, V, 0);
+			       weight_act(m, m->w.word), M, E, V, 0);
 	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
-				  h->mean, h->rstd, m->w.tr_ln_w, M, C);
-	m->be->gelu_backward(d->dhead_low, d->dhead, h->pre, M, C);
+				  h->mean, h->rstd, m->w.tr_ln_w, M, E);
+	m->be->gelu_backward(d->dhead_low, d->dhead, h->pre, M, E);
 	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead_low, h->in_low,
-			       weight_act(m, m->w.tr_w), M, C, C, 0);
+			       weight_act(m, m->w.tr_w), M, C, E, 0);
 }
 
 /* ---- the whole model ---- */
@@ -1153,7 +1228,8 @@ int bert_grad_buckets(const struct bert *m, size_t (*bucket)[2])
 	if (bucket) {
 		/* the layout: embeddings, layers 0.., the head */
 		size_t head = L ? (size_t)(m->g.layer[L - 1].ffn_ln_b + m->c.hidden - m->dgrads)
-				: (size_t)(m->g.emb_ln_b + m->c.hidden - m->dgrads);
+			      : m->g.proj_b ? (size_t)(m->g.proj_b + m->c.hidden - m->dgrads)
+					    : (size_t)(m->g.emb_ln_b + bert_emb_width(&m->c) - m->dgrads);
 		bucket[0][0] = head, bucket[0][1] = m->numel;
 		for (int l = L - 1, i = 1; l >= 0; l--, i++) {
 			bucket[i][0] = (size_t)(m->g.layer[l].qkv_w - m->dgrads);

@@ -23,6 +23,7 @@ struct layer_weights {
  * its grads. */
 struct weights {
 	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
+	float *proj_w, *proj_b;    /* embeddings narrower than hidden: [C, E], [C]; else NULL */
 	struct layer_weights *layer;
 	float *pool_w, *pool_b;                             /* pooled tasks */
 	float *cls_w, *cls_b;                               /* all but mlm */
@@ -64,7 +65,8 @@ struct head_acts {
 	struct act *dropped_space;  /* [M, C] acts: that in acts, where made here */
 	const struct act *dense_in; /* the pooler's input: in, or dropped_in, in acts */
 	float *dense;          /* [M, C] pooled: tanh(pooler) */
-	struct act *pre;       /* [M, C] mlm: the transform before GELU */
+	struct act *pre;       /* [M, C] mlm: the transform before GELU ([M, E]);
+				* pooled, ELECTRA's: the dense before GELU */
 	float *act;            /* [M, C] pooled: dropout of it; tokcls: dropout of in;
 				* mlm: GELU of pre */
 	float *norm, *mean, *rstd; /* mlm: the transform's LayerNorm */
@@ -74,7 +76,13 @@ struct head_acts {
 };
 
 struct acts {
+	/* the embeddings' sum and LayerNorm, [N, E]; emb_out, the encoder's
+	 * input [N, C]: that LayerNorm's output after dropout, or its
+	 * projection (proj_in, in acts proj_low, and the backward's dproj) */
 	float *emb_sum, *emb_mean, *emb_rstd, *emb_out;
+	float *proj_in, *dproj;
+	struct act *proj_space;
+	const struct act *proj_low;
 	struct act *emb_space;      /* [N, C] acts of emb_out where they are not floats */
 	const struct act *emb_low;  /* emb_out in acts, after dropout and perturbation */
 	struct layer_acts *layer;

@@ -41,15 +41,29 @@ static const struct layer_rename distilbert_layer_names[] = {
 	{ NULL, NULL },
 };
 
-static const struct config_keys bert_keys = {
-	"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-	"type_vocab_size", "layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob",
-	"hidden_act", NULL,
+/* ELECTRA's heads: the classification head (dropout, dense, GELU, dropout,
+ * out_proj) and the generator's (dense to the embedding size, GELU,
+ * LayerNorm, generator_lm_head tied); its encoder under "electra.", with
+ * embeddings_project where the embeddings are narrower than the layers. */
+static const struct rename electra_names[] = {
+	{ "bert.pooler.dense.", "classifier.dense.", 1 },
+	{ "classifier.", "classifier.out_proj.", 1 },
+	{ "cls.predictions.transform.dense.", "generator_predictions.dense.", 0 },
+	{ "cls.predictions.transform.LayerNorm.", "generator_predictions.LayerNorm.", 0 },
+	{ "cls.predictions.bias", "generator_lm_head.bias", 0 },
+	{ "bert.", "electra.", 0 },
+	{ NULL, NULL, 0 },
 };
+
+#define BERT_KEYS "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", \
+	"type_vocab_size", "layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob", \
+	"hidden_act", NULL
+static const struct config_keys bert_keys = { BERT_KEYS, NULL };
+static const struct config_keys electra_keys = { BERT_KEYS, "embedding_size" };
 
 static const struct config_keys distilbert_keys = {
 	"dim", "n_layers", "n_heads", "hidden_dim", NULL, NULL, "dropout", "attention_dropout",
-	"activation", "sinusoidal_pos_embds",
+	"activation", "sinusoidal_pos_embds", NULL,
 };
 
 static const struct family families[FAMILY_COUNT] = {
@@ -61,6 +75,8 @@ static const struct family families[FAMILY_COUNT] = {
 				 POOLED_TANH, &bert_keys, roberta_names, NULL },
 	[FAMILY_DISTILBERT] = { "distilbert", "DistilBert", "distilbert.", 0, 0, 0, 0, 1e-12f, 512, 0,
 				POOLED_RELU, &distilbert_keys, distilbert_names, distilbert_layer_names },
+	[FAMILY_ELECTRA] = { "electra", "Electra", "electra.", 0, 0, 1, 2, 1e-12f, 512, 1, POOLED_GELU,
+			     &electra_keys, electra_names, NULL },
 };
 
 const struct family *family_of(enum family_id id)

@@ -5,11 +5,13 @@
 #ifndef TS_FAMILY_H
 #define TS_FAMILY_H
 
-enum family_id { FAMILY_BERT, FAMILY_ROBERTA, FAMILY_XLM_ROBERTA, FAMILY_DISTILBERT, FAMILY_COUNT };
+enum family_id {
+	FAMILY_BERT, FAMILY_ROBERTA, FAMILY_XLM_ROBERTA, FAMILY_DISTILBERT, FAMILY_ELECTRA, FAMILY_COUNT
+};
 
 /* The activation of the pooled head's dense layer: BERT's pooler tanh,
- * DistilBERT's pre_classifier ReLU. */
-enum pooled_act { POOLED_TANH, POOLED_RELU };
+ * DistilBERT's pre_classifier ReLU, ELECTRA's classifier GELU. */
+enum pooled_act { POOLED_TANH, POOLED_RELU, POOLED_GELU };
 
 /* A prefix of BERT's tensor names and the family's for it; pooled: only in
  * a model whose head reads the first token (cls, reg, multi). */
@@ -27,10 +29,11 @@ struct layer_rename {
 /* config.json's keys for the sizes and rates BERT calls hidden_size,
  * num_hidden_layers, ...; types and ln_eps NULL where the family has no
  * token types or a fixed epsilon (its ln_eps); off: a key that must be
- * false where present, NULL for none. */
+ * false where present, NULL for none; emb: the embeddings' width where it
+ * may differ from the hidden size (ELECTRA's embedding_size), else NULL. */
 struct config_keys {
 	const char *hidden, *layers, *heads, *ffn, *types, *ln_eps, *hidden_dropout, *attn_dropout,
-		*act, *off;
+		*act, *off, *emb;
 };
 
 struct family {
@@ -39,7 +42,7 @@ struct family {
 	const char *encoder;       /* the encoder's tensors' prefix, "bert." */
 	int pad_id;                /* pad_token_id where config.json has none */
 	int positions_after_pad;   /* positions count from pad_token_id + 1 (RoBERTa's) */
-	int pooled_dropout_first;  /* dropout on the pooled head's input too (RoBERTa's) */
+	int pooled_dropout_first;  /* dropout on the pooled head's input too (RoBERTa's, ELECTRA's) */
 	int type_vocab;            /* a new model's token types; 0: the family has none */
 	float ln_eps;              /* a new model's LayerNorm epsilon */
 	int max_pos;               /* a new model's positions (512 tokens' worth) */

@@ -13,6 +13,7 @@
 #define HF_LN_EPS 1e-12
 #define HF_DROPOUT 0.1
 #define HF_NUM_LABELS 2
+#define HF_ELECTRA_EMB 128   /* ElectraConfig's embedding_size */
 
 /* A size from 1 to max; a required one must be there, else dflt. */
 static int size_in(const char *path, json_t *cfg, const char *key, int required, int dflt, int max)
@@ -76,7 +77,8 @@ static enum bert_task task_of(const char *path, json_t *cfg, const struct family
 {
 	json_t *arch = json_array_get(json_object_get(cfg, "architectures"), 0);
 	const char *a = json_string_value(arch);
-	if (is_class(a, f, "ForMaskedLM") || is_class(a, f, "ForPreTraining"))
+	/* ELECTRA's ForPreTraining is its discriminator, a head TopSpin does not train */
+	if (is_class(a, f, "ForMaskedLM") || (is_class(a, f, "ForPreTraining") && f != family_of(FAMILY_ELECTRA)))
 		return TASK_MLM;
 	if (is_class(a, f, "ForTokenClassification"))
 		return TASK_TOKCLS;
@@ -166,6 +168,7 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	c->ffn = size_in(path, cfg, k->ffn, 1, 0, BERT_MAX_FFN);
 	c->max_pos = size_in(path, cfg, "max_position_embeddings", 1, 0, BERT_MAX_POS);
 	c->type_vocab = k->types ? size_in(path, cfg, k->types, 0, HF_TYPE_VOCAB, INT32_MAX) : 0;
+	c->emb = k->emb ? size_in(path, cfg, k->emb, 0, HF_ELECTRA_EMB, BERT_MAX_HIDDEN) : 0;
 	c->pad_id = index_in(path, cfg, "pad_token_id", f->pad_id, c->vocab);
 	c->ln_eps = k->ln_eps ? number_in(path, cfg, k->ln_eps, HF_LN_EPS, 1e-30, 1) : f->ln_eps;
 	c->hidden_dropout = number_in(path, cfg, k->hidden_dropout, HF_DROPOUT, 0, 1);
@@ -272,6 +275,8 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 	}
 	if (k->ln_eps)
 		json_object_set_new(cfg, k->ln_eps, json_float(c->ln_eps));
+	if (k->emb)
+		json_object_set_new(cfg, k->emb, json_integer(bert_emb_width(c)));
 	json_object_set_new(cfg, k->hidden_dropout, json_float(c->hidden_dropout));
 	json_object_set_new(cfg, k->attn_dropout, json_float(c->attn_dropout));
 	json_object_set_new(cfg, "initializer_range", json_float(0.02f));

@@ -109,7 +109,7 @@ static void keys_of(const struct bert_config *c, int64_t n, char *out, size_t si
 	const struct { const char *key; int value; } keys[] = {
 		{ "vocab_size", c->vocab }, { k->hidden, c->hidden }, { k->ffn, c->ffn },
 		{ "max_position_embeddings", c->max_pos }, { k->types, c->type_vocab },
-		{ "num_labels", c->num_labels },
+		{ "num_labels", c->num_labels }, { k->emb, bert_emb_width(c) },
 	};
 	size_t used = 0;
 	out[0] = 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The families beside BERT, as a user fine-tunes them: e-mails tokenized with the
-# family's real tokenizer (tokenizer.json, or DistilBERT's vocab.txt), sharded, `ts-train --init` on a small model of that
+# family's real tokenizer (tokenizer.json, or DistilBERT's and ELECTRA's vocab.txt), sharded, `ts-train --init` on a small model of that
 # family made by transformers (with the tokenizer in its dir, as the hub ships it),
 # `ts-eval --predict`, and the model dir TopSpin saved loaded back in transformers
 # as that family's class, with no missing or unexpected tensor and TopSpin's
@@ -30,6 +30,9 @@ else:
 torch.manual_seed(0)
 if config == "DistilBertConfig":
     shape = dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, pad_token_id=0)
+elif config == "ElectraConfig":   # electra-small's shape, scaled down: embeddings half the layers' width
+    shape = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=64, pad_token_id=0)
 else:
     shape = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                  type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5)
@@ -92,6 +95,10 @@ family roberta-scratch "$roberta" scratch RobertaForSequenceClassification cls r
 family distilbert "$TOP/examples/vocab.txt" DistilBertConfig DistilBertForSequenceClassification cls
 family distilbert-mlm "$TOP/examples/vocab.txt" DistilBertConfig DistilBertForMaskedLM mlm
 family distilbert-scratch "$TOP/examples/vocab.txt" scratch DistilBertForSequenceClassification cls distilbert
+# so is ELECTRA's
+family electra "$TOP/examples/vocab.txt" ElectraConfig ElectraForSequenceClassification cls
+family electra-mlm "$TOP/examples/vocab.txt" ElectraConfig ElectraForMaskedLM mlm
+family electra-scratch "$TOP/examples/vocab.txt" scratch ElectraForSequenceClassification cls electra
 check "roberta-scratch: --resume from its checkpoint goes on to a second epoch" \
 	train --resume "$T/roberta-scratch/run" --epochs 2
 expect_eq "roberta-scratch: its final model is still RoBERTa's" \

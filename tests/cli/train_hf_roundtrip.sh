@@ -31,7 +31,9 @@ from safetensors.torch import load_file
 from transformers import (BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification,
                           RobertaForMaskedLM, RobertaForSequenceClassification, RobertaForTokenClassification,
                           XLMRobertaForSequenceClassification, DistilBertForMaskedLM,
-                          DistilBertForSequenceClassification, DistilBertForTokenClassification, logging)
+                          DistilBertForSequenceClassification, DistilBertForTokenClassification,
+                          ElectraForMaskedLM, ElectraForSequenceClassification, ElectraForTokenClassification,
+                          logging)
 logging.set_verbosity_error()
 saved, fix = sys.argv[1], sys.argv[2]
 ok = True
@@ -48,6 +50,9 @@ for name, model_class, expect, labels in [
         ("distilbert-cls", DistilBertForSequenceClassification, "distilbert-cls", ["neg", "neu", "pos"]),
         ("distilbert-mlm", DistilBertForMaskedLM, "distilbert-mlm", None),
         ("distilbert-tokcls", DistilBertForTokenClassification, "distilbert-tokcls", ["neg", "neu", "pos"]),
+        ("electra-cls", ElectraForSequenceClassification, "electra-cls", ["neg", "neu", "pos"]),
+        ("electra-mlm", ElectraForMaskedLM, "electra-mlm", None),
+        ("electra-tokcls", ElectraForTokenClassification, "electra-tokcls", ["neg", "neu", "pos"]),
         ("minilm-cls", BertForSequenceClassification, "minilm", ["LABEL_0", "LABEL_1"])]:
     path = os.path.join(saved, name)
     if not os.path.isdir(path):
@@ -71,7 +76,8 @@ for name, model_class, expect, labels in [
             and model.config.problem_type == {"tiny-reg": "regression", "tiny-multi": "multi_label_classification",
                                               "tiny-mlm": None, "tiny-tokcls": None, "roberta-mlm": None,
                                               "roberta-tokcls": None, "distilbert-mlm": None,
-                                              "distilbert-tokcls": None}.get(name, "single_label_classification"))
+                                              "distilbert-tokcls": None, "electra-mlm": None,
+                                              "electra-tokcls": None}.get(name, "single_label_classification"))
     ok &= good
     print("%s transformers loads our %s with nothing missing or unexpected%s and gives our logits "
           "(max error %.2g), labels %s" % ("PASS" if good else "FAIL", name,

@@ -61,7 +61,8 @@ static struct bert_config tiny_config(enum bert_task task, float dropout)
 				 .max_pos = 18, .type_vocab = family_of(family)->type_vocab ? 2 : 0, .ln_eps = 1e-12f,
 				 .hidden_dropout = dropout, .attn_dropout = dropout,
 				 .task = task, .num_labels = task == TASK_REG ? 1 : L,
-				 .family = family, .pad_id = family_of(family)->pad_id };
+				 .family = family, .pad_id = family_of(family)->pad_id,
+				 .emb = family_of(family)->keys->emb ? 8 : 0 };
 	return c;
 }
 
@@ -711,6 +712,11 @@ int main(void)
 	family = FAMILY_DISTILBERT;   /* no token types, no dropout on the attention's output, ReLU */
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_MULTI, 0.1f, 1);
+	check_gradients(TASK_TOKCLS, 0.1f, 1);
+	check_gradients(TASK_MLM, 0.1f, 1);
+	family = FAMILY_ELECTRA;   /* embeddings narrower than the layers, projected; GELU in the pooled head */
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_REG, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.1f, 1);
 	family = FAMILY_BERT;

@@ -449,6 +449,7 @@ static void check_model(const struct backend *bf16, enum model_mode mode, enum f
 	c.family = family;
 	c.pad_id = family_of(family)->pad_id;
 	c.type_vocab = family_of(family)->type_vocab ? 2 : 0;
+	c.emb = family_of(family)->keys->emb ? 16 : 0;   /* projected */
 	char name[32] = "";
 	if (family != FAMILY_BERT)
 		snprintf(name, sizeof name, "%s ", family_of(family)->model_type);
@@ -580,12 +581,13 @@ static void recording_release(void *p)
 }
 
 /* The memory check's estimate of a batch is the workspace the model grows to
- * for it, on fp32 and on bf16 acts (within each buffer's 64-byte rounding). */
-static void check_batch_bytes(const struct backend *be)
+ * for it, on fp32 and on bf16 acts (within each buffer's 64-byte rounding),
+ * with embeddings as wide as the layers, or (ELECTRA's) of width emb. */
+static void check_batch_bytes(const struct backend *be, int emb)
 {
 	struct bert_config c = { .vocab = 40, .hidden = 64, .layers = 2, .heads = 2, .ffn = 256,
 				 .max_pos = 64, .type_vocab = 2, .ln_eps = 1e-12f, .task = TASK_CLS,
-				 .num_labels = 3 };
+				 .num_labels = 3, .family = emb ? FAMILY_ELECTRA : FAMILY_BERT, .emb = emb };
 	enum { B = 4, T = 64 };
 	int32_t ids[B * T], labels[B] = { 0, 2, 1, 2 };
 	uint8_t mask[B * T];
@@ -612,8 +614,8 @@ static void check_batch_bytes(const struct backend *be)
 	bert_forward(m, &b, 1, 1, &count);
 	double want = bert_batch_bytes(&c, &rec, B, T, B, 0), slack = 64.0 * 100;
 	CHECK(fabs((double)largest - want) <= slack,
-	      "%s: the memory check counts %.0f bytes for a batch; its workspace is %zu", be->name, want,
-	      largest);
+	      "%s, embeddings %d wide: the memory check counts %.0f bytes for a batch; its workspace is %zu",
+	      be->name, bert_emb_width(&c), want, largest);
 	/* VAT's: at most what its estimate says, less the probe's predictions
 	 * where there is no fp32 twin */
 	bert_backward(m, 1.0f / (float)count);
@@ -621,7 +623,8 @@ static void check_batch_bytes(const struct backend *be)
 	bert_vat(m, 1.0f, 1e-3f, 1, 9, 1.0f);
 	double added = held_peak - before, less = be->precise ? 0 : 4.0 * B * bert_logit_width(&c);
 	CHECK(added <= vat + slack && added >= vat - less - slack,
-	      "%s: the memory check counts %.0f bytes for VAT; it took %.0f more", be->name, vat, added);
+	      "%s, embeddings %d wide: the memory check counts %.0f bytes for VAT; it took %.0f more", be->name,
+	      bert_emb_width(&c), vat, added);
 	bert_free(m);
 }
 
@@ -639,8 +642,10 @@ int main(void)
 	      bf->linear_forward != backend_cpu()->linear_forward,
 	      "the bf16 backend (%s) has bf16 acts and its own linear ops", bf->name);
 	check_rounding();
-	check_batch_bytes(backend_cpu());
-	check_batch_bytes(bf);
+	for (int i = 0; i < 3; i++) {   /* as wide as the layers, narrower, wider */
+		check_batch_bytes(backend_cpu(), (int[]){ 0, 32, 96 }[i]);
+		check_batch_bytes(bf, (int[]){ 0, 32, 96 }[i]);
+	}
 	struct rng r;
 	rng_seed(&r, 1);
 	check_forward(&r, 37, 19, 23, 1);

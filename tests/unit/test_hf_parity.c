@@ -325,6 +325,9 @@ int main(int argc, char **argv)
 	check_tiny("distilbert-cls", TASK_CLS);
 	check_tiny("distilbert-mlm", TASK_MLM);
 	check_tiny("distilbert-tokcls", TASK_TOKCLS);
+	check_tiny("electra-cls", TASK_CLS);
+	check_tiny("electra-mlm", TASK_MLM);
+	check_tiny("electra-tokcls", TASK_TOKCLS);
 	check_minilm();
 	CHECK_DONE();
 }

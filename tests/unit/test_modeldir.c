@@ -376,7 +376,7 @@ static void test_bad_dirs(void)
 	free(d);
 	d = bad_dir("deberta", "model_type", "\"deberta-v2\"");
 	expect_die("another model type", load_quietly, d,
-		   "model_type deberta-v2 is not supported (only bert, roberta, xlm-roberta, distilbert)");
+		   "model_type deberta-v2 is not supported (only bert, roberta, xlm-roberta, distilbert, electra)");
 	free(d);
 	d = bad_copy("distilbert-cls", "sinusoidal", "sinusoidal_pos_embds", "true");
 	expect_die("DistilBERT's fixed sinusoidal positions", load_quietly, d,
@@ -390,6 +390,11 @@ static void test_bad_dirs(void)
 	expect_die("a DistilBERT config whose dim the weights disagree with", load_quietly, d,
 		   "tensor distilbert.embeddings.word_embeddings.weight has shape [64, 32], expected [64, 36] "
 		   "by config.json's dim 36");
+	free(d);
+	d = bad_copy("electra-cls", "electra-emb", "embedding_size", "24");
+	expect_die("an ELECTRA config whose embedding_size the weights disagree with", load_quietly, d,
+		   "tensor electra.embeddings.word_embeddings.weight has shape [64, 16], expected [64, 24] "
+		   "by config.json's embedding_size 24");
 	free(d);
 	d = bad_dir("dropout", "hidden_dropout_prob", "0.99999999");
 	expect_die("a dropout that is 1 as a float", load_quietly, d, "hidden_dropout_prob must be a number in [0, 1)");
