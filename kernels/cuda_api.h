@@ -169,6 +169,16 @@ void cuda_gelu_backward_fp16(struct act *dpre, const float *dout, const struct a
 			     int F);
 void cuda_tanh_forward(float *out, const float *in, size_t n);
 void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t n);
+#define ROTARY_GEGLU_API(suffix)                                                                         \
+	void cuda_rotary##suffix(struct act *x, int ld, int parts, int C, int heads, const int32_t *pos, \
+				 int rows, float theta, int inverse);                                    \
+	void cuda_geglu_forward##suffix(struct act *out, const struct act *in, int N, int F);           \
+	void cuda_geglu_backward##suffix(struct act *din, const float *dout, const struct act *in, int N, \
+					 int F);
+ROTARY_GEGLU_API()
+ROTARY_GEGLU_API(_bf16)
+ROTARY_GEGLU_API(_fp16)
+#undef ROTARY_GEGLU_API
 void cuda_relu_forward(float *out, const float *in, size_t n);
 void cuda_relu_backward(float *din, const float *dout, const float *out, size_t n);
 void cuda_axpy(float *y, const float *x, size_t n, float a);

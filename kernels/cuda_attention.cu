@@ -495,9 +495,17 @@ attention_backward_keys_kernel(A *dk, A *dv, const float *ds, const float *dctx,
 	store_rows(dk + kv, a.ldkv, acck, keys, live, a.scale, d);
 }
 
+/* A local band (ModernBERT's local layers) has no GPU kernel yet. */
+static void refuse_band(const struct attention *a)
+{
+	if (a->band)
+		die("internal error: local attention bands are not on the GPU yet");
+}
+
 static struct att att_of(const struct attention *a)
 {
 	struct att t;
+	refuse_band(a);
 	t.q = a->q, t.k = a->k, t.v = a->v;
 	t.kv_start = a->kv_start, t.q_start = a->q_start, t.p_start = a->p_start;
 	t.mask = a->mask;
@@ -611,6 +619,7 @@ void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, con
 template <typename A>
 static void forward_half(struct act *ctx, float *state, const struct attention *a, int half)
 {
+	refuse_band(a);
 	enum attention_kernel k = cuda_sdpa_forward(ctx, state, a, half);
 	if (k == ATT_OWN)
 		forward((A *)ctx, state, a);
@@ -621,6 +630,7 @@ template <typename A>
 static void backward_half(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			  const float *state, const struct attention *a, int half)
 {
+	refuse_band(a);
 	enum attention_kernel k = cuda_sdpa_backward(dq, dk, dv, dctx, state, a, half);
 	if (k == ATT_OWN)
 		backward((A *)dq, (A *)dk, (A *)dv, dctx, state, a);

@@ -203,6 +203,9 @@ static void fill_fp32(void)
 	cuda.gelu_backward = cuda_gelu_backward;
 	cuda.tanh_forward = cuda_tanh_forward;
 	cuda.tanh_backward = cuda_tanh_backward;
+	cuda.rotary = cuda_rotary;
+	cuda.geglu_forward = cuda_geglu_forward;
+	cuda.geglu_backward = cuda_geglu_backward;
 	cuda.relu_forward = cuda_relu_forward;
 	cuda.relu_backward = cuda_relu_backward;
 	cuda.attention_forward = cuda_attention_forward;
@@ -265,6 +268,9 @@ static void fill_bf16(void)
 	cuda_bf16.residual_layernorm_backward = cuda_residual_layernorm_backward_bf16;
 	cuda_bf16.bias_gelu_forward = cuda_bias_gelu_forward_bf16;
 	cuda_bf16.gelu_backward = cuda_gelu_backward_bf16;
+	cuda_bf16.rotary = cuda_rotary_bf16;
+	cuda_bf16.geglu_forward = cuda_geglu_forward_bf16;
+	cuda_bf16.geglu_backward = cuda_geglu_backward_bf16;
 	cuda_bf16.attention_forward = cuda_attention_forward_bf16;
 	cuda_bf16.attention_backward = cuda_attention_backward_bf16;
 }
@@ -282,6 +288,9 @@ static void fill_fp16(void)
 	cuda_fp16.residual_layernorm_backward = cuda_residual_layernorm_backward_fp16;
 	cuda_fp16.bias_gelu_forward = cuda_bias_gelu_forward_fp16;
 	cuda_fp16.gelu_backward = cuda_gelu_backward_fp16;
+	cuda_fp16.rotary = cuda_rotary_fp16;
+	cuda_fp16.geglu_forward = cuda_geglu_forward_fp16;
+	cuda_fp16.geglu_backward = cuda_geglu_backward_fp16;
 	cuda_fp16.attention_forward = cuda_attention_forward_fp16;
 	cuda_fp16.attention_backward = cuda_attention_backward_fp16;
 }

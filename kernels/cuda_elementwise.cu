@@ -1,6 +1,6 @@
 /* The elementwise ops on the GPU, as lib/backend/cpu_ops.c's of the same
  * names: bias+GELU and its backward (on float, bf16 or fp16 acts, rounding
- * once when they store), tanh, ReLU, dropout (the CPU's masks to the bit:
+ * once when they store), rotary embeddings, GeGLU, tanh, ReLU, dropout (the CPU's masks to the bit:
  * element i of a call with (p, seed) is kept iff dropout_hash(dropout_key(
  * seed), (uint32_t)i) reaches dropout_threshold(p)), axpy, and floats
  * rounded into acts. */
@@ -169,6 +169,103 @@ void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t 
 		return;
 	CUDA_LAUNCH(tanh_backward_kernel, grid_1d(n), THREADS, 0, din, dout, out, n);
 }
+
+/* ---- rotary position embeddings and GeGLU (ModernBERT's) ---- */
+
+/* One pair (j, j + d/2) of a head's values in each of rows rows, turned by
+ * pos[row] / theta^(2j/d) (inverse: turned back), the angle in floats as the
+ * CPU's rotary_rows works it out. */
+template <typename A>
+static __global__ void rotary_kernel(A *x, int ld, int blocks, int d, const int32_t *pos, int rows,
+				     float theta, int inverse)
+{
+	int half = d / 2;
+	size_t per_row = (size_t)blocks * half, n = per_row * rows;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		int r = (int)(i / per_row), k = (int)(i % per_row / half), j = (int)(i % half);
+		float inv = (float)(1.0 / pow((double)theta, 2.0 * j / d));
+		float a = (float)pos[r] * inv, c = cosf(a), s = inverse ? -sinf(a) : sinf(a);
+		A *p = x + (size_t)r * ld + (size_t)k * d;
+		float x1 = as_float(p[j]), x2 = as_float(p[half + j]);
+		store(p + j, x1 * c - x2 * s);
+		store(p + half + j, x2 * c + x1 * s);
+	}
+}
+
+template <typename A>
+static void rotary(struct act *x, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
+		   float theta, int inverse)
+{
+	size_t n = (size_t)rows * parts * (C / 2);
+	if (!n)
+		return;
+	CUDA_LAUNCH(rotary_kernel<A>, grid_1d(n), THREADS, 0, (A *)x, ld, parts * heads, C / heads, pos, rows,
+		    theta, inverse);
+}
+
+/* out[r, j] = gelu(in[r, j]) * in[r, F + j] */
+template <typename A>
+static __global__ void geglu_kernel(A *out, const A *in, int N, int F)
+{
+	size_t n = (size_t)N * F;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t o = i / F * 2 * F + i % F;
+		float x = as_float(in[o]);
+		store(out + i, x * normcdff(x) * as_float(in[o + F]));
+	}
+}
+
+template <typename A>
+static void geglu(struct act *out, const struct act *in, int N, int F)
+{
+	size_t n = (size_t)N * F;
+	if (!n)
+		return;
+	CUDA_LAUNCH(geglu_kernel<A>, grid_1d(n), THREADS, 0, (A *)out, (const A *)in, N, F);
+}
+
+template <typename A>
+static __global__ void geglu_backward_kernel(A *din, const float *dout, const A *in, int N, int F)
+{
+	size_t n = (size_t)N * F;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t o = i / F * 2 * F + i % F;
+		float x = as_float(in[o]), g = as_float(in[o + F]), dy = dout[i], cdf = normcdff(x);
+		store(din + o, dy * g * (cdf + x * normal_pdf(x)));
+		store(din + o + F, dy * x * cdf);
+	}
+}
+
+template <typename A>
+static void geglu_backward(struct act *din, const float *dout, const struct act *in, int N, int F)
+{
+	size_t n = (size_t)N * F;
+	if (!n)
+		return;
+	CUDA_LAUNCH(geglu_backward_kernel<A>, grid_1d(n), THREADS, 0, (A *)din, dout, (const A *)in, N, F);
+}
+
+#define ROTARY_GEGLU(suffix, A)                                                                          \
+	void cuda_rotary##suffix(struct act *x, int ld, int parts, int C, int heads, const int32_t *pos, \
+				 int rows, float theta, int inverse)                                     \
+	{                                                                                                \
+		rotary<A>(x, ld, parts, C, heads, pos, rows, theta, inverse);                            \
+	}                                                                                                \
+	void cuda_geglu_forward##suffix(struct act *out, const struct act *in, int N, int F)            \
+	{                                                                                                \
+		geglu<A>(out, in, N, F);                                                                 \
+	}                                                                                                \
+	void cuda_geglu_backward##suffix(struct act *din, const float *dout, const struct act *in, int N, \
+					 int F)                                                          \
+	{                                                                                                \
+		geglu_backward<A>(din, dout, in, N, F);                                                  \
+	}
+ROTARY_GEGLU(, float)
+ROTARY_GEGLU(_bf16, bf16)
+ROTARY_GEGLU(_fp16, f16)
 
 static __global__ void relu_forward_kernel(float *out, const float *in, size_t n)
 {

@@ -45,6 +45,11 @@ struct attention {
 	/* what lengths alone cannot say: some sequence has a padding key before
 	 * its last real one (holes), or no query rows (empty) */
 	int holes, empty;
+	/* a local band (ModernBERT's local layers): a query sees the keys at
+	 * most band rows from its own, 0 all keys; q_at: for each row of q,
+	 * its row in k (NULL: the rows of q are those of k) */
+	int band;
+	const int32_t *q_at;
 };
 
 /* The embeddings' lookup: row r of N is word[ids[r]] + pos[positions[r]] +
@@ -180,6 +185,18 @@ struct backend {
 			      int F);
 	void (*tanh_forward)(float *out, const float *in, size_t n);
 	void (*tanh_backward)(float *din, const float *dout, const float *out, size_t n);
+	/* rotary position embeddings in place (ModernBERT's): in each of rows
+	 * rows of x (ld apart), parts blocks of C (Q, or Q and K side by side),
+	 * each head's d = C/heads values as d/2 pairs (j, j + d/2) turned by
+	 * pos[row] / theta^(2j/d) (that frequency rounded once into a float,
+	 * the angle a float product, as torch's); inverse turns them back (the
+	 * backward of the same turn) */
+	void (*rotary)(struct act *x, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
+		       float theta, int inverse);
+	/* GeGLU (ModernBERT's MLP): out[r, j] = gelu(in[r, j]) * in[r, F + j]
+	 * over N rows of in [N, 2F]; the backward's din [N, 2F] from dout */
+	void (*geglu_forward)(struct act *out, const struct act *in, int N, int F);
+	void (*geglu_backward)(struct act *din, const float *dout, const struct act *in, int N, int F);
 	void (*relu_forward)(float *out, const float *in, size_t n);
 	/* din = dout where out > 0, else 0; din may be dout */
 	void (*relu_backward)(float *din, const float *dout, const float *out, size_t n);

@@ -245,13 +245,40 @@ static struct head_in head_in(const struct heads *s, const struct head_task *t)
 
 /* The head's probabilities in work (nq rows of len), before dropout: the
  * forward's and, worked out again, the backward's. */
+/* Query i's keys [lo, hi) of the band around its own row; returns whether
+ * one of them is real (else, like a sequence with no real key, it attends
+ * to them uniformly and its scores get no gradient). */
+static int band_keys(const struct heads *s, const struct head_task *t, int i, int *lo, int *hi)
+{
+	const struct attention *a = s->a;
+	int at = (a->q_at ? a->q_at[t->q0 + i] : t->q0 + i) - t->k0;
+	*lo = at - a->band > 0 ? at - a->band : 0;
+	*hi = at + a->band + 1 < t->n ? at + a->band + 1 : t->n;
+	if (*hi <= *lo)
+		*hi = *lo = 0;
+	for (int j = *lo; j < *hi; j++)
+		if (s->mask[t->k0 + j])
+			return 1;
+	return 0;
+}
+
 static void head_probs(float *work, const struct heads *s, const struct head_task *t,
 		       const struct head_in *in)
 {
 	int len = t->len;
 	s->gemm('N', 'T', t->nq, t->n, s->d, s->scale, in->q, in->k, 0.0f, work, len);
-	for (int i = 0; i < t->nq; i++)
-		s->softmax(work + (size_t)i * len, s->mask + t->k0, t->n, len);
+	for (int i = 0; i < t->nq; i++) {
+		float *p = work + (size_t)i * len;
+		int lo, hi;
+		if (!s->a->band) {
+			s->softmax(p, s->mask + t->k0, t->n, len);
+			continue;
+		}
+		band_keys(s, t, i, &lo, &hi);   /* the keys outside the band get 0 */
+		memset(p, 0, sizeof *p * (size_t)lo);
+		s->softmax(p + lo, s->mask + t->k0 + lo, hi - lo, hi - lo);
+		memset(p + hi, 0, sizeof *p * (size_t)(len - hi));
+	}
 }
 
 /* rows x width floats of src, packed, to dst's rows at at, ld apart, in
@@ -362,8 +389,9 @@ static void head_backward(struct act *dq, struct act *dk, struct act *dv,
 		if (s->threshold)
 			dropout_backward_row(dpi, dropped + (size_t)i * len, p, t.n, s,
 					     (uint32_t)(t.probs + (size_t)i * len));
-		/* ds, or 0 where no key is real */
-		if (t.real)
+		/* ds, or 0 where no key (in the band) is real */
+		int lo, hi;
+		if (t.real && (!a->band || band_keys(s, &t, i, &lo, &hi)))
 			s->softmax_backward(dpi, p, t.n);
 		else
 			memset(dpi, 0, sizeof(float) * t.n);

@@ -110,6 +110,22 @@ static void gelu_bwd(struct act *dpre, const float *dout, const struct act *pre,
 	gelu_backward((float *)dpre, dout, floats(pre), N, F);
 }
 
+static void rotary(struct act *x, int ld, int parts, int C, int heads, const int32_t *pos, int rows, float theta,
+		   int inverse)
+{
+	rotary_rows(x, 0, ld, parts, C, heads, pos, rows, theta, inverse);
+}
+
+static void geglu(struct act *out, const struct act *in, int N, int F)
+{
+	geglu_rows(out, in, 0, N, F);
+}
+
+static void geglu_bwd(struct act *din, const float *dout, const struct act *in, int N, int F)
+{
+	geglu_backward_rows(din, dout, in, 0, N, F);
+}
+
 static void attention_fwd(struct act *ctx, float *state, const struct attention *a)
 {
 	attention_forward((float *)ctx, state, a);
@@ -176,6 +192,9 @@ static const struct backend cpu = {
 	.gelu_backward = gelu_bwd,
 	.tanh_forward = tanh_forward,
 	.tanh_backward = tanh_backward,
+	.rotary = rotary,
+	.geglu_forward = geglu,
+	.geglu_backward = geglu_bwd,
 	.relu_forward = relu_forward,
 	.relu_backward = relu_backward,
 	.attention_forward = attention_fwd,

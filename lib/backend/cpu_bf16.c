@@ -333,6 +333,22 @@ static void bias_gelu_forward_bf16(float *out, struct act *low, struct act *pre,
 	}
 }
 
+static void rotary_bf16(struct act *x, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
+			float theta, int inverse)
+{
+	rotary_rows(x, 1, ld, parts, C, heads, pos, rows, theta, inverse);
+}
+
+static void geglu_forward_bf16(struct act *out, const struct act *in, int N, int F)
+{
+	geglu_rows(out, in, 1, N, F);
+}
+
+static void geglu_backward_bf16(struct act *din, const float *dout, const struct act *in, int N, int F)
+{
+	geglu_backward_rows(din, dout, in, 1, N, F);
+}
+
 static void gelu_backward_bf16(struct act *dpre, const float *dout, const struct act *pre, int N,
 			       int F)
 {
@@ -468,6 +484,9 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16.linear_backward = linear_backward_bf16;
 	bf16.bias_gelu_forward = bias_gelu_forward_bf16;
 	bf16.gelu_backward = gelu_backward_bf16;
+	bf16.rotary = rotary_bf16;
+	bf16.geglu_forward = geglu_forward_bf16;
+	bf16.geglu_backward = geglu_backward_bf16;
 	bf16.layernorm_backward = layernorm_backward_bf16;
 	bf16.embedding_layernorm_forward = embedding_layernorm_forward_bf16;
 	bf16.residual_layernorm_backward = residual_layernorm_backward_bf16;

@@ -4,9 +4,11 @@
  * the same whatever the thread count. */
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
+#include "util/err.h"
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 HOT_ELEMENTWISE void round_bf16(uint16_t *dst, const float *src, size_t n)
@@ -323,6 +325,84 @@ void tanh_backward(float *din, const float *dout, const float *out, size_t n)
 #pragma omp parallel for schedule(static)
 	for (size_t i = 0; i < n; i++)
 		din[i] = dout[i] * (1.0f - out[i] * out[i]);
+}
+
+/* ---- rotary position embeddings and GeGLU (ModernBERT's) ---- */
+
+static inline float act_get(const void *x, int bf16, size_t i)
+{
+	return bf16 ? from_bf16(((const uint16_t *)x)[i]) : ((const float *)x)[i];
+}
+
+static inline void act_set(void *x, int bf16, size_t i, float v)
+{
+	if (bf16)
+		((uint16_t *)x)[i] = to_bf16(v);
+	else
+		((float *)x)[i] = v;
+}
+
+/* The turn of one row's pairs: cs[j] its cosine, cs[half + j] its sine
+ * (negated: the inverse turn). */
+static void rotary_angles(float *cs, const float *inv, int half, int32_t pos, int inverse)
+{
+	for (int j = 0; j < half; j++) {
+		float a = (float)pos * inv[j];
+		cs[j] = cosf(a);
+		cs[half + j] = inverse ? -sinf(a) : sinf(a);
+	}
+}
+
+void rotary_rows(void *x, int bf16, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
+		 float theta, int inverse)
+{
+	int d = C / heads, half = d / 2;
+	float *inv = xmalloc(sizeof(float) * (size_t)(half ? half : 1));
+	for (int j = 0; j < half; j++)   /* 1 / theta^(2j/d), rounded once into a float */
+		inv[j] = (float)(1.0 / pow((double)theta, 2.0 * j / d));
+	float *scratch = xmalloc(sizeof(float) * (size_t)(d ? d : 1) * (size_t)omp_get_max_threads());
+#pragma omp parallel
+	{
+		float *cs = scratch + (size_t)d * (size_t)omp_get_thread_num();
+#pragma omp for schedule(static)
+		for (int r = 0; r < rows; r++) {
+			rotary_angles(cs, inv, half, pos[r], inverse);
+			for (int k = 0; k < parts * heads; k++) {
+				size_t o = (size_t)r * ld + (size_t)k * d;
+				for (int j = 0; j < half; j++) {
+					float x1 = act_get(x, bf16, o + j), x2 = act_get(x, bf16, o + half + j);
+					act_set(x, bf16, o + j, x1 * cs[j] - x2 * cs[half + j]);
+					act_set(x, bf16, o + half + j, x2 * cs[j] + x1 * cs[half + j]);
+				}
+			}
+		}
+	}
+	free(scratch);
+	free(inv);
+}
+
+void geglu_rows(void *out, const void *in, int bf16, int N, int F)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++)
+		for (int j = 0; j < F; j++) {
+			size_t i = (size_t)r * 2 * F + j;
+			act_set(out, bf16, (size_t)r * F + j, gelu(act_get(in, bf16, i)) * act_get(in, bf16, i + F));
+		}
+}
+
+void geglu_backward_rows(void *din, const float *dout, const void *in, int bf16, int N, int F)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++)
+		for (int j = 0; j < F; j++) {
+			size_t i = (size_t)r * 2 * F + j;
+			float x = act_get(in, bf16, i), g = act_get(in, bf16, i + F), dy = dout[(size_t)r * F + j];
+			float cdf, pdf;
+			normal_cdf_pdf(x, &cdf, &pdf);
+			act_set(din, bf16, i, dy * g * (cdf + x * pdf));
+			act_set(din, bf16, i + F, dy * x * cdf);
+		}
 }
 
 /* ---- ReLU (DistilBERT's pre_classifier) ---- */

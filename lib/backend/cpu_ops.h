@@ -75,6 +75,12 @@ void gelu_backward(float *dpre, const float *dout, const float *pre, int N, int 
 void tanh_forward(float *out, const float *in, size_t n);
 /* din = dout * (1 - out^2); din may be dout. */
 void tanh_backward(float *din, const float *dout, const float *out, size_t n);
+/* backend.h's rotary, geglu_forward and geglu_backward over floats, or
+ * (bf16 set) over bf16 acts, worked in floats and each result rounded once. */
+void rotary_rows(void *x, int bf16, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
+		 float theta, int inverse);
+void geglu_rows(void *out, const void *in, int bf16, int N, int F);
+void geglu_backward_rows(void *din, const float *dout, const void *in, int bf16, int N, int F);
 void relu_forward(float *out, const float *in, size_t n);
 /* din = dout where out > 0, else 0; din may be dout. */
 void relu_backward(float *din, const float *dout, const float *out, size_t n);

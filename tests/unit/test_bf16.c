@@ -247,6 +247,37 @@ static void check_gelu(struct rng *r)
 	free(before), free(after), free(dact), free(dpre), free(dpre2);
 }
 
+/* Rotary embeddings and GeGLU over bf16 acts: the fp32 ops over the same
+ * (rounded) inputs, each result rounded once. */
+static void check_rotary_geglu(struct rng *r)
+{
+	enum { N = 9, C = 32, H = 4, F = 24 };
+	int32_t pos[N];
+	for (int i = 0; i < N; i++)
+		pos[i] = 37 * i;
+	size_t n = (size_t)N * 3 * C;
+	float *x = randoms(r, n);
+	struct act *xl = low(x, n);
+	float *ref = widened(xl, n);
+	rotary_rows(ref, 0, 3 * C, 2, C, H, pos, N, 160000.0f, 0);
+	bf->rotary(xl, 3 * C, 2, C, H, pos, N, 160000.0f, 0);
+	CHECK(rounds_of(xl, ref, n), "bf16 rotary in place: the fp32 turn of the same Q and K, rounded");
+	free(ref), free(xl), free(x);
+
+	size_t m = (size_t)N * 2 * F;
+	float *in = randoms(r, m), *dout = randoms(r, (size_t)N * F), *out = xmalloc(sizeof(float) * N * F),
+	      *din = xmalloc(sizeof(float) * m);
+	struct act *il = low(in, m), *ol = xmalloc((size_t)N * F * bf->act_size), *dl = xmalloc(m * bf->act_size);
+	float *rounded_in = widened(il, m);
+	geglu_rows(out, rounded_in, 0, N, F);
+	bf->geglu_forward(ol, il, N, F);
+	geglu_backward_rows(din, dout, rounded_in, 0, N, F);
+	bf->geglu_backward(dl, dout, il, N, F);
+	CHECK(rounds_of(ol, out, (size_t)N * F) && rounds_of(dl, din, m),
+	      "bf16 GeGLU and its backward: the fp32 ops' results over the same input, rounded");
+	free(in), free(dout), free(out), free(din), free(il), free(ol), free(dl), free(rounded_in);
+}
+
 /* The residual LayerNorm, with its output in acts beside, and the
  * LayerNorm backward (in place, as the model runs it) match the plain ops
  * within fp32's rounding: the same dropout mask, sums over several spans
@@ -287,7 +318,8 @@ static void check_layernorm(struct rng *r)
 /* The attention over bf16 q, k, v into a bf16 context, and its backward,
  * against fp32's over the same values: within bf16's precision, as its
  * products round the probabilities and their gradients too. */
-static void check_attention(struct rng *r)
+/* All keys, or a band of them (ModernBERT's local layers). */
+static void check_attention(struct rng *r, int band)
 {
 	enum { AB = 3, T = 20, C = 32, H = 2 };
 	int32_t kv_start[AB + 1] = { 0, 20, 33, 40 };
@@ -305,13 +337,14 @@ static void check_attention(struct rng *r)
 	struct attention a = { AB, T, C, H, float_acts(qkv), float_acts(qkv + C),
 			       float_acts(qkv + 2 * C), 3 * C, 3 * C, kv_start, NULL, p_start, mask,
 			       0.1f, 4 };
+	a.band = band;
 	struct attention al = a;
 	al.q = ql, al.k = act_at(bf, ql, C), al.v = act_at(bf, ql, 2 * C);
 	attention_forward(ctx, NULL, &a);
 	bf->attention_forward(cl, NULL, &al);
 	float *got = widened(cl, N * C);
 	double e = rel_diff(got, ctx, N * C);
-	CHECK(e < 2e-2, "bf16 attention into acts: fp32's context within bf16's precision (%.2g)", e);
+	CHECK(e < 2e-2, "bf16 attention into acts, band %d: fp32's context within bf16's precision (%.2g)", band, e);
 	attention_backward(g2, g2 + C, g2 + 2 * C, dctx, NULL, &a);
 	struct act *gl = xmalloc(n * bf->act_size);
 	bf->attention_backward(gl, act_at(bf, gl, C), act_at(bf, gl, 2 * C), dctx, NULL, &al);
@@ -319,8 +352,8 @@ static void check_attention(struct rng *r)
 	g = widened(gl, n);
 	free(gl);
 	e = rel_diff(g, g2, n);
-	CHECK(e < 3e-2, "bf16 attention backward into acts: fp32's dq, dk, dv within bf16's "
-	      "precision (%.2g)", e);
+	CHECK(e < 3e-2, "bf16 attention backward into acts, band %d: fp32's dq, dk, dv within bf16's "
+	      "precision (%.2g)", band, e);
 	free(qkv), free(dctx), free(ctx), free(g), free(g2), free(ql), free(cl), free(got);
 }
 
@@ -666,10 +699,12 @@ int main(void)
 	      "bf16 linear over 0 rows leaves the gradients as they were");
 	free(wl);
 	check_gelu(&r);
+	check_rotary_geglu(&r);
 	check_gelu_product(&r, 37, 19, 23);
 	check_gelu_product(&r, 64, 48, 96);
 	check_layernorm(&r);
-	check_attention(&r);
+	check_attention(&r, 0);
+	check_attention(&r, 4);
 	const char *ts = "NT";
 	int amx = bf16_amx();
 	if (!amx)

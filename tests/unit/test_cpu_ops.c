@@ -383,6 +383,77 @@ static void test_pooler(void)
 	free(theta), free(w), free(t), free(dout), free(grad);
 }
 
+/* ---- rotary position embeddings and GeGLU (ModernBERT's) ---- */
+
+enum { RR = 4, RC = 8, RH = 2, RLD = 3 * RC };
+static const int32_t rot_pos[RR] = { 0, 3, 17, 100 };
+
+/* Q and K of rows of [Q|K|V] turned as HF's apply_rotary_pos_emb turns
+ * them, in doubles: the halves (x1, x2) of each head become
+ * (x1 cos - x2 sin, x2 cos + x1 sin). */
+static void ref_rotary(double *out, const float *x, double theta)
+{
+	int d = RC / RH, half = d / 2;
+	for (int i = 0; i < RR * RLD; i++)
+		out[i] = x[i];
+	for (int r = 0; r < RR; r++)
+		for (int k = 0; k < 2 * RH; k++)
+			for (int j = 0; j < half; j++) {
+				double a = rot_pos[r] / pow(theta, 2.0 * j / d), c = cos(a), sn = sin(a);
+				size_t o = (size_t)r * RLD + (size_t)k * d;
+				out[o + j] = x[o + j] * c - x[o + half + j] * sn;
+				out[o + half + j] = x[o + half + j] * c + x[o + j] * sn;
+			}
+}
+
+static void test_rotary(void)
+{
+	double *theta = rand_doubles(RR * RLD, 1), ref[RR * RLD];
+	float *x = to_floats(theta, RR * RLD), *y = to_floats(theta, RR * RLD);
+	ref_rotary(ref, x, 10000.0);
+	rotary_rows(y, 0, RLD, 2, RC, RH, rot_pos, RR, 10000.0f, 0);
+	int v_same = 1;
+	for (int r = 0; r < RR; r++)
+		v_same &= !memcmp(y + r * RLD + 2 * RC, x + r * RLD + 2 * RC, sizeof(float) * RC);
+	CHECK(max_abs_diff(y, ref, RR * RLD) < 2e-6 && v_same,
+	      "rotary turns Q and K as HF's apply_rotary_pos_emb, at positions to 100 (%.1e), V untouched",
+	      max_abs_diff(y, ref, RR * RLD));
+	rotary_rows(y, 0, RLD, 2, RC, RH, rot_pos, RR, 10000.0f, 1);
+	double back = 0;
+	for (int i = 0; i < RR * RLD; i++)
+		back = fmax(back, fabs(y[i] - x[i]));
+	CHECK(back < 1e-6, "rotary's inverse (its backward: a turn's transpose) turns them back (%.1e)", back);
+	free(theta), free(x), free(y);
+}
+
+enum { GN2 = 3, GF2 = 6 };
+
+static double geglu_loss(const double *theta, const void *ctx)
+{
+	double out[GN2 * GF2];
+	for (int r = 0; r < GN2; r++)
+		for (int j = 0; j < GF2; j++)
+			out[r * GF2 + j] = ref_gelu(theta[r * 2 * GF2 + j]) * theta[r * 2 * GF2 + GF2 + j];
+	return weighted_sum(ctx, out, GN2 * GF2);
+}
+
+static void test_geglu(void)
+{
+	int n = GN2 * 2 * GF2, nout = GN2 * GF2;
+	double *theta = rand_doubles(n, 2), *w = rand_doubles(nout, 1), ref[GN2 * GF2];
+	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[GN2 * GF2], grad[GN2 * 2 * GF2];
+	for (int r = 0; r < GN2; r++)
+		for (int j = 0; j < GF2; j++)
+			ref[r * GF2 + j] = ref_gelu(theta[r * 2 * GF2 + j]) * theta[r * 2 * GF2 + GF2 + j];
+	geglu_rows(out, t, 0, GN2, GF2);
+	CHECK(max_abs_diff(out, ref, nout) < 1e-5, "GeGLU: gelu of the first half times the second (%.1e)",
+	      max_abs_diff(out, ref, nout));
+	geglu_backward_rows(grad, dout, t, 0, GN2, GF2);
+	double err = grad_error(geglu_loss, w, theta, grad, n);
+	CHECK(err < GRAD_TOL, "GeGLU gradients of both halves match finite differences (%.1e)", err);
+	free(theta), free(w), free(t), free(dout);
+}
+
 /* ReLU and its gradient, exactly: x where x > 0, else 0. */
 static void test_relu(void)
 {
@@ -420,10 +491,29 @@ struct attention_case {
 	float p;
 	uint64_t seed;
 	const int32_t *rows, *start;   /* query rows, grouped by sequence */
+	int band;                      /* keys at most band rows from the query's; 0: all */
 };
 
+/* The keys [lo, hi) query row at of sequence b sees: all, or those of its
+ * band up to the last real key (none where that leaves none). */
+static void ref_band(const struct attention_case *k, int b, int at, int *lo, int *hi)
+{
+	int last = 0;
+	for (int j = 0; j < AT; j++)
+		if (att_mask[b * AT + j])
+			last = j + 1;
+	*lo = 0, *hi = AT;
+	if (!k->band)
+		return;
+	*lo = at - k->band > 0 ? at - k->band : 0;
+	*hi = at + k->band + 1 < (last ? last : AT) ? at + k->band + 1 : (last ? last : AT);
+	if (*hi < *lo)
+		*hi = *lo;
+}
+
 /* HF's way: scores/sqrt(d) + (1 - mask) * (most negative float), softmax,
- * dropout, over theta = qkv [AN, 3C]; ctx has one row per query row. */
+ * dropout, over theta = qkv [AN, 3C]; ctx has one row per query row. With
+ * a band, the keys outside it take no part. */
 static void ref_attention(double *ctx, const double *qkv, const struct attention_case *k)
 {
 	for (int b = 0; b < AB; b++) {
@@ -432,6 +522,8 @@ static void ref_attention(double *ctx, const double *qkv, const struct attention
 			for (int i = 0; i < nq; i++) {
 				double s[AT], mx = -INFINITY, sum = 0;
 				const double *q = qkv + k->rows[q0 + i] * 3 * AC + h * AD;
+				int lo, hi;
+				ref_band(k, b, k->rows[q0 + i] - b * AT, &lo, &hi);
 				for (int j = 0; j < AT; j++) {
 					const double *kk = qkv + (b * AT + j) * 3 * AC + AC + h * AD;
 					s[j] = 0;
@@ -439,10 +531,13 @@ static void ref_attention(double *ctx, const double *qkv, const struct attention
 						s[j] += q[c] * kk[c] / sqrt(AD);
 					if (!att_mask[b * AT + j])
 						s[j] += -FLT_MAX;
-					mx = fmax(mx, s[j]);
+					if (j >= lo && j < hi)
+						mx = fmax(mx, s[j]);
 				}
 				for (int j = 0; j < AT; j++)
-					sum += s[j] = exp(s[j] - mx);
+					sum += s[j] = j >= lo && j < hi ? exp(s[j] - mx) : 0;
+				if (hi == lo)
+					sum = 1;   /* no key: a zero context */
 				double *out = ctx + (q0 + i) * AC + h * AD;
 				for (int c = 0; c < AD; c++)
 					out[c] = 0;
@@ -465,26 +560,31 @@ static double attention_loss(const double *theta, const void *ctx)
 	return weighted_sum(k->w, out, k->start[AB] * AC);
 }
 
-/* Queries read in place from qkv, or gathered into their own matrix. */
-static void test_attention(float p, int subset)
+/* Queries read in place from qkv, or gathered into their own matrix; all
+ * keys, or a band of them. */
+static void test_attention(float p, int subset, int band)
 {
 	int n = AN * 3 * AC, nq = subset ? 3 : AN, nout = nq * AC;
 	double *theta = rand_doubles(n, 1), *w = rand_doubles(nout, 1), ref[AN * AC];
 	struct attention_case k = { w, p, 1234, subset ? some_rows : all_rows,
-				    subset ? some_start : all_start };
+				    subset ? some_start : all_start, band };
 	float *t = to_floats(theta, n), *dout = to_floats(w, nout), out[AN * AC], q[AN * AC];
 	float again[AN * AC];
 	int64_t p_start[AB + 1];
 	struct attention a = { AB, AT, AC, AH, float_acts(t), float_acts(t + AC),
 			       float_acts(t + 2 * AC), 3 * AC, 3 * AC, all_start, NULL, p_start,
 			       att_mask, p, k.seed };
+	a.band = band;
 	if (subset) {
 		for (int i = 0; i < nq; i++)
 			memcpy(q + i * AC, t + some_rows[i] * 3 * AC, sizeof(float) * AC);
-		a.q = float_acts(q), a.ldq = AC, a.q_start = some_start;
+		a.q = float_acts(q), a.ldq = AC, a.q_start = some_start, a.q_at = some_rows;
 	}
 	attention_probs(p_start, all_start, a.q_start, AB, AH);
-	const char *what = subset ? "attention for some queries" : "attention";
+	char what[64], in_band[32] = "";
+	if (band)
+		snprintf(in_band, sizeof in_band, " in a band of %d", band);
+	snprintf(what, sizeof what, "attention%s%s", subset ? " for some queries" : "", in_band);
 	attention_forward(out, NULL, &a);
 	ref_attention(ref, theta, &k);
 	CHECK(max_abs_diff(out, ref, nout) < 1e-5,
@@ -787,10 +887,16 @@ int main(void)
 	test_bias_gelu();
 	test_pooler();
 	test_relu();
-	test_attention(0.0f, 0);
-	test_attention(0.2f, 0);
-	test_attention(0.0f, 1);
-	test_attention(0.2f, 1);
+	test_rotary();
+	test_geglu();
+	test_attention(0.0f, 0, 0);
+	test_attention(0.2f, 0, 0);
+	test_attention(0.0f, 1, 0);
+	test_attention(0.2f, 1, 0);
+	test_attention(0.0f, 0, 1);
+	test_attention(0.2f, 0, 1);
+	test_attention(0.2f, 1, 1);
+	test_attention(0.0f, 0, 3);
 	test_attention_packed();
 	test_crossentropy();
 	test_divergences();

@@ -273,6 +273,28 @@ static void test_elementwise(void)
 	relu_backward(dout, dout, out, n);
 	gpu->relu_backward(d_dout, d_dout, d_out, n);
 	expect_same("relu_backward (in place)", d_dout, dout, n);
+	/* rotary over Q and K of [N, 3C] rows (6 heads of 16), and back */
+	int32_t pos[N];
+	for (int r = 0; r < N; r++)
+		pos[r] = 61 * r;
+	float *qkv = randoms((size_t)N * 3 * C, 1), *d_qkv = on_gpu(qkv, (size_t)N * 3 * C * 4);
+	int32_t *d_pos = on_gpu(pos, sizeof pos);
+	rotary_rows(qkv, 0, 3 * C, 2, C, 6, pos, N, 160000.0f, 0);
+	gpu->rotary((struct act *)d_qkv, 3 * C, 2, C, 6, d_pos, N, 160000.0f, 0);
+	expect_close("rotary at positions to 4026", d_qkv, qkv, (size_t)N * 3 * C, 1e-4, RTOL);
+	rotary_rows(qkv, 0, 3 * C, 2, C, 6, pos, N, 160000.0f, 1);
+	gpu->rotary((struct act *)d_qkv, 3 * C, 2, C, 6, d_pos, N, 160000.0f, 1);
+	expect_close("rotary's inverse", d_qkv, qkv, (size_t)N * 3 * C, 1e-4, RTOL);
+	/* GeGLU over [N, F/2 * 2] */
+	int G = F / 2;
+	geglu_rows(out, pre, 0, N, G);
+	gpu->geglu_forward((struct act *)d_out, float_acts(d_pre), N, G);
+	expect_close("geglu_forward", d_out, out, (size_t)N * G, ATOL, RTOL);
+	float *din = xcalloc(n, sizeof *din), *d_din = on_gpu(din, n * 4);
+	geglu_backward_rows(din, dout, pre, 0, N, G);
+	gpu->geglu_backward((struct act *)d_din, d_dout, float_acts(d_pre), N, G);
+	expect_close("geglu_backward", d_din, din, n, ATOL, RTOL);
+	gpu->release(d_qkv), gpu->release(d_pos), gpu->release(d_din), free(qkv), free(din);
 	/* dropout: the same mask, and values scaled by the same float */
 	dropout_apply(out, pre, n, 0.1f, 7);
 	gpu->dropout_apply(d_out, d_pre, n, 0.1f, 7);

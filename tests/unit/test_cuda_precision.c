@@ -544,6 +544,41 @@ static void test_attentions(enum attention_path path)
 }
 
 /* The precision under test, low: its backend's table. */
+/* Rotary embeddings and GeGLU in acts: the CPU's over the same values as
+ * the acts hold them, one rounding more. */
+static void test_rotary_geglu(int rows, int C, int heads, int F)
+{
+	size_t n = (size_t)rows * 3 * C, m = (size_t)rows * 2 * F;
+	int32_t *pos = xmalloc(sizeof *pos * (size_t)rows);
+	for (int r = 0; r < rows; r++)
+		pos[r] = 31 * r % 8192;
+	float *x = exact_randoms(n, 2), *in = exact_randoms(m, 2), *dout = randoms((size_t)rows * F, 1);
+	float *out = xmalloc(sizeof *out * (size_t)rows * F), *din = xmalloc(sizeof *din * m);
+	struct act *d_x = acts_on_gpu(x, n), *d_in = acts_on_gpu(in, m);
+	struct act *d_out = gpu->alloc((size_t)rows * F * low->act_size), *d_din = gpu->alloc(m * low->act_size);
+	int32_t *d_pos = on_gpu(pos, sizeof *pos * (size_t)rows);
+	float *d_dout = on_gpu(dout, sizeof *dout * (size_t)rows * F);
+	as_acts_hold(x, n);
+	as_acts_hold(in, m);
+	rotary_rows(x, 0, 3 * C, 2, C, heads, pos, rows, 160000.0f, 0);
+	geglu_rows(out, in, 0, rows, F);
+	geglu_backward_rows(din, dout, in, 0, rows, F);
+	low->rotary(d_x, 3 * C, 2, C, heads, d_pos, rows, 160000.0f, 0);
+	low->geglu_forward(d_out, d_in, rows, F);
+	low->geglu_backward(d_din, d_dout, d_in, rows, F);
+	char what[128];
+	snprintf(what, sizeof what, "%s rotary %dx%d, %d heads", low_name, rows, C, heads);
+	expect_acts_close(what, d_x, x, n, 1e-4, RTOL);
+	snprintf(what, sizeof what, "%s geglu_forward %dx%d", low_name, rows, F);
+	expect_acts_close(what, d_out, out, (size_t)rows * F, ATOL, RTOL);
+	snprintf(what, sizeof what, "%s geglu_backward %dx%d", low_name, rows, F);
+	expect_acts_close(what, d_din, din, m, ATOL, RTOL);
+	void *d[] = { d_x, d_in, d_out, d_din, d_pos, d_dout };
+	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+		gpu->release(d[i]);
+	free(pos), free(x), free(in), free(dout), free(out), free(din);
+}
+
 static void use(enum precision p)
 {
 	low = backend_open("cuda", p);
@@ -569,6 +604,8 @@ static void test_ops(void)
 	test_fused_rows(70001, 37, 0.1f);
 	test_gelu(67, 384);
 	test_gelu(70001, 5);
+	test_rotary_geglu(67, 96, 6, 192);
+	test_rotary_geglu(4099, 64, 1, 5);
 }
 
 static void test_every_attention(void)
