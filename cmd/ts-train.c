@@ -48,9 +48,9 @@ static const struct opt opts[] = {
 	{0, "multi-label", OPT_FLAG, &multi_label, NULL, "cls: each record has any number of the classes (sigmoid and binary cross-entropy)", NULL},
 	{0, "threshold", OPT_FLOAT, &threshold, "P", "multi-label: a class is predicted at this probability", NULL,
 	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
-	{0, "init", OPT_STR, &init, "DIR", "start from a Hugging Face model dir (bert, roberta, xlm-roberta, distilbert, electra)", "@dir"},
+	{0, "init", OPT_STR, &init, "DIR", "start from a Hugging Face model dir (bert, roberta, xlm-roberta, distilbert, electra, modernbert)", "@dir"},
 	{'v', "vocab", OPT_STR, &vocab, "FILE", "vocab.txt of the data, when training from scratch", "@file"},
-	{0, "arch", OPT_STR, &arch, "FAMILY", "the encoder family, from scratch: its tensor names, positions and heads (default bert)", "bert|roberta|xlm-roberta|distilbert|electra"},
+	{0, "arch", OPT_STR, &arch, "FAMILY", "the encoder family, from scratch: its tensor names, positions and heads (default bert)", "bert|roberta|xlm-roberta|distilbert|electra|modernbert"},
 	{0, "layers", OPT_INT, &layers, "N", "encoder layers, from scratch (default 4)", NULL,
 	 .min = 1, .max = BERT_MAX_LAYERS},
 	{0, "hidden", OPT_INT, &hidden, "N", "hidden size, from scratch (default 256)", NULL,
@@ -240,7 +240,7 @@ static void resolve_defaults(void)
 		heads = heads ? heads : 4;
 		ffn = ffn > 0 ? ffn : 4 * hidden;
 		max_pos = max_pos ? max_pos : family_of((enum family_id)family_by_type(arch))->max_pos;
-		dropout = dropout < 0 ? 0.1 : dropout;
+		dropout = dropout < 0 ? family_of((enum family_id)family_by_type(arch))->dropout : dropout;
 	}
 	if (!batch_tokens)
 		batch = batch ? batch : 32;
@@ -380,8 +380,11 @@ int main(int argc, char **argv)
 		.model = {.hidden = (int)hidden, .layers = (int)layers, .heads = (int)heads,
 			  .ffn = (int)ffn, .max_pos = (int)max_pos, .family = family,
 			  .type_vocab = family_of(family)->type_vocab, .ln_eps = family_of(family)->ln_eps,
-			  .hidden_dropout = (float)(dropout < 0 ? 0.1 : dropout),
-			  .attn_dropout = (float)(dropout < 0 ? 0.1 : dropout)},
+			  .hidden_dropout = (float)(dropout < 0 ? family_of(family)->dropout : dropout),
+			  .attn_dropout = (float)(dropout < 0 ? family_of(family)->dropout : dropout),
+			  .rope_global = family_of(family)->rope_global, .rope_local = family_of(family)->rope_local,
+			  .local_window = family_of(family)->local_window,
+			  .global_every = family_of(family)->global_every},
 		.dropout_given = dropout >= 0,
 		.optim = {.kind = (enum optim_kind)optim_kind_parse(optimizer), .weight_decay = weight_decay,
 			  .momentum = momentum, .eps = eps, .ema = ema},

@@ -12,7 +12,7 @@ _ts_train() {
 	--threshold) COMPREPLY=(); return ;;
 	--init) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-v|--vocab) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	--arch) COMPREPLY=($(compgen -W "bert roberta xlm-roberta distilbert electra" -- "$cur")); return ;;
+	--arch) COMPREPLY=($(compgen -W "bert roberta xlm-roberta distilbert electra modernbert" -- "$cur")); return ;;
 	--layers) COMPREPLY=(); return ;;
 	--hidden) COMPREPLY=(); return ;;
 	--heads) COMPREPLY=(); return ;;

@@ -110,6 +110,9 @@ void cuda_embedding_backward(float *dword, float *dpos, float *dtype, const floa
 			     int N, int C, int pad_id);
 void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
 void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+void cuda_mean_rows(float *out, const float *x, const int32_t *kv_start, const uint8_t *mask, int B, int C);
+void cuda_mean_rows_backward(float *dx, const float *dout, const int32_t *kv_start, const uint8_t *mask, int B,
+			     int C);
 
 /* kernels/cuda_layernorm.cu */
 void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in,

@@ -225,6 +225,8 @@ static void fill_fp32(void)
 	cuda.dropout_apply = cuda_dropout_apply;
 	cuda.gather_rows = cuda_gather_rows;
 	cuda.scatter_add_rows = cuda_scatter_add_rows;
+	cuda.mean_rows = cuda_mean_rows;
+	cuda.mean_rows_backward = cuda_mean_rows_backward;
 	cuda.sum_squares = cuda_sum_squares;
 	cuda.scale = cuda_scale;
 	cuda.ema_update = cuda_ema_update;

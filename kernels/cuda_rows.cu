@@ -215,6 +215,54 @@ void cuda_gather_rows(float *out, const float *in, const int32_t *rows, int M, i
 	CUDA_LAUNCH(gather_rows_kernel, grid_rows(C, M), THREADS, 0, out, in, rows, M, C);
 }
 
+/* The mean of sequence b's real rows, a column a thread (the CPU's order). */
+static __global__ void mean_rows_kernel(float *out, const float *x, const int32_t *kv_start, const uint8_t *mask,
+					int B, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	for (int b = blockIdx.y; b < B; b += gridDim.y) {
+		float s = 0.0f;
+		int n = 0;
+		for (int r = kv_start[b]; r < kv_start[b + 1]; r++)
+			if (mask[r])
+				s += x[(size_t)r * C + c], n++;
+		out[(size_t)b * C + c] = n ? s / (float)n : 0.0f;
+	}
+}
+
+void cuda_mean_rows(float *out, const float *x, const int32_t *kv_start, const uint8_t *mask, int B, int C)
+{
+	if (B <= 0 || C <= 0)
+		return;
+	CUDA_LAUNCH(mean_rows_kernel, grid_rows(C, B), THREADS, 0, out, x, kv_start, mask, B, C);
+}
+
+static __global__ void mean_rows_backward_kernel(float *dx, const float *dout, const int32_t *kv_start,
+						 const uint8_t *mask, int B, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	for (int b = blockIdx.y; b < B; b += gridDim.y) {
+		int n = 0;
+		for (int r = kv_start[b]; r < kv_start[b + 1]; r++)
+			n += mask[r] != 0;
+		for (int r = kv_start[b]; r < kv_start[b + 1]; r++)
+			if (mask[r])
+				dx[(size_t)r * C + c] = dout[(size_t)b * C + c] / (float)n;
+	}
+}
+
+void cuda_mean_rows_backward(float *dx, const float *dout, const int32_t *kv_start, const uint8_t *mask, int B,
+			     int C)
+{
+	if (B <= 0 || C <= 0)
+		return;
+	CUDA_LAUNCH(mean_rows_backward_kernel, grid_rows(C, B), THREADS, 0, dx, dout, kv_start, mask, B, C);
+}
+
 /* out[rows[m]] += in[m], m in order for a row named twice. */
 void cuda_scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C)
 {

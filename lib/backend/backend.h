@@ -101,6 +101,7 @@ struct backend {
 	 * attention takes for B sequences of H heads up to T long, shared by
 	 * every layer */
 	int attention_state;
+	int attention_bands;       /* its attention takes a local band (struct attention's) */
 	double (*attention_scratch)(int B, int T, int H);
 	/* the same memory with every op in fp32, for work that a lower
 	 * precision would blur (VAT's small probe); NULL: this one is fp32 */
@@ -231,6 +232,12 @@ struct backend {
 	void (*dropout_apply)(float *out, const float *in, size_t n, float p, uint64_t seed);
 	void (*gather_rows)(float *out, const float *in, const int32_t *rows, int M, int C);
 	void (*scatter_add_rows)(float *out, const float *in, const int32_t *rows, int M, int C);
+	/* mean pooling (ModernBERT's): out[b] the mean of sequence b's real rows
+	 * (kv_start, mask; 0 where it has none) of x, b < B; the backward puts
+	 * dout[b] over their count in those rows of dx, leaving the others */
+	void (*mean_rows)(float *out, const float *x, const int32_t *kv_start, const uint8_t *mask, int B, int C);
+	void (*mean_rows_backward)(float *dx, const float *dout, const int32_t *kv_start, const uint8_t *mask,
+				   int B, int C);
 
 	/* the optimizer: the sum of squares in a fixed order (the same bits for
 	 * any thread count), scaling, and one tensor's update */

@@ -646,6 +646,42 @@ void gather_rows(float *out, const float *in, const int32_t *rows, int M, int C)
 		memcpy(out + (size_t)m * C, in + (size_t)rows[m] * C, sizeof(float) * C);
 }
 
+/* The real rows of sequence b. */
+static int real_rows(const int32_t *kv_start, const uint8_t *mask, int b)
+{
+	int n = 0;
+	for (int r = kv_start[b]; r < kv_start[b + 1]; r++)
+		n += mask[r] != 0;
+	return n;
+}
+
+void mean_rows(float *out, const float *x, const int32_t *kv_start, const uint8_t *mask, int B, int C)
+{
+#pragma omp parallel for schedule(static)
+	for (int b = 0; b < B; b++) {
+		float *o = out + (size_t)b * C;
+		memset(o, 0, sizeof(float) * C);
+		for (int r = kv_start[b]; r < kv_start[b + 1]; r++)
+			if (mask[r])
+				add_to(o, x + (size_t)r * C, C);
+		int n = real_rows(kv_start, mask, b);
+		for (int c = 0; c < C && n; c++)
+			o[c] /= (float)n;
+	}
+}
+
+void mean_rows_backward(float *dx, const float *dout, const int32_t *kv_start, const uint8_t *mask, int B,
+			int C)
+{
+#pragma omp parallel for schedule(static)
+	for (int b = 0; b < B; b++) {
+		int n = real_rows(kv_start, mask, b);
+		for (int r = kv_start[b]; r < kv_start[b + 1]; r++)
+			for (int c = 0; c < C && mask[r]; c++)
+				dx[(size_t)r * C + c] = dout[(size_t)b * C + c] / (float)n;
+	}
+}
+
 void scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C)
 {
 	for (int m = 0; m < M; m++)

@@ -218,6 +218,10 @@ int dropout_keeps(uint64_t seed, uint64_t i, float p);
  * C floats. */
 void gather_rows(float *out, const float *in, const int32_t *rows, int M, int C);
 void scatter_add_rows(float *out, const float *in, const int32_t *rows, int M, int C);
+/* backend.h's mean_rows and mean_rows_backward. */
+void mean_rows(float *out, const float *x, const int32_t *kv_start, const uint8_t *mask, int B, int C);
+void mean_rows_backward(float *dx, const float *dout, const int32_t *kv_start, const uint8_t *mask, int B,
+			int C);
 
 /* The optimizer's ops (cpu_optim.c), whose meaning backend.h gives. Sums run
  * over fixed chunks added in order: the same bits for any thread count. */

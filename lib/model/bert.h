@@ -35,6 +35,13 @@ struct bert_config {
 	enum bert_task task;
 	int num_labels;            /* classes of cls, multi and tokcls; 1 for reg */
 	enum family_id family;        /* the checkpoints' names and positions (family.h) */
+	/* a rotary family's (ModernBERT's): the bases of its global and local
+	 * layers, the keys a local layer's query sees (HF's local_attention:
+	 * those at most half of it away), every how many layers one is global
+	 * (layer l when l % global_every == 0); mean_pool: the pooled head reads
+	 * the mean of each sequence's real rows, not its first */
+	float rope_global, rope_local;
+	int local_window, global_every, mean_pool;
 	int pad_id;                /* the pad token: no gradient reaches its embedding */
 };
 

@@ -199,6 +199,9 @@ static void keep_batch(struct bert *m, const struct bert_batch *b)
 	grow(&m->p_head, &m->p_head_cap, b->B + 1, sizeof *m->p_head);
 	attention_probs(m->p_all, m->kv_start, NULL, b->B, m->c.heads);
 	attention_probs(m->p_head, m->kv_start, m->q_start, b->B, m->c.heads);
+	grow(&m->head_pos, &m->head_pos_cap, (size_t)m->M, sizeof *m->head_pos);
+	for (int i = 0; i < m->M; i++)
+		m->head_pos[i] = m->positions[m->rows[i]];
 }
 
 /* base's copy on the backend, in b; base itself on a host backend. */
@@ -226,6 +229,7 @@ static void upload_batch(struct bert *m)
 	m->d.labels = to_backend(be, &m->d_labels, m->labels, M * i32);
 	m->d.kv_start = to_backend(be, &m->d_kv_start, m->kv_start, seqs * i32);
 	m->d.q_start = to_backend(be, &m->d_q_start, m->q_start, seqs * i32);
+	m->d.head_pos = to_backend(be, &m->d_head_pos, m->head_pos, M * i32);
 	m->d.p_all = to_backend(be, &m->d_p_all, m->p_all, seqs * sizeof(int64_t));
 	m->d.p_head = to_backend(be, &m->d_p_head, m->p_head, seqs * sizeof(int64_t));
 	if (m->c.task == TASK_REG || m->c.task == TASK_MULTI)

@@ -54,59 +54,89 @@ static float *add_tensor(struct layout *l, int64_t rows, int64_t cols, const cha
 	return p;
 }
 
+/* A bias of n floats where the family has them, else NULL (bert_new
+ * points it at a row of zeros). */
+static float *add_bias(struct layout *l, const struct bert_config *c, int64_t n, const char *fmt, int i)
+{
+	char name[128];
+	if (!family_of(c->family)->biases)
+		return NULL;
+	snprintf(name, sizeof name, fmt, i);
+	return add_tensor(l, n, 0, "%s", name);
+}
+
 static void lay_out_layer(struct layout *l, const struct bert_config *c, int i,
 			  struct layer_weights *w)
 {
 	const char *pre = "bert.encoder.layer";
+	const struct family *f = family_of(c->family);
 	int C = c->hidden, F = c->ffn;
 	/* query, key and value side by side make one [3C, C] product */
-	w->qkv_w = add_tensor(l, C, C, "%s.%d.attention.self.query.weight", pre, i);
-	add_tensor(l, C, C, "%s.%d.attention.self.key.weight", pre, i);
-	add_tensor(l, C, C, "%s.%d.attention.self.value.weight", pre, i);
-	w->qkv_b = add_tensor(l, C, 0, "%s.%d.attention.self.query.bias", pre, i);
-	add_tensor(l, C, 0, "%s.%d.attention.self.key.bias", pre, i);
-	add_tensor(l, C, 0, "%s.%d.attention.self.value.bias", pre, i);
+	if (f->qkv_one) {
+		w->qkv_w = add_tensor(l, 3 * C, C, "%s.%d.attention.self.qkv.weight", pre, i);
+	} else {
+		w->qkv_w = add_tensor(l, C, C, "%s.%d.attention.self.query.weight", pre, i);
+		add_tensor(l, C, C, "%s.%d.attention.self.key.weight", pre, i);
+		add_tensor(l, C, C, "%s.%d.attention.self.value.weight", pre, i);
+		w->qkv_b = add_tensor(l, C, 0, "%s.%d.attention.self.query.bias", pre, i);
+		add_tensor(l, C, 0, "%s.%d.attention.self.key.bias", pre, i);
+		add_tensor(l, C, 0, "%s.%d.attention.self.value.bias", pre, i);
+	}
 	w->attn_out_w = add_tensor(l, C, C, "%s.%d.attention.output.dense.weight", pre, i);
-	w->attn_out_b = add_tensor(l, C, 0, "%s.%d.attention.output.dense.bias", pre, i);
+	w->attn_out_b = add_bias(l, c, C, "bert.encoder.layer.%d.attention.output.dense.bias", i);
 	w->attn_ln_w = add_tensor(l, C, 0, "%s.%d.attention.output.LayerNorm.weight", pre, i);
-	w->attn_ln_b = add_tensor(l, C, 0, "%s.%d.attention.output.LayerNorm.bias", pre, i);
-	w->ffn_in_w = add_tensor(l, F, C, "%s.%d.intermediate.dense.weight", pre, i);
-	w->ffn_in_b = add_tensor(l, F, 0, "%s.%d.intermediate.dense.bias", pre, i);
+	w->attn_ln_b = add_bias(l, c, C, "bert.encoder.layer.%d.attention.output.LayerNorm.bias", i);
+	w->ffn_in_w = add_tensor(l, f->geglu ? 2 * F : F, C, "%s.%d.intermediate.dense.weight", pre, i);
+	w->ffn_in_b = add_bias(l, c, f->geglu ? 2 * F : F, "bert.encoder.layer.%d.intermediate.dense.bias", i);
 	w->ffn_out_w = add_tensor(l, C, F, "%s.%d.output.dense.weight", pre, i);
-	w->ffn_out_b = add_tensor(l, C, 0, "%s.%d.output.dense.bias", pre, i);
+	w->ffn_out_b = add_bias(l, c, C, "bert.encoder.layer.%d.output.dense.bias", i);
 	w->ffn_ln_w = add_tensor(l, C, 0, "%s.%d.output.LayerNorm.weight", pre, i);
-	w->ffn_ln_b = add_tensor(l, C, 0, "%s.%d.output.LayerNorm.bias", pre, i);
+	w->ffn_ln_b = add_bias(l, c, C, "bert.encoder.layer.%d.output.LayerNorm.bias", i);
+	w->end = l->base ? l->base + l->used : NULL;
 }
 
 void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights *w)
 {
+	const struct family *f = family_of(c->family);
 	int C = c->hidden, E = bert_emb_width(c);
 	w->word = add_tensor(l, c->vocab, E, "bert.embeddings.word_embeddings.weight");
-	w->pos = add_tensor(l, c->max_pos, E, "bert.embeddings.position_embeddings.weight");
+	if (!f->rotary)
+		w->pos = add_tensor(l, c->max_pos, E, "bert.embeddings.position_embeddings.weight");
 	if (c->type_vocab)   /* else bert_new's row of zeros */
 		w->type = add_tensor(l, c->type_vocab, E, "bert.embeddings.token_type_embeddings.weight");
 	w->emb_ln_w = add_tensor(l, E, 0, "bert.embeddings.LayerNorm.weight");
-	w->emb_ln_b = add_tensor(l, E, 0, "bert.embeddings.LayerNorm.bias");
+	w->emb_ln_b = add_bias(l, c, E, "bert.embeddings.LayerNorm.bias", 0);
 	if (E != C) {
 		w->proj_w = add_tensor(l, C, E, "bert.embeddings_project.weight");
 		w->proj_b = add_tensor(l, C, 0, "bert.embeddings_project.bias");
 	}
+	w->emb_end = l->base ? l->base + l->used : NULL;
 	for (int i = 0; i < c->layers; i++)
 		lay_out_layer(l, c, i, &w->layer[i]);
-	if (bert_task_pooled(c->task)) {
+	int transform = c->task == TASK_MLM || f->head_transform;
+	if (bert_task_pooled(c->task) && !transform) {
 		w->pool_w = add_tensor(l, C, C, "bert.pooler.dense.weight");
 		w->pool_b = add_tensor(l, C, 0, "bert.pooler.dense.bias");
+	}
+	if (transform) {
+		w->tr_w = add_tensor(l, E, C, "cls.predictions.transform.dense.weight");
+		w->tr_b = add_bias(l, c, E, "cls.predictions.transform.dense.bias", 0);
+		w->tr_ln_w = add_tensor(l, E, 0, "cls.predictions.transform.LayerNorm.weight");
+		w->tr_ln_b = add_bias(l, c, E, "cls.predictions.transform.LayerNorm.bias", 0);
 	}
 	if (c->task != TASK_MLM) {
 		w->cls_w = add_tensor(l, bert_logit_width(c), C, "classifier.weight");
 		w->cls_b = add_tensor(l, bert_logit_width(c), 0, "classifier.bias");
 	} else {
-		w->tr_w = add_tensor(l, E, C, "cls.predictions.transform.dense.weight");
-		w->tr_b = add_tensor(l, E, 0, "cls.predictions.transform.dense.bias");
-		w->tr_ln_w = add_tensor(l, E, 0, "cls.predictions.transform.LayerNorm.weight");
-		w->tr_ln_b = add_tensor(l, E, 0, "cls.predictions.transform.LayerNorm.bias");
 		w->decoder_b = add_tensor(l, c->vocab, 0, "cls.predictions.bias");
 	}
+}
+
+/* Whether layer l attends to a local band of keys (ModernBERT's local
+ * layers: all but every global_every-th). */
+static int layer_local(const struct bert_config *c, int l)
+{
+	return family_of(c->family)->rotary && c->global_every > 0 && l % c->global_every;
 }
 
 /* Sizes in range: then no count of the parameters overflows. */
@@ -134,6 +164,13 @@ static void check_config(const struct bert_config *c)
 		die("bert: unknown task %d", (int)c->task);
 	if (c->family < FAMILY_BERT || c->family >= FAMILY_COUNT)
 		die("bert: unknown family %d", (int)c->family);
+	const struct family *f = family_of(c->family);
+	if (f->prenorm && c->layers < 1)
+		die("bert: a %s model has at least one layer", f->model_type);
+	if (f->rotary && ((c->hidden / c->heads) % 2 || !(c->rope_global > 0) || !(c->rope_local > 0) ||
+			  c->global_every < 1 || c->local_window < 0))
+		die("bert: rotary positions need an even head size, bases above 0, a global layer every "
+		    "1 or more and a local window of 0 or more");
 	if (bert_emb_width(c) != c->hidden && !family_of(c->family)->keys->emb)
 		die("bert: a %s model's embeddings are as wide as its layers", family_of(c->family)->model_type);
 	if (!c->type_vocab != !family_of(c->family)->type_vocab)
@@ -157,9 +194,41 @@ static float *host_copy(const struct backend *be, float *buf, size_t n)
 	return be->host ? buf : xcalloc(n ? n : 1, sizeof(float));
 }
 
+void bert_stand_in(const struct bert *m, struct weights *x, float *with)
+{
+	float **top[] = { &x->pos, &x->type, &x->emb_ln_b, &x->tr_b, &x->tr_ln_b };
+	for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+		if (!*top[i])
+			*top[i] = with;
+	for (int l = 0; l < m->c.layers; l++) {
+		struct layer_weights *w = &x->layer[l];
+		float **b[] = { &w->qkv_b, &w->attn_out_b, &w->attn_ln_b, &w->ffn_in_b, &w->ffn_out_b, &w->ffn_ln_b };
+		for (size_t i = 0; i < sizeof b / sizeof *b; i++)
+			if (!*b[i])
+				*b[i] = with;
+	}
+}
+
+/* The zeros and the sink that stand in for what the family lacks. */
+static void stand_ins(struct bert *m)
+{
+	const struct bert_config *c = &m->c;
+	size_t n = (size_t)3 * c->hidden;
+	n = n > (size_t)2 * c->ffn ? n : (size_t)2 * c->ffn;
+	n = n > (size_t)bert_emb_width(c) ? n : (size_t)bert_emb_width(c);
+	m->stand_in = n;
+	m->zeros = m->be->alloc(2 * sizeof(float) * n);
+	m->be->zero(m->zeros, 2 * sizeof(float) * n);
+	bert_stand_in(m, &m->w, m->zeros);
+	bert_stand_in(m, &m->g, m->zeros + n);
+}
+
 struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 {
 	check_config(c);
+	if (c->layers > 1 && layer_local(c, 1) && !be->attention_bands)   /* layer 1 is local where any is */
+		die("%s: %s's local attention runs on the CPU only so far (--device cpu)", be->name,
+		    family_of(c->family)->model_type);
 	struct bert *m = xcalloc(1, sizeof *m);
 	m->c = *c;
 	m->be = be;
@@ -186,13 +255,7 @@ struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 		m->tensors[i].data = m->params + (m->tensors[i].data - m->dparams);
 	struct layout grads = { m->dgrads, 0, NULL, 0 };
 	bert_lay_out(&grads, c, &m->g);
-	if (!c->type_vocab) {   /* a row of zeros adds nothing; its gradient goes nowhere */
-		size_t E = (size_t)bert_emb_width(c);
-		m->no_types = be->alloc(2 * sizeof(float) * E);
-		be->zero(m->no_types, sizeof(float) * E);
-		m->w.type = m->no_types;
-		m->g.type = m->no_types + E;
-	}
+	stand_ins(m);
 	return m;
 }
 
@@ -220,8 +283,7 @@ void bert_free(struct bert *m)
 	m->be->release(m->dparams);
 	m->be->release(m->dgrads);
 	m->be->release(m->loss);
-	if (m->no_types)
-		m->be->release(m->no_types);
+	m->be->release(m->zeros);
 	free(m->w.layer);
 	free(m->g.layer);
 	free(m->a.layer);
@@ -232,6 +294,7 @@ void bert_free(struct bert *m)
 	free(m->labels);
 	free(m->kv_start);
 	free(m->q_start);
+	free(m->head_pos);
 	free(m->p_all);
 	free(m->p_head);
 	free(m->mask);
@@ -239,7 +302,7 @@ void bert_free(struct bert *m)
 	free(m->twice_ids), free(m->twice_types), free(m->twice_labels), free(m->twice_mask);
 	free(m->vat_layers);
 	struct on_backend *bufs[] = { &m->d_ids, &m->d_types, &m->d_positions, &m->d_rows,
-				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_p_all,
+				      &m->d_labels, &m->d_kv_start, &m->d_q_start, &m->d_head_pos, &m->d_p_all,
 				      &m->d_p_head, &m->d_mask, &m->d_targets, &m->targets_soft,
 				      &m->vat_r, &m->vat_g, &m->vat_grads, &m->vat_p, &m->work,
 				      &m->weight_acts_space };
@@ -295,6 +358,7 @@ float *bert_backend_grads(struct bert *m)
 void bert_zero_grads(struct bert *m)
 {
 	m->be->zero(m->dgrads, m->numel * sizeof(float));
+	m->be->zero(m->zeros + m->stand_in, m->stand_in * sizeof(float));   /* the sink */
 }
 
 double bert_grad_norm(const struct bert *m)
@@ -437,7 +501,7 @@ static void carve_layer(struct carver *k, const struct bert_config *c, size_t N,
 	a->attn_rstd = carve(k, N);
 	a->attn_ln = s ? s->ln : carve(k, N * C);
 	a->attn_low = carve_low(k, a->attn_ln, N * C);
-	a->ffn_pre = carve_act(k, N * F);
+	a->ffn_pre = carve_act(k, N * (family_of(c->family)->geglu ? 2 * F : F));
 	a->ffn_act = s ? s->gelu : carve_act(k, N * F);
 	a->ffn_sum = carve(k, N * C);
 	a->ffn_mean = carve(k, N);
@@ -472,23 +536,34 @@ static void carve_head(struct carver *k, const struct bert_config *c, int M,
 	h->space = carve_space(k, M * W);
 }
 
-/* With recompute, the layers share one set of activations and keep only
- * their outputs: a layer's backward first runs its forward again. Returns
- * the bytes. */
-static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N, size_t state,
-			int M, int recompute, struct acts *a)
+/* The widest of what a layer's shared buffers hold: Q, K and V, or the
+ * feed-forward's activations (its input's gradient, twice as wide, for a
+ * GeGLU). */
+static size_t shared_width(const struct bert_config *c, int acts)
 {
-	size_t C = c->hidden;
+	size_t F = (size_t)c->ffn * (acts && family_of(c->family)->geglu ? 2 : 1), QKV = 3 * (size_t)c->hidden;
+	return QKV > F ? QKV : F;
+}
+
+/* With share, the layers share one set of activations and keep only their
+ * outputs (recompute: a layer's backward first runs its forward again),
+ * and with streams their residual streams too (a pre-norm model that
+ * trains). Returns the bytes. */
+static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N, size_t state,
+			int M, int share, int streams, struct acts *a)
+{
+	const struct family *f = family_of(c->family);
+	size_t C = c->hidden, F = c->ffn;
 	struct shared_acts shared, *s = NULL;
-	if (k->act != sizeof(float) && !recompute) {
+	if (k->act != sizeof(float) && !share) {
 		s = &shared;
-		s->block = carve(k, N * (3 * C > (size_t)c->ffn ? 3 * C : (size_t)c->ffn));
+		s->block = carve(k, N * shared_width(c, 0));
 		s->ln = s->block;
 		s->outs[0] = s->block + N * C;
 		s->outs[1] = s->block + 2 * N * C;
-		s->gelu = carve_act(k, N * (3 * C > (size_t)c->ffn ? 3 * C : (size_t)c->ffn));
+		s->gelu = carve_act(k, N * shared_width(c, 1));
 	}
-	a->gelu_zero_bias = s ? carve(k, (size_t)c->ffn) : NULL;
+	a->gelu_zero_bias = s ? carve(k, F) : NULL;
 	size_t E = (size_t)bert_emb_width(c);
 	a->emb_sum = carve(k, N * E);
 	a->emb_mean = carve(k, N);
@@ -499,23 +574,28 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 	a->proj_space = E != C ? carve_space(k, N * E) : NULL;
 	a->dproj = E != C ? carve(k, N * E) : NULL;
 	for (int i = 0; i < c->layers; i++) {
-		if (i && recompute) {
+		if (i && share) {
 			a->layer[i] = a->layer[0];
 			a->layer[i].out = carve(k, N * C);
 			a->layer[i].out_low = carve_low(k, a->layer[i].out, N * C);
+			if (streams)
+				a->layer[i].ffn_sum = carve(k, N * C);
 		} else {
 			carve_layer(k, c, N, state, s, i, &a->layer[i]);
 		}
 	}
 	a->rows_in = carve(k, (size_t)M * C);
 	a->rows_space = carve_space(k, (size_t)M * C);
+	a->rows_stream = f->prenorm ? carve(k, (size_t)M * C) : NULL;
 	carve_head(k, c, M, &a->head);
 	a->dh = carve(k, N * C);
+	a->ds = f->prenorm ? carve(k, N * C) : NULL;
+	a->dtmp = f->prenorm ? carve(k, N * C) : NULL;
 	a->dbranch = carve_act(k, N * C);
 	a->dctx = s ? s->block : carve(k, N * C);
 	a->dqkv = s ? s->gelu : carve_act(k, N * 3 * C);
-	a->dffn = s ? s->block : carve(k, N * c->ffn);
-	a->dffn_low = s ? s->gelu : carve_low(k, a->dffn, N * c->ffn);
+	a->dffn = s ? s->block : carve(k, N * F);
+	a->dffn_low = s ? s->gelu : f->geglu ? carve_act(k, N * 2 * F) : carve_low(k, a->dffn, N * F);
 	a->dlogits_space = carve_space(k, (size_t)M * bert_logit_width(c));
 	a->dhead = carve(k, (size_t)M * head_width(c));
 	a->dhead_low = carve_low(k, a->dhead, (size_t)M * head_width(c));
@@ -523,31 +603,32 @@ static size_t carve_all(struct carver *k, const struct bert_config *c, size_t N,
 	return k->used;
 }
 
+/* carve_all's bytes for a batch of B sequences of T tokens, none padding,
+ * in a model of c with layers layers. */
+static double carved_bytes(const struct bert_config *c, const struct backend *be, int B, int T, int M,
+			   int recompute, int layers)
+{
+	struct bert_config one = *c;
+	one.layers = layers;
+	struct acts a = { .layer = xcalloc(layers ? layers : 1, sizeof *a.layer) };
+	struct carver k = { NULL, 0, be->act_size };
+	size_t N = (size_t)B * T;
+	carve_all(&k, &one, N, N * c->heads * be->attention_state, M, recompute,
+		  recompute && family_of(c->family)->prenorm, &a);
+	free(a.layer);
+	return (double)k.used;
+}
+
 double bert_batch_bytes(const struct bert_config *c, const struct backend *be, int B, int T,
 			int M, int recompute)
 {
-	/* carve_all's buffers when no token is padding, in floats and in acts:
-	 * per layer and row (with recompute one layer's, and the others'
-	 * outputs), then the embeddings, the backward's rows and the head's M
-	 * rows */
-	double N = (double)B * T, C = c->hidden, F = c->ffn, a = (double)be->act_size;
-	double low = !acts_are_floats(be);   /* copies beside floats */
-	double share = low && !recompute;    /* struct shared_acts */
-	double width = bert_logit_width(c);
-	double layer = 4 * N * ((4 - 2 * share) * C + 4 + (double)c->heads * be->attention_state) +
-		       a * N * (4 * C + (2 - share) * F + 2 * C * low);
-	double out = N * C * (4 + a * low);
-	double layers = recompute && c->layers ? layer + (c->layers - 1) * out : c->layers * layer;
-	/* the shared ones: the block, less emb_out, dffn and dctx; GELU's, less
-	 * dffn_low and dqkv */
-	double wide = 3 * C > F ? 3 * C : F;
-	layers += share * (4 * N * wide - 4 * N * (2 * C + F) + a * N * (wide - F - 3 * C) + 4 * F);
-	double E = bert_emb_width(c), proj = E != C, W = (double)head_width(c);
-	double rows = 4 * (N * (E + C + 2) + N * (2 * C + F) + (double)M * (4 * C + 3 * W + 2 * width + 4)) +
-		      a * (N * 4 * C + (double)M * W +
-			   low * (N * (C + F) + (double)M * (2 * C + 2 * W + width))) +
-		      proj * N * E * (8 + a * low);
-	return layers + rows + be->attention_scratch(B, T, c->heads);
+	/* each layer adds the same: carved for one and two, and the rest in
+	 * doubles, so that no count overflows */
+	double scratch = be->attention_scratch(B, T, c->heads);
+	if (c->layers < 2)
+		return carved_bytes(c, be, B, T, M, recompute, c->layers) + scratch;
+	double one = carved_bytes(c, be, B, T, M, recompute, 1), two = carved_bytes(c, be, B, T, M, recompute, 2);
+	return one + (c->layers - 1) * (two - one) + scratch;
 }
 
 /* Grows the workspace to the batch's size on the model's backend. The
@@ -558,9 +639,10 @@ void bert_reserve(struct bert *m)
 	struct carver measure = { NULL, 0, m->be->act_size };
 	size_t state = (size_t)m->N * m->c.heads * m->be->attention_state;
 	int share = m->recompute || m->forward_only;
-	size_t need = carve_all(&measure, &m->c, m->N, state, m->M, share, &m->a);
+	int streams = m->recompute && !m->forward_only && family_of(m->c.family)->prenorm;
+	size_t need = carve_all(&measure, &m->c, m->N, state, m->M, share, streams, &m->a);
 	struct carver place = { bert_fit(m->be, &m->work, need), 0, m->be->act_size };
-	carve_all(&place, &m->c, m->N, state, m->M, share, &m->a);
+	carve_all(&place, &m->c, m->N, state, m->M, share, streams, &m->a);
 	if (m->a.gelu_zero_bias)
 		m->be->zero(m->a.gelu_zero_bias, sizeof(float) * (size_t)m->c.ffn);
 	m->shared = share;
@@ -607,7 +689,7 @@ static float attn_out_p(const struct bert *m)
  * embeddings for mlm, whose decoder they are. */
 static size_t first_weight_in_acts(const struct bert *m)
 {
-	return m->c.task == TASK_MLM ? 0 : (size_t)(m->w.emb_ln_b + bert_emb_width(&m->c) - m->dparams);
+	return m->c.task == TASK_MLM ? 0 : (size_t)((m->w.proj_w ? m->w.proj_w : m->w.emb_end) - m->dparams);
 }
 
 /* w's copy in acts, for a weight w among the parameters. */
@@ -632,6 +714,14 @@ static void weights_in_acts(struct bert *m)
 
 /* ---- embeddings ---- */
 
+/* The rows of the position table the tokens take: their positions, or
+ * where positions are rotary and the table a row of zeros (bert_stand_in),
+ * that row: the token types' ids, all 0 in such a family. */
+static const int32_t *table_positions(const struct bert *m)
+{
+	return family_of(m->c.family)->rotary ? m->d.types : m->d.positions;
+}
+
 /* The embeddings' LayerNorm (after dropout) into emb_out, or where they
  * are narrower than the layers into proj_in, and its projection into
  * emb_out. */
@@ -640,7 +730,7 @@ static void embeddings_forward(struct bert *m)
 	struct acts *a = &m->a;
 	const struct backend *be = m->be;
 	int N = m->N, C = m->c.hidden, E = bert_emb_width(&m->c);
-	struct embedding e = { m->d.ids, m->d.types, m->d.positions, m->w.word, m->w.pos,
+	struct embedding e = { m->d.ids, m->d.types, table_positions(m), m->w.word, m->w.pos,
 			       m->w.type, N, E };
 	float *ln = a->proj_in ? a->proj_in : a->emb_out;
 	struct act *space = a->proj_in ? a->proj_space : a->emb_space;
@@ -668,12 +758,10 @@ static void embeddings_backward(struct bert *m, float *dh)
 		dh = a->dproj;
 	}
 	m->be->dropout_apply(dh, dh, (size_t)N * E, hidden_p(m), embeddings_seed(m));
-	if (m->no_types)   /* the sink, kept from growing without bound */
-		m->be->zero(m->g.type, sizeof(float) * (size_t)E);
 	m->be->layernorm_backward(dh, m->g.emb_ln_w, m->g.emb_ln_b, dh, a->emb_sum,
 				  a->emb_mean, a->emb_rstd, m->w.emb_ln_w, N, E);
 	m->be->embedding_backward(m->g.word, m->g.pos, m->g.type, dh, m->d.ids, m->d.types,
-				  m->d.positions, N, E, m->c.pad_id);
+				  table_positions(m), N, E, m->c.pad_id);
 	if (family_first_position(m->c.family, m->c.pad_id))   /* the pad's position, a padding row too */
 		m->be->zero(m->g.pos + (size_t)m->c.pad_id * E, sizeof(float) * (size_t)E);
 }
@@ -690,6 +778,7 @@ static const struct act *layer_input_low(const struct bert *m, int l)
 {
 	return l ? m->a.layer[l - 1].out_low : m->a.emb_low;
 }
+
 
 /* The last layer needs queries, and everything after the attention, only at
  * the rows its head reads: the same loss and gradients for far less work. */
@@ -726,7 +815,9 @@ static struct attention layer_attention(const struct bert *m, int l, const struc
 				 act_at(be, qkv, 2 * (size_t)C), 3 * C, 3 * C, m->d.kv_start, NULL,
 				 r->p_start, m->d.mask, attn_p(m), site_seed(m, l, SITE_ATTN_PROBS),
 				 r->R, m->a.layer[l].ctx, m->holes, 0 };
+	att.band = layer_local(&m->c, l) ? m->c.local_window / 2 : 0;
 	if (r->rows) {
+		att.q_at = r->rows;
 		att.k = qkv, att.v = act_at(be, qkv, C), att.ldkv = 2 * C;
 		att.q = act_at(be, qkv, (size_t)N * 2 * C), att.ldq = C;
 		att.q_start = r->q_start;
@@ -736,27 +827,47 @@ static struct attention layer_attention(const struct bert *m, int l, const struc
 }
 
 /* x: the layer's input, the residual stream; xl: the same in acts. */
-static void layer_forward(struct bert *m, int l, const float *x, const struct act *xl,
+/* Rotary positions (ModernBERT's) in parts C-wide blocks of rows rows of x,
+ * ld apart, at the positions pos, with layer l's base; inverse: back. */
+static void layer_rotary(const struct bert *m, int l, struct act *x, int ld, int parts, const int32_t *pos,
+			 int rows, int inverse)
+{
+	if (family_of(m->c.family)->rotary)
+		m->be->rotary(x, ld, parts, m->c.hidden, m->c.heads, pos, rows,
+			      layer_local(&m->c, l) ? m->c.rope_local : m->c.rope_global, inverse);
+}
+
+/* x: the layer's input (in acts xl); s: the residual stream, x itself
+ * but in a pre-norm model, whose x is s normed. */
+static void layer_forward(struct bert *m, int l, const float *x, const struct act *xl, const float *s,
 			  const struct layer_rows *r)
 {
 	const struct backend *be = m->be;
+	const struct family *f = family_of(m->c.family);
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_acts *a = &m->a.layer[l];
 	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
 	float eps = m->c.ln_eps;
 	struct attention att = layer_attention(m, l, r);
-	const float *res = x;   /* the residual stream at the R rows */
+	const float *res = s;   /* the residual stream at the R rows */
 
 	if (!r->rows) {
 		be->linear_forward_act(a->qkv, xl, weight_act(m, w->qkv_w), w->qkv_b, N, C, 3 * C);
+		layer_rotary(m, l, a->qkv, 3 * C, 2, m->d.positions, N, 0);
 	} else {
+		struct act *q = act_at(be, a->qkv, (size_t)N * 2 * C);
 		be->linear_forward_act(a->qkv, xl, weight_act(m, w->qkv_w + C * C), w->qkv_b + C, N, C,
 				       2 * C);
+		layer_rotary(m, l, a->qkv, 2 * C, 1, m->d.positions, N, 0);
 		be->gather_rows(m->a.rows_in, x, r->rows, R, C);
 		res = m->a.rows_in;
-		m->a.rows_low = be->as_act(m->a.rows_space, res, (size_t)R * C);
-		be->linear_forward_act(act_at(be, a->qkv, (size_t)N * 2 * C), m->a.rows_low,
-				       weight_act(m, w->qkv_w), w->qkv_b, R, C, C);
+		if (s != x) {
+			be->gather_rows(m->a.rows_stream, s, r->rows, R, C);
+			res = m->a.rows_stream;
+		}
+		m->a.rows_low = be->as_act(m->a.rows_space, m->a.rows_in, (size_t)R * C);
+		be->linear_forward_act(q, m->a.rows_low, weight_act(m, w->qkv_w), w->qkv_b, R, C, C);
+		layer_rotary(m, l, q, C, 1, m->d.head_pos, R, 0);
 	}
 	if (!r->rows)
 		clear_for_padding(m, a->ctx, (size_t)C);
@@ -766,7 +877,10 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 				       a->attn_rstd, res, w->attn_out_b, w->attn_ln_w,
 				       w->attn_ln_b, R, C, eps, attn_out_p(m),
 				       site_seed(m, l, SITE_ATTN_OUT));
-	if (m->forward_only && be->linear_gelu_forward_act) {
+	if (f->geglu) {
+		be->linear_forward_act(a->ffn_pre, a->attn_low, weight_act(m, w->ffn_in_w), w->ffn_in_b, R, C, 2 * F);
+		be->geglu_forward(a->ffn_act, a->ffn_pre, R, F);
+	} else if (m->forward_only && be->linear_gelu_forward_act) {
 		be->linear_gelu_forward_act(a->ffn_act, a->attn_low, weight_act(m, w->ffn_in_w), w->ffn_in_b, R,
 					    C, F);
 	} else {
@@ -774,10 +888,31 @@ static void layer_forward(struct bert *m, int l, const float *x, const struct ac
 		be->bias_gelu_forward(NULL, a->ffn_act, a->ffn_pre, w->ffn_in_b, R, F);
 	}
 	be->linear_forward(a->ffn_sum, a->ffn_act, weight_act(m, w->ffn_out_w), NULL, R, F, C);
+	/* the sum's other term: the stream (pre-norm), or the attention's normed output */
 	be->residual_layernorm_forward(a->out, a->out_low, a->ffn_sum, a->ffn_mean,
-				       a->ffn_rstd, a->attn_ln, w->ffn_out_b, w->ffn_ln_w,
-				       w->ffn_ln_b, R, C, eps, hidden_p(m),
+				       a->ffn_rstd, f->prenorm ? a->attn_sum : a->attn_ln, w->ffn_out_b,
+				       w->ffn_ln_w, w->ffn_ln_b, R, C, eps, hidden_p(m),
 				       site_seed(m, l, SITE_FFN_OUT));
+}
+
+/* Layer l's residual stream: its input, or a pre-norm model's sum that its
+ * input is the norm of (the first layer's, the embeddings themselves). */
+static const float *layer_stream(const struct bert *m, int l)
+{
+	return family_of(m->c.family)->prenorm && l ? m->a.layer[l - 1].ffn_sum : layer_input(m, l);
+}
+
+/* Layer l's forward over all rows, or r's. */
+static void layer_forward_at(struct bert *m, int l, const struct layer_rows *r)
+{
+	layer_forward(m, l, layer_input(m, l), layer_input_low(m, l), layer_stream(m, l), r);
+}
+
+/* The rows the last layer computes after its attention: the head's, or
+ * all where the head pools them. */
+static struct layer_rows last_rows(const struct bert *m)
+{
+	return m->c.mean_pool ? all_rows(m) : head_rows(m);
 }
 
 /* Back through the LayerNorm of a residual sum of rows rows: dh, the
@@ -795,25 +930,53 @@ static const struct act *sum_backward(struct bert *m, float *dh, float *dw, floa
 	return own ? branch : float_acts(dh);
 }
 
-/* Into the fused QKV product, or its two parts for the last layer; dh holds
- * the gradient of the residual stream at the R rows, dx gets that of the
- * layer's input, xl in acts. */
+/* Into the fused QKV product, or its two parts for the last layer: dh holds
+ * the gradient of the residual stream at the R rows, to which (accumulate)
+ * the queries' input's adds, or which it replaces; dx gets the gradient of
+ * the layer's input, xl in acts. */
 static void qkv_backward(struct bert *m, int l, const struct act *xl, const struct layer_rows *r,
-			 const struct act *dq, float *dh, float *dx)
+			 const struct act *dq, float *dh, float *dx, int accumulate)
 {
 	const struct layer_weights *w = &m->w.layer[l];
 	struct layer_weights *g = &m->g.layer[l];
 	int N = m->N, C = m->c.hidden;
 	if (!r->rows) {
 		m->be->linear_backward(dx, g->qkv_w, g->qkv_b, m->a.dqkv, xl, weight_act(m, w->qkv_w), N,
-				       C, 3 * C, 1);
+				       C, 3 * C, accumulate);
 		return;
 	}
 	m->be->linear_backward(dh, g->qkv_w, g->qkv_b, dq, m->a.rows_low, weight_act(m, w->qkv_w), r->R,
-			       C, C, 1);
+			       C, C, accumulate);
 	m->be->linear_backward(dx, g->qkv_w + C * C, g->qkv_b + C, m->a.dqkv, xl,
 			       weight_act(m, w->qkv_w + C * C), N, C, 2 * C, 0);
 	m->be->scatter_add_rows(dx, dh, r->rows, r->R, C);
+}
+
+/* From the attention's output's gradient, dbranch in acts, to Q, K and V's
+ * (turned back where they were turned), left in dqkv; returns where Q's is. */
+static const struct act *attention_backward(struct bert *m, int l, const struct layer_rows *r,
+					    const struct act *dbranch)
+{
+	const struct backend *be = m->be;
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_weights *g = &m->g.layer[l];
+	struct layer_acts *a = &m->a.layer[l];
+	struct acts *d = &m->a;
+	int N = m->N, R = r->R, C = m->c.hidden;
+	be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
+			    weight_act(m, w->attn_out_w), R, C, C, 0);
+	struct attention att = layer_attention(m, l, r);
+	struct act *dq = r->rows ? act_at(be, d->dqkv, (size_t)N * 2 * C) : d->dqkv;
+	struct act *dk = r->rows ? d->dqkv : act_at(be, d->dqkv, C);
+	clear_for_padding(m, d->dqkv, (size_t)(r->rows ? 2 : 3) * C);
+	be->attention_backward(dq, dk, act_at(be, dk, C), d->dctx, a->att_state, &att);
+	if (!r->rows) {
+		layer_rotary(m, l, d->dqkv, 3 * C, 2, m->d.positions, N, 1);
+	} else {
+		layer_rotary(m, l, dk, 2 * C, 1, m->d.positions, N, 1);
+		layer_rotary(m, l, dq, C, 1, m->d.head_pos, R, 1);
+	}
+	return dq;
 }
 
 /* dh: in, the gradient of the layer's R output rows, overwritten; dx: out,
@@ -825,7 +988,7 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 	struct layer_weights *g = &m->g.layer[l];
 	struct layer_acts *a = &m->a.layer[l];
 	struct acts *d = &m->a;
-	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
+	int R = r->R, C = m->c.hidden, F = m->c.ffn;
 
 	const struct act *dbranch = sum_backward(m, dh, g->ffn_ln_w, g->ffn_ln_b, a->ffn_sum,
 						 a->ffn_mean, a->ffn_rstd, w->ffn_ln_w, R, hidden_p(m),
@@ -841,15 +1004,73 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 
 	dbranch = sum_backward(m, dh, g->attn_ln_w, g->attn_ln_b, a->attn_sum, a->attn_mean,
 			       a->attn_rstd, w->attn_ln_w, R, attn_out_p(m), site_seed(m, l, SITE_ATTN_OUT));
-	m->be->linear_backward(d->dctx, g->attn_out_w, g->attn_out_b, dbranch, a->ctx,
-			       weight_act(m, w->attn_out_w), R, C, C, 0);
-	struct attention att = layer_attention(m, l, r);
+	qkv_backward(m, l, xl, r, attention_backward(m, l, r, dbranch), dh, dx, 1);
+}
+
+/* A pre-norm stream's gradient dh at rows rows as the branch that fed it
+ * sees it: through its dropout p, in acts. */
+static const struct act *stream_branch(struct bert *m, float *dh, int rows, float p, uint64_t seed)
+{
+	size_t n = (size_t)rows * m->c.hidden;
+	if (p <= 0.0f && acts_are_floats(m->be))
+		return float_acts(dh);
+	m->be->dropout_apply(m->a.dtmp, dh, n, p, seed);
+	return m->be->as_act(m->a.dbranch, m->a.dtmp, n);
+}
+
+/* A pre-norm layer's backward (ModernBERT's). dh: in, the gradient of the
+ * layer's R output rows (its last norm's), overwritten; the stream's
+ * gradient a.ds: in, that from above at all rows (none for the last layer,
+ * top), out, that of the stream below; dx: out, that of the layer's input
+ * x, xl in acts (dx is dh when all rows are computed). */
+static void prenorm_layer_backward(struct bert *m, int l, const struct act *xl, const struct layer_rows *r,
+				   float *dh, float *dx, int top)
+{
 	const struct backend *be = m->be;
-	struct act *dq = r->rows ? act_at(be, d->dqkv, (size_t)N * 2 * C) : d->dqkv;
-	struct act *dk = r->rows ? d->dqkv : act_at(be, d->dqkv, C);
-	clear_for_padding(m, d->dqkv, (size_t)(r->rows ? 2 : 3) * C);
-	be->attention_backward(dq, dk, act_at(be, dk, C), d->dctx, a->att_state, &att);
-	qkv_backward(m, l, xl, r, dq, dh, dx);
+	const struct layer_weights *w = &m->w.layer[l];
+	struct layer_weights *g = &m->g.layer[l];
+	struct layer_acts *a = &m->a.layer[l];
+	struct acts *d = &m->a;
+	int N = m->N, R = r->R, C = m->c.hidden, F = m->c.ffn;
+	size_t n = (size_t)R * C;
+
+	/* the stream after the feed-forward: through the norm, and from above */
+	be->layernorm_backward(dh, g->ffn_ln_w, g->ffn_ln_b, dh, a->ffn_sum, a->ffn_mean, a->ffn_rstd, w->ffn_ln_w,
+			       R, C);
+	if (!top)
+		be->axpy(dh, d->ds, n, 1.0f);
+	const struct act *branch = stream_branch(m, dh, R, hidden_p(m), site_seed(m, l, SITE_FFN_OUT));
+	if (d->gelu_zero_bias)   /* the GeGLU's output again */
+		be->geglu_forward(a->ffn_act, a->ffn_pre, R, F);
+	be->linear_backward(d->dffn, g->ffn_out_w, g->ffn_out_b, branch, a->ffn_act, weight_act(m, w->ffn_out_w),
+			    R, F, C, 0);
+	be->geglu_backward(d->dffn_low, d->dffn, a->ffn_pre, R, F);
+	be->linear_backward(d->dtmp, g->ffn_in_w, g->ffn_in_b, d->dffn_low, a->attn_low, weight_act(m, w->ffn_in_w),
+			    R, C, 2 * F, 0);
+	/* the stream after the attention: the skip's, and through the norm */
+	be->layernorm_backward(d->dtmp, g->attn_ln_w, g->attn_ln_b, d->dtmp, a->attn_sum, a->attn_mean,
+			       a->attn_rstd, w->attn_ln_w, R, C);
+	be->axpy(dh, d->dtmp, n, 1.0f);
+	const struct act *dq = attention_backward(m, l, r, stream_branch(m, dh, R, attn_out_p(m),
+									   site_seed(m, l, SITE_ATTN_OUT)));
+	/* the stream below: the skip's gradient */
+	if (r->rows) {
+		be->zero(d->ds, sizeof(float) * (size_t)N * C);
+		be->scatter_add_rows(d->ds, dh, r->rows, R, C);
+	} else {
+		be->dropout_apply(d->ds, dh, n, 0.0f, 0);   /* a copy */
+	}
+	qkv_backward(m, l, xl, r, dq, dh, dx, 0);
+}
+
+/* Layer l's backward, of its family's form: dh the gradient of its R
+ * output rows, dx out that of its input; top: the last layer. */
+static void any_layer_backward(struct bert *m, int l, const struct layer_rows *r, float *dh, float *dx, int top)
+{
+	if (family_of(m->c.family)->prenorm)
+		prenorm_layer_backward(m, l, layer_input_low(m, l), r, dh, dx, top);
+	else
+		layer_backward(m, l, layer_input_low(m, l), r, dh, dx);
 }
 
 /* ---- the losses of the heads ---- */
@@ -929,6 +1150,31 @@ static const struct act *dlogits_low(struct bert *m)
 			     (size_t)m->M * bert_logit_width(&m->c));
 }
 
+/* ---- the classifier: dropout, linear, loss ---- */
+
+/* The classifier over the head's rows x [M, C], x after its dropout into
+ * out, and the loss. */
+static void classifier_forward(struct bert *m, float *out, const float *x)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
+	m->be->dropout_apply(out, x, (size_t)M * C, hidden_p(m), classifier_seed(m));
+	h->last_in = m->be->as_act(h->space, out, (size_t)M * C);
+	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.cls_w), m->w.cls_b, M, C, W);
+	head_loss(m);
+}
+
+/* Back from the loss through the classifier and its dropout, into dx
+ * [M, C]. */
+static void classifier_backward(struct bert *m, float scale, float *dx)
+{
+	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
+	head_loss_backward(m, scale);
+	m->be->linear_backward(dx, m->g.cls_w, m->g.cls_b, dlogits_low(m), m->a.head.last_in,
+			       weight_act(m, m->w.cls_w), M, C, W, 0);
+	m->be->dropout_apply(dx, dx, (size_t)M * C, hidden_p(m), classifier_seed(m));
+}
+
 /* ---- sequence classification and regression head ---- */
 
 /* The dropout on the pooled head's input (RoBERTa's), from its own stream. */
@@ -991,18 +1237,14 @@ static const struct act *pooled_dense_backward(struct bert *m)
 static void pooled_head_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
-	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
+	int M = m->M, C = m->c.hidden;
 	h->dense_in = h->in_low;
 	if (pooled_input_dropped(m)) {
 		m->be->dropout_apply(h->dropped_in, h->in, (size_t)M * C, hidden_p(m), pooled_input_seed(m));
 		h->dense_in = m->be->as_act(h->dropped_space, h->dropped_in, (size_t)M * C);
 	}
 	pooled_dense_forward(m);
-	m->be->dropout_apply(h->act, h->dense, (size_t)M * C, hidden_p(m),
-			     classifier_seed(m));
-	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
-	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.cls_w), m->w.cls_b, M, C, W);
-	head_loss(m);
+	classifier_forward(m, h->act, h->dense);
 }
 
 /* Leaves the gradient of the head's input rows in dhead_in. */
@@ -1010,12 +1252,8 @@ static void pooled_head_backward(struct bert *m, float scale)
 {
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
-	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
-	head_loss_backward(m, scale);
-	m->be->linear_backward(d->dhead, m->g.cls_w, m->g.cls_b, dlogits_low(m), h->last_in,
-			       weight_act(m, m->w.cls_w), M, C, W, 0);
-	m->be->dropout_apply(d->dhead, d->dhead, (size_t)M * C, hidden_p(m),
-			     classifier_seed(m));
+	int M = m->M, C = m->c.hidden;
+	classifier_backward(m, scale, d->dhead);
 	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, pooled_dense_backward(m), h->dense_in,
 			       weight_act(m, m->w.pool_w), M, C, C, 0);
 	if (pooled_input_dropped(m))
@@ -1026,36 +1264,47 @@ static void pooled_head_backward(struct bert *m, float scale)
 
 static void token_head_forward(struct bert *m)
 {
-	struct head_acts *h = &m->a.head;
-	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
-	m->be->dropout_apply(h->act, h->in, (size_t)M * C, hidden_p(m), classifier_seed(m));
-	h->last_in = m->be->as_act(h->space, h->act, (size_t)M * C);
-	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.cls_w), m->w.cls_b, M, C, L);
-	head_loss(m);
+	classifier_forward(m, m->a.head.act, m->a.head.in);
 }
 
 static void token_head_backward(struct bert *m, float scale)
 {
-	struct head_acts *h = &m->a.head;
-	struct acts *d = &m->a;
-	int M = m->M, C = m->c.hidden, L = m->c.num_labels;
-	head_loss_backward(m, scale);
-	m->be->linear_backward(d->dhead_in, m->g.cls_w, m->g.cls_b, dlogits_low(m), h->last_in,
-			       weight_act(m, m->w.cls_w), M, C, L, 0);
-	m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m),
-			     classifier_seed(m));
+	classifier_backward(m, scale, m->a.dhead_in);
 }
 
 /* ---- masked language model head ---- */
 
-static void mlm_head_forward(struct bert *m)
+/* The transform of the head's rows into h->norm: dense, GELU, LayerNorm
+ * (BERT's MLM head's, and every head's of ModernBERT). */
+static void transform_forward(struct bert *m)
 {
 	struct head_acts *h = &m->a.head;
-	int M = m->M, C = m->c.hidden, E = bert_emb_width(&m->c), V = m->c.vocab;
+	int M = m->M, C = m->c.hidden, E = bert_emb_width(&m->c);
 	m->be->linear_forward_act(h->pre, h->in_low, weight_act(m, m->w.tr_w), NULL, M, C, E);
 	m->be->bias_gelu_forward(h->act, NULL, h->pre, m->w.tr_b, M, E);
 	m->be->layernorm_forward(h->norm, h->mean, h->rstd, h->act, m->w.tr_ln_w,
 				 m->w.tr_ln_b, M, E, m->c.ln_eps);
+}
+
+/* From the gradient of the transform's output (dhead, consumed) to that of
+ * the head's input rows (dhead_in). */
+static void transform_backward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	struct acts *d = &m->a;
+	int M = m->M, C = m->c.hidden, E = bert_emb_width(&m->c);
+	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
+				  h->mean, h->rstd, m->w.tr_ln_w, M, E);
+	m->be->gelu_backward(d->dhead_low, d->dhead, h->pre, M, E);
+	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead_low, h->in_low,
+			       weight_act(m, m->w.tr_w), M, C, E, 0);
+}
+
+static void mlm_head_forward(struct bert *m)
+{
+	struct head_acts *h = &m->a.head;
+	int M = m->M, E = bert_emb_width(&m->c), V = m->c.vocab;
+	transform_forward(m);
 	h->last_in = m->be->as_act(h->space, h->norm, (size_t)M * E);
 	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.word), m->w.decoder_b, M, E, V);
 	head_loss(m);
@@ -1065,16 +1314,26 @@ static void mlm_head_backward(struct bert *m, float scale)
 {
 	struct head_acts *h = &m->a.head;
 	struct acts *d = &m->a;
-	int M = m->M, C = m->c.hidden, E = bert_emb_width(&m->c), V = m->c.vocab;
+	int M = m->M, E = bert_emb_width(&m->c), V = m->c.vocab;
 	head_loss_backward(m, scale);
 	/* the decoder is the word embedding matrix: its gradient adds there */
 	m->be->linear_backward(d->dhead, m->g.word, m->g.decoder_b, dlogits_low(m), h->last_in,
 			       weight_act(m, m->w.word), M, E, V, 0);
-	m->be->layernorm_backward(d->dhead, m->g.tr_ln_w, m->g.tr_ln_b, d->dhead, h->act,
-				  h->mean, h->rstd, m->w.tr_ln_w, M, E);
-	m->be->gelu_backward(d->dhead_low, d->dhead, h->pre, M, E);
-	m->be->linear_backward(d->dhead_in, m->g.tr_w, m->g.tr_b, d->dhead_low, h->in_low,
-			       weight_act(m, m->w.tr_w), M, C, E, 0);
+	transform_backward(m);
+}
+
+/* ---- ModernBERT's heads of the other tasks: transform, dropout, classifier ---- */
+
+static void transformed_head_forward(struct bert *m)
+{
+	transform_forward(m);
+	classifier_forward(m, m->a.head.dense, m->a.head.norm);
+}
+
+static void transformed_head_backward(struct bert *m, float scale)
+{
+	classifier_backward(m, scale, m->a.dhead);
+	transform_backward(m);
 }
 
 /* ---- the whole model ---- */
@@ -1090,20 +1349,27 @@ void bert_run_forward(struct bert *m)
 		a->emb_low = m->be->as_act(a->emb_space, a->emb_out, n);
 	}
 	int L = m->c.layers;
-	struct layer_rows all = all_rows(m), head = head_rows(m);
+	struct layer_rows all = all_rows(m), last = last_rows(m);
 	for (int l = 0; l + 1 < L; l++)
-		layer_forward(m, l, layer_input(m, l), layer_input_low(m, l), &all);
+		layer_forward_at(m, l, &all);
 	if (L) {
-		layer_forward(m, L - 1, layer_input(m, L - 1), layer_input_low(m, L - 1), &head);
+		layer_forward_at(m, L - 1, &last);
 		a->head.in = a->layer[L - 1].out;
 		a->head.in_low = a->layer[L - 1].out_low;
-	} else {
+	}
+	if (L && m->c.mean_pool) {
+		m->be->mean_rows(a->rows_in, a->head.in, m->d.kv_start, m->d.mask, m->B, m->c.hidden);
+		a->head.in = a->rows_in;
+		a->head.in_low = m->be->as_act(a->rows_space, a->rows_in, (size_t)m->M * m->c.hidden);
+	} else if (!L) {
 		m->be->gather_rows(a->rows_in, a->emb_out, m->d.rows, m->M, m->c.hidden);
 		a->head.in = a->rows_in;
 		a->head.in_low = m->be->as_act(a->rows_space, a->rows_in, (size_t)m->M * m->c.hidden);
 	}
 	if (m->c.task == TASK_MLM)
 		mlm_head_forward(m);
+	else if (family_of(m->c.family)->head_transform)
+		transformed_head_forward(m);
 	else if (bert_task_pooled(m->c.task))
 		pooled_head_forward(m);
 	else
@@ -1227,9 +1493,7 @@ int bert_grad_buckets(const struct bert *m, size_t (*bucket)[2])
 	int L = m->c.layers;
 	if (bucket) {
 		/* the layout: embeddings, layers 0.., the head */
-		size_t head = L ? (size_t)(m->g.layer[L - 1].ffn_ln_b + m->c.hidden - m->dgrads)
-			      : m->g.proj_b ? (size_t)(m->g.proj_b + m->c.hidden - m->dgrads)
-					    : (size_t)(m->g.emb_ln_b + bert_emb_width(&m->c) - m->dgrads);
+		size_t head = (size_t)((L ? m->g.layer[L - 1].end : m->g.emb_end) - m->dgrads);
 		bucket[0][0] = head, bucket[0][1] = m->numel;
 		for (int l = L - 1, i = 1; l >= 0; l--, i++) {
 			bucket[i][0] = (size_t)(m->g.layer[l].qkv_w - m->dgrads);
@@ -1258,8 +1522,8 @@ static void zero_if_frozen(struct bert *m, int l)
 {
 	if (l >= m->frozen_layers)
 		return;
-	const struct layer_weights *g = &m->g.layer[l];   /* laid out from qkv_w to ffn_ln_b */
-	m->be->zero(g->qkv_w, (size_t)(g->ffn_ln_b + m->c.hidden - g->qkv_w) * sizeof(float));
+	const struct layer_weights *g = &m->g.layer[l];   /* laid out from qkv_w to end */
+	m->be->zero(g->qkv_w, (size_t)(g->end - g->qkv_w) * sizeof(float));
 }
 
 void bert_backward(struct bert *m, float scale)
@@ -1271,6 +1535,8 @@ void bert_backward(struct bert *m, float scale)
 		return;    /* nothing predicted: every gradient is zero */
 	if (m->c.task == TASK_MLM)
 		mlm_head_backward(m, scale);
+	else if (family_of(m->c.family)->head_transform)
+		transformed_head_backward(m, scale);
 	else if (bert_task_pooled(m->c.task))
 		pooled_head_backward(m, scale);
 	else
@@ -1279,10 +1545,15 @@ void bert_backward(struct bert *m, float scale)
 	/* below the frozen layers of a model with frozen embeddings nothing
 	 * needs a gradient */
 	int stop = m->frozen_embeddings && !m->input_grad ? m->frozen_layers : 0;
-	float *dh = m->a.dh;
-	struct layer_rows all = all_rows(m), head = head_rows(m);
+	float *dh = m->a.dh, *dtop = m->a.dhead_in;
+	struct layer_rows all = all_rows(m), last = last_rows(m);
+	if (L && m->c.mean_pool) {   /* the pooled rows' gradient spread over their sequences */
+		m->be->zero(dh, sizeof(float) * (size_t)N * C);
+		m->be->mean_rows_backward(dh, dtop, m->d.kv_start, m->d.mask, m->B, C);
+		dtop = dh;
+	}
 	if (L && L - 1 >= stop) {
-		layer_backward(m, L - 1, layer_input_low(m, L - 1), &head, m->a.dhead_in, dh);
+		any_layer_backward(m, L - 1, &last, dtop, dh, 1);
 		zero_if_frozen(m, L - 1);
 	} else if (!L) {
 		m->be->zero(dh, sizeof(float) * N * C);
@@ -1293,12 +1564,14 @@ void bert_backward(struct bert *m, float scale)
 	for (int l = L - 2; l >= 0; l--) {
 		if (l >= stop) {
 			if (m->shared)
-				layer_forward(m, l, layer_input(m, l), layer_input_low(m, l), &all);
-			layer_backward(m, l, layer_input_low(m, l), &all, dh, dh);
+				layer_forward_at(m, l, &all);
+			any_layer_backward(m, l, &all, dh, dh, 0);
 			zero_if_frozen(m, l);
 		}
 		bucket_complete(m, L - l);
 	}
+	if (L && stop == 0 && family_of(m->c.family)->prenorm)   /* the first layer's input is its stream */
+		m->be->axpy(dh, m->a.ds, (size_t)N * C, 1.0f);
 	if (m->input_grad) {   /* VAT: the gradient of the embeddings' output, and no further */
 		m->be->zero(m->input_grad, (size_t)N * C * sizeof(float));
 		m->be->axpy(m->input_grad, dh, (size_t)N * C, 1.0f);

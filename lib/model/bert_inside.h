@@ -17,6 +17,7 @@ struct layer_weights {
 	float *qkv_w, *qkv_b;      /* query, key, value stacked: [3C, C], [3C] */
 	float *attn_out_w, *attn_out_b, *attn_ln_w, *attn_ln_b;
 	float *ffn_in_w, *ffn_in_b, *ffn_out_w, *ffn_out_b, *ffn_ln_w, *ffn_ln_b;
+	float *end;                /* past the layer's last tensor */
 };
 
 /* Pointers into the backend's flat parameter buffer, or the same places in
@@ -24,6 +25,7 @@ struct layer_weights {
 struct weights {
 	float *word, *pos, *type, *emb_ln_w, *emb_ln_b;
 	float *proj_w, *proj_b;    /* embeddings narrower than hidden: [C, E], [C]; else NULL */
+	float *emb_end;            /* past the embeddings' last tensor */
 	struct layer_weights *layer;
 	float *pool_w, *pool_b;                             /* pooled tasks */
 	float *cls_w, *cls_b;                               /* all but mlm */
@@ -86,7 +88,9 @@ struct acts {
 	struct act *emb_space;      /* [N, C] acts of emb_out where they are not floats */
 	const struct act *emb_low;  /* emb_out in acts, after dropout and perturbation */
 	struct layer_acts *layer;
-	float *rows_in;        /* [M, C] the last layer's input at the head's rows */
+	float *rows_in;        /* [M, C] the last layer's input at the head's rows;
+				* with mean pooling, the pooled rows */
+	float *rows_stream;    /* [M, C] pre-norm: the residual stream at those rows */
 	struct act *rows_space;     /* [M, C] acts */
 	const struct act *rows_low; /* rows_in in acts */
 	struct head_acts head;
@@ -95,6 +99,7 @@ struct acts {
 	float *gelu_zero_bias;
 	/* activation gradients, shared by all layers */
 	float *dh, *dctx, *dffn, *dhead, *dhead_in;
+	float *ds, *dtmp;      /* pre-norm: the residual stream's gradient, and a scratch */
 	struct act *dqkv;           /* [N, 3C] acts */
 	/* in acts: dffn's gradient through GELU (dffn itself where an act is
 	 * a float); a residual branch's; space for the head's logits' and
@@ -112,6 +117,7 @@ struct on_backend {
  * backend. */
 struct batch_arrays {
 	const int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	const int32_t *head_pos;   /* the positions of the head's rows */
 	const int64_t *p_all, *p_head;
 	const uint8_t *mask;
 	const float *targets;
@@ -128,7 +134,10 @@ struct bert {
 	 * (VAT's probes); loss_to points at one of them */
 	double *loss, *loss_to;
 	struct weights w, g;       /* into dparams and dgrads */
-	float *no_types;           /* a family without token types: w.type's row of zeros, g.type's sink */
+	/* stand_in floats of zeros, and after them as many of sink: the
+	 * weights and gradients of what the family lacks (bert_graph.c) */
+	float *zeros;
+	size_t stand_in;
 	struct tensor_ref *tensors; /* into params */
 	int ntensors;
 
@@ -164,15 +173,15 @@ struct bert {
 	int holes, empty;          /* struct attention's: in all rows; in the head's */
 	int shared;                /* its layers share their activations */
 	uint64_t dropout_seed;
-	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start;
+	int32_t *ids, *types, *positions, *rows, *labels, *kv_start, *q_start, *head_pos;
 	int64_t *p_all, *p_head;
 	uint8_t *mask;
 	float *targets;            /* reg: M values; multi: M*L */
 	size_t ids_cap, types_cap, positions_cap, rows_cap, labels_cap, kv_start_cap,
-		q_start_cap, p_all_cap, p_head_cap, mask_cap, targets_cap;
+		q_start_cap, head_pos_cap, p_all_cap, p_head_cap, mask_cap, targets_cap;
 	struct batch_arrays d;
 	struct on_backend d_ids, d_types, d_positions, d_rows, d_labels, d_kv_start, d_q_start,
-		d_p_all, d_p_head, d_mask, d_targets;
+		d_head_pos, d_p_all, d_p_head, d_mask, d_targets;
 
 	struct acts a;
 	struct on_backend work;    /* every activation, carved into a */
@@ -199,6 +208,9 @@ struct layout {
 /* Places (and with a list, names) the parameters of c from l->base on, in
  * their fixed order, pointing w at them. */
 void bert_lay_out(struct layout *l, const struct bert_config *c, struct weights *w);
+/* Points every weight x lacks (no token types, no biases in the family)
+ * at with: m's row of zeros for its weights, its sink for its gradients. */
+void bert_stand_in(const struct bert *m, struct weights *x, float *with);
 /* b's memory on the backend, grown to bytes (on the host, to twice what it
  * was at least); never shrinks. */
 void *bert_fit(const struct backend *be, struct on_backend *b, size_t bytes);

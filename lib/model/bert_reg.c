@@ -72,6 +72,7 @@ static void backward_to_input(struct bert *m, float *g)
 	struct weights g_scratch = {.layer = m->vat_layers}, g_real = m->g;
 	struct layout l = {scratch, 0, NULL, 0};
 	bert_lay_out(&l, &m->c, &g_scratch);
+	bert_stand_in(m, &g_scratch, m->zeros + m->stand_in);
 	void (*hook)(void *, int) = m->bucket_done;
 	m->be->zero(scratch, m->numel * sizeof(float));
 	m->dgrads = scratch, m->g = g_scratch, m->bucket_done = NULL, m->input_grad = g;

@@ -30,15 +30,15 @@ static const struct rename distilbert_names[] = {
 };
 
 static const struct layer_rename distilbert_layer_names[] = {
-	{ "attention.self.query.", "attention.q_lin." },
-	{ "attention.self.key.", "attention.k_lin." },
-	{ "attention.self.value.", "attention.v_lin." },
-	{ "attention.output.dense.", "attention.out_lin." },
-	{ "attention.output.LayerNorm.", "sa_layer_norm." },
-	{ "intermediate.dense.", "ffn.lin1." },
-	{ "output.dense.", "ffn.lin2." },
-	{ "output.LayerNorm.", "output_layer_norm." },
-	{ NULL, NULL },
+	{ "attention.self.query.", "attention.q_lin.", 0 },
+	{ "attention.self.key.", "attention.k_lin.", 0 },
+	{ "attention.self.value.", "attention.v_lin.", 0 },
+	{ "attention.output.dense.", "attention.out_lin.", 0 },
+	{ "attention.output.LayerNorm.", "sa_layer_norm.", 0 },
+	{ "intermediate.dense.", "ffn.lin1.", 0 },
+	{ "output.dense.", "ffn.lin2.", 0 },
+	{ "output.LayerNorm.", "output_layer_norm.", 0 },
+	{ NULL, NULL, 0 },
 };
 
 /* ELECTRA's heads: the classification head (dropout, dense, GELU, dropout,
@@ -55,11 +55,40 @@ static const struct rename electra_names[] = {
 	{ NULL, NULL, 0 },
 };
 
+/* ModernBERT's: its encoder under "model.", the head (dense, GELU, norm)
+ * of every task under "head.", the MLM decoder's bias "decoder.bias". */
+static const struct rename modernbert_names[] = {
+	{ "cls.predictions.transform.dense.", "head.dense.", 0 },
+	{ "cls.predictions.transform.LayerNorm.", "head.norm.", 0 },
+	{ "cls.predictions.bias", "decoder.bias", 0 },
+	{ "bert.embeddings.word_embeddings.", "model.embeddings.tok_embeddings.", 0 },
+	{ "bert.embeddings.LayerNorm.", "model.embeddings.norm.", 0 },
+	{ "bert.encoder.layer.", "model.layers.", 0 },
+	{ NULL, NULL, 0 },
+};
+
+static const struct layer_rename modernbert_layer_names[] = {
+	{ "attention.self.qkv.", "attn.Wqkv.", 0 },
+	{ "attention.output.dense.", "attn.Wo.", 0 },
+	{ "attention.output.LayerNorm.", "mlp_norm.", 0 },
+	{ "intermediate.dense.", "mlp.Wi.", 0 },
+	{ "output.dense.", "mlp.Wo.", 0 },
+	{ "output.LayerNorm.", "attn_norm.", 1 },
+	{ NULL, NULL, 0 },
+};
+
 #define BERT_KEYS "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", \
 	"type_vocab_size", "layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob", \
 	"hidden_act", NULL
 static const struct config_keys bert_keys = { BERT_KEYS, NULL };
 static const struct config_keys electra_keys = { BERT_KEYS, "embedding_size" };
+
+/* ModernBERT's dropouts (embedding_dropout, mlp_dropout, classifier_dropout:
+ * hidden_dropout; attention_dropout) are written by hfconfig.c */
+static const struct config_keys modernbert_keys = {
+	"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", NULL, "norm_eps",
+	"mlp_dropout", "attention_dropout", "hidden_activation", NULL, NULL,
+};
 
 static const struct config_keys distilbert_keys = {
 	"dim", "n_layers", "n_heads", "hidden_dim", NULL, NULL, "dropout", "attention_dropout",
@@ -67,16 +96,31 @@ static const struct config_keys distilbert_keys = {
 };
 
 static const struct family families[FAMILY_COUNT] = {
-	[FAMILY_BERT] = { "bert", "Bert", "bert.", 0, 0, 0, 2, 1e-12f, 512, 1, POOLED_TANH,
-			  &bert_keys, bert_names, NULL },
-	[FAMILY_ROBERTA] = { "roberta", "Roberta", "roberta.", 1, 1, 1, 1, 1e-5f, 514, 1, POOLED_TANH,
-			     &bert_keys, roberta_names, NULL },
-	[FAMILY_XLM_ROBERTA] = { "xlm-roberta", "XLMRoberta", "roberta.", 1, 1, 1, 1, 1e-5f, 514, 1,
-				 POOLED_TANH, &bert_keys, roberta_names, NULL },
-	[FAMILY_DISTILBERT] = { "distilbert", "DistilBert", "distilbert.", 0, 0, 0, 0, 1e-12f, 512, 0,
-				POOLED_RELU, &distilbert_keys, distilbert_names, distilbert_layer_names },
-	[FAMILY_ELECTRA] = { "electra", "Electra", "electra.", 0, 0, 1, 2, 1e-12f, 512, 1, POOLED_GELU,
-			     &electra_keys, electra_names, NULL },
+	[FAMILY_BERT] = { "bert", "Bert", "bert.", .type_vocab = 2, .ln_eps = 1e-12f, .max_pos = 512, .dropout = 0.1,
+			  .attn_out_dropout = 1, .biases = 1,
+			  .pooled_act = POOLED_TANH, .keys = &bert_keys, .renames = bert_names },
+	[FAMILY_ROBERTA] = { "roberta", "Roberta", "roberta.", .pad_id = 1, .positions_after_pad = 1,
+			     .pooled_dropout_first = 1, .type_vocab = 1, .ln_eps = 1e-5f, .max_pos = 514, .dropout = 0.1,
+			     .attn_out_dropout = 1, .biases = 1, .pooled_act = POOLED_TANH, .keys = &bert_keys,
+			     .renames = roberta_names },
+	[FAMILY_XLM_ROBERTA] = { "xlm-roberta", "XLMRoberta", "roberta.", .pad_id = 1, .positions_after_pad = 1,
+				 .pooled_dropout_first = 1, .type_vocab = 1, .ln_eps = 1e-5f, .max_pos = 514, .dropout = 0.1,
+				 .attn_out_dropout = 1, .biases = 1, .pooled_act = POOLED_TANH, .keys = &bert_keys,
+				 .renames = roberta_names },
+	[FAMILY_DISTILBERT] = { "distilbert", "DistilBert", "distilbert.", .ln_eps = 1e-12f, .max_pos = 512, .dropout = 0.1,
+				.biases = 1, .pooled_act = POOLED_RELU, .keys = &distilbert_keys,
+				.renames = distilbert_names, .layer_renames = distilbert_layer_names },
+	[FAMILY_ELECTRA] = { "electra", "Electra", "electra.", .pooled_dropout_first = 1, .type_vocab = 2,
+			     .ln_eps = 1e-12f, .max_pos = 512, .dropout = 0.1, .attn_out_dropout = 1, .biases = 1,
+			     .pooled_act = POOLED_GELU, .keys = &electra_keys,
+			     .renames = electra_names },
+	[FAMILY_MODERNBERT] = { "modernbert", "ModernBert", "model.", .pad_id = 50283, .ln_eps = 1e-5f,
+				.max_pos = 8192, .dropout = 0.0, .attn_out_dropout = 1, .prenorm = 1, .rotary = 1, .geglu = 1,
+				.qkv_one = 1, .head_transform = 1, .final_norm = "model.final_norm.",
+				.rope_global = 160000.0f, .rope_local = 10000.0f, .local_window = 128,
+				.global_every = 3,
+				.keys = &modernbert_keys, .renames = modernbert_names,
+				.layer_renames = modernbert_layer_names },
 };
 
 const struct family *family_of(enum family_id id)

@@ -6,7 +6,8 @@
 #define TS_FAMILY_H
 
 enum family_id {
-	FAMILY_BERT, FAMILY_ROBERTA, FAMILY_XLM_ROBERTA, FAMILY_DISTILBERT, FAMILY_ELECTRA, FAMILY_COUNT
+	FAMILY_BERT, FAMILY_ROBERTA, FAMILY_XLM_ROBERTA, FAMILY_DISTILBERT, FAMILY_ELECTRA, FAMILY_MODERNBERT,
+	FAMILY_COUNT
 };
 
 /* The activation of the pooled head's dense layer: BERT's pooler tanh,
@@ -21,9 +22,11 @@ struct rename {
 };
 
 /* A prefix of a layer's tensor names after "bert.encoder.layer.N." and
- * the family's for it. */
+ * the family's for it; next: the family's name is layer N + 1's (its
+ * last layer's: the family's final_norm). */
 struct layer_rename {
 	const char *from, *to;
+	int next;
 };
 
 /* config.json's keys for the sizes and rates BERT calls hidden_size,
@@ -46,7 +49,21 @@ struct family {
 	int type_vocab;            /* a new model's token types; 0: the family has none */
 	float ln_eps;              /* a new model's LayerNorm epsilon */
 	int max_pos;               /* a new model's positions (512 tokens' worth) */
+	double dropout;            /* a new model's, and where config.json gives none */
 	int attn_out_dropout;      /* dropout on the attention's output (all but DistilBERT) */
+	/* ModernBERT's: each layer's LayerNorms before its blocks, the residual
+	 * stream their sums (a layer's last LayerNorm is the next one's first,
+	 * the last layer's the final norm), the first layer's attention on the
+	 * embeddings as they are; rotary positions (no position table); the
+	 * MLP a GeGLU; no biases but the classifier's and the decoder's; Q, K
+	 * and V one tensor; the heads of every task through the MLM's
+	 * transform (dense, GELU, LayerNorm) */
+	int prenorm, rotary, geglu, biases, qkv_one, head_transform;
+	const char *final_norm;    /* prenorm: the last LayerNorm's name */
+	/* rotary: a new model's (and config.json's defaults) rotary bases,
+	 * local window and global layers' spacing (bert.h) */
+	float rope_global, rope_local;
+	int local_window, global_every;
 	enum pooled_act pooled_act;
 	const struct config_keys *keys;
 	const struct rename *renames;   /* the first that applies renames; {NULL} ends */

@@ -11,7 +11,6 @@
 /* transformers' BertConfig defaults for the keys a config may leave out */
 #define HF_TYPE_VOCAB 2
 #define HF_LN_EPS 1e-12
-#define HF_DROPOUT 0.1
 #define HF_NUM_LABELS 2
 #define HF_ELECTRA_EMB 128   /* ElectraConfig's embedding_size */
 
@@ -152,6 +151,74 @@ static void require_false(const char *path, json_t *cfg, const char *key)
 		die("%s: %s must be false: TopSpin learns its position embeddings", path, key);
 }
 
+/* Refuses a boolean key that is not want where present. */
+static void require_bool(const char *path, json_t *cfg, const char *key, int want)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (v && (!json_is_boolean(v) || json_is_true(v) != want))
+		die("%s: %s must be %s", path, key, want ? "true" : "false");
+}
+
+/* A rotary base: rope_parameters' of the layer kind (transformers 5's
+ * config.json), or the older key old, or dflt. */
+static float rope_theta(const char *path, json_t *cfg, const char *kind, const char *old, double dflt)
+{
+	json_t *p = json_object_get(json_object_get(cfg, "rope_parameters"), kind);
+	if (!p)
+		return number_in(path, cfg, old, dflt, 1, 1e30);
+	require_string(path, p, "rope_type", "default", ", plain rotary positions");
+	return number_in(path, p, "rope_theta", dflt, 1, 1e30);
+}
+
+/* Every how many layers one attends globally: global_attn_every_n_layers, or
+ * the pattern of transformers 5's layer_types (full_attention at the
+ * layers that number divides, sliding_attention at the others). */
+static int global_every(const char *path, json_t *cfg, int layers, int dflt)
+{
+	json_t *types = json_object_get(cfg, "layer_types");
+	if (!types)
+		return size_in(path, cfg, "global_attn_every_n_layers", 0, dflt, INT32_MAX);
+	int n = 0;
+	if (json_is_array(types) && (int)json_array_size(types) == layers)
+		for (n = 1; n <= layers; n++) {
+			int fits = 1;
+			for (int l = 0; l < layers && fits; l++) {
+				const char *t = json_string_value(json_array_get(types, l));
+				fits = t && !strcmp(t, l % n ? "sliding_attention" : "full_attention");
+			}
+			if (fits)
+				break;
+		}
+	if (n < 1 || n > layers)
+		die("%s: layer_types must list %d layers, full_attention every n-th from the first and "
+		    "sliding_attention between", path, layers);
+	return n;
+}
+
+/* ModernBERT's keys beyond the sizes: its rotary bases, local attention,
+ * pooling, and the biases it has none of. */
+static void read_modernbert(const char *path, json_t *cfg, struct bert_config *c)
+{
+	const char *no_bias[] = { "attention_bias", "mlp_bias", "norm_bias", "classifier_bias" };
+	for (size_t i = 0; i < sizeof no_bias / sizeof *no_bias; i++)
+		require_bool(path, cfg, no_bias[i], 0);
+	require_bool(path, cfg, "decoder_bias", 1);
+	require_string(path, cfg, "classifier_activation", "gelu", ", the exact erf GELU");
+	json_t *pool = json_object_get(cfg, "classifier_pooling");
+	const char *how = pool ? json_string_value(pool) : "cls";
+	if (!how || (strcmp(how, "cls") && strcmp(how, "mean")))
+		die("%s: classifier_pooling must be \"cls\" or \"mean\"", path);
+	c->mean_pool = !strcmp(how, "mean");
+	const struct family *f = family_of(c->family);
+	c->rope_global = rope_theta(path, cfg, "full_attention", "global_rope_theta", f->rope_global);
+	c->rope_local = rope_theta(path, cfg, "sliding_attention", "local_rope_theta", f->rope_local);
+	c->local_window = size_in(path, cfg, "local_attention", 0, f->local_window, INT32_MAX);
+	c->global_every = global_every(path, cfg, c->layers, f->global_every);
+	if ((c->hidden / c->heads) % 2)
+		die("%s: rotary positions need an even head size, not %s %d / %s %d", path, "hidden_size",
+		    c->hidden, "num_attention_heads", c->heads);
+}
+
 static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 {
 	c->family = family_in(path, cfg);
@@ -171,10 +238,12 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	c->emb = k->emb ? size_in(path, cfg, k->emb, 0, HF_ELECTRA_EMB, BERT_MAX_HIDDEN) : 0;
 	c->pad_id = index_in(path, cfg, "pad_token_id", f->pad_id, c->vocab);
 	c->ln_eps = k->ln_eps ? number_in(path, cfg, k->ln_eps, HF_LN_EPS, 1e-30, 1) : f->ln_eps;
-	c->hidden_dropout = number_in(path, cfg, k->hidden_dropout, HF_DROPOUT, 0, 1);
-	c->attn_dropout = number_in(path, cfg, k->attn_dropout, HF_DROPOUT, 0, 1);
+	c->hidden_dropout = number_in(path, cfg, k->hidden_dropout, f->dropout, 0, 1);
+	c->attn_dropout = number_in(path, cfg, k->attn_dropout, f->dropout, 0, 1);
 	if (c->hidden % c->heads)
 		die("%s: %s %d is not a multiple of %s %d", path, k->hidden, c->hidden, k->heads, c->heads);
+	if (f->rotary)
+		read_modernbert(path, cfg, c);
 }
 
 void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int *nlabels)
@@ -245,6 +314,25 @@ static void add_labels(const char *path, json_t *cfg, const struct bert_config *
 	json_object_set_new(cfg, "label2id", label2id);
 }
 
+/* ModernBERT's keys beyond the sizes, as transformers 4.48 on reads them
+ * (global_rope_theta, ...); its dropouts but the attention's the hidden
+ * one, as TopSpin trains it. */
+static void write_modernbert(json_t *cfg, const struct bert_config *c)
+{
+	const char *no_bias[] = { "attention_bias", "mlp_bias", "norm_bias", "classifier_bias" };
+	for (size_t i = 0; i < sizeof no_bias / sizeof *no_bias; i++)
+		json_object_set_new(cfg, no_bias[i], json_false());
+	json_object_set_new(cfg, "decoder_bias", json_true());
+	json_object_set_new(cfg, "classifier_activation", json_string("gelu"));
+	json_object_set_new(cfg, "classifier_pooling", json_string(c->mean_pool ? "mean" : "cls"));
+	json_object_set_new(cfg, "global_rope_theta", json_float(c->rope_global));
+	json_object_set_new(cfg, "local_rope_theta", json_float(c->rope_local));
+	json_object_set_new(cfg, "local_attention", json_integer(c->local_window));
+	json_object_set_new(cfg, "global_attn_every_n_layers", json_integer(c->global_every));
+	json_object_set_new(cfg, "embedding_dropout", json_float(c->hidden_dropout));
+	json_object_set_new(cfg, "classifier_dropout", json_float(c->hidden_dropout));
+}
+
 void hfconfig_write(const char *path, const struct bert_config *c, char *const *labels, int nlabels)
 {
 	if (c->task != TASK_MLM && nlabels && nlabels != c->num_labels)
@@ -263,15 +351,17 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 		"torch_dtype", "float32");
 	if (!cfg)
 		die("%s: cannot build the config", path);
-	if (c->family != FAMILY_DISTILBERT) {   /* BERT's keys */
+	if (c->family == FAMILY_DISTILBERT) {   /* its head's dropout is the hidden one, as TopSpin trains it */
+		json_object_set_new(cfg, k->off, json_false());
+		json_object_set_new(cfg, "seq_classif_dropout", json_float(c->hidden_dropout));
+		json_object_set_new(cfg, "qa_dropout", json_float(c->hidden_dropout));
+	} else if (f->rotary) {
+		write_modernbert(cfg, c);
+	} else {   /* BERT's keys */
 		json_object_set_new(cfg, k->types, json_integer(c->type_vocab));
 		json_object_set_new(cfg, "position_embedding_type", json_string("absolute"));
 		json_object_set_new(cfg, "use_cache", json_true());
 		json_object_set_new(cfg, "classifier_dropout", json_null());
-	} else {   /* DistilBERT's: its head's dropout is the hidden one, as TopSpin trains it */
-		json_object_set_new(cfg, k->off, json_false());
-		json_object_set_new(cfg, "seq_classif_dropout", json_float(c->hidden_dropout));
-		json_object_set_new(cfg, "qa_dropout", json_float(c->hidden_dropout));
 	}
 	if (k->ln_eps)
 		json_object_set_new(cfg, k->ln_eps, json_float(c->ln_eps));

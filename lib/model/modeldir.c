@@ -34,7 +34,8 @@ static int ends_with(const char *s, const char *suffix)
 void modeldir_hf_name(enum family_id family, const char *name, char *out, size_t size)
 {
 	int bare = starts_with(name, "embeddings.") || starts_with(name, "encoder.") ||
-		   starts_with(name, "transformer.") || starts_with(name, "pooler.");
+		   starts_with(name, "transformer.") || starts_with(name, "pooler.") ||
+		   starts_with(name, "layers.") || starts_with(name, "final_norm.");
 	size_t len = strlen(name);
 	const char *suffix = "";
 	if (ends_with(name, ".decoder.bias")) {   /* the MLM decoder's bias is its head's */
@@ -53,20 +54,28 @@ void modeldir_hf_name(enum family_id family, const char *name, char *out, size_t
 }
 
 /* name with its part after "bert.encoder.layer.N." renamed as family f
- * names it there, into out. */
-static const char *layer_renamed(const struct family *f, const char *name, char *out, size_t size)
+ * names it there (as layer N + 1's, or the final norm), into out; c's
+ * layers. */
+static const char *layer_renamed(const struct bert_config *c, const char *name, char *out, size_t size)
 {
+	const struct family *f = family_of(c->family);
 	const char *layer = "bert.encoder.layer.";
 	if (!f->layer_renames || !starts_with(name, layer))
 		return name;
-	const char *rest = strchr(name + strlen(layer), '.') + 1;
-	for (const struct layer_rename *r = f->layer_renames; r->from; r++)
-		if (starts_with(rest, r->from)) {
-			if (snprintf(out, size, "%.*s%s%s", (int)(rest - name), name, r->to,
-				     rest + strlen(r->from)) >= (int)size)
-				die("tensor name too long: %s", name);
-			return out;
-		}
+	char *rest;
+	long i = strtol(name + strlen(layer), &rest, 10);
+	rest++;   /* past the index's dot */
+	for (const struct layer_rename *r = f->layer_renames; r->from; r++) {
+		if (!starts_with(rest, r->from))
+			continue;
+		const char *tail = rest + strlen(r->from);
+		int n = !r->next ? snprintf(out, size, "%s%ld.%s%s", layer, i, r->to, tail)
+			: i + 1 < c->layers ? snprintf(out, size, "%s%ld.%s%s", layer, i + 1, r->to, tail)
+					    : snprintf(out, size, "%s%s", f->final_norm, tail);
+		if (n >= (int)size)
+			die("tensor name too long: %s", name);
+		return out;
+	}
 	return name;
 }
 
@@ -74,7 +83,7 @@ void modeldir_tensor_name(const struct bert_config *c, const char *name, char *o
 {
 	const char *to = "";
 	char renamed[NAME_MAX_LEN];
-	name = layer_renamed(family_of(c->family), name, renamed, sizeof renamed);
+	name = layer_renamed(c, name, renamed, sizeof renamed);
 	for (const struct rename *r = family_of(c->family)->renames; r->from; r++)
 		if ((!r->pooled || bert_task_pooled(c->task)) && starts_with(name, r->from)) {
 			to = r->to;

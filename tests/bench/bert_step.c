@@ -5,8 +5,10 @@
  * any bf16 GEMM could reach). Prints "key value" lines.
  *   bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]
  *             [--seq T] [--batch B] [--labels L] [--task cls|mlm]
- *             [--steps S] [--warmup W] [--precision fp32|bf16]
- *   bert_step --gemm-peak [--size N] */
+ *             [--steps S] [--warmup W] [--precision fp32|bf16] [--arch FAMILY]
+ *   bert_step --gemm-peak [--size N]
+ * FAMILY: a model_type of family.h (default bert), in its shape of a new
+ * model (ts-train --arch's). */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "device/device.h"
@@ -24,7 +26,7 @@
 static const char usage[] =
 	"usage: bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]\n"
 	"                 [--seq T] [--batch B] [--labels L] [--task cls|mlm]\n"
-	"                 [--steps S] [--warmup W] [--precision fp32|bf16]\n"
+	"                 [--steps S] [--warmup W] [--precision fp32|bf16] [--arch FAMILY]\n"
 	"       bert_step --gemm-peak [--size N]";
 
 struct options {
@@ -67,6 +69,12 @@ static struct options parse(int argc, char **argv)
 		if (!strcmp(argv[i], "--task") && i + 1 < argc) {
 			o.c.task = !strcmp(argv[++i], "mlm") ? TASK_MLM : TASK_CLS;
 			known = 1;
+		} else if (!strcmp(argv[i], "--arch") && i + 1 < argc) {
+			int f = family_by_type(argv[++i]);
+			if (f < 0)
+				die_usage("--arch %s: not one of %s", argv[i], family_types());
+			o.c.family = (enum family_id)f;
+			known = 1;
 		} else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
 			o.precision = precision_parse(argv[++i]);
 			known = 1;
@@ -79,6 +87,14 @@ static struct options parse(int argc, char **argv)
 		if (!known)
 			die_usage("unknown or incomplete option '%s'", argv[i]);
 	}
+	const struct family *f = family_of(o.c.family);   /* the family's shape, as ts-train --arch's */
+	o.c.type_vocab = f->type_vocab;
+	o.c.ln_eps = f->ln_eps;
+	o.c.hidden_dropout = o.c.attn_dropout = (float)f->dropout;
+	o.c.max_pos = o.T + family_first_position(o.c.family, 1) > f->max_pos ? o.T + 2 : f->max_pos;
+	o.c.pad_id = f->pad_id < o.c.vocab ? f->pad_id : 0;
+	o.c.rope_global = f->rope_global, o.c.rope_local = f->rope_local;
+	o.c.local_window = f->local_window, o.c.global_every = f->global_every;
 	return o;
 }
 

@@ -99,6 +99,22 @@ family distilbert-scratch "$TOP/examples/vocab.txt" scratch DistilBertForSequenc
 family electra "$TOP/examples/vocab.txt" ElectraConfig ElectraForSequenceClassification cls
 family electra-mlm "$TOP/examples/vocab.txt" ElectraConfig ElectraForMaskedLM mlm
 family electra-scratch "$TOP/examples/vocab.txt" scratch ElectraForSequenceClassification cls electra
+# ModernBERT from scratch with its real tokenizer (transformers 4.44 here has no
+# ModernBERT: tests/unit/test_hf_parity checks its model dirs against 4.48's names)
+mb=$T/modernbert
+ts-tokenize -t "$FIX/tokenizers/modernbert/tokenizer.json" --id id --label label --max-len 160 "$T/mail.csv" |
+	ts-shard -o "$mb/data" --seed 1 --split train=250,valid=50 >/dev/null
+check "modernbert: ts-train --arch modernbert from scratch, records of up to 160 tokens" \
+	train --data "$mb/data" --run "$mb/run" --arch modernbert --layers 3 --hidden 32 --heads 4 --ffn 48 \
+	--epochs 1 --batch 16 --lr 1e-3 --seed 1 -j 2
+expect_eq "modernbert: its config.json" \
+	"$(jq -c '[.model_type, .architectures[0], .pad_token_id, .local_attention, .global_attn_every_n_layers, .classifier_pooling]' "$mb/run/final/config.json")" \
+	'["modernbert","ModernBertForSequenceClassification",50283,128,3,"cls"]'
+check "modernbert: ts-eval --predict" ts-eval -m "$mb/run/final" --data "$mb/data" --split valid --predict -o "$mb/pred.msgpack"
+check "modernbert: --resume from its checkpoint goes on to a second epoch" \
+	train --resume "$mb/run" --epochs 2
+check "modernbert-mlm: ts-train --init its model for masked LM" \
+	train --data "$mb/data" --run "$mb/mlm" --init "$mb/run/final" --task mlm --epochs 1 --batch 16 --seed 1 -j 2
 check "roberta-scratch: --resume from its checkpoint goes on to a second epoch" \
 	train --resume "$T/roberta-scratch/run" --epochs 2
 expect_eq "roberta-scratch: its final model is still RoBERTa's" \

@@ -54,6 +54,16 @@ static struct bert_batch batch_of(const struct sample *s, enum bert_task task)
 }
 
 static enum family_id family;   /* of the models tiny_config describes */
+static int mean_pool;           /* their pooled head's: the mean of the rows */
+
+/* "", or the family's name and pooling before a check's name. */
+static const char *model_name(void)
+{
+	static char name[64];
+	snprintf(name, sizeof name, "%s%s%s", family ? family_of(family)->model_type : "", family ? " " : "",
+		 mean_pool ? "mean-pooled " : "");
+	return name;
+}
 
 static struct bert_config tiny_config(enum bert_task task, float dropout)
 {
@@ -61,8 +71,11 @@ static struct bert_config tiny_config(enum bert_task task, float dropout)
 				 .max_pos = 18, .type_vocab = family_of(family)->type_vocab ? 2 : 0, .ln_eps = 1e-12f,
 				 .hidden_dropout = dropout, .attn_dropout = dropout,
 				 .task = task, .num_labels = task == TASK_REG ? 1 : L,
-				 .family = family, .pad_id = family_of(family)->pad_id,
-				 .emb = family_of(family)->keys->emb ? 8 : 0 };
+				 .family = family, .pad_id = family_of(family)->pad_id < V ? family_of(family)->pad_id : 0,
+				 .emb = family_of(family)->keys->emb ? 8 : 0, .mean_pool = mean_pool,
+				 /* rotary: layer 0 global, 1 local, the band 2 keys either side */
+				 .rope_global = family_of(family)->rope_global,
+				 .rope_local = family_of(family)->rope_local, .local_window = 4, .global_every = 2 };
 	return c;
 }
 
@@ -147,8 +160,8 @@ static void check_gradients(enum bert_task task, float dropout, int train)
 	}
 	/* most sampled gradients must be large: zeros everywhere would agree too */
 	CHECK(!bad && big >= checked / 2,
-	      "%s%s%s gradients, dropout %.1f%s%s%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
-	      family ? family_of(family)->model_type : "", family ? " " : "", task_names[task], dropout,
+	      "%s%s gradients, dropout %.1f%s%s%s: %d of %d coordinates (%d above 1e-2) off, worst by %.1e",
+	      model_name(), task_names[task], dropout,
 	      train ? " on" : " off", label_smoothing ? ", label smoothing" : "", method_name, bad,
 	      checked, big,
 	      worst);
@@ -217,7 +230,8 @@ static void check_vat(enum bert_task task)
 		kl[k] = bert_take_loss(m);   /* the KL alone: bert_forward left the sum at 0 */
 	}
 	CHECK(kl[1] > 2 * kl[0] && kl[0] > 0 && fabs(kl[2]) < 1e-6,
-	      "%s VAT: KL %.3g after a power iteration, %.3g in a random direction, %.1g at eps 0", task_names[task],
+	      "%s%s VAT: KL %.3g after a power iteration, %.3g in a random direction, %.1g at eps 0", model_name(),
+	      task_names[task],
 	      kl[1], kl[0], kl[2]);
 	bert_free(m);
 }
@@ -317,11 +331,11 @@ static void check_recompute(enum bert_task task)
 	bert_backward(re, 0.5f);
 	size_t n = bert_numel(plain);
 	CHECK(l1 == l2 && !memcmp(bert_grads(plain), bert_grads(re), sizeof(float) * n),
-	      "%s: with activation recomputation, the same loss and gradients, bit for bit", name);
+	      "%s%s: with activation recomputation, the same loss and gradients, bit for bit", model_name(), name);
 	struct bert_config c = tiny_config(task, 0.1f);
 	const struct backend *cpu = backend_cpu();
 	double saved = bert_batch_bytes(&c, cpu, B, T, B, 0) - bert_batch_bytes(&c, cpu, B, T, B, 1);
-	CHECK(saved > 0, "%s: recomputation needs %.0f fewer bytes of activations", name, saved);
+	CHECK(saved > 0, "%s%s: recomputation needs %.0f fewer bytes of activations", model_name(), name, saved);
 	bert_free(plain);
 	bert_free(re);
 }
@@ -719,6 +733,19 @@ int main(void)
 	check_gradients(TASK_REG, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.1f, 1);
+	family = FAMILY_MODERNBERT;   /* pre-norm, rotary, local bands, GeGLU, no biases, transformed heads */
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_MULTI, 0.1f, 1);
+	check_gradients(TASK_TOKCLS, 0.1f, 1);
+	check_gradients(TASK_MLM, 0.1f, 1);
+	check_recompute(TASK_CLS);
+	check_recompute(TASK_MLM);
+	check_vat(TASK_TOKCLS);
+	mean_pool = 1;
+	check_gradients(TASK_CLS, 0.1f, 1);
+	check_gradients(TASK_REG, 0.0f, 1);
+	check_recompute(TASK_CLS);
+	mean_pool = 0;
 	family = FAMILY_BERT;
 	check_self_distillation(TASK_CLS);
 	check_self_distillation(TASK_TOKCLS);

@@ -168,6 +168,48 @@ static void save_for_transformers(struct bert *m, const char *name, const struct
 	free(dir);
 }
 
+/* Whether file f has a tensor named name, as modeldir reads names. */
+static int has_name(const struct st_file *f, enum family_id family, const char *name)
+{
+	char hf[256];
+	for (int i = 0; i < st_count(f); i++) {
+		modeldir_hf_name(family, st_get(f, i)->name, hf, sizeof hf);
+		if (!strcmp(hf, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* The model dir m saves names its tensors as transformers' in dir does: the
+ * same set (the aliases modeldir reads as one taken as one). */
+static void check_saved_names(const char *what, struct bert *m, const char *dir)
+{
+	char tmp[] = "/tmp/ts-parity.XXXXXX";
+	if (!mkdtemp(tmp))
+		die("mkdtemp:");
+	char *out = path_join(tmp, "m"), *ours_path = path_join(out, "model.safetensors"),
+	     *theirs_path = path_join(dir, "model.safetensors");
+	modeldir_save(out, m, NULL, 0, NULL);
+	struct st_file *ours = st_open(ours_path), *theirs = st_open(theirs_path);
+	enum family_id family = bert_config_of(m)->family;
+	int missing = 0, extra = 0;
+	char hf[256];
+	for (int i = 0; i < st_count(theirs); i++) {
+		modeldir_hf_name(family, st_get(theirs, i)->name, hf, sizeof hf);
+		missing += !has_name(ours, family, hf);
+	}
+	for (int i = 0; i < st_count(ours); i++)
+		extra += !has_name(theirs, family, st_get(ours, i)->name);
+	CHECK(!missing && !extra, "%s: saved under transformers' names (%d of its %d missing, %d not its)", what,
+	      missing, st_count(theirs), extra);
+	st_close(ours), st_close(theirs);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+	if (system(cmd))
+		die("%s: not removed", tmp);
+	free(out), free(ours_path), free(theirs_path);
+}
+
 /* Forward, loss, backward and one SGD step of the fixture dirname, a model
  * for task, against transformers. */
 static void check_tiny(const char *dirname, enum bert_task task)
@@ -178,6 +220,7 @@ static void check_tiny(const char *dirname, enum bert_task task)
 	char **labels;
 	int nlabels;
 	struct bert *m = modeldir_load(dir, backend_cpu(), task, 0, &(uint64_t){SEED}, &labels, &nlabels);
+	check_saved_names(dirname, m, dir);
 	struct st_file *e = st_open(exp);
 	struct bert_batch b = read_batch(e);
 	int64_t want_count = 0, count;
@@ -328,6 +371,10 @@ int main(int argc, char **argv)
 	check_tiny("electra-cls", TASK_CLS);
 	check_tiny("electra-mlm", TASK_MLM);
 	check_tiny("electra-tokcls", TASK_TOKCLS);
+	check_tiny("modernbert-cls", TASK_CLS);
+	check_tiny("modernbert-mean", TASK_CLS);
+	check_tiny("modernbert-mlm", TASK_MLM);
+	check_tiny("modernbert-tokcls", TASK_TOKCLS);
 	check_minilm();
 	CHECK_DONE();
 }

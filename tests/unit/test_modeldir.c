@@ -376,7 +376,8 @@ static void test_bad_dirs(void)
 	free(d);
 	d = bad_dir("deberta", "model_type", "\"deberta-v2\"");
 	expect_die("another model type", load_quietly, d,
-		   "model_type deberta-v2 is not supported (only bert, roberta, xlm-roberta, distilbert, electra)");
+		   "model_type deberta-v2 is not supported (only bert, roberta, xlm-roberta, distilbert, electra, "
+		   "modernbert)");
 	free(d);
 	d = bad_copy("distilbert-cls", "sinusoidal", "sinusoidal_pos_embds", "true");
 	expect_die("DistilBERT's fixed sinusoidal positions", load_quietly, d,
@@ -390,6 +391,21 @@ static void test_bad_dirs(void)
 	expect_die("a DistilBERT config whose dim the weights disagree with", load_quietly, d,
 		   "tensor distilbert.embeddings.word_embeddings.weight has shape [64, 32], expected [64, 36] "
 		   "by config.json's dim 36");
+	free(d);
+	d = bad_copy("modernbert-cls", "mb-bias", "attention_bias", "true");
+	expect_die("a ModernBERT with attention biases", load_quietly, d, "config.json: attention_bias must be false");
+	free(d);
+	d = bad_copy("modernbert-cls", "mb-pool", "classifier_pooling", "\"max\"");
+	expect_die("a ModernBERT pooling by max", load_quietly, d, "classifier_pooling must be \"cls\" or \"mean\"");
+	free(d);
+	d = bad_copy("modernbert-cls", "mb-types", "layer_types",
+		     "[\"full_attention\", \"full_attention\", \"sliding_attention\"]");
+	expect_die("ModernBERT's layer_types in no every-n pattern", load_quietly, d,
+		   "layer_types must list 3 layers, full_attention every n-th from the first");
+	free(d);
+	d = bad_copy("modernbert-cls", "mb-heads", "num_attention_heads", "32");
+	expect_die("a ModernBERT with an odd head size", load_quietly, d,
+		   "rotary positions need an even head size, not hidden_size 32 / num_attention_heads 32");
 	free(d);
 	d = bad_copy("electra-cls", "electra-emb", "embedding_size", "24");
 	expect_die("an ELECTRA config whose embedding_size the weights disagree with", load_quietly, d,
