@@ -12,7 +12,10 @@
  * shared by every layer; the dropout draw of element (i, j) is numbered by
  * its offset, cut to 32 bits. Keys from n on get zero weight and no work, n
  * being one past the last real key, or len when no key is real (the row is
- * then uniform). The forward keeps for the backward, per query row and
+ * then uniform). A local band (ModernBERT's local layers) narrows a row's
+ * keys to those at most band rows from its own (cpu_attention.c's
+ * band_keys, the same rule where none of them is real); a band runs on these
+ * kernels, not cuDNN's. The forward keeps for the backward, per query row and
  * head, its softmax's maximum and reciprocal sum (STATE floats at state +
  * STATE * (row * H + h)); the backward works the probabilities out again
  * from them, with the forward's bits.
@@ -67,6 +70,8 @@ struct att {
 	float scale;               /* 1/sqrt(d) */
 	uint32_t key, threshold;   /* dropout on the probabilities; threshold 0: none */
 	float keep_scale;
+	int band;                  /* a query's keys at most band rows from its own; 0: all */
+	const int32_t *q_at;       /* the row in k of each row of q; NULL: the same */
 };
 
 /* One (sequence, head) pair as cpu_attention.c's head_task sees it. */
@@ -219,29 +224,47 @@ static __device__ __forceinline__ void store_rows(O *out, size_t ld,
 	}
 }
 
+/* The keys [lo, hi) a row takes part with, of the n that do: all, or
+ * those of the band (cpu_attention.c's band_keys); real: whether one of
+ * them is real (else the row attends to them uniformly and its scores get
+ * no gradient). */
+struct keys {
+	int lo, hi, real, band;
+};
+
+/* The keys a row without a real one attends to uniformly: all len, or
+ * the band's (none where it has none). */
+static __device__ __forceinline__ void uniform_keys(struct keys k, int len, int *lo, int *hi)
+{
+	*lo = k.band ? k.lo : 0;
+	*hi = k.band ? k.hi : len;
+}
+
 /* One warp: scores p[0..n) of a row in, probabilities p[0..len) out, as the
- * CPU's masked_softmax_row, with the maximum and 1/sum into st[STATE]. Lane
- * l touches p[j] only for j = l mod 32 below n, the elements it wrote
- * itself. */
-static __device__ void softmax_row(float *p, float *st, const uint8_t *m, int n, int len, int real)
+ * CPU's masked_softmax_row over the keys k, with the maximum and 1/sum into
+ * st[STATE]. Lane l touches p[j] only for j = l mod 32 below n, the
+ * elements it wrote itself. */
+static __device__ void softmax_row(float *p, float *st, const uint8_t *m, int n, int len, struct keys k)
 {
 	int lane = threadIdx.x % 32;
-	if (!real) {
-		float u = 1.0f / len;
+	if (!k.real) {
+		int lo, hi;
+		uniform_keys(k, len, &lo, &hi);
+		float u = hi > lo ? 1.0f / (hi - lo) : 0.0f;
 		for (int j = lane; j < len; j += 32)
-			p[j] = u;
+			p[j] = j >= lo && j < hi ? u : 0.0f;
 		if (!lane)
 			st[0] = -INFINITY, st[1] = u;
 		return;
 	}
 	float mx = -INFINITY;
-	for (int j = lane; j < n; j += 32)
+	for (int j = k.lo + lane; j < k.hi; j += 32)
 		if (!m || m[j])
 			mx = fmaxf(mx, p[j]);
 	mx = warp_max(mx);
 	float sum = 0.0f;
 	for (int j = lane; j < n; j += 32) {
-		float e = !m || m[j] ? expf(p[j] - mx) : 0.0f;
+		float e = j >= k.lo && j < k.hi && (!m || m[j]) ? expf(p[j] - mx) : 0.0f;
 		p[j] = e;
 		sum += e;
 	}
@@ -257,17 +280,19 @@ static __device__ void softmax_row(float *p, float *st, const uint8_t *m, int n,
 /* One warp: softmax_row's probabilities again from the same scores and its
  * statistics st, with the same bits. */
 static __device__ void softmax_again_row(float *p, const float *st, const uint8_t *m, int n,
-					 int len, int real)
+					 int len, struct keys k)
 {
 	int lane = threadIdx.x % 32;
 	float mx = st[0], inv = st[1];
-	if (!real) {
+	if (!k.real) {
+		int lo, hi;
+		uniform_keys(k, len, &lo, &hi);
 		for (int j = lane; j < len; j += 32)
-			p[j] = inv;
+			p[j] = j >= lo && j < hi ? inv : 0.0f;
 		return;
 	}
 	for (int j = lane; j < n; j += 32) {
-		float e = !m || m[j] ? expf(p[j] - mx) : 0.0f;
+		float e = j >= k.lo && j < k.hi && (!m || m[j]) ? expf(p[j] - mx) : 0.0f;
 		p[j] = e * inv;
 	}
 	for (int j = n + lane; j < len; j += 32)
@@ -328,6 +353,25 @@ static __device__ int query_tile(const struct att *a, struct qtile *t)
 	t->kv = (size_t)t->s.k0 * a->ldkv + (size_t)t->h * a->d;
 	t->p0 = t->s.probs + (size_t)t->r0 * t->T;
 	return 1;
+}
+
+/* One warp: the keys of the tile's row r. */
+static __device__ struct keys row_keys(const struct att *a, const struct qtile *t, int r)
+{
+	struct keys k = { 0, t->s.n, t->s.real != 0, a->band != 0 };
+	if (!a->band)
+		return k;
+	int i = t->s.q0 + t->r0 + r, at = (a->q_at ? a->q_at[i] : i) - t->s.k0;
+	k.lo = max(at - a->band, 0);
+	k.hi = min(at + a->band + 1, t->s.n);
+	if (k.hi <= k.lo)
+		k.hi = k.lo = 0;
+	const uint8_t *m = a->mask ? a->mask + t->s.k0 : NULL;
+	int any = 0;
+	for (int j = k.lo + threadIdx.x % 32; j < k.hi; j += 32)
+		any |= !m || m[j];
+	k.real = __any_sync(FULL, any);
+	return k;
 }
 
 /* out (shaped as probs, at the tile's first row) = scale * X Y^T for keys
@@ -401,7 +445,7 @@ attention_forward_kernel(A *ctx, float *state, float *probs, struct att a)
 	for (int r = 0; r < PER_WARP; r++)
 		if (t.w0 + r < t.rows)
 			softmax_row(pr + (size_t)(t.w0 + r) * t.T, state + state_at(&a, &t, t.w0 + r), m,
-				    t.s.n, t.T, t.s.real);
+				    t.s.n, t.T, row_keys(&a, &t, t.w0 + r));
 
 	/* ctx = dropout(P) V */
 	float acc[PER_WARP][CHUNKS] = {};
@@ -434,7 +478,7 @@ attention_backward_rows_kernel(A *dq, float *ds, float *probs, const float *dctx
 	for (int r = 0; r < PER_WARP; r++)
 		if (t.w0 + r < t.rows)
 			softmax_again_row(pr + (size_t)(t.w0 + r) * t.T, state + state_at(&a, &t, t.w0 + r),
-					  m, t.s.n, t.T, t.s.real);
+					  m, t.s.n, t.T, row_keys(&a, &t, t.w0 + r));
 	__syncthreads();
 
 	/* dP = dctx V^T for keys below n */
@@ -444,7 +488,8 @@ attention_backward_rows_kernel(A *dq, float *ds, float *probs, const float *dctx
 	for (int r = 0; r < PER_WARP; r++) {
 		size_t off = (size_t)(t.w0 + r) * t.T;
 		if (t.w0 + r < t.rows)
-			softmax_backward_row(dsr + off, pr + off, t.p0 + off, t.s.n, t.s.real, &a);
+			softmax_backward_row(dsr + off, pr + off, t.p0 + off, t.s.n, row_keys(&a, &t, t.w0 + r).real,
+					     &a);
 	}
 
 	/* dq = dS K / sqrt(d) */
@@ -495,17 +540,10 @@ attention_backward_keys_kernel(A *dk, A *dv, const float *ds, const float *dctx,
 	store_rows(dk + kv, a.ldkv, acck, keys, live, a.scale, d);
 }
 
-/* A local band (ModernBERT's local layers) has no GPU kernel yet. */
-static void refuse_band(const struct attention *a)
-{
-	if (a->band)
-		die("internal error: local attention bands are not on the GPU yet");
-}
-
 static struct att att_of(const struct attention *a)
 {
 	struct att t;
-	refuse_band(a);
+	t.band = a->band, t.q_at = a->q_at;
 	t.q = a->q, t.k = a->k, t.v = a->v;
 	t.kv_start = a->kv_start, t.q_start = a->q_start, t.p_start = a->p_start;
 	t.mask = a->mask;
@@ -619,8 +657,7 @@ void cuda_attention_backward(struct act *dq, struct act *dk, struct act *dv, con
 template <typename A>
 static void forward_half(struct act *ctx, float *state, const struct attention *a, int half)
 {
-	refuse_band(a);
-	enum attention_kernel k = cuda_sdpa_forward(ctx, state, a, half);
+	enum attention_kernel k = a->band ? ATT_OWN : cuda_sdpa_forward(ctx, state, a, half);
 	if (k == ATT_OWN)
 		forward((A *)ctx, state, a);
 	runs[k]++;
@@ -630,8 +667,7 @@ template <typename A>
 static void backward_half(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			  const float *state, const struct attention *a, int half)
 {
-	refuse_band(a);
-	enum attention_kernel k = cuda_sdpa_backward(dq, dk, dv, dctx, state, a, half);
+	enum attention_kernel k = a->band ? ATT_OWN : cuda_sdpa_backward(dq, dk, dv, dctx, state, a, half);
 	if (k == ATT_OWN)
 		backward((A *)dq, (A *)dk, (A *)dv, dctx, state, a);
 	runs[k]++;

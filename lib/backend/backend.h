@@ -101,7 +101,6 @@ struct backend {
 	 * attention takes for B sequences of H heads up to T long, shared by
 	 * every layer */
 	int attention_state;
-	int attention_bands;       /* its attention takes a local band (struct attention's) */
 	double (*attention_scratch)(int B, int T, int H);
 	/* the same memory with every op in fp32, for work that a lower
 	 * precision would blur (VAT's small probe); NULL: this one is fp32 */

@@ -118,12 +118,12 @@ static void rotary(struct act *x, int ld, int parts, int C, int heads, const int
 
 static void geglu(struct act *out, const struct act *in, int N, int F)
 {
-	geglu_rows(out, in, 0, N, F);
+	geglu_rows((float *)out, floats(in), N, F);
 }
 
 static void geglu_bwd(struct act *din, const float *dout, const struct act *in, int N, int F)
 {
-	geglu_backward_rows(din, dout, in, 0, N, F);
+	geglu_backward_rows((float *)din, dout, floats(in), N, F);
 }
 
 static void attention_fwd(struct act *ctx, float *state, const struct attention *a)
@@ -192,7 +192,6 @@ static const struct backend cpu = {
 	.gelu_backward = gelu_bwd,
 	.tanh_forward = tanh_forward,
 	.tanh_backward = tanh_backward,
-	.attention_bands = 1,
 	.rotary = rotary,
 	.geglu_forward = geglu,
 	.geglu_backward = geglu_bwd,

@@ -341,12 +341,18 @@ static void rotary_bf16(struct act *x, int ld, int parts, int C, int heads, cons
 
 static void geglu_forward_bf16(struct act *out, const struct act *in, int N, int F)
 {
-	geglu_rows(out, in, 1, N, F);
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++)
+		geglu_row_bf16((uint16_t *)out + (size_t)r * F, (const uint16_t *)in + (size_t)r * 2 * F, F);
 }
 
 static void geglu_backward_bf16(struct act *din, const float *dout, const struct act *in, int N, int F)
 {
-	geglu_backward_rows(din, dout, in, 1, N, F);
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++) {
+		size_t o = (size_t)r * 2 * F;
+		geglu_backward_row_bf16((uint16_t *)din + o, dout + (size_t)r * F, (const uint16_t *)in + o, F);
+	}
 }
 
 static void gelu_backward_bf16(struct act *dpre, const float *dout, const struct act *pre, int N,

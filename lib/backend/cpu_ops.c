@@ -342,67 +342,82 @@ static inline void act_set(void *x, int bf16, size_t i, float v)
 		((float *)x)[i] = v;
 }
 
-/* The turn of one row's pairs: cs[j] its cosine, cs[half + j] its sine
- * (negated: the inverse turn). */
-static void rotary_angles(float *cs, const float *inv, int half, int32_t pos, int inverse)
+/* The turns of positions 0..npos of pairs j < half: cs[p * d + j] the
+ * cosine of p / theta^(2j/d), cs[p * d + half + j] its sine (negated: the
+ * inverse turn). */
+static float *rotary_table(int npos, int d, float theta, int inverse)
 {
-	for (int j = 0; j < half; j++) {
-		float a = (float)pos * inv[j];
-		cs[j] = cosf(a);
-		cs[half + j] = inverse ? -sinf(a) : sinf(a);
-	}
+	int half = d / 2;
+	float *cs = xmalloc(sizeof(float) * (size_t)npos * (size_t)(d ? d : 1));
+#pragma omp parallel for schedule(static)
+	for (int p = 0; p < npos; p++)
+		for (int j = 0; j < half; j++) {
+			float inv = (float)(1.0 / pow((double)theta, 2.0 * j / d));   /* rounded once */
+			float a = (float)p * inv;
+			cs[(size_t)p * d + j] = cosf(a);
+			cs[(size_t)p * d + half + j] = inverse ? -sinf(a) : sinf(a);
+		}
+	return cs;
 }
 
 void rotary_rows(void *x, int bf16, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
 		 float theta, int inverse)
 {
-	int d = C / heads, half = d / 2;
-	float *inv = xmalloc(sizeof(float) * (size_t)(half ? half : 1));
-	for (int j = 0; j < half; j++)   /* 1 / theta^(2j/d), rounded once into a float */
-		inv[j] = (float)(1.0 / pow((double)theta, 2.0 * j / d));
-	float *scratch = xmalloc(sizeof(float) * (size_t)(d ? d : 1) * (size_t)omp_get_max_threads());
-#pragma omp parallel
-	{
-		float *cs = scratch + (size_t)d * (size_t)omp_get_thread_num();
-#pragma omp for schedule(static)
-		for (int r = 0; r < rows; r++) {
-			rotary_angles(cs, inv, half, pos[r], inverse);
-			for (int k = 0; k < parts * heads; k++) {
-				size_t o = (size_t)r * ld + (size_t)k * d;
-				for (int j = 0; j < half; j++) {
-					float x1 = act_get(x, bf16, o + j), x2 = act_get(x, bf16, o + half + j);
-					act_set(x, bf16, o + j, x1 * cs[j] - x2 * cs[half + j]);
-					act_set(x, bf16, o + half + j, x2 * cs[j] + x1 * cs[half + j]);
-				}
+	int d = C / heads, half = d / 2, npos = 0;
+	for (int r = 0; r < rows; r++)
+		npos = pos[r] + 1 > npos ? pos[r] + 1 : npos;
+	float *table = rotary_table(npos, d, theta, inverse);
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < rows; r++) {
+		const float *cs = table + (size_t)pos[r] * d;
+		for (int k = 0; k < parts * heads; k++) {
+			size_t o = (size_t)r * ld + (size_t)k * d;
+			for (int j = 0; j < half; j++) {
+				float x1 = act_get(x, bf16, o + j), x2 = act_get(x, bf16, o + half + j);
+				act_set(x, bf16, o + j, x1 * cs[j] - x2 * cs[half + j]);
+				act_set(x, bf16, o + half + j, x2 * cs[j] + x1 * cs[half + j]);
 			}
 		}
 	}
-	free(scratch);
-	free(inv);
+	free(table);
 }
 
-void geglu_rows(void *out, const void *in, int bf16, int N, int F)
+HOT_ELEMENTWISE static void geglu_row(float *out, const float *x, const float *g, int F)
+{
+#pragma omp simd
+	for (int j = 0; j < F; j++) {
+		float cdf, pdf;
+		normal_cdf_pdf(x[j], &cdf, &pdf);
+		out[j] = x[j] * cdf * g[j];
+	}
+}
+
+void geglu_rows(float *out, const float *in, int N, int F)
 {
 #pragma omp parallel for schedule(static)
 	for (int r = 0; r < N; r++)
-		for (int j = 0; j < F; j++) {
-			size_t i = (size_t)r * 2 * F + j;
-			act_set(out, bf16, (size_t)r * F + j, gelu(act_get(in, bf16, i)) * act_get(in, bf16, i + F));
-		}
+		geglu_row(out + (size_t)r * F, in + (size_t)r * 2 * F, in + (size_t)r * 2 * F + F, F);
 }
 
-void geglu_backward_rows(void *din, const float *dout, const void *in, int bf16, int N, int F)
+HOT_ELEMENTWISE static void geglu_backward_row(float *dx, float *dg, const float *dout, const float *x,
+					       const float *g, int F)
+{
+#pragma omp simd
+	for (int j = 0; j < F; j++) {
+		float cdf, pdf;
+		normal_cdf_pdf(x[j], &cdf, &pdf);
+		dx[j] = dout[j] * g[j] * (cdf + x[j] * pdf);
+		dg[j] = dout[j] * x[j] * cdf;
+	}
+}
+
+void geglu_backward_rows(float *din, const float *dout, const float *in, int N, int F)
 {
 #pragma omp parallel for schedule(static)
-	for (int r = 0; r < N; r++)
-		for (int j = 0; j < F; j++) {
-			size_t i = (size_t)r * 2 * F + j;
-			float x = act_get(in, bf16, i), g = act_get(in, bf16, i + F), dy = dout[(size_t)r * F + j];
-			float cdf, pdf;
-			normal_cdf_pdf(x, &cdf, &pdf);
-			act_set(din, bf16, i, dy * g * (cdf + x * pdf));
-			act_set(din, bf16, i + F, dy * x * cdf);
-		}
+	for (int r = 0; r < N; r++) {
+		size_t o = (size_t)r * 2 * F;
+		geglu_backward_row(din + o, din + o + F, dout + (size_t)r * F, in + o, in + o + F, F);
+	}
 }
 
 /* ---- ReLU (DistilBERT's pre_classifier) ---- */

@@ -75,12 +75,13 @@ void gelu_backward(float *dpre, const float *dout, const float *pre, int N, int 
 void tanh_forward(float *out, const float *in, size_t n);
 /* din = dout * (1 - out^2); din may be dout. */
 void tanh_backward(float *din, const float *dout, const float *out, size_t n);
-/* backend.h's rotary, geglu_forward and geglu_backward over floats, or
- * (bf16 set) over bf16 acts, worked in floats and each result rounded once. */
+/* backend.h's rotary over floats, or (bf16 set) over bf16 acts, worked in
+ * floats and each result rounded once; its geglu_forward and
+ * geglu_backward over floats. */
 void rotary_rows(void *x, int bf16, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
 		 float theta, int inverse);
-void geglu_rows(void *out, const void *in, int bf16, int N, int F);
-void geglu_backward_rows(void *din, const float *dout, const void *in, int bf16, int N, int F);
+void geglu_rows(float *out, const float *in, int N, int F);
+void geglu_backward_rows(float *din, const float *dout, const float *in, int N, int F);
 void relu_forward(float *out, const float *in, size_t n);
 /* din = dout where out > 0, else 0; din may be dout. */
 void relu_backward(float *din, const float *dout, const float *out, size_t n);
@@ -149,6 +150,9 @@ void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *
 				 uint32_t key, uint32_t base, uint32_t threshold, float scale);
 void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n);
 void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16_t *pre, int n);
+/* One row of geglu_rows and of geglu_backward_rows over bf16 acts. */
+void geglu_row_bf16(uint16_t *out, const uint16_t *in, int F);
+void geglu_backward_row_bf16(uint16_t *din, const float *dout, const uint16_t *in, int F);
 void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, const float *x,
 				 float mean, float rstd, const float *w, int C);
 /* What the two above compute with: the heads' products, the softmax of

@@ -112,6 +112,27 @@ BF16 void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16
 	}
 }
 
+BF16 void geglu_row_bf16(uint16_t *out, const uint16_t *in, int F)
+{
+	for (int j = 0; j < F; j += 16) {
+		__mmask16 m = first(F - j);
+		__m512 x = load16_bf16(in + j, m), g = load16_bf16(in + F + j, m), e;
+		store16_bf16(out + j, m, _mm512_mul_ps(_mm512_mul_ps(x, normal_cdf16(x, &e)), g));
+	}
+}
+
+BF16 void geglu_backward_row_bf16(uint16_t *din, const float *dout, const uint16_t *in, int F)
+{
+	for (int j = 0; j < F; j += 16) {
+		__mmask16 m = first(F - j);
+		__m512 x = load16_bf16(in + j, m), g = load16_bf16(in + F + j, m), dy = load16(dout + j, m), e;
+		__m512 cdf = normal_cdf16(x, &e);
+		__m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)), e, cdf);
+		store16_bf16(din + j, m, _mm512_mul_ps(_mm512_mul_ps(dy, g), slope));
+		store16_bf16(din + F + j, m, _mm512_mul_ps(dy, _mm512_mul_ps(x, cdf)));
+	}
+}
+
 BF16 void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, const float *x,
 				      float mean, float rstd, const float *w, int C)
 {
@@ -164,6 +185,18 @@ void layernorm_backward_row_bf16(float *din, float *sums, const float *dout, con
 				 float mean, float rstd, const float *w, int C)
 {
 	(void)din, (void)sums, (void)dout, (void)x, (void)mean, (void)rstd, (void)w, (void)C;
+	abort();
+}
+
+void geglu_row_bf16(uint16_t *out, const uint16_t *in, int F)
+{
+	(void)out, (void)in, (void)F;
+	abort();
+}
+
+void geglu_backward_row_bf16(uint16_t *din, const float *dout, const uint16_t *in, int F)
+{
+	(void)din, (void)dout, (void)in, (void)F;
 	abort();
 }
 #endif

@@ -226,9 +226,6 @@ static void stand_ins(struct bert *m)
 struct bert *bert_new(const struct bert_config *c, const struct backend *be)
 {
 	check_config(c);
-	if (c->layers > 1 && layer_local(c, 1) && !be->attention_bands)   /* layer 1 is local where any is */
-		die("%s: %s's local attention runs on the CPU only so far (--device cpu)", be->name,
-		    family_of(c->family)->model_type);
 	struct bert *m = xcalloc(1, sizeof *m);
 	m->c = *c;
 	m->be = be;

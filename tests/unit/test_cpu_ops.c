@@ -445,10 +445,10 @@ static void test_geglu(void)
 	for (int r = 0; r < GN2; r++)
 		for (int j = 0; j < GF2; j++)
 			ref[r * GF2 + j] = ref_gelu(theta[r * 2 * GF2 + j]) * theta[r * 2 * GF2 + GF2 + j];
-	geglu_rows(out, t, 0, GN2, GF2);
+	geglu_rows(out, t, GN2, GF2);
 	CHECK(max_abs_diff(out, ref, nout) < 1e-5, "GeGLU: gelu of the first half times the second (%.1e)",
 	      max_abs_diff(out, ref, nout));
-	geglu_backward_rows(grad, dout, t, 0, GN2, GF2);
+	geglu_backward_rows(grad, dout, t, GN2, GF2);
 	double err = grad_error(geglu_loss, w, theta, grad, n);
 	CHECK(err < GRAD_TOL, "GeGLU gradients of both halves match finite differences (%.1e)", err);
 	free(theta), free(w), free(t), free(dout);

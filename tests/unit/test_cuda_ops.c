@@ -287,11 +287,11 @@ static void test_elementwise(void)
 	expect_close("rotary's inverse", d_qkv, qkv, (size_t)N * 3 * C, 1e-4, RTOL);
 	/* GeGLU over [N, F/2 * 2] */
 	int G = F / 2;
-	geglu_rows(out, pre, 0, N, G);
+	geglu_rows(out, pre, N, G);
 	gpu->geglu_forward((struct act *)d_out, float_acts(d_pre), N, G);
 	expect_close("geglu_forward", d_out, out, (size_t)N * G, ATOL, RTOL);
 	float *din = xcalloc(n, sizeof *din), *d_din = on_gpu(din, n * 4);
-	geglu_backward_rows(din, dout, pre, 0, N, G);
+	geglu_backward_rows(din, dout, pre, N, G);
 	gpu->geglu_backward((struct act *)d_din, d_dout, float_acts(d_pre), N, G);
 	expect_close("geglu_backward", d_din, din, n, ATOL, RTOL);
 	gpu->release(d_qkv), gpu->release(d_pos), gpu->release(d_din), free(qkv), free(din);
@@ -399,7 +399,22 @@ static void test_rows(void)
 	scatter_add_rows(acc, g, rows, M, C);
 	gpu->scatter_add_rows(d_acc, d_g, d_rows, M, C);
 	expect_same("scatter_add_rows", d_acc, acc, (size_t)N * C);
+	/* mean pooling over 3 sequences of the N rows, one with a padding row,
+	 * one with none real; its backward into the real rows only */
+	int32_t kv_start[4] = { 0, 20, 21, N };
+	uint8_t mask[N];
+	for (int r = 0; r < N; r++)
+		mask[r] = r != 7 && r != 20;
+	int32_t *d_kv = on_gpu(kv_start, sizeof kv_start);
+	uint8_t *d_mask = on_gpu(mask, sizeof mask);
+	mean_rows(g, in, kv_start, mask, 3, C);
+	gpu->mean_rows(d_g, d_in, d_kv, d_mask, 3, C);
+	expect_close("mean_rows", d_g, g, (size_t)3 * C, ATOL, RTOL);
+	mean_rows_backward(acc, g, kv_start, mask, 3, C);
+	gpu->mean_rows_backward(d_acc, d_g, d_kv, d_mask, 3, C);
+	expect_close("mean_rows_backward", d_acc, acc, (size_t)N * C, ATOL, RTOL);
 	gpu->release(d_in), gpu->release(d_g), gpu->release(d_acc), gpu->release(d_rows);
+	gpu->release(d_kv), gpu->release(d_mask);
 	free(in), free(g), free(acc);
 }
 

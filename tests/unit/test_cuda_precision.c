@@ -423,6 +423,8 @@ static void run_attention(const struct attention_run *r, enum attention_path pat
  * follows the last row of q, k, v and ctx, so a read past them shows too.
  * masked 2: a padding key inside the first sequence, which cuDNN's lengths
  * cannot say: the own kernel must run it. */
+static int band;   /* of the attentions test_attention runs: a local band (ModernBERT's), 0 none */
+
 static void test_attention(int T, int H, int C, int masked, int head_rows, float p, enum attention_path path)
 {
 	if (path != OWN && acts_are_floats(low))
@@ -431,7 +433,7 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 		return;   /* cuDNN's dropout is not the own kernel's: with dropout, both or neither */
 	/* a sequence without a real key is uniform on the CPU and the own kernel; cuDNN has none */
 	int lengths[AB] = { T, T / 2 + 1, T / 3 + 1 }, real[AB] = { T, T / 2 - 1, path == OWN ? 0 : 1 };
-	int32_t kv_start[AB + 1] = { 0 }, q_start[AB + 1] = { 0 };
+	int32_t kv_start[AB + 1] = { 0 }, q_start[AB + 1] = { 0 }, q_at[AB * AB];
 	for (int b = 0; b < AB; b++)
 		kv_start[b + 1] = kv_start[b] + lengths[b];
 	int NT = kv_start[AB], R = NT;
@@ -440,9 +442,12 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	for (int b = 0; b < AB; b++)
 		for (int t = 0; t < lengths[b]; t++)
 			mask[kv_start[b] + t] = t < real[b] && !(holes && b == 0 && t == 1);
-	if (head_rows) {   /* sequence b asks for b query rows */
-		for (int b = 0; b < AB; b++)
+	if (head_rows) {   /* sequence b asks for b query rows, at its last keys */
+		for (int b = 0; b < AB; b++) {
 			q_start[b + 1] = q_start[b] + b;
+			for (int i = 0; i < b; i++)
+				q_at[q_start[b] + i] = kv_start[b + 1] - b + i;
+		}
 		R = q_start[AB];
 	}
 	int64_t p_start[AB + 1];
@@ -463,6 +468,7 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	float *d_state = gpu->alloc((size_t)R * H * low->attention_state * 4);
 	uint8_t *d_mask = masked ? on_gpu(mask, (size_t)NT) : NULL;
 	int32_t *d_kv_start = on_gpu(kv_start, sizeof kv_start), *d_q_start = on_gpu(q_start, sizeof q_start);
+	int32_t *d_q_at = on_gpu(q_at, sizeof q_at);
 	int64_t *d_p_start = on_gpu(p_start, sizeof p_start);
 	size_t k_at = head_rows ? 0 : (size_t)C;   /* k's column in the kv rows */
 	const float *k = kv + k_at;
@@ -474,10 +480,13 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 		  d_kv_start, head_rows ? d_q_start : NULL, d_p_start, d_mask, p, 99, R, d_ctx, holes,
 		  head_rows },
 		d_ctx, d_dq, act_at(low, d_dkv, k_at), act_at(low, d_dkv, k_at + C), d_dctx, d_state };
-	char what[200], shape[128];
-	snprintf(shape, sizeof shape, "%s attention (%s) T %d, %s, %d heads of %d, %s, p %.1f", low_name,
+	cpu_a.band = run.a.band = band;
+	cpu_a.q_at = head_rows ? q_at : NULL;
+	run.a.q_at = head_rows ? d_q_at : NULL;
+	char what[256], shape[160];
+	snprintf(shape, sizeof shape, "%s attention (%s) T %d, %s, %d heads of %d, %s, p %.1f, band %d", low_name,
 		 path_names[path], T, head_rows ? "head rows" : "all rows", H, C / H, masked ? "masked" : "no mask",
-		 p);
+		 p, band);
 	long before = cudnn_runs();
 	poison(d_dkv, kv_n);
 	if (head_rows)
@@ -489,10 +498,14 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 		snprintf(what, sizeof what, "%s: a padding key inside a sequence: the own kernel's", shape);
 		CHECK(!on_cudnn, "%s", what);
 	}
-	/* heads past 128 wide and padding keys inside a sequence are the own
-	 * kernel's by design; any other shape is cuDNN's where this machine has
-	 * it, and its refusal a failure that names cuDNN's reason */
-	if (path != OWN && !on_cudnn && !holes && C / H <= 128) {
+	/* heads past 128 wide, padding keys inside a sequence and local bands
+	 * are the own kernel's by design; any other shape is cuDNN's where this
+	 * machine has it, and its refusal a failure that names cuDNN's reason */
+	if (band) {
+		snprintf(what, sizeof what, "%s: a local band: the own kernel's", shape);
+		CHECK(!on_cudnn, "%s", what);
+	}
+	if (path != OWN && !on_cudnn && !holes && !band && C / H <= 128) {
 		if (refused)
 			CHECK(0, "%s: cuDNN takes it (it refused: %s)", shape, why);
 		else
@@ -523,7 +536,7 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	}
 	if (head_rows)
 		gpu->release(d_q), gpu->release(d_dq), free(q), free(dq);
-	void *d[] = { d_kv, d_ctx, d_dkv, d_dctx, d_state, d_kv_start, d_q_start, d_p_start };
+	void *d[] = { d_kv, d_ctx, d_dkv, d_dctx, d_state, d_kv_start, d_q_start, d_q_at, d_p_start };
 	for (size_t i = 0; i < sizeof d / sizeof *d; i++)
 		gpu->release(d[i]);
 	if (d_mask)
@@ -541,6 +554,12 @@ static void test_attentions(enum attention_path path)
 	test_attention(77, 2, 128, 0, 1, 0.1f, path);
 	test_attention(200, 12, 768, 1, 0, 0, path);   /* BERT-base's, past one 64-key tile of cuDNN's */
 	test_attention(40, 1, 256, 1, 0, 0.1f, path);  /* the widest head: the own kernel's */
+	band = 3;   /* ModernBERT's local band, narrower than the sequences and than a 32-key tile */
+	test_attention(17, 4, 64, 1, 0, 0, path);
+	test_attention(17, 4, 64, 2, 1, 0.1f, path);
+	band = 40;  /* wider than a tile */
+	test_attention(200, 2, 128, 1, 0, 0.1f, path);
+	band = 0;
 }
 
 /* The precision under test, low: its backend's table. */
@@ -561,8 +580,8 @@ static void test_rotary_geglu(int rows, int C, int heads, int F)
 	as_acts_hold(x, n);
 	as_acts_hold(in, m);
 	rotary_rows(x, 0, 3 * C, 2, C, heads, pos, rows, 160000.0f, 0);
-	geglu_rows(out, in, 0, rows, F);
-	geglu_backward_rows(din, dout, in, 0, rows, F);
+	geglu_rows(out, in, rows, F);
+	geglu_backward_rows(din, dout, in, rows, F);
 	low->rotary(d_x, 3 * C, 2, C, heads, d_pos, rows, 160000.0f, 0);
 	low->geglu_forward(d_out, d_in, rows, F);
 	low->geglu_backward(d_din, d_dout, d_in, rows, F);
