@@ -10,7 +10,6 @@
 
 /* transformers' BertConfig defaults for the keys a config may leave out */
 #define HF_TYPE_VOCAB 2
-#define HF_LN_EPS 1e-12
 #define HF_NUM_LABELS 2
 #define HF_ELECTRA_EMB 128   /* ElectraConfig's embedding_size */
 
@@ -237,7 +236,7 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	c->type_vocab = k->types ? size_in(path, cfg, k->types, 0, HF_TYPE_VOCAB, INT32_MAX) : 0;
 	c->emb = k->emb ? size_in(path, cfg, k->emb, 0, HF_ELECTRA_EMB, BERT_MAX_HIDDEN) : 0;
 	c->pad_id = index_in(path, cfg, "pad_token_id", f->pad_id, c->vocab);
-	c->ln_eps = k->ln_eps ? number_in(path, cfg, k->ln_eps, HF_LN_EPS, 1e-30, 1) : f->ln_eps;
+	c->ln_eps = k->ln_eps ? number_in(path, cfg, k->ln_eps, k->ln_eps_default, 1e-30, 1) : f->ln_eps;
 	c->hidden_dropout = number_in(path, cfg, k->hidden_dropout, f->dropout, 0, 1);
 	c->attn_dropout = number_in(path, cfg, k->attn_dropout, f->dropout, 0, 1);
 	if (c->hidden % c->heads)

@@ -392,6 +392,12 @@ static void test_bad_dirs(void)
 		   "tensor distilbert.embeddings.word_embeddings.weight has shape [64, 32], expected [64, 36] "
 		   "by config.json's dim 36");
 	free(d);
+	d = bad_copy("modernbert-cls", "mb-eps", "norm_eps", NULL);   /* ModernBertConfig's default */
+	struct bert *mb = modeldir_load(d, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, NULL, NULL);
+	CHECK(bert_config_of(mb)->ln_eps == 1e-5f, "a ModernBERT config without norm_eps: 1e-5, its class's (%g)",
+	      (double)bert_config_of(mb)->ln_eps);
+	bert_free(mb);
+	free(d);
 	d = bad_copy("modernbert-cls", "mb-bias", "attention_bias", "true");
 	expect_die("a ModernBERT with attention biases", load_quietly, d, "config.json: attention_bias must be false");
 	free(d);
