@@ -142,14 +142,6 @@ static enum family_id family_in(const char *path, json_t *cfg)
 	return (enum family_id)f;
 }
 
-/* Refuses a key that must be false where present. */
-static void require_false(const char *path, json_t *cfg, const char *key)
-{
-	json_t *v = json_object_get(cfg, key);
-	if (v && !json_is_false(v))
-		die("%s: %s must be false: TopSpin learns its position embeddings", path, key);
-}
-
 /* Refuses a boolean key that is not want where present. */
 static void require_bool(const char *path, json_t *cfg, const char *key, int want)
 {
@@ -226,7 +218,7 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	require_string(path, cfg, k->act, "gelu", ", the exact erf GELU");
 	require_string(path, cfg, "position_embedding_type", "absolute", "");
 	if (k->off)
-		require_false(path, cfg, k->off);
+		require_bool(path, cfg, k->off, 0);
 	c->vocab = size_in(path, cfg, "vocab_size", 1, 0, INT32_MAX);
 	c->hidden = size_in(path, cfg, k->hidden, 1, 0, BERT_MAX_HIDDEN);
 	c->layers = size_in(path, cfg, k->layers, 1, 0, BERT_MAX_LAYERS);

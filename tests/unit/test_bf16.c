@@ -357,6 +357,15 @@ static void check_attention(struct rng *r, int band)
 	float *got = widened(cl, N * C);
 	double e = rel_diff(got, ctx, N * C);
 	CHECK(e < 2e-2, "bf16 attention into acts, band %d: fp32's context within bf16's precision (%.2g)", band, e);
+	if (band) {   /* the band takes effect: fp32's context without it differs */
+		float *all = xmalloc(sizeof(float) * N * C);
+		struct attention unbanded = a;
+		unbanded.band = 0;
+		attention_forward(all, NULL, &unbanded);
+		double d = rel_diff(all, ctx, N * C);
+		CHECK(d > 0.1, "bf16 attention, band %d: a context other than all keys' (rel diff %.2g)", band, d);
+		free(all);
+	}
 	attention_backward(g2, g2 + C, g2 + 2 * C, dctx, NULL, &a);
 	struct act *gl = xmalloc(n * bf->act_size);
 	bf->attention_backward(gl, act_at(bf, gl, C), act_at(bf, gl, 2 * C), dctx, NULL, &al);

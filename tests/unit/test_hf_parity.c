@@ -200,7 +200,7 @@ static void check_saved_names(const char *what, struct bert *m, const char *dir)
 	}
 	for (int i = 0; i < st_count(ours); i++)
 		extra += !has_name(theirs, family, st_get(ours, i)->name);
-	CHECK(!missing && !extra, "%s: saved under transformers' names (%d of its %d missing, %d not its)", what,
+	CHECK(st_count(theirs) > 0 && !missing && !extra, "%s: saved under transformers' names (%d of its %d missing, %d not its)", what,
 	      missing, st_count(theirs), extra);
 	st_close(ours), st_close(theirs);
 	char cmd[64];
