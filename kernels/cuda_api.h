@@ -218,7 +218,7 @@ void cuda_attention_backward_bf16(struct act *dq, struct act *dk, struct act *dv
 void cuda_attention_forward_fp16(struct act *ctx, float *state, const struct attention *a);
 void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a);
-double cuda_attention_scratch(int B, int T, int H);
+double cuda_attention_scratch(int B, int T, int C, int H);
 /* the attention's calls, forward and backward, by the kernel that ran them */
 long cuda_attention_runs(enum attention_kernel k);
 

@@ -598,8 +598,9 @@ static size_t scratch_floats(int B, int T, int H)
 	return (size_t)B * t * H * t;
 }
 
-double cuda_attention_scratch(int B, int T, int H)
+double cuda_attention_scratch(int B, int T, int C, int H)
 {
+	(void)C;
 	return 2.0 * sizeof(float) * scratch_floats(B, T, H);
 }
 

@@ -98,10 +98,10 @@ struct backend {
 	size_t act_size;           /* bytes of a struct act */
 	/* floats its attention forward keeps for the backward per query row
 	 * and head, in state (rows of q x H x this), and the bytes of scratch its
-	 * attention takes for B sequences of H heads up to T long, shared by
-	 * every layer */
+	 * attention takes for B sequences of H heads (C wide together) up to T
+	 * long, shared by every layer */
 	int attention_state;
-	double (*attention_scratch)(int B, int T, int H);
+	double (*attention_scratch)(int B, int T, int C, int H);
 	/* the same memory with every op in fp32, for work that a lower
 	 * precision would blur (VAT's small probe); NULL: this one is fp32 */
 	const struct backend *precise;

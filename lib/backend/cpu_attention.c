@@ -5,11 +5,12 @@
  * pair's result depends on nothing but its own data, so any schedule gives the
  * same bits. Q, K, V and the context, and the gradients of Q, K and V, are
  * the backend's acts: floats, or bf16 for the bf16 backend's kernels.
- * Nothing is kept for the backward: it works each head's probabilities out
- * again with the forward's own products and softmax, so they have the
- * forward's bits, in the thread's scratch, which stays in its cache; the
- * gradients of Q, K and V, read only after all heads, are made there too
- * and streamed out. */
+ * A head goes in tiles of queries, each against the keys it sees (with
+ * ModernBERT's local band, only those). Nothing is kept for the backward:
+ * it works each tile's probabilities out again with the forward's own
+ * products and softmax, so they have the forward's bits, in the thread's
+ * scratch, which stays in its cache; the gradients of Q, K and V, read only
+ * after all heads, are made there too and streamed out. */
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
 #include "util/err.h"
@@ -169,41 +170,66 @@ static struct head_task head_task(const struct heads *s, int bh)
 	return t;
 }
 
-/* The floats of the largest probability block of one (sequence, head). */
+/* A head's queries go in tiles, each against the keys they see: with a
+ * band, tiles of BAND_ROWS, against the keys their rows' bands cover
+ * together, so that a local layer costs O(T band), not O(T^2); without,
+ * tiles of ALL_ROWS against all keys, so that a thread's scratch grows as
+ * T, not T^2. */
+enum { BAND_ROWS = 64, ALL_ROWS = 256 };
+
+static int tile_rows(const struct attention *a)
+{
+	return a->band ? BAND_ROWS : ALL_ROWS;
+}
+
+/* The floats of the largest probability block of one tile. */
 static size_t largest_block(const struct attention *a)
 {
 	const int32_t *q = a->q_start ? a->q_start : a->kv_start;
 	size_t most = 1;
 	for (int b = 0; b < a->B; b++) {
-		size_t n = (size_t)(q[b + 1] - q[b]) * (size_t)(a->kv_start[b + 1] - a->kv_start[b]);
+		int nq = q[b + 1] - q[b], rows = tile_rows(a);
+		size_t n = (size_t)(nq < rows ? nq : rows) * (size_t)(a->kv_start[b + 1] - a->kv_start[b]);
 		most = n > most ? n : most;
 	}
 	return most;
 }
 
-/* A thread's scratch: a head's probabilities, in the backward their
- * gradient, with dropout their dropped copy; and a head's rows of output. */
+/* A thread's scratch: a tile's probabilities, in the backward their
+ * gradient, with dropout their dropped copy; a tile's rows of output; and
+ * in the backward, the sums over the tiles of the keys' and values'
+ * gradients. */
 struct head_scratch {
-	float *pr, *dp, *dropped, *out;
+	float *pr, *dp, *dropped, *out, *dk, *dv;
 };
 
-/* The floats of one thread's scratch, and its pieces at base. */
-static size_t scratch_floats(const struct heads *s, int backward, size_t block)
+/* The floats of one thread's scratch, its probability blocks block floats
+ * each, for heads d wide of sequences up to T. */
+static size_t scratch_floats(size_t block, int T, int d, int backward, int dropout)
 {
-	return block * (size_t)(1 + backward + (s->threshold != 0)) + (size_t)s->a->T * s->d;
+	return block * (size_t)(1 + backward + dropout) + (size_t)T * d * (backward ? 3 : 1);
 }
 
 static struct head_scratch carve_scratch(float *base, const struct heads *s, int backward,
 					 size_t block)
 {
 	struct head_scratch w = { .pr = base };
+	size_t rows = (size_t)s->a->T * s->d;
 	base += block;
 	if (backward)
 		w.dp = base, base += block;
 	if (s->threshold)
 		w.dropped = base, base += block;
 	w.out = base;
+	if (backward)
+		w.dk = base + rows, w.dv = base + 2 * rows;
 	return w;
+}
+
+double attention_scratch_bytes(int T, int C, int H)
+{
+	size_t block = (size_t)(T < ALL_ROWS ? T : ALL_ROWS) * (size_t)T;
+	return (double)sizeof(float) * (double)scratch_floats(block, T, C / H, 1, 1) * omp_get_max_threads();
 }
 
 /* Asks for rows x width floats at x (rows ld apart) to come into the cache. */
@@ -243,12 +269,16 @@ static struct head_in head_in(const struct heads *s, const struct head_task *t)
 	return in;
 }
 
-/* The head's probabilities in work (nq rows of len), before dropout: the
- * forward's and, worked out again, the backward's. */
-/* Query i's keys [lo, hi) of the band around its own row; returns whether
- * one of them is real (else, like a sequence with no real key, it attends
- * to them uniformly and its scores get no gradient). */
-static int band_keys(const struct heads *s, const struct head_task *t, int i, int *lo, int *hi)
+/* x's rows from r on. */
+static struct operand rows_from(struct operand x, int r)
+{
+	x.p = (const char *)x.p + (size_t)r * (size_t)x.ld * (x.bf16 ? sizeof(uint16_t) : sizeof(float));
+	return x;
+}
+
+/* Query i's keys [lo, hi) of the band around its own row, 0 and 0 where
+ * none is left. */
+static void band_range(const struct heads *s, const struct head_task *t, int i, int *lo, int *hi)
 {
 	const struct attention *a = s->a;
 	int at = (a->q_at ? a->q_at[t->q0 + i] : t->q0 + i) - t->k0;
@@ -256,29 +286,71 @@ static int band_keys(const struct heads *s, const struct head_task *t, int i, in
 	*hi = at + a->band + 1 < t->n ? at + a->band + 1 : t->n;
 	if (*hi <= *lo)
 		*hi = *lo = 0;
-	for (int j = *lo; j < *hi; j++)
+}
+
+/* Whether one of query i's keys in its band is real (else, like a sequence
+ * with no real key, it attends to them uniformly and its scores get no
+ * gradient). */
+static int band_has_real(const struct heads *s, const struct head_task *t, int i)
+{
+	int lo, hi;
+	band_range(s, t, i, &lo, &hi);
+	for (int j = lo; j < hi; j++)
 		if (s->mask[t->k0 + j])
 			return 1;
 	return 0;
 }
 
-static void head_probs(float *work, const struct heads *s, const struct head_task *t,
-		       const struct head_in *in)
+/* A tile: queries i0.. (nq of them) and the keys [k0, k0 + kw) they see
+ * (with a band, those their bands cover together). */
+struct tile {
+	int i0, nq, k0, kw;
+};
+
+static struct tile band_tile(const struct heads *s, const struct head_task *t, int i0)
 {
-	int len = t->len;
-	s->gemm('N', 'T', t->nq, t->n, s->d, s->scale, in->q, in->k, 0.0f, work, len);
-	for (int i = 0; i < t->nq; i++) {
-		float *p = work + (size_t)i * len;
-		int lo, hi;
-		if (!s->a->band) {
-			s->softmax(p, s->mask + t->k0, t->n, len);
-			continue;
+	struct tile g = { i0, t->nq - i0 < BAND_ROWS ? t->nq - i0 : BAND_ROWS, t->n, 0 };
+	int hi = 0;
+	for (int i = i0; i < i0 + g.nq; i++) {
+		int l, h;
+		band_range(s, t, i, &l, &h);
+		if (h > l) {
+			g.k0 = l < g.k0 ? l : g.k0;
+			hi = h > hi ? h : hi;
 		}
-		band_keys(s, t, i, &lo, &hi);   /* the keys outside the band get 0 */
-		memset(p, 0, sizeof *p * (size_t)lo);
-		s->softmax(p + lo, s->mask + t->k0 + lo, hi - lo, hi - lo);
-		memset(p + hi, 0, sizeof *p * (size_t)(len - hi));
 	}
+	g.k0 = hi ? g.k0 : 0;
+	g.kw = hi - g.k0;
+	return g;
+}
+
+/* The tile's probabilities in work (nq rows of kw), before dropout: the
+ * forward's and, worked out again, the backward's. Keys outside a query's
+ * band get 0. */
+static void tile_probs(float *work, const struct heads *s, const struct head_task *t,
+		       const struct head_in *in, const struct tile *g)
+{
+	const uint8_t *mask = s->mask + t->k0 + g->k0;
+	s->gemm('N', 'T', g->nq, g->kw, s->d, s->scale, rows_from(in->q, g->i0), rows_from(in->k, g->k0),
+		0.0f, work, g->kw);
+	for (int i = 0; i < g->nq; i++) {
+		float *p = work + (size_t)i * g->kw;
+		int lo = 0, hi = g->kw;
+		if (s->a->band) {
+			band_range(s, t, g->i0 + i, &lo, &hi);
+			lo = hi ? lo - g->k0 : 0;
+			hi = hi ? hi - g->k0 : 0;
+		}
+		memset(p, 0, sizeof *p * (size_t)lo);
+		s->softmax(p + lo, mask + lo, hi - lo, hi - lo);
+		memset(p + hi, 0, sizeof *p * (size_t)(g->kw - hi));
+	}
+}
+
+/* The number of the dropout draw of the tile's row i, its first key. */
+static uint32_t tile_draw(const struct head_task *t, const struct tile *g, int i)
+{
+	return (uint32_t)(t->probs + (size_t)(g->i0 + i) * t->len + (size_t)g->k0);
 }
 
 /* rows x width floats of src, packed, to dst's rows at at, ld apart, in
@@ -295,40 +367,66 @@ static void put_rows(const struct heads *s, struct act *dst, size_t at, int ld, 
 	}
 }
 
-/* The head's context: the probabilities (dropped) times its values, into
+/* Rows from..to of x, width wide at at, rows ld apart, in acts: zeros. */
+static void zero_rows(const struct heads *s, struct act *x, size_t at, int from, int to, int ld,
+		      int width)
+{
+	size_t e = s->bf16 ? sizeof(uint16_t) : sizeof(float);
+	for (int j = from; j < to; j++)
+		memset((char *)x + (at + (size_t)j * ld) * e, 0, e * (size_t)width);
+}
+
+/* The tile's context: its probabilities (dropped) times its values, into
  * ctx, or where acts are bf16 into out and rounded into ctx. */
-static void head_context(struct act *ctx, const float *pv, float *out, const struct heads *s,
-			 const struct head_task *t, const struct head_in *in)
+static void tile_context(struct act *ctx, const float *pv, float *out, const struct heads *s,
+			 const struct head_task *t, const struct head_in *in, const struct tile *g)
 {
 	const struct attention *a = s->a;
 	int d = s->d;
-	size_t at = (size_t)t->q0 * a->C + t->h * d;
-	if (!s->bf16) {
-		s->gemm('N', 'N', t->nq, d, t->n, 1.0f, fl(pv, t->len), in->v, 0.0f,
-			(float *)ctx + at, a->C);
+	size_t at = (size_t)(t->q0 + g->i0) * a->C + t->h * d;
+	if (!g->kw) {   /* no key in any band of its rows: a zero context */
+		zero_rows(s, ctx, at, 0, g->nq, a->C, d);
 		return;
 	}
-	s->gemm('N', 'N', t->nq, d, t->n, 1.0f, fl(pv, t->len), in->v, 0.0f, out, d);
-	put_rows(s, ctx, at, a->C, out, t->nq, d);
+	struct operand v = rows_from(in->v, g->k0);
+	if (!s->bf16) {
+		s->gemm('N', 'N', g->nq, d, g->kw, 1.0f, fl(pv, g->kw), v, 0.0f, (float *)ctx + at, a->C);
+		return;
+	}
+	s->gemm('N', 'N', g->nq, d, g->kw, 1.0f, fl(pv, g->kw), v, 0.0f, out, d);
+	put_rows(s, ctx, at, a->C, out, g->nq, d);
+}
+
+/* The head's tile after g (NULL: its first); none (nq 0) after the last. */
+static struct tile next_tile(const struct heads *s, const struct head_task *t, const struct tile *g)
+{
+	int i0 = g ? g->i0 + g->nq : 0;
+	if (i0 >= t->nq)
+		return (struct tile){ 0 };
+	if (s->a->band)
+		return band_tile(s, t, i0);
+	return (struct tile){ i0, t->nq - i0 < ALL_ROWS ? t->nq - i0 : ALL_ROWS, 0, t->n };
 }
 
 static void head_forward(struct act *ctx, const struct head_scratch *w, const struct heads *s,
 			 int bh)
 {
 	struct head_task t = head_task(s, bh);
-	int len = t.len;
 	if (!t.nq)
 		return;
 	struct head_in in = head_in(s, &t);
-	head_probs(w->pr, s, &t, &in);
-	const float *pv = w->pr;
-	if (s->threshold) {
-		for (int i = 0; i < t.nq; i++)
-			dropout_row(w->dropped + (size_t)i * len, w->pr + (size_t)i * len, t.n, s,
-				    (uint32_t)(t.probs + (size_t)i * len));
-		pv = w->dropped;
+	for (struct tile g = next_tile(s, &t, NULL); g.nq; g = next_tile(s, &t, &g)) {
+		const float *pv = w->pr;
+		if (g.kw)
+			tile_probs(w->pr, s, &t, &in, &g);
+		if (g.kw && s->threshold) {
+			for (int i = 0; i < g.nq; i++)
+				dropout_row(w->dropped + (size_t)i * g.kw, w->pr + (size_t)i * g.kw, g.kw, s,
+					    tile_draw(&t, &g, i));
+			pv = w->dropped;
+		}
+		tile_context(ctx, pv, w->out, s, &t, &in, &g);
 	}
-	head_context(ctx, pv, w->out, s, &t, &in);
 }
 
 void attention_forward_with(struct act *ctx, const struct attention *a,
@@ -336,7 +434,7 @@ void attention_forward_with(struct act *ctx, const struct attention *a,
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
 	struct heads s = heads_of(a, ones ? ones : a->mask, kn);
-	size_t block = largest_block(a), per_thread = scratch_floats(&s, 0, block);
+	size_t block = largest_block(a), per_thread = scratch_floats(block, a->T, s.d, 0, s.threshold != 0);
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{
@@ -351,17 +449,33 @@ void attention_forward_with(struct act *ctx, const struct attention *a,
 	free(ones);
 }
 
-/* Rows from..to of x, width wide at at, rows ld apart, in acts: zeros. */
-static void zero_rows(const struct heads *s, struct act *x, size_t at, int from, int to, int ld,
-		      int width)
+/* The tile's scores' gradient ds in w->dp, from dctx's rows dc (C apart):
+ * and in w->dropped the dropped probabilities where there is dropout. */
+static void tile_scores_backward(const struct head_scratch *w, const float *dc, const struct heads *s,
+				 const struct head_task *t, const struct head_in *in,
+				 const struct tile *g)
 {
-	size_t e = s->bf16 ? sizeof(uint16_t) : sizeof(float);
-	for (int j = from; j < to; j++)
-		memset((char *)x + (at + (size_t)j * ld) * e, 0, e * (size_t)width);
+	int kw = g->kw;
+	/* d(dropped probs) = dctx V^T */
+	s->gemm('N', 'T', g->nq, kw, s->d, 1.0f, fl(dc, s->a->C), rows_from(in->v, g->k0), 0.0f, w->dp,
+		kw);
+	for (int i = 0; i < g->nq; i++) {
+		float *dpi = w->dp + (size_t)i * kw;
+		const float *p = w->pr + (size_t)i * kw;
+		if (s->threshold)
+			dropout_backward_row(dpi, w->dropped + (size_t)i * kw, p, kw, s, tile_draw(t, g, i));
+		/* ds, or 0 where no key (in the band) is real */
+		if (t->real && (!s->a->band || band_has_real(s, t, g->i0 + i)))
+			s->softmax_backward(dpi, p, kw);
+		else
+			memset(dpi, 0, sizeof(float) * kw);
+	}
 }
 
-/* The probabilities are worked out again in pr, the gradients of q, k and
- * v made in out and put in their places. */
+/* The probabilities are worked out again in pr, tile by tile; the
+ * gradients of q are made in out and put in their places; those of k and v,
+ * where the head is one tile of all keys, too, else summed over the tiles
+ * in dk and dv and put in their places after the last. */
 static void head_backward(struct act *dq, struct act *dk, struct act *dv,
 			  const struct head_scratch *w, const float *dctx, const struct heads *s,
 			  int bh)
@@ -377,33 +491,38 @@ static void head_backward(struct act *dq, struct act *dk, struct act *dv,
 		return;
 	}
 	struct head_in in = head_in(s, &t);
-	const float *dc = dctx + (size_t)t.q0 * a->C + t.h * d, *pr = w->pr;
-	float *dp = w->dp, *dropped = w->dropped, *out = w->out;
-	head_probs(w->pr, s, &t, &in);
-
-	/* d(dropped probs) = dctx V^T */
-	s->gemm('N', 'T', t.nq, t.n, d, 1.0f, fl(dc, a->C), in.v, 0.0f, dp, len);
-	for (int i = 0; i < t.nq; i++) {
-		float *dpi = dp + (size_t)i * len;
-		const float *p = pr + (size_t)i * len;
-		if (s->threshold)
-			dropout_backward_row(dpi, dropped + (size_t)i * len, p, t.n, s,
-					     (uint32_t)(t.probs + (size_t)i * len));
-		/* ds, or 0 where no key (in the band) is real */
-		int lo, hi;
-		if (t.real && (!a->band || band_keys(s, &t, i, &lo, &hi)))
-			s->softmax_backward(dpi, p, t.n);
-		else
-			memset(dpi, 0, sizeof(float) * t.n);
+	int summed = a->band || t.nq > ALL_ROWS;
+	float beta = summed ? 1.0f : 0.0f, *gk = summed ? w->dk : w->out, *gv = summed ? w->dv : w->out;
+	if (summed) {
+		memset(w->dk, 0, sizeof(float) * (size_t)t.n * d);
+		memset(w->dv, 0, sizeof(float) * (size_t)t.n * d);
 	}
-	const float *pv = s->threshold ? dropped : pr;
-	/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
-	s->gemm('T', 'N', t.n, d, t.nq, 1.0f, fl(pv, len), fl(dc, a->C), 0.0f, out, d);
-	put_rows(s, dv, kv, a->ldkv, out, t.n, d);
-	s->gemm('N', 'N', t.nq, d, t.n, s->scale, fl(dp, len), in.k, 0.0f, out, d);
-	put_rows(s, dq, q, a->ldq, out, t.nq, d);
-	s->gemm('T', 'N', t.n, d, t.nq, s->scale, fl(dp, len), in.q, 0.0f, out, d);
-	put_rows(s, dk, kv, a->ldkv, out, t.n, d);
+	for (struct tile g = next_tile(s, &t, NULL); g.nq; g = next_tile(s, &t, &g)) {
+		size_t qi = q + (size_t)g.i0 * a->ldq;
+		if (!g.kw) {
+			zero_rows(s, dq, qi, 0, g.nq, a->ldq, d);
+			continue;
+		}
+		const float *dc = dctx + (size_t)(t.q0 + g.i0) * a->C + t.h * d;
+		tile_probs(w->pr, s, &t, &in, &g);
+		tile_scores_backward(w, dc, s, &t, &in, &g);
+		const float *pv = s->threshold ? w->dropped : w->pr;
+		/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
+		s->gemm('T', 'N', g.kw, d, g.nq, 1.0f, fl(pv, g.kw), fl(dc, a->C), beta, gv + (size_t)g.k0 * d, d);
+		if (!summed)
+			put_rows(s, dv, kv, a->ldkv, gv, t.n, d);
+		s->gemm('N', 'N', g.nq, d, g.kw, s->scale, fl(w->dp, g.kw), rows_from(in.k, g.k0), 0.0f,
+			w->out, d);
+		put_rows(s, dq, qi, a->ldq, w->out, g.nq, d);
+		s->gemm('T', 'N', g.kw, d, g.nq, s->scale, fl(w->dp, g.kw), rows_from(in.q, g.i0), beta,
+			gk + (size_t)g.k0 * d, d);
+		if (!summed)
+			put_rows(s, dk, kv, a->ldkv, gk, t.n, d);
+	}
+	if (summed) {
+		put_rows(s, dv, kv, a->ldkv, w->dv, t.n, d);
+		put_rows(s, dk, kv, a->ldkv, w->dk, t.n, d);
+	}
 	stream_fence();
 	zero_rows(s, dv, kv, t.n, len, a->ldkv, d);
 	zero_rows(s, dk, kv, t.n, len, a->ldkv, d);
@@ -414,7 +533,7 @@ void attention_backward_with(struct act *dq, struct act *dk, struct act *dv, con
 {
 	uint8_t *ones = ones_for_no_mask(a->mask, a->kv_start[a->B]);
 	struct heads s = heads_of(a, ones ? ones : a->mask, kn);
-	size_t block = largest_block(a), per_thread = scratch_floats(&s, 1, block);
+	size_t block = largest_block(a), per_thread = scratch_floats(block, a->T, s.d, 1, s.threshold != 0);
 	float *scratch = thread_scratch(per_thread);
 #pragma omp parallel
 	{

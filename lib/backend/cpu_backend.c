@@ -30,11 +30,11 @@ static double not_counted(void)
 	return 0;
 }
 
-/* The attention's scratch is each thread's, a head's probabilities at most. */
-static double no_shared_scratch(int B, int T, int H)
+/* The attention's scratch is each thread's, whatever the batch. */
+static double threads_scratch(int B, int T, int C, int H)
 {
-	(void)B, (void)T, (void)H;
-	return 0;
+	(void)B;
+	return attention_scratch_bytes(T, C, H);
 }
 
 /* The ops that read or write acts, over cpu_ops.h's on floats. */
@@ -177,7 +177,7 @@ static const struct backend cpu = {
 	.memory = physical_memory,
 	.peak_memory = not_counted,
 	.act_size = sizeof(float),
-	.attention_scratch = no_shared_scratch,
+	.attention_scratch = threads_scratch,
 	.as_act = same_floats,
 	.linear_forward = linear_fwd,
 	.linear_forward_act = linear_fwd_act,

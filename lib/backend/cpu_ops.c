@@ -329,19 +329,6 @@ void tanh_backward(float *din, const float *dout, const float *out, size_t n)
 
 /* ---- rotary position embeddings and GeGLU (ModernBERT's) ---- */
 
-static inline float act_get(const void *x, int bf16, size_t i)
-{
-	return bf16 ? from_bf16(((const uint16_t *)x)[i]) : ((const float *)x)[i];
-}
-
-static inline void act_set(void *x, int bf16, size_t i, float v)
-{
-	if (bf16)
-		((uint16_t *)x)[i] = to_bf16(v);
-	else
-		((float *)x)[i] = v;
-}
-
 /* The turns of positions 0..npos of pairs j < half: cs[p * d + j] the
  * cosine of p / theta^(2j/d), cs[p * d + half + j] its sine (negated: the
  * inverse turn). */
@@ -360,6 +347,32 @@ static float *rotary_table(int npos, int d, float theta, int inverse)
 	return cs;
 }
 
+/* One head's pairs (x[j], x[half + j]) turned by the cosines cs[j] and
+ * sines cs[half + j], in floats and in bf16. */
+HOT_ELEMENTWISE static void turn_floats(float *x, const float *cs, int half)
+{
+	float *y = x + half;
+	const float *sn = cs + half;
+#pragma omp simd
+	for (int j = 0; j < half; j++) {
+		float a = x[j], b = y[j];
+		x[j] = a * cs[j] - b * sn[j];
+		y[j] = b * cs[j] + a * sn[j];
+	}
+}
+
+HOT_ELEMENTWISE static void turn_bf16(uint16_t *x, const float *cs, int half)
+{
+	uint16_t *y = x + half;
+	const float *sn = cs + half;
+#pragma omp simd
+	for (int j = 0; j < half; j++) {
+		float a = from_bf16(x[j]), b = from_bf16(y[j]);
+		x[j] = to_bf16(a * cs[j] - b * sn[j]);
+		y[j] = to_bf16(b * cs[j] + a * sn[j]);
+	}
+}
+
 void rotary_rows(void *x, int bf16, int ld, int parts, int C, int heads, const int32_t *pos, int rows,
 		 float theta, int inverse)
 {
@@ -372,11 +385,10 @@ void rotary_rows(void *x, int bf16, int ld, int parts, int C, int heads, const i
 		const float *cs = table + (size_t)pos[r] * d;
 		for (int k = 0; k < parts * heads; k++) {
 			size_t o = (size_t)r * ld + (size_t)k * d;
-			for (int j = 0; j < half; j++) {
-				float x1 = act_get(x, bf16, o + j), x2 = act_get(x, bf16, o + half + j);
-				act_set(x, bf16, o + j, x1 * cs[j] - x2 * cs[half + j]);
-				act_set(x, bf16, o + half + j, x2 * cs[j] + x1 * cs[half + j]);
-			}
+			if (bf16)
+				turn_bf16((uint16_t *)x + o, cs, half);
+			else
+				turn_floats((float *)x + o, cs, half);
 		}
 	}
 	free(table);

@@ -169,6 +169,10 @@ void attention_forward_with(struct act *ctx, const struct attention *a,
 			    const struct attention_kernels *kn);
 void attention_backward_with(struct act *dq, struct act *dk, struct act *dv, const float *dctx,
 			     const struct attention *a, const struct attention_kernels *kn);
+/* The bytes of scratch the attention's threads take at most, for heads of
+ * C/H wide over sequences up to T: a tile's probabilities and their
+ * gradient, and a head's rows. */
+double attention_scratch_bytes(int T, int C, int H);
 
 /* Softmax cross-entropy per row of logits[N,V] against the label smoothed
  * by e (PyTorch's label_smoothing: 1 - e on the label, e/V on every class):

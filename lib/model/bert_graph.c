@@ -621,7 +621,7 @@ double bert_batch_bytes(const struct bert_config *c, const struct backend *be, i
 {
 	/* each layer adds the same: carved for one and two, and the rest in
 	 * doubles, so that no count overflows */
-	double scratch = be->attention_scratch(B, T, c->heads);
+	double scratch = be->attention_scratch(B, T, c->hidden, c->heads);
 	if (c->layers < 2)
 		return carved_bytes(c, be, B, T, M, recompute, c->layers) + scratch;
 	double one = carved_bytes(c, be, B, T, M, recompute, 1), two = carved_bytes(c, be, B, T, M, recompute, 2);
