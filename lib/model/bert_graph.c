@@ -1514,13 +1514,25 @@ static void bucket_complete(struct bert *m, int bucket)
 }
 
 /* A frozen layer's parameter gradients are zero: its backward runs only to
- * carry the gradient down to the embeddings. */
+ * carry the gradient down to the embeddings. In a pre-norm family a
+ * layer's last norm is the next layer's first (its attn_norm), which
+ * trains where that layer does. */
 static void zero_if_frozen(struct bert *m, int l)
 {
 	if (l >= m->frozen_layers)
 		return;
 	const struct layer_weights *g = &m->g.layer[l];   /* laid out from qkv_w to end */
-	m->be->zero(g->qkv_w, (size_t)(g->end - g->qkv_w) * sizeof(float));
+	int next_trains = family_of(m->c.family)->prenorm && l == m->frozen_layers - 1;
+	m->be->zero(g->qkv_w, (size_t)((next_trains ? g->ffn_ln_w : g->end) - g->qkv_w) * sizeof(float));
+}
+
+/* The lowest layer whose backward runs where the embeddings are frozen:
+ * the first that trains, or in a pre-norm family the one below it, whose
+ * last norm is its first. */
+static int lowest_backward(const struct bert *m)
+{
+	int f = m->frozen_layers;
+	return f && family_of(m->c.family)->prenorm ? f - 1 : f;
 }
 
 void bert_backward(struct bert *m, float scale)
@@ -1541,7 +1553,7 @@ void bert_backward(struct bert *m, float scale)
 	bucket_complete(m, 0);
 	/* below the frozen layers of a model with frozen embeddings nothing
 	 * needs a gradient */
-	int stop = m->frozen_embeddings && !m->input_grad ? m->frozen_layers : 0;
+	int stop = m->frozen_embeddings && !m->input_grad ? lowest_backward(m) : 0;
 	float *dh = m->a.dh, *dtop = m->a.dhead_in;
 	struct layer_rows all = all_rows(m), last = last_rows(m);
 	if (L && m->c.mean_pool) {   /* the pooled rows' gradient spread over their sequences */

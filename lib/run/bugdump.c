@@ -217,7 +217,9 @@ int bug_replay(const char *bugdir)
 		const float *gi = g + (refs[i].data - p0);
 		for (int64_t k = 0; k < tensor_numel(&refs[i]); k++)
 			if (!isfinite(gi[k])) {
-				json_array_append_new(bad, json_string(refs[i].name));
+				char name[256];
+				modeldir_tensor_name(bert_config_of(m), refs[i].name, name, sizeof name);
+				json_array_append_new(bad, json_string(name));
 				break;
 			}
 	}

@@ -285,6 +285,10 @@ void build_model(struct trainer *t, const char *from)
 		t->m = bert_new(&start, c->be);
 		bert_init(t->m, (uint64_t)c->seed);
 	}
+	const struct bert_config *mc = bert_config_of(t->m);
+	if (c->rdrop > 0 && mc->hidden_dropout == 0 && mc->attn_dropout == 0)
+		die_usage("--rdrop compares two passes that dropout makes differ, and the model's dropout is 0: "
+			  "give --dropout P");
 	bert_set_recompute(t->m, c->recompute);
 	bert_set_graphs(t->m, !c->no_graphs);
 	bert_set_head_slots(t->m, graph_shapes(c));
@@ -308,13 +312,29 @@ static void gather_floats(const void *comm, float *x, size_t n)
 	comm_sum_floats(comm, x, n);
 }
 
+/* The encoder layer a tensor belongs to by the name its family gives it
+ * ("bert.encoder.layer.3.", "distilbert.transformer.layer.3.",
+ * ModernBERT's "model.layers.3.", whose attn_norm is its layer's first
+ * norm), or -1. */
+static int layer_of(const char *name)
+{
+	const char *p = strstr(name, ".layer.");
+	int l = -1;
+	if (p)
+		sscanf(p, ".layer.%d.", &l);
+	else if ((p = strstr(name, ".layers.")))
+		sscanf(p, ".layers.%d.", &l);
+	return l;
+}
+
 /* A tensor's share of the learning rate: with --llrd F the head has all of
  * it, encoder layer l of L F^(L - l), the embeddings F^(L + 1); frozen
- * tensors none. */
-static double lr_scale(const struct train_config *c, const char *name, int L)
+ * tensors none. The layers are the family's, as its files name them. */
+static double lr_scale(const struct train_config *c, const struct bert_config *mc, const char *tensor)
 {
-	int l = -1, emb = !strncmp(name, "bert.embeddings.", 16);
-	sscanf(name, "bert.encoder.layer.%d.", &l);
+	char name[256];
+	modeldir_tensor_name(mc, tensor, name, sizeof name);
+	int l = layer_of(name), emb = strstr(name, "embeddings") && l < 0, L = mc->layers;
 	if ((emb && c->freeze_embeddings) || (l >= 0 && l < c->freeze_layers))
 		return 0;
 	double f = c->llrd > 0 ? c->llrd : 1;
@@ -330,7 +350,7 @@ void build_optimizer(struct trainer *t)
 	bert_tensors(t->m, refs);
 	for (int i = 0; i < n; i++) {
 		decays[i] = (unsigned char)bert_decays(refs[i].name);
-		scale[i] = lr_scale(t->c, refs[i].name, bert_config_of(t->m)->layers);
+		scale[i] = lr_scale(t->c, bert_config_of(t->m), refs[i].name);
 	}
 	t->o = optim_new(&t->c->optim, bert_backend(t->m), refs, decays, n, bert_params(t->m),
 			 bert_backend_params(t->m), bert_backend_grads(t->m));
@@ -347,7 +367,8 @@ void build_optimizer(struct trainer *t)
 	free(decays);
 }
 
-/* The log's table of parameters, largest first, with their share. */
+/* The log's table of parameters, largest first, with their share, by the
+ * names the model's family gives them in its files. */
 static int by_size(const void *a, const void *b)
 {
 	int64_t x = tensor_numel(a), y = tensor_numel(b);
@@ -361,7 +382,6 @@ void log_parameters(struct trainer *t)
 	bert_tensors(t->m, refs);
 	qsort(refs, (size_t)n, sizeof *refs, by_size);
 	double total = (double)bert_numel(t->m);
-	int L = bert_config_of(t->m)->layers;
 	fprintf(t->log, "%-64s %-16s %12s %7s %8s\n", "parameter", "shape", "count", "share", "lr");
 	for (int i = 0; i < n; i++) {
 		char shape[48] = "";
@@ -369,8 +389,10 @@ void log_parameters(struct trainer *t)
 			snprintf(shape + strlen(shape), sizeof shape - strlen(shape), d ? "x%lld" : "%lld",
 				 (long long)refs[i].shape[d]);
 		int64_t k = tensor_numel(&refs[i]);
-		fprintf(t->log, "%-64s %-16s %12lld %6.2f%% %8.4g\n", refs[i].name, shape, (long long)k,
-			100.0 * (double)k / total, lr_scale(t->c, refs[i].name, L));
+		char name[256];
+		modeldir_tensor_name(bert_config_of(t->m), refs[i].name, name, sizeof name);
+		fprintf(t->log, "%-64s %-16s %12lld %6.2f%% %8.4g\n", name, shape, (long long)k,
+			100.0 * (double)k / total, lr_scale(t->c, bert_config_of(t->m), refs[i].name));
 	}
 	fprintf(t->log, "%-64s %-16s %12.0f %6.2f%%\n", "total", "", total, 100.0);
 	free(refs);

@@ -115,6 +115,67 @@ check "modernbert: --resume from its checkpoint goes on to a second epoch" \
 	train --resume "$mb/run" --epochs 2
 check "modernbert-mlm: ts-train --init its model for masked LM" \
 	train --data "$mb/data" --run "$mb/mlm" --init "$mb/run/final" --task mlm --epochs 1 --batch 16 --seed 1 -j 2
+# --- the training methods on each family: its model above trained on 4 steps more,
+# plain and with each method ---
+# shares_off LOG L: the tensors of the log's table whose --llrd 0.5 share is not
+# 0.5^(L - l) for those of encoder layer l by the family's name, 0.5^(L + 1) for the
+# embeddings, 1 else; "none in a layer" where no name has a layer
+shares_off() {
+	awk -v L="$2" '$1 == "parameter" { on = 1; next } $1 == "total" { on = 0 } on {
+		want = 1
+		if (match($1, /\.layers?\.[0-9]+\./)) { l = substr($1, RSTART, RLENGTH); gsub(/[^0-9]/, "", l); want = 0.5 ^ (L - l); layers++ }
+		else if ($1 ~ /embeddings/) want = 0.5 ^ (L + 1)
+		if (($NF - want) ^ 2 > 1e-12) print $1, $NF, "want", want
+	} END { if (!layers) print "none in a layer" }' "$1"
+}
+methods() {   # NAME DATA MODEL LAYERS [OPTION...]
+	local name=$1 d=$T/methods-$1 L=$4
+	local args=(--data "$2" --init "$3" --max-steps 4 --batch 16 --seed 1 -j 2 "${@:5}")
+	check "$name: 4 steps more" train "${args[@]}" --run "$d/plain" || return
+	check "$name: --llrd 0.5" train "${args[@]}" --run "$d/llrd" --llrd 0.5
+	expect_eq "$name: --llrd's shares by the family's layers, as its files name them" \
+		"$(shares_off "$d/llrd/log/rank-0.log" "$L")" ""
+	check "$name: --ema 0.9" train "${args[@]}" --run "$d/ema" --ema 0.9
+	expect_same "$name: --ema trains as without it" "$(losses "$d/ema")" "$(losses "$d/plain")"
+	check "$name: --ema's final model is the average" sh -c "! cmp -s '$d/ema/final/model.safetensors' '$d/plain/final/model.safetensors'"
+	check "$name: --rdrop 1" train "${args[@]}" --run "$d/rdrop" --rdrop 1
+	expect_eq "$name: R-Drop changes each step's loss" \
+		"$(losses "$d/rdrop" | cut -d' ' -f2 | grep -cvxF -f <(losses "$d/plain" | cut -d' ' -f2))" 4
+	check "$name: --vat 1" train "${args[@]}" --run "$d/vat" --vat 1
+	expect_eq "$name: VAT adds its divergence to each step's loss" \
+		"$(paste -d' ' <(losses "$d/vat") <(losses "$d/plain") | awk '$2 > $4' | wc -l)" 4
+}
+methods roberta "$T/roberta/data" "$T/roberta/run/final" 2
+methods distilbert "$T/distilbert/data" "$T/distilbert/run/final" 2
+methods electra "$T/electra/data" "$T/electra/run/final" 2
+expect_fail "modernbert: --rdrop on its model without dropout (its default): refused" 2 \
+	"^ts-train: --rdrop compares two passes that dropout makes differ, and the model's dropout is 0: give --dropout P" \
+	train --data "$mb/data" --init "$mb/run/final" --run "$T/rdrop-bad" --rdrop 1
+check "a run refused for it leaves no run dir" test ! -e "$T/rdrop-bad"
+methods modernbert "$mb/data" "$mb/run/final" 3 --dropout 0.1
+# distillation across families of one vocab: an ELECTRA teacher, a DistilBERT student
+check "distilbert: --teacher an ELECTRA model of the same vocab" train --data "$T/distilbert/data" \
+	--init "$T/distilbert/run/final" --run "$T/kd" --max-steps 4 --batch 16 --seed 1 -j 2 \
+	--teacher "$T/electra/run/final" --kd-alpha 0.9
+expect_eq "distilbert: the teacher changes each step's loss" \
+	"$(losses "$T/kd" | cut -d' ' -f2 | grep -cvxF -f <(losses "$T/methods-distilbert/plain" | cut -d' ' -f2))" 4
+expect_fail "distilbert: a RoBERTa teacher, of another vocab: refused" 1 "--teacher .*: its vocab is not the data's" \
+	train --data "$T/distilbert/data" --init "$T/distilbert/run/final" --run "$T/kd-bad" --max-steps 4 \
+	--teacher "$T/roberta/run/final"
+# freezing a pre-norm family: ModernBERT's layer 1 begins with its attn_norm, which
+# TopSpin keeps at the end of layer 0: it trains with layer 1
+check "modernbert: --freeze-embeddings --freeze-layers 1" train --data "$mb/data" --init "$mb/run/final" \
+	--run "$mb/frozen" --max-steps 4 --batch 16 --seed 1 -j 2 --freeze-embeddings --freeze-layers 1
+check "modernbert: the embeddings and layer 0 are the start's, bit for bit; layer 1 (its attn_norm too) learnt" \
+	"$py" - "$mb/run/final/model.safetensors" "$mb/frozen/final/model.safetensors" <<'EOF'
+import sys
+from safetensors.numpy import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+assert "model.layers.1.attn_norm.weight" in a
+for name in a:
+    frozen = name.startswith("model.embeddings.") or name.startswith("model.layers.0.")
+    assert (a[name] == b[name]).all() == frozen, name
+EOF
 check "roberta-scratch: --resume from its checkpoint goes on to a second epoch" \
 	train --resume "$T/roberta-scratch/run" --epochs 2
 expect_eq "roberta-scratch: its final model is still RoBERTa's" \
