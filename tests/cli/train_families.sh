@@ -4,7 +4,9 @@
 # family made by transformers (with the tokenizer in its dir, as the hub ships it),
 # `ts-eval --predict`, and the model dir TopSpin saved loaded back in transformers
 # as that family's class, with no missing or unexpected tensor and TopSpin's
-# probabilities. Needs a python with torch and transformers ($TS_PYTHON).
+# probabilities. Then every training method on each family, distillation across
+# two families of one vocab, freezing a pre-norm family, and ModernBERT on records
+# of 8,192 tokens. Needs a python with torch and transformers ($TS_PYTHON).
 . "$(dirname "$0")/../lib.sh"
 py=${TS_PYTHON:-python3}
 if ! "$py" -c 'import torch, transformers' 2>/dev/null; then
@@ -113,6 +115,25 @@ expect_eq "modernbert: its config.json" \
 check "modernbert: ts-eval --predict" ts-eval -m "$mb/run/final" --data "$mb/data" --split valid --predict -o "$mb/pred.msgpack"
 check "modernbert: --resume from its checkpoint goes on to a second epoch" \
 	train --resume "$mb/run" --epochs 2
+# ModernBERT's long context: records of 8,192 tokens (forty e-mails each), rotary
+# positions to 8,191, local bands and a global layer over the whole record
+"$py" - "$T/mail.csv" >"$T/long.csv" <<'EOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))[1:]
+w = csv.writer(sys.stdout)
+w.writerow(["id", "text", "label"])
+for k in range(6):
+    part = rows[40 * k:40 * (k + 1)]
+    w.writerow(["long%d" % k, " ".join(r[1] for r in part), part[0][2]])
+EOF
+ts-tokenize -t "$FIX/tokenizers/modernbert/tokenizer.json" --id id --label label --max-len 8192 "$T/long.csv" |
+	ts-shard -o "$mb/long" --seed 1 --split train=4,valid=2 >/dev/null
+expect_eq "modernbert: six records of 8,192 tokens" "$(ts-cat --no-header "$mb/long/train.shard" "$mb/long/valid.shard" | jq '.ids | length' | sort -u)" 8192
+check "modernbert: ts-train --max-pos 8192 on them" train --data "$mb/long" --run "$mb/long-run" --arch modernbert \
+	--max-pos 8192 --layers 3 --hidden 32 --heads 2 --ffn 48 --batch 2 --epochs 1 --dropout 0.1 --seed 1 -j 2
+expect_eq "modernbert: its config.json's max_position_embeddings" \
+	"$(jq .max_position_embeddings "$mb/long-run/final/config.json")" 8192
+check "modernbert: ts-eval on them" ts-eval -m "$mb/long-run/final" --data "$mb/long" --split valid
 check "modernbert-mlm: ts-train --init its model for masked LM" \
 	train --data "$mb/data" --run "$mb/mlm" --init "$mb/run/final" --task mlm --epochs 1 --batch 16 --seed 1 -j 2
 # --- the training methods on each family: its model above trained on 4 steps more,
