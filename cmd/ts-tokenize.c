@@ -22,7 +22,7 @@
 static char *vocab_path, *tokenizer_path, *format, *text_col, *pair_col, *label_col, *id_col, *labels_file;
 static char *output = "-";
 static long max_len = 512, stride, threads;
-static int fold, cased, strict, show_tokens;
+static int fold, cased, strict, show_tokens, numeric_labels;
 
 static const struct opt opts[] = {
 	{'v', "vocab", OPT_STR, &vocab_path, "FILE", "WordPiece vocabulary (vocab.txt)", "@file"},
@@ -32,6 +32,7 @@ static const struct opt opts[] = {
 	{0, "text-pair", OPT_STR, &pair_col, "COL", "column holding the second text of a pair", NULL},
 	{0, "label", OPT_STR, &label_col, "COL", "column holding the label", NULL},
 	{0, "labels", OPT_STR, &labels_file, "FILE", "label names in id order, one per line", "@file"},
+	{0, "numeric-labels", OPT_FLAG, &numeric_labels, NULL, "read the labels as numbers, for --task reg (text or integers too)", NULL},
 	{0, "id", OPT_STR, &id_col, "COL", "column holding the record id (default: the record number)", NULL},
 	{0, "max-len", OPT_INT, &max_len, "N", "tokens per record including [CLS] and [SEP]; 0 for no limit", NULL,
 	 .min = 0, .max = 1048576},
@@ -434,7 +435,11 @@ int main(int argc, char **argv)
 	check_formats(c.files, c.nfiles);
 	if (labels_file && !label_col && !any_conll(c.files, c.nfiles))
 		die_usage("--labels names the classes of --label COL or of conll input's tags");
-	c.cols = (struct in_cols){text_col ? text_col : "text", pair_col, label_col, id_col};
+	if (numeric_labels && !label_col)
+		die_usage("--numeric-labels reads the labels of --label COL");
+	if (numeric_labels && labels_file)
+		die_usage("--numeric-labels and --labels are one at a time: numbers name no classes");
+	c.cols = (struct in_cols){text_col ? text_col : "text", pair_col, label_col, id_col, numeric_labels};
 	if (tokenizer_path) {
 		c.hf = hftok_load(tokenizer_path);
 		c.tpl = *hftok_template(c.hf);

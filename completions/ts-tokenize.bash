@@ -19,7 +19,7 @@ _ts_tokenize() {
 	-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--vocab --tokenizer --format --text --text-pair --label --labels --id --max-len --fold --stride --cased --strict --show-tokens --threads --output --help --version --config" -- "$cur")); return; fi
+	if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--vocab --tokenizer --format --text --text-pair --label --labels --numeric-labels --id --max-len --fold --stride --cased --strict --show-tokens --threads --output --help --version --config" -- "$cur")); return; fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _ts_tokenize ts-tokenize

@@ -3,7 +3,9 @@
 #include "data/textin.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include <float.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +90,27 @@ struct tokinput *tokinput_open(const char *path, enum in_format fmt, const struc
 	return in;
 }
 
+/* r's label, text, as the number it must be (a regression target). */
+static void label_number(struct in_record *r, const char *name)
+{
+	char buf[64], *end;
+	size_t n = r->label_n;
+	while (n && (*r->label == ' ' || *r->label == '\t'))
+		r->label++, n--;
+	while (n && (r->label[n - 1] == ' ' || r->label[n - 1] == '\t'))
+		n--;
+	double v = 0;
+	if (n && n < sizeof buf) {
+		memcpy(buf, r->label, n);
+		buf[n] = 0;
+		v = strtod(buf, &end);
+	}
+	if (!n || n >= sizeof buf || *end || !isfinite(v) || fabs(v) > FLT_MAX)
+		die("%s: line %llu: label '%.*s' is not a number (--numeric-labels)", name, (unsigned long long)r->line,
+		    (int)(r->label_n < 40 ? r->label_n : 40), r->label);
+	r->label_kind = IN_LABEL_FLOAT, r->label_float = v;
+}
+
 static int next_csv(struct tokinput *in, struct in_record *r)
 {
 	struct csv_field *f;
@@ -104,6 +127,8 @@ static int next_csv(struct tokinput *in, struct in_record *r)
 	if (in->col[2] >= 0) {
 		r->label_kind = IN_LABEL_STR;
 		r->label = f[in->col[2]].s, r->label_n = f[in->col[2]].n;
+		if (in->cols.numeric)
+			label_number(r, csv_name(in->csv));
 	}
 	if (in->col[3] >= 0) {
 		r->id = f[in->col[3]].s, r->id_n = f[in->col[3]].n;
@@ -177,6 +202,14 @@ static void json_label(struct tokinput *in, struct in_record *r)
 	} else if (json_is_string(v)) {
 		r->label_kind = IN_LABEL_STR;
 		r->label = json_string_value(v), r->label_n = json_string_length(v);
+		if (in->cols.numeric)
+			label_number(r, textin_name(in->lines));
+	} else if (in->cols.numeric && json_is_number(v)) {
+		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_number_value(v);
+		if (fabs(r->label_float) > FLT_MAX)
+			json_bad(in, "field '%s' is a number beyond a float's range", in->cols.label);
+	} else if (in->cols.numeric) {
+		json_bad(in, "field '%s' is not a number (--numeric-labels)", in->cols.label);
 	} else if (json_is_integer(v)) {
 		r->label_kind = IN_LABEL_INT, r->label_int = json_class(in, v);
 	} else if (json_is_real(v)) {

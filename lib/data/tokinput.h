@@ -10,7 +10,12 @@
 
 enum in_format { FMT_CSV, FMT_TSV, FMT_JSONL, FMT_LINES, FMT_CONLL };
 
-struct in_cols { const char *text, *pair, *label, *id; };   /* NULL: not wanted */
+/* The fields wanted (NULL: not wanted); numeric: the label is a number (a
+ * regression target) whether it is written as text or as an integer. */
+struct in_cols {
+	const char *text, *pair, *label, *id;
+	int numeric;
+};
 
 /* IN_LABEL_NAMES: a list of names (the classes of a record, or the tags
  * of its words). */

@@ -245,9 +245,12 @@ static void check_model(const struct trainer *t, const struct bert_config *mc, c
 
 /* The data's labels must be of a kind the task takes; a run of the wrong
  * task (a forgotten --task) is told the one that fits. */
-static void check_label_kind(const struct train_config *c, enum label_kind k)
+static void check_label_kind(const struct train_config *c, enum label_kind k, int names)
 {
 	const char *why = NULL;
+	if (k == LABEL_INT && names && c->task == TASK_REG)
+		die("%s: the labels are the names of %d classes, not numbers; --task reg takes a number a record "
+		    "(in JSON lines, a JSON number)", c->data, names);
 	if (k == LABEL_NONE)
 		why = "the records have no labels; only --task mlm trains on them";
 	else if (k == LABEL_FLOAT && c->task != TASK_REG)
@@ -265,7 +268,7 @@ void build_model(struct trainer *t, const char *from)
 {
 	const struct train_config *c = t->c;
 	if (c->task != TASK_MLM) {
-		check_label_kind(c, t->man->label_kind);
+		check_label_kind(c, t->man->label_kind, t->man->nlabels);
 		t->num_labels = data_classes(t->man, c->task);
 		if (t->num_labels < 2 && c->task != TASK_REG)
 			die("%s: %s training needs labels of at least two classes", c->data, task_name(c->task));

@@ -131,6 +131,30 @@ expect_fail "--merge-folds of a regression without --predict: refused" 2 "goes w
 check "--merge-folds --predict of a regression" ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --merge-folds --predict -o "$T/reg.pred"
 expect_same "a prediction per id" "$(ts-cat "$T/reg.pred" | jq -r .id | sort -u | grep -c .)" \
 	"$(ts-cat "$T/reg.pred" | grep -c . | grep -vx 0)"
+# a regression from CSV: the label column read as numbers with --numeric-labels
+jq -r '[.text, .score] | @csv' "$T/reg.jsonl" | sed '1i text,score' >"$T/reg.csv"
+check "ts-tokenize --numeric-labels on a CSV" ts-tokenize -v "$V" --label score --numeric-labels -o "$T/reg-csv.rec" "$T/reg.csv"
+expect_same "a CSV's numbers are the labels JSON's numbers give" "$(ts-cat --no-header "$T/reg-csv.rec" | jq -c '[.ids, .label]')" \
+	"$(ts-tokenize -v "$V" --label score "$T/reg.jsonl" | ts-cat --no-header | jq -c '[.ids, .label]')"
+printf '{"text": "good", "y": 3}\n{"text": "bad", "y": "-2.5"}\n' >"$T/ints.jsonl"
+expect_eq "--numeric-labels: JSON integers and numbers in strings are numbers too" \
+	"$(ts-tokenize -v "$V" --label y --numeric-labels "$T/ints.jsonl" | ts-cat --no-header | jq -c .label | paste -sd' ')" "3 -2.5"
+ts-tokenize -v "$V" --label score "$T/reg.csv" | ts-shard -o "$T/reg-names" --split train=.8,valid=.2 --seed 1 >/dev/null
+expect_fail "--task reg on a CSV's numbers read as class names: refused, saying how" 1 \
+	"reg-names: the labels are the names of [0-9]+ classes, not numbers; --task reg takes a number a record" \
+	train "${TINY[@]}" --data "$T/reg-names" --run "$T/reg-names-run" --task reg --max-steps 1
+check "a run refused for its labels leaves no run dir" test ! -e "$T/reg-names-run"
+printf 'text,score\ngood,0.5\nbad,high\n' >"$T/word.csv"
+expect_fail "--numeric-labels: a label that is no number: refused" 1 "word.csv: line 3: label 'high' is not a number \\(--numeric-labels\\)" \
+	ts-tokenize -v "$V" --label score --numeric-labels -o "$T/word.rec" "$T/word.csv"
+check "nothing written" test ! -e "$T/word.rec"
+printf 'text,score\ngood,1e39\n' >"$T/big.csv"
+expect_fail "--numeric-labels: a number beyond a float: refused" 1 "line 2: label '1e39' is not a number" \
+	ts-tokenize -v "$V" --label score --numeric-labels "$T/big.csv"
+expect_fail "--numeric-labels without --label: a usage error" 2 "^ts-tokenize: --numeric-labels reads the labels of --label COL" \
+	ts-tokenize -v "$V" --numeric-labels "$T/reg.csv"
+expect_fail "--numeric-labels with --labels: a usage error" 2 "^ts-tokenize: --numeric-labels and --labels are one at a time" \
+	ts-tokenize -v "$V" --label score --labels "$T/word.csv" --numeric-labels "$T/reg.csv"
 expect_fail "reg on class lists: refused" 1 "ner: the labels are lists; train them with --multi-label \\(classes of a record\\) or --task tokcls" \
 	train "${TINY[@]}" --data "$T/ner" --run "$T/reg-bad" --task reg --max-steps 1
 
