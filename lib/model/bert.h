@@ -32,6 +32,8 @@ struct bert_config {
 				    * other (ELECTRA's embedding_size); 0: hidden */
 	float ln_eps;
 	float hidden_dropout, attn_dropout;
+	float cls_dropout;         /* on the head's input: the classifier's, and the pooled
+				    * head's where its family drops that too */
 	enum bert_task task;
 	int num_labels;            /* classes of cls, multi and tokcls; 1 for reg */
 	enum family_id family;        /* the checkpoints' names and positions (family.h) */
@@ -179,7 +181,8 @@ void bert_vat(struct bert *m, float eps, float xi, int iters, uint64_t seed, flo
 double bert_vat_bytes(const struct bert_config *c, const struct backend *be, int B, int T, int M,
 		      int recompute);
 
-/* Changes the dropout of hidden states and attention probabilities. */
+/* Changes the dropout of hidden states (and of the head's input) and of
+ * attention probabilities. */
 void bert_set_dropout(struct bert *m, float hidden, float attn);
 
 /* HF initialisation: normal(0, 0.02) weights, zero biases, LayerNorm 1/0;

@@ -156,7 +156,7 @@ static void check_config(const struct bert_config *c)
 	if (c->hidden % c->heads)
 		die("bert: hidden size %d is not a multiple of %d heads", c->hidden, c->heads);
 	if (!(c->hidden_dropout >= 0 && c->hidden_dropout < 1 && c->attn_dropout >= 0 &&
-	      c->attn_dropout < 1))
+	      c->attn_dropout < 1 && c->cls_dropout >= 0 && c->cls_dropout < 1))
 		die("bert: dropout must be in [0, 1)");
 	if (!(c->ln_eps > 0))
 		die("bert: layer norm eps must be positive");
@@ -670,6 +670,11 @@ static float hidden_p(const struct bert *m)
 	return m->train ? m->c.hidden_dropout : 0.0f;
 }
 
+static float cls_p(const struct bert *m)
+{
+	return m->train ? m->c.cls_dropout : 0.0f;
+}
+
 static float attn_p(const struct bert *m)
 {
 	return m->train ? m->c.attn_dropout : 0.0f;
@@ -1155,7 +1160,7 @@ static void classifier_forward(struct bert *m, float *out, const float *x)
 {
 	struct head_acts *h = &m->a.head;
 	int M = m->M, C = m->c.hidden, W = bert_logit_width(&m->c);
-	m->be->dropout_apply(out, x, (size_t)M * C, hidden_p(m), classifier_seed(m));
+	m->be->dropout_apply(out, x, (size_t)M * C, cls_p(m), classifier_seed(m));
 	h->last_in = m->be->as_act(h->space, out, (size_t)M * C);
 	m->be->linear_forward(h->logits, h->last_in, weight_act(m, m->w.cls_w), m->w.cls_b, M, C, W);
 	head_loss(m);
@@ -1169,7 +1174,7 @@ static void classifier_backward(struct bert *m, float scale, float *dx)
 	head_loss_backward(m, scale);
 	m->be->linear_backward(dx, m->g.cls_w, m->g.cls_b, dlogits_low(m), m->a.head.last_in,
 			       weight_act(m, m->w.cls_w), M, C, W, 0);
-	m->be->dropout_apply(dx, dx, (size_t)M * C, hidden_p(m), classifier_seed(m));
+	m->be->dropout_apply(dx, dx, (size_t)M * C, cls_p(m), classifier_seed(m));
 }
 
 /* ---- sequence classification and regression head ---- */
@@ -1182,7 +1187,7 @@ static uint64_t pooled_input_seed(const struct bert *m)
 
 static int pooled_input_dropped(const struct bert *m)
 {
-	return family_of(m->c.family)->pooled_dropout_first && hidden_p(m) > 0.0f;
+	return family_of(m->c.family)->pooled_dropout_first && cls_p(m) > 0.0f;
 }
 
 /* The pooled head's dense layer and its activation (family.h's pooled_act),
@@ -1237,7 +1242,7 @@ static void pooled_head_forward(struct bert *m)
 	int M = m->M, C = m->c.hidden;
 	h->dense_in = h->in_low;
 	if (pooled_input_dropped(m)) {
-		m->be->dropout_apply(h->dropped_in, h->in, (size_t)M * C, hidden_p(m), pooled_input_seed(m));
+		m->be->dropout_apply(h->dropped_in, h->in, (size_t)M * C, cls_p(m), pooled_input_seed(m));
 		h->dense_in = m->be->as_act(h->dropped_space, h->dropped_in, (size_t)M * C);
 	}
 	pooled_dense_forward(m);
@@ -1254,7 +1259,7 @@ static void pooled_head_backward(struct bert *m, float scale)
 	m->be->linear_backward(d->dhead_in, m->g.pool_w, m->g.pool_b, pooled_dense_backward(m), h->dense_in,
 			       weight_act(m, m->w.pool_w), M, C, C, 0);
 	if (pooled_input_dropped(m))
-		m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, hidden_p(m), pooled_input_seed(m));
+		m->be->dropout_apply(d->dhead_in, d->dhead_in, (size_t)M * C, cls_p(m), pooled_input_seed(m));
 }
 
 /* ---- token classification head ---- */
@@ -1628,7 +1633,7 @@ void bert_set_forward_only(struct bert *m)
 
 void bert_set_dropout(struct bert *m, float hidden, float attn)
 {
-	m->c.hidden_dropout = hidden;
+	m->c.hidden_dropout = m->c.cls_dropout = hidden;
 	m->c.attn_dropout = attn;
 	check_config(&m->c);
 }

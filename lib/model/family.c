@@ -80,19 +80,19 @@ static const struct layer_rename modernbert_layer_names[] = {
 #define BERT_KEYS "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", \
 	"type_vocab_size", "layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob", \
 	"hidden_act", NULL
-static const struct config_keys bert_keys = { BERT_KEYS, NULL, 1e-12 };
-static const struct config_keys electra_keys = { BERT_KEYS, "embedding_size", 1e-12 };
+static const struct config_keys bert_keys = { BERT_KEYS, NULL, "classifier_dropout", 1e-12 };
+static const struct config_keys electra_keys = { BERT_KEYS, "embedding_size", "classifier_dropout", 1e-12 };
 
-/* ModernBERT's dropouts (embedding_dropout, mlp_dropout, classifier_dropout:
- * hidden_dropout; attention_dropout) are written by hfconfig.c */
+/* ModernBERT's embedding_dropout is its mlp_dropout to TopSpin (written by
+ * hfconfig.c) */
 static const struct config_keys modernbert_keys = {
 	"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", NULL, "norm_eps",
-	"mlp_dropout", "attention_dropout", "hidden_activation", NULL, NULL, 1e-5,
+	"mlp_dropout", "attention_dropout", "hidden_activation", NULL, NULL, "classifier_dropout", 1e-5,
 };
 
 static const struct config_keys distilbert_keys = {
 	"dim", "n_layers", "n_heads", "hidden_dim", NULL, NULL, "dropout", "attention_dropout",
-	"activation", "sinusoidal_pos_embds", NULL, 0,
+	"activation", "sinusoidal_pos_embds", NULL, "seq_classif_dropout", 0,
 };
 
 static const struct family families[FAMILY_COUNT] = {

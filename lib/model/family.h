@@ -37,6 +37,7 @@ struct layer_rename {
 struct config_keys {
 	const char *hidden, *layers, *heads, *ffn, *types, *ln_eps, *hidden_dropout, *attn_dropout,
 		*act, *off, *emb;
+	const char *cls_dropout;   /* the head's input's; null or absent: the hidden one's */
 	double ln_eps_default;     /* where ln_eps is absent: its config class's */
 };
 

@@ -231,6 +231,8 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	c->ln_eps = k->ln_eps ? number_in(path, cfg, k->ln_eps, k->ln_eps_default, 1e-30, 1) : f->ln_eps;
 	c->hidden_dropout = number_in(path, cfg, k->hidden_dropout, f->dropout, 0, 1);
 	c->attn_dropout = number_in(path, cfg, k->attn_dropout, f->dropout, 0, 1);
+	json_t *cls = json_object_get(cfg, k->cls_dropout);
+	c->cls_dropout = cls && !json_is_null(cls) ? number_in(path, cfg, k->cls_dropout, 0, 0, 1) : c->hidden_dropout;
 	if (c->hidden % c->heads)
 		die("%s: %s %d is not a multiple of %s %d", path, k->hidden, c->hidden, k->heads, c->heads);
 	if (f->rotary)
@@ -321,7 +323,6 @@ static void write_modernbert(json_t *cfg, const struct bert_config *c)
 	json_object_set_new(cfg, "local_attention", json_integer(c->local_window));
 	json_object_set_new(cfg, "global_attn_every_n_layers", json_integer(c->global_every));
 	json_object_set_new(cfg, "embedding_dropout", json_float(c->hidden_dropout));
-	json_object_set_new(cfg, "classifier_dropout", json_float(c->hidden_dropout));
 }
 
 void hfconfig_write(const char *path, const struct bert_config *c, char *const *labels, int nlabels)
@@ -342,9 +343,8 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 		"torch_dtype", "float32");
 	if (!cfg)
 		die("%s: cannot build the config", path);
-	if (c->family == FAMILY_DISTILBERT) {   /* its head's dropout is the hidden one, as TopSpin trains it */
+	if (c->family == FAMILY_DISTILBERT) {
 		json_object_set_new(cfg, k->off, json_false());
-		json_object_set_new(cfg, "seq_classif_dropout", json_float(c->hidden_dropout));
 		json_object_set_new(cfg, "qa_dropout", json_float(c->hidden_dropout));
 	} else if (f->rotary) {
 		write_modernbert(cfg, c);
@@ -352,7 +352,6 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 		json_object_set_new(cfg, k->types, json_integer(c->type_vocab));
 		json_object_set_new(cfg, "position_embedding_type", json_string("absolute"));
 		json_object_set_new(cfg, "use_cache", json_true());
-		json_object_set_new(cfg, "classifier_dropout", json_null());
 	}
 	if (k->ln_eps)
 		json_object_set_new(cfg, k->ln_eps, json_float(c->ln_eps));
@@ -360,6 +359,7 @@ void hfconfig_write(const char *path, const struct bert_config *c, char *const *
 		json_object_set_new(cfg, k->emb, json_integer(bert_emb_width(c)));
 	json_object_set_new(cfg, k->hidden_dropout, json_float(c->hidden_dropout));
 	json_object_set_new(cfg, k->attn_dropout, json_float(c->attn_dropout));
+	json_object_set_new(cfg, k->cls_dropout, json_float(c->cls_dropout));
 	json_object_set_new(cfg, "initializer_range", json_float(0.02f));
 	if (c->task != TASK_MLM || nlabels)
 		add_labels(path, cfg, c, labels, nlabels);

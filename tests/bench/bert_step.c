@@ -51,7 +51,7 @@ static struct options parse(int argc, char **argv)
 	struct options o = { .c = { .vocab = 30522, .hidden = 256, .layers = 4, .heads = 4,
 				    .ffn = 1024, .max_pos = 512, .type_vocab = 2,
 				    .ln_eps = 1e-12f, .hidden_dropout = 0.1f,
-				    .attn_dropout = 0.1f, .task = TASK_CLS, .num_labels = 2 },
+				    .attn_dropout = 0.1f, .cls_dropout = 0.1f, .task = TASK_CLS, .num_labels = 2 },
 			     .B = 32, .T = 128, .steps = 10, .warmup = 2, .size = 3072 };
 	struct { const char *name; int *value, min; } ints[] = {
 		{ "--layers", &o.c.layers, 1 }, { "--hidden", &o.c.hidden, 1 },
@@ -90,7 +90,7 @@ static struct options parse(int argc, char **argv)
 	const struct family *f = family_of(o.c.family);   /* the family's shape, as ts-train --arch's */
 	o.c.type_vocab = f->type_vocab;
 	o.c.ln_eps = f->ln_eps;
-	o.c.hidden_dropout = o.c.attn_dropout = (float)f->dropout;
+	o.c.hidden_dropout = o.c.attn_dropout = o.c.cls_dropout = (float)f->dropout;
 	o.c.max_pos = o.T + family_first_position(o.c.family, 1) > f->max_pos ? o.T + 2 : f->max_pos;
 	o.c.pad_id = f->pad_id < o.c.vocab ? f->pad_id : 0;
 	o.c.rope_global = f->rope_global, o.c.rope_local = f->rope_local;

@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 	}
 	struct bert_config c = { .vocab = 30522, .hidden = 768, .layers = layers, .heads = 12, .ffn = 3072,
 				 .max_pos = 512, .type_vocab = 2, .ln_eps = 1e-12f, .hidden_dropout = 0.1f,
-				 .attn_dropout = 0.1f, .task = TASK_CLS, .num_labels = 2 };
+				 .attn_dropout = 0.1f, .cls_dropout = 0.1f, .task = TASK_CLS, .num_labels = 2 };
 	const struct backend *cpu = backend_cpu();
 	struct bert *m = bert_new(&c, cpu);
 	bert_init(m, 1);

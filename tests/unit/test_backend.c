@@ -236,7 +236,7 @@ static void train(struct run *r, const struct backend *be, enum bert_task task)
 {
 	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
 				 .max_pos = 16, .type_vocab = 2, .ln_eps = 1e-12f,
-				 .hidden_dropout = 0.1f, .attn_dropout = 0.1f, .task = task,
+				 .hidden_dropout = 0.1f, .attn_dropout = 0.1f, .cls_dropout = 0.1f, .task = task,
 				 .num_labels = 3 };
 	int32_t ids[B * T], labels[B * T];
 	uint8_t mask[B * T];

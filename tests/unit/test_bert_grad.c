@@ -69,7 +69,7 @@ static struct bert_config tiny_config(enum bert_task task, float dropout)
 {
 	struct bert_config c = { .vocab = V, .hidden = 16, .layers = 2, .heads = 2, .ffn = 32,
 				 .max_pos = 18, .type_vocab = family_of(family)->type_vocab ? 2 : 0, .ln_eps = 1e-12f,
-				 .hidden_dropout = dropout, .attn_dropout = dropout,
+				 .hidden_dropout = dropout, .attn_dropout = dropout, .cls_dropout = dropout,
 				 .task = task, .num_labels = task == TASK_REG ? 1 : L,
 				 .family = family, .pad_id = family_of(family)->pad_id < V ? family_of(family)->pad_id : 0,
 				 .emb = family_of(family)->keys->emb ? 8 : 0, .mean_pool = mean_pool,
@@ -102,6 +102,26 @@ static double loss_of(struct bert *m, const struct bert_batch *b, int train)
 {
 	int64_t count;
 	return bert_forward(m, b, train, SEED, &count);
+}
+
+/* The head's dropout is cls_dropout, not the hidden one: with every other
+ * dropout 0, a training pass differs from scoring exactly when it is set. */
+static void check_head_dropout(void)
+{
+	struct sample s = make_sample();
+	struct bert_batch b = batch_of(&s, TASK_CLS);
+	double loss[2][2];
+	for (int set = 0; set < 2; set++) {
+		struct bert_config c = tiny_config(TASK_CLS, 0.0f);
+		c.cls_dropout = set ? 0.5f : 0.0f;
+		struct bert *m = bert_new(&c, backend_cpu());
+		bert_init(m, 1);
+		loss[set][0] = loss_of(m, &b, 0), loss[set][1] = loss_of(m, &b, 1);
+		bert_free(m);
+	}
+	CHECK(loss[0][0] == loss[0][1] && loss[1][0] != loss[1][1],
+	      "%s: the head's dropout is cls_dropout alone (%.6f %.6f; %.6f %.6f)", model_name(), loss[0][0],
+	      loss[0][1], loss[1][0], loss[1][1]);
 }
 
 static double central_difference(struct bert *m, const struct bert_batch *b, int train,
@@ -719,21 +739,25 @@ int main(void)
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	method = NULL, method_name = "";
 	family = FAMILY_ROBERTA;   /* its positions after the pad id, its pooled head's two dropouts */
+	check_head_dropout();
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_REG, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.1f, 1);
 	family = FAMILY_DISTILBERT;   /* no token types, no dropout on the attention's output, ReLU */
+	check_head_dropout();
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_MULTI, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.1f, 1);
 	family = FAMILY_ELECTRA;   /* embeddings narrower than the layers, projected; GELU in the pooled head */
+	check_head_dropout();
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_REG, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
 	check_gradients(TASK_MLM, 0.1f, 1);
 	family = FAMILY_MODERNBERT;   /* pre-norm, rotary, local bands, GeGLU, no biases, transformed heads */
+	check_head_dropout();
 	check_gradients(TASK_CLS, 0.1f, 1);
 	check_gradients(TASK_MULTI, 0.1f, 1);
 	check_gradients(TASK_TOKCLS, 0.1f, 1);
@@ -747,6 +771,7 @@ int main(void)
 	check_recompute(TASK_CLS);
 	mean_pool = 0;
 	family = FAMILY_BERT;
+	check_head_dropout();
 	check_self_distillation(TASK_CLS);
 	check_self_distillation(TASK_TOKCLS);
 	check_self_distillation(TASK_MLM);

@@ -278,7 +278,7 @@ static void test_config_round_trip(void)
 {
 	struct bert_config c = {.vocab = 30522, .hidden = 384, .layers = 6, .heads = 12, .ffn = 1536,
 				.max_pos = 512, .type_vocab = 2, .ln_eps = 1e-12f, .hidden_dropout = 0.1f,
-				.attn_dropout = 0.15f, .task = TASK_CLS, .num_labels = 3}, r;
+				.attn_dropout = 0.15f, .cls_dropout = 0.2f, .task = TASK_CLS, .num_labels = 3}, r;
 	char *names[] = {"bad", "so-so", "good \"quoted\""};
 	char *path = path_join(tmpdir, "config.json");
 	hfconfig_write(path, &c, names, 3);
@@ -303,6 +303,24 @@ static void test_config_round_trip(void)
 	CHECK(r.task == TASK_MLM && n == 0 && strstr(text, "\"BertForMaskedLM\"") && !strstr(text, "id2label"),
 	      "mlm config.json: BertForMaskedLM, no labels");
 	free(text);
+
+	/* the head's dropout by each family's key; BERT's null is the hidden one's */
+	c.task = TASK_CLS, c.family = FAMILY_DISTILBERT;
+	hfconfig_write(path, &c, names, 3);
+	hfconfig_read(path, &r, &labels, &n);
+	hfconfig_free_labels(labels, n);
+	text = read_all(path, &len);
+	CHECK(r.cls_dropout == 0.2f && r.hidden_dropout == 0.1f && strstr(text, "\"seq_classif_dropout\": 0.2,"),
+	      "DistilBERT's head dropout is its seq_classif_dropout, read and written");
+	free(text);
+	FILE *f = fopen(path, "w");
+	fputs("{\"model_type\": \"bert\", \"vocab_size\": 30, \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+	      "\"num_attention_heads\": 2, \"intermediate_size\": 16, \"max_position_embeddings\": 16, "
+	      "\"hidden_dropout_prob\": 0.3, \"classifier_dropout\": null}", f);
+	fclose(f);
+	hfconfig_read(path, &r, &labels, &n);
+	CHECK(r.cls_dropout == 0.3f, "BERT's classifier_dropout null: the head's dropout is hidden_dropout_prob");
+	hfconfig_free_labels(labels, n);
 	free(path);
 }
 
