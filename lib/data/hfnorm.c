@@ -13,7 +13,7 @@ struct step {
 	enum kind kind;
 	int left, right;      /* Strip */
 	struct regex *re;     /* Replace */
-	const char *text;     /* Replace's content, Prepend's prepend (in the JSON) */
+	char *text;           /* Replace's content, Prepend's prepend */
 	size_t text_n;
 	struct precompiled *charsmap;
 	struct bert_settings bert;
@@ -22,7 +22,6 @@ struct step {
 struct hfnorm {
 	struct step *steps;
 	int n;
-	json_t *json;         /* holds the texts */
 };
 
 struct hfnorm_space {
@@ -64,13 +63,13 @@ static void add_step(const struct tjwhere *w, json_t *j, struct hfnorm *nm)
 		const char *content = tj_str(w, j, "content", NULL);
 		if (!content)
 			tj_die(w, "Replace has no \"content\"");
-		push_step(nm, (struct step){.kind = REPLACE, .re = tj_pattern(w, j, "pattern"), .text = content,
-					    .text_n = strlen(content)});
+		push_step(nm, (struct step){.kind = REPLACE, .re = tj_pattern(w, j, "pattern"),
+					    .text = xstrdup(content), .text_n = strlen(content)});
 	} else if (!strcmp(type, "Prepend")) {
 		const char *p = tj_str(w, j, "prepend", NULL);
 		if (!p)
 			tj_die(w, "Prepend has no \"prepend\"");
-		push_step(nm, (struct step){.kind = PREPEND, .text = p, .text_n = strlen(p)});
+		push_step(nm, (struct step){.kind = PREPEND, .text = xstrdup(p), .text_n = strlen(p)});
 	} else if (!strcmp(type, "BertNormalizer")) {
 		int lower = tj_bool(w, j, "lowercase", 1);
 		struct bert_settings b = {tj_bool(w, j, "clean_text", 1), tj_bool(w, j, "handle_chinese_chars", 1),
@@ -92,10 +91,8 @@ static void add_step(const struct tjwhere *w, json_t *j, struct hfnorm *nm)
 struct hfnorm *hfnorm_new(const struct tjwhere *w, json_t *j)
 {
 	struct hfnorm *nm = xcalloc(1, sizeof *nm);
-	if (j && !json_is_null(j)) {
-		nm->json = json_incref(j);
+	if (j && !json_is_null(j))
 		add_step(w, j, nm);
-	}
 	return nm;
 }
 
@@ -106,9 +103,9 @@ void hfnorm_free(struct hfnorm *nm)
 	for (int i = 0; i < nm->n; i++) {
 		regex_free(nm->steps[i].re);
 		precompiled_free(nm->steps[i].charsmap);
+		free(nm->steps[i].text);
 	}
 	free(nm->steps);
-	json_decref(nm->json);
 	free(nm);
 }
 

@@ -7,6 +7,7 @@
 #include "data/unigram.h"
 #include "data/utf8.h"
 #include "data/wpmodel.h"
+#include "format/jsonarena.h"
 #include "util/afile.h"
 #include "util/digest.h"
 #include "util/strbuf.h"
@@ -309,6 +310,7 @@ struct hftok *hftok_parse(const char *name, const char *bytes, size_t n)
 	t->path = xstrdup(name);
 	sha256_hex(bytes, n, t->sha256);
 	json_error_t err;
+	json_arena_begin();   /* the tree, read once into the tables, goes at once */
 	json_t *root = json_loadb(bytes, n, JSON_REJECT_DUPLICATES, &err);
 	struct tjwhere w = {t->path, NULL};
 	if (!root)
@@ -328,7 +330,7 @@ struct hftok *hftok_parse(const char *name, const char *bytes, size_t n)
 	read_model(&w, json_object_get(root, "model"), t);
 	w.part = "post_processor";
 	read_template(&w, json_object_get(root, "post_processor"), &t->tpl);
-	json_decref(root);
+	json_arena_end();
 	int32_t size = model_size(t);
 	if (size > t->size) {
 		t->added_name = xrealloc(t->added_name, (size_t)size * sizeof *t->added_name);

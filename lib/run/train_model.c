@@ -289,7 +289,7 @@ void build_model(struct trainer *t, const char *from)
 		bert_init(t->m, (uint64_t)c->seed);
 	}
 	const struct bert_config *mc = bert_config_of(t->m);
-	if (c->rdrop > 0 && mc->hidden_dropout == 0 && mc->attn_dropout == 0)
+	if (c->rdrop > 0 && mc->hidden_dropout == 0 && mc->attn_dropout == 0 && mc->cls_dropout == 0)
 		die_usage("--rdrop compares two passes that dropout makes differ, and the model's dropout is 0: "
 			  "give --dropout P");
 	bert_set_recompute(t->m, c->recompute);
