@@ -141,7 +141,7 @@ static void print_json(json_t *j)
 static int eval_mlm(struct bert *m, const struct input *in)
 {
 	if (predict || merge_folds)
-		die_usage("--predict and --merge-folds are for cls models");
+		die_usage("--predict and --merge-folds are not for a masked language model: they predict labels");
 	struct mlm_config mlm;
 	char *vpath = vocab_in_dir(model, in->vocab_sha256);
 	struct vocab *v = vocab_load(vpath);

@@ -43,6 +43,9 @@ expect_fail "an empty 'ids' is refused" 1 "empty.mp: record 2: 'ids' is empty" \
 printf '{"id":"a","ids":[2,5,3]}\n' | cat1 --from-json -o "$T/short.mp"
 expect_fail "ts-eval of an MLM says when no token was masked" 1 \
 	"short.mp: no token was masked \(records too short or --mask-prob too small\)" eval1 -m "$HF/tiny-mlm" --report "$T/short.mp"
+expect_fail "--predict of an MLM: a usage error that says why" 2 \
+	"^ts-eval: --predict and --merge-folds are not for a masked language model: they predict labels" \
+	eval1 -m "$HF/tiny-mlm" --predict "$T/short.mp"
 cp -r "$HF/tiny-mlm" "$T/longvocab"
 seq -f 'extra%g' 30000 >>"$T/longvocab/vocab.txt"
 awk 'BEGIN { for (r = 0; r < 20; r++) { printf "{\"id\":%d,\"ids\":[2", r; for (i = 0; i < 28; i++) printf ",%d", 5 + (r + i) % 50; print ",3]}" } }' |
