@@ -13,6 +13,7 @@ struct added {
 	struct trie *trie;                /* content -> an index into tokens */
 	struct token *tokens;
 	size_t ntokens, token_cap;
+	unsigned char starts[256];        /* the bytes a content begins with, once frozen */
 };
 
 struct added *added_new(void)
@@ -46,6 +47,8 @@ void added_add(struct added *a, const char *content, size_t n, int32_t id, int l
 void added_freeze(struct added *a)
 {
 	trie_freeze(a->trie);
+	for (int b = 0; b < 256; b++)
+		a->starts[b] = (unsigned char)trie_starts(a->trie, (unsigned char)b);
 }
 
 /* The longest token at s[p..n): its index, *end past it; -1 for none. */
@@ -108,8 +111,10 @@ size_t added_find(const struct added *a, const char *s, size_t n, struct added_m
 {
 	size_t found = 0, floor = 0;   /* floor: the end of the last match taken */
 	for (size_t p = 0; p < n;) {
+		while (p < n && !a->starts[(unsigned char)s[p]])
+			p++;
 		size_t end = p;
-		int32_t t = trie_starts(a->trie, (unsigned char)s[p]) ? longest_at(a, s, n, p, &end) : -1;
+		int32_t t = p < n ? longest_at(a, s, n, p, &end) : -1;
 		if (t < 0) {
 			p++;
 			continue;
