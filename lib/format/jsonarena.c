@@ -27,6 +27,8 @@ static void *arena_malloc(size_t n)
 {
 	if (!arena_open)
 		return malloc(n);
+	if (n > SIZE_MAX - sizeof(struct block) - ALIGN)
+		return NULL;   /* jansson reports it */
 	n = (n + ALIGN - 1) / ALIGN * ALIGN;
 	if (!top || top->size - top->used < n) {
 		size_t size = n > BLOCK ? n : BLOCK;
