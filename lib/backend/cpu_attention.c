@@ -473,9 +473,9 @@ static void tile_scores_backward(const struct head_scratch *w, const float *dc, 
 }
 
 /* The probabilities are worked out again in pr, tile by tile; the
- * gradients of q are made in out and put in their places; those of k and v,
- * where the head is one tile of all keys, too, else summed over the tiles
- * in dk and dv and put in their places after the last. */
+ * gradients of q are made in out and put in their places, those of k and v
+ * summed over the tiles in dk and dv and put in their places after the
+ * last. */
 static void head_backward(struct act *dq, struct act *dk, struct act *dv,
 			  const struct head_scratch *w, const float *dctx, const struct heads *s,
 			  int bh)
@@ -491,12 +491,8 @@ static void head_backward(struct act *dq, struct act *dk, struct act *dv,
 		return;
 	}
 	struct head_in in = head_in(s, &t);
-	int summed = a->band || t.nq > ALL_ROWS;
-	float beta = summed ? 1.0f : 0.0f, *gk = summed ? w->dk : w->out, *gv = summed ? w->dv : w->out;
-	if (summed) {
-		memset(w->dk, 0, sizeof(float) * (size_t)t.n * d);
-		memset(w->dv, 0, sizeof(float) * (size_t)t.n * d);
-	}
+	memset(w->dk, 0, sizeof(float) * (size_t)t.n * d);
+	memset(w->dv, 0, sizeof(float) * (size_t)t.n * d);
 	for (struct tile g = next_tile(s, &t, NULL); g.nq; g = next_tile(s, &t, &g)) {
 		size_t qi = q + (size_t)g.i0 * a->ldq;
 		if (!g.kw) {
@@ -508,21 +504,15 @@ static void head_backward(struct act *dq, struct act *dk, struct act *dv,
 		tile_scores_backward(w, dc, s, &t, &in, &g);
 		const float *pv = s->threshold ? w->dropped : w->pr;
 		/* dV = dropped^T dctx, dQ = scale dS K, dK = scale dS^T Q */
-		s->gemm('T', 'N', g.kw, d, g.nq, 1.0f, fl(pv, g.kw), fl(dc, a->C), beta, gv + (size_t)g.k0 * d, d);
-		if (!summed)
-			put_rows(s, dv, kv, a->ldkv, gv, t.n, d);
+		s->gemm('T', 'N', g.kw, d, g.nq, 1.0f, fl(pv, g.kw), fl(dc, a->C), 1.0f, w->dv + (size_t)g.k0 * d, d);
 		s->gemm('N', 'N', g.nq, d, g.kw, s->scale, fl(w->dp, g.kw), rows_from(in.k, g.k0), 0.0f,
 			w->out, d);
 		put_rows(s, dq, qi, a->ldq, w->out, g.nq, d);
-		s->gemm('T', 'N', g.kw, d, g.nq, s->scale, fl(w->dp, g.kw), rows_from(in.q, g.i0), beta,
-			gk + (size_t)g.k0 * d, d);
-		if (!summed)
-			put_rows(s, dk, kv, a->ldkv, gk, t.n, d);
+		s->gemm('T', 'N', g.kw, d, g.nq, s->scale, fl(w->dp, g.kw), rows_from(in.q, g.i0), 1.0f,
+			w->dk + (size_t)g.k0 * d, d);
 	}
-	if (summed) {
-		put_rows(s, dv, kv, a->ldkv, w->dv, t.n, d);
-		put_rows(s, dk, kv, a->ldkv, w->dk, t.n, d);
-	}
+	put_rows(s, dv, kv, a->ldkv, w->dv, t.n, d);
+	put_rows(s, dk, kv, a->ldkv, w->dk, t.n, d);
 	stream_fence();
 	zero_rows(s, dv, kv, t.n, len, a->ldkv, d);
 	zero_rows(s, dk, kv, t.n, len, a->ldkv, d);

@@ -94,20 +94,21 @@ struct tokinput *tokinput_open(const char *path, enum in_format fmt, const struc
 static void label_number(struct in_record *r, const char *name)
 {
 	char buf[64], *end;
+	const char *s = r->label;
 	size_t n = r->label_n;
-	while (n && (*r->label == ' ' || *r->label == '\t'))
-		r->label++, n--;
-	while (n && (r->label[n - 1] == ' ' || r->label[n - 1] == '\t'))
+	while (n && (*s == ' ' || *s == '\t'))
+		s++, n--;
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
 	double v = 0;
 	if (n && n < sizeof buf) {
-		memcpy(buf, r->label, n);
+		memcpy(buf, s, n);
 		buf[n] = 0;
 		v = strtod(buf, &end);
 	}
 	if (!n || n >= sizeof buf || *end || !isfinite(v) || fabs(v) > FLT_MAX)
 		die("%s: line %llu: label '%.*s' is not a number (--numeric-labels)", name, (unsigned long long)r->line,
-		    (int)(r->label_n < 40 ? r->label_n : 40), r->label);
+		    (int)(n < 40 ? n : 40), s);
 	r->label_kind = IN_LABEL_FLOAT, r->label_float = v;
 }
 

@@ -144,7 +144,7 @@ expect_fail "--task reg on a CSV's numbers read as class names: refused, saying 
 	"reg-names: the labels are the names of [0-9]+ classes, not numbers; --task reg takes a number a record" \
 	train "${TINY[@]}" --data "$T/reg-names" --run "$T/reg-names-run" --task reg --max-steps 1
 check "a run refused for its labels leaves no run dir" test ! -e "$T/reg-names-run"
-printf 'text,score\ngood,0.5\nbad,high\n' >"$T/word.csv"
+printf 'text,score\ngood,0.5\nbad,  high \n' >"$T/word.csv"
 expect_fail "--numeric-labels: a label that is no number: refused" 1 "word.csv: line 3: label 'high' is not a number \\(--numeric-labels\\)" \
 	ts-tokenize -v "$V" --label score --numeric-labels -o "$T/word.rec" "$T/word.csv"
 check "nothing written" test ! -e "$T/word.rec"
