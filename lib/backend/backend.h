@@ -102,6 +102,10 @@ struct backend {
 	 * long, shared by every layer */
 	int attention_state;
 	double (*attention_scratch)(int B, int T, int C, int H);
+	/* the real tokens an evaluation's forward takes at once: the CPU's
+	 * take a slice of a batch that keeps a layer's activations in its
+	 * caches; 0, the whole batch */
+	int64_t eval_tokens;
 	/* the same memory with every op in fp32, for work that a lower
 	 * precision would blur (VAT's small probe); NULL: this one is fp32 */
 	const struct backend *precise;

@@ -178,6 +178,7 @@ static const struct backend cpu = {
 	.peak_memory = not_counted,
 	.act_size = sizeof(float),
 	.attention_scratch = threads_scratch,
+	.eval_tokens = 2048,
 	.as_act = same_floats,
 	.linear_forward = linear_fwd,
 	.linear_forward_act = linear_fwd_act,

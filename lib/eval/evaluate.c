@@ -150,18 +150,22 @@ void evaluate(struct bert *m, const struct batch_source *src, const struct eval_
 	int W = bert_logit_width(bert_config_of(m));
 	struct batch b = {0};
 	double loss = 0;
+	int64_t slice = bert_backend(m)->eval_tokens;
 	for (uint64_t at = (uint64_t)part * bs; at < n; at += bs * (uint64_t)parts) {
-		int nb = (int)(n - at < bs ? n - at : bs);
-		batch_fill(&b, src, order + at, nb, EVAL_EPOCH);
-		struct bert_batch v = batch_view(&b);
-		int64_t count;
-		loss += bert_forward(m, &v, 0, 0, &count);
-		out->count += count;
-		out->records += nb;
-		const float *logits = bert_logits(m);
-		score(out, &b, logits, at, W);
-		if (hook)
-			hook(&b, logits, ctx);
+		uint64_t end = n - at < bs ? n : at + bs;
+		for (uint64_t s = at, e; s < end; s = e) {   /* the batch in the backend's slices */
+			e = slice ? token_group_end(src->shard, order, end, s, slice) : end;
+			batch_fill(&b, src, order + s, (int)(e - s), EVAL_EPOCH);
+			struct bert_batch v = batch_view(&b);
+			int64_t count;
+			loss += bert_forward(m, &v, 0, 0, &count);
+			out->count += count;
+			out->records += (int64_t)(e - s);
+			const float *logits = bert_logits(m);
+			score(out, &b, logits, s, W);
+			if (hook)
+				hook(&b, logits, ctx);
+		}
 	}
 	if (parts > 1)
 		sum_over(o->share, &loss, out, n);
