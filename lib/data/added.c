@@ -13,7 +13,10 @@ struct added {
 	struct trie *trie;                /* content -> an index into tokens */
 	struct token *tokens;
 	size_t ntokens, token_cap;
-	unsigned char starts[256];        /* the bytes a content begins with, once frozen */
+	/* once frozen, a bit for each two bytes a content may begin with: its
+	 * first two, or its one and any byte; a text's last byte is taken with
+	 * a 0 after it */
+	uint64_t pairs[256 * 256 / 64];
 };
 
 struct added *added_new(void)
@@ -47,8 +50,21 @@ void added_add(struct added *a, const char *content, size_t n, int32_t id, int l
 void added_freeze(struct added *a)
 {
 	trie_freeze(a->trie);
-	for (int b = 0; b < 256; b++)
-		a->starts[b] = (unsigned char)trie_starts(a->trie, (unsigned char)b);
+	for (unsigned b = 0; b < 256; b++) {
+		int32_t at = trie_step(a->trie, 0, (unsigned char)b);
+		for (unsigned c = 0; at >= 0 && c < 256; c++) {
+			unsigned k = b << 8 | c;
+			if (trie_value(a->trie, at) >= 0 || trie_step(a->trie, at, (unsigned char)c) >= 0)
+				a->pairs[k / 64] |= (uint64_t)1 << (k % 64);
+		}
+	}
+}
+
+/* Whether a content may begin at s[p] (of n), by its first two bytes. */
+static int may_begin(const struct added *a, const char *s, size_t n, size_t p)
+{
+	unsigned k = (unsigned)(unsigned char)s[p] << 8 | (p + 1 < n ? (unsigned char)s[p + 1] : 0);
+	return a->pairs[k / 64] >> (k % 64) & 1;
 }
 
 /* The longest token at s[p..n): its index, *end past it; -1 for none. */
@@ -111,7 +127,7 @@ size_t added_find(const struct added *a, const char *s, size_t n, struct added_m
 {
 	size_t found = 0, floor = 0;   /* floor: the end of the last match taken */
 	for (size_t p = 0; p < n;) {
-		while (p < n && !a->starts[(unsigned char)s[p]])
+		while (p < n && !may_begin(a, s, n, p))
 			p++;
 		size_t end = p;
 		int32_t t = p < n ? longest_at(a, s, n, p, &end) : -1;

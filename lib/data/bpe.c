@@ -7,12 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
+/* A merge: (left << 32 | right) -> (rank << 32 | merged id). */
+struct merge {
+	uint64_t key, value;
+};
 
 struct bpe {
 	struct tokmap vocab;
-	uint64_t *mkey, *mval;     /* merges: (left << 32 | right) -> (rank << 32 | merged id) */
+	struct merge *merges;      /* an open-addressed table, mmask + 1 slots */
 	size_t mmask;
 	int32_t unk;               /* -1: none */
 	int fuse_unk, byte_fallback, ignore_merges;
@@ -37,18 +40,23 @@ struct bpe_space {
 
 static const uint64_t EMPTY = UINT64_MAX;
 
-static uint64_t *merge_slot(const struct bpe *b, uint64_t key)
+/* The slot of key, or the empty one where it would go: the key's bits
+ * mixed by a multiply (Fibonacci hashing), the table probed on from there,
+ * a key and its value in one cache line. */
+static struct merge *merge_slot(const struct bpe *b, uint64_t key)
 {
-	for (size_t i = XXH3_64bits(&key, sizeof key) & b->mmask;; i = (i + 1) & b->mmask)
-		if (b->mkey[i] == key || b->mkey[i] == EMPTY)
-			return &b->mkey[i];
+	uint64_t h = key * 0x9E3779B97F4A7C15u;
+	for (size_t i = (size_t)(h ^ h >> 32) & b->mmask;; i = (i + 1) & b->mmask)
+		if (b->merges[i].key == key || b->merges[i].key == EMPTY)
+			return &b->merges[i];
 }
 
 /* The rank and merged id of the pair (l, r), or EMPTY. */
 static uint64_t merge_of(const struct bpe *b, int32_t l, int32_t r)
 {
-	uint64_t key = (uint64_t)l << 32 | (uint32_t)r, *k = merge_slot(b, key);
-	return *k == key ? b->mval[k - b->mkey] : EMPTY;
+	uint64_t key = (uint64_t)l << 32 | (uint32_t)r;
+	const struct merge *k = merge_slot(b, key);
+	return k->key == key ? k->value : EMPTY;
 }
 
 /* The two tokens of merge e: "a b" or ["a", "b"]. */
@@ -84,9 +92,8 @@ static void read_merges(const struct tjwhere *w, json_t *merges, struct bpe *b)
 	size_t n = json_array_size(merges), slots = 16;
 	while (slots < 2 * n)
 		slots *= 2;
-	b->mkey = xmalloc(slots * sizeof *b->mkey);
-	b->mval = xmalloc(slots * sizeof *b->mval);
-	memset(b->mkey, 0xff, slots * sizeof *b->mkey);
+	b->merges = xmalloc(slots * sizeof *b->merges);
+	memset(b->merges, 0xff, slots * sizeof *b->merges);
 	b->mmask = slots - 1;
 	struct strbuf joined = {0};
 	for (size_t i = 0; i < n; i++) {
@@ -100,9 +107,9 @@ static void read_merges(const struct tjwhere *w, json_t *merges, struct bpe *b)
 		sb_add(&joined, r + b->prefix_n, nr - b->prefix_n);
 		int32_t a = known(w, b, l, nl, i), c = known(w, b, r, nr, i);
 		int32_t m = known(w, b, joined.s, joined.n, i);
-		uint64_t key = (uint64_t)a << 32 | (uint32_t)c, *k = merge_slot(b, key);
-		*k = key;   /* a pair merged twice keeps its later rank, as HF's map does */
-		b->mval[k - b->mkey] = (uint64_t)i << 32 | (uint32_t)m;
+		uint64_t key = (uint64_t)a << 32 | (uint32_t)c;
+		/* a pair merged twice keeps its later rank, as HF's map does */
+		*merge_slot(b, key) = (struct merge){ key, (uint64_t)i << 32 | (uint32_t)m };
 	}
 	sb_free(&joined);
 }
@@ -143,8 +150,7 @@ void bpe_free(struct bpe *b)
 	if (!b)
 		return;
 	tokmap_free(&b->vocab);
-	free(b->mkey);
-	free(b->mval);
+	free(b->merges);
 	free(b->prefix);
 	free(b->suffix);
 	free(b->small);

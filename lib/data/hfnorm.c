@@ -135,21 +135,10 @@ void hfnorm_space_free(struct hfnorm_space *s)
 	free(s);
 }
 
-static int ascii(const char *s, size_t n)
+/* A Unicode normal form of s[0..n), which holds a byte beyond ASCII, into
+ * out. */
+static void map_form(enum kind form, const char *s, size_t n, struct strbuf *out)
 {
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] >= 0x80)
-			return 0;
-	return 1;
-}
-
-/* A Unicode normal form of s into out; ASCII is its own in every form. */
-static void normal_form(enum kind form, const char *s, size_t n, struct strbuf *out)
-{
-	if (ascii(s, n)) {
-		sb_add(out, s, n);
-		return;
-	}
 	static const int opts[] = {
 		[NFC] = UTF8PROC_COMPOSE, [NFD] = UTF8PROC_DECOMPOSE,
 		[NFKC] = UTF8PROC_COMPOSE | UTF8PROC_COMPAT, [NFKD] = UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT,
@@ -161,6 +150,32 @@ static void normal_form(enum kind form, const char *s, size_t n, struct strbuf *
 		die("cannot normalize text: %s", utf8proc_errmsg(k));
 	sb_add(out, dst, (size_t)k);
 	free(dst);
+}
+
+/* A Unicode normal form of s into out. ASCII is its own in every form, and
+ * no character composes with one before an ASCII character or with an
+ * ASCII character after it: so only each run of other characters goes
+ * through utf8proc, with the ASCII character before it, which a mark in
+ * the run may compose with. */
+static void normal_form(enum kind form, const char *s, size_t n, struct strbuf *out)
+{
+	size_t i = 0;
+	for (;;) {
+		size_t run = i, end;
+		while (run < n && (unsigned char)s[run] < 0x80)
+			run++;
+		if (run == n) {
+			sb_add(out, s + i, n - i);
+			return;
+		}
+		if (run > i)
+			run--;   /* the ASCII character before the run goes with it */
+		sb_add(out, s + i, run - i);
+		for (end = run + 1; end < n && (unsigned char)s[end] >= 0x80; end++)
+			;
+		map_form(form, s + run, end - run, out);
+		i = end;
+	}
 }
 
 static void put_cp(struct strbuf *out, int32_t c)

@@ -206,4 +206,3 @@ void trie_prefixes(const struct trie *t, const char *s, size_t n, struct trie_hi
 		node = child(t, &t->nodes[node], (unsigned char)s[i]);
 	}
 }
-int trie_starts(const struct trie *t, unsigned char byte) { return t->root[byte] >= 0; }

@@ -18,8 +18,6 @@ void trie_freeze(struct trie *t);
 int32_t trie_step(const struct trie *t, int32_t node, unsigned char byte);
 /* The value of the string that ends at node, or -1. */
 int32_t trie_value(const struct trie *t, int32_t node);
-/* Whether some string starts with byte. */
-int trie_starts(const struct trie *t, unsigned char byte);
 
 /* The strings that begin s[0..n): each its length and value, shortest
  * first, into h (grown). */

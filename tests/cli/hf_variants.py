@@ -74,7 +74,7 @@ on_roberta("bert-processing", None, None, processors.BertProcessing(("</s>", 2),
 on_roberta("added-flags", N.Lowercase(), None, None,
            [AddedToken("Fill", single_word=True), AddedToken("<sep>", rstrip=True, lstrip=True),
             AddedToken("MIXED", normalized=False), AddedToken("mixed", normalized=True),
-            AddedToken("the", single_word=True, normalized=True)])
+            AddedToken("the", single_word=True, normalized=True), AddedToken("@")])
 
 with open(mails, encoding="utf-8", newline="") as f:
     texts = [r["text"] for r in csv.DictReader(f)][:1500]
