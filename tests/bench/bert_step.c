@@ -6,9 +6,11 @@
  *   bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]
  *             [--seq T] [--batch B] [--labels L] [--task cls|mlm]
  *             [--steps S] [--warmup W] [--precision fp32|bf16] [--arch FAMILY]
+ *             [--no-dropout]
  *   bert_step --gemm-peak [--size N]
  * FAMILY: a model_type of family.h (default bert), in its shape of a new
- * model (ts-train --arch's). */
+ * model (ts-train --arch's); --no-dropout: every dropout 0, whatever the
+ * family's are. */
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
 #include "device/device.h"
@@ -27,11 +29,12 @@ static const char usage[] =
 	"usage: bert_step [--layers N] [--hidden C] [--heads H] [--ffn F] [--vocab V]\n"
 	"                 [--seq T] [--batch B] [--labels L] [--task cls|mlm]\n"
 	"                 [--steps S] [--warmup W] [--precision fp32|bf16] [--arch FAMILY]\n"
+	"                 [--no-dropout]\n"
 	"       bert_step --gemm-peak [--size N]";
 
 struct options {
 	struct bert_config c;
-	int B, T, steps, warmup, gemm_peak, size;
+	int B, T, steps, warmup, gemm_peak, size, no_dropout;
 	enum precision precision;
 };
 
@@ -78,6 +81,8 @@ static struct options parse(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
 			o.precision = precision_parse(argv[++i]);
 			known = 1;
+		} else if (!strcmp(argv[i], "--no-dropout")) {
+			o.no_dropout = known = 1;
 		} else if (!strcmp(argv[i], "--gemm-peak")) {
 			o.gemm_peak = known = 1;
 		} else if (!strcmp(argv[i], "--help")) {
@@ -90,7 +95,7 @@ static struct options parse(int argc, char **argv)
 	const struct family *f = family_of(o.c.family);   /* the family's shape, as ts-train --arch's */
 	o.c.type_vocab = f->type_vocab;
 	o.c.ln_eps = f->ln_eps;
-	o.c.hidden_dropout = o.c.attn_dropout = o.c.cls_dropout = (float)f->dropout;
+	o.c.hidden_dropout = o.c.attn_dropout = o.c.cls_dropout = o.no_dropout ? 0.0f : (float)f->dropout;
 	o.c.max_pos = o.T + family_first_position(o.c.family, 1) > f->max_pos ? o.T + 2 : f->max_pos;
 	o.c.pad_id = f->pad_id < o.c.vocab ? f->pad_id : 0;
 	o.c.rope_global = f->rope_global, o.c.rope_local = f->rope_local;

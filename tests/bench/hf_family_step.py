@@ -8,7 +8,8 @@ queries, attention output and feed-forward only at the [CLS] rows.
 
 usage: hf_family_step.py --arch FAMILY [--layers N] [--hidden C] [--heads H] [--ffn F]
                          [--vocab V] [--seq T] [--batch B] [--steps S] [--warmup W]
-                         [--threads N] [--bf16]
+                         [--threads N] [--bf16] [--no-dropout]
+(--no-dropout: every dropout of the config 0, whatever the family's are)
 """
 import argparse
 import os
@@ -41,7 +42,11 @@ def config(a):
         shape["max_position_embeddings"] = 514
     if a.arch == "modernbert":
         shape.update(pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)
-    return getattr(transformers, config_class)(vocab_size=a.vocab, num_labels=2, **shape)
+    c = getattr(transformers, config_class)(vocab_size=a.vocab, num_labels=2, **shape)
+    for key, value in vars(c).items():
+        if a.no_dropout and "dropout" in key and isinstance(value, float):
+            setattr(c, key, 0.0)
+    return c
 
 
 def main():
@@ -52,6 +57,7 @@ def main():
                           ("threads", int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))]:
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--bf16", action="store_true")
+    p.add_argument("--no-dropout", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
