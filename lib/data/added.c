@@ -52,9 +52,10 @@ void added_freeze(struct added *a)
 	trie_freeze(a->trie);
 	for (unsigned b = 0; b < 256; b++) {
 		int32_t at = trie_step(a->trie, 0, (unsigned char)b);
+		int whole = at >= 0 && trie_value(a->trie, at) >= 0;   /* a content of this one byte */
 		for (unsigned c = 0; at >= 0 && c < 256; c++) {
 			unsigned k = b << 8 | c;
-			if (trie_value(a->trie, at) >= 0 || trie_step(a->trie, at, (unsigned char)c) >= 0)
+			if (whole || trie_step(a->trie, at, (unsigned char)c) >= 0)
 				a->pairs[k / 64] |= (uint64_t)1 << (k % 64);
 		}
 	}

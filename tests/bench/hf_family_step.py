@@ -43,9 +43,10 @@ def config(a):
     if a.arch == "modernbert":
         shape.update(pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)
     c = getattr(transformers, config_class)(vocab_size=a.vocab, num_labels=2, **shape)
-    for key, value in vars(c).items():
-        if a.no_dropout and "dropout" in key and isinstance(value, float):
-            setattr(c, key, 0.0)
+    if a.no_dropout:
+        for key, value in vars(c).items():
+            if "dropout" in key and isinstance(value, float):
+                setattr(c, key, 0.0)
     return c
 
 
