@@ -52,7 +52,9 @@ static const struct cmd_spec spec = {
 	"ts-tokenize", "Tokenize text into TopSpin token records.", "[FILE...]", "file", opts,
 };
 
-enum { BATCH_RECORDS = 2048 };
+/* A batch ends at so many records or bytes of text, whichever comes first:
+ * long records (e-mails) still make enough batches for every worker. */
+enum { BATCH_RECORDS = 2048, BATCH_BYTES = 1 << 18 };
 
 struct item {
 	size_t text, text_n, pair, pair_n, id, id_n;  /* offsets into the batch arena */
@@ -207,7 +209,7 @@ static int produce(void *slot, void *ctxp)
 	struct batch *b = slot;
 	b->arena.n = b->n = b->nlab = b->nword = 0;
 	struct in_record r;
-	while (b->n < BATCH_RECORDS) {
+	while (b->n < BATCH_RECORDS && b->arena.n < BATCH_BYTES) {
 		if (!c->in || !tokinput_next(c->in, &r)) {
 			if (!open_next(c))
 				break;
