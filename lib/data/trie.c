@@ -4,12 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Frozen, each node's children are a run of edges sorted by byte, and the
- * root's a table of all 256. Before, the strings wait in a list. */
+/* Frozen, a node's children sit side by side, sorted by byte, each with its
+ * byte: looking for one reads the records the walk goes on with. The root
+ * has a table of all 256 besides. Before, the strings wait in a list. */
 struct node {
 	int32_t value;
-	uint32_t edges;           /* the first of its edges */
-	uint16_t nedges;
+	uint32_t first;           /* its first child */
+	uint16_t n;               /* children */
+	unsigned char byte;       /* the byte that leads here */
 	int32_t dense;            /* with many children: its row of 256 in dense, else -1 */
 };
 
@@ -17,12 +19,8 @@ struct node {
  * children a byte at a time is most of a Unigram's work). */
 enum { DENSE_FROM = 16 };
 
-struct edge {
-	unsigned char byte;
-	int32_t node;
-};
-
 struct key {
+	uint64_t head;            /* its first 8 bytes, big-endian, zeros after its end: sorts most keys alone */
 	uint32_t at, n;           /* in keys */
 	int32_t value;
 	uint32_t order;           /* when it was added: the last of equal strings wins */
@@ -31,8 +29,6 @@ struct key {
 struct trie {
 	struct node *nodes;
 	size_t n, cap;
-	struct edge *edges;
-	size_t nedges, edge_cap;
 	int32_t root[256];
 	int32_t *dense;           /* rows of 256 children (-1: none) */
 	size_t ndense;
@@ -51,7 +47,6 @@ void trie_free(struct trie *t)
 	if (!t)
 		return;
 	free(t->nodes);
-	free(t->edges);
 	free(t->dense);
 	sb_free(&t->keys);
 	free(t->pending);
@@ -63,17 +58,23 @@ void trie_add(struct trie *t, const char *s, size_t n, int32_t value)
 	if (t->keys.n + n > UINT32_MAX)
 		die("a tokenizer's strings take more than 4 GB");
 	grow(&t->pending, &t->pending_cap, t->npending + 1, sizeof *t->pending);
-	t->pending[t->npending] = (struct key){(uint32_t)t->keys.n, (uint32_t)n, value, (uint32_t)t->npending};
+	uint64_t head = 0;
+	for (size_t i = 0; i < 8; i++)
+		head = head << 8 | (i < n ? (unsigned char)s[i] : 0);
+	t->pending[t->npending] = (struct key){head, (uint32_t)t->keys.n, (uint32_t)n, value, (uint32_t)t->npending};
 	t->npending++;
 	sb_add(&t->keys, s, n);
 }
 
-static const char *sort_keys;   /* qsort has no context argument */
-
-static int by_bytes(const void *a, const void *b)
+/* For qsort_r: keys by their bytes (context: the strings), the shorter first
+ * where one begins the other, the one added first where they are equal. */
+static int by_bytes(const void *a, const void *b, void *strings)
 {
 	const struct key *x = a, *y = b;
-	int c = memcmp(sort_keys + x->at, sort_keys + y->at, x->n < y->n ? x->n : y->n);
+	const char *s = strings;
+	if (x->head != y->head)
+		return x->head < y->head ? -1 : 1;
+	int c = memcmp(s + x->at, s + y->at, x->n < y->n ? x->n : y->n);
 	if (c)
 		return c;
 	if (x->n != y->n)
@@ -81,86 +82,115 @@ static int by_bytes(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static int32_t new_node(struct trie *t)
+/* Sorts k[0..n) by by_bytes: by their heads a byte at a time, the last
+ * first (a stable radix sort), then each run of equal heads by the rest. */
+static void sort_keys(struct key *k, size_t n, const char *strings)
 {
-	grow(&t->nodes, &t->cap, t->n + 1, sizeof *t->nodes);
-	t->nodes[t->n] = (struct node){.value = -1, .dense = -1};
-	return (int32_t)t->n++;
+	struct key *tmp = xmalloc(n * sizeof *tmp), *from = k, *to = tmp;
+	for (int shift = 0; shift < 64; shift += 8) {
+		size_t at[257] = {0};
+		for (size_t i = 0; i < n; i++)
+			at[(from[i].head >> shift & 0xFF) + 1]++;
+		if (at[(from[0].head >> shift & 0xFF) + 1] == n)
+			continue;   /* one byte for all: nothing moves */
+		for (int b = 0; b < 256; b++)
+			at[b + 1] += at[b];
+		for (size_t i = 0; i < n; i++)
+			to[at[from[i].head >> shift & 0xFF]++] = from[i];
+		struct key *swap = from;
+		from = to, to = swap;
+	}
+	if (from != k)
+		memcpy(k, from, n * sizeof *k);
+	free(tmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && k[j].head == k[i].head; j++)
+			;
+		if (j - i > 1)
+			qsort_r(k + i, j - i, sizeof *k, by_bytes, (void *)strings);
+	}
 }
 
-/* Gives node the run of edges of groups children. */
-static size_t edges_for(struct trie *t, int32_t node, size_t groups)
+/* n new nodes side by side: the first's index. */
+static uint32_t new_nodes(struct trie *t, size_t n)
 {
-	grow(&t->edges, &t->edge_cap, t->nedges + groups, sizeof *t->edges);
-	size_t first = t->nedges;
-	t->nedges += groups;
-	t->nodes[node].edges = (uint32_t)first;
-	t->nodes[node].nedges = (uint16_t)groups;
-	return first;
+	if (t->n + n > INT32_MAX)
+		die("a tokenizer's strings make more than 2^31 trie nodes");
+	grow(&t->nodes, &t->cap, t->n + n, sizeof *t->nodes);
+	for (size_t i = 0; i < n; i++)
+		t->nodes[t->n + i] = (struct node){.value = -1, .dense = -1};
+	t->n += n;
+	return (uint32_t)(t->n - n);
 }
 
-/* The node of the sorted keys k[0..n), which share their first depth bytes;
- * its children, one a byte that follows, get a run of edges of their own.
- * A node of one child goes on in the loop, not a call: a long string makes
- * a long chain, not a deep stack. */
-static int32_t build(struct trie *t, const struct key *k, size_t n, uint32_t depth)
+/* The end of the run of keys from k[i] on that have the same byte at depth. */
+static size_t same_byte(const struct trie *t, const struct key *k, size_t n, size_t i, uint32_t depth)
 {
-	int32_t top = new_node(t);
-	for (int32_t node = top;; depth++) {
+	size_t j = i + 1;
+	while (j < n && t->keys.s[k[j].at + depth] == t->keys.s[k[i].at + depth])
+		j++;
+	return j;
+}
+
+/* Fills node, of the sorted keys k[0..n) that share their first depth
+ * bytes: its value, and its children, one a byte that follows, side by
+ * side. A node of one child goes on in the loop, not a call: a long string
+ * makes a long chain, not a deep stack. */
+static void build(struct trie *t, uint32_t node, const struct key *k, size_t n, uint32_t depth)
+{
+	for (;; depth++) {
 		size_t i = 0;
 		while (i < n && k[i].n == depth)   /* equal strings: the last added wins */
 			t->nodes[node].value = k[i++].value;
 		k += i, n -= i;
 		size_t groups = 0;
-		for (size_t j = 0; j < n; j++)
-			groups += j == 0 || t->keys.s[k[j].at + depth] != t->keys.s[k[j - 1].at + depth];
-		size_t first = edges_for(t, node, groups);
+		for (size_t j = 0; j < n; j = same_byte(t, k, n, j, depth))
+			groups++;
+		if (!groups)
+			return;
+		uint32_t first = new_nodes(t, groups);
+		t->nodes[node].first = first;
+		t->nodes[node].n = (uint16_t)groups;   /* at most 256: one a byte */
+		for (size_t g = 0, j = 0; j < n; g++, j = same_byte(t, k, n, j, depth))
+			t->nodes[first + g].byte = (unsigned char)t->keys.s[k[j].at + depth];
 		if (groups == 1) {
-			int32_t child = new_node(t);
-			t->edges[first] = (struct edge){(unsigned char)t->keys.s[k[0].at + depth], child};
-			node = child;
+			node = first;
 			continue;
 		}
-		for (size_t g = 0, i0 = 0; i0 < n; g++) {
-			unsigned char byte = (unsigned char)t->keys.s[k[i0].at + depth];
-			size_t j = i0;
-			while (j < n && (unsigned char)t->keys.s[k[j].at + depth] == byte)
-				j++;
-			int32_t child = build(t, k + i0, j - i0, depth + 1);
-			t->edges[first + g] = (struct edge){byte, child};
-			i0 = j;
+		for (size_t g = 0, j = 0, end; j < n; g++, j = end) {
+			end = same_byte(t, k, n, j, depth);
+			build(t, first + (uint32_t)g, k + j, end - j, depth + 1);
 		}
-		return top;
+		return;
 	}
 }
 
 void trie_freeze(struct trie *t)
 {
-	sort_keys = t->keys.s;
+	grow(&t->nodes, &t->cap, t->keys.n + 1, sizeof *t->nodes);   /* its most: a node a byte, and the root */
+	new_nodes(t, 1);   /* the root */
 	if (t->npending) {
-		qsort(t->pending, t->npending, sizeof *t->pending, by_bytes);
-		build(t, t->pending, t->npending, 0);
-	} else {
-		new_node(t);   /* the root alone */
+		sort_keys(t->pending, t->npending, t->keys.s);
+		build(t, 0, t->pending, t->npending, 0);
 	}
 	for (int b = 0; b < 256; b++)
 		t->root[b] = -1;
 	const struct node *root = &t->nodes[0];
-	for (uint32_t e = root->edges; e < root->edges + root->nedges; e++)
-		t->root[t->edges[e].byte] = t->edges[e].node;
+	for (uint32_t c = root->first; c < root->first + root->n; c++)
+		t->root[t->nodes[c].byte] = (int32_t)c;
 	for (size_t i = 1; i < t->n; i++)
-		if (t->nodes[i].nedges > DENSE_FROM)
+		if (t->nodes[i].n > DENSE_FROM)
 			t->ndense++;
 	t->dense = xmalloc((t->ndense ? t->ndense : 1) * 256 * sizeof *t->dense);
 	for (size_t i = 1, row = 0; i < t->n; i++) {
 		struct node *nd = &t->nodes[i];
-		if (nd->nedges <= DENSE_FROM)
+		if (nd->n <= DENSE_FROM)
 			continue;
 		int32_t *r = t->dense + 256 * row;
 		for (int b = 0; b < 256; b++)
 			r[b] = -1;
-		for (uint32_t e = nd->edges; e < nd->edges + nd->nedges; e++)
-			r[t->edges[e].byte] = t->edges[e].node;
+		for (uint32_t c = nd->first; c < nd->first + nd->n; c++)
+			r[t->nodes[c].byte] = (int32_t)c;
 		nd->dense = (int32_t)row++;
 	}
 	sb_free(&t->keys);
@@ -174,15 +204,11 @@ static int32_t child(const struct trie *t, const struct node *nd, unsigned char 
 {
 	if (nd->dense >= 0)
 		return t->dense[256 * (size_t)nd->dense + byte];
-	size_t lo = nd->edges, hi = lo + nd->nedges;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (t->edges[mid].byte < byte)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < nd->edges + nd->nedges && t->edges[lo].byte == byte ? t->edges[lo].node : -1;
+	const struct node *c = t->nodes + nd->first;
+	for (uint32_t i = 0; i < nd->n && c[i].byte <= byte; i++)
+		if (c[i].byte == byte)
+			return (int32_t)(nd->first + i);
+	return -1;
 }
 
 int32_t trie_step(const struct trie *t, int32_t node, unsigned char byte)

@@ -42,6 +42,28 @@ struct unigram_space {
 	size_t path_cap;
 };
 
+/* The ids of the pieces in u->ids; the index of the first piece met
+ * before, or -1. */
+static long index_pieces(struct unigram *u)
+{
+	for (int32_t i = 0; i < u->size; i++) {
+		const char *piece = u->text.s + u->at[i];
+		if (strmap_put(u->ids, piece, strlen(piece), i) >= 0)
+			return i;
+	}
+	return -1;
+}
+
+/* The pieces of u->text in u->trie. */
+static void plant_pieces(struct unigram *u)
+{
+	for (int32_t i = 0; i < u->size; i++) {
+		const char *piece = u->text.s + u->at[i];
+		trie_add(u->trie, piece, strlen(piece), i);
+	}
+	trie_freeze(u->trie);
+}
+
 static void read_pieces(const struct tjwhere *w, json_t *vocab, struct unigram *u)
 {
 	if (!json_is_array(vocab) || !json_array_size(vocab))
@@ -64,16 +86,22 @@ static void read_pieces(const struct tjwhere *w, json_t *vocab, struct unigram *
 		size_t n = json_string_length(p);
 		if (!n || memchr(piece, 0, n))
 			tj_die(w, "vocab: entry %zu is an empty piece or holds a NUL", i);
-		if (strmap_put(u->ids, piece, n, (int32_t)i) >= 0)
-			tj_die(w, "vocab: the piece '%s' appears twice", piece);
-		trie_add(u->trie, piece, n, (int32_t)i);
 		u->score[i] = json_number_value(s);
 		u->at[i] = (uint32_t)u->text.n;
 		sb_add(&u->text, piece, n + 1);
 		if (u->score[i] < lowest)
 			lowest = u->score[i];
 	}
-	trie_freeze(u->trie);
+	long twice;
+#pragma omp parallel sections num_threads(2)   /* two tables of the pieces, one a thread */
+	{
+#pragma omp section
+		twice = index_pieces(u);
+#pragma omp section
+		plant_pieces(u);
+	}
+	if (twice >= 0)
+		tj_die(w, "vocab: the piece '%s' appears twice", u->text.s + u->at[twice]);
 	u->unk_score = lowest - UNK_PENALTY;
 }
 
