@@ -139,6 +139,10 @@ struct backend {
 	/* x[n] as acts: x itself where an act is a float, else x rounded into
 	 * space[n] */
 	const struct act *(*as_act)(struct act *space, const float *x, size_t n);
+	/* as_act, for weights that then stay as they are until space is written
+	 * again (a model that only scores): the backend may keep them besides
+	 * in the layout its products read fastest. NULL: as_act does. */
+	const struct act *(*as_fixed_act)(struct act *space, const float *x, size_t n);
 
 	/* the BERT graph: w the weight's act copy */
 	void (*linear_forward)(float *out, const struct act *in, const struct act *w,

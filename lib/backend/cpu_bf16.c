@@ -7,7 +7,8 @@
  * attention's context, GELU's input and output, and the gradients of
  * those), or beside its fp32 (the LayerNorms' outputs, which the residual
  * stream carries on; a branch's gradient and the head's, by as_act); the
- * weights' copies by as_act, once a forward. The residual LayerNorm, GELU
+ * weights' copies by as_act, once a forward (a model that only scores: by
+ * as_fixed_act, once, and packed for oneDNN once). The residual LayerNorm, GELU
  * and their backwards run on cpu_rows_bf16.c's kernels. Weights, gradients,
  * optimizer state and every other op stay fp32. oneDNN shares OpenMP's
  * threads with the rest of the CPU backend. */
@@ -85,9 +86,11 @@ struct gemm {
 	enum gemm_kind kind;
 	int Cin, Cout, flag;       /* flag: FWD a bias, DATA accumulate */
 	enum gemm_out out;
+	int packed;                /* FWD: its weights packed in oneDNN's layout (w_md), not [Cout, Cin] */
 	int64_t n;                 /* the rows */
 	uint64_t used;             /* when it last ran, in calls */
 	dnnl_primitive_t p;
+	dnnl_memory_desc_t w_md;   /* the weights' layout */
 };
 
 enum { MAX_GEMMS = 256 };
@@ -117,6 +120,11 @@ static void gemm_descs(const struct gemm *g, dnnl_memory_desc_t d[3])
 	case FWD:
 		d[0] = matrix(g->n, g->Cin, dnnl_bf16, 0);
 		d[1] = matrix(g->Cout, g->Cin, dnnl_bf16, 1);
+		if (g->packed) {
+			dnnl_dims_t dims = { g->Cin, g->Cout };
+			check(dnnl_memory_desc_init_by_tag(&d[1], 2, dims, dnnl_bf16, dnnl_format_tag_any),
+			      "a memory descriptor");
+		}
 		d[2] = matrix(g->n, g->Cout, g->out == OUT_F32 ? dnnl_f32 : dnnl_bf16, 0);
 		break;
 	case DATA:
@@ -158,6 +166,7 @@ static void gemm_create(struct gemm *g)
 	      "a matmul descriptor");
 	dnnl_primitive_desc_t pd;
 	check(dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL), "a matmul");
+	g->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
 	const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
 	grow(&scratch, &scratch_n, dnnl_memory_desc_get_size(scratch_md), 1);
 	check(dnnl_primitive_create(&g->p, pd), "a matmul primitive");
@@ -167,7 +176,8 @@ static void gemm_create(struct gemm *g)
 
 /* The product of those sizes over n rows, made (in the place of the one
  * used longest ago, where the cache is full) if it is not in the cache. */
-static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, enum gemm_out out, int64_t n)
+static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, enum gemm_out out, int packed,
+			     int64_t n)
 {
 	if (!engine) {
 		check(dnnl_engine_create(&engine, dnnl_cpu, 0), "the CPU engine");
@@ -176,7 +186,7 @@ static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, e
 	struct gemm *g = NULL;
 	for (int i = 0; i < ngemms && !g; i++)
 		if (gemms[i].kind == kind && gemms[i].Cin == Cin && gemms[i].Cout == Cout &&
-		    gemms[i].flag == flag && gemms[i].out == out && gemms[i].n == n)
+		    gemms[i].flag == flag && gemms[i].out == out && gemms[i].packed == packed && gemms[i].n == n)
 			g = &gemms[i];
 	if (!g) {
 		if (ngemms < MAX_GEMMS) {
@@ -188,7 +198,7 @@ static struct gemm *gemm_get(enum gemm_kind kind, int Cin, int Cout, int flag, e
 					g = &gemms[i];
 			dnnl_primitive_destroy(g->p);
 		}
-		*g = (struct gemm){ kind, Cin, Cout, flag, out, n, 0, NULL };
+		*g = (struct gemm){ kind, Cin, Cout, flag, out, packed, n, 0, NULL, { 0 } };
 		gemm_create(g);
 	}
 	g->used = ++calls;
@@ -207,6 +217,7 @@ static void gemm_run(const struct gemm *g, const void *a, const void *b, void *c
 {
 	dnnl_memory_desc_t d[5];
 	gemm_descs(g, d);
+	d[1] = g->w_md;
 	dnnl_dims_t scratch_dims = { (int64_t)scratch_n };
 	check(dnnl_memory_desc_init_by_tag(&d[3], 1, scratch_dims, dnnl_u8, dnnl_a), "a scratch descriptor");
 	dnnl_memory_t m[5] = { wrap(&d[0], a), wrap(&d[1], b), wrap(&d[2], c), wrap(&d[3], scratch), NULL };
@@ -226,6 +237,76 @@ static void gemm_run(const struct gemm *g, const void *a, const void *b, void *c
 		dnnl_memory_destroy(m[i]);
 }
 
+/* The weights' bf16 copies as_fixed_act made last, at [fixed_lo,
+ * fixed_hi): FWD products read them packed in oneDNN's own layout, each
+ * packed once, by the first product that reads it, where a [Cout, Cin]
+ * matrix is packed again inside every product. An as_act over any of that
+ * space ends it. */
+static uintptr_t fixed_lo, fixed_hi;
+
+struct pack {
+	const void *w;             /* the copy it was packed from */
+	int Cin, Cout;
+	dnnl_memory_desc_t md;
+	void *buf;
+};
+static struct pack *packs;
+static size_t npacks, packs_cap;
+
+static void unfix_weights(void)
+{
+	for (size_t i = 0; i < npacks; i++)
+		free(packs[i].buf);
+	npacks = 0;
+	fixed_lo = fixed_hi = 0;
+}
+
+static int fixed(const void *w)
+{
+	return (uintptr_t)w >= fixed_lo && (uintptr_t)w < fixed_hi;
+}
+
+/* Fixed weights w [Cout, Cin] in g's layout, packed (by a reorder) the first
+ * time g's layout asks for them. */
+static const void *packed_weights(const struct gemm *g, const void *w)
+{
+	for (size_t i = 0; i < npacks; i++)
+		if (packs[i].w == w && packs[i].Cin == g->Cin && packs[i].Cout == g->Cout &&
+		    dnnl_memory_desc_equal(&packs[i].md, &g->w_md))
+			return packs[i].buf;
+	size_t bytes = (dnnl_memory_desc_get_size(&g->w_md) + 63) / 64 * 64;
+	void *buf = aligned_alloc(64, bytes);
+	if (!buf)
+		die("out of memory: %zu bytes of packed weights", bytes);
+	grow(&packs, &packs_cap, npacks + 1, sizeof *packs);
+	packs[npacks++] = (struct pack){ w, g->Cin, g->Cout, g->w_md, buf };
+	dnnl_memory_desc_t plain = matrix(g->Cout, g->Cin, dnnl_bf16, 1);
+	dnnl_primitive_desc_t pd;
+	check(dnnl_reorder_primitive_desc_create(&pd, &plain, engine, &g->w_md, engine, NULL), "a reorder");
+	dnnl_primitive_t r;
+	check(dnnl_primitive_create(&r, pd), "a reorder primitive");
+	dnnl_primitive_desc_destroy(pd);
+	dnnl_memory_t m[2] = { wrap(&plain, w), wrap(&g->w_md, buf) };
+	dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, m[0] }, { DNNL_ARG_TO, m[1] } };
+	check(dnnl_primitive_execute(r, stream, 2, args), "a reorder");
+	check(dnnl_stream_wait(stream), "the stream");
+	dnnl_memory_destroy(m[0]);
+	dnnl_memory_destroy(m[1]);
+	dnnl_primitive_destroy(r);
+	return buf;
+}
+
+/* A FWD product: in w^T (+ bias) over N rows into out, as kind says. */
+static void linear_fwd(void *out, const struct act *in, const struct act *w, const float *bias, int N, int Cin,
+		       int Cout, enum gemm_out kind)
+{
+	if (!N)
+		return;
+	int packed = fixed(w);
+	const struct gemm *g = gemm_get(FWD, Cin, Cout, bias != NULL, kind, packed, N);
+	gemm_run(g, in, packed ? packed_weights(g, w) : w, out, bias);
+}
+
 /* dst[n] = src[n] in bf16. */
 static void round_into(uint16_t *dst, const float *src, size_t n)
 {
@@ -240,7 +321,19 @@ static void round_into(uint16_t *dst, const float *src, size_t n)
 
 static const struct act *as_act_bf16(struct act *space, const float *x, size_t n)
 {
+	uintptr_t lo = (uintptr_t)space, hi = lo + n * sizeof(uint16_t);
+	if (lo < fixed_hi && hi > fixed_lo)
+		unfix_weights();   /* written over */
 	round_into((uint16_t *)space, x, n);
+	return space;
+}
+
+static const struct act *as_fixed_act_bf16(struct act *space, const float *x, size_t n)
+{
+	unfix_weights();
+	round_into((uint16_t *)space, x, n);
+	fixed_lo = (uintptr_t)space;
+	fixed_hi = fixed_lo + n * sizeof(uint16_t);
 	return space;
 }
 
@@ -409,22 +502,19 @@ static void residual_layernorm_backward_bf16(float *din, struct act *dbranch, fl
 static void linear_forward_bf16(float *out, const struct act *in, const struct act *w,
 				const float *bias, int N, int Cin, int Cout)
 {
-	if (N)
-		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, OUT_F32, N), in, w, out, bias);
+	linear_fwd(out, in, w, bias, N, Cin, Cout, OUT_F32);
 }
 
 static void linear_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
 				    const float *bias, int N, int Cin, int Cout)
 {
-	if (N)
-		gemm_run(gemm_get(FWD, Cin, Cout, bias != NULL, OUT_BF16, N), in, w, out, bias);
+	linear_fwd(out, in, w, bias, N, Cin, Cout, OUT_BF16);
 }
 
 static void linear_gelu_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
 					 const float *bias, int N, int Cin, int Cout)
 {
-	if (N)
-		gemm_run(gemm_get(FWD, Cin, Cout, 1, OUT_GELU, N), in, w, out, bias);
+	linear_fwd(out, in, w, bias, N, Cin, Cout, OUT_GELU);
 }
 
 static void linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
@@ -438,8 +528,8 @@ static void linear_backward_bf16(float *din, float *dw, float *dbias, const stru
 		rows_with_colsums(dbias, N, Cout, add_row, &x);
 	}
 	if (din)
-		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, OUT_F32, N), dout, w, din, NULL);
-	gemm_run(gemm_get(WGT, Cin, Cout, 1, OUT_F32, N), dout, in, dw, NULL);
+		gemm_run(gemm_get(DATA, Cin, Cout, accumulate, OUT_F32, 0, N), dout, w, din, NULL);
+	gemm_run(gemm_get(WGT, Cin, Cout, 1, OUT_F32, 0, N), dout, in, dw, NULL);
 }
 
 /* The heads' products on gemm_bf16, or on AMX's tiles where bf16_amx, in
@@ -484,6 +574,7 @@ const struct backend *backend_cpu_bf16(const char **why)
 	bf16.precise = backend_cpu();
 	bf16.act_size = sizeof(uint16_t);
 	bf16.as_act = as_act_bf16;
+	bf16.as_fixed_act = as_fixed_act_bf16;
 	bf16.linear_forward = linear_forward_bf16;
 	bf16.linear_forward_act = linear_forward_act_bf16;
 	bf16.linear_gelu_forward_act = linear_gelu_forward_act_bf16;

@@ -710,7 +710,8 @@ static void weights_in_acts(struct bert *m)
 		return;
 	size_t from = first_weight_in_acts(m), n = m->numel - from;
 	struct act *space = acts_are_floats(be) ? NULL : bert_fit(be, &m->weight_acts_space, n * be->act_size);
-	m->weight_acts = be->as_act(space, m->dparams + from, n);
+	m->weight_acts = m->forward_only && be->as_fixed_act ? be->as_fixed_act(space, m->dparams + from, n) :
+							       be->as_act(space, m->dparams + from, n);
 	m->weight_acts_kept = m->forward_only;
 }
 

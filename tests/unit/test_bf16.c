@@ -197,6 +197,50 @@ static double rel_diff(const float *a, const float *b, size_t n)
 	return e;
 }
 
+enum { FIX_N = 40, FIX_IN = 64, FIX_OUT = 96 };
+
+/* The products over in (FIX_N x FIX_IN) of the weights in space against
+ * those of w made by as_act, in fp32 and through GELU into acts. */
+static void check_against_plain(const struct act *space, const float *w, const struct act *in, const float *b,
+				const char *what)
+{
+	size_t n = (size_t)FIX_N * FIX_OUT;
+	float *got = xmalloc(n * sizeof *got), *want = xmalloc(n * sizeof *want);
+	struct act *plain = low(w, (size_t)FIX_OUT * FIX_IN), *gl = xmalloc(n * bf->act_size),
+		   *pl = xmalloc(n * bf->act_size);
+	bf->linear_forward(want, in, plain, b, FIX_N, FIX_IN, FIX_OUT);
+	bf->linear_forward(got, in, space, b, FIX_N, FIX_IN, FIX_OUT);
+	bf->linear_gelu_forward_act(pl, in, plain, b, FIX_N, FIX_IN, FIX_OUT);
+	bf->linear_gelu_forward_act(gl, in, space, b, FIX_N, FIX_IN, FIX_OUT);
+	double e = rel_diff(got, want, n);
+	CHECK(e < 1e-6 && !memcmp(gl, pl, n * bf->act_size),
+	      "bf16 products over weights %s: those over the same weights made by as_act (%.2g)", what, e);
+	free(got), free(want), free(plain), free(gl), free(pl);
+}
+
+/* Weights made by as_fixed_act (packed for the products once) give the
+ * products of the same weights made by as_act; weights written over by
+ * as_act, or made fixed again with other values, are the ones the next
+ * product reads. */
+static void check_fixed_weights(struct rng *r)
+{
+	size_t nw = (size_t)FIX_OUT * FIX_IN;
+	float *in = randoms(r, (size_t)FIX_N * FIX_IN), *w1 = randoms(r, nw), *w2 = randoms(r, nw),
+	      *b = randoms(r, FIX_OUT);
+	struct act *il = low(in, (size_t)FIX_N * FIX_IN), *space = xmalloc(nw * bf->act_size);
+	bf->as_fixed_act(space, w1, nw);
+	check_against_plain(space, w1, il, b, "made fixed");
+	check_against_plain(space, w1, il, b, "made fixed, their packed copy read again");
+	bf->as_act(space, w2, nw);
+	check_against_plain(space, w2, il, b, "written over by as_act");
+	bf->as_fixed_act(space, w1, nw);
+	check_against_plain(space, w1, il, b, "made fixed again");
+	bf->as_fixed_act(space, w2, nw);
+	check_against_plain(space, w2, il, b, "made fixed again with other values");
+	bf->as_act(space, w1, nw);   /* none left fixed for the checks after */
+	free(in), free(w1), free(w2), free(b), free(il), free(space);
+}
+
 /* Whether each of n acts is the float beside it rounded. */
 static int rounds_of(const struct act *a, const float *x, size_t n)
 {
@@ -733,6 +777,7 @@ int main(void)
 	check_forward(&r, 5, 19, 23, 1);      /* the same primitive, another row count */
 	check_forward(&r, 64, 48, 96, 0);
 	check_many_row_counts(&r);
+	check_fixed_weights(&r);
 	check_backward(&r, 37, 19, 23, 0, 1);
 	check_backward(&r, 37, 19, 23, 1, 1);
 	check_backward(&r, 11, 19, 23, 1, 0);
