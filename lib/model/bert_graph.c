@@ -1015,8 +1015,8 @@ static void layer_backward(struct bert *m, int l, const struct act *xl,
 static const struct act *stream_branch(struct bert *m, float *dh, int rows, float p, uint64_t seed)
 {
 	size_t n = (size_t)rows * m->c.hidden;
-	if (p <= 0.0f && acts_are_floats(m->be))
-		return float_acts(dh);
+	if (p <= 0.0f)
+		return acts_are_floats(m->be) ? float_acts(dh) : m->be->as_act(m->a.dbranch, dh, n);
 	m->be->dropout_apply(m->a.dtmp, dh, n, p, seed);
 	return m->be->as_act(m->a.dbranch, m->a.dtmp, n);
 }
