@@ -5,6 +5,7 @@
 #include "data/utf8.h"
 #include "util/strbuf.h"
 #include <float.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,14 +55,16 @@ static long index_pieces(struct unigram *u)
 	return -1;
 }
 
-/* The pieces of u->text in u->trie. */
-static void plant_pieces(struct unigram *u)
+/* The pieces of u->text in u->trie; a pthread's start. */
+static void *plant_pieces(void *up)
 {
+	struct unigram *u = up;
 	for (int32_t i = 0; i < u->size; i++) {
 		const char *piece = u->text.s + u->at[i];
 		trie_add(u->trie, piece, strlen(piece), i);
 	}
 	trie_freeze(u->trie);
+	return NULL;
 }
 
 static void read_pieces(const struct tjwhere *w, json_t *vocab, struct unigram *u)
@@ -92,14 +95,13 @@ static void read_pieces(const struct tjwhere *w, json_t *vocab, struct unigram *
 		if (u->score[i] < lowest)
 			lowest = u->score[i];
 	}
-	long twice;
-#pragma omp parallel sections num_threads(2)   /* two tables of the pieces, one a thread */
-	{
-#pragma omp section
-		twice = index_pieces(u);
-#pragma omp section
+	pthread_t planter;   /* the two tables of the pieces, one a thread */
+	int threads = !pthread_create(&planter, NULL, plant_pieces, u);
+	if (!threads)
 		plant_pieces(u);
-	}
+	long twice = index_pieces(u);
+	if (threads)
+		pthread_join(planter, NULL);
 	if (twice >= 0)
 		tj_die(w, "vocab: the piece '%s' appears twice", u->text.s + u->at[twice]);
 	u->unk_score = lowest - UNK_PENALTY;
