@@ -8,6 +8,7 @@
 #include "data/utf8.h"
 #include "data/wpmodel.h"
 #include "format/jsonarena.h"
+#include "format/jsonsplit.h"
 #include "util/afile.h"
 #include "util/digest.h"
 #include "util/strbuf.h"
@@ -311,7 +312,7 @@ struct hftok *hftok_parse(const char *name, const char *bytes, size_t n)
 	sha256_hex(bytes, n, t->sha256);
 	json_error_t err;
 	json_arena_begin();   /* the tree, read once into the tables, goes at once */
-	json_t *root = json_loadb(bytes, n, JSON_REJECT_DUPLICATES, &err);
+	json_t *root = json_loadb_halves(bytes, n, JSON_REJECT_DUPLICATES, "model", "vocab", &err, NULL);
 	struct tjwhere w = {t->path, NULL};
 	if (!root)
 		die("%s: line %d: %s", t->path, err.line, err.text);
