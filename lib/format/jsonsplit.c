@@ -56,9 +56,9 @@ static size_t skip_value(const char *s, size_t n, size_t i)
 	return NONE;
 }
 
-/* The value of the first member key (its raw bytes) of the object at s[i]:
- * its start in *at, its end returned; NONE where there is none. */
-static size_t member(const char *s, size_t n, size_t i, const char *key, size_t *at)
+/* The start of the value of the first member key (its raw bytes) of the
+ * object at s[i], or NONE. */
+static size_t member(const char *s, size_t n, size_t i, const char *key)
 {
 	size_t klen = strlen(key);
 	if ((i = skip_ws(s, n, i)) >= n || s[i] != '{')
@@ -67,14 +67,11 @@ static size_t member(const char *s, size_t n, size_t i, const char *key, size_t 
 		size_t k = i, end = skip_string(s, n, i);
 		if (end == NONE || (i = skip_ws(s, n, end)) >= n || s[i] != ':')
 			return NONE;
-		size_t v = skip_ws(s, n, i + 1), ve = skip_value(s, n, v);
-		if (ve == NONE)
-			return NONE;
-		if (end - k - 2 == klen && !memcmp(s + k + 1, key, klen)) {
-			*at = v;
-			return ve;
-		}
-		if ((i = skip_ws(s, n, ve)) >= n || s[i] != ',')
+		size_t v = skip_ws(s, n, i + 1);
+		if (end - k - 2 == klen && !memcmp(s + k + 1, key, klen))
+			return v;
+		size_t ve = skip_value(s, n, v);
+		if (ve == NONE || (i = skip_ws(s, n, ve)) >= n || s[i] != ',')
 			return NONE;
 		i = skip_ws(s, n, i + 1);
 	}
@@ -146,7 +143,8 @@ json_t *json_loadb_halves(const char *text, size_t n, size_t flags, const char *
 	int unused;
 	halved = halved ? halved : &unused;
 	*halved = 0;
-	size_t m, me = member(text, n, 0, outer, &m), v, ve = me == NONE ? NONE : member(text, me, m, inner, &v);
+	size_t m = member(text, n, 0, outer), v = m == NONE ? NONE : member(text, n, m, inner);
+	size_t ve = v == NONE || (text[v] != '[' && text[v] != '{') ? NONE : skip_value(text, n, v);
 	size_t comma = ve == NONE || ve - v < SPLIT_FROM ? NONE : middle_comma(text, v, ve);
 	if (comma == NONE)
 		return json_loadb(text, n, flags, err);
@@ -161,12 +159,12 @@ json_t *json_loadb_halves(const char *text, size_t n, size_t flags, const char *
 	json_t *root = json_loadb(rest, nrest, flags, err), *a = json_loadb(first, n1, flags, err);
 	if (threads)
 		pthread_join(reader, NULL);
-	else
-		read_half(&h);
+	else   /* into this thread's arena, which read_half's would end */
+		h.value = json_loadb(second, n2, flags, &h.err);
 	json_arena_adopt(h.blocks);
-	json_t *place = json_object_get(json_object_get(root, outer), inner);
-	int whole = root && a && h.value && place && join(a, h.value) &&
-		    !json_object_set(json_object_get(root, outer), inner, a);
+	json_t *model = json_object_get(root, outer);
+	int whole = a && h.value && json_object_get(model, inner) && join(a, h.value) &&
+		    !json_object_set(model, inner, a);
 	json_decref(a);
 	json_decref(h.value);
 	free(rest);
