@@ -291,6 +291,9 @@ int64_t attention_probs(int64_t *p_start, const int32_t *kv_start, const int32_t
 
 /* The CPU: fp32, OpenBLAS and OpenMP. */
 const struct backend *backend_cpu(void);
+/* The name of the set of OpenBLAS kernels the CPU's fp32 products run on
+ * ("SkylakeX"), fitted to the processor the first time (cpu_blas.c). */
+const char *backend_cpu_blas(void);
 /* The CPU with bf16 acts: the linear layers' and attention's products in
  * bf16 with fp32 accumulation, every other op fp32 (cpu_bf16.c); or NULL
  * where this build or processor cannot, with the reason in why. */

@@ -229,5 +229,6 @@ static const struct backend cpu = {
 
 const struct backend *backend_cpu(void)
 {
+	backend_cpu_blas();
 	return &cpu;
 }

@@ -214,9 +214,12 @@ void start_state(struct trainer *t, const char *ckpt)
 		snprintf(batch, sizeof batch, "%ld tokens", t->c->batch_tokens);
 	else
 		snprintf(batch, sizeof batch, "%ld", t->c->batch);
+	char blas[64] = "";
+	if (t->c->be->host)
+		snprintf(blas, sizeof blas, " (OpenBLAS's %s kernels)", backend_cpu_blas());
 	trainer_log(t, "%ld steps (%ld per epoch), batch %s x %ld accumulation x %d processes, %zu parameters, "
-	      "on %s%s", t->total_steps, t->steps_per_epoch, batch, t->c->accum, t->comm->size,
-	      bert_numel(t->m), t->c->be->name, who);
+	      "on %s%s%s", t->total_steps, t->steps_per_epoch, batch, t->c->accum, t->comm->size,
+	      bert_numel(t->m), t->c->be->name, blas, who);
 	if (t->comm->strays)
 		trainer_log(t, "dropped %ld connections at MASTER_PORT that were no processes of the run while they "
 		      "joined (stderr names the first)", t->comm->strays);

@@ -47,7 +47,22 @@ check "--recompute: the same model bytes" cmp "$T/rre/final/model.safetensors" "
 # --device: the CPU by name; a device the build or machine lacks stops before
 # the run dir exists; a resume may name the device, which the config leaves out
 check "--device cpu trains" train "${TINY[@]}" --run "$T/rdev" --max-steps 4 --device cpu
-check "the log names the device" grep -q "on cpu$" "$T/rdev/log/rank-0.log"
+check "the log names the device and OpenBLAS's kernels" grep -q "on cpu (OpenBLAS's [A-Za-z0-9]* kernels)$" \
+	"$T/rdev/log/rank-0.log"
+# OpenBLAS's kernels are those of what the processor can do, where OpenBLAS
+# does not know its model (Debian 12's falls back to SSE3's on Emerald Rapids)
+kernels=$(sed -n "s/.* (OpenBLAS's \(.*\) kernels)$/\1/p" "$T/rdev/log/rank-0.log")
+flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+has() { [[ $flags == *" $1 "* ]]; }
+if has avx512f && has avx512dq && has avx512bw && has avx512vl; then
+	check "AVX-512 here: OpenBLAS's AVX-512 kernels ($kernels)" grep -qxE 'SkylakeX|Cooperlake|SapphireRapids' \
+		<<<"$kernels"
+elif has avx2; then
+	check "AVX2 here: not OpenBLAS's SSE3 kernels ($kernels)" test "$kernels" != Prescott
+fi
+check "a core type the user sets is kept" env OPENBLAS_CORETYPE=Prescott timeout 300 ts-train "${TINY[@]}" \
+	--run "$T/rcore" --max-steps 2
+check "the log names it" grep -q "on cpu (OpenBLAS's Prescott kernels)$" "$T/rcore/log/rank-0.log"
 check "the run's config leaves the device out" bash -c "! grep -q device '$T/rdev/config'"
 expect_fail "--device cuda:7 on a machine without it" 1 "--device cuda:7: " \
 	train "${TINY[@]}" --run "$T/rnodev" --max-steps 4 --device cuda:7
