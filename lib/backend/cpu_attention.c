@@ -10,7 +10,10 @@
  * it works each tile's probabilities out again with the forward's own
  * products and softmax, so they have the forward's bits, in the thread's
  * scratch, which stays in its cache; the gradients of Q, K and V, read only
- * after all heads, are made there too and streamed out. */
+ * after all heads, are made there too and streamed out. Without dropout or
+ * a band, where the kernels have one (AMX's), the forward takes a head
+ * whole: its own packing, its softmax's weights rounded into the values'
+ * product before their division (cpu_ops.h: head_forward_amx). */
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
 #include "util/err.h"
@@ -32,6 +35,7 @@ struct heads {
 	softmax_row_fn softmax;
 	softmax_backward_fn softmax_backward;
 	int bf16;                  /* q, k, v and ctx are bf16, else floats */
+	void (*whole)(const struct head_view *h);   /* a head at once: no dropout, no band */
 };
 
 static struct heads heads_of(const struct attention *a, const uint8_t *mask,
@@ -40,7 +44,8 @@ static struct heads heads_of(const struct attention *a, const uint8_t *mask,
 	int d = a->C / a->H;
 	struct heads s = { a, mask, d, 1.0f / sqrtf((float)d), dropout_threshold(a->p),
 			   dropout_key(a->seed), 1.0f / (1.0f - a->p), kn->gemm, kn->softmax,
-			   kn->softmax_backward, kn->bf16 };
+			   kn->softmax_backward, kn->bf16,
+			   a->band || a->p > 0 || d % 2 || a->ldkv % 2 ? NULL : kn->head_forward };
 	return s;
 }
 
@@ -415,6 +420,14 @@ static void head_forward(struct act *ctx, const struct head_scratch *w, const st
 	if (!t.nq)
 		return;
 	struct head_in in = head_in(s, &t);
+	if (s->whole) {
+		const struct attention *a = s->a;
+		struct head_view h = { in.q.p, in.k.p, in.v.p,
+				       (uint16_t *)ctx + (size_t)t.q0 * a->C + (size_t)t.h * s->d, s->mask + t.k0,
+				       a->ldq, a->ldkv, a->C, t.nq, t.n, s->d, s->scale };
+		s->whole(&h);
+		return;
+	}
 	for (struct tile g = next_tile(s, &t, NULL); g.nq; g = next_tile(s, &t, &g)) {
 		const float *pv = w->pr;
 		if (g.kw)

@@ -20,7 +20,7 @@
 /* Each thread's packing space, made before the parallel region (die() must
  * not run inside one). */
 struct pack_space {
-	uint32_t *a, *b, *rows;
+	uint32_t *a, *b, *rows, *v;
 	size_t cap;                /* words in each */
 };
 
@@ -40,15 +40,17 @@ void gemm_bf16_reserve(int dim)
 		memset(spaces + nspaces, 0, sizeof *spaces * (size_t)(threads - nspaces));
 		nspaces = threads;
 	}
-	size_t need = (size_t)round_up(dim, 32) * (size_t)round_up((dim + 1) / 2, 16);
+	int pairs = round_up((dim + 1) / 2, 16);   /* and 32 rows of scores for head_forward_amx */
+	size_t need = (size_t)round_up(dim, 32) * (size_t)(pairs > 32 ? pairs : 32);
 	for (int t = 0; t < threads; t++) {
 		struct pack_space *s = &spaces[t];
 		if (s->cap >= need)
 			continue;
-		free(s->a), free(s->b), free(s->rows);
+		free(s->a), free(s->b), free(s->rows), free(s->v);
 		s->a = xmalloc(need * sizeof *s->a);
 		s->b = xmalloc(need * sizeof *s->b);
 		s->rows = xmalloc(need * sizeof *s->rows);
+		s->v = xmalloc(need * sizeof *s->v);
 		s->cap = need;
 	}
 }
@@ -363,12 +365,176 @@ void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct
 	memset(s->b + (size_t)K2 * N_pad, 0, sizeof *s->b * (size_t)(K2p - K2) * N_pad);
 	kernel_amx(s->a, K2p, s->b, N_pad, M, N, alpha, beta, C, ldc);
 }
+
+/* Tiles 0 to 3 (a 32x32 block) += A's 32 rows (a, K2p words a row) times
+ * B's 32 columns (b, N_pad words a pair), over K2p pairs. */
+AMX static void block_amx(const uint32_t *a, int K2p, const uint32_t *b, int N_pad)
+{
+	size_t a_stride = (size_t)K2p * 4, b_stride = (size_t)N_pad * 4;
+	for (int kk = 0; kk < K2p; kk += 16) {
+		_tile_loadd(4, a + kk, a_stride);
+		_tile_loadd(5, a + (size_t)16 * K2p + kk, a_stride);
+		_tile_loadd(6, b + (size_t)kk * N_pad, b_stride);
+		_tile_loadd(7, b + (size_t)kk * N_pad + 16, b_stride);
+		_tile_dpbf16ps(0, 4, 6);
+		_tile_dpbf16ps(1, 4, 7);
+		_tile_dpbf16ps(2, 5, 6);
+		_tile_dpbf16ps(3, 5, 7);
+	}
+}
+
+/* The head's queries i0.. (rows of them, at most 32) as A's rows: K2p
+ * words a row, zero past the head's width and past rows, up to 32. */
+BF16 static void pack_queries(uint32_t *qa, const struct head_view *h, int i0, int rows, int K2p)
+{
+	for (int r = 0; r < 32; r++)
+		for (int c = 0; c < 2 * K2p; c += 32) {
+			int w = r < rows ? h->d - c : 0;
+			__mmask32 m = w >= 32 ? ~0u : w <= 0 ? 0 : (1u << w) - 1;
+			_mm512_storeu_si512(qa + (size_t)r * K2p + c / 2,
+					    _mm512_maskz_loadu_epi16(m, h->q + (size_t)(i0 + r) * h->ldq + c));
+		}
+}
+
+/* The head's keys as B's columns (the transpose of their rows of words):
+ * K2p pairs of N_pad columns, zero past the head's width and past n. */
+BF16 static void pack_keys(uint32_t *kp, const struct head_view *h, int K2p, int N_pad)
+{
+	int K2 = h->d / 2;
+	__m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+					_mm512_set1_epi32(h->ldkv / 2));
+	for (int j0 = 0; j0 < N_pad; j0 += 16) {
+		__mmask16 m = first(h->n - j0);
+		const int *row = (const int *)(h->k + (size_t)j0 * h->ldkv);
+		for (int kk = 0; kk < K2; kk++)
+			_mm512_storeu_si512(kp + (size_t)kk * N_pad + j0,
+					    _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, at, row + kk, 4));
+	}
+	memset(kp + (size_t)K2 * N_pad, 0, sizeof *kp * (size_t)(K2p - K2) * N_pad);
+}
+
+/* 32 rows of raw scores (N_pad floats a row, ld apart) from the packed
+ * queries qa (K2p words a row) and keys kp. */
+AMX static void scores_amx(float *S, const uint32_t *qa, int K2p, const uint32_t *kp, int N_pad)
+{
+	size_t ld = (size_t)N_pad * 4;
+	for (int j0 = 0; j0 < N_pad; j0 += 32) {
+		_tile_zero(0);
+		_tile_zero(1);
+		_tile_zero(2);
+		_tile_zero(3);
+		block_amx(qa, K2p, kp + j0, N_pad);
+		_tile_stored(0, S + j0, ld);
+		_tile_stored(1, S + j0 + 16, ld);
+		_tile_stored(2, S + (size_t)16 * N_pad + j0, ld);
+		_tile_stored(3, S + (size_t)16 * N_pad + j0 + 16, ld);
+	}
+}
+
+/* 2^t to 6e-5 relative: 2^n times 2^f's Taylor polynomial to the fourth
+ * power, n the whole number nearest t and f what is left, within 1/2.
+ * Enough for a weight rounded to bf16 (2^-9 relative) and summed in floats. */
+BF16 static inline __m512 exp2_weight(__m512 t)
+{
+	__m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 f = _mm512_sub_ps(t, n);
+	__m512 p = _mm512_set1_ps(9.6181291e-3f);
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504109e-2f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022651e-1f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718e-1f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+	return _mm512_scalef_ps(p, n);
+}
+
+/* A row of raw scores s (n keys) to its softmax's weights before they are
+ * divided by their sum, e^(scale (s - max)), rounded to bf16 in order into
+ * w (pairs words, zero past n); returns the inverse of their sum. A row
+ * with no real key weighs all n alike. */
+BF16 static float weights_row(uint32_t *w, const float *s, const uint8_t *mask, int n, int pairs, float scale)
+{
+	__m512 mx = _mm512_set1_ps(-INFINITY);
+	for (int j = 0; j < n; j += 16)
+		mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, real16(mask, j, n), s + j));
+	float m = _mm512_reduce_max_ps(mx);
+	float k = scale * 1.44269504088896341f;   /* e^(scale x) = 2^(k x) */
+	__m512 sum = _mm512_setzero_ps(), vk = _mm512_set1_ps(k), mk = _mm512_set1_ps(m * k);
+	for (int j = 0; j < 2 * pairs; j += 32) {
+		__m512 e[2];
+		for (int h = 0; h < 2; h++) {
+			__mmask16 real = real16(mask, j + 16 * h, n);
+			if (m == -INFINITY)
+				e[h] = _mm512_maskz_mov_ps(first(n - j - 16 * h), _mm512_set1_ps(1.0f));
+			else
+				e[h] = _mm512_maskz_mov_ps(real, exp2_weight(_mm512_fmsub_ps(
+					_mm512_maskz_loadu_ps(real, s + j + 16 * h), vk, mk)));
+			sum = _mm512_add_ps(sum, e[h]);
+		}
+		_mm512_storeu_si512(w + j / 2, (__m512i)_mm512_cvtne2ps_pbh(e[1], e[0]));
+	}
+	return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+/* The context of queries i0.. (rows of them): the weights wa (32 rows of
+ * K2p words) times the packed values vp (d_pad columns), each row times
+ * its inv, rounded into ctx. */
+AMX static void context_amx(const struct head_view *h, const uint32_t *wa, int K2p, const uint32_t *vp,
+			    int d_pad, const float *inv, int i0, int rows)
+{
+	float block[32 * 32];
+	for (int c0 = 0; c0 < h->d; c0 += 32) {
+		_tile_zero(0);
+		_tile_zero(1);
+		_tile_zero(2);
+		_tile_zero(3);
+		block_amx(wa, K2p, vp + c0, d_pad);
+		_tile_stored(0, block, 128);
+		_tile_stored(1, block + 16, 128);
+		_tile_stored(2, block + 16 * 32, 128);
+		_tile_stored(3, block + 16 * 32 + 16, 128);
+		for (int r = 0; r < rows; r++)
+			for (int c = c0; c < c0 + 32 && c < h->d; c += 16)
+				store16_bf16(h->ctx + (size_t)(i0 + r) * h->ldc + c, first(h->d - c),
+					     _mm512_mul_ps(_mm512_loadu_ps(block + r * 32 + c - c0),
+							   _mm512_set1_ps(inv[r])));
+	}
+}
+
+AMX void head_forward_amx(const struct head_view *h)
+{
+	struct pack_space *s = &spaces[omp_get_thread_num()];
+	int d = h->d, n = h->n, K2pd = round_up(d / 2, 16), N_pad = round_up(n, 32);
+	int K2k = (n + 1) / 2, K2pk = round_up(K2k, 16), d_pad = round_up(d, 32);
+	pack_keys(s->b, h, K2pd, N_pad);
+	pack_down_columns_bf16(s->v, h->v, h->ldkv, d, d_pad, n);
+	memset(s->v + (size_t)K2k * d_pad, 0, sizeof *s->v * (size_t)(K2pk - K2k) * d_pad);
+	struct tile_config cfg = { .palette = 1 };
+	for (int t = 0; t < 8; t++)
+		cfg.rows[t] = 16, cfg.bytes[t] = 64;
+	_tile_loadconfig(&cfg);
+	float *S = (float *)s->rows, inv[32];
+	for (int i0 = 0; i0 < h->nq; i0 += 32) {
+		int rows = h->nq - i0 < 32 ? h->nq - i0 : 32;
+		pack_queries(s->a, h, i0, rows, K2pd);
+		scores_amx(S, s->a, K2pd, s->b, N_pad);
+		for (int r = 0; r < rows; r++)   /* the weights over the queries, now read */
+			inv[r] = weights_row(s->a + (size_t)r * K2pk, S + (size_t)r * N_pad, h->mask, n, K2pk,
+					     h->scale);
+		context_amx(h, s->a, K2pk, s->v, d_pad, inv, i0, rows);
+	}
+	_tile_release();
+}
 #else
 void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	      struct operand B, float beta, float *C, int ldc)
 {
 	(void)transa, (void)transb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)B,
 		(void)beta, (void)C, (void)ldc;
+	abort();                   /* bf16_amx is false off x86-64 */
+}
+
+void head_forward_amx(const struct head_view *h)
+{
+	(void)h;
 	abort();                   /* bf16_amx is false off x86-64 */
 }
 

@@ -538,7 +538,7 @@ static void linear_backward_bf16(float *din, float *dw, float *dbias, const stru
 static const struct attention_kernels heads_avx512 = { gemm_bf16, softmax_row_bf16,
 						       softmax_backward_row_bf16, 1 };
 static const struct attention_kernels heads_amx = { gemm_amx, softmax_row_bf16,
-						    softmax_backward_row_bf16, 1 };
+						    softmax_backward_row_bf16, 1, head_forward_amx };
 static const struct attention_kernels *heads_bf16;
 
 static void reserve_heads(const struct attention *a)

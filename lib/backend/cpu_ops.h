@@ -126,6 +126,25 @@ void gemm_bf16_reserve(int dim);
  * the sums: only where bf16_amx. */
 void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct operand A,
 	      struct operand B, float beta, float *C, int ldc);
+/* One head of one sequence, for a kernel that takes it whole: its nq
+ * queries (rows ldq apart), its keys and values (rows ldkv apart), of which
+ * the first n take part, their mask, and its context's rows (ldc apart);
+ * all bf16, d wide; scale the scores' factor. d and ldkv are even (the
+ * keys are read a pair of values at a time). */
+struct head_view {
+	const uint16_t *q, *k, *v;
+	uint16_t *ctx;
+	const uint8_t *mask;
+	int ldq, ldkv, ldc, nq, n, d;
+	float scale;
+};
+/* The forward of a head whole without dropout or a band: its context as
+ * attention_forward's, the softmax's weights rounded to bf16 before they are
+ * divided by their sum (so its bits are not those of the probabilities the
+ * backward works out again, which a model that only scores never asks
+ * for). On AMX-BF16, with the space of gemm_bf16_reserve: only where
+ * bf16_amx. */
+void head_forward_amx(const struct head_view *h);
 /* Scores p[0..n) in, probabilities p[0..len) out: the softmax over the keys
  * whose mask is set, zero for the others and past n; uniform over all len
  * when no key is real. */
@@ -164,6 +183,7 @@ struct attention_kernels {
 	softmax_row_fn softmax;
 	softmax_backward_fn softmax_backward;
 	int bf16;
+	void (*head_forward)(const struct head_view *h);   /* NULL: none */
 };
 void attention_forward_with(struct act *ctx, const struct attention *a,
 			    const struct attention_kernels *kn);

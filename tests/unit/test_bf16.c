@@ -378,10 +378,13 @@ static void check_layernorm(struct rng *r)
  * against fp32's over the same values: within bf16's precision, as its
  * products round the probabilities and their gradients too. All keys, or a
  * band of them (ModernBERT's local layers), over sequences of T, T * 13/20
- * and T * 7/20 rows (T = 200: a band's queries in several tiles). */
-static void check_attention(struct rng *r, int band, int T)
+ * and T * 7/20 rows (T = 200: a band's queries in several tiles), heads C/H
+ * wide, with dropout p. Without dropout or a band, on AMX, a head runs
+ * whole (head_forward_amx), in blocks of 32 queries; there the second
+ * sequence has no real key. */
+static void check_attention(struct rng *r, int band, int T, float p, int C, int H)
 {
-	enum { AB = 3, C = 32, H = 2 };
+	enum { AB = 3 };
 	int32_t kv_start[AB + 1] = { 0, T, T + T * 13 / 20, 2 * T };
 	int64_t p_start[AB + 1];
 	attention_probs(p_start, kv_start, NULL, AB, H);
@@ -390,13 +393,13 @@ static void check_attention(struct rng *r, int band, int T)
 	      *g = xmalloc(sizeof(float) * n), *g2 = xmalloc(sizeof(float) * n);
 	uint8_t *mask = xmalloc(N);
 	for (size_t i = 0; i < N; i++)
-		mask[i] = i != 7 && i < N - 2;
+		mask[i] = i != 7 && i < N - 2 && (p > 0 || band || i < (size_t)kv_start[1] || i >= (size_t)kv_start[2]);
 	struct act *ql = low(qkv, n), *cl = xmalloc(N * C * bf->act_size);
 	for (size_t i = 0; i < n; i++)
 		qkv[i] = bf16_round(qkv[i]);
 	struct attention a = { AB, T, C, H, float_acts(qkv), float_acts(qkv + C),
 			       float_acts(qkv + 2 * C), 3 * C, 3 * C, kv_start, NULL, p_start, mask,
-			       0.1f, 4 };
+			       p, 4 };
 	a.band = band;
 	struct attention al = a;
 	al.q = ql, al.k = act_at(bf, ql, C), al.v = act_at(bf, ql, 2 * C);
@@ -404,8 +407,8 @@ static void check_attention(struct rng *r, int band, int T)
 	bf->attention_forward(cl, NULL, &al);
 	float *got = widened(cl, N * C);
 	double e = rel_diff(got, ctx, N * C);
-	CHECK(e < 2e-2, "bf16 attention into acts, T %d, band %d: fp32's context within bf16's precision (%.2g)",
-	      T, band, e);
+	CHECK(e < 2e-2, "bf16 attention into acts, T %d, band %d, p %g, heads %d wide: fp32's context within "
+	      "bf16's precision (%.2g)", T, band, p, C / H, e);
 	if (band) {   /* the band takes effect: fp32's context without it differs */
 		float *all = xmalloc(sizeof(float) * N * C);
 		struct attention unbanded = a;
@@ -423,8 +426,8 @@ static void check_attention(struct rng *r, int band, int T)
 	g = widened(gl, n);
 	free(gl);
 	e = rel_diff(g, g2, n);
-	CHECK(e < 3e-2, "bf16 attention backward into acts, T %d, band %d: fp32's dq, dk, dv within bf16's "
-	      "precision (%.2g)", T, band, e);
+	CHECK(e < 3e-2, "bf16 attention backward into acts, T %d, band %d, p %g, heads %d wide: fp32's dq, dk, "
+	      "dv within bf16's precision (%.2g)", T, band, p, C / H, e);
 	free(mask);
 	free(qkv), free(dctx), free(ctx), free(g), free(g2), free(ql), free(cl), free(got);
 }
@@ -799,9 +802,12 @@ int main(void)
 	check_gelu_product(&r, 37, 19, 23);
 	check_gelu_product(&r, 64, 48, 96);
 	check_layernorm(&r);
-	check_attention(&r, 0, 20);
-	check_attention(&r, 4, 20);
-	check_attention(&r, 40, 200);
+	check_attention(&r, 0, 20, 0.1f, 32, 2);
+	check_attention(&r, 4, 20, 0.1f, 32, 2);
+	check_attention(&r, 40, 200, 0.1f, 32, 2);
+	check_attention(&r, 0, 20, 0.0f, 32, 2);
+	check_attention(&r, 0, 200, 0.0f, 32, 1);
+	check_attention(&r, 0, 77, 0.0f, 128, 2);
 	const char *ts = "NT";
 	int amx = bf16_amx();
 	if (!amx)
