@@ -79,8 +79,8 @@ static void check(dnnl_status_t s, const char *what)
  * for a bf16 output, mallocs an fp32 copy of it on every call. Making one
  * takes about a millisecond; the cache keeps the last MAX_GEMMS used. */
 enum gemm_kind { FWD, DATA, WGT };
-/* FWD's output: fp32, bf16, or the GELU (erf) of the sum and bias in bf16 */
-enum gemm_out { OUT_F32, OUT_BF16, OUT_GELU };
+/* FWD's output: fp32 or bf16 */
+enum gemm_out { OUT_F32, OUT_BF16 };
 
 struct gemm {
 	enum gemm_kind kind;
@@ -149,15 +149,10 @@ static void gemm_create(struct gemm *g)
 	dnnl_primitive_attr_t attr;
 	check(dnnl_primitive_attr_create(&attr), "an attribute");
 	check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratch memory");
-	int sum = g->kind == WGT || (g->kind == DATA && g->flag), gelu = g->kind == FWD && g->out == OUT_GELU;
-	if (sum || gelu) {
+	if (g->kind == WGT || (g->kind == DATA && g->flag)) {
 		dnnl_post_ops_t ops;
 		check(dnnl_post_ops_create(&ops), "post-ops");
-		if (sum)
-			check(dnnl_post_ops_append_sum(ops, 1.0f), "a sum post-op");
-		else
-			check(dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f),
-			      "a GELU post-op");
+		check(dnnl_post_ops_append_sum(ops, 1.0f), "a sum post-op");
 		check(dnnl_primitive_attr_set_post_ops(attr, ops), "setting post-ops");
 		dnnl_post_ops_destroy(ops);
 	}
@@ -514,7 +509,10 @@ static void linear_forward_act_bf16(struct act *out, const struct act *in, const
 static void linear_gelu_forward_act_bf16(struct act *out, const struct act *in, const struct act *w,
 					 const float *bias, int N, int Cin, int Cout)
 {
-	linear_fwd(out, in, w, bias, N, Cin, Cout, OUT_GELU);
+	linear_fwd(out, in, w, bias, N, Cin, Cout, OUT_BF16);
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < N; r++)
+		gelu_row_bf16((uint16_t *)out + (size_t)r * Cout, Cout);
 }
 
 static void linear_backward_bf16(float *din, float *dw, float *dbias, const struct act *dout,
@@ -569,6 +567,7 @@ const struct backend *backend_cpu_bf16(const char **why)
 	if (!bf16_available(why))
 		return NULL;
 	heads_bf16 = bf16_amx() ? &heads_amx : &heads_avx512;
+	gelu_table_bf16();
 	bf16 = *backend_cpu();
 	bf16.name = "cpu bf16";
 	bf16.precise = backend_cpu();

@@ -6,6 +6,7 @@
  * 16 lanes wide. */
 #include "backend/cpu_ops.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -86,18 +87,54 @@ BF16 void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, fl
 	*rstd = rs;
 }
 
+/* GELU's output rounded to bf16 for every bf16 input, by its bits: where
+ * both are bf16, a lookup (a gather from 128 KiB, of which the values a
+ * layer meets take a few lines) in place of the polynomials, with the same
+ * bits. One entry more for the gathers' 4-byte reads. */
+static uint16_t gelu_table[65536 + 1];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+BF16 static void fill_gelu_table(void)
+{
+	__m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	for (int i = 0; i < 65536; i += 16) {
+		__m512i bits = _mm512_add_epi32(_mm512_set1_epi32(i), lane);
+		__m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)), e;
+		store16_bf16(gelu_table + i, 0xffff, _mm512_mul_ps(x, normal_cdf16(x, &e)));
+	}
+}
+
+void gelu_table_bf16(void)
+{
+	pthread_once(&gelu_once, fill_gelu_table);
+}
+
+/* The lanes m of low: GELU of the bf16s in the lanes m of x (low may be x). */
+BF16 static inline void store16_gelu(uint16_t *low, const uint16_t *x, __mmask16 m)
+{
+	__m512i bits = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x));
+	__m512i y = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, bits, gelu_table, 2);
+	_mm256_mask_storeu_epi16(low, m, _mm512_cvtepi32_epi16(y));
+}
+
 BF16 void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n)
 {
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
 		store16_bf16(pre + j, m, _mm512_add_ps(load16_bf16(pre + j, m), load16(bias + j, m)));
-		__m512 x = load16_bf16(pre + j, m), e;   /* as the backward sees it */
-		__m512 y = _mm512_mul_ps(x, normal_cdf16(x, &e));
-		if (out)
-			store16(out + j, m, y);
-		else
-			store16_bf16(low + j, m, y);
+		if (out) {
+			__m512 x = load16_bf16(pre + j, m), e;   /* as the backward sees it */
+			store16(out + j, m, _mm512_mul_ps(x, normal_cdf16(x, &e)));
+		} else {
+			store16_gelu(low + j, pre + j, m);
+		}
 	}
+}
+
+BF16 void gelu_row_bf16(uint16_t *x, int n)
+{
+	for (int j = 0; j < n; j += 16)
+		store16_gelu(x + j, x + j, first(n - j));
 }
 
 BF16 void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16_t *pre, int n)
@@ -172,6 +209,17 @@ void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *
 void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n)
 {
 	(void)out, (void)low, (void)pre, (void)bias, (void)n;
+	abort();
+}
+
+void gelu_table_bf16(void)
+{
+	abort();
+}
+
+void gelu_row_bf16(uint16_t *x, int n)
+{
+	(void)x, (void)n;
 	abort();
 }
 

@@ -294,6 +294,37 @@ static void check_gelu(struct rng *r)
 	free(before), free(after), free(dact), free(dpre), free(dpre2);
 }
 
+/* The GELU table (gelu_row_bf16, in place) over every bf16 input: each
+ * finite one's output within bf16's rounding of the exact GELU (and 1e-6:
+ * erf's approximation is absolute in the far tail), a NaN's NaN; and a row whose length is not a multiple of 16 leaves what follows
+ * it. */
+static void check_gelu_table(void)
+{
+	enum { ALL = 65536, TAIL = 37 };
+	uint16_t *x = xmalloc((ALL + 16) * sizeof *x);
+	for (int i = 0; i < ALL + 16; i++)
+		x[i] = (uint16_t)i;
+	gelu_row_bf16(x, ALL);
+	int bad = -1;
+	for (int i = 0; i < ALL && bad < 0; i++) {
+		uint32_t ui = (uint32_t)i << 16, uo = (uint32_t)x[i] << 16;
+		float in, out;
+		memcpy(&in, &ui, sizeof in), memcpy(&out, &uo, sizeof out);
+		double want = 0.5 * in * (1 + erf(in / sqrt(2)));
+		if (isnan(in) ? !isnan(out) : !isinf(in) && !(fabs(out - want) <= fabs(want) * 0x1p-8 + 1e-6))
+			bad = i;
+	}
+	CHECK(bad < 0, "bf16 GELU by its table: every bf16 input's GELU, rounded (first wrong: bits %#x)", bad);
+	for (int i = 0; i < TAIL + 16; i++)
+		x[i] = (uint16_t)(0x3f80 + i);   /* 1 and up */
+	gelu_row_bf16(x, TAIL);
+	int kept = 1;
+	for (int i = TAIL; i < TAIL + 16; i++)
+		kept &= x[i] == 0x3f80 + i;
+	CHECK(kept && x[0] != 0x3f80, "bf16 GELU by its table over %d values leaves the ones after them", TAIL);
+	free(x);
+}
+
 /* Whether each of n acts is within one bf16 ulp of the float beside it
  * (the AVX-512 rows' erf is not the plain op's to the last bit). */
 static int within_ulp(const struct act *a, const float *x, size_t n)
@@ -606,25 +637,24 @@ static void check_model(const struct backend *bf16, enum model_mode mode, enum f
 }
 
 /* The feed-forward's GELU in its product (a model that only scores): the
- * exact GELU of the fp32 product and bias, rounded once into acts; erf's
- * approximation in the product's epilogue adds at most a few fp32 ulps. */
+ * exact GELU of the product and bias as rounded into acts, rounded into
+ * acts. */
 static void check_gelu_product(struct rng *r, int N, int Cin, int Cout)
 {
 	float *in = randoms(r, (size_t)N * Cin), *w = randoms(r, (size_t)Cout * Cin), *b = randoms(r, Cout);
-	float *sum = xmalloc((size_t)N * Cout * sizeof *sum);
 	struct act *il = low(in, (size_t)N * Cin), *wl = low(w, (size_t)Cout * Cin);
-	struct act *ol = xmalloc((size_t)N * Cout * bf->act_size);
-	bf->linear_forward(sum, il, wl, b, N, Cin, Cout);
+	struct act *sl = xmalloc((size_t)N * Cout * bf->act_size), *ol = xmalloc((size_t)N * Cout * bf->act_size);
+	bf->linear_forward_act(sl, il, wl, b, N, Cin, Cout);
 	bf->linear_gelu_forward_act(ol, il, wl, b, N, Cin, Cout);
-	float *got = widened(ol, (size_t)N * Cout);
+	float *sum = widened(sl, (size_t)N * Cout), *got = widened(ol, (size_t)N * Cout);
 	int rounded = 1;
 	for (int i = 0; i < N * Cout; i++) {
 		double x = sum[i], want = 0.5 * x * (1 + erf(x / sqrt(2)));
 		rounded &= fabs(got[i] - want) <= fabs(want) * 0x1p-8 + 1e-6;
 	}
-	CHECK(rounded, "bf16 GELU in the product %dx%d->%d: GELU of the sum and bias, rounded into acts", N,
-	      Cin, Cout);
-	free(in), free(w), free(b), free(sum), free(il), free(wl), free(ol), free(got);
+	CHECK(rounded, "bf16 GELU in the product %dx%d->%d: GELU of the sum and bias in acts, rounded into acts",
+	      N, Cin, Cout);
+	free(in), free(w), free(b), free(sum), free(il), free(wl), free(sl), free(ol), free(got);
 }
 
 static void backward_of(const void *m)
@@ -798,6 +828,7 @@ int main(void)
 	      "bf16 linear over 0 rows leaves the gradients as they were");
 	free(wl);
 	check_gelu(&r);
+	check_gelu_table();
 	check_rotary_geglu(&r);
 	check_gelu_product(&r, 37, 19, 23);
 	check_gelu_product(&r, 64, 48, 96);
