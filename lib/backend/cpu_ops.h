@@ -168,9 +168,9 @@ void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, float *
 				 const float *w, const float *b, int C, float eps,
 				 uint32_t key, uint32_t base, uint32_t threshold, float scale);
 void bias_gelu_row_bf16(float *out, uint16_t *low, uint16_t *pre, const float *bias, int n);
-/* GELU of n bf16s in place, as bias_gelu_row_bf16 rounds it; that and
- * bias_gelu_row_bf16 into low look it up in a table that gelu_table_bf16
- * fills, once, before either runs. */
+/* GELU of n bf16s in place, as bias_gelu_row_bf16 rounds it; that,
+ * bias_gelu_row_bf16 into low and gelu_backward_row_bf16 look GELU and its
+ * slope up in tables that gelu_table_bf16 fills, once, before any runs. */
 void gelu_row_bf16(uint16_t *x, int n);
 void gelu_table_bf16(void);
 void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16_t *pre, int n);

@@ -25,7 +25,9 @@ BF16 static inline __m512 normal_cdf16(__m512 x, __m512 *e)
 	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
 	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
 	p = _mm512_mul_ps(p, t);
-	*e = exp16(_mm512_mul_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(-0.5f)));
+	__m512 h = _mm512_mul_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(-0.5f));
+	/* zero below exp16's clamp, where x e^h (the slope's term) would grow with x */
+	*e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(h, _mm512_set1_ps(-87.0f), _CMP_GE_OQ), exp16(h));
 	__m512 tail = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_set1_ps(0.5f)), *e);
 	__mmask16 upper = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
 	return _mm512_mask_sub_ps(tail, upper, _mm512_set1_ps(1.0f), tail);
@@ -87,20 +89,29 @@ BF16 void residual_layernorm_row_bf16(float *out, uint16_t *copy, float *sum, fl
 	*rstd = rs;
 }
 
-/* GELU's output rounded to bf16 for every bf16 input, by its bits: where
- * both are bf16, a lookup (a gather from 128 KiB, of which the values a
- * layer meets take a few lines) in place of the polynomials, with the same
- * bits. One entry more for the gathers' 4-byte reads. */
+/* GELU's output rounded to bf16, and its slope, for every bf16 input, by
+ * its bits: where the input is bf16, a lookup (a gather from 128 KiB or 256
+ * KiB, of which the values a layer meets take a few lines) in place of the
+ * polynomials, with the same bits. One entry more in the first for the
+ * gathers' 4-byte reads. */
 static uint16_t gelu_table[65536 + 1];
+static float gelu_slopes[65536];
 static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+/* GELU's slope at x, with Phi(x) and e^(-x^2/2) from normal_cdf16. */
+BF16 static inline __m512 gelu_slope16(__m512 x, __m512 cdf, __m512 e)
+{
+	return _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)), e, cdf);
+}
 
 BF16 static void fill_gelu_table(void)
 {
 	__m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 	for (int i = 0; i < 65536; i += 16) {
 		__m512i bits = _mm512_add_epi32(_mm512_set1_epi32(i), lane);
-		__m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)), e;
-		store16_bf16(gelu_table + i, 0xffff, _mm512_mul_ps(x, normal_cdf16(x, &e)));
+		__m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)), e, cdf = normal_cdf16(x, &e);
+		store16_bf16(gelu_table + i, 0xffff, _mm512_mul_ps(x, cdf));
+		_mm512_storeu_ps(gelu_slopes + i, gelu_slope16(x, cdf, e));
 	}
 }
 
@@ -141,10 +152,8 @@ BF16 void gelu_backward_row_bf16(uint16_t *dpre, const float *dout, const uint16
 {
 	for (int j = 0; j < n; j += 16) {
 		__mmask16 m = first(n - j);
-		__m512 x = load16_bf16(pre + j, m), e;
-		__m512 cdf = normal_cdf16(x, &e);
-		__m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)),
-					       e, cdf);
+		__m512i bits = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, pre + j));
+		__m512 slope = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, bits, gelu_slopes, 4);
 		store16_bf16(dpre + j, m, _mm512_mul_ps(load16(dout + j, m), slope));
 	}
 }
@@ -164,8 +173,7 @@ BF16 void geglu_backward_row_bf16(uint16_t *din, const float *dout, const uint16
 		__mmask16 m = first(F - j);
 		__m512 x = load16_bf16(in + j, m), g = load16_bf16(in + F + j, m), dy = load16(dout + j, m), e;
 		__m512 cdf = normal_cdf16(x, &e);
-		__m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)), e, cdf);
-		store16_bf16(din + j, m, _mm512_mul_ps(_mm512_mul_ps(dy, g), slope));
+		store16_bf16(din + j, m, _mm512_mul_ps(_mm512_mul_ps(dy, g), gelu_slope16(x, cdf, e)));
 		store16_bf16(din + F + j, m, _mm512_mul_ps(dy, _mm512_mul_ps(x, cdf)));
 	}
 }

@@ -294,10 +294,11 @@ static void check_gelu(struct rng *r)
 	free(before), free(after), free(dact), free(dpre), free(dpre2);
 }
 
-/* The GELU table (gelu_row_bf16, in place) over every bf16 input: each
- * finite one's output within bf16's rounding of the exact GELU (and 1e-6:
- * erf's approximation is absolute in the far tail), a NaN's NaN; and a row whose length is not a multiple of 16 leaves what follows
- * it. */
+/* The GELU tables (gelu_row_bf16, in place, and gelu_backward_row_bf16)
+ * over every bf16 input: each finite one's output within bf16's rounding
+ * of the exact GELU or its slope (and 1e-6: erf's approximation is
+ * absolute in the far tail), a NaN's NaN; and a row whose length is not a
+ * multiple of 16 leaves what follows it. */
 static void check_gelu_table(void)
 {
 	enum { ALL = 65536, TAIL = 37 };
@@ -315,6 +316,22 @@ static void check_gelu_table(void)
 			bad = i;
 	}
 	CHECK(bad < 0, "bf16 GELU by its table: every bf16 input's GELU, rounded (first wrong: bits %#x)", bad);
+	float *ones = xmalloc(ALL * sizeof *ones);
+	for (int i = 0; i < ALL; i++)
+		x[i] = (uint16_t)i, ones[i] = 1.0f;
+	uint16_t *d = xmalloc(ALL * sizeof *d);
+	gelu_backward_row_bf16(d, ones, x, ALL);
+	bad = -1;
+	for (int i = 0; i < ALL && bad < 0; i++) {
+		uint32_t ui = (uint32_t)i << 16, uo = (uint32_t)d[i] << 16;
+		float in, out;
+		memcpy(&in, &ui, sizeof in), memcpy(&out, &uo, sizeof out);
+		double want = 0.5 * (1 + erf(in / sqrt(2))) + in * exp(-0.5 * (double)in * in) / sqrt(2 * M_PI);
+		if (isnan(in) ? !isnan(out) : !isinf(in) && !(fabs(out - want) <= fabs(want) * 0x1p-8 + 1e-6))
+			bad = i;
+	}
+	CHECK(bad < 0, "bf16 GELU's slope by its table: every bf16 input's, rounded (first wrong: bits %#x)", bad);
+	free(ones), free(d);
 	for (int i = 0; i < TAIL + 16; i++)
 		x[i] = (uint16_t)(0x3f80 + i);   /* 1 and up */
 	gelu_row_bf16(x, TAIL);
