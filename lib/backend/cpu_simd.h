@@ -124,8 +124,8 @@ static inline void normal_cdf_pdf(float x, float *cdf, float *pdf)
 	float poly = t * (0.254829592f +
 			  t * (-0.284496736f +
 			       t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-	float h = -0.5f * x * x;
-	float e = h >= -87.0f ? exp_approx(h) : 0.0f;   /* below exp_approx's clamp, where x e would grow */
+	float h = -0.5f * x * x, e = exp_approx(h);
+	e = select_float(h >= -87.0f, e, 0.0f);   /* below exp_approx's clamp, where x e would grow */
 	float tail = 0.5f * poly * e;
 	*cdf = select_float(x >= 0.0f, 1.0f - tail, tail);
 	*pdf = 0.39894228040143268f * e;
