@@ -298,40 +298,58 @@ struct tile_config {
 	uint8_t rows[16];
 };
 
+/* Eight tiles of 16 rows of 64 bytes: 0 to 3 a 32x32 block of sums, 4 to 7
+ * the rows and columns multiplied into it. */
+AMX static void tiles_on(void)
+{
+	struct tile_config cfg = { .palette = 1 };
+	for (int t = 0; t < 8; t++)
+		cfg.rows[t] = 16, cfg.bytes[t] = 64;
+	_tile_loadconfig(&cfg);
+}
+
+/* Tiles 0 to 3 (a 32x32 block) = A's 32 rows (a, K2p words a row) times
+ * B's 32 columns (b, N_pad words a pair), over K2p pairs. */
+AMX static void block_amx(const uint32_t *a, int K2p, const uint32_t *b, int N_pad)
+{
+	size_t a_stride = (size_t)K2p * 4, b_stride = (size_t)N_pad * 4;
+	_tile_zero(0);
+	_tile_zero(1);
+	_tile_zero(2);
+	_tile_zero(3);
+	for (int kk = 0; kk < K2p; kk += 16) {
+		_tile_loadd(4, a + kk, a_stride);
+		_tile_loadd(5, a + (size_t)16 * K2p + kk, a_stride);
+		_tile_loadd(6, b + (size_t)kk * N_pad, b_stride);
+		_tile_loadd(7, b + (size_t)kk * N_pad + 16, b_stride);
+		_tile_dpbf16ps(0, 4, 6);
+		_tile_dpbf16ps(1, 4, 7);
+		_tile_dpbf16ps(2, 5, 6);
+		_tile_dpbf16ps(3, 5, 7);
+	}
+}
+
+/* The block of tiles 0 to 3 into 32 rows of out, ld floats apart. */
+AMX static void store_block(float *out, size_t ld)
+{
+	_tile_stored(0, out, ld * 4);
+	_tile_stored(1, out + 16, ld * 4);
+	_tile_stored(2, out + 16 * ld, ld * 4);
+	_tile_stored(3, out + 16 * ld + 16, ld * 4);
+}
+
 /* kernel's work on the tiles: A's pair (i, kk) at a[i * K2p + kk] (rows up
  * to M rounded up to 32, zero past M), B's as kernel takes it, K2p pairs
  * of both a multiple of 16 (zero past K). */
 AMX static void kernel_amx(const uint32_t *a, int K2p, const uint32_t *b, int N_pad, int M, int N,
 			   float alpha, float beta, float *C, int ldc)
 {
-	struct tile_config cfg = { .palette = 1 };
-	for (int t = 0; t < 8; t++)
-		cfg.rows[t] = 16, cfg.bytes[t] = 64;
-	_tile_loadconfig(&cfg);
+	tiles_on();
 	float block[32 * 32];
-	size_t a_stride = (size_t)K2p * 4, b_stride = (size_t)N_pad * 4;
 	for (int i0 = 0; i0 < M; i0 += 32) {
-		const uint32_t *ai = a + (size_t)i0 * K2p;
 		for (int j0 = 0; j0 < N; j0 += 32) {
-			_tile_zero(0);
-			_tile_zero(1);
-			_tile_zero(2);
-			_tile_zero(3);
-			for (int kk = 0; kk < K2p; kk += 16) {
-				const uint32_t *bk = b + (size_t)kk * N_pad + j0;
-				_tile_loadd(4, ai + kk, a_stride);
-				_tile_loadd(5, ai + (size_t)16 * K2p + kk, a_stride);
-				_tile_loadd(6, bk, b_stride);
-				_tile_loadd(7, bk + 16, b_stride);
-				_tile_dpbf16ps(0, 4, 6);
-				_tile_dpbf16ps(1, 4, 7);
-				_tile_dpbf16ps(2, 5, 6);
-				_tile_dpbf16ps(3, 5, 7);
-			}
-			_tile_stored(0, block, 128);
-			_tile_stored(1, block + 16, 128);
-			_tile_stored(2, block + 16 * 32, 128);
-			_tile_stored(3, block + 16 * 32 + 16, 128);
+			block_amx(a + (size_t)i0 * K2p, K2p, b + j0, N_pad);
+			store_block(block, 32);
 			int rows = M - i0 < 32 ? M - i0 : 32;
 			for (int r = 0; r < rows; r++)
 				for (int h = 0; h < 2 && j0 + 16 * h < N; h++) {
@@ -366,23 +384,6 @@ void gemm_amx(char transa, char transb, int M, int N, int K, float alpha, struct
 	kernel_amx(s->a, K2p, s->b, N_pad, M, N, alpha, beta, C, ldc);
 }
 
-/* Tiles 0 to 3 (a 32x32 block) += A's 32 rows (a, K2p words a row) times
- * B's 32 columns (b, N_pad words a pair), over K2p pairs. */
-AMX static void block_amx(const uint32_t *a, int K2p, const uint32_t *b, int N_pad)
-{
-	size_t a_stride = (size_t)K2p * 4, b_stride = (size_t)N_pad * 4;
-	for (int kk = 0; kk < K2p; kk += 16) {
-		_tile_loadd(4, a + kk, a_stride);
-		_tile_loadd(5, a + (size_t)16 * K2p + kk, a_stride);
-		_tile_loadd(6, b + (size_t)kk * N_pad, b_stride);
-		_tile_loadd(7, b + (size_t)kk * N_pad + 16, b_stride);
-		_tile_dpbf16ps(0, 4, 6);
-		_tile_dpbf16ps(1, 4, 7);
-		_tile_dpbf16ps(2, 5, 6);
-		_tile_dpbf16ps(3, 5, 7);
-	}
-}
-
 /* The head's queries i0.. (rows of them, at most 32) as A's rows: K2p
  * words a row, zero past the head's width and past rows, up to 32. */
 BF16 static void pack_queries(uint32_t *qa, const struct head_view *h, int i0, int rows, int K2p)
@@ -413,21 +414,13 @@ BF16 static void pack_keys(uint32_t *kp, const struct head_view *h, int K2p, int
 	memset(kp + (size_t)K2 * N_pad, 0, sizeof *kp * (size_t)(K2p - K2) * N_pad);
 }
 
-/* 32 rows of raw scores (N_pad floats a row, ld apart) from the packed
+/* 32 rows of raw scores (N_pad floats a row) from the packed
  * queries qa (K2p words a row) and keys kp. */
 AMX static void scores_amx(float *S, const uint32_t *qa, int K2p, const uint32_t *kp, int N_pad)
 {
-	size_t ld = (size_t)N_pad * 4;
 	for (int j0 = 0; j0 < N_pad; j0 += 32) {
-		_tile_zero(0);
-		_tile_zero(1);
-		_tile_zero(2);
-		_tile_zero(3);
 		block_amx(qa, K2p, kp + j0, N_pad);
-		_tile_stored(0, S + j0, ld);
-		_tile_stored(1, S + j0 + 16, ld);
-		_tile_stored(2, S + (size_t)16 * N_pad + j0, ld);
-		_tile_stored(3, S + (size_t)16 * N_pad + j0 + 16, ld);
+		store_block(S + j0, (size_t)N_pad);
 	}
 }
 
@@ -482,15 +475,8 @@ AMX static void context_amx(const struct head_view *h, const uint32_t *wa, int K
 {
 	float block[32 * 32];
 	for (int c0 = 0; c0 < h->d; c0 += 32) {
-		_tile_zero(0);
-		_tile_zero(1);
-		_tile_zero(2);
-		_tile_zero(3);
 		block_amx(wa, K2p, vp + c0, d_pad);
-		_tile_stored(0, block, 128);
-		_tile_stored(1, block + 16, 128);
-		_tile_stored(2, block + 16 * 32, 128);
-		_tile_stored(3, block + 16 * 32 + 16, 128);
+		store_block(block, 32);
 		for (int r = 0; r < rows; r++)
 			for (int c = c0; c < c0 + 32 && c < h->d; c += 16)
 				store16_bf16(h->ctx + (size_t)(i0 + r) * h->ldc + c, first(h->d - c),
@@ -507,10 +493,7 @@ AMX void head_forward_amx(const struct head_view *h)
 	pack_keys(s->b, h, K2pd, N_pad);
 	pack_down_columns_bf16(s->v, h->v, h->ldkv, d, d_pad, n);
 	memset(s->v + (size_t)K2k * d_pad, 0, sizeof *s->v * (size_t)(K2pk - K2k) * d_pad);
-	struct tile_config cfg = { .palette = 1 };
-	for (int t = 0; t < 8; t++)
-		cfg.rows[t] = 16, cfg.bytes[t] = 64;
-	_tile_loadconfig(&cfg);
+	tiles_on();
 	float *S = (float *)s->rows, inv[32];
 	for (int i0 = 0; i0 < h->nq; i0 += 32) {
 		int rows = h->nq - i0 < 32 ? h->nq - i0 : 32;
