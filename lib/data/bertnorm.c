@@ -6,6 +6,9 @@
 #include "util/err.h"
 #include <string.h>
 #include <utf8proc.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* What BERT does with each ASCII byte: w = word byte, W = upper-case letter,
  * P = punctuation (its own word), ' ' = whitespace, D = control (dropped; VT and FF
@@ -303,12 +306,40 @@ static char *reserve_out(struct bert_norm *n, char *o, size_t need)
 	return n->out + used;
 }
 
+#ifdef __SSE2__
+/* The word bytes among the 16 at p (letters and digits, lowercased when up
+ * is 0x20) into o, all 16 stored: bit i of the result set where byte i is one. */
+static unsigned copy16(const unsigned char *p, char *o, unsigned up)
+{
+	__m128i x = _mm_loadu_si128((const __m128i *)p), l = _mm_or_si128(x, _mm_set1_epi8(0x20));
+	/* signed compares: bytes from 0x80 are below every bound */
+	__m128i letter = _mm_and_si128(_mm_cmpgt_epi8(l, _mm_set1_epi8('a' - 1)),
+				       _mm_cmplt_epi8(l, _mm_set1_epi8('z' + 1)));
+	__m128i digit = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)),
+				      _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
+	__m128i upper = _mm_and_si128(letter, _mm_cmplt_epi8(x, _mm_set1_epi8('Z' + 1)));
+	_mm_storeu_si128((__m128i *)o, _mm_or_si128(x, _mm_and_si128(upper, _mm_set1_epi8((char)up))));
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(letter, digit));
+}
+#endif
+
 /* Copies the ASCII word bytes at p (letters and digits), lowercasing when up is 0x20;
- * returns the first other byte. The hot loop of English text. */
+ * returns the first other byte. The hot loop of English text: 16 bytes at a time
+ * where 16 are left (the output has room for twice the input left). */
 static const unsigned char *copy_ascii_word(const unsigned char *p, const unsigned char *end,
                                             char **out, unsigned up)
 {
 	char *o = *out;
+#ifdef __SSE2__
+	for (; end - p >= 16; p += 16, o += 16) {
+		unsigned word = copy16(p, o, up);
+		if (word != 0xffff) {
+			unsigned k = (unsigned)__builtin_ctz(~word);
+			*out = o + k;
+			return p + k;
+		}
+	}
+#endif
 	for (; p < end && *p < 0x80; p++) {
 		char kind = ascii_kind[*p];
 		if (kind == 'w')

@@ -35,6 +35,7 @@ struct vocab {
 	int n;
 	struct slot *slots;
 	size_t mask;        /* slots - 1, a power of two minus one */
+	uint32_t *lengths;  /* by cont and first two bytes: vocab_piece_lengths' bits */
 	size_t max_piece;
 	int32_t special[VOCAB_NSPECIAL];
 	char sha256[SHA256_HEX_SIZE];
@@ -55,20 +56,6 @@ const char *vocab_special_name(enum vocab_special which)
 }
 
 static inline uint64_t load64(const unsigned char *s) { uint64_t w; memcpy(&w, s, 8); return w; }
-static inline uint64_t load32(const unsigned char *s) { uint32_t w; memcpy(&w, s, 4); return w; }
-
-/* The first min(len, 8) bytes of s as a zero-padded little-endian word, reading only
- * s[0..len) (overlapping loads instead of a byte loop). */
-static inline uint64_t head_word(const unsigned char *s, size_t len)
-{
-	if (len >= 8)
-		return load64(s);
-	if (len >= 4)
-		return load32(s) | load32(s + len - 4) << (8 * (len - 4));
-	if (len)
-		return s[0] | (uint64_t)s[len / 2] << (8 * (len / 2)) | (uint64_t)s[len - 1] << (8 * (len - 1));
-	return 0;
-}
 
 static inline uint64_t mix(uint64_t h)
 {
@@ -96,7 +83,7 @@ int32_t vocab_piece_id(const struct vocab *v, int cont, const char *piece, size_
 	const unsigned char *s = (const unsigned char *)piece;
 	if (len > v->max_piece)
 		return -1;
-	struct key k = { head_word(s, len), (uint32_t)len | (cont ? CONT : 0) };
+	struct key k = { vocab_head_word(piece, len), (uint32_t)len | (cont ? CONT : 0) };
 	for (size_t i = hash_key(k, s, len) & v->mask;; i = (i + 1) & v->mask) {
 		const struct slot *sl = &v->slots[i];
 		if (sl->head == k.head && sl->len_cont == k.len_cont &&
@@ -105,6 +92,20 @@ int32_t vocab_piece_id(const struct vocab *v, int cont, const char *piece, size_
 		if (sl->id < 0)
 			return -1;
 	}
+}
+
+/* Where the lengths of the pieces that begin with the bytes a, b (cont:
+ * continuing a word) are kept: bit L for length L, 31 for 31 and over. */
+static inline uint32_t *lengths_of(const struct vocab *v, int cont, unsigned char a, unsigned char b)
+{
+	return &v->lengths[(size_t)cont << 16 | (size_t)a << 8 | b];
+}
+
+uint32_t vocab_piece_lengths(const struct vocab *v, int cont, const char *s, size_t avail)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t m = *lengths_of(v, cont != 0, u[0], avail > 1 ? u[1] : 0);
+	return avail >= 31 ? m : m & ((2u << avail) - 1);
 }
 
 int32_t vocab_id(const struct vocab *v, const char *tok, size_t len)
@@ -224,13 +225,19 @@ static int32_t insert(struct vocab *v, int32_t id)
 	int32_t old = vocab_piece_id(v, cont, (const char *)piece, len);
 	if (old >= 0)
 		return old;
-	struct key k = { head_word(piece, len), (uint32_t)len | (cont ? CONT : 0) };
+	struct key k = { vocab_head_word((const char *)piece, len), (uint32_t)len | (cont ? CONT : 0) };
 	size_t i = hash_key(k, piece, len) & v->mask;
 	while (v->slots[i].id >= 0)
 		i = (i + 1) & v->mask;
 	v->slots[i] = (struct slot){ k.head, k.len_cont, id };
 	if (len > v->max_piece)
 		v->max_piece = len;
+	uint32_t bit = 1u << (len < 31 ? len : 31);
+	if (len > 1)
+		*lengths_of(v, cont, piece[0], piece[1]) |= bit;
+	else   /* one byte: whatever follows it */
+		for (int b = 0; b < 256; b++)
+			*lengths_of(v, cont, piece[0], (unsigned char)b) |= bit;
 	return -1;
 }
 
@@ -273,6 +280,7 @@ static void hash_tokens(struct vocab *v)
 	for (size_t i = 0; i < nslots; i++)
 		v->slots[i] = (struct slot){ 0, 0, -1 };
 	v->mask = nslots - 1;
+	v->lengths = xcalloc((size_t)2 << 16, sizeof *v->lengths);
 }
 
 /* The vocab of a tokenizer.json: its ids' tokens ("" for an id it has
@@ -340,6 +348,7 @@ void vocab_free(struct vocab *v)
 	free(v->text);
 	free(v->tokens);
 	free(v->slots);
+	free(v->lengths);
 	hftok_free(v->hf);
 	free(v);
 }

@@ -6,6 +6,7 @@
 #include "data/special.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct vocab;
 
@@ -50,4 +51,25 @@ const char *vocab_special_name(enum vocab_special which);
  * cont is set; -1 if absent. No piece is longer than vocab_max_piece bytes. */
 int32_t vocab_piece_id(const struct vocab *v, int cont, const char *s, size_t len);
 size_t vocab_max_piece(const struct vocab *v);
+
+/* The first min(len, 8) bytes of s as a zero-padded little-endian word (the
+ * key of a piece), reading only s[0..len): overlapping loads, not a byte loop. */
+static inline uint64_t vocab_head_word(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint64_t w8;
+	uint32_t a, b;
+	if (len >= 8)
+		return memcpy(&w8, u, 8), w8;
+	if (len >= 4)
+		return memcpy(&a, u, 4), memcpy(&b, u + len - 4, 4), a | (uint64_t)b << (8 * (len - 4));
+	if (len)
+		return u[0] | (uint64_t)u[len / 2] << (8 * (len / 2)) | (uint64_t)u[len - 1] << (8 * (len - 1));
+	return 0;
+}
+/* The lengths a piece at s (avail bytes there, at least 1) can have, by
+ * the vocab's pieces that begin with its first two bytes: bit L for
+ * length L up to avail, bit 31 for any of 31 bytes and over; cont as for
+ * vocab_piece_id. */
+uint32_t vocab_piece_lengths(const struct vocab *v, int cont, const char *s, size_t avail);
 #endif

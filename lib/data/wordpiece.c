@@ -7,11 +7,22 @@
 /* HF's WordPiece max_input_chars_per_word: longer words become one [UNK]. */
 enum { MAX_WORD_CHARS = 100 };
 
+/* The ids of words of up to 8 bytes that are one id, as found last, in a
+ * direct-mapped table of CACHE_WORDS: the words of a text repeat, and this
+ * table stays in the cache where the vocab's hash does not. len 0: empty. */
+enum { CACHE_BITS = 12, CACHE_WORDS = 1 << CACHE_BITS };
+struct cached_word {
+	uint64_t head;
+	uint32_t len;
+	int32_t id;
+};
+
 struct wp_tokenizer {
 	const struct vocab *v;
 	struct bert_norm norm;
 	int32_t unk;
 	size_t max_piece;
+	struct cached_word cache[CACHE_WORDS];
 };
 
 struct wp_tokenizer *wp_new(const struct vocab *v, int cased)
@@ -40,37 +51,35 @@ static size_t count_chars(const char *s, size_t len)
 	return n;
 }
 
-/* The start of the character before byte end of s (end > 0). */
-static size_t char_before(const char *s, size_t end)
-{
-	do
-		end--;
-	while (end > 0 && ((unsigned char)s[end] & 0xC0) == 0x80);
-	return end;
-}
-
-/* The id of the longest vocabulary piece at word[start..), or -1; sets *end past it. */
+/* The id of the longest vocabulary piece at word[start..), or -1; sets *end past it.
+ * Only the lengths that pieces with its first two bytes have are looked up, on
+ * character boundaries, longest first. */
 static int32_t longest_piece(const struct wp_tokenizer *t, const char *word, size_t len,
                              size_t start, size_t *end)
 {
-	size_t e = len - start > t->max_piece ? start + t->max_piece : len;
-	if (e < len && ((unsigned char)word[e] & 0xC0) == 0x80)
-		e = char_before(word, e + 1);
-	while (e > start) {
-		int32_t id = vocab_piece_id(t->v, start > 0, word + start, e - start);
-		if (id >= 0) {
-			*end = e;
-			return id;
+	size_t avail = len - start;
+	for (uint32_t cand = vocab_piece_lengths(t->v, start > 0, word + start, avail); cand;) {
+		size_t top = 31 - (size_t)__builtin_clz(cand);
+		cand &= ~(1u << top);
+		size_t from = top < 31 ? top : avail < t->max_piece ? avail : t->max_piece;
+		for (size_t n = from; n >= top; n--) {   /* bit 31: every length from 31 on */
+			size_t e = start + n;
+			if (e < len && ((unsigned char)word[e] & 0xC0) == 0x80)
+				continue;
+			int32_t id = vocab_piece_id(t->v, start > 0, word + start, n);
+			if (id >= 0) {
+				*end = e;
+				return id;
+			}
 		}
-		e = char_before(word, e);
 	}
 	return -1;
 }
 
 /* WordPiece of one normalised word: greedy longest match first; [UNK] for the whole
  * word when a piece cannot be matched or the word has over MAX_WORD_CHARS characters. */
-static void encode_word(const struct wp_tokenizer *t, const char *word, size_t len,
-                        struct ids *out)
+static void encode_pieces(const struct wp_tokenizer *t, const char *word, size_t len,
+			  struct ids *out)
 {
 	if (len > MAX_WORD_CHARS && count_chars(word, len) > MAX_WORD_CHARS) {
 		ids_push(out, t->unk);
@@ -86,6 +95,25 @@ static void encode_word(const struct wp_tokenizer *t, const char *word, size_t l
 		}
 		ids_push(out, id);
 	}
+}
+
+/* encode_pieces, through the table of short words. */
+static void encode_word(struct wp_tokenizer *t, const char *word, size_t len, struct ids *out)
+{
+	if (len - 1 >= 8) {   /* none, or over 8 bytes */
+		encode_pieces(t, word, len, out);
+		return;
+	}
+	uint64_t head = vocab_head_word(word, len), h = (head ^ len) * 0x9E3779B97F4A7C15ull;
+	struct cached_word *c = &t->cache[h >> (64 - CACHE_BITS)];
+	if (c->head == head && c->len == len) {
+		ids_push(out, c->id);
+		return;
+	}
+	size_t first = out->n;
+	encode_pieces(t, word, len, out);
+	if (out->n == first + 1)
+		*c = (struct cached_word){ head, (uint32_t)len, out->v[first] };
 }
 
 /* Normalises a stretch of text free of special tokens and encodes its words. */

@@ -353,6 +353,87 @@ static void check_greedy_wordpiece(void)
 	free(ids.v);
 }
 
+/* The ids HF's WordPiece gives the word w (n bytes, its characters whole):
+ * at each start every length tried, longest first; the whole word [UNK]
+ * where a start has no piece, or where it has over 100 characters. */
+static void reference_word(const struct vocab *v, const char *w, size_t n, struct ids *out)
+{
+	size_t first = out->n, chars = 0, start = 0;
+	for (size_t i = 0; i < n; i++)
+		chars += ((unsigned char)w[i] & 0xC0) != 0x80;
+	while (chars <= 100 && start < n) {
+		size_t end = n;
+		int32_t id = -1;
+		for (; end > start; end--)
+			if ((end == n || ((unsigned char)w[end] & 0xC0) != 0x80) &&
+			    (id = vocab_piece_id(v, start > 0, w + start, end - start)) >= 0)
+				break;
+		if (id < 0)
+			break;
+		ids_push(out, id);
+		start = end;
+	}
+	if (chars > 100 || start < n) {
+		out->n = first;
+		ids_push(out, vocab_special(v, VOCAB_UNK));
+	}
+}
+
+/* Random words made of the vocab's pieces and single letters (cased: kept as
+ * they are; uncased, with capitals: lowercased 16 bytes at a time) between
+ * blanks and ASCII punctuation (a word of its own, [UNK] here): the ids are
+ * the reference's, whatever was encoded before. */
+static void check_random_words(void)
+{
+	struct vocab *v = small_vocab("a\nb\n##a\n##b\nab\n##ab\naab\n##bba\né\n##é\naé\n##éa\n1\n##1\nb1\n"
+	                              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\n##bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n"
+	                              "##abababababababababababababa\naaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n");
+	static const char *const chunks[2][8] = {
+		{ "a", "b", "é", "aé", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+		  "abababababababababababababa", "bba" },
+		{ "a", "B", "1", "Ab", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB", "bbbbbbbbbbbbbbbbBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+		  "ABABABABABABABABABABABABABA", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" },
+	};
+	static const char blanks[] = " \t !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+	struct wp_tokenizer *t[2] = { wp_new(v, 1), wp_new(v, 0) };
+	uint64_t seed = 7;
+	size_t words = 0, bad = 0;
+	for (int round = 0; round < 400; round++) {
+		int lower = round % 2;
+		char text[8192], word[1024];
+		size_t len = 0;
+		struct ids want = { 0 }, got = { 0 };
+		while (len < 6000) {
+			size_t n = 0, k = 1 + (seed >> 60) % 4;
+			for (size_t c = 0; c < k; c++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				const char *piece = chunks[lower][(seed >> 33) % 8];
+				memcpy(word + n, piece, strlen(piece));
+				n += strlen(piece);
+			}
+			memcpy(text + len, word, n);
+			len += n;
+			char sep = blanks[(seed >> 40) % (sizeof blanks - 1)];
+			text[len++] = sep;
+			for (size_t i = 0; lower && i < n; i++)
+				word[i] = (char)(word[i] >= 'A' && word[i] <= 'Z' ? word[i] | 0x20 : word[i]);
+			reference_word(v, word, n, &want);
+			if (sep != ' ' && sep != '\t')
+				ids_push(&want, vocab_special(v, VOCAB_UNK));
+			words++;
+		}
+		wp_encode(t[lower], text, len, &got);
+		bad += got.n != want.n || memcmp(got.v, want.v, got.n * sizeof *got.v);
+		free(want.v);
+		free(got.v);
+	}
+	CHECK(bad == 0, "%zu random words in 400 texts, with pieces of 1 to 45 bytes: the reference's ids (%zu "
+	      "texts differ)", words, bad);
+	wp_free(t[0]);
+	wp_free(t[1]);
+	vocab_free(v);
+}
+
 /* Invalid UTF-8: one U+FFFD per maximal subpart, then dropped by BERT cleaning. */
 static void check_invalid_utf8(struct wp_tokenizer *t)
 {
@@ -396,6 +477,7 @@ static void check_appends(struct wp_tokenizer *t)
 int main(void)
 {
 	check_greedy_wordpiece();
+	check_random_words();
 	if (access(REAL_VOCAB, R_OK) || access(CASES, R_OK)) {
 		SKIP("%s or %s not found (run from the repo root)", REAL_VOCAB, CASES);
 		CHECK_DONE();
