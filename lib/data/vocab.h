@@ -57,12 +57,17 @@ size_t vocab_max_piece(const struct vocab *v);
 static inline uint64_t vocab_head_word(const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	uint64_t w8;
-	uint32_t a, b;
-	if (len >= 8)
-		return memcpy(&w8, u, 8), w8;
-	if (len >= 4)
-		return memcpy(&a, u, 4), memcpy(&b, u + len - 4, 4), a | (uint64_t)b << (8 * (len - 4));
+	if (len >= 8) {
+		uint64_t w;
+		memcpy(&w, u, 8);
+		return w;
+	}
+	if (len >= 4) {
+		uint32_t a, b;
+		memcpy(&a, u, 4);
+		memcpy(&b, u + len - 4, 4);
+		return a | (uint64_t)b << (8 * (len - 4));
+	}
 	if (len)
 		return u[0] | (uint64_t)u[len / 2] << (8 * (len / 2)) | (uint64_t)u[len - 1] << (8 * (len - 1));
 	return 0;
