@@ -35,7 +35,7 @@ struct vocab {
 	int n;
 	struct slot *slots;
 	size_t mask;        /* slots - 1, a power of two minus one */
-	uint32_t *lengths;  /* by cont and first two bytes: vocab_piece_lengths' bits */
+	uint32_t *lengths;  /* by cont and first two bytes: vocab_piece_lengths' bits (vocab.txt) */
 	size_t max_piece;
 	int32_t special[VOCAB_NSPECIAL];
 	char sha256[SHA256_HEX_SIZE];
@@ -214,14 +214,23 @@ static const char *bad_token(const char *tok, size_t len)
 	return NULL;
 }
 
+/* The piece token id stands for (its bytes after "##" where it continues a
+ * word), its length and whether it continues a word. */
+static const unsigned char *piece_of(const struct vocab *v, int32_t id, size_t *len, int *cont)
+{
+	const char *tok = v->tokens[id];
+	*len = strlen(tok);
+	*cont = is_continuation(tok, *len);
+	*len -= *cont ? 2 : 0;
+	return (const unsigned char *)tok + (*cont ? 2 : 0);
+}
+
 /* Adds token id to the hash; returns the id of an equal token already there, or -1. */
 static int32_t insert(struct vocab *v, int32_t id)
 {
-	const char *tok = v->tokens[id];
-	size_t len = strlen(tok);
-	int cont = is_continuation(tok, len);
-	const unsigned char *piece = (const unsigned char *)tok + (cont ? 2 : 0);
-	len -= cont ? 2 : 0;
+	size_t len;
+	int cont;
+	const unsigned char *piece = piece_of(v, id, &len, &cont);
 	int32_t old = vocab_piece_id(v, cont, (const char *)piece, len);
 	if (old >= 0)
 		return old;
@@ -232,13 +241,25 @@ static int32_t insert(struct vocab *v, int32_t id)
 	v->slots[i] = (struct slot){ k.head, k.len_cont, id };
 	if (len > v->max_piece)
 		v->max_piece = len;
-	uint32_t bit = 1u << (len < 31 ? len : 31);
-	if (len > 1)
-		*lengths_of(v, cont, piece[0], piece[1]) |= bit;
-	else   /* one byte: whatever follows it */
-		for (int b = 0; b < 256; b++)
-			*lengths_of(v, cont, piece[0], (unsigned char)b) |= bit;
 	return -1;
+}
+
+/* vocab_piece_lengths' table of the pieces' lengths, for WordPiece (a
+ * tokenizer.json's models have their own tables). */
+static void index_lengths(struct vocab *v)
+{
+	v->lengths = xcalloc((size_t)2 << 16, sizeof *v->lengths);
+	for (int32_t id = 0; id < v->n; id++) {
+		size_t len;
+		int cont;
+		const unsigned char *piece = piece_of(v, id, &len, &cont);
+		uint32_t bit = 1u << (len < 31 ? len : 31);
+		if (len > 1)
+			*lengths_of(v, cont, piece[0], piece[1]) |= bit;
+		else   /* one byte: whatever follows it */
+			for (int b = 0; b < 256; b++)
+				*lengths_of(v, cont, piece[0], (unsigned char)b) |= bit;
+	}
 }
 
 /* Cuts the text into NUL-terminated lines (dropping a '\r' before each '\n'). */
@@ -280,7 +301,6 @@ static void hash_tokens(struct vocab *v)
 	for (size_t i = 0; i < nslots; i++)
 		v->slots[i] = (struct slot){ 0, 0, -1 };
 	v->mask = nslots - 1;
-	v->lengths = xcalloc((size_t)2 << 16, sizeof *v->lengths);
 }
 
 /* The vocab of a tokenizer.json: its ids' tokens ("" for an id it has
@@ -332,6 +352,7 @@ struct vocab *vocab_load(const char *path)
 			die("%s: line %d: duplicate token '%s' (first on line %d)", path, id + 1,
 			    v->tokens[id], old + 1);
 	}
+	index_lengths(v);
 	for (int i = 0; i < VOCAB_NSPECIAL; i++) {
 		v->special[i] = vocab_id(v, special_names[i], strlen(special_names[i]));
 		if (v->special[i] < 0)

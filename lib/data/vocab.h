@@ -75,6 +75,6 @@ static inline uint64_t vocab_head_word(const char *s, size_t len)
 /* The lengths a piece at s (avail bytes there, at least 1) can have, by
  * the vocab's pieces that begin with its first two bytes: bit L for
  * length L up to avail, bit 31 for any of 31 bytes and over; cont as for
- * vocab_piece_id. */
+ * vocab_piece_id. A vocab.txt's only (WordPiece's). */
 uint32_t vocab_piece_lengths(const struct vocab *v, int cont, const char *s, size_t avail);
 #endif

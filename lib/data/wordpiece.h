@@ -9,7 +9,8 @@
 
 struct wp_tokenizer;   /* one per thread: holds scratch buffers */
 
-/* cased: BertTokenizerFast's do_lower_case=False (no lowercasing, no accent stripping). */
+/* v: a vocab.txt's (a tokenizer.json goes through hftok.h); cased: BertTokenizerFast's
+ * do_lower_case=False (no lowercasing, no accent stripping). */
 struct wp_tokenizer *wp_new(const struct vocab *v, int cased);
 void wp_free(struct wp_tokenizer *t);
 
