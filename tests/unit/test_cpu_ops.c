@@ -309,6 +309,17 @@ static void test_gelu_accuracy(void)
 	}
 	CHECK(worst < 3e-7, "gelu matches the erf form to %.1e over [-12, 12]", worst);
 	CHECK(worst_grad < 1e-6, "gelu's derivative matches to %.1e", worst_grad);
+	/* far out, where e^(-x^2/2) is below exp's range: slope 1 above, 0 below */
+	static const float far[] = { 20, 1e19f, 1e36f, 3e38f, FLT_MAX };
+	double far_worst = 0;
+	for (size_t i = 0; i < sizeof far / sizeof *far; i++)
+		for (int sign = -1; sign <= 1; sign += 2) {
+			float one = 1, d, pre = (float)sign * far[i];
+			gelu_backward(&d, &one, &pre, 1, 1);
+			far_worst = fmax(far_worst, fabs(d - (sign > 0)));
+		}
+	CHECK(far_worst < 1e-6, "gelu's derivative from |x| 20 to FLT_MAX: 1 above, 0 below (off by %.1e)",
+	      far_worst);
 }
 
 enum { GN = 3, GF = 10 };
