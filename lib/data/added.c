@@ -3,6 +3,14 @@
 #include "data/uclass.h"
 #include "util/err.h"
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* A text is searched 16 bytes at a time for the first bytes of the
+ * contents where they are this few (BERT's, RoBERTa's: one, '[' or '<';
+ * ModernBERT's: four). */
+enum { FIRSTS = 4 };
 
 struct token {
 	int32_t id;
@@ -17,6 +25,9 @@ struct added {
 	 * first two, or its one and any byte; a text's last byte is taken with
 	 * a 0 after it */
 	uint64_t pairs[256 * 256 / 64];
+	/* the bytes a content begins with, where there are at most FIRSTS */
+	unsigned char first[FIRSTS];
+	int nfirst;   /* how many, however many there are */
 };
 
 struct added *added_new(void)
@@ -58,6 +69,8 @@ void added_freeze(struct added *a)
 			if (whole || trie_step(a->trie, at, (unsigned char)c) >= 0)
 				a->pairs[k / 64] |= (uint64_t)1 << (k % 64);
 		}
+		if (at >= 0 && a->nfirst++ < FIRSTS)
+			a->first[a->nfirst - 1] = (unsigned char)b;
 	}
 }
 
@@ -66,6 +79,29 @@ static int may_begin(const struct added *a, const char *s, size_t n, size_t p)
 {
 	unsigned k = (unsigned)(unsigned char)s[p] << 8 | (p + 1 < n ? (unsigned char)s[p + 1] : 0);
 	return a->pairs[k / 64] >> (k % 64) & 1;
+}
+
+/* The first place from p on where a content may begin, or n. */
+static size_t next_candidate(const struct added *a, const char *s, size_t n, size_t p)
+{
+#ifdef __SSE2__
+	if (a->nfirst <= FIRSTS) {
+		__m128i first[FIRSTS];
+		for (int k = 0; k < a->nfirst; k++)
+			first[k] = _mm_set1_epi8((char)a->first[k]);
+		for (; p + 16 <= n; p += 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(s + p)), hit = _mm_cmpeq_epi8(v, first[0]);
+			for (int k = 1; k < a->nfirst; k++)
+				hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, first[k]));
+			for (unsigned m = (unsigned)_mm_movemask_epi8(hit); m; m &= m - 1)
+				if (may_begin(a, s, n, p + (size_t)__builtin_ctz(m)))
+					return p + (size_t)__builtin_ctz(m);
+		}
+	}
+#endif
+	while (p < n && !may_begin(a, s, n, p))
+		p++;
+	return p;
 }
 
 /* The longest token at s[p..n): its index, *end past it; -1 for none. */
@@ -128,8 +164,7 @@ size_t added_find(const struct added *a, const char *s, size_t n, struct added_m
 {
 	size_t found = 0, floor = 0;   /* floor: the end of the last match taken */
 	for (size_t p = 0; p < n;) {
-		while (p < n && !may_begin(a, s, n, p))
-			p++;
+		p = next_candidate(a, s, n, p);
 		size_t end = p;
 		int32_t t = p < n ? longest_at(a, s, n, p, &end) : -1;
 		if (t < 0) {

@@ -5,6 +5,9 @@
 #include <nettle/base64.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 struct precompiled {
 	uint32_t *units;          /* the double array */
@@ -13,6 +16,7 @@ struct precompiled {
 	size_t nnorm;
 	const char *ascii[128];   /* each ASCII character's replacement, or NULL */
 	size_t ascii_n[128];
+	int printable_kept;       /* whether it keeps every printable ASCII character as it is */
 };
 
 static const char *shortest(const struct precompiled *p, const char *s, size_t n, size_t *len);
@@ -51,6 +55,9 @@ struct precompiled *precompiled_new(const struct tjwhere *w, const char *b64, si
 		char s = (char)c;
 		p->ascii[c] = shortest(p, &s, 1, &p->ascii_n[c]);
 	}
+	p->printable_kept = 1;
+	for (int c = ' '; c < 0x7F; c++)
+		p->printable_kept &= !p->ascii[c];
 	return p;
 }
 
@@ -116,15 +123,38 @@ static int lone_ascii(const char *s, size_t n, size_t at)
 	return c < 0x80 && next < 0x80 && !(c == '\r' && next == '\n');
 }
 
+/* The end of the run from s[at] of ASCII characters that are graphemes of
+ * their own and that the charsmap keeps as they are. */
+static size_t kept_run(const struct precompiled *p, const char *s, size_t n, size_t at)
+{
+#ifdef __SSE2__
+	/* 16 printable characters at once, where the one after them is ASCII
+	 * (a mark after the last would join it) */
+	const __m128i below = _mm_set1_epi8(' ' - 1), above = _mm_set1_epi8(0x7F);
+	while (p->printable_kept && at + 16 < n && (unsigned char)s[at + 16] < 0x80) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(s + at));
+		if (_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above))) != 0xFFFF)
+			break;
+		at += 16;
+	}
+#endif
+	while (at < n && lone_ascii(s, n, at) && !p->ascii[(unsigned char)s[at]])
+		at++;
+	return at;
+}
+
 void precompiled_run(const struct precompiled *p, const char *s, size_t n, struct strbuf *out)
 {
 	for (size_t at = 0; at < n;) {
+		size_t kept = kept_run(p, s, n, at);
+		if (kept > at) {
+			sb_add(out, s + at, kept - at);
+			at = kept;
+			continue;
+		}
 		if (lone_ascii(s, n, at)) {
 			unsigned char c = (unsigned char)s[at++];
-			if (p->ascii[c])
-				sb_add(out, p->ascii[c], p->ascii_n[c]);
-			else
-				sb_addc(out, (char)c);
+			sb_add(out, p->ascii[c], p->ascii_n[c]);   /* kept_run took those it keeps */
 			continue;
 		}
 		size_t g = grapheme(s + at, n - at), len, k;

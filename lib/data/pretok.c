@@ -346,26 +346,34 @@ static void metaspace(const struct step *st, struct pretok_space *sp, const char
 		if (!(starts || (n && s[0] == ' ')))
 			sb_add(w, st->rep, st->rep_n);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == ' ')
+	for (size_t i = 0; i < n; i++) {   /* each run up to a space, then the space's replacement */
+		const char *space = memchr(s + i, ' ', n - i);
+		size_t e = space ? (size_t)(space - s) : n;
+		sb_add(w, s + i, e - i);
+		if (e < n)
 			sb_add(w, st->rep, st->rep_n);
-		else
-			sb_addc(w, s[i]);
+		i = e;
+	}
 	if (!st->split) {
 		pieces_add(out, w->s, w->n, first);
 		return;
 	}
+	/* The replacement's first byte starts a character (the text is valid
+	 * UTF-8), so where it is found a character starts. */
 	sp->nseg = 0;
 	size_t at = 0;
-	for (size_t i = 0; i + st->rep_n <= w->n;)
-		if (!memcmp(w->s + i, st->rep, st->rep_n)) {
-			if (i > at)
-				add_seg(sp, at, i, 0);
-			add_seg(sp, i, i + st->rep_n, 1);
-			i = at = i + st->rep_n;
-		} else {
-			i += utf8_len((unsigned char)w->s[i]);
+	for (const char *r = w->s; w->n && (r = memchr(r, st->rep[0], w->n - (size_t)(r - w->s)));) {
+		size_t i = (size_t)(r - w->s);
+		if (i + st->rep_n > w->n || memcmp(r, st->rep, st->rep_n)) {
+			r++;
+			continue;
 		}
+		if (i > at)
+			add_seg(sp, at, i, 0);
+		add_seg(sp, i, i + st->rep_n, 1);
+		at = i + st->rep_n;
+		r = w->s + at;
+	}
 	if (at < w->n)
 		add_seg(sp, at, w->n, 0);
 	cut(sp, MERGED_NEXT, 0, w->s, first, out);
@@ -409,14 +417,16 @@ void pretok_run(const struct pretok *p, struct pretok_space *sp, const char *s, 
 		struct pieces *out)
 {
 	pieces_clear(out);
+	if (!n)   /* no pieces: HF drops empty ones */
+		return;
 	if (!p->n) {
 		pieces_add(out, s, n, first);
 		return;
 	}
-	struct pieces *cur = &sp->tmp[0];
+	struct pieces *cur = p->n == 1 ? out : &sp->tmp[0];   /* the first step reads s itself */
 	pieces_clear(cur);
-	pieces_add(cur, s, n, first);
-	for (int k = 0; k < p->n; k++) {
+	run_step(&p->steps[0], sp, s, n, first, cur);
+	for (int k = 1; k < p->n; k++) {
 		struct pieces *next = k == p->n - 1 ? out : &sp->tmp[cur == &sp->tmp[0]];
 		pieces_clear(next);
 		for (size_t i = 0; i < cur->n; i++)

@@ -1,8 +1,11 @@
-/* Benchmark driver for tests/bench/tokenize: wp_encode over the lines of a file with N
- * threads (one wp_tokenizer each), ids written in line order.
- * usage: tokenize-driver VOCAB TEXT THREADS REPEAT [IDS-OUT]
+/* Benchmark driver for tests/bench/tokenize and tokenize_json: the tokenizer's
+ * core over the lines of a file with N threads, ids written in line order:
+ * wp_encode (one wp_tokenizer a thread) for a vocab.txt, hftok_encode (one
+ * hftok_space a thread, no special tokens) for a file named *.json.
+ * usage: tokenize-driver VOCAB|TOKENIZER.JSON TEXT THREADS REPEAT [IDS-OUT]
  * Prints "MB/s seconds peak-RSS-MiB MB-per-CPU-second": wall-clock figures for the
  * median of REPEAT timed passes, CPU time over all of them. */
+#include "data/hftok.h"
 #include "data/wordpiece.h"
 #include <omp.h>
 #include <stdio.h>
@@ -50,18 +53,26 @@ static struct line *split_lines(char *text, size_t len, size_t *n)
 	return lines;
 }
 
-static double encode_all(const struct vocab *v, struct line *lines, size_t n, int threads)
+/* One of the two, the other NULL. */
+struct tokenizer { const struct vocab *v; const struct hftok *hf; };
+
+static double encode_all(struct tokenizer tok, struct line *lines, size_t n, int threads)
 {
 	double t0 = omp_get_wtime();
 	#pragma omp parallel num_threads(threads)
 	{
-		struct wp_tokenizer *t = wp_new(v, 0);
+		struct wp_tokenizer *t = tok.v ? wp_new(tok.v, 0) : NULL;
+		struct hftok_space *s = tok.hf ? hftok_space_new() : NULL;
 		#pragma omp for schedule(dynamic, 16)
 		for (size_t i = 0; i < n; i++) {
 			lines[i].ids.n = 0;
-			wp_encode(t, lines[i].s, lines[i].len, &lines[i].ids);
+			if (t)
+				wp_encode(t, lines[i].s, lines[i].len, &lines[i].ids);
+			else
+				hftok_encode(tok.hf, s, lines[i].s, lines[i].len, &lines[i].ids);
 		}
 		wp_free(t);
+		hftok_space_free(s);
 	}
 	return omp_get_wtime() - t0;
 }
@@ -96,15 +107,18 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
 	if (argc < 5)
-		die_usage("usage: tokenize-driver VOCAB TEXT THREADS REPEAT [IDS-OUT]");
-	struct vocab *v = vocab_load(argv[1]);
+		die_usage("usage: tokenize-driver VOCAB|TOKENIZER.JSON TEXT THREADS REPEAT [IDS-OUT]");
+	size_t namelen = strlen(argv[1]);
+	int json = namelen >= 5 && !strcmp(argv[1] + namelen - 5, ".json");
+	struct vocab *v = json ? NULL : vocab_load(argv[1]);
+	struct hftok *hf = json ? hftok_load(argv[1]) : NULL;
 	size_t len, n;
 	char *text = slurp(argv[2], &len);
 	struct line *lines = split_lines(text, len, &n);
 	int threads = atoi(argv[3]), repeat = atoi(argv[4]);
 	double *dt = xmalloc(sizeof *dt * (size_t)repeat), cpu = cpu_seconds();
 	for (int r = 0; r < repeat; r++)
-		dt[r] = encode_all(v, lines, n, threads);
+		dt[r] = encode_all((struct tokenizer){v, hf}, lines, n, threads);
 	cpu = cpu_seconds() - cpu;
 	double mid = median(dt, repeat);
 	free(dt);
@@ -119,5 +133,6 @@ int main(int argc, char **argv)
 	free(lines);
 	free(text);
 	vocab_free(v);
+	hftok_free(hf);
 	return 0;
 }
