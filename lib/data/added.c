@@ -25,9 +25,10 @@ struct added {
 	 * first two, or its one and any byte; a text's last byte is taken with
 	 * a 0 after it */
 	uint64_t pairs[256 * 256 / 64];
-	/* the bytes a content begins with, where there are at most FIRSTS */
+	/* how many bytes begin a content, and which, where they are at most
+	 * FIRSTS */
+	int nfirst;
 	unsigned char first[FIRSTS];
-	int nfirst;   /* how many, however many there are */
 };
 
 struct added *added_new(void)
