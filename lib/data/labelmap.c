@@ -1,4 +1,5 @@
 #include "data/labelmap.h"
+#include "data/strmap.h"
 #include "data/textin.h"
 #include "util/err.h"
 #include "util/strbuf.h"
@@ -153,13 +154,19 @@ static int unnamed(char *const *names, int n)
 }
 
 /* The index of name in names[0..n), or -1. */
-static int name_index(char *const *names, int n, const char *name)
+/* A map from each of names[0..n) to its first place there: looking up
+ * each of many labels costs one probe, not a pass over the others (200,000
+ * classes took minutes). */
+static struct strmap *index_names(char *const *names, int n)
 {
+	struct strmap *m = strmap_new((size_t)n);
 	for (int i = 0; i < n; i++)
-		if (!strcmp(names[i], name))
-			return i;
-	return -1;
+		if (strmap_get(m, names[i], strlen(names[i])) < 0)
+			strmap_put(m, names[i], strlen(names[i]), i);
+	return m;
 }
+
+static int32_t name_in(const struct strmap *m, const char *name) { return strmap_get(m, name, strlen(name)); }
 
 /* "a, b, c" */
 static void add_names(struct strbuf *b, char *const *names, int n)
@@ -189,12 +196,14 @@ char *labels_disagree(char *const *model, int nmodel, char *const *data, int nda
 char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, int32_t *to)
 {
 	int named = nmodel && ndata && !unnamed(model, nmodel), missing = 0;
+	struct strmap *index = named ? index_names(model, nmodel) : NULL;
 	struct strbuf b = {0};
 	for (int d = 0; d < ndata; d++) {
-		to[d] = named ? name_index(model, nmodel, data[d]) : d;
+		to[d] = named ? name_in(index, data[d]) : d;
 		if (to[d] < 0)
 			sb_addf(&b, "%s%s", missing++ ? ", " : "it knows no class ", data[d]);
 	}
+	strmap_free(index);
 	if (!missing)
 		return NULL;
 	sb_addf(&b, " of the data's (its labels: ");
@@ -205,24 +214,29 @@ char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, i
 
 void labels_union(char ***acc, int *nacc, char *const *names, int n, int32_t *to)
 {
+	if (n <= 0)
+		return;
+	struct strmap *index = index_names(*acc, *nacc);
+	*acc = xrealloc(*acc, ((size_t)*nacc + (size_t)n) * sizeof **acc);   /* room for all to be new */
 	for (int i = 0; i < n; i++) {
-		to[i] = name_index(*acc, *nacc, names[i]);
+		to[i] = name_in(index, names[i]);
 		if (to[i] >= 0)
 			continue;
-		*acc = xrealloc(*acc, ((size_t)*nacc + 1) * sizeof **acc);
 		(*acc)[*nacc] = xstrdup(names[i]);
+		strmap_put(index, names[i], strlen(names[i]), *nacc);
 		to[i] = (*nacc)++;
 	}
+	strmap_free(index);
 }
 
 int labels_reordered(char *const *have, int nhave, char *const *want, int nwant, int *from)
 {
 	if (nhave != nwant)
 		return 0;
-	for (int i = 0; i < nwant; i++) {
-		from[i] = name_index(have, nhave, want[i]);
-		if (from[i] < 0)
-			return 0;
-	}
-	return 1;
+	struct strmap *index = index_names(have, nhave);
+	int all = 1;
+	for (int i = 0; all && i < nwant; i++)
+		all = (from[i] = name_in(index, want[i])) >= 0;
+	strmap_free(index);
+	return all;
 }
