@@ -153,7 +153,6 @@ static int unnamed(char *const *names, int n)
 	return 1;
 }
 
-/* The index of name in names[0..n), or -1. */
 /* A map from each of names[0..n) to its first place there: looking up
  * each of many labels costs one probe, not a pass over the others (200,000
  * classes took minutes). */
