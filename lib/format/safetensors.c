@@ -1,5 +1,7 @@
 #include "format/safetensors.h"
+#include "format/dirdigest.h"
 #include "util/afile.h"
+#include "util/copyhash.h"
 #include "util/err.h"
 #include "util/filedigest.h"
 #include <fcntl.h>
@@ -17,12 +19,18 @@
 #error "safetensors data is little-endian; this code reads it in place"
 #endif
 
+/* check: where a digests' check kept the mapping with its head checked,
+ * the rest's digest as far as it is taken, which must come to want. */
 struct st_file {
 	char *path;
 	const unsigned char *map;   /* its own, or the one a digests' check kept */
 	size_t size;
 	int n;
 	struct st_tensor *t;
+	int mapped_in;              /* the check's mapping: its pages mapped in whole */
+	struct stat sb;
+	struct copyhash *check;
+	char want[FILEDIGEST_HEX];
 };
 
 static const struct { const char *name; size_t size; } dtypes[] = {
@@ -152,6 +160,7 @@ static void parse_header(struct st_file *f, const char *text, size_t len, const 
 		struct st_tensor *t = &f->t[f->n];
 		t->name = xstrdup(key);
 		t->file = f->path;
+		t->of = f;
 		parse_entry(f->path, t, v, datasize, &begin[f->n]);
 		t->data = data + begin[f->n];
 		f->n++;
@@ -168,19 +177,25 @@ struct st_file *st_open(const char *path)
 	size_t size = (size_t)bytes;
 	if (size < 8)
 		corrupt(path, "file is %zu bytes, shorter than the 8-byte header length", size);
-	struct stat sb;
-	if (fstat(fd, &sb))
+	struct st_file *f = xcalloc(1, sizeof *f);
+	if (fstat(fd, &f->sb))
 		die("cannot stat %s:", path);
-	void *map = filedigest_take(&sb);
+	void *map = filedigest_take(&f->sb, f->want);
+	f->mapped_in = map && !*f->want;
 	if (!map && (map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
 		die("cannot map %s:", path);
 	close(fd);
-	struct st_file *f = xcalloc(1, sizeof *f);
 	f->path = xstrdup(path);
 	f->map = map;
 	f->size = size;
+	if (*f->want) {
+		f->check = xmalloc(sizeof *f->check);
+		copyhash_init(f->check, size);
+	}
 	uint64_t hlen;
 	memcpy(&hlen, f->map, 8);
+	if (f->check && hlen > DIGESTS_HEAD - 8 && !st_checked(f))   /* a header beyond the head checked */
+		die("%s differs from what was written (its digest does not match)", path);
 	if (hlen > size - 8)
 		corrupt(path, "header length %llu is beyond the end of the file (%zu bytes)",
 			(unsigned long long)hlen, size);
@@ -188,10 +203,25 @@ struct st_file *st_open(const char *path)
 	return f;
 }
 
+int st_checked(struct st_file *f)
+{
+	if (!f->check)
+		return 1;
+	char hex[FILEDIGEST_HEX];
+	copyhash_take(f->check, NULL, f->map + f->check->pos, f->size - f->check->pos);
+	copyhash_hex(f->check, hex);
+	free(f->check);
+	f->check = NULL;
+	int intact = !strcmp(hex, f->want);
+	filedigest_verdict(&f->sb, intact);
+	return intact;
+}
+
 void st_close(struct st_file *f)
 {
 	if (!f)
 		return;
+	st_checked(f);
 	for (int i = 0; i < f->n; i++)
 		free((char *)f->t[i].name);
 	free(f->t);
@@ -256,8 +286,16 @@ void st_to_f32(const struct st_tensor *t, float *dst)
 {
 	const unsigned char *p = t->data;
 	size_t n = t->nbytes / dtypes[t->dtype].size;
-	if (t->nbytes)
+	if (t->nbytes && !t->of->mapped_in)
 		map_in(p, t->nbytes);
+	struct copyhash *h = t->of->check;
+	size_t at = (size_t)(p - t->of->map);
+	if (h && at >= h->pos) {
+		copyhash_take(h, NULL, t->of->map + h->pos, at - h->pos);   /* what lies before it, unread */
+		copyhash_take(h, t->dtype == ST_F32 ? dst : NULL, p, t->nbytes);
+		if (t->dtype == ST_F32)
+			return;
+	}
 	switch (t->dtype) {
 	case ST_F32:
 		memcpy(dst, p, t->nbytes);

@@ -22,6 +22,7 @@ struct st_tensor {
 	int64_t shape[ST_MAX_DIMS];
 	const void *data;               /* inside the mapping: may be unaligned */
 	size_t nbytes;
+	struct st_file *of;             /* its file */
 };
 
 struct st_file;
@@ -31,8 +32,18 @@ struct st_file;
  * FIFO or device, and "PATH: corrupt safetensors header: why" on a short
  * file, a header length beyond the file, a header that is not a JSON object,
  * an unknown dtype, or byte ranges out of range, overlapping or not matching
- * shape*dtype. */
+ * shape*dtype.
+ * Where the check kept the file with only its head checked, st_to_f32
+ * checks the rest as it copies it (the bytes between one tensor and the
+ * next it is given are hashed then; a tensor before those is copied
+ * unhashed, as its bytes were hashed in passing), and st_checked or
+ * st_close ends the check. A header longer than the head is checked whole
+ * here, and refused where it differs. */
 struct st_file *st_open(const char *path);
+/* Whether the file had the digest its check wants, the bytes not yet read
+ * now read (1 where nothing was left to check); recorded for
+ * dirdigest_confirm. */
+int st_checked(struct st_file *f);
 void st_close(struct st_file *f);
 int st_count(const struct st_file *f);
 /* The i-th tensor in header order. */

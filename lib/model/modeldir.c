@@ -209,7 +209,7 @@ void modeldir_verify(const char *dir)
 {
 	static const char *const weights[] = { "model.safetensors", NULL };   /* modeldir_load's */
 	char *why;
-	if (dirdigest_check(dir, weights, &why) == DIGESTS_BAD)
+	if (dirdigest_check(dir, weights, 0, &why) == DIGESTS_BAD)
 		die("%s: damaged: %s; if that file was edited on purpose, remove %s/%s", dir, why, dir, DIGESTS_FILE);
 }
 
@@ -255,6 +255,22 @@ struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_
 	free(cfg_path);
 	free(weights);
 	return m;
+}
+
+void modeldir_reload(struct bert *m, const char *dir, char ***labels, int *nlabels)
+{
+	char *cfg_path = path_join(dir, "config.json"), *weights = path_join(dir, "model.safetensors");
+	struct bert_config c;
+	hfconfig_read(cfg_path, &c, labels, nlabels);
+	struct st_file *st = st_open(weights);
+	struct strbuf missing = {0};
+	copy_tensors(m, st, weights, 0, 0, &missing);
+	if (missing.n)
+		die("%s: no %s: the model has no trained head", weights, missing.s);
+	bert_push(m);
+	st_close(st);
+	free(cfg_path);
+	free(weights);
 }
 
 /* Puts row from[i] of t in row i (a tensor of rows, outermost first). */

@@ -26,6 +26,10 @@ void modeldir_verify(const char *dir);
  * names (see hfconfig_read). */
 struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_task task,
 			   int num_labels, const uint64_t *head_seed, char ***labels, int *nlabels);
+/* The weights of model dir DIR into m, which has their shapes (those of
+ * another checkpoint of its run), as modeldir_load reads them; its label
+ * names as there. */
+void modeldir_reload(struct bert *m, const char *dir, char ***labels, int *nlabels);
 
 /* Puts the rows of m's classifier, whose classes are named have, in the
  * order of want where want names the same classes; returns 0 (and leaves

@@ -198,42 +198,53 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	free(final);
 }
 
+static const char *const loaded[] = { "model.safetensors", "optimizer.safetensors", NULL };
+
 /* Why the checkpoint dir ck cannot be resumed from (malloc'd), or NULL
- * where it can. */
-static char *damage(const char *ck)
+ * where it can; where heads, the loads check the rest of its large files. */
+static char *damage(const char *ck, int heads)
 {
-	static const char *const loaded[] = { "model.safetensors", "optimizer.safetensors", NULL };
 	char *why;
-	enum digests d = dirdigest_check(ck, loaded, &why);
+	enum digests d = dirdigest_check(ck, loaded, heads, &why);
 	if (d == DIGESTS_NONE)
 		return xstrdup("no " DIGESTS_FILE ": it was cut short before it was complete");
 	return d == DIGESTS_OK ? NULL : why;
 }
 
-char *checkpoint_intact(const char *dir, json_t *skipped)
+char *checkpoint_intact(const char *dir, json_t *skipped, const char *after)
 {
 	char *ck = path_join(dir, "ckpt"), *found = NULL;
-	int *steps, n = list_steps(ck, &steps);
-	struct strbuf all = {0};
+	int *steps, n = list_steps(ck, &steps), below = after ? step_of(strrchr(after, '/') + 1) : INT_MAX;
 	for (int i = 0; i < n && !found; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "step-%d", steps[i]);
-		char *path = path_join(ck, name), *why = damage(path);
-		if (!why) {
+		char *path = path_join(ck, name), *why = steps[i] < below ? damage(path, !after) : NULL;
+		if (steps[i] < below && !why)
 			found = path;
-			break;
-		}
-		json_array_append_new(skipped, json_pack("{ss ss}", "checkpoint", path, "why", why));
-		sb_addf(&all, "%s%s (%s)", i ? ", " : "", path, why);
+		else if (why)
+			json_array_append_new(skipped, json_pack("{ss ss}", "checkpoint", path, "why", why));
+		if (!found)
+			free(path);
 		free(why);
-		free(path);
 	}
-	if (n > 0 && !found)
+	if ((n > 0 || after) && !found) {
+		struct strbuf all = {0};
+		size_t i;
+		json_t *p;
+		json_array_foreach(skipped, i, p)
+			sb_addf(&all, "%s%s (%s)", i ? ", " : "", json_string_value(json_object_get(p, "checkpoint")),
+				json_string_value(json_object_get(p, "why")));
 		die("%s: no intact checkpoint to resume from: %s", dir, all.s);
-	sb_free(&all);
+	}
 	free(steps);
 	free(ck);
 	return found;
+}
+
+char *checkpoint_confirm(const char *ckpt)
+{
+	char *why;
+	return dirdigest_confirm(ckpt, loaded, &why) == DIGESTS_OK ? NULL : why;
 }
 
 void checkpoint_load(const char *ckpt, int64_t records, struct optim *o, struct train_state *st)

@@ -42,10 +42,15 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 /* The newest checkpoint dir of run DIR whose files are whole (their
  * digests match), malloc'd; NULL where DIR has no checkpoint. Each newer one
  * passed over is appended to skipped as {"checkpoint", "why"}; where none
- * is whole, dies naming each and why. Its weights and optimizer state, read
- * for the check, are kept for the loads that come next (modeldir_load,
- * checkpoint_load). */
-char *checkpoint_intact(const char *dir, json_t *skipped);
+ * is whole, dies naming each in skipped and why. Its weights and optimizer
+ * state are kept for the loads that come next (modeldir_load,
+ * checkpoint_load), which check all of them but their heads as they copy
+ * them: checkpoint_confirm then says whether they were whole. With after
+ * (one found damaged so), only older ones, checked whole. */
+char *checkpoint_intact(const char *dir, json_t *skipped, const char *after);
+/* After the loads from ckpt: why its weights or optimizer state were not
+ * whole (malloc'd), or NULL. */
+char *checkpoint_confirm(const char *ckpt);
 /* Loads optimizer moments and the training state (the model loads as a model
  * dir); dies naming the file and field of a state out of range for a run of
  * records training records. */

@@ -300,7 +300,7 @@ int train_run(const struct train_config *c)
 	t.metric = c->metric ? c->metric : metric_default(c->task);
 	build_optimizer(&t);
 	open_run(&t);
-	start_state(&t, ckpt);
+	start_state(&t, &ckpt);
 	/* killed after its last checkpoint, a finished run still lacks final/ or its done event */
 	if (comm_any(t.comm, t.lead && t.st.finished && events_last_is(t.ev, "done"))) {
 		if (t.lead)

@@ -42,6 +42,16 @@ static void keep_vocab(const struct train_config *c, const char *sha256)
 	free(copy);
 }
 
+/* On stderr, the checkpoints passed over from the from-th on. */
+static void say_passed_over(const struct trainer *t, size_t from)
+{
+	for (size_t i = from; i < json_array_size(t->passed_over); i++) {
+		json_t *p = json_array_get(t->passed_over, i);
+		warnx("%s: passed over: %s", json_string_value(json_object_get(p, "checkpoint")),
+		      json_string_value(json_object_get(p, "why")));
+	}
+}
+
 /* Process 0 takes over the dir of a resumed run, which the other processes
  * then find as it left it, or checks that a new run may be made where
  * --run says. Sets *ckpt to the checkpoint a resumed run goes on from: NULL
@@ -61,12 +71,8 @@ void claim_run(struct trainer *t, char **ckpt)
 	*ckpt = NULL;
 	t->passed_over = json_array();
 	if (c->resume) {   /* process 0 verifies the checkpoints, and all take its choice */
-		char *mine = t->lead ? checkpoint_intact(c->run, t->passed_over) : NULL;
-		size_t i;
-		json_t *p;
-		json_array_foreach(t->passed_over, i, p)
-			warnx("%s: passed over: %s", json_string_value(json_object_get(p, "checkpoint")),
-			      json_string_value(json_object_get(p, "why")));
+		char *mine = t->lead ? checkpoint_intact(c->run, t->passed_over, NULL) : NULL;
+		say_passed_over(t, 0);
 		char *chosen = comm_lead_text(t->comm, mine ? mine : "");
 		if (*chosen)
 			*ckpt = chosen;
@@ -154,12 +160,47 @@ json_t *add_batch_tokens(const struct trainer *t, json_t *fields)
 	return fields;
 }
 
-void start_state(struct trainer *t, const char *ckpt)
+/* The state of a run that starts afresh. */
+static void fresh_state(struct trainer *t)
 {
-	char *events = path_join(t->c->run, "events.msgpack");
 	memset(&t->st, 0, sizeof t->st);
 	t->st.best_step = -1;
 	t->st.processes = t->st.sched_processes = t->comm->size;
+}
+
+/* Loads the optimizer and training state of *ckpt, whose weights the model
+ * has; then process 0 confirms that its large files were whole as they were
+ * loaded (checkpoint_intact). Where they were not, every process loads the
+ * newest intact checkpoint before it instead, which *ckpt then names. */
+static void load_checkpoint(struct trainer *t, char **ckpt)
+{
+	int64_t records = (int64_t)shard_count(t->train.shard);
+	checkpoint_load(*ckpt, records, t->o, &t->st);
+	size_t known = json_array_size(t->passed_over);
+	char *why = t->lead ? checkpoint_confirm(*ckpt) : NULL, *next = NULL;
+	if (why) {
+		json_array_append_new(t->passed_over, json_pack("{ss ss}", "checkpoint", *ckpt, "why", why));
+		next = checkpoint_intact(t->c->run, t->passed_over, *ckpt);
+		say_passed_over(t, known);
+		free(why);
+	}
+	char *chosen = comm_lead_text(t->comm, next ? next : "");
+	free(next);
+	if (!*chosen) {
+		free(chosen);
+		return;
+	}
+	free(*ckpt);
+	*ckpt = chosen;
+	reload_model(t, *ckpt);
+	fresh_state(t);
+	checkpoint_load(*ckpt, records, t->o, &t->st);
+}
+
+void start_state(struct trainer *t, char **from)
+{
+	char *events = path_join(t->c->run, "events.msgpack");
+	fresh_state(t);
 	if (t->lead) {
 		t->ev = events_open(events);
 		trainer_record_failures(t->ev);
@@ -167,8 +208,10 @@ void start_state(struct trainer *t, const char *ckpt)
 		t->tb = tb_open(tb);
 		free(tb);
 	}
+	if (*from)
+		load_checkpoint(t, from);
+	const char *ckpt = *from;
 	if (ckpt) {
-		checkpoint_load(ckpt, (int64_t)shard_count(t->train.shard), t->o, &t->st);
 		size_t i;
 		json_t *p;
 		json_array_foreach(t->passed_over, i, p)

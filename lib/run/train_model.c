@@ -310,6 +310,15 @@ void build_model(struct trainer *t, const char *from)
 		check_scored(t, &t->test);
 }
 
+void reload_model(struct trainer *t, const char *ckpt)
+{
+	char **names;
+	int n;
+	modeldir_reload(t->m, ckpt, &names, &n);
+	modeldir_order_classes(t->m, ckpt, names, n, t->man->labels, t->man->nlabels, (uint64_t)t->c->seed);
+	hfconfig_free_labels(names, n);
+}
+
 static void gather_floats(const void *comm, float *x, size_t n)
 {
 	comm_sum_floats(comm, x, n);

@@ -84,6 +84,9 @@ void open_data(struct trainer *t);
 char *start_vocab(const struct train_config *c, const char *sha256);
 void check_vocab(struct trainer *t);
 void build_model(struct trainer *t, const char *from);
+/* The model's weights from the checkpoint ckpt instead, as build_model
+ * loads them. */
+void reload_model(struct trainer *t, const char *ckpt);
 void build_optimizer(struct trainer *t);
 void log_parameters(struct trainer *t);
 
@@ -102,5 +105,7 @@ void claim_run(struct trainer *t, char **ckpt);
 void check_same_run(struct trainer *t);
 void open_run(struct trainer *t);
 json_t *add_batch_tokens(const struct trainer *t, json_t *fields);
-void start_state(struct trainer *t, const char *ckpt);
+/* The state the run starts from: a new run's, or that of the checkpoint
+ * *from, which becomes the one before it where it was damaged. */
+void start_state(struct trainer *t, char **from);
 #endif

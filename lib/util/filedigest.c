@@ -41,7 +41,9 @@ void filedigest_end(struct filedigest *d, char hex[FILEDIGEST_HEX])
 	free(d);
 }
 
-/* A file known: its identity, and its digest or its mapping. */
+/* A file known: its identity, and its digest or its mapping (with the
+ * digest it must have where that is still to be checked), or whether it
+ * had that digest. */
 struct known {
 	dev_t dev;
 	ino_t ino;
@@ -49,6 +51,8 @@ struct known {
 	struct timespec mtime, ctime;
 	char hex[FILEDIGEST_HEX];   /* "" where only its bytes are kept */
 	void *map;
+	char want[FILEDIGEST_HEX];
+	int verdict;                /* -1: none */
 };
 
 enum { MAX_KNOWN = 16 };   /* a checkpoint's files, and a model dir's */
@@ -64,14 +68,20 @@ static int same_file(const struct known *k, const struct stat *sb)
 	       k->ctime.tv_sec == sb->st_ctim.tv_sec && k->ctime.tv_nsec == sb->st_ctim.tv_nsec;
 }
 
+/* What is known of sb's file (under the lock), or NULL. */
+static struct known *lookup(const struct stat *sb)
+{
+	for (int i = 0; i < nknown; i++)
+		if (same_file(&known[i], sb))
+			return &known[i];
+	return NULL;
+}
+
 /* Records sb's file (under the lock), replacing what was known of it, else
  * the oldest entry. */
-static void record(const struct stat *sb, const char *hex, void *map)
+static struct known *record(const struct stat *sb, const char *hex, void *map)
 {
-	struct known *k = NULL;
-	for (int i = 0; i < nknown && !k; i++)
-		if (same_file(&known[i], sb))
-			k = &known[i];
+	struct known *k = lookup(sb);
 	if (!k) {
 		k = &known[next_slot];
 		next_slot = (next_slot + 1) % MAX_KNOWN;
@@ -80,8 +90,9 @@ static void record(const struct stat *sb, const char *hex, void *map)
 	}
 	if (k->map)
 		munmap(k->map, (size_t)k->size);
-	*k = (struct known){ sb->st_dev, sb->st_ino, sb->st_size, sb->st_mtim, sb->st_ctim, "", map };
+	*k = (struct known){ sb->st_dev, sb->st_ino, sb->st_size, sb->st_mtim, sb->st_ctim, "", map, "", -1 };
 	snprintf(k->hex, sizeof k->hex, "%s", hex);
+	return k;
 }
 
 void filedigest_remember(const char *path, const char hex[FILEDIGEST_HEX])
@@ -96,33 +107,52 @@ void filedigest_remember(const char *path, const char hex[FILEDIGEST_HEX])
 
 int filedigest_recall(const struct stat *sb, char hex[FILEDIGEST_HEX])
 {
-	int found = 0;
 	pthread_mutex_lock(&lock);
-	for (int i = 0; i < nknown && !found; i++)
-		if (same_file(&known[i], sb) && known[i].hex[0]) {
-			memcpy(hex, known[i].hex, FILEDIGEST_HEX);
-			found = 1;
-		}
+	struct known *k = lookup(sb);
+	int found = k && k->hex[0];
+	if (found)
+		memcpy(hex, k->hex, FILEDIGEST_HEX);
 	pthread_mutex_unlock(&lock);
 	return found;
 }
 
-void filedigest_keep(const struct stat *sb, void *map)
+void filedigest_keep(const struct stat *sb, void *map, const char *want)
 {
 	pthread_mutex_lock(&lock);
-	record(sb, "", map);
+	struct known *k = record(sb, "", map);
+	snprintf(k->want, sizeof k->want, "%s", want ? want : "");
+	k->verdict = want ? -1 : 1;
 	pthread_mutex_unlock(&lock);
 }
 
-void *filedigest_take(const struct stat *sb)
+void *filedigest_take(const struct stat *sb, char want[FILEDIGEST_HEX])
 {
-	void *map = NULL;
 	pthread_mutex_lock(&lock);
-	for (int i = 0; i < nknown && !map; i++)
-		if (same_file(&known[i], sb) && known[i].map) {
-			map = known[i].map;
-			known[i].map = NULL;
-		}
+	struct known *k = lookup(sb);
+	void *map = k ? k->map : NULL;
+	if (map) {
+		k->map = NULL;
+		memcpy(want, k->want, FILEDIGEST_HEX);
+	}
 	pthread_mutex_unlock(&lock);
 	return map;
+}
+
+void filedigest_verdict(const struct stat *sb, int intact)
+{
+	pthread_mutex_lock(&lock);
+	struct known *k = lookup(sb);
+	if (!k)
+		k = record(sb, "", NULL);
+	k->verdict = intact;
+	pthread_mutex_unlock(&lock);
+}
+
+int filedigest_verdict_of(const struct stat *sb)
+{
+	pthread_mutex_lock(&lock);
+	struct known *k = lookup(sb);
+	int v = k ? k->verdict : -1;
+	pthread_mutex_unlock(&lock);
+	return v;
 }

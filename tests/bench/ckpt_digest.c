@@ -5,15 +5,20 @@
  * vocab, optimizer.safetensors and state.json, each fsynced, the dir made
  * atomically, the large files hashed as they are written and the digests
  * written last), and loads it as a resume does (checkpoint_intact, which
- * checks the digests and keeps the files it read, then modeldir_load and
- * checkpoint_load, which take them).
+ * checks the digests of all but the weights' and moments' files, and of
+ * those the first MiB, keeping their mappings; then modeldir_load and
+ * checkpoint_load, which take them and check the rest as they copy it,
+ * and checkpoint_confirm).
  * The save is timed with its hashing and without it (libxxhash's update,
  * which all hashing calls, is passed by: this driver defines it, forwarding
  * to the library's); the digests.json the save then writes anyway is timed
  * apart, and counted as digests' work too.
  * The load is timed whole, with the check and without (the files mapped,
  * as before there were digests): from the page cache (the digests' worst
- * case) and, as root, from the disk too (the page cache emptied first).
+ * case), each pair one after the other, the median of the pairs' ratios
+ * beside the ratio of the bests (this machine's speed drifts from one
+ * moment to the next); and, as root, from the disk too (the page cache
+ * emptied first).
  * SHA-256 of the same files is timed too, the slower choice.
  * Prints "key value" lines.
  *   ckpt_digest DIR VOCAB [--layers N] [--reps R]
@@ -107,13 +112,17 @@ static int drop_caches(void)
 	return ok;
 }
 
-/* A resume's loads of the checkpoint ck: the model and the optimizer state. */
-static void load(const char *ck)
+/* A resume's loads of the checkpoint ck: the model and the optimizer state;
+ * where checked, what the loads checked then confirmed. */
+static void load(const char *ck, int checked)
 {
 	struct bert *m = modeldir_load(ck, backend_cpu(), TASK_CLS, 0, NULL, NULL, NULL);
 	struct optim *o = adamw(m);
 	struct train_state st;
 	checkpoint_load(ck, 0, o, &st);
+	char *why = checked ? checkpoint_confirm(ck) : NULL;
+	if (why)
+		die("%s: the checkpoint just saved does not check: %s", ck, why);
 	optim_free(o);
 	bert_free(m);
 }
@@ -122,7 +131,7 @@ static void load(const char *ck)
 static char *intact(const char *run)
 {
 	json_t *skipped = json_array();
-	char *found = checkpoint_intact(run, skipped);
+	char *found = checkpoint_intact(run, skipped, NULL);
 	if (!found || json_array_size(skipped))
 		die("%s: the checkpoint just saved does not check", run);
 	json_decref(skipped);
@@ -156,6 +165,12 @@ static double best_of(double a, double b)
 	return a < b ? a : b;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 int main(int argc, char **argv)
 {
 	ts_prog = "ckpt_digest";
@@ -181,7 +196,7 @@ int main(int argc, char **argv)
 	struct train_state st = { .step = 1, .best_step = -1, .processes = 1, .sched_processes = 1 };
 	double save = 1e30, plain = 1e30, record = 1e30, load_s = 1e30, check_load = 1e30, sha = 1e30,
 	       cold = 1e30, cold_check = 1e30;
-	double bytes = 0;
+	double bytes = 0, *pair = xmalloc((size_t)reps * sizeof *pair);
 	int can_drop = 1;
 	for (int r = 0; r < reps; r++) {   /* each pair timed in turn, the first of it by turns */
 		char *ck = path_join(run, "ckpt/step-1");
@@ -199,16 +214,19 @@ int main(int argc, char **argv)
 		}
 		skip_hashing = 0;
 		checkpoint_save(run, m, o, &st, NULL, 0, vocab, 1);   /* its digests true again */
+		double took[2];
+		load(ck, 0);   /* the first load after the saves is the slowest, whichever it is */
 		for (int k = 0; k < 2; k++) {
+			int checked = (k + r) % 2;
 			double t0 = clock_seconds();
-			if ((k + r) % 2)
+			if (checked)
 				free(intact(run));
-			load(ck);
-			if ((k + r) % 2)
-				check_load = best_of(check_load, clock_seconds() - t0);
-			else
-				load_s = best_of(load_s, clock_seconds() - t0);
+			load(ck, checked);
+			took[checked] = clock_seconds() - t0;
 		}
+		load_s = best_of(load_s, took[0]);
+		check_load = best_of(check_load, took[1]);
+		pair[r] = took[1] / took[0];
 		double t0 = clock_seconds();
 		sha256_dir(ck);
 		sha = best_of(sha, clock_seconds() - t0);
@@ -216,12 +234,12 @@ int main(int argc, char **argv)
 		can_drop = can_drop && drop_caches();
 		if (can_drop) {
 			t0 = clock_seconds();
-			load(ck);
+			load(ck, 0);
 			cold = best_of(cold, clock_seconds() - t0);
 			drop_caches();
 			t0 = clock_seconds();
 			free(intact(run));
-			load(ck);
+			load(ck, 1);
 			cold_check = best_of(cold_check, clock_seconds() - t0);
 		}
 		struct stat s1, s2;
@@ -234,8 +252,11 @@ int main(int argc, char **argv)
 	double bare = plain - record;   /* the save without any digests' work */
 	printf("bytes %.0f\nsave_s %.3f\nbare_save_s %.3f\nrecord_s %.4f\nload_s %.3f\ncheck_load_s %.3f\n", bytes,
 	       save, bare, record, load_s, check_load);
+	qsort(pair, (size_t)reps, sizeof *pair, by_value);
 	printf("sha256_s %.3f\nsave_slower %.4f\nload_slower %.4f\nsha256_save_slower %.4f\nsha256_load_slower %.4f\n",
 	       sha, save / bare - 1, check_load / load_s - 1, sha / bare, sha / load_s);
+	printf("pair_load_slower %.4f\n", (pair[(reps - 1) / 2] + pair[reps / 2]) / 2 - 1);
+	free(pair);
 	if (can_drop)
 		printf("cold_load_s %.3f\ncold_check_load_s %.3f\ncold_load_slower %.4f\n", cold, cold_check,
 		       cold_check / cold - 1);

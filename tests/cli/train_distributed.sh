@@ -86,6 +86,17 @@ cut_to() {
 }
 # at RUN STEP: "samples epoch" of that step
 at() { ts-cat "$1/events.msgpack" | jq -r --argjson s "$2" 'select(.event=="step" and .step==$s) | "\(.samples) \(.epoch)"' | tail -n 1; }
+# the newest checkpoint damaged past the first MiB of its optimizer state, which process 0
+# finds only as it loads it: every process goes back to the one before, and on from there
+cut_to "$T/r0" "$T/rd" 12
+opt=$T/rd/ckpt/step-12/optimizer.safetensors
+printf '\377' | dd of="$opt" bs=1 seek=$(($(stat -c %s "$opt") - 100)) conv=notrunc 2>/dev/null
+check "2 processes, the newest checkpoint found damaged as it loads: --resume" mpi 2 --resume "$T/rd" --device cpu
+expect_eq "found damaged as it loads: all go on from step 6, step 12 passed over" \
+	"$(ts-cat "$T/rd/events.msgpack" | jq -r 'select(.event == "resume") | .from, .passed_over[].checkpoint')" \
+	"$(printf '%s\n' "$T/rd/ckpt/step-6" "$T/rd/ckpt/step-12")"
+expect_eq "found damaged as it loads: the same losses, step for step" "$(losses "$T/rd")" "$(losses "$T/r0")"
+check "found damaged as it loads: the same final model" cmp "$T/rd/final/model.safetensors" "$T/r0/final/model.safetensors"
 check "1 process, batch 8: 12 steps" train "${TINY[@]}" --run "$T/g1" --batch 8 --max-steps 12 --save-every 3 --keep 5
 cut_to "$T/g1" "$T/g12" 3
 check "a 1-process run, checkpoint at step 3 (24 records), resumed on 2 processes" mpi 2 --resume "$T/g12" --device cpu

@@ -201,6 +201,15 @@ damaged() {   # damaged NAME HOW WHY: the newest checkpoint of a copy of r0 dama
 }
 damaged "a byte flipped in the weights" "printf '\\377' | dd of=model.safetensors bs=1 seek=5000 conv=notrunc 2>/dev/null" \
 	"model.safetensors differs from what was written (its digest does not match)"
+damaged "a byte flipped in the weights past their first MiB (checked as they load)" \
+	"printf '\\377' | dd of=model.safetensors bs=1 seek=\$((\$(stat -c %s model.safetensors) - 100)) conv=notrunc 2>/dev/null" \
+	"model.safetensors differs from what was written (its digest does not match)"
+damaged "a byte flipped in the optimizer state past its first MiB" \
+	"printf '\\377' | dd of=optimizer.safetensors bs=1 seek=\$((\$(stat -c %s optimizer.safetensors) - 100)) conv=notrunc 2>/dev/null" \
+	"optimizer.safetensors differs from what was written (its digest does not match)"
+damaged "a byte flipped in the optimizer state's header" \
+	"printf '\\377' | dd of=optimizer.safetensors bs=1 seek=40 conv=notrunc 2>/dev/null" \
+	"optimizer.safetensors differs from what was written (its digest does not match)"
 damaged "an empty state.json" ": >state.json" "state.json has 0 bytes where $(stat -c %s "$T/r0/ckpt/step-6/state.json") were written"
 damaged "no digests" "rm digests.json" "no digests.json: it was cut short before it was complete"
 damaged "an unreadable digests.json" "echo '{' >digests.json" "digests.json: line 2: string or '}' expected near end of file"

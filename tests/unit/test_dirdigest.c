@@ -22,7 +22,7 @@ static char tmpdir[] = "/tmp/ts-test-dd.XXXXXX";
 static enum digests check(const char *dir, char *why_out, size_t size)
 {
 	char *why;
-	enum digests d = dirdigest_check(dir, NULL, &why);
+	enum digests d = dirdigest_check(dir, NULL, 0, &why);
 	snprintf(why_out, size, "%s", why ? why : "");
 	free(why);
 	return d;
@@ -58,7 +58,8 @@ static int kept_as(const char *path, const void *want, size_t n)
 	struct stat sb;
 	if (stat(path, &sb))
 		die("%s:", path);
-	void *map = filedigest_take(&sb);
+	char hex[FILEDIGEST_HEX];
+	void *map = filedigest_take(&sb, hex);
 	if (!map)
 		return 0;
 	int same = (size_t)sb.st_size == n && !memcmp(map, want, n);
@@ -151,13 +152,67 @@ int main(void)
 	 * checks, as read, and taken once. */
 	const char *const keep[] = { "big.bin", NULL };
 	char *why2;
-	CHECK(dirdigest_check(tmpdir, keep, &why2) == DIGESTS_OK && kept_as(bigp, big, big_n) == 1,
+	CHECK(dirdigest_check(tmpdir, keep, 0, &why2) == DIGESTS_OK && kept_as(bigp, big, big_n) == 1,
 	      "an intact dir: the file kept as it was read");
 	CHECK(kept_as(bigp, big, big_n) == 0, "taken once");
 	write_file(e, "x", 1);
-	CHECK(dirdigest_check(tmpdir, keep, &why2) == DIGESTS_BAD && kept_as(bigp, big, big_n) == 0,
+	CHECK(dirdigest_check(tmpdir, keep, 0, &why2) == DIGESTS_BAD && kept_as(bigp, big, big_n) == 0,
 	      "another file of the dir damaged: nothing kept (%s)", why2);
 	free(why2);
+
+	/* Heads: a file larger than DIGESTS_HEAD gets the digest of its head too;
+	 * a check with heads reads only that of a file to keep, and keeps it with
+	 * the digest its reader must find; dirdigest_confirm takes what the
+	 * reader found, and checks the dir whole where none read it. */
+	write_file(e, "", 0);
+	dirdigest_write(tmpdir);
+	char *digests = path_join(tmpdir, DIGESTS_FILE);
+	json_t *rec = json_load_file(digests, 0, NULL), *files = json_object_get(rec, "files");
+	struct filedigest *hd = filedigest_new();
+	filedigest_add(hd, big, DIGESTS_HEAD);
+	char head[FILEDIGEST_HEX], whole[64];
+	filedigest_end(hd, head);
+	CHECK(!strcmp(json_string_value(json_object_get(json_object_get(files, "big.bin"), "head_xxh3_128")) ?: "", head) &&
+	      !json_object_get(json_object_get(files, "a.bin"), "head_xxh3_128"),
+	      "the digest of a large file's first MiB recorded, none for a small file");
+	json_decref(rec);
+	recorded(tmpdir, "big.bin", whole, sizeof whole);
+	struct stat sb;
+	stat(bigp, &sb);
+	char want[FILEDIGEST_HEX];
+	CHECK(dirdigest_check(tmpdir, keep, 1, &why2) == DIGESTS_OK, "heads: the dir checks (%s)", why2 ?: "");
+	void *map = filedigest_take(&sb, want);
+	CHECK(map && !memcmp(map, big, big_n) && !strcmp(want, whole),
+	      "heads: the file kept, with the digest its reader must find (%s)", want);
+	if (map)
+		munmap(map, big_n);
+	filedigest_verdict(&sb, 0);
+	CHECK(dirdigest_confirm(tmpdir, keep, &why2) == DIGESTS_BAD &&
+	      !strcmp(why2, "big.bin differs from what was written (its digest does not match)"),
+	      "confirmed: what its reader found, not found intact: %s", why2);
+	free(why2);
+	filedigest_verdict(&sb, 1);
+	CHECK(dirdigest_confirm(tmpdir, keep, &why2) == DIGESTS_OK, "confirmed: found intact by its reader");
+	fd = open(bigp, O_WRONLY);   /* a byte changed past the head */
+	if (fd < 0 || pwrite(fd, "x", 1, (off_t)big_n - 3) != 1 || close(fd))
+		die("%s:", bigp);
+	CHECK(dirdigest_check(tmpdir, keep, 1, &why2) == DIGESTS_OK, "a byte changed past the head: the head checks");
+	stat(bigp, &sb);
+	map = filedigest_take(&sb, want);   /* not read: no verdict */
+	if (map)
+		munmap(map, big_n);
+	CHECK(dirdigest_confirm(tmpdir, keep, &why2) == DIGESTS_BAD &&
+	      !strcmp(why2, "big.bin differs from what was written (its digest does not match)"),
+	      "not read since: confirmed by a check of the whole dir, which finds it: %s", why2);
+	free(why2);
+	fd = open(bigp, O_WRONLY);   /* and one in the head */
+	if (fd < 0 || pwrite(fd, "x", 1, 100) != 1 || close(fd))
+		die("%s:", bigp);
+	CHECK(dirdigest_check(tmpdir, keep, 1, &why2) == DIGESTS_BAD &&
+	      !strcmp(why2, "big.bin differs from what was written (its digest does not match)"),
+	      "a byte changed in the head: the check finds it: %s", why2);
+	free(why2);
+	free(digests);
 	remove_tree(tmpdir);
 	free(big), free(bigp);
 	free(a), free(e), free(sub), free(extra);

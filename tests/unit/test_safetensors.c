@@ -2,6 +2,7 @@
  * usage: test_safetensors [FIXTURE_DIR]   (default tests/fixtures/hf) */
 #include "check.h"
 #include "expect_die.h"
+#include "format/dirdigest.h"
 #include "format/safetensors.h"
 #include "testfiles.h"
 #include "util/afile.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -203,6 +205,94 @@ static void test_corrupt_files(void)
 	free(dt);
 }
 
+/* The check of a model dir's weights when a digests' check read only their
+ * head: made as st_to_f32 copies the tensors, in the file's order or not,
+ * and ended by st_checked or st_close; what dirdigest_confirm then says. */
+enum { BIG_N = 300000 };   /* floats: 1.2 MB, more than the head */
+
+/* Loads dir/w.safetensors after a check with heads: its tensors in order
+ * (-1 ends it), into *same whether they have the values written, into
+ * *intact what st_checked found (-1: the check refused the dir); the
+ * verdict of dirdigest_confirm after, the reason into why (size bytes). */
+static enum digests load_checked(const char *dir, const int *order, const float *const *want, const size_t *nvals,
+				 int *same, int *intact, char *why, size_t size)
+{
+	static const char *const keep[] = { "w.safetensors", NULL };
+	char *w, *path = path_join(dir, "w.safetensors");
+	enum digests d = dirdigest_check(dir, keep, 1, &w);
+	*same = 1;
+	*intact = -1;
+	if (d == DIGESTS_OK) {
+		struct st_file *f = st_open(path);
+		for (int k = 0; order[k] >= 0; k++) {
+			float *out = xmalloc(nvals[order[k]] * sizeof *out);
+			st_to_f32(st_get(f, order[k]), out);
+			*same &= !memcmp(out, want[order[k]], nvals[order[k]] * sizeof *out);
+			free(out);
+		}
+		*intact = st_checked(f);
+		st_close(f);
+		free(w);
+		d = dirdigest_confirm(dir, keep, &w);
+	}
+	snprintf(why, size, "%s", w ? w : "");
+	free(w);
+	free(path);
+	return d;
+}
+
+static void flip(const char *path, off_t at)
+{
+	int fd = open(path, O_RDWR);
+	unsigned char c;
+	if (fd < 0 || pread(fd, &c, 1, at) != 1)
+		die("%s:", path);
+	c ^= 0x40;
+	if (pwrite(fd, &c, 1, at) != 1 || close(fd))
+		die("%s:", path);
+}
+
+static void test_checked_as_copied(void)
+{
+	float *a = xmalloc(BIG_N * sizeof *a), b[5] = {1, 2, 3, 4, 5}, *c = xmalloc(BIG_N * sizeof *c);
+	for (int i = 0; i < BIG_N; i++)
+		a[i] = (float)i * 0.5f, c[i] = -(float)i;
+	struct tensor_ref t[3] = { {"a", 1, {BIG_N}, a}, {"b", 1, {5}, b}, {"c", 1, {BIG_N}, c} };
+	const float *const want[3] = { a, b, c };
+	const size_t nvals[3] = { BIG_N, 5, BIG_N };
+	char *dir = path_join(tmpdir, "checked"), *path = path_join(dir, "w.safetensors"), why[256];
+	mkdir(dir, 0755);
+	st_write(path, t, 3);
+	dirdigest_write(dir);
+	int same, intact;
+	static const int in_order[] = { 0, 1, 2, -1 }, backwards[] = { 2, 1, 0, -1 }, first_only[] = { 0, -1 };
+	CHECK(load_checked(dir, in_order, want, nvals, &same, &intact, why, sizeof why) == DIGESTS_OK && same && intact == 1,
+	      "checked as copied, in the file's order: the values, and intact (%s)", why);
+	CHECK(load_checked(dir, backwards, want, nvals, &same, &intact, why, sizeof why) == DIGESTS_OK && same && intact == 1,
+	      "checked as copied, backwards: the values, and intact (%s)", why);
+	CHECK(load_checked(dir, first_only, want, nvals, &same, &intact, why, sizeof why) == DIGESTS_OK && same && intact == 1,
+	      "one tensor of three copied: the rest checked at the close, intact (%s)", why);
+	struct stat sb;
+	stat(path, &sb);
+	flip(path, sb.st_size - 7);   /* in c, past the head */
+	CHECK(load_checked(dir, in_order, want, nvals, &same, &intact, why, sizeof why) == DIGESTS_BAD && !same && !intact &&
+	      !strcmp(why, "w.safetensors differs from what was written (its digest does not match)"),
+	      "a byte flipped past the head: found as it is copied (%s)", why);
+	CHECK(load_checked(dir, backwards, want, nvals, &same, &intact, why, sizeof why) == DIGESTS_BAD && !intact,
+	      "and copied backwards (%s)", why);
+	flip(path, sb.st_size - 7);
+	flip(path, 20);   /* in the header */
+	CHECK(load_checked(dir, in_order, want, nvals, &same, &intact, why, sizeof why) == DIGESTS_BAD && intact == -1 &&
+	      !strcmp(why, "w.safetensors differs from what was written (its digest does not match)"),
+	      "a byte flipped in the header: found by the check of the head, before the header is read (%s)", why);
+	flip(path, 20);
+	unlink(path);
+	char *digests = path_join(dir, DIGESTS_FILE);
+	unlink(digests);
+	rmdir(dir);
+	free(digests), free(dir), free(path), free(a), free(c);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -213,6 +303,7 @@ int main(int argc, char **argv)
 	test_python_dtypes();
 	test_empty_tensors();
 	test_corrupt_files();
+	test_checked_as_copied();
 	rmdir(tmpdir);
 	CHECK_DONE();
 }
