@@ -65,8 +65,9 @@ static int head_of(int fd, struct entry *e)
  * has the size expected, mapped whole into e->content (the mapping its
  * reader would make) and hashed there, only its head where e->keep says so;
  * else read in pieces (a mapping counts in the process's resident memory,
- * and a checkpoint's files are large). Then the digest of its head.
- * -1 (errno set) where it cannot be read. */
+ * and a checkpoint's files are large). Where recall (the dir's digests
+ * being written), then the digest of its head. -1 (errno set) where it
+ * cannot be read. */
 static int digest_file(const char *path, struct entry *e, int recall)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -107,7 +108,7 @@ static int digest_file(const char *path, struct entry *e, int recall)
 	int err = k < 0 ? errno : 0;
 	filedigest_end(d, e->keep == KEEP_HEAD ? e->head : e->hex);
 	e->bytes = n;
-	if (!err && e->keep != KEEP_HEAD && head_of(fd, e))
+	if (!err && recall && head_of(fd, e))
 		err = errno;
 	close(fd);
 	errno = err;
