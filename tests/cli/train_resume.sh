@@ -196,7 +196,7 @@ damaged() {   # damaged NAME HOW WHY: the newest checkpoint of a copy of r0 dama
 		"$(ts-cat "$T/d/events.msgpack" | jq -r 'select(.event == "resume") | .from, (.passed_over[] | .checkpoint, .why)')" \
 		"$(printf '%s\n' "$T/d/ckpt/step-3" "$T/d/ckpt/step-6" "$3")"
 	check "$1: the log says it" grep -qF "passed over $T/d/ckpt/step-6, damaged: $3" "$T/d/log/rank-0.log"
-	expect_eq "$1: the same losses as the run never damaged" "$(losses "$T/d")" "$(losses "$T/r0")"
+	expect_same "$1: the same losses as the run never damaged" "$(losses "$T/d")" "$(losses "$T/r0")"
 	check "$1: the same final model" cmp "$T/d/final/model.safetensors" "$T/r0/final/model.safetensors"
 }
 damaged "a byte flipped in the weights" "printf '\\377' | dd of=model.safetensors bs=1 seek=5000 conv=notrunc 2>/dev/null" \
