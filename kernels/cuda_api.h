@@ -219,6 +219,9 @@ void cuda_attention_forward_fp16(struct act *ctx, float *state, const struct att
 void cuda_attention_backward_fp16(struct act *dq, struct act *dk, struct act *dv,
 				  const float *dctx, const float *state, const struct attention *a);
 double cuda_attention_scratch(int B, int T, int C, int H);
+/* the widest head (at most 256) the own kernels take on this GPU, as much
+ * as a block's shared memory holds (223 on sm_75) */
+int cuda_attention_widest(void);
 /* the attention's calls, forward and backward, by the kernel that ran them */
 long cuda_attention_runs(enum attention_kernel k);
 

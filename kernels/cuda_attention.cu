@@ -49,6 +49,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TILE 32                 /* rows or keys of a tile: one key per lane */
 #define WARPS 8
@@ -242,11 +243,12 @@ static __device__ __forceinline__ void uniform_keys(struct keys k, int len, int 
 
 /* One warp: scores p[0..n) of a row in, probabilities p[0..len) out, as the
  * CPU's masked_softmax_row over the keys k, with the maximum and 1/sum into
- * st[STATE]. Lane l touches p[j] only for j = l mod 32 below n, the
- * elements it wrote itself. */
+ * st[STATE]. A band's maximum reads scores other lanes wrote; past it lane
+ * l touches p[j] only for j = l mod 32 below n, the elements it wrote. */
 static __device__ void softmax_row(float *p, float *st, const uint8_t *m, int n, int len, struct keys k)
 {
 	int lane = threadIdx.x % 32;
+	__syncwarp();
 	if (!k.real) {
 		int lo, hi;
 		uniform_keys(k, len, &lo, &hi);
@@ -540,9 +542,30 @@ attention_backward_keys_kernel(A *dk, A *dv, const float *ds, const float *dctx,
 	store_rows(dk + kv, a.ldkv, acck, keys, live, a.scale, d);
 }
 
+/* Dynamic shared memory for two row tiles and `weights` weight tiles. */
+static size_t shared_need(int d, int weights)
+{
+	return sizeof(float) * ((size_t)2 * TILE * (d | 1) + (size_t)weights * TILE * WLD);
+}
+
+int cuda_attention_widest(void)
+{
+	static int widest;
+	if (!widest) {
+		int dev, most;
+		CUDA_CHECK(cudaGetDevice(&dev));
+		CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+		widest = MAX_D;
+		while (widest > 1 && shared_need(widest, 2) > (size_t)most)
+			widest--;
+	}
+	return widest;
+}
+
 static struct att att_of(const struct attention *a)
 {
 	struct att t;
+	memset(&t, 0, sizeof t);   /* its padding too: a graph's trace compares the bytes */
 	t.band = a->band, t.q_at = a->q_at;
 	t.q = a->q, t.k = a->k, t.v = a->v;
 	t.kv_start = a->kv_start, t.q_start = a->q_start, t.p_start = a->p_start;
@@ -554,8 +577,9 @@ static struct att att_of(const struct attention *a)
 	t.threshold = dropout_threshold(a->p);
 	t.key = dropout_key(a->seed);
 	t.keep_scale = 1.0f / (1.0f - a->p);
-	if (t.d < 1 || t.d > MAX_D)
-		die("cuda attention: heads %d wide; the CUDA kernels take 1 to %d", t.d, MAX_D);
+	if (t.d < 1 || t.d > cuda_attention_widest())
+		die("cuda attention: heads %d wide; the CUDA kernels take 1 to %d on this GPU", t.d,
+		    cuda_attention_widest());
 	return t;
 }
 
@@ -568,11 +592,10 @@ static unsigned blocks_of(const struct att *t, int B)
 	return (unsigned)n;
 }
 
-/* Dynamic shared memory for two row tiles and `weights` weight tiles, let
- * past the default 48 KiB when wide heads need it. */
+/* shared_need, let past the default 48 KiB when wide heads need it. */
 static size_t shared_bytes(const void *kernel, int d, int weights)
 {
-	size_t bytes = sizeof(float) * ((size_t)2 * TILE * (d | 1) + (size_t)weights * TILE * WLD);
+	size_t bytes = shared_need(d, weights);
 	if (bytes > 48 * 1024)
 		CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 						(int)bytes));

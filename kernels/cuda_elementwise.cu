@@ -174,18 +174,22 @@ void cuda_tanh_backward(float *din, const float *dout, const float *out, size_t 
 
 /* One pair (j, j + d/2) of a head's values in each of rows rows, turned by
  * pos[row] / theta^(2j/d) (inverse: turned back), the angle in floats as the
- * CPU's rotary_rows works it out. */
+ * CPU's rotary_rows works it out. Each block works out the d/2 frequencies
+ * first, in shared memory. */
 template <typename A>
 static __global__ void rotary_kernel(A *x, int ld, int blocks, int d, const int32_t *pos, int rows,
 				     float theta, int inverse)
 {
+	extern __shared__ float freq[];
 	int half = d / 2;
+	for (int j = threadIdx.x; j < half; j += blockDim.x)
+		freq[j] = (float)(1.0 / pow((double)theta, 2.0 * j / d));
+	__syncthreads();
 	size_t per_row = (size_t)blocks * half, n = per_row * rows;
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
 		int r = (int)(i / per_row), k = (int)(i % per_row / half), j = (int)(i % half);
-		float inv = (float)(1.0 / pow((double)theta, 2.0 * j / d));
-		float a = (float)pos[r] * inv, c = cosf(a), s = inverse ? -sinf(a) : sinf(a);
+		float a = (float)pos[r] * freq[j], c = cosf(a), s = inverse ? -sinf(a) : sinf(a);
 		A *p = x + (size_t)r * ld + (size_t)k * d;
 		float x1 = as_float(p[j]), x2 = as_float(p[half + j]);
 		store(p + j, x1 * c - x2 * s);
@@ -200,8 +204,8 @@ static void rotary(struct act *x, int ld, int parts, int C, int heads, const int
 	size_t n = (size_t)rows * parts * (C / 2);
 	if (!n)
 		return;
-	CUDA_LAUNCH(rotary_kernel<A>, grid_1d(n), THREADS, 0, (A *)x, ld, parts * heads, C / heads, pos, rows,
-		    theta, inverse);
+	CUDA_LAUNCH(rotary_kernel<A>, grid_1d(n), THREADS, sizeof(float) * (C / heads / 2), (A *)x, ld,
+		    parts * heads, C / heads, pos, rows, theta, inverse);
 }
 
 /* out[r, j] = gelu(in[r, j]) * in[r, F + j] */

@@ -33,7 +33,6 @@ enum {
 	SUM_CHUNK = 1 << 14,    /* cpu_optim.c's chunk: the sums' bits depend on it */
 	ROWS = 32,              /* chunks a block sums, one per lane of its adder warp */
 	TILE = 128,             /* elements of each chunk staged at a time */
-	PITCH = TILE + 1,       /* a staged row's stride: lane r reads bank (r + j) % 32 */
 	LOADERS = 256,          /* threads that stage; the adder warp comes after them */
 	SUM_THREADS = LOADERS + 32,
 	PER_LOADER = ROWS * TILE / LOADERS,
@@ -47,8 +46,8 @@ static_assert(SUM_CHUNK % TILE == 0, "a chunk is a whole number of tiles");
 static_assert(TILE % LANES == 0, "a tile is a whole number of groups of lanes");
 
 /* Two stages (the one being filled, the one being added) of nsum staged
- * values per element. */
-#define STAGE_BYTES(nsum) ((size_t)2 * (nsum) * ROWS * PITCH * sizeof(float))
+ * values per element: LAMB's two fill the 64 KiB a block may have on sm_75. */
+#define STAGE_BYTES(nsum) ((size_t)2 * (nsum) * ROWS * TILE * sizeof(float))
 
 /* ---- elementwise ---- */
 
@@ -162,10 +161,19 @@ static __device__ __forceinline__ size_t tile_src(size_t base, int t, unsigned e
 	return base + (size_t)(e / TILE) * SUM_CHUNK + (size_t)t * TILE + e % TILE;
 }
 
+/* Where column j of row r lies in a stage: rows TILE floats apart, with no
+ * padding, their columns permuted by the row, so that the adder warp, lane r
+ * reading column j of row r, meets 32 banks ((j ^ r) % 32), and so does a
+ * loader warp writing 32 aligned columns of one row. */
+static __device__ __forceinline__ unsigned staged(unsigned r, unsigned j)
+{
+	return r * TILE + (j ^ r);
+}
+
 /* Where element e of a tile lies in its stage. */
 static __device__ __forceinline__ unsigned tile_dst(unsigned e)
 {
-	return e / TILE * PITCH + e % TILE;
+	return staged(e / TILE, e % TILE);
 }
 
 /* Stage loader tid's share of tile t of x. */
@@ -192,22 +200,22 @@ static __device__ __forceinline__ double add_square(double s, float x)
 	return __dadd_rn(s, __dmul_rn(d, d));
 }
 
-/* Adds the squares of a staged row's TILE floats, elements from.. of its
- * chunk, to cpu_optim.c's eight lanes (squares): element i to lane i %
+/* Adds the squares of the TILE floats of row r of stage st, elements from..
+ * of its chunk, to cpu_optim.c's eight lanes (squares): element i to lane i %
  * LANES, or to lane 0 from full (the chunk's length in whole groups of
  * LANES) on. from and full are whole groups, so a group goes one way. */
-static __device__ __forceinline__ void add_squares(double lane[LANES], const float *row,
+static __device__ __forceinline__ void add_squares(double lane[LANES], const float *st, unsigned r,
 						   int from, int full)
 {
 	for (int j = 0; j < TILE; j += LANES) {
 		if (from + j < full) {
 			#pragma unroll
 			for (int k = 0; k < LANES; k++)
-				lane[k] = add_square(lane[k], row[j + k]);
+				lane[k] = add_square(lane[k], st[staged(r, j + k)]);
 		} else {   /* the chunk's last few elements, and zeros past n */
 			#pragma unroll
 			for (int k = 0; k < LANES; k++)
-				lane[0] = add_square(lane[0], row[j + k]);
+				lane[0] = add_square(lane[0], st[staged(r, j + k)]);
 		}
 	}
 }
@@ -240,11 +248,10 @@ squares_kernel(const float *__restrict__ x, size_t n, double *__restrict__ part)
 		/* loaders fill stage (t+1) % 2 while the adder warp reads stage t % 2 */
 		if (tid < LOADERS) {
 			if (t + 1 < ntile)
-				stage_floats(stage + ((t + 1) & 1) * ROWS * PITCH, x, n, base,
+				stage_floats(stage + ((t + 1) & 1) * ROWS * TILE, x, n, base,
 					     t + 1, tid);
 		} else {
-			add_squares(lane, stage + (t & 1) * ROWS * PITCH + row * PITCH, t * TILE,
-				    full);
+			add_squares(lane, stage + (t & 1) * ROWS * TILE, row, t * TILE, full);
 		}
 		__syncthreads();
 	}
@@ -296,7 +303,7 @@ static __device__ __forceinline__ void stage_lamb(float *tile, const float *__re
 			u = lamb_dir(a, mi, vi, pk[k]);
 		}
 		tile[tile_dst(e)] = pk[k];
-		tile[ROWS * PITCH + tile_dst(e)] = u;
+		tile[ROWS * TILE + tile_dst(e)] = u;
 	}
 }
 
@@ -320,16 +327,15 @@ lamb_moments_kernel(const float *__restrict__ p, const float *__restrict__ g,
 		/* loaders fill stage (t+1) % 2 while the adder warp reads stage t % 2 */
 		if (tid < LOADERS) {
 			if (t + 1 < ntile)
-				stage_lamb(stage + ((t + 1) & 1) * 2 * ROWS * PITCH, p, g, m, v,
+				stage_lamb(stage + ((t + 1) & 1) * 2 * ROWS * TILE, p, g, m, v,
 					   n, a, base, t + 1, tid);
 		} else {
-			const float *rp = stage + (t & 1) * 2 * ROWS * PITCH +
-					  (tid - LOADERS) * PITCH;
-			const float *ru = rp + ROWS * PITCH;
+			const float *ps = stage + (t & 1) * 2 * ROWS * TILE, *us = ps + ROWS * TILE;
+			unsigned row = tid - LOADERS;
 
 			#pragma unroll 16
 			for (int j = 0; j < TILE; j++) {
-				double dp = rp[j], du = ru[j];
+				double dp = ps[staged(row, j)], du = us[staged(row, j)];
 
 				sp = __dadd_rn(sp, __dmul_rn(dp, dp));
 				su = __dadd_rn(su, __dmul_rn(du, du));

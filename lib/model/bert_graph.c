@@ -168,9 +168,9 @@ static void check_config(const struct bert_config *c)
 	if (f->prenorm && c->layers < 1)
 		die("bert: a %s model has at least one layer", f->model_type);
 	if (f->rotary && ((c->hidden / c->heads) % 2 || !(c->rope_global > 0) || !(c->rope_local > 0) ||
-			  c->global_every < 1 || c->local_window < 0))
+			  c->global_every < 1 || c->local_window < 2))
 		die("bert: rotary positions need an even head size, bases above 0, a global layer every "
-		    "1 or more and a local window of 0 or more");
+		    "1 or more and a local window of 2 or more");
 	if (bert_emb_width(c) != c->hidden && !family_of(c->family)->keys->emb)
 		die("bert: a %s model's embeddings are as wide as its layers", family_of(c->family)->model_type);
 	if (!c->type_vocab != !family_of(c->family)->type_vocab)

@@ -204,6 +204,8 @@ static void read_modernbert(const char *path, json_t *cfg, struct bert_config *c
 	c->rope_global = rope_theta(path, cfg, "full_attention", "global_rope_theta", f->rope_global);
 	c->rope_local = rope_theta(path, cfg, "sliding_attention", "local_rope_theta", f->rope_local);
 	c->local_window = size_in(path, cfg, "local_attention", 0, f->local_window, INT32_MAX);
+	if (c->local_window < 2)
+		die("%s: local_attention must be 2 or more: a window of 1 is the token alone", path);
 	c->global_every = global_every(path, cfg, c->layers, f->global_every);
 	if ((c->hidden / c->heads) % 2)
 		die("%s: rotary positions need an even head size, not %s %d / %s %d", path, "hidden_size",

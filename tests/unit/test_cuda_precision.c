@@ -422,7 +422,8 @@ static void run_attention(const struct attention_run *r, enum attention_path pat
  * The gradients start as NaN, so a row no kernel writes shows, and NaN
  * follows the last row of q, k, v and ctx, so a read past them shows too.
  * masked 2: a padding key inside the first sequence, which cuDNN's lengths
- * cannot say: the own kernel must run it. */
+ * cannot say: the own kernel must run it; masked 3: a hole of 2 band + 1
+ * keys there, so that the band of the row in its middle holds no real key. */
 static int band;   /* of the attentions test_attention runs: a local band (ModernBERT's), 0 none */
 
 static void test_attention(int T, int H, int C, int masked, int head_rows, float p, enum attention_path path)
@@ -438,10 +439,10 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 		kv_start[b + 1] = kv_start[b] + lengths[b];
 	int NT = kv_start[AB], R = NT;
 	uint8_t *mask = xmalloc((size_t)NT);
-	int holes = masked == 2;
+	int holes = masked >= 2, hole = masked == 3 ? 2 * band + 1 : 1;   /* keys 1.. of the first */
 	for (int b = 0; b < AB; b++)
 		for (int t = 0; t < lengths[b]; t++)
-			mask[kv_start[b] + t] = t < real[b] && !(holes && b == 0 && t == 1);
+			mask[kv_start[b] + t] = t < real[b] && !(holes && b == 0 && t >= 1 && t <= hole);
 	if (head_rows) {   /* sequence b asks for b query rows, at its last keys */
 		for (int b = 0; b < AB; b++) {
 			q_start[b + 1] = q_start[b] + b;
@@ -485,7 +486,7 @@ static void test_attention(int T, int H, int C, int masked, int head_rows, float
 	run.a.q_at = head_rows ? d_q_at : NULL;
 	char what[256], shape[160];
 	snprintf(shape, sizeof shape, "%s attention (%s) T %d, %s, %d heads of %d, %s, p %.1f, band %d", low_name,
-		 path_names[path], T, head_rows ? "head rows" : "all rows", H, C / H, masked ? "masked" : "no mask",
+		 path_names[path], T, head_rows ? "head rows" : "all rows", H, C / H, masked == 3 ? "a hole past the band" : masked ? "masked" : "no mask",
 		 p, band);
 	long before = cudnn_runs();
 	poison(d_dkv, kv_n);
@@ -553,10 +554,11 @@ static void test_attentions(enum attention_path path)
 	test_attention(128, 2, 128, 1, 0, 0.1f, path);
 	test_attention(77, 2, 128, 0, 1, 0.1f, path);
 	test_attention(200, 12, 768, 1, 0, 0, path);   /* BERT-base's, past one 64-key tile of cuDNN's */
-	test_attention(40, 1, 256, 1, 0, 0.1f, path);  /* the widest head: the own kernel's */
+	test_attention(40, 1, cuda_attention_widest(), 1, 0, 0.1f, path);  /* the widest head: the own kernel's */
 	band = 3;   /* ModernBERT's local band, narrower than the sequences and than a 32-key tile */
 	test_attention(17, 4, 64, 1, 0, 0, path);
 	test_attention(17, 4, 64, 2, 1, 0.1f, path);
+	test_attention(17, 4, 64, 3, 0, 0.1f, path);
 	band = 40;  /* wider than a tile */
 	test_attention(200, 2, 128, 1, 0, 0.1f, path);
 	band = 0;
@@ -588,6 +590,12 @@ static void test_rotary_geglu(int rows, int C, int heads, int F)
 	char what[128];
 	snprintf(what, sizeof what, "%s rotary %dx%d, %d heads", low_name, rows, C, heads);
 	expect_acts_close(what, d_x, x, n, 1e-4, RTOL);
+	float *turned = acts_back(d_x, n);   /* turned back (a local layer's theta), both from the GPU's */
+	rotary_rows(turned, 0, 3 * C, 2, C, heads, pos, rows, 10000.0f, 1);
+	low->rotary(d_x, 3 * C, 2, C, heads, d_pos, rows, 10000.0f, 1);
+	snprintf(what, sizeof what, "%s rotary's inverse %dx%d, %d heads", low_name, rows, C, heads);
+	expect_acts_close(what, d_x, turned, n, 1e-4, RTOL);
+	free(turned);
 	snprintf(what, sizeof what, "%s geglu_forward %dx%d", low_name, rows, F);
 	expect_acts_close(what, d_out, out, (size_t)rows * F, ATOL, RTOL);
 	snprintf(what, sizeof what, "%s geglu_backward %dx%d", low_name, rows, F);

@@ -427,6 +427,10 @@ static void test_bad_dirs(void)
 	expect_die("ModernBERT's layer_types in no every-n pattern", load_quietly, d,
 		   "layer_types must list 3 layers, full_attention every n-th from the first");
 	free(d);
+	d = bad_copy("modernbert-cls", "mb-window", "local_attention", "1");   /* band 0 would be global */
+	expect_die("a ModernBERT local window of 1", load_quietly, d,
+		   "config.json: local_attention must be 2 or more: a window of 1 is the token alone");
+	free(d);
 	d = bad_copy("modernbert-cls", "mb-heads", "num_attention_heads", "32");
 	expect_die("a ModernBERT with an odd head size", load_quietly, d,
 		   "rotary positions need an even head size, not hidden_size 32 / num_attention_heads 32");
