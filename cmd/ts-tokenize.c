@@ -390,7 +390,9 @@ static uint64_t total_size(char **files, int n)
 
 static void check_options(void)
 {
-	if (!vocab_path == !tokenizer_path)
+	if (vocab_path && tokenizer_path)
+		die_usage("-t and -v are one at a time: a tokenizer.json or a vocab.txt (one of them)");
+	if (!vocab_path && !tokenizer_path)
 		die_usage("a tokenizer is required: -t tokenizer.json or -v vocab.txt (one of them)");
 	if (tokenizer_path && cased)
 		die_usage("--cased is for a vocab.txt: a tokenizer.json decides case itself");
@@ -447,6 +449,8 @@ int main(int argc, char **argv)
 		c.tpl = *hftok_template(c.hf);
 	} else {
 		c.vocab = vocab_load(vocab_path);
+		if (strcmp(vocab_file_name(c.vocab), "vocab.txt"))
+			die_usage("-v %s: a tokenizer.json, which -t reads", vocab_path);
 		template_bert(&c.tpl, vocab_special(c.vocab, VOCAB_CLS), vocab_special(c.vocab, VOCAB_SEP));
 	}
 	check_lengths(&c.tpl);

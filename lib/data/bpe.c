@@ -35,6 +35,8 @@ struct bpe_space {
 	struct wordcache *cache;
 	struct sym *syms;
 	size_t sym_cap;
+	uint64_t *heap;   /* a long word's pairs to merge: merge_all_long's */
+	size_t heap_cap;
 	struct strbuf key;
 };
 
@@ -174,6 +176,7 @@ void bpe_space_free(struct bpe_space *s)
 		return;
 	wordcache_free(s->cache);
 	free(s->syms);
+	free(s->heap);
 	sb_free(&s->key);
 	free(s);
 }
@@ -255,14 +258,94 @@ static size_t initial_symbols(const struct bpe *b, struct bpe_space *sp, const c
 	return ns;
 }
 
+/* Merges the pair of s[at] and the next symbol into s[at], and looks up
+ * the merges of the pairs it then makes with its neighbours. */
+static void merge_at(const struct bpe *b, struct sym *s, int32_t at)
+{
+	int32_t gone = s[at].next;
+	s[at].id = (int32_t)(uint32_t)s[at].merge;
+	s[at].next = s[gone].next;
+	s[at].merge = s[gone].merge = EMPTY;
+	if (s[at].next >= 0) {
+		s[s[at].next].prev = at;
+		s[at].merge = merge_of(b, s[at].id, s[s[at].next].id);
+	}
+	if (s[at].prev >= 0)
+		s[s[at].prev].merge = merge_of(b, s[s[at].prev].id, s[at].id);
+}
+
+/* A word of at most this many symbols finds each merge by a scan of its
+ * pairs; a longer one keeps them in a heap, so that its time is not the
+ * square of its length. */
+enum { SCAN_MOST = 48 };
+
+/* The key of the pair of s[i] in the heap: its rank, then its place. */
+static uint64_t heap_key(const struct sym *s, int32_t i)
+{
+	return (s[i].merge >> 32) << 32 | (uint32_t)i;
+}
+
+static void heap_push(struct bpe_space *sp, size_t *n, uint64_t key)
+{
+	grow(&sp->heap, &sp->heap_cap, *n + 1, sizeof *sp->heap);
+	uint64_t *h = sp->heap;
+	size_t i = (*n)++;
+	for (; i && h[(i - 1) / 2] > key; i = (i - 1) / 2)
+		h[i] = h[(i - 1) / 2];
+	h[i] = key;
+}
+
+static uint64_t heap_pop(struct bpe_space *sp, size_t *n)
+{
+	uint64_t *h = sp->heap, top = h[0], last = h[--*n];
+	size_t i = 0;
+	for (size_t c; (c = 2 * i + 1) < *n; i = c) {
+		if (c + 1 < *n && h[c + 1] < h[c])
+			c++;
+		if (h[c] >= last)
+			break;
+		h[i] = h[c];
+	}
+	h[i] = last;
+	return top;
+}
+
+/* merge_all for a long word: each pair's merge in a heap, the lowest rank
+ * and then the leftmost on top. A pair's entry is stale where its symbol's
+ * merge has since changed rank (a merge's rank names its pair) or gone. */
+static void merge_all_long(const struct bpe *b, struct bpe_space *sp)
+{
+	struct sym *s = sp->syms;
+	size_t n = 0;
+	for (int32_t i = 0; s[i].next >= 0; i = s[i].next)
+		if (s[i].merge != EMPTY)
+			heap_push(sp, &n, heap_key(s, i));
+	while (n) {
+		uint64_t top = heap_pop(sp, &n);
+		int32_t at = (int32_t)(uint32_t)top;
+		if (s[at].merge == EMPTY || (s[at].merge >> 32) != top >> 32)
+			continue;
+		merge_at(b, s, at);
+		if (s[at].merge != EMPTY)
+			heap_push(sp, &n, heap_key(s, at));
+		if (s[at].prev >= 0 && s[s[at].prev].merge != EMPTY)
+			heap_push(sp, &n, heap_key(s, s[at].prev));
+	}
+}
+
 /* Merges the symbols: the pair of lowest rank, the leftmost of equals, until
  * no pair has a merge. */
-static void merge_all(const struct bpe *b, struct sym *s, size_t ns)
+static void merge_all(const struct bpe *b, struct bpe_space *sp, size_t ns)
 {
+	struct sym *s = sp->syms;
 	if (ns < 2)
 		return;
 	for (int32_t i = 0; s[i].next >= 0; i = s[i].next)   /* each pair's merge, looked up once */
 		s[i].merge = merge_of(b, s[i].id, s[s[i].next].id);
+	if (ns > SCAN_MOST) {
+		merge_all_long(b, sp);
+		return;
+	}
 	for (;;) {
 		uint64_t best = EMPTY;
 		int32_t at = -1;
@@ -271,16 +354,7 @@ static void merge_all(const struct bpe *b, struct sym *s, size_t ns)
 				best = s[i].merge, at = i;
 		if (at < 0)
 			return;
-		int32_t gone = s[at].next;
-		s[at].id = (int32_t)(uint32_t)best;
-		s[at].next = s[gone].next;
-		s[at].merge = EMPTY;
-		if (s[at].next >= 0) {
-			s[s[at].next].prev = at;
-			s[at].merge = merge_of(b, s[at].id, s[s[at].next].id);
-		}
-		if (s[at].prev >= 0)
-			s[s[at].prev].merge = merge_of(b, s[s[at].prev].id, s[at].id);
+		merge_at(b, s, at);
 	}
 }
 
@@ -292,7 +366,7 @@ static void encode_uncached(const struct bpe *b, struct bpe_space *sp, const cha
 		return;
 	}
 	size_t ns = initial_symbols(b, sp, w, n);
-	merge_all(b, sp->syms, ns);
+	merge_all(b, sp, ns);
 	for (int32_t i = ns ? 0 : -1; i >= 0; i = sp->syms[i].next)
 		ids_push(out, sp->syms[i].id);
 }

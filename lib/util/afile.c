@@ -47,6 +47,42 @@ char *resolve_links(const char *path)
 	return p;
 }
 
+/* The descriptor N that a name such as /dev/stdout, /dev/fd/N or
+ * /proc/self/fd/N gives this process, where s is one; else -1. */
+static int fd_name(const char *s)
+{
+	static const char *const std[] = { "/dev/stdin", "/dev/stdout", "/dev/stderr" };
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, std[i]))
+			return i;
+	char pid[40];
+	snprintf(pid, sizeof pid, "/proc/%ld/fd/", (long)getpid());
+	const char *dirs[] = { "/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", pid }, *n = NULL;
+	for (int i = 0; i < 4 && !n; i++)
+		if (!strncmp(s, dirs[i], strlen(dirs[i])))
+			n = s + strlen(dirs[i]);
+	if (!n || !*n || strspn(n, "0123456789") != strlen(n) || strlen(n) > 9)
+		return -1;
+	return atoi(n);
+}
+
+/* The descriptor of this process that path names, itself or through the
+ * links on its way (/dev/stdout is one to /proc/self/fd/1); -1: none. */
+static int named_fd(const char *path)
+{
+	char *p = xstrdup(path);
+	struct stat st;
+	int fd = fd_name(p);
+	for (int hops = 0; fd < 0 && hops < 40 && lstat(p, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		char *next = link_target(p);
+		free(p);
+		p = next;
+		fd = fd_name(p);
+	}
+	free(p);
+	return fd;
+}
+
 /* A FIFO, pipe, device or socket is written in place, through the path as
  * given: a rename would replace it, and the text of a link such as
  * /proc/self/fd/1 ("pipe:[N]") names no file. */
@@ -64,6 +100,14 @@ struct afile *afile_open(const char *path)
 	if (!strcmp(path, "-")) {
 		f->path = xstrdup(path);
 		f->fd = STDOUT_FILENO;
+		return f;
+	}
+	int fd = named_fd(path);
+	if (fd >= 0) {   /* written through the descriptor, where the shell's > or >> put it */
+		f->path = xstrdup(path);
+		f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (f->fd < 0)
+			die("cannot write %s:", path);
 		return f;
 	}
 	struct stat st;

@@ -2,7 +2,9 @@
  * fsynced and renamed over it on commit. If the program dies first, the temp
  * file is removed and the target is untouched. A file replaced keeps its
  * permission bits; a symlink is followed and its target written so; a FIFO,
- * pipe, device or socket is written directly. */
+ * pipe, device or socket is written directly, and a name of an open
+ * descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N) through it, at its
+ * offset, as the shell's > or >> left it. */
 #ifndef TS_AFILE_H
 #define TS_AFILE_H
 #include <stddef.h>

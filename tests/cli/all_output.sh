@@ -41,6 +41,19 @@ for c in cat tokenize eval; do
 	check "$c -o a FIFO: it is still a FIFO" test -p "$T/$c.fifo"
 done
 
+# -o /dev/stdout or /dev/fd/1 with standard output a file: written through the
+# descriptor, after what came before it (> and >>), not renamed over the file
+# (ts-eval's standard output has its report)
+for c in cat tokenize; do
+	{ echo before; out $c /dev/stdout; echo after; } >"$T/$c.stdout"
+	{ echo before; cat "$T/want/$c"; echo after; } >"$T/$c.expected"
+	check "$c -o /dev/stdout, stdout a file: the lines before and after it kept" cmp "$T/$c.stdout" "$T/$c.expected"
+	echo before >"$T/$c.appended" && out $c /dev/fd/1 >>"$T/$c.appended"
+	{ echo before; cat "$T/want/$c"; } >"$T/$c.expected"
+	check "$c -o /dev/fd/1 >>file: appended" cmp "$T/$c.appended" "$T/$c.expected"
+done
+expect_fail "-o a closed descriptor" 1 "cannot write /dev/fd/9: Bad file descriptor" out cat /dev/fd/9
+
 mkdir "$T/dir" && ln -s dir "$T/dirlink"
 check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
 check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"

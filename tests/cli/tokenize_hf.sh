@@ -55,6 +55,22 @@ for fam in roberta-base xlm-roberta modernbert; do
 		--csv "$T/pairs.csv" --pair pair --max-len 80
 done
 
+# words of many symbols (DNA, one letter, random letters, a repeated pair):
+# the merges found by a heap past 48 symbols, in HF's order
+"$PY" - "$T/long.txt" <<'PYEOF'
+import random, sys
+r = random.Random(7)
+with open(sys.argv[1], "w") as f:
+    for n in (47, 48, 49, 50, 64, 200, 1000, 3000):
+        f.write("".join(r.choice("ACGT") for _ in range(n)) + "\n")
+        f.write("".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n)) + "\n")
+        f.write("x" * n + " " + "ab" * (n // 2) + " " + "aab" * (n // 3) + "\n")
+PYEOF
+for fam in roberta-base modernbert; do
+	parity "$fam: words of 47 to 3,000 letters" "$F/$fam/tokenizer.json" --max-len 0 -f lines "$T/long.txt" -- \
+		--lines "$T/long.txt"
+done
+
 # every component and setting, in files HF tokenizers wrote (hf_variants.py)
 R=$F/roberta-base/tokenizer.json
 mkdir "$T/variants"
@@ -87,7 +103,10 @@ expect_eq "CoNLL words: the words after the first with the space before them" \
 	"$(ts-tokenize -t "$R" "$T/w.conll" | ts-cat --no-header | tr '\n' ' ')" \
 	'{"id":0,"ids":[0,133,6463,2136,2],"label":[-100,0,0,1,-100]} {"id":1,"ids":[0,31414,2],"label":[-100,1,-100]} '
 expect_fail "--cased with a tokenizer.json" 2 "--cased is for a vocab.txt" ts-tokenize -t "$R" --cased /dev/null
-expect_fail "both -t and -v" 2 "one of them" ts-tokenize -t "$R" -v "$TOP/examples/vocab.txt" /dev/null
+expect_fail "both -t and -v" 2 "one at a time: a tokenizer.json or a vocab.txt" \
+	ts-tokenize -t "$R" -v "$TOP/examples/vocab.txt" /dev/null
+expect_fail "a tokenizer.json given to -v" 2 "ts-tokenize: -v $R: a tokenizer.json, which -t reads" \
+	ts-tokenize -v "$R" -f lines /dev/null
 expect_fail "--max-len below the template's specials" 2 "--max-len must be at least 3" ts-tokenize -t "$R" --max-len 2 -f lines /dev/null
 
 # bad tokenizer.json files: one line each, exit 1, no output file
