@@ -105,6 +105,18 @@ static void check_vocab(struct input *in, int32_t model_vocab)
 	free(path);
 }
 
+/* Every record fits in the model's positions, before any is scored. */
+static void check_lengths(const struct input *in, const struct bert_config *bc)
+{
+	uint32_t longest = 0;
+	for (uint64_t i = 0; i < shard_count(in->shard); i++)
+		if (shard_ntokens(in->shard, i) > longest)
+			longest = shard_ntokens(in->shard, i);
+	if ((int64_t)longest > bert_positions(bc))
+		die("%s holds records of up to %u tokens but the model takes %d", in->name, longest,
+		    bert_positions(bc));
+}
+
 /* Whether a record has the label the task scores: tokcls a tag for every word. */
 static int labelled(const struct tokrec *t, enum bert_task task)
 {
@@ -258,6 +270,7 @@ int main(int argc, char **argv)
 	struct input in = {0};
 	open_input(&in, files, nfiles);
 	check_vocab(&in, bc.vocab);
+	check_lengths(&in, &bc);
 	const struct comm alone = {.size = 1, .local_size = 1};   /* "cuda": the least busy GPU */
 	const char *dev = gpus_pick(&alone, NULL, device ? device : backend_default(), NULL);
 	const struct backend *be = backend_open(dev, precision ? precision_parse(precision) :

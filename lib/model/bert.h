@@ -103,6 +103,13 @@ static inline int bert_emb_width(const struct bert_config *c)
 	return c->emb ? c->emb : c->hidden;
 }
 
+/* The longest sequence the model takes: its positions, less those its
+ * family keeps before the first (RoBERTa's, up to its pad id). */
+static inline int bert_positions(const struct bert_config *c)
+{
+	return c->max_pos - family_first_position(c->family, c->pad_id);
+}
+
 /* Logits a predicted row has: the classes, 1 for reg, the vocab for mlm. */
 static inline int bert_logit_width(const struct bert_config *c)
 {

@@ -29,9 +29,8 @@ static void check_batch(const struct bert *m, const struct bert_batch *b)
 	const struct bert_config *c = &m->c;
 	if (b->B < 1 || b->T < 1)
 		die("bert: empty batch (B %d, T %d)", b->B, b->T);
-	int first = family_first_position(c->family, c->pad_id);
-	if (b->T > c->max_pos - first)
-		die("bert: sequence length %d exceeds max positions %d", b->T, c->max_pos - first);
+	if (b->T > bert_positions(c))
+		die("bert: sequence length %d exceeds max positions %d", b->T, bert_positions(c));
 	for (int i = 0; i < b->B * b->T; i++) {
 		if (b->ids[i] < 0 || b->ids[i] >= c->vocab)
 			die("bert: token id %d out of range [0, %d)", b->ids[i], c->vocab);

@@ -236,11 +236,16 @@ static void check_model(const struct trainer *t, const struct bert_config *mc, c
 		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from, mc->vocab,
 		    vocab_size(t->vocab));
 	uint32_t longest = longest_record(t->man);
-	if ((int64_t)longest <= mc->max_pos)
+	int room = bert_positions(mc), before = mc->max_pos - room;
+	if ((int64_t)longest <= room)
 		return;
+	if (!from && before)
+		die_usage("--max-pos %d: %s holds records of up to %u tokens, and a %s model's positions begin "
+			  "at %d: --max-pos %lld takes them", mc->max_pos, c->data, longest,
+			  family_of(mc->family)->model_type, before, (long long)longest + before);
 	if (!from)
 		die_usage("--max-pos %d: %s holds records of up to %u tokens", mc->max_pos, c->data, longest);
-	die("%s holds records of up to %u tokens but the model has %d positions", c->data, longest, mc->max_pos);
+	die("%s holds records of up to %u tokens but the model takes %d", c->data, longest, room);
 }
 
 /* The data's labels must be of a kind the task takes; a run of the wrong

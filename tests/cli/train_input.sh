@@ -63,8 +63,14 @@ refused "$T/r3" "--init of a dir that does not exist" 1 "/nonexistent/vocab.txt:
 refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layers" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
 mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && rm "$T/short/digests.json" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"
-refused "$T/r6" "an --init model of fewer positions than the data's records" 1 "data holds records of up to 32 tokens but the model has 16 positions" \
+refused "$T/r6" "an --init model of fewer positions than the data's records" 1 "data holds records of up to 32 tokens but the model takes 16" \
 	--data "$T/data" --init "$T/short" --max-steps 1 -j 1
+expect_fail "ts-eval refuses it before a record is scored" 1 "data/test.shard holds records of up to [0-9]+ tokens but the model takes 16" \
+	timeout 60 ts-eval -m "$T/short" --data "$T/data" -j 1
+# RoBERTa's positions begin past its pad id: --max-pos of the records' length is one short
+refused "$T/r7" "a RoBERTa --max-pos that leaves no room for the positions before the first" 2 \
+	"--max-pos 32: .*data holds records of up to 32 tokens, and a roberta model's positions begin at 1: --max-pos 33 takes them" \
+	"${TINY[@]}" --arch roberta --max-steps 1
 check "a refused run can then be made with the same --run" train "${TINY[@]}" --max-steps 1 --run "$T/r2"
 
 # --- labels of a kind the task cannot take (a forgotten --task): the one that fits is named ---
