@@ -197,6 +197,20 @@ static void load_checkpoint(struct trainer *t, char **ckpt)
 	checkpoint_load(*ckpt, records, t->o, &t->st);
 }
 
+/* A resume's new --max-steps or --epochs must not end the run before
+ * the step it is at: refused before the run's log or events say anything,
+ * and the run left as it was (a finished run is not marked failed). */
+static void check_new_end(struct trainer *t)
+{
+	const struct train_state *st = &t->st;
+	if (t->c->max_steps > 0 ? st->step <= t->c->max_steps : st->epoch <= t->c->epochs)
+		return;
+	trainer_record_failures(NULL);
+	die("%s: --%s %ld ends the run before step %ld, where it is", t->c->run,
+	    t->c->max_steps > 0 ? "max-steps" : "epochs", t->c->max_steps > 0 ? t->c->max_steps : t->c->epochs,
+	    st->step);
+}
+
 void start_state(struct trainer *t, char **from)
 {
 	char *events = path_join(t->c->run, "events.msgpack");
@@ -211,6 +225,8 @@ void start_state(struct trainer *t, char **from)
 	if (*from)
 		load_checkpoint(t, from);
 	const char *ckpt = *from;
+	if (ckpt && t->c->resume_changes)
+		check_new_end(t);
 	if (ckpt) {
 		size_t i;
 		json_t *p;
@@ -225,11 +241,6 @@ void start_state(struct trainer *t, char **from)
 		t->st.ls = (struct loss_scale){ t->c->loss_scale, 0 };
 	plan_steps(t, ckpt);
 	if (ckpt && t->c->resume_changes) {   /* a finished run taken further goes on */
-		const struct train_state *st = &t->st;
-		if (t->c->max_steps > 0 ? st->step > t->c->max_steps : st->epoch > t->c->epochs)
-			die("%s: --%s %ld ends the run before step %ld, where it is", t->c->run,
-			    t->c->max_steps > 0 ? "max-steps" : "epochs",
-			    t->c->max_steps > 0 ? t->c->max_steps : t->c->epochs, st->step);
 		t->st.finished = t->st.finished && t->total_steps <= t->st.step;
 		trainer_log(t, "resumed with changes %s: the run ends at step %ld", t->c->resume_changes, t->total_steps);
 		if (t->lead) {   /* its config records the new end and cadence */

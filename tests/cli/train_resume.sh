@@ -178,9 +178,12 @@ check "a run killed at step 3 of 6, cut short: --resume --max-steps 4" train --r
 expect_eq "cut short: it ends at step 4, with the losses of the run never cut to there" \
 	"$(losses "$T/cut" | tail -n 1) $(ts-cat "$T/cut/events.msgpack" | jq -r 'select(.event == "done") | .step')" \
 	"$(losses "$T/r0" | sed -n 4p) 4"
+cp "$T/cut/events.msgpack" "$T/cut.events" && cp "$T/cut/log/rank-0.log" "$T/cut.log"
 expect_fail "cut short: an end before the step the run is at is refused" 1 \
 	"^ts-train: $T/cut: --max-steps 2 ends the run before step 4, where it is$" train --resume "$T/cut" --max-steps 2
 expect_eq "refused: the config as it was" "$(grep '^max-steps =' "$T/cut/config")" "max-steps = 4"
+check "refused: the finished run's events as they were (no failure recorded)" cmp "$T/cut/events.msgpack" "$T/cut.events"
+check "refused: its log as it was" cmp "$T/cut/log/rank-0.log" "$T/cut.log"
 
 # damaged checkpoints: a byte flipped in the newest one's weights (a failing disk, a bad
 # copy), its state.json left empty (a crash on a file system that does not order its
