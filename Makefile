@@ -11,7 +11,7 @@ VERSION := 0.1.0
 # what the tests add (make test-deps, make test), all without recommendations.
 DEPS := gcc libc6-dev pkg-config libmsgpack-dev libpcre2-dev libutf8proc-dev libjansson-dev \
         libncurses-dev libopenblas-openmp-dev libopenmpi-dev nettle-dev libxxhash-dev libdnnl-dev
-TEST_DEPS := openmpi-bin procps tmux jq xxhash zsh groff-base time iproute2 openssh-server xz-utils \
+TEST_DEPS := openmpi-bin procps tmux jq xxhash zsh groff-base time iproute2 openssh-server xz-utils strace \
         python3-venv python3-torch ca-certificates clang libclang-rt-14-dev
 
 CFLAGS ?= -O2 -g

@@ -172,7 +172,11 @@ long rundir_request_stop(const char *dir)
 	close(fd);
 	long pid = 0;
 	sscanf(buf, "%ld %64s", &pid, their);
-	afile_put_text(stop, "stop");
+	/* made in place: the trainer, starting with the lock held, removes the
+	 * temp files it finds, and a rename's would be among them */
+	int s = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (s < 0 || close(s) < 0)
+		die("cannot create %s:", stop);
 	gethostname(host, sizeof host);
 	if (pid > 0 && !strcmp(host, their) && kill((pid_t)pid, SIGTERM) < 0 && errno != ESRCH)
 		die("cannot signal pid %ld:", pid);

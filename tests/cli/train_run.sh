@@ -90,6 +90,16 @@ stopped=$(ts-cat "$T/r3/events.msgpack" | jq -c 'select(.event=="stop") | .step'
 [ -d "$T/r3/ckpt/step-$stopped" ] && pass "a checkpoint at the stop" || fail "a checkpoint at the stop"
 expect_fail "ts-stop on a run that is not running" 1 "no ts-train or ts-sweep is running there" ts-stop "$T/r3"
 expect_fail "ts-stop on a path that does not exist says so" 1 "cannot open $T/nothere: No such file or directory" ts-stop "$T/nothere"
+# the request is made in place, not renamed from a temp file: a trainer starting
+# with the lock held removes the temp files it finds, ts-stop's among them
+# (a trainer on another host stands in, so that no signal is sent)
+mkdir "$T/held" && echo "1 elsewhere" >"$T/held/lock" && exec 8<"$T/held/lock" && flock 8
+check "ts-stop on a run of another host" strace -f -qq -e trace=openat,rename,renameat,renameat2 -o "$T/stop.trace" \
+	ts-stop "$T/held"
+exec 8<&-
+check "its request is there" test -e "$T/held/stop"
+check "made in place" grep -qF "$T/held/stop\", O_WRONLY|O_CREAT" "$T/stop.trace"
+check "no temp file renamed to it" bash -c "! grep -q 'stop.tmp' '$T/stop.trace'"
 check "a run never stopped, to compare with" train "${TINY[@]}" --run "$T/r3full" --max-steps 300 --eval-every 100 --keep 1
 check "resume after ts-stop" train --resume "$T/r3" --device cpu
 expect_eq "ts-stop and resume: the same losses as a run never stopped" "$(losses "$T/r3")" "$(losses "$T/r3full")"
