@@ -100,7 +100,7 @@ static void on_fatal_signal(int sig)
 
 void cleanup_on_signals(void)
 {
-	int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
 		signal(sigs[i], on_fatal_signal);
 }

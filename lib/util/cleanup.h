@@ -9,7 +9,8 @@ void cleanup_add(const char *path);
 void cleanup_forget(const char *path);
 /* Removes every registered path; async-signal-safe. */
 void cleanup_run(void);
-/* SIGINT, SIGTERM and SIGHUP remove the registered paths and end the process
- * by the signal, wherever it is, even blocked reading a pipe. */
+/* SIGINT, SIGTERM, SIGHUP and SIGPIPE (an error told to a closed pipe
+ * too) remove the registered paths and end the process by the signal,
+ * wherever it is, even blocked reading a pipe. */
 void cleanup_on_signals(void);
 #endif

@@ -1,5 +1,5 @@
-# Signals: SIGINT, SIGTERM and SIGHUP end a command promptly even while it is
-# blocked reading a pipe, and leave no temp file or dir behind; ts-train stops
+# Signals: SIGINT, SIGTERM, SIGHUP and SIGPIPE end a command promptly even while
+# it is blocked reading a pipe, and leave no temp file or dir behind; ts-train stops
 # with a checkpoint on SIGINT as it does on SIGTERM.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
@@ -43,6 +43,15 @@ blocked "ts-shard" HUP "$T/d3" ts-shard -o "$T/d3"
 blocked "ts-cat" TERM "$T/c.msgpack" ts-cat --no-header -o "$T/c.msgpack"
 blocked "ts-tokenize" INT "$T/t.msgpack" ts-tokenize -v "$V" -j 2 -o "$T/t.msgpack"
 blocked "ts-tokenize" TERM "$T/t2.msgpack" ts-tokenize -v "$V" -j 2 -o "$T/t2.msgpack"
+blocked "ts-cat" PIPE "$T/c2.msgpack" ts-cat --no-header -o "$T/c2.msgpack"
+
+# an error told to a standard error that is a closed pipe: SIGPIPE ends the
+# command, and its temp output goes too
+printf 'text\n"unterminated\n' >"$T/bad.csv"
+{ sleep 0.3; ts-tokenize -v "$V" -o "$T/t3.msgpack" "$T/bad.csv"; } 2>&1 | true
+expect_eq "ts-tokenize's error to a closed pipe: no temp left, no output" "$(ls -d "$T/t3.msgpack"* 2>/dev/null)" ""
+{ sleep 0.3; ts-shard -o "$T/d4" "$T/tok.msgpack" "$T/bad.csv"; } 2>&1 >/dev/null | true
+expect_eq "ts-shard's: no temp left, no output" "$(ls -d "$T/d4"* 2>/dev/null)" ""
 
 # ts-train: SIGINT (Control-C) stops a live run with a checkpoint, and it resumes
 ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack" >/dev/null
