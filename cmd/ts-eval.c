@@ -130,6 +130,29 @@ static int labelled(const struct tokrec *t, enum bert_task task)
 	       (task == TASK_MULTI && t->label_kind == LABEL_LIST);
 }
 
+/* What the records' labels are where the model's task does not score
+ * them (the data of another task), else NULL; the first labelled record
+ * tells (a data dir's are all of one kind). */
+static const char *other_labels(const struct input *in, enum bert_task task)
+{
+	struct tokrec t = {0};
+	enum label_kind k = LABEL_NONE;
+	for (uint64_t i = 0; k == LABEL_NONE && i < shard_count(in->shard); i++) {
+		shard_get(in->shard, i, &t);
+		k = t.label_kind;
+	}
+	tokrec_free(&t);
+	if (k == LABEL_INT && in->nlabels && task == TASK_REG)
+		return "the names of classes";
+	if (k == LABEL_FLOAT && task != TASK_REG)
+		return "numbers";
+	if (k == LABEL_LIST && (task == TASK_CLS || task == TASK_REG))
+		return "lists";
+	if (k == LABEL_INT && task == TASK_TOKCLS)
+		return "a class a record, not a tag a word";
+	return NULL;
+}
+
 /* Whether every record is labelled (else only predictions are possible). */
 static int all_labelled(const struct shard *s, enum bert_task task)
 {
@@ -193,7 +216,11 @@ static void print_metrics(const struct eval_result *r, char **names)
 static int eval_classifier(struct bert *m, const struct input *in, char **names, int nnames)
 {
 	enum bert_task task = bert_config_of(m)->task;
-	int L = bert_logit_width(bert_config_of(m)), all = all_labelled(in->shard, task);
+	const char *other = other_labels(in, task);
+	if (other && !predict)
+		die("%s: the labels are %s, which a %s model does not score; --predict predicts without them", in->name,
+		    other, task_name(task));
+	int L = bert_logit_width(bert_config_of(m)), all = !other && all_labelled(in->shard, task);
 	if (!all && !predict)
 		die("%s: some records have no label: only --predict works without labels", in->name);
 	if (merge_folds && task == TASK_TOKCLS)

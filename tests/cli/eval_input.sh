@@ -34,6 +34,17 @@ expect_eq "--merge-folds merges the pieces of each id" \
 expect_fail "--merge-folds refuses a piece that appears twice" 1 "id 'a': piece 0 appears twice \(ids must be unique across the inputs\)" \
 	eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/folds.mp" "$T/folds.mp"
 
+# labels of another task's data: refused, naming what they are, before any is scored
+printf '%s\n' '{"kind":"tokens","version":1,"labels":[],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":0.5}' '{"id":"b","ids":[2,7,3],"label":-1.25}' | cat1 --from-json -o "$T/nums.mp"
+expect_fail "a reg model on class names" 1 "r.mp: the labels are the names of classes, which a reg model does not score" \
+	eval1 -m "$HF/tiny-reg" "$T/r.mp"
+check "which it predicts all the same" sh -c "timeout 60 ts-eval -j1 --device cpu -m '$HF/tiny-reg' --predict '$T/r.mp' >/dev/null"
+expect_fail "a cls model on numbers" 1 "nums.mp: the labels are numbers, which a cls model does not score" \
+	eval1 -m "$HF/tiny-cls" "$T/nums.mp"
+expect_fail "a tokcls model on a class a record" 1 "r.mp: the labels are a class a record, not a tag a word, which a tokcls model" \
+	eval1 -m "$HF/tiny-tokcls" "$T/r.mp"
+
 # every record has token ids
 printf '%s\n' '{"id":"a","ids":[2,5,3]}' '{"id":"b","ids":[]}' | cat1 --from-json -o "$T/empty.mp"
 expect_fail "an empty 'ids' is refused" 1 "empty.mp: record 2: 'ids' is empty" \
