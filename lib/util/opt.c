@@ -266,13 +266,16 @@ static char *config_text(const char *path)
 
 /* Calls use(ctx, key, value) for each "key = value" line of config file
  * path, in order; dies in one line on any other line but a blank or a
- * comment. */
+ * comment, and on a key set twice. */
 static void each_setting(const char *path, void (*use)(void *ctx, const char *key, const char *val),
 			 void *ctx)
 {
 	if (!*path)
 		die_usage("--config: the path is empty");
-	char where[512], *next;
+	char where[512], *next, twice[32];
+	static struct { const char *key; int line; } *set;   /* the keys set so far, and where */
+	static size_t cap;
+	size_t nset = 0;
 	int ln = 1;
 	for (char *line = config_text(path); line; line = next, ln++) {
 		if ((next = strchr(line, '\n')))
@@ -286,7 +289,15 @@ static void each_setting(const char *path, void (*use)(void *ctx, const char *ke
 		if (!eq)
 			bad("expected 'key = value', got '%s'%s", s, "");
 		*eq = 0;
-		use(ctx, trim(s), trim(eq + 1));
+		const char *key = trim(s);
+		for (size_t i = 0; i < nset; i++)
+			if (!strcmp(set[i].key, key)) {
+				snprintf(twice, sizeof twice, "%d", set[i].line);
+				bad("'%s' is set again; line %s set it first", key, twice);
+			}
+		grow(&set, &cap, nset + 1, sizeof *set);
+		set[nset].key = key, set[nset++].line = ln;
+		use(ctx, key, trim(eq + 1));
 	}
 	source = NULL;
 }

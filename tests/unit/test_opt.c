@@ -114,6 +114,10 @@ static void test_config_file(void)
 	fputs("# a comment\ncount = 11\n", f);
 	fclose(f);
 	expect_refused("-c", cfg, ": line 2: --count: 11 is out of range (1 to 10)");
+	f = fopen(cfg, "w");
+	fputs("count = 2\n\n  rate=0.5\n# count = 9\ncount  = 3\n", f);
+	fclose(f);
+	expect_refused("-c", cfg, ": line 5: 'count' is set again; line 1 set it first");
 	unlink(cfg);
 }
 
