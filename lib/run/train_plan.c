@@ -127,6 +127,10 @@ void plan_steps(struct trainer *t, const char *ckpt)
 	long planned = c->max_steps > 0 ? c->max_steps : steps_from(t, 0, 0, t->st.sched_processes);
 	if (t->st.sched_pos > (double)planned && !c->resume_changes)   /* a run cut short may be past its end */
 		die("%s/state.json: 'sched_pos' is %g, past the schedule's %ld steps", ckpt, t->st.sched_pos, planned);
+	int by_steps = c->max_steps > 0;
+	if (ckpt && !c->resume_changes && (by_steps ? t->st.step > c->max_steps : t->st.epoch > c->epochs))
+		die("%s/state.json: '%s' is %ld, past the run's end at %ld", ckpt, by_steps ? "step" : "epoch",
+		    by_steps ? t->st.step : t->st.epoch, by_steps ? c->max_steps : c->epochs);
 	t->sched = (struct schedule){c->lr, planned, warmup_steps_from(c->warmup, planned), (enum decay_kind)c->decay,
 				     c->end_lr_ratio, 1.0};
 	if (t->st.processes != t->comm->size)
