@@ -26,15 +26,35 @@ void die_on_exit(void (*fn)(void))
 void die_hook(void (*fn)(void)) { hook = fn; }
 void die_tell(void (*fn)(const char *message)) { teller = fn; }
 
+/* The control characters of s (a newline or an escape in a name from the
+ * input) written as \n, \t or \xHH, so that a message stays one line and
+ * sends the terminal nothing; cut to fit in n bytes. */
+static void escape_controls(char *s, size_t n)
+{
+	char in[2048];
+	snprintf(in, sizeof in, "%s", s);
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 < n; p++)
+		if (*p == '\n' || *p == '\t')
+			s[o++] = '\\', s[o++] = *p == '\n' ? 'n' : 't';
+		else if (*p < 0x20 || *p == 0x7f)
+			o += (size_t)snprintf(s + o, n - o, "\\x%02x", *p);
+		else
+			s[o++] = (char)*p;
+	s[o] = 0;
+}
+
 /* One line: "prog: message[: errno text][hint]"; the message (without prog
- * and hint) left in line. */
+ * and hint) left in line. On a terminal, the line a progress meter may have
+ * left unfinished is cleared first. */
 static void vmsg(const char *fmt, va_list ap, int err, const char *hint, char line[2048])
 {
 	vsnprintf(line, 2048, fmt, ap);
 	size_t n = strlen(line);
 	if (n && line[n - 1] == ':')
 		snprintf(line + n, 2048 - n, " %s", strerror(err));
-	fprintf(stderr, "%s: %s%s\n", ts_prog, line, hint);
+	escape_controls(line, 2048);
+	fprintf(stderr, "%s%s: %s%s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", ts_prog, line, hint);
 }
 
 /* die() may run on any thread: a failed allocation on a worker, a write error

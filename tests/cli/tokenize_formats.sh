@@ -32,6 +32,13 @@ expect_eq "--labels fixes the order" "$(tok --label label --labels "$T/names" "$
 	'"labels":["neg","pos"] "label":1 "label":0 "label":1 '
 printf 'id,text,label\nx1,good,pos\nx2,bad,meh\n' >"$T/l2.csv"
 expect_fail "a label not in --labels" 1 "l2.csv: line 3: label 'meh' is not in" tok --label label --labels "$T/names" "$T/l2.csv"
+# on a terminal an error first clears the line a progress meter may have left
+printf 'text\n"unterminated\n' >"$T/unterminated.csv"
+script -qec "ts-tokenize -v '$V' -o '$T/u.rec' '$T/unterminated.csv'" /dev/null >"$T/tty.out"
+check "an error on a terminal clears the line first" grep -q $'^\r\033\\[Kts-tokenize: .*unterminated quote' "$T/tty.out"
+printf 'id,text,label\nx1,good,"me\nh\033[2J"\n' >"$T/l3.csv"
+expect_fail "a label of a newline and an escape: the error one line, the terminal sent nothing" 1 \
+	"l3.csv: line [0-9]+: label 'me\\\\nh\\\\x1b\\[2J' is not in" tok --label label --labels "$T/names" "$T/l3.csv"
 printf '{"text":"hi","label":3,"id":7}\n{"text":"yo","label":[1,0],"id":"b"}\n{"text":"ok","label":0.5,"id":9}\n' >"$T/j.jsonl"
 expect_eq "JSONL: int, list and float labels; int and string ids" "$(tok --label label --id id "$T/j.jsonl" | body | tr '\n' ' ')" \
 	'{"id":7,"ids":[101,7632,102],"label":3} {"id":"b","ids":[101,10930,102],"label":[1,0]} {"id":9,"ids":[101,7929,102],"label":0.5} '
