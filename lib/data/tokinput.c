@@ -64,8 +64,11 @@ static void read_csv_header(struct tokinput *in)
 	for (int k = 0; k < 4; k++) {
 		const char *name = *wanted(in, k);
 		in->col[k] = -1;
-		for (int i = 0; name && i < nf && in->col[k] < 0; i++)
-			if (!strcmp(f[i].s, name))
+		for (int i = 0; name && i < nf; i++)
+			if (!strcmp(f[i].s, name) && in->col[k] >= 0)
+				die("%s: columns %d and %d are both named '%s'", csv_name(in->csv), in->col[k] + 1, i + 1,
+				    name);
+			else if (!strcmp(f[i].s, name))
 				in->col[k] = i;
 		if (name && in->col[k] < 0) {
 			struct strbuf b = {0};
@@ -101,14 +104,20 @@ static void label_number(struct in_record *r, const char *name)
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
 	double v = 0;
-	if (n && n < sizeof buf) {
+	int ok = n && n < sizeof buf;
+	if (ok) {
 		memcpy(buf, s, n);
 		buf[n] = 0;
+		const char *d = buf + (*buf == '-' || *buf == '+');
 		v = strtod(buf, &end);
+		ok = !*end && isfinite(v) && !(d[0] == '0' && (d[1] | 0x20) == 'x');   /* not C's hex */
 	}
-	if (!n || n >= sizeof buf || *end || !isfinite(v) || fabs(v) > FLT_MAX)
-		die("%s: line %llu: label '%.*s' is not a number (--numeric-labels)", name, (unsigned long long)r->line,
-		    (int)(n < 40 ? n : 40), s);
+	if (!ok)
+		die("%s: line %llu: label '%.*s' is not a decimal number (--numeric-labels)", name,
+		    (unsigned long long)r->line, (int)(n < 40 ? n : 40), s);
+	if (fabs(v) > FLT_MAX)
+		die("%s: line %llu: label '%.*s' is beyond a float's range (--numeric-labels)", name,
+		    (unsigned long long)r->line, (int)(n < 40 ? n : 40), s);
 	r->label_kind = IN_LABEL_FLOAT, r->label_float = v;
 }
 
@@ -128,6 +137,8 @@ static int next_csv(struct tokinput *in, struct in_record *r)
 	if (in->col[2] >= 0) {
 		r->label_kind = IN_LABEL_STR;
 		r->label = f[in->col[2]].s, r->label_n = f[in->col[2]].n;
+		if (!r->label_n)
+			die("%s: line %llu: the label is empty", csv_name(in->csv), (unsigned long long)r->line);
 		if (in->cols.numeric)
 			label_number(r, csv_name(in->csv));
 	}
@@ -203,6 +214,8 @@ static void json_label(struct tokinput *in, struct in_record *r)
 	} else if (json_is_string(v)) {
 		r->label_kind = IN_LABEL_STR;
 		r->label = json_string_value(v), r->label_n = json_string_length(v);
+		if (!r->label_n)
+			json_bad(in, "field '%s' is empty", in->cols.label);
 		if (in->cols.numeric)
 			label_number(r, textin_name(in->lines));
 	} else if (in->cols.numeric && json_is_number(v)) {
@@ -215,6 +228,8 @@ static void json_label(struct tokinput *in, struct in_record *r)
 		r->label_kind = IN_LABEL_INT, r->label_int = json_class(in, v);
 	} else if (json_is_real(v)) {
 		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_real_value(v);
+		if (fabs(r->label_float) > FLT_MAX)
+			json_bad(in, "field '%s' is a number beyond a float's range", in->cols.label);
 	} else if (json_is_array(v) && json_is_string(json_array_get(v, 0))) {
 		r->label_kind = IN_LABEL_NAMES, r->label_names = json_strings(in, v, in->cols.label, &in->names,
 									       &in->names_cap);

@@ -158,12 +158,24 @@ expect_fail "--task reg on a CSV's numbers read as class names: refused, saying 
 	train "${TINY[@]}" --data "$T/reg-names" --run "$T/reg-names-run" --task reg --max-steps 1
 check "a run refused for its labels leaves no run dir" test ! -e "$T/reg-names-run"
 printf 'text,score\ngood,0.5\nbad,  high \n' >"$T/word.csv"
-expect_fail "--numeric-labels: a label that is no number: refused" 1 "word.csv: line 3: label 'high' is not a number \\(--numeric-labels\\)" \
+expect_fail "--numeric-labels: a label that is no number: refused" 1 "word.csv: line 3: label 'high' is not a decimal number \\(--numeric-labels\\)" \
 	ts-tokenize -v "$V" --label score --numeric-labels -o "$T/word.rec" "$T/word.csv"
 check "nothing written" test ! -e "$T/word.rec"
 printf 'text,score\ngood,1e39\n' >"$T/big.csv"
-expect_fail "--numeric-labels: a number beyond a float: refused" 1 "line 2: label '1e39' is not a number" \
+expect_fail "--numeric-labels: a number beyond a float: refused" 1 "line 2: label '1e39' is beyond a float's range" \
 	ts-tokenize -v "$V" --label score --numeric-labels "$T/big.csv"
+printf 'text,score\nhello,0x10\n' >"$T/hex.csv"
+expect_fail "--numeric-labels: C's hex is no decimal number" 1 "line 2: label '0x10' is not a decimal number" \
+	ts-tokenize -v "$V" --label score --numeric-labels "$T/hex.csv"
+printf '{"text":"hi","label":1e39}\n' >"$T/bigj.jsonl"
+expect_fail "a JSON number label beyond a float: refused" 1 "bigj.jsonl: line 1: field 'label' is a number beyond a float's range" \
+	ts-tokenize -v "$V" --label label "$T/bigj.jsonl"
+printf 'text,label\nhello,\n' >"$T/nolabel.csv"
+expect_fail "an empty label: refused, not a class named ''" 1 "nolabel.csv: line 2: the label is empty" \
+	ts-tokenize -v "$V" --label label "$T/nolabel.csv"
+printf 'text,label,text\nhello,a,b\n' >"$T/twice.csv"
+expect_fail "a column named twice: refused, not the first taken" 1 "twice.csv: columns 1 and 3 are both named 'text'" \
+	ts-tokenize -v "$V" --label label "$T/twice.csv"
 expect_fail "--numeric-labels without --label: a usage error" 2 "^ts-tokenize: --numeric-labels reads the labels of --label COL" \
 	ts-tokenize -v "$V" --numeric-labels "$T/reg.csv"
 expect_fail "--numeric-labels with --labels: a usage error" 2 "^ts-tokenize: --numeric-labels and --labels are one at a time" \
