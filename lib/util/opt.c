@@ -176,7 +176,7 @@ static void set_value(const struct opt *o, const char *v)
 		break;
 	case OPT_INT: {
 		long x = strtol(v, &end, 10);
-		if (!*v || *end)
+		if (!*v || *end || isspace((unsigned char)*v))
 			bad("--%s takes a whole number, not '%s'", o->name, v);
 		if (errno || !int_in_range(o, x))
 			out_of_range(o, v);
@@ -185,7 +185,7 @@ static void set_value(const struct opt *o, const char *v)
 	}
 	case OPT_FLOAT: {
 		double x = strtod(v, &end);
-		if (!*v || *end || isnan(x))
+		if (!*v || *end || isnan(x) || isspace((unsigned char)*v))
 			bad("--%s takes a number, not '%s'", o->name, v);
 		if (errno || !float_in_range(o, x))
 			out_of_range(o, v);
@@ -254,7 +254,7 @@ static char *config_text(const char *path)
 			;
 		if (r < 0) {
 			close(fd);
-			die("cannot read config file %s:", path);
+			die_usage("cannot read config file %s:", path);
 		}
 	}
 	close(fd);

@@ -81,6 +81,7 @@ static void test_int_range(void)
 	expect_refused("--count", "99999999999999999999", "--count: 99999999999999999999 is out of range");
 	expect_refused("-n", "-3", "--count: -3 is out of range");
 	expect_refused("--count", "2.5", "--count takes a whole number");
+	expect_refused("--count", " 5", "--count takes a whole number, not ' 5'");   /* as '5 ' is */
 }
 
 static void test_float_range(void)
@@ -93,6 +94,7 @@ static void test_float_range(void)
 	expect_refused("--rate", "inf", "--rate: inf is out of range");
 	expect_refused("--rate", "nan", "--rate takes a number, not 'nan'");
 	expect_refused("--rate", "-nan", "--rate takes a number");
+	expect_refused("--rate", "\t2", "--rate takes a number");
 }
 
 static void test_empty_paths(void)
@@ -119,6 +121,7 @@ static void test_config_file(void)
 	fclose(f);
 	expect_refused("-c", cfg, ": line 5: 'count' is set again; line 1 set it first");
 	unlink(cfg);
+	expect_refused("-c", "/", "cannot read config file /: Is a directory");   /* a usage error, as a missing one */
 }
 
 /* A value outside its range is a default meaning "not set": a run's config
