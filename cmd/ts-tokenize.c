@@ -443,6 +443,9 @@ int main(int argc, char **argv)
 		die_usage("--numeric-labels reads the labels of --label COL");
 	if (numeric_labels && labels_file)
 		die_usage("--numeric-labels and --labels are one at a time: numbers name no classes");
+	for (int i = 0; labels_file && !strcmp(labels_file, "-") && i < c.nfiles; i++)
+		if (!strcmp(c.files[i], "-"))
+			die_usage("standard input is read once: as --labels - or as the input ('-', or no FILE)");
 	c.cols = (struct in_cols){text_col ? text_col : "text", pair_col, label_col, id_col, numeric_labels};
 	if (tokenizer_path) {
 		c.hf = hftok_load(tokenizer_path);

@@ -32,6 +32,8 @@ expect_eq "--labels fixes the order" "$(tok --label label --labels "$T/names" "$
 	'"labels":["neg","pos"] "label":1 "label":0 "label":1 '
 printf 'id,text,label\nx1,good,pos\nx2,bad,meh\n' >"$T/l2.csv"
 expect_fail "a label not in --labels" 1 "l2.csv: line 3: label 'meh' is not in" tok --label label --labels "$T/names" "$T/l2.csv"
+expect_fail "--labels - with the input on standard input too" 2 "standard input is read once: as --labels - or as the input" \
+	tok --label label --labels - -f csv <"$T/l.csv"
 # on a terminal an error first clears the line a progress meter may have left
 printf 'text\n"unterminated\n' >"$T/unterminated.csv"
 script -qec "ts-tokenize -v '$V' -o '$T/u.rec' '$T/unterminated.csv'" /dev/null >"$T/tty.out"
