@@ -179,10 +179,33 @@ static void refuse_unsupported_format(const char *dir, const char *weights)
  * and a new classifier, get bert_init's values for seed, and only those:
  * drawing all of BERT-base's only to overwrite them took longer than the
  * rest of a load. */
+/* The layer a file's tensor belongs to (the N of "layer.N." or
+ * "layers.N." in its name), or -1. */
+static long layer_of(const char *name)
+{
+	for (const char *p = name; (p = strstr(p, "layer")); p++) {
+		const char *n = p + 5 + (p[5] == 's');
+		if ((p == name || p[-1] == '.') && *n == '.' && n[1] >= '0' && n[1] <= '9')
+			return strtol(n + 1, NULL, 10);
+	}
+	return -1;
+}
+
+/* Every encoder layer of the file is one of the model's: weights of more
+ * layers than config.json says are not left out unsaid. */
+static void check_layers(const struct st_file *st, const char *path, const struct bert_config *c)
+{
+	for (int i = 0; i < st_count(st); i++)
+		if (layer_of(st_get(st, i)->name) >= c->layers)
+			die("%s: tensor %s is of layer %ld, past config.json's %s %d", path, st_get(st, i)->name,
+			    layer_of(st_get(st, i)->name), family_of(c->family)->keys->layers, c->layers);
+}
+
 static void copy_tensors(struct bert *m, const struct st_file *st, const char *path,
 			 int new_classifier, uint64_t seed, struct strbuf *missing)
 {
 	const struct bert_config *c = bert_config_of(m);
+	check_layers(st, path, c);
 	int n = bert_tensors(m, NULL);
 	struct tensor_ref *t = xmalloc((size_t)n * sizeof *t);
 	bert_tensors(m, t);

@@ -427,6 +427,15 @@ static void test_bad_dirs(void)
 	expect_die("ModernBERT's layer_types in no every-n pattern", load_quietly, d,
 		   "layer_types must list 3 layers, full_attention every n-th from the first");
 	free(d);
+	d = bad_copy("distilbert-cls", "distil-layers", "n_layers", "1");
+	expect_die("a DistilBERT config of fewer layers than its weights", load_quietly, d,
+		   "tensor distilbert.transformer.layer.1.attention.q_lin.weight is of layer 1, past config.json's "
+		   "n_layers 1");
+	free(d);
+	d = bad_copy("modernbert-cls", "mb-layers", "num_hidden_layers", "2");
+	expect_die("a ModernBERT config of fewer layers than its weights", load_quietly, d,
+		   "is of layer 2, past config.json's num_hidden_layers 2");
+	free(d);
 	d = bad_copy("modernbert-cls", "mb-window", "local_attention", "1");   /* band 0 would be global */
 	expect_die("a ModernBERT local window of 1", load_quietly, d,
 		   "config.json: local_attention must be 2 or more: a window of 1 is the token alone");
