@@ -582,6 +582,10 @@ json_t *sweep_read(const char *dir, json_t **sweep)
 	free(path);
 	if (!*sweep)
 		die("%s: jobs.msgpack holds no sweep record", dir);
+	json_int_t want = json_integer_value(json_object_get(*sweep, "jobs"));
+	if ((json_int_t)json_array_size(jobs) != want)   /* written whole: fewer is a damaged file */
+		die("%s: jobs.msgpack: the sweep has %lld jobs, the file records %zu", dir, (long long)want,
+		    json_array_size(jobs));
 	for (size_t i = 0; i < json_array_size(jobs); i++)
 		if (!json_string_value(json_object_get(json_array_get(jobs, i), "state")))
 			die("%s: jobs.msgpack: job %zu has no state", dir, i + 1);

@@ -127,6 +127,11 @@ cp -r "$T/oh" "$T/ns"
 ts-cat "$T/oh/jobs.msgpack" | jq -c 'if .job == 2 then del(.state) else . end' | ts-cat --from-json -o "$T/ns/jobs.msgpack"
 expect_fail "--resume: a job record without a state" 1 "jobs.msgpack: job 2 has no state" sweep --resume "$T/ns"
 expect_fail "ts-top: a job record without a state" 1 "jobs.msgpack: job 2 has no state" timeout 10 ts-top --once "$T/ns"
+cp -r "$T/oh" "$T/cut"
+ts-cat "$T/oh/jobs.msgpack" | head -n 1 | ts-cat --from-json -o "$T/cut/jobs.msgpack"   # the sweep record alone
+expect_fail "--resume: the job records cut off after the sweep's" 1 "jobs.msgpack: the sweep has 2 jobs, the file records 0" \
+	sweep --resume "$T/cut"
+expect_fail "--show too" 1 "jobs.msgpack: the sweep has 2 jobs, the file records 0" sweep --show "$T/cut"
 echo nohost >"$T/servers"
 sweep --servers "$T/servers" --ssh false -p lr=1e-4 --dir "$T/pl" -- "${LONG[@]}" >/dev/null 2>"$T/pl.err"
 expect_eq "no place passes its check: exit 1, why, and no sweep dir left to block a retry" \
