@@ -89,6 +89,8 @@ void rundir_check_new(const char *dir)
 	if (stat(dir, &st) < 0) {
 		if (errno != ENOENT)
 			die("cannot stat %s:", dir);
+		if (lstat(dir, &st) == 0)
+			die("%s is a symbolic link to %s, which does not exist", dir, resolve_links(dir));
 	} else if (!S_ISDIR(st.st_mode)) {
 		die("%s exists and is not a directory", dir);
 	} else if (!dir_empty_but(dir, may_precede_a_run)) {

@@ -216,7 +216,7 @@ static void load_teacher(struct trainer *t)
 	hfconfig_read(config, &tc, &names, &n);
 	free(config);
 	if (tc.task != c->task || (c->task != TASK_MLM && tc.num_labels != t->num_labels))
-		die("--teacher %s is a %s model of %d labels, the run trains a %s model of %d", c->teacher,
+		die("--teacher %s: a model of task %s and %d labels, where the run trains task %s and %d", c->teacher,
 		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
 	t->teacher = modeldir_load(c->teacher, c->be, c->task, 0, NULL, NULL, NULL);
 	bert_set_forward_only(t->teacher);

@@ -72,7 +72,7 @@ check "--teacher --kd-alpha 0.9 --kd-temp 3" train "${STUDENT[@]}" --run "$T/kd"
 	--kd-alpha 0.9 --kd-temp 3
 expect_eq "the teacher changes the losses" "$(losses "$T/kd" | cut -d' ' -f2 | grep -cvxF -f <(losses "$T/alone" | cut -d' ' -f2))" 6
 check "a masked language model" train "${STUDENT[@]}" --run "$T/mlm" --max-steps 1 --task mlm
-expect_fail "a teacher of another task: refused" 1 "--teacher .* is a mlm model of .* labels, the run trains a cls model of 2" \
+expect_fail "a teacher of another task: refused" 1 "--teacher .*: a model of task mlm and .* labels, where the run trains task cls and 2" \
 	train "${STUDENT[@]}" --run "$T/bad-teacher" --teacher "$T/mlm/final"
 expect_fail "--kd-alpha without --teacher: refused" 2 "--kd-alpha and --kd-temp go with --teacher" \
 	train "${STUDENT[@]}" --run "$T/bad" --kd-alpha 0.3
