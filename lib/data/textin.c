@@ -35,7 +35,8 @@ char *textin_line(struct textin *t, size_t *n)
 			die("read %s:", t->name);
 		return NULL;
 	}
-	t->lineno++;
+	if (!t->lineno++ && len >= 3 && !memcmp(t->line, "\xef\xbb\xbf", 3))   /* a byte order mark */
+		memmove(t->line, t->line + 3, (size_t)(len -= 3) + 1);
 	if (len && t->line[len - 1] == '\n')
 		t->line[--len] = 0;
 	if (len && t->line[len - 1] == '\r')

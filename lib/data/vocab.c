@@ -333,8 +333,10 @@ struct vocab *vocab_load(const char *path)
 		load_json(v, path);
 		return v;
 	}
+	size_t bom = len >= 3 && !memcmp(v->bytes, "\xef\xbb\xbf", 3) ? 3 : 0;   /* no part of the first token */
+	len -= bom;
 	v->text = xmalloc(len + 1);
-	memcpy(v->text, v->bytes, len + 1);
+	memcpy(v->text, v->bytes + bom, len + 1);
 	if (!len)
 		die("%s: not a WordPiece vocab: empty file", path);
 	const char *nul = memchr(v->text, 0, len);

@@ -261,6 +261,8 @@ static char *config_text(const char *path)
 	if (memchr(buf, 0, n))
 		die_usage("config file %s holds a NUL byte", path);
 	buf[n] = 0;
+	if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))   /* a byte order mark is no part of the first key */
+		memmove(buf, buf + 3, n - 2);
 	return buf;
 }
 

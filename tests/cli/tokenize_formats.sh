@@ -34,6 +34,17 @@ printf 'id,text,label\nx1,good,pos\nx2,bad,meh\n' >"$T/l2.csv"
 expect_fail "a label not in --labels" 1 "l2.csv: line 3: label 'meh' is not in" tok --label label --labels "$T/names" "$T/l2.csv"
 expect_fail "--labels - with the input on standard input too" 2 "standard input is read once: as --labels - or as the input" \
 	tok --label label --labels - -f csv <"$T/l.csv"
+# a byte order mark at the start of a JSON lines file, a --labels file, a
+# vocab.txt or a config file is no part of what follows it
+printf '\357\273\277{"text":"hi","label":"pos"}\n' >"$T/bom.jsonl"
+expect_eq "a BOM before JSON lines" "$(tok --label label "$T/bom.jsonl" | body)" '{"id":0,"ids":[101,7632,102],"label":0}'
+printf '\357\273\277neg\npos\n' >"$T/bom-names"
+expect_eq "a BOM before --labels' names" "$(tok --label label --labels "$T/bom-names" "$T/l.csv" | ts-cat | head -n 1 | jq -c .labels)" \
+	'["neg","pos"]'
+{ printf '\357\273\277'; cat "$V"; } >"$T/bom-vocab.txt"
+expect_eq "a BOM before a vocab.txt" "$(echo hello | ts-tokenize -v "$T/bom-vocab.txt" | body)" '{"id":0,"ids":[101,7592,102]}'
+printf '\357\273\277max-len = 4\n' >"$T/bom.conf"
+expect_eq "a BOM before a config file" "$(echo 'hello world again' | tok -c "$T/bom.conf" | body)" '{"id":0,"ids":[101,7592,2088,102]}'
 # on a terminal an error first clears the line a progress meter may have left
 printf 'text\n"unterminated\n' >"$T/unterminated.csv"
 script -qec "ts-tokenize -v '$V' -o '$T/u.rec' '$T/unterminated.csv'" /dev/null >"$T/tty.out"
