@@ -112,8 +112,11 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 				(unsigned long long)v->via.u64, HEADER_VERSION);
 		h->version = (int)v->via.u64;
 	}
-	if ((v = mp_get(o, "vocab")))
+	if ((v = mp_get(o, "vocab"))) {
 		h->vocab_sha256 = dup_str(r, v, "vocab");
+		if (strlen(h->vocab_sha256) != 64 || strspn(h->vocab_sha256, "0123456789abcdef") != 64)
+			rec_die(r, "header field 'vocab' is not a sha256 (64 hex digits)");
+	}
 	if ((v = mp_get(o, "vocab_file")))
 		h->vocab_file = dup_str(r, v, "vocab_file");
 	if ((v = mp_get(o, "tokenizer")))
@@ -133,7 +136,9 @@ int header_unpack(const struct rec_reader *r, const msgpack_object *o, struct st
 	}
 	if ((v = mp_get(o, "max_len")))
 		h->max_len = (long)get_int(r, v, "header field 'max_len'", 0, INT32_MAX);
-	if ((v = mp_get(o, "lower")) && v->type == MSGPACK_OBJECT_BOOLEAN)
+	if ((v = mp_get(o, "lower")) && v->type != MSGPACK_OBJECT_BOOLEAN)
+		rec_die(r, "header field 'lower' is not true or false");
+	if (v)
 		h->lower = v->via.boolean;
 	return 1;
 }

@@ -139,6 +139,12 @@ expect_fail "a stream version above 2^32 is refused" 1 "v.mp: record 1: stream v
 printf '%s\n' '{"kind":"tokens","version":1,"max_len":3000000000}' '{"id":"a","ids":[2,5,3]}' | cat1 --from-json -o "$T/ml.mp"
 expect_fail "a header's max_len beyond int32 is refused" 1 "ml.mp: record 1: header field 'max_len' 3000000000 is out of range" \
 	timeout 20 ts-shard -o "$T/mldata" --split train=1 "$T/ml.mp"
+printf '%s\n' '{"kind":"tokens","version":1,"vocab":"abc"}' '{"id":"a","ids":[2,5,3]}' | cat1 --from-json -o "$T/vs.mp"
+expect_fail "a header's vocab that is no sha256 is refused" 1 "vs.mp: record 1: header field 'vocab' is not a sha256" \
+	timeout 20 ts-shard -o "$T/vsdata" --split train=1 "$T/vs.mp"
+printf '%s\n' '{"kind":"tokens","version":1,"lower":"yes"}' '{"id":"a","ids":[2,5,3]}' | cat1 --from-json -o "$T/lw.mp"
+expect_fail "a header's lower that is no boolean is refused" 1 "lw.mp: record 1: header field 'lower' is not true or false" \
+	timeout 20 ts-shard -o "$T/lwdata" --split train=1 "$T/lw.mp"
 
 # ts-cat reads named pipes and process substitutions as record streams
 expect_eq "ts-cat reads a process substitution" "$(cat1 <(cat "$T/r.mp"))" "$(cat1 "$T/r.mp")"
