@@ -108,7 +108,9 @@ static void parse_entry(const char *path, struct st_tensor *t, json_t *v,
 			t->name, (long long)bv, (long long)ev, datasize);
 	size_t esize = dtypes[t->dtype].size;
 	t->nbytes = (size_t)(ev - bv);
-	if (numel < 0 || (uint64_t)numel > SIZE_MAX / esize || (size_t)numel * esize != t->nbytes)
+	if (numel < 0 || (uint64_t)numel > SIZE_MAX / esize)
+		corrupt(path, "tensor %s: its shape holds more values than a file can", t->name);
+	if ((size_t)numel * esize != t->nbytes)
 		corrupt(path, "tensor %s: %zu bytes for %lld values of %s", t->name,
 			t->nbytes, (long long)numel, dtypes[t->dtype].name);
 	*begin = (size_t)bv;

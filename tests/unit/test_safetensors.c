@@ -159,6 +159,8 @@ static void test_corrupt_files(void)
 		 "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "overlap"},
 		{"negative size", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4,
 		 "non-size"},
+		{"a shape past 2^63 values", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+		 "\"data_offsets\":[0,16]}}", 16, "tensor a: its shape holds more values than a file can"},
 		{"duplicate names", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
 		 "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "not JSON"},
 		{"no data_offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "data_offsets"},
