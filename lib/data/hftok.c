@@ -201,6 +201,9 @@ static void template_parts(const struct tjwhere *w, json_t *list, json_t *specia
 		if (!json_is_array(ids))
 			tj_die(w, "a template names a special token '%s' that special_tokens does not give ids",
 			       name ? name : "?");
+		json_t *tokens = json_object_get(json_object_get(specials, name), "tokens");
+		if (!json_is_array(tokens) || json_array_size(tokens) != json_array_size(ids))
+			tj_die(w, "special token '%s' has not as many tokens as ids", name);   /* as HF refuses it */
 		size_t k;
 		json_array_foreach(ids, k, id) {
 			if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= 1 << 24)

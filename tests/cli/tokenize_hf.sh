@@ -137,6 +137,8 @@ mutate scripts.json 'j["pre_tokenizer"] = {"type": "UnicodeScripts"}'
 bad "a component TopSpin does not have" "scripts.json: pre_tokenizer 'UnicodeScripts' is not supported" "$T/scripts.json"
 mutate nomodel.json 'del j["model"]'
 bad "no model" "nomodel.json: model: missing or not an object" "$T/nomodel.json"
+R=$F/modernbert/tokenizer.json mutate tokens.json 'j["post_processor"]["special_tokens"]["[CLS]"]["tokens"] = []'
+bad "a template's special token of more ids than tokens" "special token '\\[CLS\\]' has not as many tokens as ids" "$T/tokens.json"
 truncate -s 100M "$T/huge.json"
 bad "a 100 MB file" "huge.json: 104857600 bytes, more than a tokenizer.json holds" "$T/huge.json"
 bad "a device" "/dev/null: not a regular file" /dev/null
