@@ -46,9 +46,9 @@ struct extsort {
 	char *tmpdir;
 	size_t fanin;           /* runs merged at once */
 	uint8_t *arena;         /* item data of the chunk in memory */
-	size_t arena_cap, arena_len;
+	size_t arena_cap, arena_len, arena_room;   /* room: what is allocated, up to cap */
 	struct keyed *keys;
-	size_t keys_cap, nkeys;
+	size_t keys_cap, nkeys, keys_room;
 	struct spill spill;     /* fd -1 until the first spill */
 	size_t spilled;
 	uint8_t *wbuf;
@@ -160,18 +160,33 @@ static void spill_chunk(struct extsort *s)
 	s->nkeys = s->arena_len = 0;
 }
 
+/* The arena and the keys grown, doubling up to their caps, to hold one more
+ * item of n bytes: the sort's memory is taken as the input needs it, so
+ * that a --mem past the machine's memory costs no more than the input. */
+static void room_for(struct extsort *s, size_t n)
+{
+	if (s->nkeys == s->keys_room) {
+		s->keys_room = s->keys_room ? 2 * s->keys_room : 1024;
+		s->keys_room = s->keys_room < s->keys_cap ? s->keys_room : s->keys_cap;
+		s->keys = xrealloc(s->keys, s->keys_room * sizeof *s->keys);
+	}
+	if (s->arena_len + n > s->arena_room) {
+		size_t want = 2 * s->arena_room > s->arena_len + n ? 2 * s->arena_room : s->arena_len + n;
+		want = want > (1 << 20) ? want : 1 << 20;
+		s->arena_room = want < s->arena_cap ? want : s->arena_cap;
+		s->arena = xrealloc(s->arena, s->arena_room);
+	}
+}
+
 void extsort_add(struct extsort *s, uint64_t key, uint64_t seq, const void *data, uint32_t len)
 {
 	if (s->sealed)
 		die("extsort_add after extsort_rewind");
 	if (align8(len) > s->arena_cap)
 		die("an item of %u bytes does not fit in the sort memory of %zu bytes", len, s->arena_cap);
-	if (!s->arena) {   /* untouched pages cost no memory, so small inputs stay small */
-		s->arena = xmalloc(s->arena_cap);
-		s->keys = xmalloc(s->keys_cap * sizeof *s->keys);
-	}
 	if (s->nkeys == s->keys_cap || s->arena_len + align8(len) > s->arena_cap)
 		spill_chunk(s);
+	room_for(s, align8(len));
 	memcpy(s->arena + s->arena_len, data, len);
 	s->keys[s->nkeys++] = (struct keyed){key, seq, s->arena_len, len};
 	s->arena_len += align8(len);
@@ -325,6 +340,7 @@ static void seal(struct extsort *s)
 	free(s->keys);
 	s->arena = NULL;
 	s->keys = NULL;
+	s->arena_room = s->keys_room = 0;
 	reduce_runs(s);
 }
 
