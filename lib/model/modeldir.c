@@ -174,11 +174,6 @@ static void refuse_unsupported_format(const char *dir, const char *weights)
 	free(index);
 }
 
-/* Copies every tensor of m from the file, but the classifier when
- * new_classifier; lists in missing the head tensors the file lacks. Those,
- * and a new classifier, get bert_init's values for seed, and only those:
- * drawing all of BERT-base's only to overwrite them took longer than the
- * rest of a load. */
 /* The layer a file's tensor belongs to (the N of "layer.N." or
  * "layers.N." in its name), or -1. */
 static long layer_of(const char *name)
@@ -201,6 +196,11 @@ static void check_layers(const struct st_file *st, const char *path, const struc
 			    layer_of(st_get(st, i)->name), family_of(c->family)->keys->layers, c->layers);
 }
 
+/* Copies every tensor of m from the file, but the classifier when
+ * new_classifier; lists in missing the head tensors the file lacks. Those,
+ * and a new classifier, get bert_init's values for seed, and only those:
+ * drawing all of BERT-base's only to overwrite them took longer than the
+ * rest of a load. */
 static void copy_tensors(struct bert *m, const struct st_file *st, const char *path,
 			 int new_classifier, uint64_t seed, struct strbuf *missing)
 {
