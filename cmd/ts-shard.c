@@ -78,6 +78,10 @@ static void open_header_vocab(struct inputs *in, const struct rec_reader *r)
 	if (access(path, R_OK))
 		die("%s: cannot read %s, the vocab the header names: %s (give it with -v FILE)", rec_name(r), path,
 		    strerror(errno));
+	if (!vocab_file_has_sha256(path, in->header.vocab_sha256))   /* told so before it is parsed */
+		die("%s: made with the vocab of sha256 %.12s\u2026, but %s, the vocab the header names, has "
+		    "changed since (give the one they were made with: -v FILE)", rec_name(r), in->header.vocab_sha256,
+		    path);
 	in->vocab = vocab_load(path);
 	in->vocab_file = path;
 }

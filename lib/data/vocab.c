@@ -174,8 +174,7 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-/* Whether the file at path, where there is one, has the SHA-256 sha256. */
-static int file_has_sha256(const char *path, const char *sha256)
+int vocab_file_has_sha256(const char *path, const char *sha256)
 {
 	if (access(path, F_OK))
 		return 0;
@@ -189,7 +188,7 @@ static int file_has_sha256(const char *path, const char *sha256)
 char *vocab_in_dir(const char *dir, const char *sha256)
 {
 	char *json = path_join(dir, "tokenizer.json"), *txt = path_join(dir, "vocab.txt");
-	int json_first = !access(json, F_OK) && !(sha256 && file_has_sha256(txt, sha256));
+	int json_first = !access(json, F_OK) && !(sha256 && vocab_file_has_sha256(txt, sha256));
 	free(json_first ? txt : json);
 	return json_first ? json : txt;
 }

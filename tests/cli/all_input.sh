@@ -79,6 +79,11 @@ check "-v gives it" ts-shard -v "$V" -f -o "$T/x" "$T/moved.msgpack"
 { cat "$V"; echo zzqqxx; } >"$T/other.txt"
 expect_fail "-v with another vocab is refused" 1 "moved.msgpack: made with the vocab of sha256 ${SHA:0:12}.*other.txt has sha256" \
 	ts-shard -v "$T/other.txt" -o "$T/y" "$T/moved.msgpack"
+{ cat "$V"; echo '[PAD]'; } >"$T/changed.txt" && ts-tokenize -v "$V" "$T/t.csv" | ts-cat | sed "s|$V|$T/changed.txt|" |
+	ts-cat --from-json -o "$T/changed.msgpack"
+expect_fail "the vocab the header names, changed since (a token twice): the change named, not the parse" 1 \
+	"changed.msgpack: made with the vocab of sha256 ${SHA:0:12}.*changed.txt, the vocab the header names, has changed since" \
+	ts-shard -o "$T/z" "$T/changed.msgpack"
 expect_fail "without a vocab anywhere ts-train asks for --vocab" 1 "needs the vocab .*--vocab FILE" \
 	ts-train --data "$T/bad" --run "$T/rn" "${TINY[@]}" --max-steps 1
 
