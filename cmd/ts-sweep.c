@@ -4,6 +4,7 @@
 #include "eval/metricnames.h"
 #include "format/mpjson.h"
 #include "format/rec.h"
+#include "run/rundir.h"
 #include "run/runplots.h"
 #include "sweep/sweep.h"
 #include "sweep/sweeprun.h"
@@ -76,10 +77,14 @@ static int by_metric(const void *a, const void *b)
 	return (int)(json_integer_value(json_object_get(x->job, "job")) - json_integer_value(json_object_get(y->job, "job")));
 }
 
+static int live;   /* whether a ts-sweep runs the sweep shown */
+
+/* A job's state; one running in a sweep that no ts-sweep runs (killed)
+ * is stopped. */
 static const char *state_of(const json_t *job)
 {
 	const char *s = json_string_value(json_object_get(job, "state"));
-	return s ? s : "?";
+	return !s ? "?" : !live && !strcmp(s, "running") ? "stopped" : s;
 }
 
 /* The table's cells of a row, in columns order. */
@@ -126,7 +131,7 @@ static void print_finish(const struct row *rows, size_t n, long nslots)
 		if (counts[k])
 			printf("%s %d %s", first ? "" : ",", counts[k], names[k]), first = 0;
 	int left = counts[3] + counts[4];
-	if (left && timed)
+	if (left && timed && live)
 		printf("; about %.1f min left (%d left, a job %.1f min on average, %ld at a time)",
 		       sum / timed * ceil((double)left / (double)nslots) / 60, left, sum / timed / 60, nslots);
 	printf("\n");
@@ -155,10 +160,11 @@ static void plot_jobs(const char *d, const char *name, const struct row *rows, s
 static void print_board(const char *d)
 {
 	json_t *sweep, *jobs = sweep_read(d, &sweep);
+	live = rundir_held(d);
 	size_t n = json_array_size(jobs);
 	struct row *rows = xcalloc(n ? n : 1, sizeof *rows);
 	json_t *keys = json_array();
-	const char *name = metric;
+	const char *name = metric ? metric : json_string_value(json_object_get(sweep, "metric"));   /* the sweep's */
 	for (size_t i = 0; i < n; i++) {
 		rows[i].job = json_array_get(jobs, i);
 		const json_t *best = json_object_get(rows[i].job, "best");
@@ -189,6 +195,7 @@ static void print_board(const char *d)
 			json_t *o = json_deep_copy(rows[i].job);
 			json_object_del(o, "event");
 			json_object_del(o, "time");
+			json_object_set_new(o, "state", json_string(state_of(rows[i].job)));
 			json_object_set_new(o, "metric", json_string(name));
 			json_object_set_new(o, "value", isnan(rows[i].value) ? json_null() : json_real(rows[i].value));
 			json_array_append_new(out, o);

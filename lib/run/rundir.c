@@ -157,6 +157,16 @@ void rundir_clear_stop(const char *dir)
 	free(p);
 }
 
+int rundir_held(const char *dir)
+{
+	char *lock = path_join(dir, "lock");
+	int fd = open(lock, O_RDONLY | O_CLOEXEC), held = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0;
+	if (fd >= 0)
+		close(fd);
+	free(lock);
+	return held;
+}
+
 long rundir_request_stop(const char *dir)
 {
 	char *lock = path_join(dir, "lock"), *stop = path_join(dir, "stop");

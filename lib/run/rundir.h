@@ -26,5 +26,7 @@ void rundir_clear_stop(const char *dir);
 /* Writes the stop file and sends SIGTERM to the trainer holding the lock, if
  * it runs on this machine; returns its pid, or 0 when no trainer runs there. */
 long rundir_request_stop(const char *dir);
+/* Whether a process holds dir's lock (a ts-train or ts-sweep runs there). */
+int rundir_held(const char *dir);
 
 #endif

@@ -77,6 +77,8 @@ void sweep_parse(const char *text, struct sweep_spec *s)
 		if (!option_name(s->keys[k]))
 			die_usage("-p %s: '%s' is not a ts-train option name (lowercase, without dashes)", text,
 				  s->keys[k]);
+		else if (!strcmp(s->keys[k], "run") || !strcmp(s->keys[k], "resume"))
+			die_usage("-p %s: ts-sweep gives each job its own run dir: --%s is not swept", text, s->keys[k]);
 	int nv;
 	char **vals = split(eq + 1, ',', &nv);
 	for (int v = 0; v < nv; v++) {

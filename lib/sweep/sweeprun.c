@@ -633,8 +633,19 @@ static void recorded_places(struct sweep_plan *p, const json_t *sweep, long slot
 	if (slots && remote)
 		die_usage("-P sets the jobs at a time on this machine's cores; the sweep in %s ran on servers or GPUs",
 			  p->dir);
+	int procs = p->places[0].procs;   /* a job's processes (--per-job) stay as the sweep ran them */
 	if (slots)
-		p->places[0] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots), NULL, 1}, p->nplaces = 1;
+		p->places[0] = (struct sweep_place){NULL, (int)slots, sweep_threads((int)slots * procs), NULL, procs},
+		p->nplaces = 1;
+}
+
+/* A job's trainer that a sweep killed outright left behind writes its
+ * checkpoint as it stops: its run dir's lock is waited for (a minute at
+ * most) before the job goes on, rather than the job failing as in use. */
+static void wait_for_trainer(const char *run)
+{
+	for (int i = 0; i < 600 && rundir_held(run); i++)
+		usleep(100000);
 }
 
 int sweep_resume(const char *dir, long slots)
@@ -666,6 +677,7 @@ int sweep_resume(const char *dir, long slots)
 		 * the --device it was given, which its config leaves out; the others start */
 		char *run = sweep_job_dir(abs, (int)i), *config = path_join(run, "config");
 		if (access(config, F_OK) == 0) {
+			wait_for_trainer(run);
 			char *device = sweep_option(words, "device", 0);
 			argvs[todo] = xcalloc(6, sizeof **argvs);
 			argvs[todo][0] = words[0];

@@ -144,6 +144,11 @@ wait_for "a sweep killed outright: its job ends" flock -n "$T/k/job-001/lock" tr
 kill_trainer "$T/k/job-001"
 stopped=$(ts-cat "$T/k/job-001/events.msgpack" | jq -r 'select(.event=="stop") | .step')
 check "a sweep killed outright: its job stopped with a checkpoint" test -d "$T/k/job-001/ckpt/step-$stopped"
+expect_eq "a sweep killed outright: --show has its job stopped, not running, and no time left" \
+	"$(sweep --show "$T/k" --format json | jq -r '.[0].state') $(sweep --show "$T/k" | tail -n 1)" "stopped 1 jobs: 1 stopped"
+# resumed while the job's lock is still held, as by its trainer still checkpointing: the job waits for it
+flock "$T/k/job-001/lock" sleep 2 &
+sleep 0.3
 timeout 300 ts-sweep --resume "$T/k" >/dev/null 2>&1 &
 sweeper=$!
 wait_for "a sweep killed outright: --resume goes on with the job" sh -c "ts-cat '$T/k/job-001/events.msgpack' | grep -q '\"resume\"'"
@@ -187,6 +192,8 @@ expect_eq "--prune asha: the pruned jobs stopped early, with a checkpoint" \
 expect_eq "--prune asha: the best job ran to the end" \
 	"$(sweep --show "$T/a" --format json | jq -r '.[0] | "\(.state) \(.params.lr)"')" "done 3e-3"
 check "--prune asha: --resume runs no pruned job again" sweep --resume "$T/a"
+expect_eq "--show and --resume rank by the sweep's --metric, loss, which pruned it" \
+	"$(sweep --show "$T/a" --format json | jq -r '.[0].metric') $(head -n 1 "$T/out" | grep -c loss)" "loss 1"
 expect_eq "--prune asha: ...nothing was left to run" "$(ts-cat "$T/a/jobs.msgpack" | jq -r 'select(.event=="resume") | .jobs')" 0
 
 # --max-params: ts-train --count-params sizes each job's model before any starts
@@ -216,6 +223,15 @@ check "--per-job 2: ts-stop" ts-stop "$T/ds"
 wait "$sweeper"
 expect_eq "--per-job 2: both processes stopped with one checkpoint" \
 	"$(states "$T/ds") $(ts-cat "$T/ds/job-001/events.msgpack" | jq -r 'select(.event=="stop") | .event')" "1 stopped stop"
+# resumed with -P: each job still a run of 2 processes
+resumed_on() { ts-cat "$T/ds/job-001/events.msgpack" | jq -r 'select(.event=="resume") | .processes' | grep -q .; }
+sweep --resume "$T/ds" -P 1 >/dev/null 2>&1 &
+sweeper=$!
+wait_for "--per-job 2: the sweep resumed with -P 1" resumed_on
+timeout 60 ts-stop --wait "$T/ds" >/dev/null
+wait "$sweeper"
+expect_eq "--per-job 2: -P on a resume keeps each job's 2 processes" \
+	"$(ts-cat "$T/ds/job-001/events.msgpack" | jq -r 'select(.event=="resume") | .processes')" 2
 expect_fail "--gpus not a multiple of --per-job" 2 "--gpus 0-2 names 3 GPUs, not a multiple of --per-job 2" \
 	ts-sweep --gpus 0-2 --per-job 2 -p lr=1 --dir "$T/u9" -- "${TRAIN[@]}"
 if ! nvidia-smi >/dev/null 2>&1; then

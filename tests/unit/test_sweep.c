@@ -80,6 +80,8 @@ static void test_refused(void)
 {
 	expect_usage("no '='", parse_one, "lr", "not KEY=VALUES");
 	expect_usage("dashes", parse_one, "--lr=1", "'--lr' is not a ts-train option name");
+	expect_usage("run dirs", parse_one, "run=a,b", "-p run=a,b: ts-sweep gives each job its own run dir: --run is not swept");
+	expect_usage("resumes", parse_one, "lr,resume=1:a", "--resume is not swept");
 	expect_usage("an empty value", parse_one, "lr=1,,2", "an empty value");
 	expect_usage("a group's value short", parse_one, "lr,warmup=1:2,3", "'3' has 1 value for 2 options");
 	expect_usage("a range of words", parse_one, "lr=a:b", "'a' is not a number");
