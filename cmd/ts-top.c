@@ -52,6 +52,38 @@ static void add_run(const char *dir)
 	runs[nruns++]->until = until;
 }
 
+static char **sweeps;   /* the sweep dirs watched: their jobs join as they begin */
+static int nsweeps;
+
+/* The run of dir, or NULL. */
+static struct run_view *run_at(const char *dir)
+{
+	for (int r = 0; r < nruns; r++)
+		if (!strcmp(runs[r]->dir, dir))
+			return runs[r];
+	return NULL;
+}
+
+/* The jobs of a sweep dir that have begun, each added once, with the
+ * state the sweep records for it now. */
+static void sync_sweep(const char *dir)
+{
+	json_t *record, *all = sweep_read(dir, &record);
+	for (size_t i = 0; i < json_array_size(all); i++) {
+		char *job = sweep_job_dir(dir, (int)i);
+		struct run_view *v = run_at(job);
+		if (!v && access(job, F_OK) == 0) {
+			add_run(job);
+			v = runs[nruns - 1];
+		}
+		if (v)
+			snprintf(v->job_state, sizeof v->job_state, "%s",
+				 json_string_value(json_object_get(json_array_get(all, i), "state")));
+		free(job);
+	}
+	json_decref(all), json_decref(record);
+}
+
 /* A run dir, or a sweep dir's jobs (those that have begun). */
 static void add_dir(const char *dir)
 {
@@ -70,20 +102,9 @@ static void add_dir(const char *dir)
 		add_run(dir);
 		return;
 	}
-	json_t *record, *all = sweep_read(dir, &record);
-	int before = nruns;
-	for (size_t i = 0; i < json_array_size(all); i++) {
-		char *job = sweep_job_dir(dir, (int)i);
-		if (access(job, F_OK) == 0) {
-			add_run(job);
-			snprintf(runs[nruns - 1]->job_state, sizeof runs[nruns - 1]->job_state, "%s",
-				 json_string_value(json_object_get(json_array_get(all, i), "state")));
-		}
-		free(job);
-	}
-	json_decref(all), json_decref(record);
-	if (nruns == before)
-		die("%s: a sweep without jobs that began", dir);
+	sweeps = xrealloc(sweeps, (size_t)(nsweeps + 1) * sizeof *sweeps);
+	sweeps[nsweeps++] = xstrdup(dir);
+	sync_sweep(dir);
 }
 
 /* ---- text ---- */
@@ -247,6 +268,8 @@ static int log_tail(const struct run_view *v, struct strbuf *lines, int k)
 
 static void snapshot_text(void)
 {
+	if (!nruns)
+		printf("no job has begun yet\n");
 	for (int r = 0; r < nruns; r++) {
 		struct strbuf lines[24] = {{0}};
 		int n = describe(runs[r], lines, 20);
@@ -372,6 +395,11 @@ static void draw(int sel, int details, int help)
 		}
 		y++;
 	}
+	if (!nruns) {   /* a sweep whose first job has not begun */
+		put(y, "no job has begun yet", 0);
+		refresh();
+		return;
+	}
 	struct strbuf lines[32] = {{0}};
 	int n = describe(runs[sel], lines, 24);
 	n += log_tail(runs[sel], lines + n, details ? 8 : 3);
@@ -380,6 +408,13 @@ static void draw(int sel, int details, int help)
 		sb_free(&lines[i]);
 	}
 	refresh();
+}
+
+/* The terminal given back as it was, before a fatal error's line. */
+static void end_screen(void)
+{
+	if (!isendwin())
+		endwin();
 }
 
 static void live(void)
@@ -398,8 +433,11 @@ static void live(void)
 		init_pair(3, COLOR_YELLOW, -1);
 	}
 	timeout(1000);   /* about once a second */
+	die_hook(end_screen);
 	int sel = 0, details = 0, help = 0;
 	for (;;) {
+		for (int s = 0; s < nsweeps; s++)
+			sync_sweep(sweeps[s]);
 		for (int r = 0; r < nruns; r++)
 			run_view_update(runs[r]);
 		draw(sel, details, help);
@@ -407,6 +445,8 @@ static void live(void)
 		if (c == 'q' || c == 'Q')
 			break;
 		help = c == 'h' || c == '?' ? !help : c == ERR || c == KEY_RESIZE ? help : 0;
+		if (!nruns)
+			continue;
 		if (c == '\t' || c == KEY_DOWN)
 			sel = (sel + 1) % nruns;
 		else if (c == KEY_UP || c == KEY_BTAB)

@@ -209,6 +209,8 @@ const char *run_view_state(const struct run_view *v)
 {
 	if (*v->error)
 		return "unreadable";
+	if (v->frozen)   /* seen as at step until, which later steps followed: it ran then */
+		return "running";
 	if (run_view_pid(v))
 		return "running";
 	if (!strcmp(v->job_state, "failed") || !strcmp(v->job_state, "pruned") || !strcmp(v->job_state, "skipped"))

@@ -27,6 +27,8 @@ expect_eq "--json: the same run" "$(ts-top --json "$T/r" | jq -r '.[0] | "\(.sta
 rec=$TOP/tests/fixtures/recorded-run
 actual=$(ts-cat "$rec/events.msgpack" | jq -s '(map(select(.event=="done"))[0].time) - (map(select(.event=="start"))[0].time)')
 predicted=$(ts-top --json --until 20 "$rec" | jq '.[0] | .elapsed_s + .left_s')
+expect_eq "--until 20: the state then, running, not the state now" \
+	"$(ts-top --json --until 20 "$rec" | jq -r '.[0].state') $(ts-top --json "$rec" | jq -r '.[0].state')" "running done"
 error=$(awk -v p="$predicted" -v a="$actual" 'BEGIN { printf "%.3f", (p - a) / a }')
 echo "prediction after step 20 of 200: $predicted s for a run of $actual s, error $error"
 check "the prediction after 10% of the steps is within 10% of the run's length" \
@@ -103,9 +105,16 @@ check "its stop event" sh -c "ts-cat '$T/live/events.msgpack' | jq -r .event | t
 tmux send-keys -t "$S" q
 wait_for "q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
 
-# a sweep's view: a line a job
+# a sweep's view: a line a job, and the jobs that begin while it shows them
+# (here the sweep's dirs, hidden, then put back)
+mv "$T/sw/job-001" "$T/sw-001" && mv "$T/sw/job-002" "$T/sw-002"
+expect_eq "--once of a sweep whose jobs have not begun" "$(ts-top --once "$T/sw")" "no job has begun yet"
 tmux new-session -d -s "$S" -x 80 -y 24 "TERM=xterm-256color $BIN/ts-top $T/sw"
-wait_for "a sweep's view lists its jobs" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*sw/job-001 *done' && screen | grep -q '^  .*sw/job-002 *done'"
+wait_for "a sweep's view before its first job" sh -c "$(declare -f screen shows); S=$S; shows 'no job has begun yet'"
+mv "$T/sw-001" "$T/sw/job-001"
+wait_for "...then its first job" sh -c "$(declare -f screen shows); S=$S; shows '^.*sw/job-001 *\[done\]'"
+mv "$T/sw-002" "$T/sw/job-002"
+wait_for "a sweep's view lists its jobs as they begin" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*sw/job-001 *done' && screen | grep -q '^  .*sw/job-002 *done'"
 tmux send-keys -t "$S" q
 
 # a run that ends on an error is shown failed: its checkpoint dir made a file mid-run
