@@ -290,8 +290,12 @@ int train_run(const struct train_config *c)
 	char *ckpt;
 	if (!c->be->host)
 		comm_use_gpu(c->comm);
-	signal(SIGINT, on_stop_signal);
-	signal(SIGTERM, on_stop_signal);
+	/* a request to stop, and a lost terminal or connection (a closed pipe
+	 * behind standard error, an ssh session gone): each stops the run at
+	 * the step's end with a checkpoint, where it can resume */
+	int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	for (size_t i = 0; i < sizeof stops / sizeof *stops; i++)
+		signal(stops[i], on_stop_signal);
 	open_data(&t);
 	claim_run(&t, &ckpt);
 	check_vocab(&t);

@@ -73,4 +73,19 @@ check "ts-train: the run resumes after SIGINT" timeout --preserve-status -k 300 
 again=$(ts-cat "$T/r/events.msgpack" | jq -c 'select(.event=="stop") | .step' | tail -n 1)
 [ "$again" -gt "$stopped" ] && pass "ts-train: the resumed run went on from step $stopped to $again" \
 	|| fail "ts-train: the resumed run went on from step $stopped (stopped at '$again')"
+# a lost connection or terminal stops it the same way: its standard error a
+# pipe that nothing reads any more (an ssh session gone: SIGPIPE), SIGHUP
+LOST=(ts-train --data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 -j 2
+	--max-steps 5000 --eval-every 5)
+{ timeout 300 "${LOST[@]}" --run "$T/p" 2>&1 >/dev/null; echo $? >"$T/p.rc"; } | head -c 1 >/dev/null
+stopped=$(ts-cat "$T/p/events.msgpack" | jq -c 'select(.event=="stop") | .step')
+expect_eq "ts-train: its standard error a closed pipe: stopped with a checkpoint, exit 0" \
+	"$(cat "$T/p.rc") $(test -n "$stopped" && test -d "$T/p/ckpt/step-$stopped" && echo checkpoint)" "0 checkpoint"
+"${LOST[@]}" --run "$T/h" >/dev/null 2>&1 &
+pid=$!
+wait_for sh -c "ts-cat '$T/h/events.msgpack' 2>/dev/null | grep -q '\"step\"'" || fail "a run to lose its terminal under way"
+kill -HUP $pid
+wait $pid
+expect_eq "ts-train: SIGHUP stops it with a checkpoint, exit 0" \
+	"$? $(ts-cat "$T/h/events.msgpack" | jq -r 'select(.event=="stop") | .event')" "0 stop"
 finish
