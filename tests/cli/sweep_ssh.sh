@@ -92,4 +92,18 @@ expect_eq "--resume: all 3 done" \
 expect_eq "--resume: jobs 1 and 2 went on from their checkpoints on the server" \
 	"$(ts-cat "$T/st/jobs.msgpack" | jq -r 'select(.state=="running" and .argv[1]=="--resume") | "\(.job)@\(.host)"' | tr '\n' ' ')" \
 	"1@127.0.0.1 2@127.0.0.1 "
+
+# a sweep killed outright: its remote jobs lose their ssh sessions, and so
+# their standard error's reader, and stop with a checkpoint at their next line
+sweep --servers "$T/servers" -p lr=1e-4,2e-4 --dir "$T/sk" -- "$BIN/ts-train" "${MODEL[@]}" --vocab "$V" \
+	--max-steps 100000 --eval-every 3 >/dev/null 2>&1 &
+sweeper=$!
+two_evals() { for j in 1 2; do ts-cat "$T/sk/job-00$j/events.msgpack" 2>/dev/null | grep -q '"eval"' || return 1; done; }
+wait_for "two remote jobs under way, to be killed" two_evals
+kill -9 "$(cut -d' ' -f1 "$T/sk/lock")"
+wait "$sweeper" 2>/dev/null
+stopped() { for j in 1 2; do flock -n "$T/sk/job-00$j/lock" true || return 1; done; }
+wait_for "...the remote jobs end" stopped
+expect_eq "...each stopped with a checkpoint, to go on from" \
+	"$(for j in 1 2; do s=$(ts-cat "$T/sk/job-00$j/events.msgpack" | jq -r 'select(.event=="stop") | .step'); test -n "$s" && test -d "$T/sk/job-00$j/ckpt/step-$s" && echo "$j"; done | tr '\n' ' ')" "1 2 "
 finish
