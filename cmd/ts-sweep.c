@@ -383,7 +383,8 @@ int main(int argc, char **argv)
 	if (plot && !show)
 		die_usage("--plot goes with --show");
 	if (show) {
-		if (ncmd || params.n || dir || print || resume || tasks)
+		if (ncmd || params.n || dir || print || resume || tasks || opt_given(&spec, "jobs") || draws ||
+		    servers || gpus || prune || opt_given(&spec, "per-job") || opt_given(&spec, "seed"))
 			die_usage("--show DIR takes only --format, --metric and --plot");
 		print_board(show);
 		close_stdout();

@@ -12,6 +12,7 @@
 #include "comm/comm_tcp.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include <ctype.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <limits.h>
@@ -82,13 +83,14 @@ static int tcp_launched(void)
 	return getenv("WORLD_SIZE") != NULL;
 }
 
-/* Whether v is a whole number in [min, max], then in *x. */
+/* Whether v is a whole number in [min, max], then in *x (digits alone,
+ * no blank before them). */
 static int whole_in(const char *v, long min, long max, long *x)
 {
 	char *end;
 	errno = 0;
 	*x = strtol(v, &end, 10);
-	return *v && !*end && !errno && *x >= min && *x <= max;
+	return *v && !isspace((unsigned char)*v) && !*end && !errno && *x >= min && *x <= max;
 }
 
 /* An environment variable as an integer in [min, max]. */

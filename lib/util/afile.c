@@ -122,8 +122,8 @@ struct afile *afile_open(const char *path)
 	snprintf(f->tmp, n, "%s.tmp.%ld", f->path, (long)getpid());
 	cleanup_add(f->tmp);   /* first, so that no signal can come between */
 	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (f->fd < 0)
-		die("cannot create %s:", f->tmp);
+	if (f->fd < 0)   /* named as the user named it: the temp file is ours */
+		die("cannot create %s:", f->path);
 	if (exists && fchmod(f->fd, st.st_mode & 0777) < 0)   /* the file it replaces keeps its permissions */
 		die("cannot set the permissions of %s:", f->tmp);
 	return f;

@@ -252,6 +252,8 @@ expect_fail "launched by the environment: more processes on the machine than in 
 	env WORLD_SIZE=2 RANK=1 LOCAL_WORLD_SIZE=4 LOCAL_RANK=3 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
 expect_fail "launched by the environment: a bad MASTER_PORT" 1 "MASTER_PORT=99999: not a whole number from 1 to 65535" \
 	env WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=99999 ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
+expect_fail "launched by the environment: a MASTER_PORT with a blank before it" 1 "MASTER_PORT= 29555: not a whole number" \
+	env WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 "MASTER_PORT= 29555" ts-train "${TINY[@]}" --run "$T/e3" --max-steps 2
 expect_fail "launched by the environment: process 0 never comes" 1 \
 	"process 1: cannot reach process 0 at 127.0.0.1:$port in 2 s \(MASTER_ADDR, MASTER_PORT\)" \
 	envrun 1 "${TINY[@]}" --run "$T/e3" --max-steps 2 --comm-timeout 2
