@@ -275,10 +275,11 @@ void cat_from_json(const char *path, struct afile *out, struct cat_opts *co)
 		json_error_t err;
 		/* NUL is allowed: ts-cat writes a string holding one as \u0000 */
 		json_t *j = json_loadb(line, n, JSON_ALLOW_NUL, &err);
-		if (!j)
-			die("%s: line %llu: not JSON: %s", textin_name(in), (unsigned long long)textin_lineno(in), err.text);
-		if (!json_is_object(j))
-			die("%s: line %llu: not a JSON object", textin_name(in), (unsigned long long)textin_lineno(in));
+		if (!j || !json_is_object(j)) {
+			afile_write(out, sb.data, sb.size);   /* the records before it go out whole */
+			die("%s: line %llu: not %s%s", textin_name(in), (unsigned long long)textin_lineno(in),
+			    j ? "a JSON object" : "JSON: ", j ? "" : err.text);
+		}
 		if (json_object_get(j, "kind") || take(co)) {
 			json_to_mp(j, &pk);
 			if (sb.size >= FLUSH_AT) {

@@ -21,6 +21,7 @@ struct mpprint {
 	int is_header;
 	int torn_ok;              /* a cut-short last record ends the stream */
 	int spilled;              /* part of this record already went to out */
+	size_t whole;             /* the bytes of b that are whole records */
 	jmp_buf torn;             /* where a torn last record returns to */
 };
 
@@ -72,6 +73,8 @@ static _Noreturn void truncated(struct mpprint *p)
 
 static _Noreturn void bad(const struct mpprint *p, const char *why)
 {
+	if (p->out && p->whole)   /* the records before this one go out whole */
+		afile_write(p->out, p->b->s, p->whole);
 	die("%s: record %llu: %s", p->name, (unsigned long long)p->n, why);
 }
 
@@ -151,13 +154,18 @@ static void next_token(struct mpprint *p, struct token *t)
 		bad(p, "malformed msgpack");
 }
 
+/* b's whole records out once it is full, so that what is written ends
+ * where a record does; a record that fills it alone goes out in pieces. */
 static void spill(struct mpprint *p)
 {
-	if (p->out && p->b->n >= FLUSH_AT) {
-		afile_write(p->out, p->b->s, p->b->n);
-		p->b->n = 0;
-		p->spilled = 1;
-	}
+	if (!p->out || p->b->n < FLUSH_AT)
+		return;
+	size_t n = p->whole ? p->whole : p->b->n;
+	afile_write(p->out, p->b->s, n);
+	memmove(p->b->s, p->b->s + n, p->b->n - n);
+	p->b->n -= n;
+	p->spilled |= !p->whole;
+	p->whole = 0;   /* the record under way begins at 0 */
 }
 
 /* How many of the n bytes at s end on a character boundary, so that a string
@@ -308,9 +316,9 @@ int mpprint_record(struct mpprint *p, struct strbuf *b, struct afile *out)
 	struct token t;
 	p->n++;
 	p->b = b, p->out = out, p->is_header = 0, p->spilled = 0;
-	size_t start = b->n;
+	p->whole = b->n;
 	if (setjmp(p->torn)) {
-		b->n = start;
+		b->n = p->whole;   /* where the torn record began */
 		p->pos = p->end;
 		return -1;
 	}
@@ -319,6 +327,7 @@ int mpprint_record(struct mpprint *p, struct strbuf *b, struct afile *out)
 		bad(p, "not a map");
 	print_token(p, &t, 0);
 	sb_addc(b, '\n');
+	p->whole = b->n;
 	spill(p);
 	return p->is_header;
 }

@@ -77,4 +77,15 @@ expect_fail "a corrupt safetensors header says why" 1 "bad.safetensors: corrupt 
 printf '\x81\x81\xa1a\x01\x02' >"$T/mapkey.msgpack"
 expect_fail "a map key that is a map is refused, not printed" 1 "mapkey.msgpack: record 1: a map key is a map or a list" \
 	ts-cat "$T/mapkey.msgpack"
+# a bad record after many good ones: each record before it comes out, whole,
+# on standard output (its buffers went out cut at their size, or not at all)
+awk 'BEGIN { for (i = 0; i < 6000; i++) printf "{\"id\":%d,\"ids\":[101,%d,102],\"label\":%d}\n", i, 1000 + i, i % 2 }' >"$T/many.jsonl"
+ts-cat --from-json -o "$T/many.msgpack" "$T/many.jsonl"
+{ cat "$T/many.msgpack"; printf '\005'; } >"$T/badtail.msgpack"
+ts-cat --no-header "$T/badtail.msgpack" >"$T/badtail.out" 2>/dev/null
+expect_eq "a bad record last: the 6000 before it out, whole" \
+	"$? $(jq -c . "$T/badtail.out" 2>&1 | wc -l) $(tail -c 1 "$T/badtail.out" | od -An -c | tr -d ' ')" "1 6000 \n"
+{ cat "$T/many.jsonl"; echo '{bad'; } | ts-cat --from-json >"$T/badline.msgpack" 2>/dev/null
+expect_eq "--from-json, a bad line last: the 6000 records before it out, whole" \
+	"$? $(ts-cat --no-header "$T/badline.msgpack" | wc -l)" "1 6000"
 finish
