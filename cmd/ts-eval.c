@@ -243,14 +243,12 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		shard_relabel(in->shard, to, in->nlabels);
 	struct batch_source src = {in->shard, in->name, task, L, NULL, (uint64_t)seed, !all, in->vocab,
 				   in->origin.files ? &in->origin : NULL};
-	struct predictions *p = predictions_new(in->shard, task, L, threshold, all);
+	struct predictions *p = predictions_new(in->shard, task, L, threshold, !why);   /* labels the model's */
 	struct eval_result r;
 	struct eval_opts o = {(int)batch, threshold, names, NULL};
 	evaluate(m, &src, &o, predictions_hook, p, &r);
 	if (merge_folds)
 		predictions_merge_folds(p);
-	if (predict)
-		predictions_write(p, output, csv, names, nnames);
 	if (scored && task != TASK_CLS && !merge_folds)
 		print_metrics(&r, names);
 	if (scored && task == TASK_CLS) {
@@ -269,6 +267,11 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		metrics_free(cm);
 		confusion_free(c);
 	}
+	/* a file of predictions appears only once the metrics are out */
+	if (predict && strcmp(output, "-") && (fflush(stdout) || ferror(stdout)))
+		die("write standard output:");
+	if (predict)
+		predictions_write(p, output, csv, names, nnames);
 	eval_result_free(&r);
 	predictions_free(p);
 	free(why);

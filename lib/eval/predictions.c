@@ -92,6 +92,8 @@ void predictions_merge_folds(struct predictions *p)
 	uint64_t *count = xcalloc(p->n, sizeof *count), *group_of_id = xmalloc(p->n * sizeof *group_of_id), ng = 0;
 	for (uint64_t i = 0; i < p->n; i++) {
 		uint64_t g = fold_group(p, i, ids, pieces, group_of_id, ng);
+		if (g != ng && p->labels[i] != p->labels[g])   /* pieces of one record: one label */
+			die("id '%s': its pieces are labelled %d and %d", p->ids[g], p->labels[g], p->labels[i]);
 		if (g == ng) {
 			p->labels[ng] = p->labels[i];
 			p->folds[ng] = p->folds[i];

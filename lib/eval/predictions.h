@@ -20,6 +20,8 @@ struct predictions {
 	int id_is_num;
 };
 
+/* labelled: the records' class labels are the model's (each record keeps its
+ * own; one without a label gets -1). */
 struct predictions *predictions_new(const struct shard *s, enum bert_task task, int L, double threshold,
 				    int labelled);
 /* An eval_hook: keeps the logits of each row of the batch. */
@@ -27,7 +29,7 @@ void predictions_hook(const struct batch *b, const float *logits, void *ctx);
 /* Replaces the folded pieces of each id by one record with the mean of
  * their logits, in order of first appearance; a record that was not folded
  * stays as it is, even where another shares its id. Dies when the same
- * piece of an id appears twice. */
+ * piece of an id appears twice, or two pieces have other labels. */
 void predictions_merge_folds(struct predictions *p);
 struct confusion *predictions_confusion(const struct predictions *p);
 /* Writes msgpack records, or CSV: cls {id, label, pred, pred_name, logits,

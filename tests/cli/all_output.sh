@@ -93,6 +93,9 @@ expect_fail "ts-eval --report >/dev/full" 1 "write standard output: No space lef
 	to_full ts-eval -m "$T/run/final" --data "$T/data" --report
 expect_fail "ts-eval --predict >/dev/full" 1 "write standard output: No space left on device" \
 	to_full ts-eval -m "$T/run/final" --data "$T/data" --predict
+expect_fail "ts-eval --predict -o FILE, its metrics >/dev/full" 1 "write standard output: No space left on device" \
+	to_full ts-eval -m "$T/run/final" --data "$T/data" --predict -o "$T/full-pred.msgpack"
+check "...and no file of predictions appears" test ! -e "$T/full-pred.msgpack"
 # ts-stop prints when it finds a trainer: the lock held here stands in for one
 mkdir "$T/held" && exec 9>"$T/held/lock" && flock 9
 expect_fail "ts-stop >/dev/full" 1 "write standard output: No space left on device" to_full ts-stop "$T/held"

@@ -45,6 +45,19 @@ expect_fail "a cls model on numbers" 1 "nums.mp: the labels are numbers, which a
 expect_fail "a tokcls model on a class a record" 1 "r.mp: the labels are a class a record, not a tag a word, which a tokcls model" \
 	eval1 -m "$HF/tiny-tokcls" "$T/r.mp"
 
+# records with and without labels: --predict keeps each one's own
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":2}' '{"id":"b","ids":[2,7,3]}' '{"id":"c","ids":[2,10,3],"label":0}' |
+	cat1 --from-json -o "$T/some.mp"
+expect_eq "--predict: the labelled records keep their labels beside one without" \
+	"$(eval1 -m "$HF/tiny-cls" --predict "$T/some.mp" | cat1 | jq -r '.label // "-"' | paste -sd' ')" "2 - 0"
+# the pieces of one folded record with other labels: refused, not the first's taken
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,3],"fold":0,"label":1}' '{"id":"a","ids":[2,6,3],"fold":1,"label":2}' |
+	cat1 --from-json -o "$T/split.mp"
+expect_fail "--merge-folds: pieces of other labels" 1 "id 'a': its pieces are labelled 1 and 2" \
+	eval1 -m "$HF/tiny-cls" --merge-folds "$T/split.mp"
+
 # every record has token ids
 printf '%s\n' '{"id":"a","ids":[2,5,3]}' '{"id":"b","ids":[]}' | cat1 --from-json -o "$T/empty.mp"
 expect_fail "an empty 'ids' is refused" 1 "empty.mp: record 2: 'ids' is empty" \
