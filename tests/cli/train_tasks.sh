@@ -211,7 +211,7 @@ expect_fail "a metric of another task: refused" 2 "--metric pearson does not app
 	train "${TINY[@]}" --data "$T/multi" --run "$T/bad" --task cls --multi-label --metric pearson
 expect_fail "ts-eval --threshold on a regression model: refused" 2 "--threshold is for multi-label models" \
 	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --threshold 0.3
-expect_fail "ts-eval --mask-prob on a regression model: refused" 2 "--mask-prob and --whole-word are for masked language models" \
+expect_fail "ts-eval --mask-prob on a regression model: refused" 2 "--mask-prob, --whole-word and --max-ngram are for masked language models" \
 	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --mask-prob 0.3
 
 # --- sentence pairs: does the second text name the first's colour? ---
