@@ -14,6 +14,8 @@
 static unsigned char given[MAX_OPTS];
 static char *defaults[MAX_OPTS];   /* each option's value before any was read: --help shows it */
 static const char *source;   /* "FILE: line N: " while reading a config file */
+static int source_line;      /* its N */
+static int set_on[MAX_OPTS]; /* the line of the config file being read that set each option; 0: none */
 
 static const struct opt *opts_builtin(void)
 {
@@ -268,22 +270,19 @@ static char *config_text(const char *path)
 
 /* Calls use(ctx, key, value) for each "key = value" line of config file
  * path, in order; dies in one line on any other line but a blank or a
- * comment, and on a key set twice. */
+ * comment. */
 static void each_setting(const char *path, void (*use)(void *ctx, const char *key, const char *val),
 			 void *ctx)
 {
 	if (!*path)
 		die_usage("--config: the path is empty");
-	char where[512], *next, twice[32];
-	static struct { const char *key; int line; } *set;   /* the keys set so far, and where */
-	static size_t cap;
-	size_t nset = 0;
+	char where[512], *next;
 	int ln = 1;
 	for (char *line = config_text(path); line; line = next, ln++) {
 		if ((next = strchr(line, '\n')))
 			*next++ = 0;
 		snprintf(where, sizeof where, "%s: line %d: ", path, ln);
-		source = where;
+		source = where, source_line = ln;
 		char *s = trim(line);
 		if (!*s || *s == '#')
 			continue;
@@ -291,15 +290,7 @@ static void each_setting(const char *path, void (*use)(void *ctx, const char *ke
 		if (!eq)
 			bad("expected 'key = value', got '%s'%s", s, "");
 		*eq = 0;
-		const char *key = trim(s);
-		for (size_t i = 0; i < nset; i++)
-			if (!strcmp(set[i].key, key)) {
-				snprintf(twice, sizeof twice, "%d", set[i].line);
-				bad("'%s' is set again; line %s set it first", key, twice);
-			}
-		grow(&set, &cap, nset + 1, sizeof *set);
-		set[nset].key = key, set[nset++].line = ln;
-		use(ctx, key, trim(eq + 1));
+		use(ctx, trim(s), trim(eq + 1));
 	}
 	source = NULL;
 }
@@ -310,12 +301,21 @@ static void set_setting(void *spec_, const char *key, const char *val)
 	const struct opt *o = find_long(spec, key, strlen(key));
 	if (!o)
 		unknown(spec, key, "key", "");
+	ptrdiff_t i = o - spec->opts;   /* a list takes a line a value; any other option, one line */
+	if (o->type != OPT_LIST && i < MAX_OPTS && set_on[i]) {
+		char first[32];
+		snprintf(first, sizeof first, "%d", set_on[i]);
+		bad("'%s' is set again; line %s set it first", key, first);
+	}
+	if (i < MAX_OPTS)
+		set_on[i] = source_line;
 	set_value(o, val);
 	mark_given(spec, o);
 }
 
 void opt_read_config(const struct cmd_spec *spec, const char *path)
 {
+	memset(set_on, 0, sizeof set_on);
 	each_setting(path, set_setting, (void *)spec);
 }
 
