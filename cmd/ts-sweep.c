@@ -160,7 +160,7 @@ static void plot_jobs(const char *d, const char *name, const struct row *rows, s
 static void print_board(const char *d)
 {
 	json_t *sweep, *jobs = sweep_read(d, &sweep);
-	live = rundir_held(d);
+	live = rundir_holder(d, NULL) != 0;
 	size_t n = json_array_size(jobs);
 	struct row *rows = xcalloc(n ? n : 1, sizeof *rows);
 	json_t *keys = json_array();

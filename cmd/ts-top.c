@@ -1,6 +1,7 @@
 /* ts-top: a live view of training runs and sweeps. */
 #include "backend/precision.h"
 #include "device/nvml.h"
+#include "run/rundir.h"
 #include "run/runview.h"
 #include "sweep/sweeprun.h"
 #include "util/adir.h"
@@ -217,8 +218,10 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 			sb_addf(&lines[n++], "gpu %d: %.0f%% busy, %.1f of %.1f GiB, %.0f C, %.0f W", g, 100 * u.util,
 				u.mem_used / 1073741824.0, u.mem_total / 1073741824.0, u.temp_c, u.power_w);
 	}
-	long pid = run_view_pid(v);
-	if (gpus <= 0 && pid) {
+	char their[HOST_NAME_MAX + 1], host[HOST_NAME_MAX + 1] = "";
+	long pid = rundir_holder(v->dir, their);
+	gethostname(host, sizeof host);
+	if (gpus <= 0 && pid > 0 && !strcmp(host, their)) {   /* its /proc is here */
 		char path[64], line[256];
 		snprintf(path, sizeof path, "/proc/%ld/status", pid);
 		FILE *f = fopen(path, "r");

@@ -157,42 +157,44 @@ void rundir_clear_stop(const char *dir)
 	free(p);
 }
 
-int rundir_held(const char *dir)
+long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1])
 {
-	char *lock = path_join(dir, "lock");
-	int fd = open(lock, O_RDONLY | O_CLOEXEC), held = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0;
-	if (fd >= 0)
-		close(fd);
+	char *lock = path_join(dir, "lock"), buf[HOST_NAME_MAX + 32] = "";
+	int fd = open(lock, O_RDONLY | O_CLOEXEC);
 	free(lock);
-	return held;
+	if (host)
+		host[0] = 0;
+	if (fd < 0)
+		return 0;
+	long pid = 0;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		buf[n > 0 ? n : 0] = 0;
+		char their[HOST_NAME_MAX + 1] = "";
+		if (sscanf(buf, "%ld %64s", &pid, their) < 1 || pid <= 0)
+			pid = -1;
+		if (host)
+			strcpy(host, their);
+	}
+	close(fd);
+	return pid;
 }
 
 long rundir_request_stop(const char *dir)
 {
-	char *lock = path_join(dir, "lock"), *stop = path_join(dir, "stop");
-	int fd = open(lock, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		if (fd >= 0)
-			close(fd);
-		free(lock);
-		free(stop);
+	char their[HOST_NAME_MAX + 1], host[HOST_NAME_MAX + 1] = "";
+	long pid = rundir_holder(dir, their);
+	if (!pid)
 		return 0;
-	}
-	char buf[HOST_NAME_MAX + 32] = "", host[HOST_NAME_MAX + 1] = "", their[HOST_NAME_MAX + 1] = "";
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	buf[n > 0 ? n : 0] = 0;
-	close(fd);
-	long pid = 0;
-	sscanf(buf, "%ld %64s", &pid, their);
+	char *stop = path_join(dir, "stop");
 	/* made in place: the trainer, starting with the lock held, removes the
 	 * temp files it finds, and a rename's would be among them */
 	int s = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (s < 0 || close(s) < 0)
 		die("cannot create %s:", stop);
+	free(stop);
 	gethostname(host, sizeof host);
 	if (pid > 0 && !strcmp(host, their) && kill((pid_t)pid, SIGTERM) < 0 && errno != ESRCH)
 		die("cannot signal pid %ld:", pid);
-	free(lock);
-	free(stop);
 	return pid > 0 ? pid : 1;
 }

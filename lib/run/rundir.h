@@ -3,6 +3,8 @@
 #ifndef TS_RUNDIR_H
 #define TS_RUNDIR_H
 
+#include <limits.h>
+
 /* Dies unless a new run may be made in dir: dir does not exist, is empty,
  * or holds a stop request (ts-stop and ts-sweep may ask a run to stop
  * before it starts) and the temp config of a trainer killed before it made
@@ -26,7 +28,9 @@ void rundir_clear_stop(const char *dir);
 /* Writes the stop file and sends SIGTERM to the trainer holding the lock, if
  * it runs on this machine; returns its pid, or 0 when no trainer runs there. */
 long rundir_request_stop(const char *dir);
-/* Whether a process holds dir's lock (a ts-train or ts-sweep runs there). */
-int rundir_held(const char *dir);
+/* Whether a process holds dir's lock (a ts-train or ts-sweep runs there):
+ * 0 when none, else its pid, -1 when it has not written it yet; host, when
+ * given, gets the host it wrote. */
+long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1]);
 
 #endif

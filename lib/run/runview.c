@@ -1,4 +1,5 @@
 #include "run/runview.h"
+#include "run/rundir.h"
 #include "eval/metricnames.h"
 #include "format/rec.h"
 #include "util/afile.h"
@@ -188,30 +189,13 @@ int run_view_update(struct run_view *v)
 	return rc;
 }
 
-long run_view_pid(const struct run_view *v)
-{
-	char *path = path_join(v->dir, "lock"), buf[64] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return 0;
-	long pid = 0;
-	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {   /* held: the trainer runs */
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		buf[n > 0 ? n : 0] = 0;
-		pid = atol(buf);
-	}
-	close(fd);
-	return pid;
-}
-
 const char *run_view_state(const struct run_view *v)
 {
 	if (*v->error)
 		return "unreadable";
 	if (v->frozen)   /* seen as at step until, which later steps followed: it ran then */
 		return "running";
-	if (run_view_pid(v))
+	if (rundir_holder(v->dir, NULL))
 		return "running";
 	if (!strcmp(v->job_state, "failed") || !strcmp(v->job_state, "pruned") || !strcmp(v->job_state, "skipped"))
 		return v->job_state;

@@ -59,8 +59,6 @@ const char *run_view_state(const struct run_view *v);
  * recent step time, and the evaluations and checkpoints left at the time
  * those so far took. Negative when it cannot tell yet. */
 double run_view_left(const struct run_view *v, double *plus_minus);
-/* The pid of the trainer holding the lock, 0 when none. */
-long run_view_pid(const struct run_view *v);
 /* The value of metric (accuracy, macro-f1, mcc, loss, ppl) in an
  * evaluation event; NAN when it has none. */
 double event_metric(const msgpack_object *eval, const char *metric);

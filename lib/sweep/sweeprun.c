@@ -435,17 +435,32 @@ static json_t *places_json(const struct sweep_plan *p)
 	return a;
 }
 
-/* The parameters of job argv's model, as ts-train --count-params says in
- * cwd; -1 when it cannot tell (the job will fail and say why). */
-static long count_params(const char *cwd, char **argv)
+/* Reads fd to its end, keeping what fits in buf (size > 0) as a string. */
+static void read_all(int fd, char *buf, size_t size)
 {
-	int len = 0, fds[2];
+	size_t got = 0;
+	char spill[256];
+	ssize_t k;
+	while ((k = got < size - 1 ? read(fd, buf + got, size - 1 - got) : read(fd, spill, sizeof spill)) > 0 ||
+	       (k < 0 && errno == EINTR))
+		if (k > 0 && got < size - 1)
+			got += (size_t)k;
+	buf[got] = 0;
+}
+
+/* Asks ts-train --count-params in cwd for job i's model: returns its
+ * parameters, or -1 when ts-train cannot tell here (a data dir only the
+ * servers have: the job will say why); dies with ts-train's own line when
+ * it refuses the job's options, before anything is made. */
+static long probe_job(const char *cwd, char **argv, int i)
+{
+	int len = 0, out[2], err[2];
 	while (argv[len])
 		len++;
 	char **v = xcalloc((size_t)len + 2, sizeof *v);
 	memcpy(v, argv, (size_t)len * sizeof *v);
 	v[len] = "--count-params";
-	if (pipe(fds) < 0)
+	if (pipe(out) < 0 || pipe(err) < 0)
 		die("cannot make a pipe:");
 	fflush(NULL);
 	pid_t pid = fork();
@@ -453,24 +468,29 @@ static long count_params(const char *cwd, char **argv)
 		die("cannot start ts-train:");
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
-		if (null < 0 || dup2(fds[1], 1) < 0 || dup2(null, 2) < 0 || dup2(null, 0) < 0 || chdir(cwd) < 0)
+		if (null < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0 || dup2(null, 0) < 0 || chdir(cwd) < 0)
 			_exit(127);
 		execvp(v[0], v);
 		_exit(127);
 	}
-	close(fds[1]);
-	char out[64] = "";
-	size_t got = 0;
-	ssize_t k;
-	while (got < sizeof out - 1 && (k = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
-		got += (size_t)k;
-	close(fds[0]);
+	close(out[1]), close(err[1]);
+	char text[64] = "", why[1024] = "";
+	read_all(out[0], text, sizeof text);
+	read_all(err[0], why, sizeof why);
+	close(out[0]), close(err[0]);
 	int status;
 	waitpid(pid, &status, 0);
 	free(v);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE) {
+		why[strcspn(why, "\n")] = 0;
+		char *hint = strstr(why, "; see 'ts-train --help'");
+		if (hint)
+			*hint = 0;
+		die_usage("job %d: %s", i + 1, why);
+	}
 	char *end;
-	long n = strtol(out, &end, 10);
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && end != out && *end == '\n' ? n : -1;
+	long n = strtol(text, &end, 10);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && end != text && *end == '\n' ? n : -1;
 }
 
 /* What a sweep killed before its records were whole leaves in its dir. */
@@ -491,6 +511,13 @@ static int unbegun(const char *dir)
 
 int sweep_run(struct sweep_plan *p)
 {
+	char *cwd = getcwd(NULL, 0);
+	if (!cwd)
+		die("cannot name the working dir:");
+	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
+	long *sizes = xcalloc((size_t)p->njobs + 1, sizeof *sizes);
+	for (int i = 0; i < p->njobs; i++)
+		argvs[i] = sweep_argv(p, i), sizes[i] = probe_job(cwd, argvs[i], i);
 	make_parents(p->dir);
 	if (mkdir(p->dir, 0755) < 0) {
 		if (errno != EEXIST)
@@ -500,9 +527,9 @@ int sweep_run(struct sweep_plan *p)
 	}
 	rundir_lock(p->dir, "ts-sweep");
 	cleanup_add(p->dir);   /* until its records are whole, a sweep cut short leaves no dir */
-	char *cwd = getcwd(NULL, 0), *abs = realpath(p->dir, NULL);
-	if (!cwd || !abs)
-		die("cannot name the working dir:");
+	char *abs = realpath(p->dir, NULL);
+	if (!abs)
+		die("cannot name %s:", p->dir);
 	int kept = 0, slots = 0;
 	for (int k = 0; k < p->nplaces; k++) {
 		struct sweep_place *pl = &p->places[k];
@@ -525,16 +552,15 @@ int sweep_run(struct sweep_plan *p)
 		json_object_set_new(rec, "metric", json_string(p->metric));
 	events_add(ev, "sweep", rec);
 	int *ids = xcalloc((size_t)p->njobs + 1, sizeof *ids), *add_j = xcalloc((size_t)p->njobs + 1, sizeof *add_j);
-	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
 	int n = 0;
 	for (int i = 0; i < p->njobs; i++) {
-		char **argv = sweep_argv(p, i);
-		long size = p->max_params ? count_params(cwd, argv) : -1;
+		char **argv = argvs[i];
+		long size = sizes[i];
 		json_t *rec = json_pack("{sI ss so so}", "job", (json_int_t)i + 1, "state", "queued", "params",
 					params_json(&p->jobs[i]), "argv", strings_json(argv));
 		if (size >= 0)
 			json_object_set_new(rec, "size", json_integer(size));
-		if (size > p->max_params) {   /* too big: never started */
+		if (p->max_params && size > p->max_params) {   /* too big: never started */
 			json_object_set_new(rec, "state", json_string("skipped"));
 			warnx("job %d skipped: its model has %ld parameters, over --max-params %ld", i + 1, size, p->max_params);
 		} else {
@@ -547,7 +573,7 @@ int sweep_run(struct sweep_plan *p)
 	free(records), free(tmp);
 	int rc = schedule(p, cwd, ev, n, ids, argvs, add_j);
 	events_close(ev);
-	free(cwd), free(abs), free(ids), free(argvs), free(add_j);
+	free(cwd), free(abs), free(ids), free(argvs), free(add_j), free(sizes);
 	return rc;
 }
 
@@ -644,7 +670,7 @@ static void recorded_places(struct sweep_plan *p, const json_t *sweep, long slot
  * most) before the job goes on, rather than the job failing as in use. */
 static void wait_for_trainer(const char *run)
 {
-	for (int i = 0; i < 600 && rundir_held(run); i++)
+	for (int i = 0; i < 600 && rundir_holder(run, NULL); i++)
 		usleep(100000);
 }
 

@@ -29,8 +29,9 @@ double sweep_metric(const json_t *eval, const char *name);
 /* Job i's command line, NULL-terminated: its command, its options and
  * --run. */
 char **sweep_argv(const struct sweep_plan *p, int i);
-/* Makes the sweep dir, skips the jobs whose models are too big (asking
- * ts-train --count-params), checks the servers (the working dir, the sweep dir
+/* Asks ts-train --count-params about every job, dying with its line when
+ * it refuses a job's options; makes the sweep dir, skips the jobs whose
+ * models are too big, checks the servers (the working dir, the sweep dir
  * and the jobs' data dirs reachable there, 1 GiB free for the runs: a
  * server that fails is left out with a warning, its cores counted for
  * -j), and runs every job, as many at a time as the places have slots; a

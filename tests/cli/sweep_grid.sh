@@ -71,12 +71,13 @@ printf "ts-train --data 'x\n" >"$T/bad-tasks.txt"
 expect_fail "--tasks: an unclosed quote, named" 2 "line 1: the quote ' is not closed" \
 	ts-sweep --tasks "$T/bad-tasks.txt" --dir "$T/u8"
 
-# a failing job is recorded and the others run
-sweep -p batch=8,x,4 --dir "$T/f" -- "${TRAIN[@]}" >"$T/f.out" 2>&1
+# a job ts-train refuses once it reads the data (records longer than --max-pos)
+# is recorded and the others run
+sweep -p max-pos=32,8,32 --dir "$T/f" -- "${TRAIN[@]}" >"$T/f.out" 2>&1
 expect_eq "a failing job: the sweep exits 1" "$?" 1
 expect_eq "a failing job: the others are done" "$(states "$T/f" | tr '\n' ';')" "1 done;2 failed;3 done;"
 expect_eq "a failing job: its exit status and its last lines are recorded" \
-	"$(ts-cat "$T/f/jobs.msgpack" | jq -r 'select(.job==2 and .state=="failed") | "\(.exit) \(.tail | test("--batch"))"')" "2 true"
+	"$(ts-cat "$T/f/jobs.msgpack" | jq -r 'select(.job==2 and .state=="failed") | "\(.exit) \(.tail | test("--max-pos 8"))"')" "2 true"
 
 # --print | xargs does the same work
 sweep --print -P 2 -p lr=1e-4,1e-3 --dir "$T/x" -- "${TRAIN[@]}" >"$T/jobs.txt"
@@ -157,19 +158,22 @@ wait "$sweeper"
 expect_eq "a sweep killed outright: the job went on from its checkpoint" \
 	"$(ts-cat "$T/k/job-001/events.msgpack" | jq -r 'select(.event=="resume") | .step')" "$stopped"
 
-# a sweep killed while it records its jobs, placed by a ts-train that hangs
-# counting job 2's parameters: no sweep of job 1 alone, and the same command runs it
+# a sweep killed while it asks ts-train about job 2 (a ts-train that hangs
+# counting its parameters) has made nothing yet
 mkdir "$T/hook" && cat >"$T/hook/ts-train" <<EOF
 #!/bin/sh
 case " \$* " in *" --lr 3e-4 "*" --count-params "*) echo \$\$ >"$T/counting"; exec sleep 60;; esac
 exec "$BIN/ts-train" "\$@"
 EOF
 chmod +x "$T/hook/ts-train"
-PATH=$T/hook:$PATH timeout 300 ts-sweep --max-params 100000000 -p lr=1e-4,3e-4 --dir "$T/q" -- "${TRAIN[@]}" >/dev/null 2>&1 &
+PATH=$T/hook:$PATH ts-sweep --max-params 100000000 -p lr=1e-4,3e-4 --dir "$T/q" -- "${TRAIN[@]}" >/dev/null 2>&1 &   # bounded by the hook's sleep
 sweeper=$!
-wait_for "killed while recording its jobs: the sweep counts job 2's parameters" test -s "$T/counting"
-kill -9 "$(cut -d' ' -f1 "$T/q/lock")" "$(cat "$T/counting")"
+wait_for "killed while asking about the jobs: the sweep counts job 2's parameters" test -s "$T/counting"
+kill -9 "$sweeper" "$(cat "$T/counting")"
 wait "$sweeper" 2>/dev/null
+expect_eq "...it made no sweep dir" "$(test -e "$T/q" && echo made || echo none)" none
+# killed while it records its jobs: its dir holds the lock and the records' temp file
+mkdir "$T/q" && : >"$T/q/lock" && printf 'part' >"$T/q/jobs.msgpack.tmp"
 expect_fail "killed while recording its jobs: --resume finds no sweep, not one of job 1 alone" 1 "not a sweep dir" \
 	ts-sweep --resume "$T/q"
 check "killed while recording its jobs: the same command runs the sweep in its dir" \
@@ -251,6 +255,12 @@ expect_fail "an option name with dashes" 2 "'--lr' is not a ts-train option name
 	ts-sweep -p --lr=1 --dir "$T/u3" -- "${TRAIN[@]}"
 expect_fail "a group with a missing value" 2 "'1e-4' has 1 value for 2 options" \
 	ts-sweep -p lr,warmup=1e-4 --dir "$T/u4" -- "${TRAIN[@]}"
+expect_fail "a value ts-train refuses: named with its job, before the sweep dir is made" 2 \
+	"^ts-sweep: job 2: ts-train: --batch takes a whole number, not 'x'; see 'ts-sweep --help'\$" \
+	ts-sweep -p batch=8,x --dir "$T/u7" -- "${TRAIN[@]}"
+expect_fail "a misspelt option: ts-train's suggestion" 2 "job 1: ts-train: unknown option '--lrr'; did you mean '--lr'\\?" \
+	ts-sweep -p lrr=1e-4 --dir "$T/u7" -- "${TRAIN[@]}"
+expect_eq "...no sweep dir is left" "$(test -e "$T/u7" && echo left || echo none)" none
 expect_fail "a --run of the command's own" 2 "gives each job its own run dir: drop --run" \
 	ts-sweep -p lr=1 --dir "$T/u5" -- "${TRAIN[@]}" --run "$T/r"
 expect_fail "not ts-train" 2 "ts-sweep runs ts-train" ts-sweep -p lr=1 --dir "$T/u6" -- echo hi
