@@ -62,6 +62,8 @@ static void parse_range(const char *text, char **parts, int n, struct sweep_spec
 		die_usage("-p %s: the range's low end is not below its high end", text);
 	if (s->log && s->lo <= 0)
 		die_usage("-p %s: a log range takes positive ends", text);
+	if (s->whole && (fabs(s->lo) >= 0x1p53 || fabs(s->hi) >= 0x1p53))   /* drawn as doubles */
+		die_usage("-p %s: a range of whole numbers takes ends below 2^53 (9007199254740992) in size", text);
 }
 
 void sweep_parse(const char *text, struct sweep_spec *s)

@@ -87,6 +87,8 @@ static void test_refused(void)
 	expect_usage("a range of words", parse_one, "lr=a:b", "'a' is not a number");
 	expect_usage("a range backwards", parse_one, "lr=2:1", "low end is not below its high end");
 	expect_usage("a log range from 0", parse_one, "lr=0:1:log", "a log range takes positive ends");
+	expect_usage("whole ends past 2^53, where doubles skip whole numbers", parse_one, "seed=0:9007199254740993",
+		     "takes ends below 2^53");
 	expect_usage("a range of 4 parts", parse_one, "lr=1:2:3:4", "a range is LO:HI or LO:HI:log");
 	expect_usage("a range in a grid", grid_of, "lr=1:2", "give --random N");
 }
