@@ -307,6 +307,13 @@ static const struct {
 	{ "save-every", &save_every }, { "patience", &patience },
 };
 enum { CHANGEABLE = sizeof changeable / sizeof *changeable };
+/* What RUN/config may say otherwise than when a checkpoint was made: the
+ * changes above, this leg's precision, where the files are now, and what
+ * suits the machine. */
+static const char *const resume_may_change[] = {
+	"epochs", "max-steps", "eval-every", "save-every", "patience", "precision",
+	"data", "vocab", "init", "teacher", "threads", "comm-timeout", NULL,
+};
 
 /* Reads the config at path of the run to resume, keeping the values the
  * command line gave to what a resume may change (--epochs alone sets a new
@@ -400,7 +407,8 @@ int main(int argc, char **argv)
 		.freeze_embeddings = freeze_embeddings, .teacher = teacher, .kd_alpha = kd_alpha, .kd_temp = kd_temp,
 		.rdrop = rdrop, .vat = vat, .vat_xi = vat_xi, .vat_iters = vat_iters,
 		.recompute = recompute, .no_graphs = no_graphs, .true_gradient = true_gradient, .zero = (int)zero,
-		.resume = resume != NULL, .resume_changes = changes, .write_config = write_config,
+		.resume = resume != NULL, .resume_changes = changes, .resume_may_change = resume_may_change,
+		.write_config = write_config,
 	};
 	if (count_params) {
 		printf("%zu\n", train_count_params(&c));

@@ -167,7 +167,7 @@ static void prune(const char *ckdir, int keep)
 }
 
 void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
-		     char *const *labels, int nlabels, const char *vocab, int keep)
+		     char *const *labels, int nlabels, const char *vocab, const char *config, int keep)
 {
 	char name[64];
 	snprintf(name, sizeof name, "ckpt/step-%ld", st->step);
@@ -180,7 +180,10 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	optim_state(o, t);
 	optim_pull(o);
 	char *opt = path_join(tmp, "optimizer.safetensors"), *state = path_join(tmp, "state.json");
+	char *options = path_join(tmp, "run.config");
 	st_write(opt, t, n);
+	afile_put_text(options, config);
+	free(options);
 	json_t *j = state_json(st);
 	char *text = json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 	afile_put_text(state, text);

@@ -1,6 +1,7 @@
 /* A run's checkpoints, DIR/ckpt/step-N: a model dir plus the optimizer's
  * moments (optimizer.safetensors) and where the run stands (state.json),
- * and the digests of them all, written last (digests.json). */
+ * the run's options (run.config) and the digests of them all, written last
+ * (digests.json). */
 #ifndef TS_CHECKPOINT_H
 #define TS_CHECKPOINT_H
 #include "model/bert.h"
@@ -34,11 +35,12 @@ struct train_state {
 	long overflows;       /* fp16 steps skipped for an overflow (and the scale halved) */
 };
 
-/* DIR/ckpt/step-N, written whole or not at all; then all but the newest keep
+/* DIR/ckpt/step-N, with config (the run's options, as RUN/config holds
+ * them) as run.config, written whole or not at all; then all but the newest keep
  * checkpoints are removed. With an optimizer that owns a shard, every other
  * process calls optim_pull meanwhile (optim.h). */
 void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const struct train_state *st,
-		     char *const *labels, int nlabels, const char *vocab, int keep);
+		     char *const *labels, int nlabels, const char *vocab, const char *config, int keep);
 /* The newest checkpoint dir of run DIR whose files are whole (their
  * digests match), malloc'd; NULL where DIR has no checkpoint. Each newer one
  * passed over is appended to skipped as {"checkpoint", "why"}; where none

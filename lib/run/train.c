@@ -56,7 +56,9 @@ static void save_checkpoint(struct trainer *t)
 		}
 		return;
 	}
-	checkpoint_save(t->c->run, t->m, t->o, &t->st, t->labels, t->nlabels, t->vocab_path, (int)t->c->keep);
+	char *config = trainer_config_text(t);
+	checkpoint_save(t->c->run, t->m, t->o, &t->st, t->labels, t->nlabels, t->vocab_path, config, (int)t->c->keep);
+	free(config);
 	char name[32];
 	snprintf(name, sizeof name, "ckpt/step-%ld", t->st.step);
 	trainer_event(t, "checkpoint", json_pack("{sI ss}", "step", (json_int_t)t->st.step, "path", name));

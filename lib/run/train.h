@@ -47,6 +47,7 @@ struct train_config {
 	/* a resumed run's changes to its end and cadence, as JSON text
 	 * {"max-steps": [was, now], ...}; NULL: none */
 	const char *resume_changes;
+	const char *const *resume_may_change;   /* the keys of RUN/config a resume may find changed */
 	void (*write_config)(FILE *f);   /* the resolved options, for RUN/config */
 };
 

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The resolved options, as RUN/config holds them. */
-static char *config_text(const struct trainer *t)
+char *trainer_config_text(const struct trainer *t)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -102,7 +101,7 @@ void check_same_run(struct trainer *t)
 {
 	if (t->comm->size == 1)
 		return;
-	char *config = config_text(t), hex[SHA256_HEX_SIZE];
+	char *config = trainer_config_text(t), hex[SHA256_HEX_SIZE];
 	sha256_hex(bert_params(t->m), bert_numel(t->m) * sizeof(float), hex);
 	struct strbuf mine = {0};
 	sb_addf(&mine, "%sstarting weights sha256 = %.16s\n", config, hex);
@@ -130,7 +129,7 @@ void open_run(struct trainer *t)
 {
 	const struct train_config *c = t->c;
 	if (t->lead && !c->resume) {
-		char *config = config_text(t);
+		char *config = trainer_config_text(t);
 		rundir_create(c->run, config);
 		free(config);
 		char *copy = path_join(c->run, vocab_file_name(t->vocab));
@@ -197,6 +196,73 @@ static void load_checkpoint(struct trainer *t, char **ckpt)
 	checkpoint_load(*ckpt, records, t->o, &t->st);
 }
 
+/* The line of text that sets key ("key = value"), its length the return
+ * value; 0 where none does. */
+static int setting(const char *text, const char *key, const char **line)
+{
+	size_t k = strlen(key);
+	for (const char *p = text; *p; p += strcspn(p, "\n"), p += *p == '\n')
+		if (!strncmp(p, key, k) && !strncmp(p + k, " = ", 3))
+			return *line = p, (int)strcspn(p, "\n");
+	return 0;
+}
+
+/* What text says of key: its line, or "no KEY" (malloc'd). */
+static char *said(const char *text, const char *key)
+{
+	const char *line;
+	int n = setting(text, key, &line);
+	struct strbuf b = {0};
+	if (n)
+		sb_addf(&b, "%.*s", n, line);
+	else
+		sb_addf(&b, "no %s", key);
+	return b.s;
+}
+
+/* The first option a differs from b in, but those of keep_out (malloc'd;
+ * NULL: none). */
+static char *first_change(const char *a, const char *b, const char *const *keep_out)
+{
+	for (const char *p = a; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+		char *key = strndup(p, strcspn(p, " \n"));
+		int free_key = 0;
+		for (int i = 0; keep_out[i]; i++)
+			free_key |= !strcmp(key, keep_out[i]);
+		const char *line;
+		int n = setting(b, key, &line);
+		if (!free_key && (n != (int)strcspn(p, "\n") || strncmp(line, p, (size_t)n)))
+			return key;
+		free(key);
+	}
+	return NULL;
+}
+
+/* A resumed run trains with the options it had (RUN/config edited by hand
+ * would change a run silently, and its record would not say so): process
+ * 0 dies naming the first option set otherwise than when checkpoint ckpt
+ * was made, but those a resume may change. */
+static void check_kept_options(struct trainer *t, const char *ckpt)
+{
+	char *path = path_join(ckpt, "run.config"), *was = NULL, *now = trainer_config_text(t);
+	size_t cap = 0;
+	FILE *f = t->lead ? fopen(path, "r") : NULL;   /* none in a checkpoint made before they kept it */
+	if (f && getdelim(&was, &cap, 0, f) < 0 && ferror(f))
+		die("cannot read %s:", path);
+	char *key = !f ? NULL : first_change(now, was ? was : "", t->c->resume_may_change);
+	if (!key && f)
+		key = first_change(was ? was : "", now, t->c->resume_may_change);
+	if (key) {
+		trainer_record_failures(NULL);
+		char *a = said(now, key), *b = said(was ? was : "", key);
+		die("%s/config: %s, but %s was made with %s: a resumed run keeps its options (for others, start a new run "
+		    "with --init %s)", t->c->run, a, ckpt, b, ckpt);
+	}
+	if (f)
+		fclose(f);
+	free(was), free(now), free(path);
+}
+
 /* A resume's new --max-steps or --epochs must not end the run before
  * the step it is at: refused before the run's log or events say anything,
  * and the run left as it was (a finished run is not marked failed). */
@@ -225,6 +291,8 @@ void start_state(struct trainer *t, char **from)
 	if (*from)
 		load_checkpoint(t, from);
 	const char *ckpt = *from;
+	if (ckpt)
+		check_kept_options(t, ckpt);
 	if (ckpt && t->c->resume_changes)
 		check_new_end(t);
 	if (ckpt) {
@@ -244,7 +312,7 @@ void start_state(struct trainer *t, char **from)
 		t->st.finished = t->st.finished && t->total_steps <= t->st.step;
 		trainer_log(t, "resumed with changes %s: the run ends at step %ld", t->c->resume_changes, t->total_steps);
 		if (t->lead) {   /* its config records the new end and cadence */
-			char *config = config_text(t), *path = path_join(t->c->run, "config");
+			char *config = trainer_config_text(t), *path = path_join(t->c->run, "config");
 			afile_put_text(path, config);
 			free(path);
 			free(config);

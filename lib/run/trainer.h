@@ -102,6 +102,8 @@ void train_step(struct trainer *t, struct step_result *r);
 
 /* train_claim.c: the run dir and the state a run starts from */
 void claim_run(struct trainer *t, char **ckpt);
+/* The resolved options, as RUN/config holds them (malloc'd). */
+char *trainer_config_text(const struct trainer *t);
 void check_same_run(struct trainer *t);
 void open_run(struct trainer *t);
 json_t *add_batch_tokens(const struct trainer *t, json_t *fields);

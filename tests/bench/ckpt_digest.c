@@ -156,7 +156,7 @@ static double time_save(const char *run, struct bert *m, struct optim *o, const 
 			const char *vocab)
 {
 	double t0 = clock_seconds();
-	checkpoint_save(run, m, o, st, NULL, 0, vocab, 1);
+	checkpoint_save(run, m, o, st, NULL, 0, vocab, "", 1);
 	return clock_seconds() - t0;
 }
 
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 			}
 		}
 		skip_hashing = 0;
-		checkpoint_save(run, m, o, &st, NULL, 0, vocab, 1);   /* its digests true again */
+		checkpoint_save(run, m, o, &st, NULL, 0, vocab, "", 1);   /* its digests true again */
 		double took[2];
 		load(ck, 0);   /* the first load after the saves is the slowest, whichever it is */
 		for (int k = 0; k < 2; k++) {

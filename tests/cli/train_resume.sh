@@ -185,6 +185,27 @@ expect_eq "refused: the config as it was" "$(grep '^max-steps =' "$T/cut/config"
 check "refused: the finished run's events as they were (no failure recorded)" cmp "$T/cut/events.msgpack" "$T/cut.events"
 check "refused: its log as it was" cmp "$T/cut/log/rank-0.log" "$T/cut.log"
 
+# RUN/config edited by hand: an option the run trained with is refused, naming it, with
+# the run left as it was; where its files are now and its threads may change
+edited() {   # edited NAME SED: a copy of cut with SED applied to its config
+	rm -rf "$T/e" && cp -r "$T/cut" "$T/e" && sed -i "$2" "$T/e/config"
+	cp "$T/e/events.msgpack" "$T/e.events"
+}
+edited "a shape" 's/^layers = 1$/layers = 2/'
+expect_fail "an edited shape: refused, naming the line and the checkpoint" 1 \
+	"^ts-train: $T/e/config: layers = 2, but $T/e/ckpt/step-4 was made with layers = 1: a resumed run keeps its options" \
+	train --resume "$T/e" --max-steps 6
+check "an edited shape: no failure recorded" cmp "$T/e/events.msgpack" "$T/e.events"
+edited "a rate" 's/^lr = .*/lr = 0.5/'
+expect_fail "an edited lr: refused" 1 "config: lr = 0.5, but .* was made with lr = 0.0001" train --resume "$T/e"
+edited "a dropped line" '/^seed = /d'
+expect_fail "a dropped option: its default refused" 1 "config: seed = 0, but .* was made with seed = 5" \
+	train --resume "$T/e"
+mv "$T/data" "$T/data-moved"
+edited "the data moved" "s|^data = .*|data = $T/data-moved|; s/^threads = 2$/threads = 1/"
+check "the data moved and fewer threads: resumed" train --resume "$T/e" --max-steps 6
+mv "$T/data-moved" "$T/data"
+
 # damaged checkpoints: a byte flipped in the newest one's weights (a failing disk, a bad
 # copy), its state.json left empty (a crash on a file system that does not order its
 # writes), its digests never written (cut short); the newest whole one is resumed from

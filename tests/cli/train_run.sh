@@ -15,6 +15,7 @@ for f in config events.msgpack log/rank-0.log ckpt/step-12/model.safetensors ckp
 	ckpt/step-12/state.json best/config.json final/model.safetensors final/vocab.txt; do
 	[ -e "$T/r1/$f" ] && pass "run dir has $f" || fail "run dir has $f"
 done
+check "a checkpoint keeps the run's options" cmp "$T/r1/ckpt/step-12/run.config" "$T/r1/config"
 expect_eq "--keep 3 keeps the newest checkpoints" "$(ls -A "$T/r1/ckpt" | tr '\n' ' ')" "step-12 step-4 step-8 "
 expect_eq "a step event for every step" "$(ts-cat "$T/r1/events.msgpack" | jq -c 'select(.event=="step") | .step' | tr '\n' ' ')" "1 2 3 4 5 6 7 8 9 10 11 12 "
 expect_eq "step events carry the fields" "$(ts-cat "$T/r1/events.msgpack" | jq -c 'select(.event=="step") | keys' | sort -u)" \
