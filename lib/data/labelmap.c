@@ -14,6 +14,7 @@ struct labelmap {
 	int32_t *slot;    /* open addressing: id + 1, 0 empty */
 	size_t nslots;
 	int fixed;
+	int numbered;     /* not fixed: labels given as class numbers came */
 	char *source;
 };
 
@@ -110,11 +111,18 @@ int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *
 		die("%s: line %llu: the label %s", file, (unsigned long long)line, why);
 	if (m->fixed)
 		die("%s: line %llu: label '%.*s' is not in %s", file, (unsigned long long)line, (int)n, name, m->source);
+	if (m->numbered)
+		die("%s: line %llu: label '%.*s' is a name, but labels before it are class numbers: give --labels FILE "
+		    "to name the classes", file, (unsigned long long)line, (int)n, name);
 	return add(m, name, n);
 }
 
-int32_t labelmap_class(const struct labelmap *m, long id, const char *file, uint64_t line)
+int32_t labelmap_class(struct labelmap *m, long id, const char *file, uint64_t line)
 {
+	if (!m->fixed && m->n)
+		die("%s: line %llu: label %ld is a class number, but labels before it are names (%s, ...): give --labels "
+		    "FILE to name the classes", file, (unsigned long long)line, id, m->names[0]);
+	m->numbered = 1;
 	if (m->fixed && (size_t)id >= m->n)
 		die("%s: line %llu: label %ld is beyond the %zu names in %s", file, (unsigned long long)line, id, m->n,
 		    m->source);

@@ -12,11 +12,13 @@ struct labelmap *labelmap_new(void);
 struct labelmap *labelmap_load(const char *path);
 /* The id of name; a new name gets the next id, unless the map came from a
  * file: then it is an error naming file and line, as is a new name with a
- * NUL byte or not in UTF-8. */
+ * NUL byte or not in UTF-8, or one after class numbers (labelmap_class):
+ * without a file, what the numbers name is unknown. */
 int32_t labelmap_id(struct labelmap *m, const char *name, size_t n, const char *file, uint64_t line);
 /* A class id (0 or more) given as a number; when the map came from a file
- * it must have a name there, else it is an error naming file and line. */
-int32_t labelmap_class(const struct labelmap *m, long id, const char *file, uint64_t line);
+ * it must have a name there, and when not, no name may have come before
+ * it; else it is an error naming file and line. */
+int32_t labelmap_class(struct labelmap *m, long id, const char *file, uint64_t line);
 /* The id of name, or -1 if the map lacks it. */
 int32_t labelmap_find(const struct labelmap *m, const char *name, size_t n);
 /* The names in id order (owned by the map). */

@@ -32,6 +32,20 @@ expect_eq "--labels fixes the order" "$(tok --label label --labels "$T/names" "$
 	'"labels":["neg","pos"] "label":1 "label":0 "label":1 '
 printf 'id,text,label\nx1,good,pos\nx2,bad,meh\n' >"$T/l2.csv"
 expect_fail "a label not in --labels" 1 "l2.csv: line 3: label 'meh' is not in" tok --label label --labels "$T/names" "$T/l2.csv"
+# JSON labels as names and as class numbers: without --labels, what a number names is unknown
+printf '%s\n' '{"text":"a","label":"spam"}' '{"text":"b","label":0}' >"$T/mixed1.jsonl"
+printf '%s\n' '{"text":"a","label":[1]}' '{"text":"b","label":["ham"]}' >"$T/mixed2.jsonl"
+expect_fail "a class number after names, refused" 1 \
+	"mixed1.jsonl: line 2: label 0 is a class number, but labels before it are names \(spam, ...\): give --labels FILE" \
+	tok --label label -o "$T/mixed.mp" "$T/mixed1.jsonl"
+expect_fail "a name after class numbers (in lists), refused" 1 \
+	"mixed2.jsonl: line 2: label 'ham' is a name, but labels before it are class numbers" \
+	tok --label label -o "$T/mixed.mp" "$T/mixed2.jsonl"
+expect_eq "...nothing written" "$(test -e "$T/mixed.mp" && echo written || echo none)" none
+printf 'ham\nspam\n' >"$T/hamspam"
+expect_eq "with --labels, numbers index its names" \
+	"$(tok --label label --labels "$T/hamspam" "$T/mixed1.jsonl" | body | grep -o '"label":[0-9]' | tr '\n' ' ')" \
+	'"label":1 "label":0 ' 
 expect_fail "--labels - with the input on standard input too" 2 "standard input is read once: as --labels - or as the input" \
 	tok --label label --labels - -f csv <"$T/l.csv"
 # a byte order mark at the start of a JSON lines file, a --labels file, a
