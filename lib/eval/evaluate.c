@@ -1,5 +1,6 @@
 #include "eval/evaluate.h"
 #include "eval/corr.h"
+#include "eval/metricnames.h"
 #include "format/mpjson.h"
 #include "util/err.h"
 #include <math.h>
@@ -291,7 +292,8 @@ json_t *eval_json(const struct eval_result *r, char *const *names)
 		set(j, "spearman", json_number(metric_value(r, "spearman")));
 	}
 	set(j, "loss", json_number(r->loss));
-	set(j, "ppl", json_number(exp(r->loss)));
+	if (metric_known("ppl", r->task))
+		set(j, "ppl", json_number(exp(r->loss)));
 	set(j, "records", json_integer(r->records));
 	set(j, "predicted", json_integer(r->count));
 	return j;

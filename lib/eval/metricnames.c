@@ -16,7 +16,7 @@ int metric_known(const char *name, enum bert_task task)
 	static const char *const reg[] = {"pearson", "spearman", NULL};
 	static const char *const tokcls[] = {"entity-f1", "accuracy", NULL};
 	static const char *const *by_task[] = {cls, NULL, reg, multi, tokcls};
-	if (!strcmp(name, "loss") || !strcmp(name, "ppl"))
+	if (!strcmp(name, "loss") || (!strcmp(name, "ppl") && task != TASK_REG))   /* e to a cross-entropy */
 		return 1;
 	return by_task[task] && among(name, by_task[task]);
 }

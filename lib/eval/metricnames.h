@@ -7,7 +7,7 @@
 #include "model/bert.h"
 #include <jansson.h>
 
-/* Metric names: loss, ppl; accuracy, macro-f1 (cls); micro-f1, macro-f1,
+/* Metric names: loss, ppl (e to the loss: every task but reg); accuracy, macro-f1 (cls); micro-f1, macro-f1,
  * exact-match (multi); pearson, spearman (reg); entity-f1, accuracy
  * (tokcls). */
 int metric_known(const char *name, enum bert_task task);

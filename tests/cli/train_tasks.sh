@@ -122,6 +122,9 @@ check "ts-eval scores a regression" ts-eval -m "$T/reg-run/best" --data "$T/reg"
 cp "$T/out" "$T/reg.json"
 expect_eq "reg: mse, rmse, pearson and spearman" "$(jq -c '[.mse == .loss, (.rmse * .rmse - .mse | fabs < 1e-9), .pearson > 0.9, .spearman > 0.9]' "$T/reg.json")" \
 	'[true,true,true,true]'
+expect_eq "reg: no perplexity (e to a squared error means nothing)" "$(jq -c 'has("ppl")' "$T/reg.json")" false
+expect_fail "reg: --metric ppl refused" 2 "--metric ppl does not apply to the reg task" \
+	train "${TINY[@]}" --data "$T/reg" --run "$T/reg-ppl" --task reg --metric ppl
 expect_eq "reg: the model dir says regression" "$(jq -c '[.problem_type, .num_labels // (.id2label | length)]' "$T/reg-run/best/config.json")" '["regression",1]'
 # the CPU scores a batch in slices of at most 2,048 tokens: the training
 # records (about 320 of 8 to 12 tokens), shortest first, in one batch go
