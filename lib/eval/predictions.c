@@ -25,13 +25,13 @@ struct predictions *predictions_new(const struct shard *s, enum bert_task task, 
 	p->labels = xmalloc(p->n * sizeof *p->labels);
 	p->ids = xcalloc(p->n, sizeof *p->ids);
 	p->folds = xmalloc(p->n * sizeof *p->folds);
+	p->id_is_num = xmalloc(p->n ? p->n : 1);
 	struct tokrec t = {0};
-	p->id_is_num = 1;
 	for (uint64_t i = 0; i < p->n; i++) {
 		shard_get(s, i, &t);
 		p->ids[i] = xstrdup(t.id);
 		p->folds[i] = t.fold;
-		p->id_is_num &= t.id_is_num;
+		p->id_is_num[i] = (char)t.id_is_num;
 		p->labels[i] = labelled && t.label_kind == LABEL_INT ? t.label : -1;
 	}
 	tokrec_free(&t);
@@ -70,18 +70,18 @@ static uint64_t fold_group(const struct predictions *p, uint64_t i, struct label
 {
 	if (p->folds[i] < 0)
 		return ng;
-	struct strbuf key = {0};
-	sb_addf(&key, "%d %s", p->folds[i], p->ids[i]);
+	struct strbuf key = {0}, id = {0};
+	sb_addf(&id, "%c%s", p->id_is_num[i] ? 'n' : 's', p->ids[i]);   /* 7 is not "7" */
+	sb_addf(&key, "%d %s", p->folds[i], id.s);
 	int twice = labelmap_find(pieces, key.s, key.n) >= 0;
 	labelmap_id(pieces, key.s, key.n, "", 0);
 	sb_free(&key);
 	if (twice)
 		die("id '%s': piece %d appears twice (ids must be unique across the inputs)", p->ids[i], p->folds[i]);
-	int32_t k = labelmap_find(ids, p->ids[i], strlen(p->ids[i]));
-	if (k >= 0)
-		return group_of_id[k];
-	group_of_id[labelmap_id(ids, p->ids[i], strlen(p->ids[i]), "", 0)] = ng;
-	return ng;
+	int32_t k = labelmap_find(ids, id.s, id.n);
+	uint64_t g = k >= 0 ? group_of_id[k] : (group_of_id[labelmap_id(ids, id.s, id.n, "", 0)] = ng);
+	sb_free(&id);
+	return g;
 }
 
 void predictions_merge_folds(struct predictions *p)
@@ -92,11 +92,15 @@ void predictions_merge_folds(struct predictions *p)
 	uint64_t *count = xcalloc(p->n, sizeof *count), *group_of_id = xmalloc(p->n * sizeof *group_of_id), ng = 0;
 	for (uint64_t i = 0; i < p->n; i++) {
 		uint64_t g = fold_group(p, i, ids, pieces, group_of_id, ng);
-		if (g != ng && p->labels[i] != p->labels[g])   /* pieces of one record: one label */
-			die("id '%s': its pieces are labelled %d and %d", p->ids[g], p->labels[g], p->labels[i]);
+		if (g != ng && p->labels[i] >= 0 && p->labels[g] >= 0 && p->labels[i] != p->labels[g])
+			die("id '%s': its pieces are labelled %d and %d (one record has one class)", p->ids[g], p->labels[g],
+			    p->labels[i]);
+		if (g != ng && p->labels[i] >= 0)   /* pieces without a label take the others' */
+			p->labels[g] = p->labels[i];
 		if (g == ng) {
 			p->labels[ng] = p->labels[i];
 			p->folds[ng] = p->folds[i];
+			p->id_is_num[ng] = p->id_is_num[i];
 			if (i != ng) {
 				free(p->ids[ng]);
 				p->ids[ng] = p->ids[i];
@@ -264,7 +268,7 @@ static void pack_floats(msgpack_packer *pk, const char *key, const float *v, int
 static void pack_id(msgpack_packer *pk, const struct predictions *p, uint64_t i)
 {
 	mp_pack_str(pk, "id");
-	p->id_is_num ? mp_pack_decimal(pk, p->ids[i]) : mp_pack_str(pk, p->ids[i]);
+	p->id_is_num[i] ? mp_pack_decimal(pk, p->ids[i]) : mp_pack_str(pk, p->ids[i]);
 }
 
 /* pred (and, with names for all, pred_names) of a list of classes. */
@@ -363,6 +367,7 @@ void predictions_free(struct predictions *p)
 	free(p->ntags);
 	free(p->ids);
 	free(p->folds);
+	free(p->id_is_num);
 	free(p->logits);
 	free(p->labels);
 	free(p);

@@ -17,7 +17,7 @@ struct predictions {
 	int *ntags;
 	char **ids;            /* n */
 	int *folds;            /* n: the piece index of a folded record, -1 when not folded */
-	int id_is_num;
+	char *id_is_num;       /* n: the id was a number (7, not "7") */
 };
 
 /* labelled: the records' class labels are the model's (each record keeps its
@@ -28,8 +28,9 @@ struct predictions *predictions_new(const struct shard *s, enum bert_task task, 
 void predictions_hook(const struct batch *b, const float *logits, void *ctx);
 /* Replaces the folded pieces of each id by one record with the mean of
  * their logits, in order of first appearance; a record that was not folded
- * stays as it is, even where another shares its id. Dies when the same
- * piece of an id appears twice, or two pieces have other labels. */
+ * stays as it is, even where another shares its id (the number 7 and the
+ * string "7" are two ids). A group is labelled when any piece is. Dies when
+ * the same piece of an id appears twice, or two pieces have other labels. */
 void predictions_merge_folds(struct predictions *p);
 struct confusion *predictions_confusion(const struct predictions *p);
 /* Writes msgpack records, or CSV: cls {id, label, pred, pred_name, logits,

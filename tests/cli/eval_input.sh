@@ -57,6 +57,19 @@ printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"max_le
 	cat1 --from-json -o "$T/split.mp"
 expect_fail "--merge-folds: pieces of other labels" 1 "id 'a': its pieces are labelled 1 and 2" \
 	eval1 -m "$HF/tiny-cls" --merge-folds "$T/split.mp"
+# a folded record with a piece unlabelled: --predict takes the label the others have
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,3],"fold":0}' '{"id":"a","ids":[2,6,3],"fold":1,"label":2}' |
+	cat1 --from-json -o "$T/partial.mp"
+expect_eq "--merge-folds --predict: a piece without a label, merged" \
+	"$(eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/partial.mp" | cat1 | jq -c '[.id, .label]')" '["a",2]'
+# ids as numbers and as strings: each kept as it came, and 7 is not "7"
+printf '%s\n' '{"id":7,"ids":[2,5,3],"fold":0}' '{"id":"7","ids":[2,6,3],"fold":0}' '{"id":"x","ids":[2,7,3]}' |
+	cat1 --from-json -o "$T/ids.mp"
+expect_eq "--predict: a number id stays a number beside string ids" \
+	"$(eval1 -m "$HF/tiny-cls" --predict "$T/ids.mp" | cat1 | jq -c .id | paste -sd' ')" '7 "7" "x"'
+expect_eq "--merge-folds: the number 7 and the string \"7\" are two records" \
+	"$(eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/ids.mp" | cat1 | jq -c .id | paste -sd' ')" '7 "7" "x"'
 
 # every record has token ids
 printf '%s\n' '{"id":"a","ids":[2,5,3]}' '{"id":"b","ids":[]}' | cat1 --from-json -o "$T/empty.mp"
