@@ -177,6 +177,8 @@ static int eval_mlm(struct bert *m, const struct input *in)
 {
 	if (predict || merge_folds)
 		die_usage("--predict and --merge-folds are not for a masked language model: they predict labels");
+	if (opt_given(&spec, "threshold"))
+		die_usage("--threshold is for multi-label models");
 	struct mlm_config mlm;
 	char *vpath = vocab_in_dir(model, in->vocab_sha256);
 	struct vocab *v = vocab_load(vpath);

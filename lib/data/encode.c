@@ -28,6 +28,8 @@ const char *encode_check(const struct encode_opts *o, int pair)
 	}
 	if (o->fold && !o->max_len)
 		return "--fold needs a --max-len";
+	if (o->stride && !o->fold)
+		return "--stride is the overlap of folded pieces: it goes with --fold";
 	/* a pair's second text always keeps at least half the room */
 	long room = o->max_len - specials;
 	if (o->fold && o->stride >= (pair ? room - room / 2 : room))

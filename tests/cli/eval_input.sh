@@ -83,6 +83,8 @@ expect_fail "ts-eval of an MLM says when no token was masked" 1 \
 expect_fail "--predict of an MLM: a usage error that says why" 2 \
 	"^ts-eval: --predict and --merge-folds are not for a masked language model: they predict labels" \
 	eval1 -m "$HF/tiny-mlm" --predict "$T/short.mp"
+expect_fail "--threshold of an MLM: refused, not ignored" 2 "^ts-eval: --threshold is for multi-label models" \
+	eval1 -m "$HF/tiny-mlm" --threshold 0.3 "$T/short.mp"
 cp -r "$HF/tiny-mlm" "$T/longvocab"
 seq -f 'extra%g' 30000 >>"$T/longvocab/vocab.txt"
 awk 'BEGIN { for (r = 0; r < 20; r++) { printf "{\"id\":%d,\"ids\":[2", r; for (i = 0; i < 28; i++) printf ",%d", 5 + (r + i) % 50; print ",3]}" } }' |

@@ -108,6 +108,8 @@ expect_fail "a row with too many fields" 1 "ragged.csv: line 2: 3 fields, expect
 expect_fail "no vocab" 2 "a tokenizer is required: -t tokenizer.json or -v vocab.txt" ts-tokenize "$T/l.csv"
 expect_fail "unknown format" 2 "--format: 'xml' is not one of" tok -f xml "$T/l.csv"
 expect_fail "stride too large" 2 "--stride must be smaller" tok --fold --max-len 8 --stride 6 "$T/l.csv"
+expect_fail "--stride without --fold, which it is for" 2 "--stride is the overlap of folded pieces: it goes with --fold" \
+	tok --max-len 8 --stride 2 "$T/l.csv"
 expect_fail "unknown extension" 2 "cannot tell the format" tok "$T/notvocab.txt.gz"
 mkfifo "$T/fifo"
 sleep 10 >"$T/fifo" &
