@@ -13,6 +13,7 @@
 #include "util/afile.h"
 #include "util/err.h"
 #include "util/opt.h"
+#include "util/strbuf.h"
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -71,8 +72,12 @@ static void open_input(struct input *in, char **files, int nfiles)
 	if (data) {
 		struct manifest *m = manifest_read(data);
 		const struct manifest_split *sp = manifest_split(m, split);
-		if (!sp)
-			die("%s: no split '%s'", data, split);
+		if (!sp) {
+			struct strbuf all = {0};
+			for (int i = 0; i < m->nsplits; i++)
+				sb_addf(&all, "%s%s", i ? ", " : "", m->splits[i].name);
+			die("%s: no split '%s' (its splits: %s)", data, split, all.n ? all.s : "none");
+		}
 		in->name = manifest_shard_path(data, sp);
 		in->shard = shard_open(in->name);
 		if (shard_count(in->shard) == 0)
@@ -185,7 +190,7 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	mlm.vocab = in->vocab;   /* random replacements must fit the model's embeddings too */
 	struct batch_source src = {in->shard, in->name, TASK_MLM, 0, &mlm, (uint64_t)seed, 0, in->vocab,
-				   in->origin.files ? &in->origin : NULL};
+				   bert_config_of(m)->type_vocab, in->origin.files ? &in->origin : NULL};
 	struct eval_result r;
 	struct eval_opts o = {(int)batch, 0, NULL, NULL};
 	evaluate(m, &src, &o, NULL, NULL, &r);
@@ -246,7 +251,7 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 	if (!why)
 		shard_relabel(in->shard, to, in->nlabels);
 	struct batch_source src = {in->shard, in->name, task, L, NULL, (uint64_t)seed, !all, in->vocab,
-				   in->origin.files ? &in->origin : NULL};
+				   bert_config_of(m)->type_vocab, in->origin.files ? &in->origin : NULL};
 	struct predictions *p = predictions_new(in->shard, task, L, threshold, !why);   /* labels the model's */
 	struct eval_result r;
 	struct eval_opts o = {(int)batch, threshold, names, NULL};

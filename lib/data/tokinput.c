@@ -256,6 +256,8 @@ static void json_id(struct tokinput *in, struct in_record *r)
 	if (v && json_is_integer(v)) {
 		r->id_n = (size_t)snprintf(in->num, sizeof in->num, "%lld", (long long)json_integer_value(v));
 		r->id = in->num, r->id_is_num = 1;
+	} else if (v && !json_is_string(v)) {
+		json_bad(in, "field '%s' is not a string or a whole number", in->cols.id);
 	} else {
 		r->id = json_text(in, in->cols.id, &r->id_n);
 	}

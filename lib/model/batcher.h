@@ -45,6 +45,7 @@ struct batch_source {
 	uint64_t seed;
 	int unlabelled;            /* records without labels: predictions only */
 	int32_t vocab;             /* token ids must be below this: the model's embeddings */
+	int32_t type_vocab;        /* token types must be below this, where the model has them (> 0) */
 	const struct row_origin *origin;   /* NULL: the shard's rows are the records errors name */
 };
 

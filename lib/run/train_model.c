@@ -123,6 +123,7 @@ static void check_ids(struct trainer *t, struct split *sp)
 		return;
 	manifest_check_ids(t->c->data, sp->ms, vocab_size(t->vocab));
 	sp->src.vocab = vocab_size(t->vocab);
+	sp->src.type_vocab = bert_config_of(t->m)->type_vocab;
 }
 
 /* An evaluation that scores nothing would report a loss of 0, the best

@@ -71,6 +71,13 @@ expect_eq "--predict: a number id stays a number beside string ids" \
 expect_eq "--merge-folds: the number 7 and the string \"7\" are two records" \
 	"$(eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/ids.mp" | cat1 | jq -c .id | paste -sd' ')" '7 "7" "x"'
 
+# a token type past the model's, named with its record
+printf '%s\n' '{"id":"a","ids":[2,5,3],"types":[0,0,0]}' '{"id":"b","ids":[2,6,3],"types":[0,5,1]}' |
+	cat1 --from-json -o "$T/types.mp"
+expect_fail "a token type beyond the model's: its file and record" 1 \
+	"^ts-eval: $T/types.mp: record 2: token type 5 is beyond the model's 2 token types$" \
+	eval1 -m "$HF/tiny-cls" --predict "$T/types.mp"
+
 # every record has token ids
 printf '%s\n' '{"id":"a","ids":[2,5,3]}' '{"id":"b","ids":[]}' | cat1 --from-json -o "$T/empty.mp"
 expect_fail "an empty 'ids' is refused" 1 "empty.mp: record 2: 'ids' is empty" \

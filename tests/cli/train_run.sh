@@ -169,6 +169,8 @@ expect_eq "overfit: every training example right" "$(ts-eval -m "$T/fit/final" -
 # ts-eval
 expect_eq "ts-eval prints metrics" "$(ts-eval -m "$T/r1/final" --data "$T/data" | jq -r 'has("accuracy") and has("mcc") and has("confusion") and has("macro")')" true
 expect_eq "--predict writes a record per input" "$(ts-eval -m "$T/r1/final" --data "$T/data" --predict | ts-cat | wc -l)" "$(ts-cat --no-header "$T/data/test.shard" | wc -l)"
+expect_fail "ts-eval --split of none there: the splits named" 1 "^ts-eval: $T/data: no split 'dev' \(its splits: train, valid, test\)$" \
+	ts-eval -m "$T/r1/final" --data "$T/data" --split dev
 expect_eq "--predict --csv" "$(ts-eval -m "$T/r1/final" --data "$T/data" --predict --csv | head -n 1)" "id,label,pred,prob_spam,prob_ham"
 check "--report shows the confusion matrix" sh -c "ts-eval -m '$T/r1/final' --data '$T/data' --report | grep -qi confusion"
 ts-tokenize -v "$V" --id id --label label --max-len 16 --fold "$T/small.csv" >"$T/folds.msgpack"
