@@ -141,18 +141,23 @@ json_t *metrics_json(const struct cls_metrics *m, const struct confusion *c, cha
 	return j;
 }
 
-/* Columns count code points, as Python pads: labels may be UTF-8. */
+/* Columns count code points, as Python pads: labels may be UTF-8; their
+ * control characters are shown escaped, which keeps a row on its line. */
 static int text_width(const char *s)
 {
+	char shown[1024];
+	escape_controls(s, shown, sizeof shown);
 	int n = 0;
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
+	for (const char *p = shown; *p; p++)
+		n += ((unsigned char)*p & 0xc0) != 0x80;
 	return n;
 }
 
 static void put_right(FILE *f, const char *s, int width)
 {
-	fprintf(f, "%*s%s", width > text_width(s) ? width - text_width(s) : 0, "", s);
+	char shown[1024];
+	escape_controls(s, shown, sizeof shown);
+	fprintf(f, "%*s%s", width > text_width(s) ? width - text_width(s) : 0, "", shown);
 }
 
 /* One line of the classification report; NULL p leaves precision and recall

@@ -26,22 +26,17 @@ void die_on_exit(void (*fn)(void))
 void die_hook(void (*fn)(void)) { hook = fn; }
 void die_tell(void (*fn)(const char *message)) { teller = fn; }
 
-/* The control characters of s (a newline or an escape in a name from the
- * input) written as \n, \t or \xHH, so that a message stays one line and
- * sends the terminal nothing; cut to fit in n bytes. */
-static void escape_controls(char *s, size_t n)
+void escape_controls(const char *s, char *out, size_t n)
 {
-	char in[2048];
-	snprintf(in, sizeof in, "%s", s);
 	size_t o = 0;
-	for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 < n; p++)
+	for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 < n; p++)
 		if (*p == '\n' || *p == '\t')
-			s[o++] = '\\', s[o++] = *p == '\n' ? 'n' : 't';
+			out[o++] = '\\', out[o++] = *p == '\n' ? 'n' : 't';
 		else if (*p < 0x20 || *p == 0x7f)
-			o += (size_t)snprintf(s + o, n - o, "\\x%02x", *p);
+			o += (size_t)snprintf(out + o, n - o, "\\x%02x", *p);
 		else
-			s[o++] = (char)*p;
-	s[o] = 0;
+			out[o++] = (char)*p;
+	out[o] = 0;
 }
 
 /* One line: "prog: message[: errno text][hint]"; the message (without prog
@@ -49,11 +44,12 @@ static void escape_controls(char *s, size_t n)
  * left unfinished is cleared first. */
 static void vmsg(const char *fmt, va_list ap, int err, const char *hint, char line[2048])
 {
-	vsnprintf(line, 2048, fmt, ap);
-	size_t n = strlen(line);
-	if (n && line[n - 1] == ':')
-		snprintf(line + n, 2048 - n, " %s", strerror(err));
-	escape_controls(line, 2048);
+	char raw[2048];
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	size_t n = strlen(raw);
+	if (n && raw[n - 1] == ':')
+		snprintf(raw + n, sizeof raw - n, " %s", strerror(err));
+	escape_controls(raw, line, 2048);
 	fprintf(stderr, "%s%s: %s%s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", ts_prog, line, hint);
 }
 

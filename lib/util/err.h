@@ -27,6 +27,11 @@ void die_on_exit(void (*fn)(void));
  * process exits (NULL: none): a process of a launch tells the others why. */
 void die_tell(void (*fn)(const char *message));
 
+/* s with its control characters (a newline or an escape in a name from the
+ * input) written as \n, \t or \xHH, so that a message or a table row stays
+ * one line and sends the terminal nothing, in out of n bytes (cut to fit). */
+void escape_controls(const char *s, char *out, size_t n);
+
 /* Flushes and closes standard output; dies if a write to it failed, so a
  * full disk is an error, not silent truncation. Every command calls it last. */
 void close_stdout(void);

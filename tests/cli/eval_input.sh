@@ -78,6 +78,19 @@ expect_fail "a token type beyond the model's: its file and record" 1 \
 	"^ts-eval: $T/types.mp: record 2: token type 5 is beyond the model's 2 token types$" \
 	eval1 -m "$HF/tiny-cls" --predict "$T/types.mp"
 
+# --report of class names with a newline and a tab: each row on its line, the names escaped
+cp -r "$HF/tiny-cls" "$T/ctl-cls"
+"$PY" -c 'import json, sys
+p = sys.argv[1] + "/config.json"; c = json.load(open(p))
+c["id2label"] = {"0": "ne\ng", "1": "ne\tu", "2": "pos"}; c["label2id"] = {v: int(k) for k, v in c["id2label"].items()}
+json.dump(c, open(p, "w"))' "$T/ctl-cls"
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["ne\ng","ne\tu","pos"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":0}' '{"id":"b","ids":[2,7,8,9,3],"label":1}' '{"id":"c","ids":[2,10,3],"label":2}' |
+	cat1 --from-json -o "$T/ctl.mp"
+eval1 -m "$T/ctl-cls" --report "$T/ctl.mp" >"$T/ctl.txt"
+expect_eq "--report: the names escaped, a row a line (a header, 3 classes, 4 totals, 5 of the matrix, 3 blank)" \
+	"$(grep -c 'ne\\n' "$T/ctl.txt") $(grep -c 'ne\\t' "$T/ctl.txt") $(wc -l <"$T/ctl.txt")" "3 3 16"
+
 # every record has token ids
 printf '%s\n' '{"id":"a","ids":[2,5,3]}' '{"id":"b","ids":[]}' | cat1 --from-json -o "$T/empty.mp"
 expect_fail "an empty 'ids' is refused" 1 "empty.mp: record 2: 'ids' is empty" \
