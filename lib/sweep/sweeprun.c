@@ -600,6 +600,11 @@ json_t *sweep_read(const char *dir, json_t **sweep)
 			/* a job's first command line is its own; a resume's goes in its running record */
 			if (json_object_get(job, "argv"))
 				json_object_del(rec, "argv");
+			/* each leg's end records its own time: a resumed job took them all */
+			json_t *before = json_object_get(job, "seconds"), *now = json_object_get(rec, "seconds");
+			if (before && now)
+				json_object_set_new(rec, "seconds",
+						    json_real(json_number_value(before) + json_number_value(now)));
 			json_object_update(job, rec);
 		}
 		json_decref(rec);

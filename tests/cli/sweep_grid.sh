@@ -122,6 +122,9 @@ check "--resume the stopped sweep" sweep --resume "$T/s"
 expect_eq "--resume: all 3 done" \
 	"$(sweep --show "$T/s" --format json | jq -r 'sort_by(.job) | map("\(.job) \(.state)") | join(";")')" \
 	"1 done;2 done;3 done"
+expect_eq "--resume: a resumed job's seconds are those of both legs" \
+	"$(sweep --show "$T/s" --format json | jq -r '.[] | select(.job == 1) | .seconds * 1000 | round')" \
+	"$(ts-cat "$T/s/jobs.msgpack" | jq -s 'map(select(.job == 1 and .seconds)) | map(.seconds) | add * 1000 | round')"
 expect_eq "--resume: jobs 1 and 2 went on with ts-train --resume" \
 	"$(ts-cat "$T/s/jobs.msgpack" | jq -r 'select(.state=="running" and .argv[1]=="--resume") | .job' | tr '\n' ' ')" "1 2 "
 expect_eq "--resume: a job's own --device goes on with it, the sweep adds none" \
