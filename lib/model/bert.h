@@ -45,6 +45,9 @@ struct bert_config {
 	float rope_global, rope_local;
 	int local_window, global_every, mean_pool;
 	int pad_id;                /* the pad token: no gradient reaches its embedding */
+	int untied;                /* read from a config.json whose tie_word_embeddings is
+				    * false: its MLM decoder is not the word embeddings,
+				    * which TopSpin's is */
 };
 
 struct bert_batch {

@@ -99,8 +99,10 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 	grow(&m->mask, &m->mask_cap, N, sizeof *m->mask);
 	for (size_t r = (size_t)m->packed; r < N; r++)   /* padding, in no sequence */
 		m->ids[r] = m->c.pad_id, m->types[r] = m->positions[r] = 0, m->mask[r] = 0;
-	/* positions: each token's index (BERT's), or after the pad id the real
-	 * tokens' count so far and the pad id for others (RoBERTa's) */
+	/* positions: each token's index (BERT's), or after the pad id the count
+	 * so far of tokens that are not the pad id, and the pad id for those that
+	 * are, wherever they stand (RoBERTa's, as transformers makes them from
+	 * the ids alone) */
 	int first = family_first_position(m->c.family, m->c.pad_id);
 	for (int i = 0; i < b->B; i++)
 		for (int t = 0, r = m->kv_start[i], real = 0; r < m->kv_start[i + 1]; t++, r++) {
@@ -108,7 +110,7 @@ static void pack_rows(struct bert *m, const struct bert_batch *b)
 			m->ids[r] = b->ids[at];
 			m->types[r] = b->types && m->c.type_vocab ? b->types[at] : 0;
 			m->mask[r] = b->mask ? b->mask[at] : 1;
-			m->positions[r] = !first ? t : m->mask[r] ? first + real++ : m->c.pad_id;
+			m->positions[r] = !first ? t : m->ids[r] != m->c.pad_id ? first + real++ : m->c.pad_id;
 			m->holes |= r > m->kv_start[i] && m->mask[r] && !m->mask[r - 1];
 		}
 }

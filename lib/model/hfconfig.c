@@ -230,6 +230,10 @@ static void read_keys(const char *path, json_t *cfg, struct bert_config *c)
 	c->type_vocab = k->types ? size_in(path, cfg, k->types, 0, HF_TYPE_VOCAB, INT32_MAX) : 0;
 	c->emb = k->emb ? size_in(path, cfg, k->emb, 0, HF_ELECTRA_EMB, BERT_MAX_HIDDEN) : 0;
 	c->pad_id = index_in(path, cfg, "pad_token_id", f->pad_id, c->vocab);
+	json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+	if (tie && !json_is_boolean(tie))
+		die("%s: tie_word_embeddings must be true or false", path);
+	c->untied = tie && !json_is_true(tie);
 	c->ln_eps = k->ln_eps ? number_in(path, cfg, k->ln_eps, k->ln_eps_default, 1e-30, 1) : f->ln_eps;
 	c->hidden_dropout = number_in(path, cfg, k->hidden_dropout, f->dropout, 0, 1);
 	c->attn_dropout = number_in(path, cfg, k->attn_dropout, f->dropout, 0, 1);

@@ -245,6 +245,9 @@ struct bert *modeldir_load(const char *dir, const struct backend *be, enum bert_
 	char **names;
 	int nnames;
 	hfconfig_read(cfg_path, &c, &names, &nnames);
+	if (task == TASK_MLM && c.untied)
+		die("%s: tie_word_embeddings is false: a masked LM decoder of its own is not supported (TopSpin's is "
+		    "the word embeddings)", cfg_path);
 	c.task = task;
 	int new_classifier = task != TASK_MLM && num_labels > 0 && num_labels != c.num_labels;
 	uint64_t seed = head_seed ? *head_seed : 0;
