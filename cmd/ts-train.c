@@ -199,6 +199,10 @@ static void check_options(void)
 			die_usage("--%s is for a model from scratch: --init's model dir has its own", shape[i]);
 	if (!init && hidden % heads)
 		die_usage("--hidden %ld is not a multiple of --heads %ld", hidden, heads);
+	if (!init && arch && family_by_type(arch) >= 0 && family_of((enum family_id)family_by_type(arch))->rotary &&
+	    (hidden / heads) % 2)
+		die_usage("--hidden %ld / --heads %ld makes heads of %ld: %s's rotary positions need an even head size",
+			  hidden, heads, hidden / heads, arch);
 	if (multi_label && strcmp(task, "cls"))
 		die_usage("--multi-label goes with --task cls, not %s", task);
 	if (threshold != 0.5 && !multi_label)

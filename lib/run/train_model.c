@@ -240,6 +240,11 @@ static void check_model(const struct trainer *t, const struct bert_config *mc, c
 	int room = bert_positions(mc), before = mc->max_pos - room;
 	if ((int64_t)longest <= room)
 		return;
+	if (!from && (int64_t)longest + before > BERT_MAX_POS)
+		die_usage("--arch %s: %s holds records of up to %u tokens, and a %s model's positions begin after "
+			  "its pad id, here %d: past the %d positions a model may have (its tokenizer's pad id "
+			  "should be small, as RoBERTa's 1)", family_of(mc->family)->model_type, c->data, longest,
+			  family_of(mc->family)->model_type, mc->pad_id, BERT_MAX_POS);
 	if (!from && before)
 		die_usage("--max-pos %d: %s holds records of up to %u tokens, and a %s model's positions begin "
 			  "at %d: --max-pos %lld takes them", mc->max_pos, c->data, longest,

@@ -74,6 +74,15 @@ expect_fail "ts-eval refuses it before a record is scored" 1 "data/test.shard ho
 refused "$T/r7" "a RoBERTa --max-pos that leaves no room for the positions before the first" 2 \
 	"--max-pos 32: .*data holds records of up to 32 tokens, and a roberta model's positions begin at 1: --max-pos 33 takes them" \
 	"${TINY[@]}" --arch roberta --max-steps 1
+# ...and past the most positions a model has where the tokenizer's pad id is large (ModernBERT's)
+ts-tokenize -t "$FIX/tokenizers/modernbert/tokenizer.json" --id id --label label --max-len 32 "$T/small.csv" |
+	ts-shard -o "$T/mbdata" --seed 3 >/dev/null
+refused "$T/r8" "a RoBERTa from scratch on data of a large pad id: no --max-pos suggested past the largest" 2 \
+	"--arch roberta: .*mbdata holds records of up to 32 tokens, and a roberta model's positions begin after its pad id, here 50283: past the 32768 positions" \
+	--data "$T/mbdata" --arch roberta --layers 1 --hidden 32 --heads 4 --max-steps 1
+refused "$T/r9" "ModernBERT with heads of an odd size: the options named" 2 \
+	"--hidden 30 / --heads 2 makes heads of 15: modernbert's rotary positions need an even head size" \
+	--data "$T/mbdata" --arch modernbert --layers 1 --hidden 30 --heads 2 --max-steps 1
 check "a refused run can then be made with the same --run" train "${TINY[@]}" --max-steps 1 --run "$T/r2"
 
 # --- labels of a kind the task cannot take (a forgotten --task): the one that fits is named ---
@@ -168,6 +177,9 @@ train "${TINY[@]}" --run "$T/old" --max-steps 4 2>/dev/null
 train --data "$T/data" --init "$T/empty/final" --run "$T/old-init" --max-steps 4 -j 1 2>/dev/null
 printf 'kd-alpha = 0.5\nkd-temp = 2\nvat-xi = 0.001\nvat-iters = 1\n' | tee -a "$T/old/config" >>"$T/old-init/config"
 printf 'layers = 4\nhidden = 256\nheads = 4\nffn = 1024\nmax-pos = 512\n' >>"$T/old-init/config"
+for ck in "$T"/old*/ckpt/step-*; do   # whose checkpoints kept no run.config
+	rm "$ck/run.config" && jq 'del(.files["run.config"])' "$ck/digests.json" >"$T/digests" && mv "$T/digests" "$ck/digests.json"
+done
 check "--resume of a run whose config records --kd- and --vat- options" train --resume "$T/old" --device cpu
 check "--resume of an --init run whose config records a shape too" train --resume "$T/old-init" --device cpu
 check "which is the --init model's" cmp "$T/old-init/final/model.safetensors" "$T/fine/final/model.safetensors"
