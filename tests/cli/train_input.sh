@@ -61,8 +61,14 @@ refused() {
 	check "$n: no run dir is left" test ! -e "$run"
 }
 refused "$T/r2" "a --metric of no task" 2 "--metric acuracy does not apply to the cls task" "${TINY[@]}" --max-steps 4 --metric acuracy
-refused "$T/r3" "--init of a dir that does not exist" 1 "/nonexistent/vocab.txt: No such file or directory" \
+refused "$T/r3" "--init of a dir that does not exist" 1 "^ts-train: /nonexistent: No such file or directory$" \
 	--data "$T/data" --init /nonexistent --max-steps 1 -j 1
+mkdir -p "$T/novocab" && cp "$T/empty/final/config.json" "$T/empty/final/model.safetensors" "$T/novocab/"
+refused "$T/r3" "--init of a model dir without its vocab: what is missing" 1 \
+	"novocab: no tokenizer.json or vocab.txt: a model dir holds the vocab its model was trained on" \
+	--data "$T/data" --init "$T/novocab" --max-steps 1 -j 1
+expect_fail "ts-eval of it: the same" 1 "novocab: no tokenizer.json or vocab.txt" \
+	timeout 60 ts-eval -m "$T/novocab" --data "$T/data" -j 1
 refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layers" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
 mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && rm "$T/short/digests.json" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"
