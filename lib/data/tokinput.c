@@ -276,6 +276,8 @@ static int next_jsonl(struct tokinput *in, struct in_record *r)
 	json_decref(in->json);
 	json_error_t err;
 	in->json = json_loadb(line, n, 0, &err);
+	if (!in->json && json_error_code(&err) == json_error_null_character)
+		json_bad(in, "a string holds \\u0000, a NUL character, which no text or name may hold%s", "");
 	if (!in->json)
 		json_bad(in, "not JSON: %s", err.text);
 	if (!json_is_object(in->json))

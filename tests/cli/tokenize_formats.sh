@@ -99,6 +99,9 @@ printf 'hello\nworld\n' >"$T/notvocab.txt"
 expect_fail "a vocab that is not one" 1 "notvocab.txt" ts-tokenize -v "$T/notvocab.txt" "$T/l.csv"
 printf '{"text": 5}\n' >"$T/num.jsonl"
 expect_fail "JSONL text that is not a string" 1 "num.jsonl: line 1: field 'text' is not a string" tok "$T/num.jsonl"
+printf '{"text":"a\\u0000b"}\n' >"$T/nul.jsonl"
+expect_fail "JSONL text with \\u0000: said plainly" 1 "nul.jsonl: line 1: a string holds .u0000, a NUL character, which no text or name may hold" \
+	tok "$T/nul.jsonl"
 printf '{"text":"a","id":1.5}\n' >"$T/fid.jsonl"
 expect_fail "a JSONL id of a fraction: what an id may be" 1 "fid.jsonl: line 1: field 'id' is not a string or a whole number" \
 	tok --id id -o "$T/fid.mp" "$T/fid.jsonl"
