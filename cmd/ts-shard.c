@@ -187,6 +187,9 @@ static void add_record(struct inputs *in, struct pile *p)
 
 static void read_file(struct inputs *in, const char *path, struct pile *p)
 {
+	if (shard_file_is(path))
+		die("%s: a shard of a data dir, not a token stream (ts-tokenize's records): ts-shard makes shards, "
+		    "and reads none", path);
 	struct rec_reader *r = rec_open(path);
 	in->file = xstrdup(rec_name(r));   /* never freed: seen may point at it */
 	label_union_stream(&in->labels);

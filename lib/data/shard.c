@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Records are read in place (ids as int32_t through the map), so the host
@@ -180,6 +181,18 @@ static const char *check_header(const uint8_t *h, size_t size)
 	if (count > (size - index) / SHARD_INDEX_ENTRY || index + count * SHARD_INDEX_ENTRY != size)
 		return "index does not match the file size (truncated?)";
 	return NULL;
+}
+
+int shard_file_is(const char *path)
+{
+	char head[sizeof SHARD_MAGIC - 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO is read by its reader */
+	struct stat st;
+	int yes = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && read(fd, head, sizeof head) == sizeof head &&
+		  !memcmp(head, SHARD_MAGIC, sizeof head);
+	if (fd >= 0)
+		close(fd);
+	return yes;
 }
 
 struct shard *shard_open(const char *path)

@@ -25,6 +25,9 @@ struct shard;
 /* Maps the file and checks its header; dies naming the file if it is not a
  * valid shard. A record found corrupt later dies naming the file and record. */
 struct shard *shard_open(const char *path);
+/* Whether path is a regular file that begins as a shard does: given where
+ * a token stream belongs, it gets a line that says what it is. */
+int shard_file_is(const char *path);
 uint64_t shard_count(const struct shard *s);
 /* Token count of record i, from the index. */
 uint32_t shard_ntokens(const struct shard *s, uint64_t i);

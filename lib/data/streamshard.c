@@ -31,6 +31,9 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 	size_t cap_file = 0, cap_rec = 0;
 	*origin = (struct row_origin){xcalloc((size_t)n, sizeof *origin->files), NULL, NULL};
 	for (int i = 0; i < n; i++) {
+		if (shard_file_is(files[i]))
+			die("%s: a shard of a data dir, not a token stream: give the dir as --data DIR with --split NAME",
+			    files[i]);
 		struct rec_reader *r = rec_open(files[i]);
 		origin->files[i] = xstrdup(rec_name(r));
 		label_union_stream(&u);

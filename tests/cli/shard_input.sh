@@ -8,6 +8,12 @@ shard() { timeout 60 ts-shard --split train=1 "$@"; }
 msgpack() { timeout 60 ts-cat --from-json "$@"; }
 echo hello | tok -o "$T/hello.msgpack"
 
+# a data dir's shard given where a token stream belongs: said what it is
+shard -o "$T/d1" "$T/hello.msgpack" >/dev/null
+expect_fail "ts-shard of a shard" 1 "d1/train.shard: a shard of a data dir, not a token stream" shard -o "$T/d2" "$T/d1/train.shard"
+expect_fail "ts-eval of a shard: --data named" 1 "d1/train.shard: a shard of a data dir, not a token stream: give the dir as --data DIR" \
+	timeout 60 ts-eval -m "$FIX/hf/tiny-cls" "$T/d1/train.shard"
+
 # -o /dev/stdout into a pipe is written in place; a replaced file keeps its permissions
 to_pipe() ( set -o pipefail; echo hi | tok -o /dev/stdout | timeout 60 ts-cat --no-header )
 check "-o /dev/stdout into a pipe" to_pipe
