@@ -98,6 +98,7 @@ struct ctx {
 	struct encode_opts enc;
 	struct afile *out;
 	FILE *spool;   /* records wait here when label names are found on the way */
+	int header_due;   /* the header goes out before the first record: empty input writes nothing */
 	uint64_t records, bad_utf8;
 	struct progress *prog;
 	uint64_t done_bytes, total_bytes;
@@ -321,26 +322,6 @@ static void show_records(const struct ctx *c, struct batch *b)
 	sb_free(&line);
 }
 
-static void consume(void *slot, void *ctxp)
-{
-	struct ctx *c = ctxp;
-	struct batch *b = slot;
-	if (strict && b->bad_utf8) {
-		const struct item *bad = &b->items[b->first_bad];
-		die("%s: line %llu: invalid UTF-8", bad->file, (unsigned long long)bad->line);
-	}
-	c->records += b->records;
-	c->bad_utf8 += b->bad_utf8;
-	if (show_tokens) {
-		show_records(c, b);
-	} else if (c->spool) {
-		if (fwrite(b->out.data, 1, b->out.size, c->spool) != b->out.size)
-			die("cannot write a temporary file:");
-	} else {
-		afile_write(c->out, b->out.data, b->out.size);
-	}
-}
-
 static void write_header(struct ctx *c)
 {
 	struct stream_header h = {
@@ -361,7 +342,31 @@ static void write_header(struct ctx *c)
 	afile_write(c->out, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
 	free(h.vocab_file);
+	c->header_due = 0;
 }
+
+static void consume(void *slot, void *ctxp)
+{
+	struct ctx *c = ctxp;
+	struct batch *b = slot;
+	if (strict && b->bad_utf8) {
+		const struct item *bad = &b->items[b->first_bad];
+		die("%s: line %llu: invalid UTF-8", bad->file, (unsigned long long)bad->line);
+	}
+	c->records += b->records;
+	c->bad_utf8 += b->bad_utf8;
+	if (show_tokens) {
+		show_records(c, b);
+	} else if (c->spool) {
+		if (fwrite(b->out.data, 1, b->out.size, c->spool) != b->out.size)
+			die("cannot write a temporary file:");
+	} else if (b->out.size) {
+		if (c->header_due)
+			write_header(c);
+		afile_write(c->out, b->out.data, b->out.size);
+	}
+}
+
 
 static void copy_spool(struct ctx *c)
 {
@@ -474,7 +479,7 @@ int main(int argc, char **argv)
 		if (!(c.spool = tmpfile()))
 			die("cannot create a temporary file:");
 	} else {
-		write_header(&c);
+		c.header_due = 1;
 	}
 	c.total_bytes = total_size(c.files, c.nfiles);
 	c.prog = progress_new("tokenizing", c.total_bytes, PROGRESS_BYTES);

@@ -88,6 +88,7 @@ expect_fail "unterminated quote" 1 "bad.csv: line 2: unterminated quote" tok -o 
 expect_eq "no half-written output" "$(ls -A "$T" | grep -c '^\.\?o1')" 0
 : >"$T/empty.csv"
 expect_fail "empty input" 1 "empty input" tok "$T/empty.csv"
+expect_eq "empty input: not even a header on standard output" "$(wc -c <"$T/out")" 0
 printf 'text\n' >"$T/hdr.csv"
 expect_fail "header but no records" 1 "empty input" tok -o "$T/o2" "$T/hdr.csv"
 expect_eq "no output file for an empty input" "$(ls -A "$T" | grep -c '^\.\?o2')" 0
