@@ -1,5 +1,6 @@
 #include "util/strbuf.h"
 #include "util/err.h"
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,10 @@ void sb_add_json_chars(struct strbuf *b, const char *s, size_t n)
 void sb_add_double(struct strbuf *b, double v, int is_f32)
 {
 	char s[40];
-	for (int prec = is_f32 ? 6 : 15; prec <= 17; prec++) {
+	/* 6 or 15 digits hold every normal number's shortest text that has so
+	 * many; a subnormal's may have fewer */
+	int subnormal = is_f32 ? fpclassify((float)v) == FP_SUBNORMAL : fpclassify(v) == FP_SUBNORMAL;
+	for (int prec = subnormal ? 1 : is_f32 ? 6 : 15; prec <= 17; prec++) {
 		snprintf(s, sizeof s, "%.*g", prec, v);
 		if (is_f32 ? (float)strtod(s, NULL) == (float)v : strtod(s, NULL) == v)
 			break;

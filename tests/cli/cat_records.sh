@@ -29,6 +29,9 @@ expect_fail "malformed msgpack" 1 "record 1: malformed msgpack" ts-cat "$T/bad.m
 printf '{"a":1}\n{"a":\n' >"$T/bad.jsonl"
 expect_fail "bad JSON names the line" 1 "bad.jsonl: line 2: not JSON" ts-cat --from-json "$T/bad.jsonl"
 expect_eq "the largest and smallest int64 make the round trip" "$(echo '{"a":9223372036854775807,"b":-9223372036854775808}' | ts-cat --from-json | ts-cat)" '{"a":9223372036854775807,"b":-9223372036854775808}'
+expect_eq "subnormal doubles print as short as they read back" \
+	"$(echo '{"a":5e-324,"b":1e-310,"c":2.2250738585072014e-308,"d":0.1}' | ts-cat --from-json | ts-cat)" \
+	'{"a":5e-324,"b":1e-310,"c":2.2250738585072014e-308,"d":0.1}'
 expect_fail "an integer beyond int64 is refused, not rounded" 1 "line 1: not JSON: too big integer" \
 	sh -c 'echo "{\"id\":9223372036854775808}" | ts-cat --from-json'
 echo '[1,2]' >"$T/arr.jsonl"
