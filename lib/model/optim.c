@@ -289,9 +289,11 @@ static void adam_step(struct optim *o, double lr, float gscale)
 }
 
 /* LAMB as NVIDIA apex's FusedLAMB (adam_w_mode, grad averaging, no built-in
- * gradient clipping; --clip does that): with bias-corrected Adam moments
+ * gradient clipping; --clip does that; use_nvlamb off): with bias-corrected
+ * Adam moments
  *   u = m_hat/(sqrt(v_hat) + eps) + wd*p,  p -= lr * (|p|/|u|) * u
- * per tensor, the trust ratio |p|/|u| taken as 1 when either norm is 0. */
+ * per tensor, the trust ratio |p|/|u| taken as 1 when either norm is 0, and
+ * for a tensor without weight decay (biases, LayerNorm), as apex does. */
 static void lamb_step(struct optim *o, double lr, float gscale)
 {
 	const struct optim_config *c = &o->c;
@@ -307,7 +309,7 @@ static void lamb_step(struct optim *o, double lr, float gscale)
 		double sq[2];
 		a.wd = t->wd;
 		o->be->lamb_moments(t->p, t->g, t->m, t->v, t->n, &a, sq);
-		double trust = sq[0] > 0 && sq[1] > 0 ? sqrt(sq[0]) / sqrt(sq[1]) : 1;
+		double trust = t->wd && sq[0] > 0 && sq[1] > 0 ? sqrt(sq[0]) / sqrt(sq[1]) : 1;
 		o->be->lamb_apply(t->p, t->m, t->v, t->n, &a, lr * t->lr_scale * trust);
 	}
 }
