@@ -13,6 +13,7 @@
 #include "util/afile.h"
 #include "util/err.h"
 #include "util/opt.h"
+#include <ctype.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -34,7 +35,7 @@ static long batch, batch_tokens, accum = 1, epochs = 3, max_steps, seed, threads
 static long eval_every, save_every, keep = 3, patience, max_ngram = 1, zero;
 static double lr = 1e-4, weight_decay = 0.01, momentum = 0.9, eps = 1e-8, warmup = 0.06;
 static double end_lr_ratio, clip = 1.0, dropout = -1, mask_prob = 0.15, comm_timeout = COMM_TIMEOUT_S;
-static double threshold = 0.5, label_smoothing, llrd, ema;
+static double threshold = 0.5, label_smoothing, llrd, ema, beta1, beta2;   /* beta1, beta2: --betas */
 static double kd_alpha = -1, kd_temp = -1, rdrop, vat, vat_xi = -1, loss_scale;
 static long freeze_layers, vat_iters = -1;
 static int freeze_embeddings;
@@ -185,6 +186,16 @@ static enum bert_task task_of(void)
 }
 
 /* Each number is in its range already (opt.c); these are the rules across options. */
+static void parse_betas(void)
+{
+	char *end, *second;
+	beta1 = strtod(betas, &end);
+	if (end == betas || isspace((unsigned char)*betas) || *end != ',' ||
+	    (second = end + 1, beta2 = strtod(second, &end), end == second || isspace((unsigned char)*second) || *end) ||
+	    !(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+		die_usage("--betas takes two numbers in [0, 1) such as 0.9,0.999, not '%s'", betas);
+}
+
 static void check_options(void)
 {
 	if (!data)
@@ -231,6 +242,7 @@ static void check_options(void)
 		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
 	if (metric && !metric_known(metric, task_of()))
 		die_usage("--metric %s does not apply to the %s task", metric, task_name(task_of()));
+	parse_betas();
 }
 
 /* Where they apply, the options not given take their defaults, which the
@@ -293,13 +305,6 @@ static void default_vocab(void)
 		vocab = path;
 }
 
-static void parse_betas(double *b1, double *b2)
-{
-	char *end;
-	*b1 = strtod(betas, &end);
-	if (*end != ',' || (*b2 = strtod(end + 1, &end), *end) || !(*b1 >= 0 && *b1 < 1 && *b2 >= 0 && *b2 < 1))
-		die_usage("--betas takes two numbers in [0, 1) such as 0.9,0.999, not '%s'", betas);
-}
 
 /* What a resumed run may change besides where it runs: its end and its
  * cadence, which its config then records. */
@@ -399,6 +404,7 @@ int main(int argc, char **argv)
 			  .global_every = family_of(family)->global_every},
 		.dropout_given = dropout >= 0,
 		.optim = {.kind = (enum optim_kind)optim_kind_parse(optimizer), .weight_decay = weight_decay,
+			  .beta1 = beta1, .beta2 = beta2,
 			  .momentum = momentum, .eps = eps, .ema = ema},
 		.lr = lr, .warmup = warmup, .end_lr_ratio = end_lr_ratio, .clip = clip,
 		.decay = decay_kind_parse(decay),
@@ -432,7 +438,6 @@ int main(int argc, char **argv)
 	c.loss_scale = loss_scale ? loss_scale : LOSS_SCALE_INIT;
 	c.be = backend_open(dev, c.precision);
 	precision = (char *)precision_name(c.precision);   /* the run's config records it */
-	parse_betas(&c.optim.beta1, &c.optim.beta2);
 	int rc = train_run(&c);
 	comm_close(&comm);
 	close_stdout();

@@ -47,6 +47,9 @@ refused "--lr 0 is refused" "--lr: 0 is out of range \(above 0 to " train "${TIN
 refused "--betas nan,0.999 is refused" "--betas takes two numbers in \[0, 1\)" train "${TINY[@]}" --run "$T/b1" --betas nan,0.999
 refused "--betas 0.9,nan is refused" "--betas takes two numbers" train "${TINY[@]}" --run "$T/b2" --betas 0.9,nan
 refused "--betas 1,0.999 is refused" "--betas takes two numbers" train "${TINY[@]}" --run "$T/b3" --betas 1,0.999
+refused "--betas 0.9, (the second missing) is refused, not taken as 0" "--betas takes two numbers" \
+	train "${TINY[@]}" --run "$T/b4" --betas 0.9,
+refused "--betas ,0.9 (the first missing) is refused" "--betas takes two numbers" train "${TINY[@]}" --run "$T/b5" --betas ,0.9
 refused "--dropout 1 is refused" "--dropout: 1 is out of range \(0 to below 1\)" train "${TINY[@]}" --run "$T/d1" --dropout 1
 refused "--dropout -0.1 is refused" "--dropout: -0.1 is out of range" train "${TINY[@]}" --run "$T/d2" --dropout -0.1
 refused "--mask-prob 0 is refused" "--mask-prob: 0 is out of range \(above 0 to below 1\)" train "${TINY[@]}" --run "$T/m1" --mask-prob 0
