@@ -98,7 +98,7 @@ static void open_input(struct input *in, char **files, int nfiles)
  * model's embeddings (the manifest's word first, then every record batched). */
 static void check_vocab(struct input *in, int32_t model_vocab)
 {
-	char *path = vocab_of_model(model, in->vocab_sha256);
+	char *path = vocab_of_model("-m", model, in->vocab_sha256);
 	struct vocab *v = vocab_load(path);
 	if (in->vocab_sha256 && strcmp(in->vocab_sha256, vocab_sha256(v)))
 		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", in->name,
@@ -185,7 +185,7 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	if (opt_given(&spec, "threshold"))
 		die_usage("--threshold is for multi-label models");
 	struct mlm_config mlm;
-	char *vpath = vocab_of_model(model, in->vocab_sha256);
+	char *vpath = vocab_of_model("-m", model, in->vocab_sha256);
 	struct vocab *v = vocab_load(vpath);
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	mlm.vocab = in->vocab;   /* random replacements must fit the model's embeddings too */

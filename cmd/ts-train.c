@@ -242,7 +242,6 @@ static void check_options(void)
 		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
 	if (metric && !metric_known(metric, task_of()))
 		die_usage("--metric %s does not apply to the %s task", metric, task_name(task_of()));
-	parse_betas();
 }
 
 /* Where they apply, the options not given take their defaults, which the
@@ -389,6 +388,7 @@ int main(int argc, char **argv)
 	if (teacher)
 		modeldir_verify(teacher);
 	opt_check_recordable(&spec);   /* the values as the config records them */
+	parse_betas();
 	enum family_id family = arch ? (enum family_id)family_by_type(arch) : FAMILY_BERT;   /* --init's says */
 	struct train_config c = {
 		.data = data, .run = run, .init = init, .vocab = vocab,

@@ -193,14 +193,14 @@ char *vocab_in_dir(const char *dir, const char *sha256)
 	return json_first ? json : txt;
 }
 
-char *vocab_of_model(const char *dir, const char *sha256)
+char *vocab_of_model(const char *option, const char *dir, const char *sha256)
 {
 	char *path = vocab_in_dir(dir, sha256);
 	if (!access(path, F_OK))
 		return path;
 	if (access(dir, F_OK))
-		die("%s:", dir);
-	die("%s: no tokenizer.json or vocab.txt: a model dir holds the vocab its model was trained on", dir);
+		die("%s %s:", option, dir);
+	die("%s %s: no tokenizer.json or vocab.txt: a model dir holds the vocab its model was trained on", option, dir);
 }
 
 /* Why line tok (NUL-terminated, len bytes) is no token, or NULL. */

@@ -39,8 +39,8 @@ const char *vocab_file_name(const struct vocab *v);
  * there is one, else DIR/vocab.txt. sha256 may be NULL. */
 char *vocab_in_dir(const char *dir, const char *sha256);
 /* vocab_in_dir of a model dir, which must hold one of them: else dies
- * saying so (or that dir is not there). */
-char *vocab_of_model(const char *dir, const char *sha256);
+ * saying so (or that dir is not there), naming the option that gave it. */
+char *vocab_of_model(const char *option, const char *dir, const char *sha256);
 /* Whether the file at path, where there is one, has the SHA-256 sha256. */
 int vocab_file_has_sha256(const char *path, const char *sha256);
 /* vocab_file_name of the vocab in the file at path, told by its first byte. */

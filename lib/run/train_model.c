@@ -44,7 +44,7 @@ void open_data(struct trainer *t)
 char *start_vocab(const struct train_config *c, const char *sha256)
 {
 	if (c->init)
-		return vocab_of_model(c->init, sha256);
+		return vocab_of_model("--init", c->init, sha256);
 	if (!c->vocab)
 		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
 	return xstrdup(c->vocab);
@@ -205,7 +205,7 @@ static void order_teacher_classes(const struct trainer *t, char *const *names, i
 static void load_teacher(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	char *vocab = vocab_of_model(c->teacher, vocab_sha256(t->vocab));
+	char *vocab = vocab_of_model("--teacher", c->teacher, vocab_sha256(t->vocab));
 	struct vocab *v = vocab_load(vocab);
 	if (strcmp(vocab_sha256(v), vocab_sha256(t->vocab)))
 		die("--teacher %s: its vocab is not the data's", c->teacher);

@@ -61,7 +61,7 @@ refused() {
 	check "$n: no run dir is left" test ! -e "$run"
 }
 refused "$T/r2" "a --metric of no task" 2 "--metric acuracy does not apply to the cls task" "${TINY[@]}" --max-steps 4 --metric acuracy
-refused "$T/r3" "--init of a dir that does not exist" 1 "^ts-train: /nonexistent: No such file or directory$" \
+refused "$T/r3" "--init of a dir that does not exist" 1 "^ts-train: --init /nonexistent: No such file or directory$" \
 	--data "$T/data" --init /nonexistent --max-steps 1 -j 1
 mkdir -p "$T/novocab" && cp "$T/empty/final/config.json" "$T/empty/final/model.safetensors" "$T/novocab/"
 refused "$T/r3" "--init of a model dir without its vocab: what is missing" 1 \
