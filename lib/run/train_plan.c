@@ -107,9 +107,11 @@ double sched_position(const struct trainer *t)
 static void resize(struct trainer *t)
 {
 	int was = t->st.processes, now = t->comm->size;
-	if (t->c->bucket)
+	if (t->c->bucket) {
+		trainer_record_failures(NULL);   /* refused: the run stays as it was */
 		die("%s: a --bucket run resumes on as many processes as it trained on (%d), not %d", t->c->run, was,
 		    now);
+	}
 	t->pace = sched_pace(t, was);
 	t->st.sched_pos = sched_position(t);
 	t->st.sched_step = t->st.step;

@@ -148,8 +148,10 @@ check "resumed 1 -> 2: still in warmup, the lr of the 30 steps planned at pace 2
 	lr_fits "$T/h12" 3 "$(awk 'BEGIN { printf "%.17g", 27 / 14 }')" 30 6
 check "2 processes, --bucket: 6 steps" mpi 2 "${TINY[@]}" --run "$T/b2" --batch 8 --max-steps 6 --save-every 3 --keep 5 --bucket
 cut_to "$T/b2" "$T/b21" 3
+cp "$T/b21/events.msgpack" "$T/b21.events"
 expect_fail "a --bucket run resumed on another number of processes: refused" 1 \
 	"a --bucket run resumes on as many processes as it trained on \(2\), not 1" train --resume "$T/b21" --device cpu
+check "...and left as it was: no failure recorded" cmp "$T/b21/events.msgpack" "$T/b21.events"
 
 # ZeRO-1: each process keeps the moments of, and updates, its shard; the
 # gradient is reduce-scattered and the shards all-gathered
