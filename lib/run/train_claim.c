@@ -92,19 +92,36 @@ static int line_at(const char *text, size_t at, const char **start)
 	return (int)strcspn(*start, "\n");
 }
 
+/* The SHA-256 of the data dir's manifest.json, which its records' counts,
+ * tokens, lengths and labels and the shuffle's seed are in: each process
+ * reads the data at its own --data, perhaps its machine's own copy. */
+static void data_digest(const char *data, char hex[SHA256_HEX_SIZE])
+{
+	char *path = path_join(data, "manifest.json"), *text = NULL;
+	size_t cap = 0;
+	FILE *f = fopen(path, "r");
+	ssize_t n = f ? getdelim(&text, &cap, 0, f) : -1;
+	if (!f || (n < 0 && ferror(f)))
+		die("cannot read %s:", path);
+	sha256_hex(text ? text : "", n > 0 ? (size_t)n : 0, hex);
+	fclose(f);
+	free(text), free(path);
+}
+
 /* Every process trains the run process 0 records: with the options of its
- * config (which all the processes of a resumed run read) and from the same
- * weights. One started otherwise would add another model's gradients to
+ * config (which all the processes of a resumed run read), on the same data
+ * and from the same weights. One started otherwise would add another model's gradients to
  * the sums, or wait for sums the others never make; so all end before the
  * run dir is made, the one that differs naming its first line that does. */
 void check_same_run(struct trainer *t)
 {
 	if (t->comm->size == 1)
 		return;
-	char *config = trainer_config_text(t), hex[SHA256_HEX_SIZE];
+	char *config = trainer_config_text(t), hex[SHA256_HEX_SIZE], data[SHA256_HEX_SIZE];
 	sha256_hex(bert_params(t->m), bert_numel(t->m) * sizeof(float), hex);
+	data_digest(t->c->data, data);
 	struct strbuf mine = {0};
-	sb_addf(&mine, "%sstarting weights sha256 = %.16s\n", config, hex);
+	sb_addf(&mine, "%sdata manifest.json sha256 = %.16s\nstarting weights sha256 = %.16s\n", config, data, hex);
 	char *lead = comm_lead_text(t->comm, mine.s);
 	size_t at = 0;
 	while (mine.s[at] && mine.s[at] == lead[at])

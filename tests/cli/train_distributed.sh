@@ -389,6 +389,19 @@ if namespaces; then
 	then pass "other weights: process 1 says so"
 	else fail "other weights: process 1 says so"; sed 's/^/    /' "$T/a3.out" | head -5; fi
 	check "other weights: no run dir made" test ! -e "$T/a3"
+	# process 1 finds other data at --data's path: the same records shuffled by another seed
+	ts-shard -o "$T/data-seed4" --seed 4 "$T/tok.msgpack"
+	port=$(free_port)
+	env WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" timeout 300 unshare -m \
+		sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/data-seed4" "$T/data" \
+		ts-train "${TINY[@]}" --run "$T/a4" --max-steps 4 --comm-timeout 20 >"$T/a4.out" 2>&1 &
+	expect_fail "process 1 with other data at --data's path: process 0 refuses" 1 "process 1 was started otherwise" \
+		envrun 0 "${TINY[@]}" --run "$T/a4" --max-steps 4 --comm-timeout 20
+	wait $!
+	if grep -qE "^ts-train: process 1: data manifest.json sha256 = [0-9a-f]{16} here, data manifest.json sha256 = [0-9a-f]{16} on process 0" "$T/a4.out"
+	then pass "other data: process 1 says so"
+	else fail "other data: process 1 says so"; sed 's/^/    /' "$T/a4.out" | head -5; fi
+	check "other data: no run dir made" test ! -e "$T/a4"
 else
 	skip_namespaces "process 1 with other weights at --init's path (a bind mount of its own)"
 fi
