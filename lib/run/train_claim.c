@@ -9,9 +9,11 @@
 #include "util/digest.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char *trainer_config_text(const struct trainer *t)
 {
@@ -140,6 +142,31 @@ void check_same_run(struct trainer *t)
 	free(config);
 }
 
+/* Every process writes its log in the run dir process 0 made or took, whose
+ * lock holds process 0's "PID HOST": one whose --run names another dir (a
+ * typo, another run's) would write there, so all end, each saying why,
+ * before any event is written. */
+static void check_same_dir(struct trainer *t)
+{
+	if (t->comm->size == 1)
+		return;
+	char *path = path_join(t->c->run, "lock"), mine[HOST_NAME_MAX + 32] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC), who;
+	ssize_t n = fd >= 0 ? read(fd, mine, sizeof mine - 1) : 0;
+	mine[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+	char *lead = comm_lead_text(t->comm, mine);
+	int differs = strcmp(mine, lead) != 0;
+	if (comm_max(t->comm, differs, &who) > 0) {
+		if (differs)
+			die("process %d: --run %s is not the run dir process 0 %s (every process names the same dir)",
+			    t->comm->rank, t->c->run, t->c->resume ? "resumes" : "made");
+		die("process %d: process %d names another run dir than %s", t->comm->rank, who, t->c->run);
+	}
+	free(lead), free(path);
+}
+
 /* Once the run has passed every check, process 0 makes a new run's dir, so
  * that a run refused leaves nothing behind; then each process opens its log. */
 void open_run(struct trainer *t)
@@ -154,6 +181,7 @@ void open_run(struct trainer *t)
 		free(copy);
 	}
 	comm_barrier(t->comm);
+	check_same_dir(t);
 	free(t->vocab_path);
 	t->vocab_path = path_join(c->run, vocab_file_name(t->vocab));
 	char name[32];

@@ -405,6 +405,15 @@ if namespaces; then
 else
 	skip_namespaces "process 1 with other weights at --init's path (a bind mount of its own)"
 fi
+# process 1 names another run dir (a typo): each says so before any event is written
+port=$(free_port)
+envrun 1 "${TINY[@]}" --run "$T/a5-typo" --max-steps 4 --comm-timeout 20 >"$T/a5.out" 2>&1 &
+expect_fail "process 1 with another --run: process 0 names it" 1 "^ts-train: process 0: process 1 names another run dir than $T/a5\$" \
+	envrun 0 "${TINY[@]}" --run "$T/a5" --max-steps 4 --comm-timeout 20
+wait $!
+expect_eq "another --run: process 1 says so" "$(cat "$T/a5.out")" \
+	"ts-train: process 1: --run $T/a5-typo is not the run dir process 0 made (every process names the same dir)"
+check "another --run: nothing written in it, no events in process 0's" test ! -e "$T/a5-typo" -a ! -e "$T/a5/events.msgpack"
 envrun 1 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >"$T/e4.out" 2>&1 &
 one=$!
 envrun 0 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >/dev/null 2>&1 &
