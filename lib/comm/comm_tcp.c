@@ -14,8 +14,10 @@
 #include "util/err.h"
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <limits.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -182,6 +184,28 @@ static void set_port(struct sockaddr_storage *a, int port)
 		((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
 }
 
+/* connect(2) of fd to addr, given up at the deadline: a host that drops
+ * the handshake (a full backlog, a firewall) holds a blocking connect for
+ * the kernel's retries, minutes past --comm-timeout. */
+static int connect_until(int fd, const struct sockaddr *addr, socklen_t len, double deadline)
+{
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -1;
+	int rc = connect(fd, addr, len);
+	if (rc < 0 && errno == EINPROGRESS) {
+		struct pollfd pf = { fd, POLLOUT, 0 };
+		double left;
+		while ((left = deadline - clock_seconds()) > 0 &&
+		       (rc = poll(&pf, 1, (int)fmin(left * 1000 + 1, INT_MAX))) < 0 && errno == EINTR)
+			;
+		int err = 0;
+		socklen_t n = sizeof err;
+		rc = rc > 0 && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) && !err ? 0 : -1;
+	}
+	return rc == 0 && fcntl(fd, F_SETFL, flags) == 0 ? 0 : -1;
+}
+
 /* Connects to addr, trying again until the deadline (the other process may
  * not listen yet). */
 static int connect_by(const struct sockaddr *addr, socklen_t len, double deadline)
@@ -194,7 +218,7 @@ static int connect_by(const struct sockaddr *addr, socklen_t len, double deadlin
 			if (bind(fd, (struct sockaddr *)&from, if_len) < 0)
 				die("--net-if: cannot use its address: %s", strerror(errno));
 		}
-		if (fd >= 0 && connect(fd, addr, len) == 0) {
+		if (fd >= 0 && connect_until(fd, addr, len, deadline) == 0) {
 			int on = 1;
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 			return fd;

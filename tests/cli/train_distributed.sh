@@ -356,6 +356,22 @@ expect_fail "junk from MASTER_PORT: process 1 refuses it at once" 1 \
 	"^ts-train: process 1: something that is no ts-train process of this version answered at 127.0.0.1:$port \(MASTER_ADDR, MASTER_PORT\)$" \
 	envrun 1 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 30
 wait $!
+# process 0's host drops the handshake (a listener whose backlog is full, as an overloaded
+# or firewalled host): process 1 gives up at --comm-timeout, not after the kernel's retries
+port=$(free_port)
+timeout 120 "${TS_PYTHON:-python3}" -c 'import socket, sys, time
+l = socket.socket(); l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(0)
+cs = [socket.socket() for _ in range(3)]
+for c in cs: c.setblocking(False); c.connect_ex(("127.0.0.1", int(sys.argv[1])))
+time.sleep(100)' "$port" &
+full=$!
+wait_for "a listener whose backlog is full" listening
+began=$(date +%s)
+expect_fail "a host that drops the handshake: process 1 gives up at --comm-timeout" 1 \
+	"^ts-train: process 1: cannot reach process 0 at 127.0.0.1:$port in 3 s \(MASTER_ADDR, MASTER_PORT\)$" \
+	envrun 1 "${TINY[@]}" --run "$T/dropped" --max-steps 2 --comm-timeout 3
+expect_eq "...within 20 s of its start" "$(( $(date +%s) - began < 20 ))" 1
+kill "$full" 2>/dev/null; wait "$full" 2>/dev/null
 # processes started otherwise than process 0 (another seed, model shape or
 # --init of the same path): all refuse at the start, before the run dir is made
 alike="(the processes of a run must be started alike)"
