@@ -48,6 +48,7 @@ struct peer {
 
 static int left_fd = -1, right_fd = -1;   /* from the previous process, to the next */
 static int left_rank, right_rank;
+static int self_rank;   /* this process's, which its lines begin with */
 static struct sockaddr_storage if_addr;   /* --net-if's address (family 0: none) */
 static socklen_t if_len;
 /* While the processes join: process 0's listener at MASTER_PORT and the
@@ -142,9 +143,9 @@ static void move_all(int fd, void *buf, size_t n, int out, double deadline, int 
 		snprintf(name, sizeof name, "process %d", who);
 	int rc = move_by(fd, buf, n, out, deadline);
 	if (rc == -1)
-		die("no answer from %s in time (--comm-timeout); ending the run", name);
+		die("process %d: no answer from %s in time (--comm-timeout); ending the run", self_rank, name);
 	if (rc == -2)
-		die("%s closed its connection (it ended?)", name);
+		die("process %d: %s closed its connection (it ended?)", self_rank, name);
 }
 
 /* A refusal's message, as its length says (at most MAX_MESSAGE bytes). */
@@ -431,6 +432,7 @@ static void tcp_open(struct comm *c, const struct transport *under)
 	c->rank = (int)env_int("RANK", 0, c->size - 1, -1);
 	if (c->rank < 0)
 		die("WORLD_SIZE is set, so RANK must be too (0 to %d)", c->size - 1);
+	self_rank = c->rank;
 	/* without LOCAL_WORLD_SIZE (a launch by hand may give LOCAL_RANK alone)
 	 * comm_open counts the processes of each machine: local_size 0 */
 	int local = getenv("LOCAL_WORLD_SIZE") != NULL;
