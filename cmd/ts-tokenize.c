@@ -367,7 +367,6 @@ static void consume(void *slot, void *ctxp)
 	}
 }
 
-
 static void copy_spool(struct ctx *c)
 {
 	char buf[1 << 16];

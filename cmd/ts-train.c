@@ -304,7 +304,6 @@ static void default_vocab(void)
 		vocab = path;
 }
 
-
 /* What a resumed run may change besides where it runs: its end and its
  * cadence, which its config then records. */
 static const struct {

@@ -7,9 +7,9 @@
 #include "model/bert.h"
 #include <jansson.h>
 
-/* Metric names: loss, ppl (e to the loss: every task but reg); accuracy, macro-f1 (cls); micro-f1, macro-f1,
- * exact-match (multi); pearson, spearman (reg); entity-f1, accuracy
- * (tokcls). */
+/* Metric names: loss, ppl (e to the loss: every task but reg); accuracy,
+ * macro-f1 (cls); micro-f1, macro-f1, exact-match (multi); pearson,
+ * spearman (reg); entity-f1, accuracy (tokcls). */
 int metric_known(const char *name, enum bert_task task);
 int metric_higher_is_better(const char *name);
 /* The metric best/ follows when none is given. */
