@@ -279,7 +279,7 @@ double run_view_left(const struct run_view *v, double *plus_minus)
 
 json_t *run_view_json(const struct run_view *v)
 {
-	double pm, left = run_view_left(v, &pm);
+	double pm = 0, left = strcmp(run_view_state(v), "running") ? -1 : run_view_left(v, &pm);   /* as the text's */
 	json_t *j = json_pack("{ss ss sI sI sI si ss sI}", "run", v->dir, "state", run_view_state(v), "step",
 			      (json_int_t)v->step, "total_steps", (json_int_t)v->total_steps, "epoch", (json_int_t)v->epoch,
 			      "processes", v->processes, "device", v->device, "params", (json_int_t)v->params);

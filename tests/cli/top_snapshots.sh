@@ -19,6 +19,8 @@ check "--once: progress, loss, the valid metric, the log" sh -c \
 	 grep -q '^valid accuracy [0-9.]*, best [0-9.]* at step [0-9]*' '$T/once.txt' && grep -q 'summary: 40 steps' '$T/once.txt'"
 expect_eq "--json: the same run" "$(ts-top --json "$T/r" | jq -r '.[0] | "\(.state) \(.step) \(.total_steps) \(.metric)"')" \
 	"done 40 40 accuracy"
+expect_eq "--json: no time left for a run that does not run, as the text says none" \
+	"$(ts-top --json "$T/r" | jq -c '.[0] | [.left_s, .left_plus_minus_s]')" "[null,null]"
 
 # the prediction on a recorded run (tests/fixtures/recorded-run: 200 steps of a 2-layer
 # model of hidden size 128 on this corpus, recorded on the 2-core development machine,
