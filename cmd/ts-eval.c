@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *model, *data, *split = "test", *output = "-", *device, *precision;
 static long batch = 64, threads, seed, max_ngram = 1;
@@ -301,6 +302,8 @@ int main(int argc, char **argv)
 	if (opt_given(&spec, "output") && !predict)
 		die_usage("-o goes with --predict");
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
+	if (access(model, F_OK))
+		die("-m %s:", model);
 	modeldir_verify(model);
 	char *config = path_join(model, "config.json"), **names = NULL;
 	struct bert_config bc;

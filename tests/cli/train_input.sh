@@ -69,6 +69,8 @@ refused "$T/r3" "--init of a model dir without its vocab: what is missing" 1 \
 	--data "$T/data" --init "$T/novocab" --max-steps 1 -j 1
 expect_fail "ts-eval of it: the same" 1 "novocab: no tokenizer.json or vocab.txt" \
 	timeout 60 ts-eval -m "$T/novocab" --data "$T/data" -j 1
+expect_fail "ts-eval -m of a dir that is not there: named with its option" 1 "^ts-eval: -m /nonexistent: No such file or directory$" \
+	timeout 60 ts-eval -m /nonexistent --data "$T/data" -j 1
 refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layers" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
 mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && rm "$T/short/digests.json" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"
