@@ -304,23 +304,17 @@ static void default_vocab(void)
 		vocab = path;
 }
 
-/* What a resumed run may change besides where it runs: its end and its
- * cadence, which its config then records. */
-static const struct {
-	const char *name;
-	long *value;
-} changeable[] = {
-	{ "epochs", &epochs }, { "max-steps", &max_steps }, { "eval-every", &eval_every },
-	{ "save-every", &save_every }, { "patience", &patience },
-};
-enum { CHANGEABLE = sizeof changeable / sizeof *changeable };
-/* What RUN/config may say otherwise than when a checkpoint was made: the
- * changes above, this leg's precision, where the files are now, and what
- * suits the machine. */
+/* What RUN/config may say otherwise than when a checkpoint was made: first
+ * what a resumed run may change besides where it runs, its end and its
+ * cadence, which its config then records (their values are changeable[]);
+ * then this leg's precision, where the files are now, and what suits the
+ * machine. */
 static const char *const resume_may_change[] = {
 	"epochs", "max-steps", "eval-every", "save-every", "patience", "precision",
 	"data", "vocab", "init", "teacher", "threads", "comm-timeout", NULL,
 };
+static long *const changeable[] = { &epochs, &max_steps, &eval_every, &save_every, &patience };
+enum { CHANGEABLE = sizeof changeable / sizeof *changeable };
 
 /* Reads the config at path of the run to resume, keeping the values the
  * command line gave to what a resume may change (--epochs alone sets a new
@@ -331,16 +325,16 @@ static char *read_resumed_config(const char *path)
 	long now[CHANGEABLE];
 	int given[CHANGEABLE];
 	for (int i = 0; i < CHANGEABLE; i++)
-		given[i] = opt_given(&spec, changeable[i].name), now[i] = *changeable[i].value;
+		given[i] = opt_given(&spec, resume_may_change[i]), now[i] = *changeable[i];
 	if (given[0] && !given[1])   /* epochs, not max-steps */
 		given[1] = 1, now[1] = 0;
 	opt_read_config(&spec, path);
 	json_t *changes = json_object();
 	for (int i = 0; i < CHANGEABLE; i++)
-		if (given[i] && now[i] != *changeable[i].value) {
-			json_object_set_new(changes, changeable[i].name, json_pack("[I I]", (json_int_t)*changeable[i].value,
-										      (json_int_t)now[i]));
-			*changeable[i].value = now[i];
+		if (given[i] && now[i] != *changeable[i]) {
+			json_object_set_new(changes, resume_may_change[i],
+					    json_pack("[I I]", (json_int_t)*changeable[i], (json_int_t)now[i]));
+			*changeable[i] = now[i];
 		}
 	char *text = json_object_size(changes) ? json_dumps(changes, JSON_COMPACT) : NULL;
 	json_decref(changes);

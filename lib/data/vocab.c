@@ -6,6 +6,7 @@
 #include "util/afile.h"
 #include "util/digest.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,24 +155,14 @@ void vocab_save(const struct vocab *v, const char *path)
 	afile_commit(f);
 }
 
+/* The whole file at path; its length in *len. */
 static char *read_file(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	struct strbuf b = {0};
+	if (sb_add_file(&b, path))
 		die("%s:", path);
-	size_t cap = 1 << 16, n = 0;
-	char *buf = xmalloc(cap);
-	for (size_t got; (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-		n += got;
-		if (cap - n - 1 == 0)
-			grow(&buf, &cap, 2 * cap, 1);
-	}
-	if (ferror(f))
-		die("%s:", path);
-	fclose(f);
-	buf[n] = 0;
-	*len = n;
-	return buf;
+	*len = b.n;
+	return b.s;
 }
 
 int vocab_file_has_sha256(const char *path, const char *sha256)

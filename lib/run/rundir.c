@@ -19,6 +19,12 @@ static void make_dir(const char *path)
 		die("cannot create %s:", path);
 }
 
+static void read_lock(int fd, char text[RUNDIR_LOCK_TEXT])
+{
+	ssize_t n = pread(fd, text, RUNDIR_LOCK_TEXT - 1, 0);
+	text[n > 0 ? n : 0] = 0;
+}
+
 void rundir_lock(const char *dir, const char *holder)
 {
 	char *path = path_join(dir, "lock");
@@ -26,15 +32,14 @@ void rundir_lock(const char *dir, const char *holder)
 	if (fd < 0)
 		die("cannot open %s:", path);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		char buf[128] = "";
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		buf[n > 0 ? n : 0] = 0;
+		char buf[RUNDIR_LOCK_TEXT];
+		read_lock(fd, buf);
 		buf[strcspn(buf, "\n")] = 0;
 		die("%s is in use by another %s (pid %s)", dir, holder, buf[0] ? buf : "unknown");
 	}
 	char host[HOST_NAME_MAX + 1] = "";
 	gethostname(host, sizeof host);
-	char text[HOST_NAME_MAX + 32];
+	char text[RUNDIR_LOCK_TEXT];
 	int n = snprintf(text, sizeof text, "%ld %s\n", (long)getpid(), host);
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n)
 		die("cannot write %s:", path);
@@ -159,7 +164,7 @@ void rundir_clear_stop(const char *dir)
 
 long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1])
 {
-	char *lock = path_join(dir, "lock"), buf[HOST_NAME_MAX + 32] = "";
+	char *lock = path_join(dir, "lock"), buf[RUNDIR_LOCK_TEXT];
 	int fd = open(lock, O_RDONLY | O_CLOEXEC);
 	free(lock);
 	if (host)
@@ -168,8 +173,7 @@ long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1])
 		return 0;
 	long pid = 0;
 	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		buf[n > 0 ? n : 0] = 0;
+		read_lock(fd, buf);
 		char their[HOST_NAME_MAX + 1] = "";
 		if (sscanf(buf, "%ld %64s", &pid, their) < 1 || pid <= 0)
 			pid = -1;
@@ -178,6 +182,18 @@ long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1])
 	}
 	close(fd);
 	return pid;
+}
+
+void rundir_lock_text(const char *dir, char text[RUNDIR_LOCK_TEXT])
+{
+	char *path = path_join(dir, "lock");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	text[0] = 0;
+	if (fd >= 0) {
+		read_lock(fd, text);
+		close(fd);
+	}
 }
 
 long rundir_request_stop(const char *dir)

@@ -19,6 +19,8 @@ void rundir_create(const char *dir, const char *config);
  * files and dirs a killed trainer left there. */
 void rundir_attach(const char *dir);
 
+#define RUNDIR_LOCK_TEXT (HOST_NAME_MAX + 32)
+
 /* Takes dir's lock for the life of the process, writing "PID HOST" in
  * dir/lock; dies naming the pid that holds it, as holder ("ts-train"). */
 void rundir_lock(const char *dir, const char *holder);
@@ -32,5 +34,8 @@ long rundir_request_stop(const char *dir);
  * 0 when none, else its pid, -1 when it has not written it yet; host, when
  * given, gets the host it wrote. */
 long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1]);
+/* The text of dir's lock: "PID HOST\n" of the process that took it last,
+ * "" where there is none. */
+void rundir_lock_text(const char *dir, char text[RUNDIR_LOCK_TEXT]);
 
 #endif

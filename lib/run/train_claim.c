@@ -9,6 +9,7 @@
 #include "util/digest.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -99,15 +100,12 @@ static int line_at(const char *text, size_t at, const char **start)
  * reads the data at its own --data, perhaps its machine's own copy. */
 static void data_digest(const char *data, char hex[SHA256_HEX_SIZE])
 {
-	char *path = path_join(data, "manifest.json"), *text = NULL;
-	size_t cap = 0;
-	FILE *f = fopen(path, "r");
-	ssize_t n = f ? getdelim(&text, &cap, 0, f) : -1;
-	if (!f || (n < 0 && ferror(f)))
+	char *path = path_join(data, "manifest.json");
+	struct strbuf text = {0};
+	if (sb_add_file(&text, path))
 		die("cannot read %s:", path);
-	sha256_hex(text ? text : "", n > 0 ? (size_t)n : 0, hex);
-	fclose(f);
-	free(text), free(path);
+	sha256_hex(text.s, text.n, hex);
+	sb_free(&text), free(path);
 }
 
 /* Every process trains the run process 0 records: with the options of its
@@ -150,12 +148,9 @@ static void check_same_dir(struct trainer *t)
 {
 	if (t->comm->size == 1)
 		return;
-	char *path = path_join(t->c->run, "lock"), mine[HOST_NAME_MAX + 32] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC), who;
-	ssize_t n = fd >= 0 ? read(fd, mine, sizeof mine - 1) : 0;
-	mine[n > 0 ? n : 0] = 0;
-	if (fd >= 0)
-		close(fd);
+	char mine[RUNDIR_LOCK_TEXT];
+	rundir_lock_text(t->c->run, mine);
+	int who;
 	char *lead = comm_lead_text(t->comm, mine);
 	int differs = strcmp(mine, lead) != 0;
 	if (comm_max(t->comm, differs, &who) > 0) {
@@ -164,7 +159,7 @@ static void check_same_dir(struct trainer *t)
 			    t->comm->rank, t->c->run, t->c->resume ? "resumes" : "made");
 		die("process %d: process %d names another run dir than %s", t->comm->rank, who, t->c->run);
 	}
-	free(lead), free(path);
+	free(lead);
 }
 
 /* Once the run has passed every check, process 0 makes a new run's dir, so
@@ -289,23 +284,20 @@ static char *first_change(const char *a, const char *b, const char *const *keep_
  * was made, but those a resume may change. */
 static void check_kept_options(struct trainer *t, const char *ckpt)
 {
-	char *path = path_join(ckpt, "run.config"), *was = NULL, *now = trainer_config_text(t);
-	size_t cap = 0;
-	FILE *f = t->lead ? fopen(path, "r") : NULL;   /* none in a checkpoint made before they kept it */
-	if (f && getdelim(&was, &cap, 0, f) < 0 && ferror(f))
+	char *path = path_join(ckpt, "run.config"), *now = trainer_config_text(t), *key = NULL;
+	struct strbuf was = {0};
+	int kept = t->lead && !sb_add_file(&was, path);
+	if (t->lead && !kept && errno != ENOENT)   /* none in a checkpoint made before they kept it */
 		die("cannot read %s:", path);
-	char *key = !f ? NULL : first_change(now, was ? was : "", t->c->resume_may_change);
-	if (!key && f)
-		key = first_change(was ? was : "", now, t->c->resume_may_change);
+	if (kept && !(key = first_change(now, was.s, t->c->resume_may_change)))
+		key = first_change(was.s, now, t->c->resume_may_change);
 	if (key) {
 		trainer_record_failures(NULL);
-		char *a = said(now, key), *b = said(was ? was : "", key);
+		char *a = said(now, key), *b = said(was.s, key);
 		die("%s/config: %s, but %s was made with %s: a resumed run keeps its options (for others, start a new run "
 		    "with --init %s)", t->c->run, a, ckpt, b, ckpt);
 	}
-	if (f)
-		fclose(f);
-	free(was), free(now), free(path);
+	sb_free(&was), free(now), free(path);
 }
 
 /* A resume's new --max-steps or --epochs must not end the run before

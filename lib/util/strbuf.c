@@ -90,6 +90,25 @@ void sb_add_double(struct strbuf *b, double v, int is_f32)
 	sb_add(b, s, strlen(s));
 }
 
+int sb_add_file(struct strbuf *b, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	sb_add(b, "", 0);   /* text even for an empty file */
+	for (size_t got;;) {
+		grow(&b->s, &b->cap, b->n + (1 << 16), 1);
+		if (!(got = fread(b->s + b->n, 1, b->cap - b->n - 1, f)))
+			break;
+		b->n += got;
+	}
+	b->s[b->n] = 0;
+	if (ferror(f))
+		die("cannot read %s:", path);
+	fclose(f);
+	return 0;
+}
+
 void sb_free(struct strbuf *b)
 {
 	free(b->s);

@@ -14,5 +14,8 @@ void sb_add_json_str(struct strbuf *b, const char *s, size_t n);
 void sb_add_json_chars(struct strbuf *b, const char *s, size_t n);
 /* Appends the shortest decimal text that reads back as v (as float when is_f32). */
 void sb_add_double(struct strbuf *b, double v, int is_f32);
+/* Appends the whole file at path: 0, or -1 with errno set where it cannot be
+ * opened; dies where it cannot be read. */
+int sb_add_file(struct strbuf *b, const char *path);
 void sb_free(struct strbuf *b);
 #endif

@@ -122,6 +122,8 @@ check "--resume the stopped sweep" sweep --resume "$T/s"
 expect_eq "--resume: all 3 done" \
 	"$(sweep --show "$T/s" --format json | jq -r 'sort_by(.job) | map("\(.job) \(.state)") | join(";")')" \
 	"1 done;2 done;3 done"
+expect_eq "--resume: job 1 ran two legs, each of some seconds" \
+	"$(ts-cat "$T/s/jobs.msgpack" | jq -s '[.[] | select(.job == 1 and .seconds > 0)] | length')" 2
 expect_eq "--resume: a resumed job's seconds are those of both legs" \
 	"$(sweep --show "$T/s" --format json | jq -r '.[] | select(.job == 1) | .seconds * 1000 | round')" \
 	"$(ts-cat "$T/s/jobs.msgpack" | jq -s 'map(select(.job == 1 and .seconds)) | map(.seconds) | add * 1000 | round')"
