@@ -61,21 +61,24 @@ static int is_leftover(const char *name)
 	return !strncmp(dot - 4, ".tmp", 4) || !strncmp(dot - 4, ".old", 4);
 }
 
-/* Removes what a trainer killed in the middle of a write left in dir: with
- * the lock held, no other process is writing there. */
-static void remove_leftovers(const char *dir)
+/* Removes the entries of dir that are_gone names. */
+static void remove_entries(const char *dir, int (*are_gone)(const char *name))
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
 	for (struct dirent *e; (e = readdir(d));)
-		if (is_leftover(e->d_name)) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && are_gone(e->d_name)) {
 			char *p = path_join(dir, e->d_name);
 			remove_tree(p);
 			free(p);
 		}
 	closedir(d);
 }
+
+/* Removes what a trainer killed in the middle of a write left in dir: with
+ * the lock held, no other process is writing there. */
+static void remove_leftovers(const char *dir) { remove_entries(dir, is_leftover); }
 
 /* What a dir may hold before a run is made in it: a stop request, and the
  * temp file of a trainer killed while it wrote the run's config. */
@@ -130,6 +133,10 @@ void rundir_create(const char *dir, const char *config)
 	take(dir);
 	remove_leftovers(dir);
 }
+
+static int not_a_stop(const char *name) { return strcmp(name, "stop") != 0; }
+
+void rundir_unmake(const char *dir) { remove_entries(dir, not_a_stop); }
 
 void rundir_attach(const char *dir)
 {

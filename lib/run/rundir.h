@@ -15,6 +15,9 @@ void rundir_check_new(const char *dir);
  * its config file (and log/, ckpt/), taking its lock; removes the temp
  * configs of killed trainers. */
 void rundir_create(const char *dir, const char *config);
+/* Undoes rundir_create for a run refused before it began (its files go, a
+ * stop request stays), leaving the dir to take the run once more. */
+void rundir_unmake(const char *dir);
 /* Takes the lock of an existing run (for --resume) and removes the temp
  * files and dirs a killed trainer left there. */
 void rundir_attach(const char *dir);

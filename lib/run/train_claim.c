@@ -143,7 +143,7 @@ void check_same_run(struct trainer *t)
 /* Every process writes its log in the run dir process 0 made or took, whose
  * lock holds process 0's "PID HOST": one whose --run names another dir (a
  * typo, another run's) would write there, so all end, each saying why,
- * before any event is written. */
+ * before any event is written, and a new run's dir is left as it was. */
 static void check_same_dir(struct trainer *t)
 {
 	if (t->comm->size == 1)
@@ -154,6 +154,8 @@ static void check_same_dir(struct trainer *t)
 	char *lead = comm_lead_text(t->comm, mine);
 	int differs = strcmp(mine, lead) != 0;
 	if (comm_max(t->comm, differs, &who) > 0) {
+		if (t->lead && !t->c->resume)
+			rundir_unmake(t->c->run);
 		if (differs)
 			die("process %d: --run %s is not the run dir process 0 %s (every process names the same dir)",
 			    t->comm->rank, t->c->run, t->c->resume ? "resumes" : "made");

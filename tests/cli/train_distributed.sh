@@ -429,7 +429,13 @@ expect_fail "process 1 with another --run: process 0 names it" 1 "^ts-train: pro
 wait $!
 expect_eq "another --run: process 1 says so" "$(cat "$T/a5.out")" \
 	"ts-train: process 1: --run $T/a5-typo is not the run dir process 0 made (every process names the same dir)"
-check "another --run: nothing written in it, no events in process 0's" test ! -e "$T/a5-typo" -a ! -e "$T/a5/events.msgpack"
+check "another --run: nothing written in it, and process 0's dir left empty" \
+	test ! -e "$T/a5-typo" -a -d "$T/a5" -a -z "$(ls -A "$T/a5")"
+port=$(free_port)
+envrun 1 "${TINY[@]}" --run "$T/a5" --max-steps 4 --comm-timeout 20 >/dev/null 2>&1 &
+check "another --run: the command put right then trains in process 0's dir" \
+	envrun 0 "${TINY[@]}" --run "$T/a5" --max-steps 4 --comm-timeout 20
+wait $!
 envrun 1 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >"$T/e4.out" 2>&1 &
 one=$!
 envrun 0 "${TINY[@]}" --run "$T/e4" --batch 8 --max-steps 100000 --save-every 100000 >/dev/null 2>&1 &
