@@ -61,6 +61,7 @@ static const struct cmd_spec spec = {
 struct input {
 	struct shard *shard;
 	char *name, *vocab_sha256;
+	int lower;                            /* whether its text was lowercased; -1 not known */
 	char **labels;
 	int nlabels;
 	const struct manifest_split *split;   /* with --data */
@@ -84,12 +85,14 @@ static void open_input(struct input *in, char **files, int nfiles)
 		if (shard_count(in->shard) == 0)
 			die("%s: the %s split is empty", data, split);
 		in->vocab_sha256 = m->vocab_sha256;
+		in->lower = m->lower;
 		in->labels = m->labels;
 		in->nlabels = m->nlabels;
 		in->split = sp;
 		return;
 	}
 	static char *dash[] = {"-"};
+	in->lower = -1;
 	in->shard = shard_from_streams(nfiles ? files : dash, nfiles ? nfiles : 1, &in->vocab_sha256, &in->labels,
 				       &in->nlabels, &in->origin);
 	in->name = xstrdup(nfiles == 1 ? files[0] : "the input records");
@@ -99,7 +102,7 @@ static void open_input(struct input *in, char **files, int nfiles)
  * model's embeddings (the manifest's word first, then every record batched). */
 static void check_vocab(struct input *in, int32_t model_vocab)
 {
-	char *path = vocab_of_model("-m", model, in->vocab_sha256);
+	char *path = vocab_of_model("-m", model, in->vocab_sha256, in->lower);
 	struct vocab *v = vocab_load(path);
 	if (in->vocab_sha256 && strcmp(in->vocab_sha256, vocab_sha256(v)))
 		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", in->name,
@@ -186,7 +189,7 @@ static int eval_mlm(struct bert *m, const struct input *in)
 	if (opt_given(&spec, "threshold"))
 		die_usage("--threshold is for multi-label models");
 	struct mlm_config mlm;
-	char *vpath = vocab_of_model("-m", model, in->vocab_sha256);
+	char *vpath = vocab_of_model("-m", model, in->vocab_sha256, in->lower);
 	struct vocab *v = vocab_load(vpath);
 	mlm_config_init(&mlm, v, (float)mask_prob, whole_word, (int)max_ngram);
 	mlm.vocab = in->vocab;   /* random replacements must fit the model's embeddings too */
@@ -302,9 +305,7 @@ int main(int argc, char **argv)
 	if (opt_given(&spec, "output") && !predict)
 		die_usage("-o goes with --predict");
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
-	if (access(model, F_OK))
-		die("-m %s:", model);
-	modeldir_verify(model);
+	modeldir_verify("-m", model);
 	char *config = path_join(model, "config.json"), **names = NULL;
 	struct bert_config bc;
 	int nnames = 0;

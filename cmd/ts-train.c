@@ -377,9 +377,9 @@ int main(int argc, char **argv)
 	absolute(&teacher);
 	absolute(&vocab);
 	if (init)
-		modeldir_verify(init);
+		modeldir_verify("--init", init);
 	if (teacher)
-		modeldir_verify(teacher);
+		modeldir_verify("--teacher", teacher);
 	opt_check_recordable(&spec);   /* the values as the config records them */
 	parse_betas();
 	enum family_id family = arch ? (enum family_id)family_by_type(arch) : FAMILY_BERT;   /* --init's says */

@@ -7,6 +7,7 @@
 #include "util/digest.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,14 +185,46 @@ char *vocab_in_dir(const char *dir, const char *sha256)
 	return json_first ? json : txt;
 }
 
-char *vocab_of_model(const char *option, const char *dir, const char *sha256)
+/* What DIR/tokenizer_config.json says of lowercasing: 1, 0, or -1 where it
+ * says nothing (or there is none). */
+static int dir_lowercases(const char *dir)
+{
+	char *path = path_join(dir, TOKENIZER_CONFIG);
+	json_error_t err;
+	json_t *j = json_load_file(path, 0, &err), *lower = json_object_get(j, "do_lower_case");
+	if (!j && access(path, F_OK) == 0)
+		die("%s: line %d: %s", path, err.line, err.text);
+	if (lower && !json_is_boolean(lower))
+		die("%s: do_lower_case must be true or false", path);
+	int says = lower ? json_is_true(lower) : -1;
+	json_decref(j);
+	free(path);
+	return says;
+}
+
+char *vocab_of_model(const char *option, const char *dir, const char *sha256, int lower)
 {
 	char *path = vocab_in_dir(dir, sha256);
-	if (!access(path, F_OK))
-		return path;
-	if (access(dir, F_OK))
-		die("%s %s:", option, dir);
-	die("%s %s: no tokenizer.json or vocab.txt: a model dir holds the vocab its model was trained on", option, dir);
+	if (access(path, F_OK)) {
+		if (access(dir, F_OK))
+			die("%s %s:", option, dir);
+		die("%s %s: no tokenizer.json or vocab.txt: a model dir holds the vocab its model was trained on", option,
+		    dir);
+	}
+	int says = strcmp(vocab_file_name_at(path), "vocab.txt") ? -1 : dir_lowercases(dir);
+	if (lower >= 0 && says >= 0 && says != lower)
+		die("%s %s: its %s has do_lower_case %s, but the data was tokenized %s", option, dir, TOKENIZER_CONFIG,
+		    says ? "true" : "false", lower ? "lowercased (ts-tokenize --cased keeps the case)" : "with --cased");
+	return path;
+}
+
+void vocab_save_case(const struct vocab *v, const char *dir, int lower)
+{
+	if (v->hf)
+		return;
+	char *path = path_join(dir, TOKENIZER_CONFIG);
+	afile_put_text(path, lower ? "{\"do_lower_case\": true}\n" : "{\"do_lower_case\": false}\n");
+	free(path);
 }
 
 /* Why line tok (NUL-terminated, len bytes) is no token, or NULL. */

@@ -39,8 +39,17 @@ const char *vocab_file_name(const struct vocab *v);
  * there is one, else DIR/vocab.txt. sha256 may be NULL. */
 char *vocab_in_dir(const char *dir, const char *sha256);
 /* vocab_in_dir of a model dir, which must hold one of them: else dies
- * saying so (or that dir is not there), naming the option that gave it. */
-char *vocab_of_model(const char *option, const char *dir, const char *sha256);
+ * saying so (or that dir is not there), naming the option that gave it.
+ * Dies too where that is a vocab.txt and the dir's tokenizer_config.json
+ * says to lowercase otherwise than lower does (whether the data was
+ * lowercased; -1 where that is not known). */
+char *vocab_of_model(const char *option, const char *dir, const char *sha256, int lower);
+#define TOKENIZER_CONFIG "tokenizer_config.json"
+/* For v a WordPiece vocab, writes DIR/tokenizer_config.json with lower as
+ * its do_lower_case, which transformers reads beside a vocab.txt (true
+ * where it is not said); nothing for a tokenizer.json, whose normalizer
+ * says it. */
+void vocab_save_case(const struct vocab *v, const char *dir, int lower);
 /* Whether the file at path, where there is one, has the SHA-256 sha256. */
 int vocab_file_has_sha256(const char *path, const char *sha256);
 /* vocab_file_name of the vocab in the file at path, told by its first byte. */

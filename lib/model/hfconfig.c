@@ -97,6 +97,12 @@ static enum bert_task task_of(const char *path, json_t *cfg, const struct family
 static char **read_labels(const char *path, json_t *cfg, int *n)
 {
 	json_t *id2label = json_object_get(cfg, "id2label"), *label2id = json_object_get(cfg, "label2id");
+	if (json_is_null(label2id))   /* as transformers writes it where id2label alone was given */
+		label2id = NULL;
+	if (label2id && !json_is_object(label2id))
+		die("%s: label2id must be an object", path);
+	if (json_is_null(id2label))
+		id2label = NULL;
 	if (!id2label) {
 		*n = 0;
 		return NULL;

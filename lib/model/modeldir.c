@@ -35,7 +35,8 @@ void modeldir_hf_name(enum family_id family, const char *name, char *out, size_t
 {
 	int bare = starts_with(name, "embeddings.") || starts_with(name, "encoder.") ||
 		   starts_with(name, "transformer.") || starts_with(name, "pooler.") ||
-		   starts_with(name, "layers.") || starts_with(name, "final_norm.");
+		   starts_with(name, "layers.") || starts_with(name, "final_norm.") ||
+		   starts_with(name, "embeddings_project.");
 	size_t len = strlen(name);
 	const char *suffix = "";
 	if (ends_with(name, ".decoder.bias")) {   /* the MLM decoder's bias is its head's */
@@ -160,18 +161,22 @@ static const struct st_tensor *find_tensor(const struct st_file *st, enum family
 
 static void refuse_unsupported_format(const char *dir, const char *weights)
 {
+	static const struct {
+		const char *file, *what;
+	} unsupported[] = {
+		{ "model.safetensors.index.json", "a sharded checkpoint (model.safetensors.index.json)" },
+		{ "pytorch_model.bin.index.json", "a sharded PyTorch pickle (pytorch_model.bin.index.json)" },
+		{ "pytorch_model.bin", "a PyTorch pickle (pytorch_model.bin) without model.safetensors" },
+	};
 	if (!access(weights, F_OK))
 		return;
-	char *bin = path_join(dir, "pytorch_model.bin");
-	char *index = path_join(dir, "model.safetensors.index.json");
-	if (!access(index, F_OK))
-		die("%s: sharded checkpoints (model.safetensors.index.json) are not supported; "
-		    "save the model as one model.safetensors", dir);
-	if (!access(bin, F_OK))
-		die("%s: has pytorch_model.bin but no model.safetensors: PyTorch pickles are not "
-		    "supported; convert it with save_pretrained(dir, safe_serialization=True)", dir);
-	free(bin);
-	free(index);
+	for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
+		char *path = path_join(dir, unsupported[i].file);
+		if (!access(path, F_OK))
+			die("%s: %s is not supported: save the model as one model.safetensors, with transformers' "
+			    "save_pretrained(dir, safe_serialization=True, max_shard_size=\"1000GB\")", dir, unsupported[i].what);
+		free(path);
+	}
 }
 
 /* The layer a file's tensor belongs to (the N of "layer.N." or
@@ -228,9 +233,14 @@ static void copy_tensors(struct bert *m, const struct st_file *st, const char *p
 	free(t);
 }
 
-void modeldir_verify(const char *dir)
+void modeldir_verify(const char *option, const char *dir)
 {
 	static const char *const weights[] = { "model.safetensors", NULL };   /* modeldir_load's */
+	struct stat st;
+	if (stat(dir, &st))
+		die("%s %s:", option, dir);
+	if (!S_ISDIR(st.st_mode))
+		die("%s %s: not a directory: a model is a dir (RUN/final, a checkpoint, a Hugging Face model's)", option, dir);
 	char *why;
 	if (dirdigest_check(dir, weights, 0, &why) == DIGESTS_BAD)
 		die("%s: damaged: %s; if that file was edited on purpose, remove %s/%s", dir, why, dir, DIGESTS_FILE);
@@ -360,17 +370,26 @@ static void write_weights(const char *path, struct bert *m)
 	free(t);
 }
 
+/* The tokenizer's files into dir: the vocab at vocab_path, and the
+ * tokenizer_config.json beside it where there is one (vocab_save_case). */
+static void write_tokenizer(const char *dir, const char *vocab_path)
+{
+	char *vocab = path_join(dir, vocab_file_name_at(vocab_path)), *at = xstrdup(vocab_path);
+	afile_copy(vocab_path, vocab);
+	char *from = path_join(dirname(at), TOKENIZER_CONFIG), *to = path_join(dir, TOKENIZER_CONFIG);
+	if (!access(from, F_OK))
+		afile_copy(from, to);
+	free(vocab), free(at), free(from), free(to);
+}
+
 void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		    const char *vocab_path)
 {
 	char *weights = path_join(dir, "model.safetensors"), *cfg = path_join(dir, "config.json");
 	write_weights(weights, m);
 	hfconfig_write(cfg, bert_config_of(m), labels, nlabels);
-	if (vocab_path) {
-		char *vocab = path_join(dir, vocab_file_name_at(vocab_path));
-		afile_copy(vocab_path, vocab);
-		free(vocab);
-	}
+	if (vocab_path)
+		write_tokenizer(dir, vocab_path);
 	free(weights);
 	free(cfg);
 }

@@ -5,12 +5,13 @@
 #include "model/bert.h"
 #include <stdint.h>
 
-/* Dies in one line where DIR's files differ from the digests it was saved
- * with (format/dirdigest.h); a dir without them (one transformers saved)
+/* Dies in one line, naming option (the one that gave DIR), where DIR is no
+ * dir or its files differ from the digests it was saved with
+ * (format/dirdigest.h); a dir without them (one transformers saved)
  * passes. A program verifies each model dir it is given once, before it
  * reads a byte of it; the weights read for the check are kept for
  * modeldir_load, which comes next. */
-void modeldir_verify(const char *dir);
+void modeldir_verify(const char *option, const char *dir);
 /* Loads DIR as a model for task on backend be, of the family its
  * config.json names (family.h). Tensor names are the family's, matched with
  * or without its prefix ("bert.": sentence-transformers saves without),

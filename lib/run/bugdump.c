@@ -169,7 +169,7 @@ static double replay_micro(struct bert **m, const char *dir, const struct rec_re
 	if (!*m) {
 		char **names = NULL;
 		int n = 0;
-		modeldir_verify(dir);
+		modeldir_verify("--replay", dir);
 		*m = modeldir_load(dir, backend_open("cpu", read_precision(r, rec)), (enum bert_task)tk,
 				   num_labels, NULL, &names, &n);
 		hfconfig_free_labels(names, n);

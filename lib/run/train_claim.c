@@ -26,18 +26,27 @@ char *trainer_config_text(const struct trainer *t)
 	return text;
 }
 
+/* The run's copy of vocab v, and whether its data is lowercased beside a
+ * vocab.txt (which the models it saves keep): the copy last, as
+ * keep_vocab looks for it. */
+static void save_run_vocab(const struct train_config *c, const struct vocab *v, int lower)
+{
+	char *copy = path_join(c->run, vocab_file_name(v));
+	vocab_save_case(v, c->run, lower);
+	vocab_save(v, copy);
+	free(copy);
+}
+
 /* A resumed run keeps the copy of the vocab it made when it began (so that
  * checkpoints can come and go), or, killed before it made one, makes it now
  * from the vocab it began with. */
-static void keep_vocab(const struct train_config *c, const char *sha256)
+static void keep_vocab(const struct train_config *c, const struct manifest *man)
 {
 	char *copy = vocab_in_dir(c->run, NULL);
 	if (access(copy, F_OK)) {
-		char *src = start_vocab(c, sha256);
+		char *src = start_vocab(c, man->vocab_sha256, man->lower);
 		struct vocab *v = vocab_load(src);
-		free(copy);
-		copy = path_join(c->run, vocab_file_name(v));
-		vocab_save(v, copy);
+		save_run_vocab(c, v, man->lower);
 		vocab_free(v);
 		free(src);
 	}
@@ -65,7 +74,7 @@ void claim_run(struct trainer *t, char **ckpt)
 	if (t->lead && c->resume) {
 		rundir_attach(c->run);
 		rundir_clear_stop(c->run);
-		keep_vocab(c, t->man->vocab_sha256);
+		keep_vocab(c, t->man);
 	} else if (t->lead) {
 		rundir_check_new(c->run);
 	}
@@ -82,7 +91,7 @@ void claim_run(struct trainer *t, char **ckpt)
 			free(chosen);
 		free(mine);
 	}
-	t->vocab_path = c->resume ? vocab_in_dir(c->run, NULL) : start_vocab(c, t->man->vocab_sha256);
+	t->vocab_path = c->resume ? vocab_in_dir(c->run, NULL) : start_vocab(c, t->man->vocab_sha256, t->man->lower);
 }
 
 /* The line of text that holds offset at: its start, and its length as the
@@ -173,9 +182,7 @@ void open_run(struct trainer *t)
 		char *config = trainer_config_text(t);
 		rundir_create(c->run, config);
 		free(config);
-		char *copy = path_join(c->run, vocab_file_name(t->vocab));
-		vocab_save(t->vocab, copy);   /* the one checked: --vocab may be a pipe, read once */
-		free(copy);
+		save_run_vocab(c, t->vocab, t->man->lower);   /* the one checked: --vocab may be a pipe, read once */
 	}
 	comm_barrier(t->comm);
 	check_same_dir(t);

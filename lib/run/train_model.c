@@ -41,10 +41,10 @@ void open_data(struct trainer *t)
 	open_split(t, "test", &t->test);
 }
 
-char *start_vocab(const struct train_config *c, const char *sha256)
+char *start_vocab(const struct train_config *c, const char *sha256, int lower)
 {
 	if (c->init)
-		return vocab_of_model("--init", c->init, sha256);
+		return vocab_of_model("--init", c->init, sha256, lower);
 	if (!c->vocab)
 		die("training from scratch needs the vocab the data was tokenized with: --vocab FILE");
 	return xstrdup(c->vocab);
@@ -104,7 +104,7 @@ size_t train_count_params(const struct train_config *c)
 	struct manifest *man = manifest_read(c->data);
 	struct vocab *v = NULL;
 	if (!c->init) {
-		char *path = start_vocab(c, NULL);
+		char *path = start_vocab(c, NULL, man->lower);
 		v = vocab_load(path);
 		free(path);
 	}
@@ -205,7 +205,7 @@ static void order_teacher_classes(const struct trainer *t, char *const *names, i
 static void load_teacher(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	char *vocab = vocab_of_model("--teacher", c->teacher, vocab_sha256(t->vocab));
+	char *vocab = vocab_of_model("--teacher", c->teacher, vocab_sha256(t->vocab), t->man->lower);
 	struct vocab *v = vocab_load(vocab);
 	if (strcmp(vocab_sha256(v), vocab_sha256(t->vocab)))
 		die("--teacher %s: its vocab is not the data's", c->teacher);

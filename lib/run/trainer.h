@@ -80,8 +80,9 @@ void trainer_event(struct trainer *t, const char *type, json_t *fields);
 /* train_model.c: the data, the vocab, the model and its optimizer */
 void open_data(struct trainer *t);
 /* The vocab a run starts with: --init's (that of sha256, the data's, where
- * its dir holds two), or from scratch --vocab's. */
-char *start_vocab(const struct train_config *c, const char *sha256);
+ * its dir holds two, and that lowercases as the data did: lower), or from
+ * scratch --vocab's. */
+char *start_vocab(const struct train_config *c, const char *sha256, int lower);
 void check_vocab(struct trainer *t);
 void build_model(struct trainer *t, const char *from);
 /* The model's weights from the checkpoint ckpt instead, as build_model

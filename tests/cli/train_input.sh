@@ -71,6 +71,33 @@ expect_fail "ts-eval of it: the same" 1 "novocab: no tokenizer.json or vocab.txt
 	timeout 60 ts-eval -m "$T/novocab" --data "$T/data" -j 1
 expect_fail "ts-eval -m of a dir that is not there: named with its option" 1 "^ts-eval: -m /nonexistent: No such file or directory$" \
 	timeout 60 ts-eval -m /nonexistent --data "$T/data" -j 1
+refused "$T/r3" "--init of a model's file, not its dir: said so" 1 \
+	"^ts-train: --init .*/final/model.safetensors: not a directory: a model is a dir \(RUN/final, a checkpoint, a Hugging Face model's\)$" \
+	--data "$T/data" --init "$T/empty/final/model.safetensors" --max-steps 1 -j 1
+expect_fail "ts-eval -m of a model's file: the same" 1 "^ts-eval: -m .*/final/config.json: not a directory: a model is a dir" \
+	timeout 60 ts-eval -m "$T/empty/final/config.json" --data "$T/data" -j 1
+# --- the case of the text: a model keeps whether its data was lowercased, as transformers reads it ---
+ts-tokenize -v "$V" --cased --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/cased" --seed 3 >/dev/null
+check "a run on text tokenized with --cased" train "${TINY[@]}" --data "$T/cased" --run "$T/cased-run" --max-steps 1
+expect_eq "its model says do_lower_case false beside its vocab.txt" \
+	"$(jq -c . "$T/cased-run/final/tokenizer_config.json")" '{"do_lower_case":false}'
+expect_eq "and one of lowercased text says true" "$(jq -c . "$T/empty/final/tokenizer_config.json")" '{"do_lower_case":true}'
+printf 'Hello World, CAFÉ\nNew York\n' >"$T/cased.txt"
+ts-tokenize -v "$V" --cased -f lines "$T/cased.txt" | ts-cat | jq -c "select(.ids) | .ids" >"$T/cased.ids"
+check "transformers' tokenizer of the cased model gives ts-tokenize --cased's ids" "${TS_PYTHON:-python3}" -c '
+import json, sys
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+texts, ids = open(sys.argv[2]).read().splitlines(), [json.loads(l) for l in open(sys.argv[3])]
+assert len(texts) == len(ids) == 2 and all(tok(t)["input_ids"] == i for t, i in zip(texts, ids)), (texts, ids)
+' "$T/cased-run/final" "$T/cased.txt" "$T/cased.ids"
+expect_fail "ts-eval of the cased model on lowercased data is refused" 1 \
+	"^ts-eval: -m .*/cased-run/final: its tokenizer_config.json has do_lower_case false, but the data was tokenized lowercased \(ts-tokenize --cased keeps the case\)$" \
+	timeout 60 ts-eval -m "$T/cased-run/final" --data "$T/data" -j 1
+refused "$T/r3" "--init of the cased model on lowercased data" 1 "cased-run/final: its tokenizer_config.json has do_lower_case false" \
+	--data "$T/data" --init "$T/cased-run/final" --max-steps 1 -j 1
+check "it trains on the cased data" train --data "$T/cased" --init "$T/cased-run/final" --run "$T/cased-2" --max-steps 1 -j 1
+
 refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layers" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
 mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && rm "$T/short/digests.json" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"

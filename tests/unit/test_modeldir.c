@@ -237,6 +237,66 @@ static char *read_all(const char *path, size_t *n)
 	return buf;
 }
 
+/* Copies the fixture from into dir name as a bare encoder is saved
+ * (transformers' BertModel, ElectraModel, ...: no prefix, no head): its
+ * tensors whose names start with prefix, that prefix taken off. */
+static char *bare_copy(const char *from, const char *name, const char *prefix)
+{
+	char *src = path_join(fixdir, from), *dir = path_join(tmpdir, name), *weights = path_join(src, "model.safetensors");
+	make_parents(dir);
+	mkdir(dir, 0755);
+	const char *files[] = {"config.json", "vocab.txt"};
+	for (int i = 0; i < 2; i++) {
+		char *a = path_join(src, files[i]), *b = path_join(dir, files[i]);
+		size_t n;
+		char *text = read_all(a, &n);
+		write_file(b, text, n);
+		free(text), free(a), free(b);
+	}
+	struct st_file *st = st_open(weights);
+	struct tensor_ref *t = xcalloc((size_t)st_count(st), sizeof *t);
+	int k = 0;
+	for (int i = 0; i < st_count(st); i++) {
+		const struct st_tensor *s = st_get(st, i);
+		if (strncmp(s->name, prefix, strlen(prefix)))
+			continue;
+		t[k] = (struct tensor_ref){.name = s->name + strlen(prefix), .ndim = s->ndim};
+		memcpy(t[k].shape, s->shape, (size_t)s->ndim * sizeof *s->shape);
+		t[k].data = xmalloc((size_t)tensor_numel(&t[k]) * sizeof(float));
+		st_to_f32(s, t[k++].data);
+	}
+	char *out = path_join(dir, "model.safetensors");
+	st_write(out, t, k);
+	for (int i = 0; i < k; i++)
+		free(t[i].data);
+	free(t), free(out), free(weights), free(src);
+	st_close(st);
+	return dir;
+}
+
+/* Every family's bare encoder loads as its encoder, a new head on it. */
+static void test_bare_encoders(void)
+{
+	const struct { const char *fixture, *prefix, *heads; } f[] = {
+		{"tiny-cls", "bert.", "classifier."},
+		{"roberta-cls", "roberta.", "classifier."},
+		{"distilbert-cls", "distilbert.", "pre_classifier. classifier."},
+		{"electra-cls", "electra.", "classifier."},   /* its embeddings_project too */
+		{"modernbert-cls", "model.", "head. classifier."},
+	};
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "bare-%s", f[i].fixture);
+		char *dir = bare_copy(f[i].fixture, name, f[i].prefix);
+		char *weights = path_join(fixdir, f[i].fixture), *w = path_join(weights, "model.safetensors");
+		struct bert *m = modeldir_load(dir, backend_cpu(), TASK_CLS, 2, &(uint64_t){SEED}, NULL, NULL);
+		const char *diff = differences(m, w, f[i].heads);
+		CHECK(!*diff, "%s saved bare (no %s): its encoder loads as it is%s", f[i].fixture, f[i].prefix, diff);
+		bert_free(m);
+		free(w), free(weights), free(dir);
+	}
+}
+
 static void test_save(void)
 {
 	char *mlm = path_join(fixdir, "tiny-mlm"), *vocab = path_join(mlm, "vocab.txt");
@@ -375,6 +435,20 @@ static void rewrite_weights(const char *dir, const char *drop, const char *resha
 	bert_free(m);
 }
 
+/* A label2id of null, as transformers writes it where only id2label was
+ * given, is none: the labels are id2label's. */
+static void test_null_label2id(void)
+{
+	char *d = bad_dir("null-label2id", "label2id", "null");
+	char **labels;
+	int n;
+	bert_free(modeldir_load(d, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, &labels, &n));
+	CHECK(n == 3 && !strcmp(labels[0], "LABEL_0") && !strcmp(labels[2], "LABEL_2"),
+	      "a label2id of null: id2label's labels (%d: %s, ...)", n, n ? labels[0] : "");
+	hfconfig_free_labels(labels, n);
+	free(d);
+}
+
 static void test_bad_dirs(void)
 {
 	char *d = bad_dir("no-hidden", "hidden_size", NULL);
@@ -449,6 +523,9 @@ static void test_bad_dirs(void)
 		   "tensor electra.embeddings.word_embeddings.weight has shape [64, 16], expected [64, 24] "
 		   "by config.json's embedding_size 24");
 	free(d);
+	d = bad_dir("label2id-text", "label2id", "\"neg\"");
+	expect_die("a label2id that is no object", load_quietly, d, "config.json: label2id must be an object");
+	free(d);
 	d = bad_dir("dropout", "hidden_dropout_prob", "0.99999999");
 	expect_die("a dropout that is 1 as a float", load_quietly, d, "hidden_dropout_prob must be a number in [0, 1)");
 	free(d);
@@ -473,8 +550,16 @@ static void test_bad_dirs(void)
 	d = bad_dir("pytorch", NULL, NULL);
 	char *w = path_join(d, "model.safetensors"), *bin = path_join(d, "pytorch_model.bin");
 	rename(w, bin);
-	expect_die("pytorch_model.bin only", load_quietly, d, "PyTorch pickles are not supported");
+	expect_die("pytorch_model.bin only", load_quietly, d,
+		   "a PyTorch pickle (pytorch_model.bin) without model.safetensors is not supported: save the model as one "
+		   "model.safetensors, with transformers' save_pretrained(dir, safe_serialization=True, "
+		   "max_shard_size=\"1000GB\")");
 	unlink(bin);
+	char *index = path_join(d, "pytorch_model.bin.index.json");
+	write_file(index, "{}", 2);
+	expect_die("a sharded pytorch_model.bin", load_quietly, d,
+		   "a sharded PyTorch pickle (pytorch_model.bin.index.json) is not supported");
+	unlink(index), free(index);
 	expect_die("no weights at all", load_quietly, d, "model.safetensors: No such file");
 	free(w), free(bin), free(d);
 
@@ -515,6 +600,8 @@ int main(int argc, char **argv)
 	test_load_cls();
 	test_heads();
 	test_save();
+	test_bare_encoders();
+	test_null_label2id();
 	test_config_round_trip();
 	test_bad_dirs();
 	remove_all(tmpdir);
