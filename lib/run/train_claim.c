@@ -287,11 +287,27 @@ static char *first_change(const char *a, const char *b, const char *const *keep_
 	return NULL;
 }
 
+/* Whether config text now ends the run (--epochs, --max-steps) otherwise
+ * than was does. */
+static int end_moved(const char *now, const char *was)
+{
+	static const char *const ends[] = { "epochs", "max-steps" };
+	int moved = 0;
+	for (int i = 0; i < 2 && !moved; i++) {
+		char *a = said(now, ends[i]), *b = said(was, ends[i]);
+		moved = strcmp(a, b) != 0;
+		free(a), free(b);
+	}
+	return moved;
+}
+
 /* A resumed run trains with the options it had (RUN/config edited by hand
  * would change a run silently, and its record would not say so): process
  * 0 dies naming the first option set otherwise than when checkpoint ckpt
- * was made, but those a resume may change. */
-static void check_kept_options(struct trainer *t, const char *ckpt)
+ * was made, but those a resume may change. Returns, on every process,
+ * whether the run's end is another than when ckpt was made: a run taken
+ * further, killed before its first new checkpoint, goes on. */
+static int check_kept_options(struct trainer *t, const char *ckpt)
 {
 	char *path = path_join(ckpt, "run.config"), *now = trainer_config_text(t), *key = NULL;
 	struct strbuf was = {0};
@@ -306,7 +322,9 @@ static void check_kept_options(struct trainer *t, const char *ckpt)
 		die("%s/config: %s, but %s was made with %s: a resumed run keeps its options (for others, start a new run "
 		    "with --init %s)", t->c->run, a, ckpt, b, ckpt);
 	}
+	int moved = kept && end_moved(now, was.s);
 	sb_free(&was), free(now), free(path);
+	return comm_any(t->comm, moved);
 }
 
 /* A resume's new --max-steps or --epochs must not end the run before
@@ -337,8 +355,7 @@ void start_state(struct trainer *t, char **from)
 	if (*from)
 		load_checkpoint(t, from);
 	const char *ckpt = *from;
-	if (ckpt)
-		check_kept_options(t, ckpt);
+	int end_moved = ckpt && check_kept_options(t, ckpt);
 	if (ckpt && t->c->resume_changes)
 		check_new_end(t);
 	if (ckpt) {
@@ -354,8 +371,9 @@ void start_state(struct trainer *t, char **from)
 	else if (!t->st.ls.scale)   /* a fresh fp16 run, or one that goes on in fp16 */
 		t->st.ls = (struct loss_scale){ t->c->loss_scale, 0 };
 	plan_steps(t, ckpt);
-	if (ckpt && t->c->resume_changes) {   /* a finished run taken further goes on */
+	if (end_moved || t->c->resume_changes)   /* a finished run taken further goes on */
 		t->st.finished = t->st.finished && t->total_steps <= t->st.step;
+	if (ckpt && t->c->resume_changes) {
 		trainer_log(t, "resumed with changes %s: the run ends at step %ld", t->c->resume_changes, t->total_steps);
 		if (t->lead) {   /* its config records the new end and cadence */
 			char *config = trainer_config_text(t), *path = path_join(t->c->run, "config");

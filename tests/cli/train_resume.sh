@@ -160,6 +160,13 @@ expect_eq "taken further: the resume event records the changes" \
 	"$(ts-cat "$T/x12/events.msgpack" | jq -cS 'select(.event == "resume") | .changes')" \
 	'{"eval-every":[3,4],"max-steps":[6,12]}'
 check "taken further: final/ is the new end's" test "$T/x12/final/model.safetensors" -nt "$T/x12/ckpt/step-6"
+# what a leg taking it further leaves, killed before its first new checkpoint: the new end in
+# its config, the last checkpoint that of the finished run
+rm -rf "$T/xk" && cp -r "$T/r0" "$T/xk" && sed -i 's/^max-steps = 6$/max-steps = 12/; s/^eval-every = 3$/eval-every = 4/' "$T/xk/config"
+check "taken further, killed before its first new checkpoint: --resume" train --resume "$T/xk"
+expect_eq "killed while taken further: it goes on to step 12" \
+	"$(ts-cat "$T/xk/events.msgpack" | jq -r 'select(.event == "done") | .step' | tr '\n' ' ')" "6 12 "
+check "killed while taken further: the model of the leg never killed" cmp "$T/xk/final/model.safetensors" "$T/x12/final/model.safetensors"
 rm -rf "$T/xe" && cp -r "$T/r0" "$T/xe"
 check "a run of --max-steps taken further by --epochs: --resume --epochs 2" train --resume "$T/xe" --epochs 2
 expect_eq "by --epochs: the config has no --max-steps, 2 epochs" \
