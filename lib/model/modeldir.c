@@ -397,7 +397,7 @@ void modeldir_write(const char *dir, struct bert *m, char *const *labels, int nl
 void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		   const char *vocab_path)
 {
-	struct adir *d = adir_begin(dir, 1, "config.json");
+	struct adir *d = adir_begin(dir, 1, NULL);
 	modeldir_write(adir_tmp(d), m, labels, nlabels, vocab_path);
 	dirdigest_write(adir_tmp(d));
 	adir_commit(d);

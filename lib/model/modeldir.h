@@ -46,7 +46,8 @@ void modeldir_order_classes(struct bert *m, const char *dir, char *const *have, 
 /* Writes model.safetensors, config.json and a copy of vocab_path (none when
  * NULL) as DIR, with their digests, atomically as a whole: the files go to
  * DIR.tmp.PID, are fsynced, and that dir then takes DIR's place; an existing
- * DIR is replaced only once the new one is complete. */
+ * DIR (whatever it holds: a run's best/ or final/, perhaps damaged) is
+ * replaced only once the new one is complete. */
 void modeldir_save(const char *dir, struct bert *m, char *const *labels, int nlabels,
 		   const char *vocab_path);
 /* Writes those files into dir, a temp dir that a larger atomic dir (a

@@ -172,7 +172,7 @@ void checkpoint_save(const char *dir, struct bert *m, struct optim *o, const str
 	char name[64];
 	snprintf(name, sizeof name, "ckpt/step-%ld", st->step);
 	char *final = path_join(dir, name);
-	struct adir *d = adir_begin(final, 1, "state.json");
+	struct adir *d = adir_begin(final, 1, NULL);
 	const char *tmp = adir_tmp(d);
 	modeldir_write(tmp, m, labels, nlabels, vocab);
 	int n = optim_state(o, NULL);

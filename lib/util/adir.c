@@ -45,6 +45,8 @@ static int check_target(const char *path, int replace, const char *marker)
 		return 0;
 	if (!replace)
 		die("%s exists and is not empty (--force replaces it)", path);
+	if (!marker)
+		return 1;
 	size_t n = strlen(path) + strlen(marker) + 2;
 	char *m = xmalloc(n);
 	snprintf(m, n, "%s/%s", path, marker);

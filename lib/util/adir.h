@@ -8,7 +8,8 @@ struct adir;
 /* Refuses (exit 1) a DIR named ., .. or / (nothing can be renamed to it),
  * and an existing DIR that is not an empty directory, unless replace is set
  * and DIR holds a file named marker (a dir of the same kind, never some
- * other directory given by mistake). */
+ * other directory given by mistake), or marker is NULL (a dir only the
+ * program makes, such as a run's checkpoint, whole or damaged). */
 struct adir *adir_begin(const char *dir, int replace, const char *marker);
 /* The temp dir to write into. */
 const char *adir_tmp(const struct adir *d);

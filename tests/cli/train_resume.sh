@@ -116,6 +116,14 @@ expect_eq "killed while writing: resume removes the temp files and dirs" "$(ls -
 check "killed before final/: final/ is the last checkpoint's model" cmp "$T/c/final/model.safetensors" "$T/r0/final/model.safetensors"
 expect_eq "killed before final/: the log ends with resume, done" "$(events "$T/c" | awk '{print $(NF-1), $NF}')" "resume done"
 expect_eq "killed before final/: one done event" "$(count "$T/c" done)" 1
+# a checkpoint damaged past reading (its state.json gone) and a final/ without its config.json
+cp -r "$T/r0" "$T/dmg" && rm "$T/dmg/ckpt/step-6/state.json" "$T/dmg/final/config.json"
+keep_events "$T/dmg" '!/"event":"done"/'
+check "a damaged last checkpoint and final/: --resume passes it over and finishes" train --resume "$T/dmg"
+expect_eq "damaged: it is passed over, then made afresh at its step" \
+	"$(grep -c 'passed over .*step-6' "$T/dmg/log/rank-0.log") $(test -f "$T/dmg/ckpt/step-6/state.json" && echo whole)" "1 whole"
+check "damaged: final/ is made afresh, the model of the run never damaged" \
+	cmp "$T/dmg/final/model.safetensors" "$T/r0/final/model.safetensors"
 check "no valid split: a run to crash" train "${TINY[@]}" --data "$T/novalid" --run "$T/n0" --max-steps 4
 cp -r "$T/n0" "$T/n" && rm -rf "$T/n/final" "$T/n/best"
 keep_events "$T/n" '!/"event":"done"/'
