@@ -60,7 +60,7 @@ void events_add(struct events *e, const char *type, json_t *fields)
 	e->sb.size = 0;
 	json_to_mp(ev, &e->pk);
 	json_decref(ev);
-	write_all(e->fd, e->sb.data, e->sb.size, e->path);
+	append_whole(e->fd, e->sb.data, e->sb.size, e->path);
 	snprintf(e->last, sizeof e->last, "%s", type);
 }
 

@@ -172,6 +172,15 @@ void write_all(int fd, const void *buf, size_t n, const char *what)
 	check_write(write_out(fd, buf, n), what);
 }
 
+void append_whole(int fd, const void *buf, size_t n, const char *what)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	int err = write_out(fd, buf, n);
+	if (err && end >= 0 && ftruncate(fd, end) < 0)
+		warnx("cannot cut the end of %s off: %s", what, strerror(errno));
+	check_write(err, what);
+}
+
 void afile_digest(struct afile *f)
 {
 	if (f->tmp && !f->digest)

@@ -54,6 +54,10 @@ void afile_copy(const char *from, const char *to);
 int open_regular(const char *path, off_t *size);
 /* Writes all of buf to fd or dies with "what:" (errno appended). */
 void write_all(int fd, const void *buf, size_t n, const char *what);
+/* Appends the n bytes at buf to the file open at fd (O_APPEND) whole, or
+ * dies with the file as it was: a write cut short (a full disk) is cut off
+ * again, so that what is appended next follows whole records. */
+void append_whole(int fd, const void *buf, size_t n, const char *what);
 /* fsyncs a directory so a rename in it is durable. */
 void fsync_dir(const char *dir);
 #endif

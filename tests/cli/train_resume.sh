@@ -80,6 +80,40 @@ check "killed while pruning: --resume" train --resume "$T/p"
 expect_eq "killed while pruning: after --resume, the newest checkpoint alone (--keep 1)" "$(ls -A "$T/p/ckpt")" "step-6"
 check "killed while pruning: the same final model" cmp "$T/p/final/model.safetensors" "$T/r0/final/model.safetensors"
 
+# a full disk in the middle of an event: the 5th append to events.msgpack writes half its
+# bytes, the next finds no space, later ones do (a sweep's other job freed some)
+cat >"$T/shortev.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	static int nth;
+	char link[64], path[4096] = "";
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(link, path, sizeof path - 1);
+	ssize_t (*real)(int, const void *, size_t) = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+	if (len > 15 && !strcmp(path + len - 15, "/events.msgpack") && ++nth >= 5 && nth <= 6) {
+		if (nth == 6)
+			return errno = ENOSPC, -1;
+		return real(fd, buf, n / 2);
+	}
+	return real(fd, buf, n);
+}
+EOF
+${CC:-cc} -shared -fPIC -o "$T/shortev.so" "$T/shortev.c" -ldl
+preloaded "$T/shortev.so" train "${TINY[@]}" --run "$T/short" --max-steps 6 --eval-every 3 >/dev/null 2>"$T/short.err"
+expect_eq "an event cut short by a full disk fails the run, saying so" \
+	"$(grep -c 'events.msgpack: No space left on device' "$T/short.err")" 1
+check "cut short: the events before it and the failure read whole" ts-cat "$T/short/events.msgpack"
+expect_eq "cut short: no warning of a torn record, the failure recorded last" \
+	"$(cat "$T/err") $(ts-cat "$T/short/events.msgpack" | jq -r .event | tail -n 1)" " failed"
+check "cut short: --resume" train --resume "$T/short"
+check "cut short: the same final model" cmp "$T/short/final/model.safetensors" "$T/r0/final/model.safetensors"
+
 # killed while it saved a non-finite step's batch for --replay, placed by a
 # rename() that kills the trainer as batch.msgpack takes its place
 cat >"$T/killbug.c" <<'EOF'
