@@ -62,8 +62,8 @@ static void bytes_field(struct strbuf *b, int field, const void *p, size_t n)
 	sb_add(b, p, n);
 }
 
-/* An Event: wall_time (1, double), step (2, varint), and file_version (3)
- * or summary (5) as given, already encoded. */
+/* An Event: wall_time (1, double), step (2, varint), and file_version (3),
+ * summary (5) or session_log (7) as given, already encoded. */
 static void write_event(struct tboard *tb, double wall_time, int64_t step, int field, const struct strbuf *body)
 {
 	struct strbuf e = {0};
@@ -105,6 +105,16 @@ struct tboard *tb_open(const char *dir)
 	sb_free(&v);
 	tb_flush(tb);
 	return tb;
+}
+
+void tb_restart(struct tboard *tb, int64_t step)
+{
+	struct strbuf log = {0};
+	varint(&log, 1 << 3 | 0);   /* SessionLog's status: START */
+	varint(&log, 1);
+	write_event(tb, (double)time(NULL), step, 7, &log);
+	sb_free(&log);
+	tb_flush(tb);
 }
 
 void tb_scalar(struct tboard *tb, const char *tag, int64_t step, double wall_time, double value)

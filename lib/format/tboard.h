@@ -11,6 +11,10 @@ struct tboard;
 
 /* Makes dir if needed and a new event file in it (a resumed run adds one). */
 struct tboard *tb_open(const char *dir);
+/* Tells TensorBoard that the run goes on from step, as a resumed run
+ * does from its checkpoint: the points of earlier files at step and after,
+ * which the run makes again, are dropped (a SessionLog START). */
+void tb_restart(struct tboard *tb, int64_t step);
 /* One scalar at step and wall time (unix seconds). */
 void tb_scalar(struct tboard *tb, const char *tag, int64_t step, double wall_time, double value);
 /* Every number of an event's fields as scalar "PREFIX/KEY" (and

@@ -355,6 +355,8 @@ void start_state(struct trainer *t, char **from)
 	if (*from)
 		load_checkpoint(t, from);
 	const char *ckpt = *from;
+	if (t->lead && t->c->resume)   /* the steps after the checkpoint come again */
+		tb_restart(t->tb, t->st.step + 1);
 	int end_moved = ckpt && check_kept_options(t, ckpt);
 	if (ckpt && t->c->resume_changes)
 		check_new_end(t);

@@ -106,8 +106,8 @@ static json_t *record_json(const msgpack_object *o)
 	return j ? j : json_object();
 }
 
-/* The run's valid evaluation at its best step ("done" names it), else its
- * last one; NULL when it has none. *stopped: whether its events end in a
+/* The run's valid evaluation at its best step (its last "best" event or its
+ * "done" names it), else its last one; NULL when it has none. *stopped: whether its events end in a
  * stop (on request: it goes on with --resume). */
 static json_t *outcome(const char *run, int *stopped)
 {
@@ -122,10 +122,12 @@ static json_t *outcome(const char *run, int *stopped)
 		long best_step = -1;
 		const msgpack_object *o;
 		while ((o = rec_next(r))) {
-			const msgpack_object *bs = mp_get(o, "best_step");
-			if (mp_str_is(mp_get(o, "event"), "done") && bs && bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			/* the run's best evaluation: a new best's step (a run stopped or
+			 * cut short has no done event), or the step its done event names */
+			const msgpack_object *ev = mp_get(o, "event"), *bs = mp_get(o, mp_str_is(ev, "best") ? "step" : "best_step");
+			if ((mp_str_is(ev, "best") || mp_str_is(ev, "done")) && bs && bs->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 				best_step = (long)bs->via.u64;
-			*stopped = mp_str_is(mp_get(o, "event"), "stop");
+			*stopped = mp_str_is(ev, "stop");
 			if (!valid_eval(o))
 				continue;
 			grow(&evals, &cap, n + 1, sizeof *evals);
@@ -728,6 +730,8 @@ int sweep_resume(const char *dir, long slots)
 	}
 	struct events *ev = open_records(dir);
 	events_add(ev, "resume", json_pack("{sI so}", "jobs", (json_int_t)todo, "places", places_json(&p)));
+	for (int k = 0; k < todo; k++)   /* those running when a sweep was killed run no more */
+		events_add(ev, "job", json_pack("{sI ss}", "job", (json_int_t)ids[k] + 1, "state", "queued"));
 	int rc = schedule(&p, cwd, ev, todo, ids, argvs, add_j);
 	events_close(ev);
 	json_decref(jobs), json_decref(sweep);

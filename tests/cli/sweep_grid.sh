@@ -163,6 +163,38 @@ wait "$sweeper"
 expect_eq "a sweep killed outright: the job went on from its checkpoint" \
 	"$(ts-cat "$T/k/job-001/events.msgpack" | jq -r 'select(.event=="resume") | .step')" "$stopped"
 
+# a sweep killed with two jobs running, resumed one at a time: the one that waits is queued
+timeout 300 ts-sweep -P 2 -p lr=1e-4,2e-4,3e-4 --dir "$T/k2" -- ts-train "${MODEL[@]}" --vocab "$V" --max-steps 100000 >/dev/null 2>&1 &
+sweeper=$!
+wait_for "killed with two running: both under way" sh -c "$(declare -f steps_in); steps_in '$T/k2/job-001' && steps_in '$T/k2/job-002'"
+kill -9 "$(cut -d' ' -f1 "$T/k2/lock")"
+wait "$sweeper" 2>/dev/null
+for j in 1 2; do wait_for "killed with two running: job $j ends" flock -n "$T/k2/job-00$j/lock" true; done
+timeout 300 ts-sweep --resume "$T/k2" -P 1 >/dev/null 2>&1 &
+sweeper=$!
+wait_for "resumed one at a time: job 1 goes on" sh -c "ts-cat '$T/k2/job-001/events.msgpack' | grep -q '\"resume\"'"
+expect_eq "resumed one at a time: one running, the others queued" "$(sweep --show "$T/k2" | tail -n 1 | cut -d';' -f1)" \
+	"3 jobs: 1 running, 2 queued"
+check "resumed one at a time: it stops on request" ts-stop --wait --timeout 60 "$T/k2"
+wait "$sweeper"
+
+# a job stopped after its best evaluation ranks by that one, not its last (a trainer that
+# writes such a run's events)
+mkdir "$T/fake" && printf '%s\n' '{"event":"eval","split":"valid","step":10,"accuracy":0.9,"loss":0.3}' \
+	'{"event":"best","step":10,"metric":"accuracy","value":0.9}' \
+	'{"event":"eval","split":"valid","step":20,"accuracy":0.5,"loss":0.8}' '{"event":"stop","step":20}' |
+	ts-cat --from-json >"$T/fake/events.msgpack"
+cat >"$T/fake/ts-train" <<EOF
+#!/bin/sh
+case " \$* " in *" --count-params "*) echo 1000; exit;; esac
+while [ "\$1" != --run ]; do shift; done
+mkdir -p "\$2" && cp "$T/fake/events.msgpack" "\$2/"
+EOF
+chmod +x "$T/fake/ts-train"
+PATH=$T/fake:$PATH check "a job stopped after its best: the sweep" sweep -p lr=1e-4 --dir "$T/b" -- ts-train --data "$T/data"
+expect_eq "a job stopped after its best: ranked by its best evaluation and its step" \
+	"$(sweep --show "$T/b" --format json | jq -c '.[0] | [.state, .best.accuracy, .best.step]')" '["stopped",0.9,10]'
+
 # a sweep killed while it asks ts-train about job 2 (a ts-train that hangs
 # counting its parameters) has made nothing yet
 mkdir "$T/hook" && cat >"$T/hook/ts-train" <<EOF

@@ -52,4 +52,16 @@ sleep 1   # the resumed run's file is named by another second
 check "a stopped run resumes" train --resume "$T/s"
 expect_eq "a resumed run adds an event file" "$(ls "$T/s/tb" | grep -c '^events\.out\.tfevents\.')" 2
 expect_eq "TensorBoard reads both: every step's loss" "$(scalars "$T/s/tb" | grep -c '^train/loss ')" 8
+# killed after the checkpoint at step 4, at step 6: a resumed run makes steps 5 to 8 again, and
+# TensorBoard keeps only the later points
+check "a run checkpointed at step 4" train "${TINY[@]}" --run "$T/k0" --save-every 4
+cp -r "$T/k0" "$T/k" && rm -rf "$T/k/final" "$T/k/ckpt/step-8"
+ts-cat "$T/k0/events.msgpack" | jq -c 'select(.step == null or .step <= 6)' | ts-cat --from-json >"$T/k/events.msgpack"
+sleep 1
+check "killed at step 6: --resume" train --resume "$T/k"
+expect_eq "killed at step 6: TensorBoard reads every step's loss once" "$(scalars "$T/k/tb" 2>/dev/null | grep -c '^train/loss ')" 8
+timed='/(step_ms|tokens_per_s|eta_s) '   # of this leg's clock, not the run's
+scalars "$T/k/tb" 2>/dev/null | grep -Ev "$timed" | sort >"$T/k.tb"
+logged "$T/k0" | grep -Ev "$timed" >"$T/k0.log"
+check "killed at step 6: its other scalars those of the run never killed" diff "$T/k.tb" "$T/k0.log"
 finish
