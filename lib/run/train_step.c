@@ -156,7 +156,7 @@ void train_step(struct trainer *t, struct step_result *r)
 	}
 	double loss = bert_take_loss(t->m);   /* the step's first wait for a GPU */
 	int with_items = reduce_gradient(t, &loss, count, r);
-	r->loss = loss;
+	r->loss = with_items ? loss : NAN;   /* nothing to predict: no loss, not 0 */
 	r->grad_norm = grad_norm(t) / ls;
 	r->lr = schedule_lr(&t->sched, sched_position(t));
 	r->loss_scale = t->st.ls.scale;

@@ -239,6 +239,11 @@ refused "$T/r10" "an MLM run whose valid split masks no token is refused" 1 \
 	--data "$T/words" --vocab "$V" --task mlm --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --max-steps 1 -j 1 --mask-prob 0.001
 check "with masks drawn, the same data trains" train --data "$T/words" --vocab "$V" --task mlm --layers 1 --hidden 32 --heads 2 \
 	--ffn 64 --max-pos 32 --max-steps 1 -j 1 --mask-prob 0.5 --run "$T/words-run"
+check "steps that mask nothing: a run of one-word records, a record a step" train --data "$T/words" --vocab "$V" --task mlm \
+	--layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --max-steps 8 --batch 1 -j 1 --mask-prob 0.3 --run "$T/words-1"
+expect_eq "steps that mask nothing: skipped, with no loss (not 0); the others with theirs" \
+	"$(ts-cat "$T/words-1/events.msgpack" | jq -r 'select(.event == "step") | "\(.skipped // false) \(.loss != null)"' | sort | uniq -c | awk '{print $2, $3}' | tr '\n' ';')" \
+	"false true;true false;"
 # --- --init of a classifier whose classes the data names in another order ---
 HV=$FIX/hf/tiny-cls/vocab.txt   # its classes: neg, neu, pos
 { echo text,label; for i in $(seq 30); do w=$(sed -n "$((i % 20 + 10))p" "$HV"); echo "$w $w,$(echo neu pos neg | cut -d' ' -f$((i % 3 + 1)))"; done; } >"$T/order.csv"
