@@ -92,11 +92,10 @@ static void print_line(const char *s, size_t n, struct afile *out, struct cat_op
 
 static void print_json(json_t *j, struct afile *out, struct cat_opts *co)
 {
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (!s)
-		die("out of memory");
-	print_line(s, strlen(s), out, co);
-	free(s);
+	struct strbuf b = {0};
+	json_to_text(j, &b);
+	print_line(b.s, b.n, out, co);
+	sb_free(&b);
 }
 
 /* A JSON file (a manifest, a checkpoint's state.json) prints as one compact line. */

@@ -103,6 +103,46 @@ void json_to_mp(const json_t *j, msgpack_packer *pk)
 	}
 }
 
+void json_to_text(const json_t *j, struct strbuf *b)
+{
+	const char *key;
+	const json_t *v;
+	size_t i, n = 0;
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		sb_addc(b, '{');
+		json_object_foreach((json_t *)j, key, v) {
+			if (n++)
+				sb_addc(b, ',');
+			sb_add_json_str(b, key, strlen(key));
+			sb_addc(b, ':');
+			json_to_text(v, b);
+		}
+		sb_addc(b, '}');
+		break;
+	case JSON_ARRAY:
+		sb_addc(b, '[');
+		json_array_foreach(j, i, v) {
+			if (i)
+				sb_addc(b, ',');
+			json_to_text(v, b);
+		}
+		sb_addc(b, ']');
+		break;
+	case JSON_STRING:
+		sb_add_json_str(b, json_string_value(j), json_string_length(j));
+		break;
+	case JSON_INTEGER:
+		sb_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(j));
+		break;
+	case JSON_REAL:
+		json_add_double(b, json_real_value(j), 0);
+		break;
+	default:
+		sb_addf(b, "%s", json_is_true(j) ? "true" : json_is_false(j) ? "false" : "null");
+	}
+}
+
 json_t *json_number(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();

@@ -69,6 +69,9 @@ printf 'layers = 4\nnonsense\n' >"$T/badconfig"
 expect_fail "a config line without '=' names the line" 1 "badconfig: line 2: not 'key = value'" ts-cat "$T/badconfig"
 printf '{\n "step": 4,\n "finished": true\n}\n' >"$T/state.json"
 expect_eq "a checkpoint's state.json prints as one line" "$(ts-cat "$T/state.json")" '{"step":4,"finished":true}'
+printf '{"best": 0.69999999999999996, "lr": 1e-7, "xs": [0.1, 2, -0.0], "k": "a\\u00e9"}\n' >"$T/floats.json"
+expect_eq "a JSON file's numbers print in their shortest form, as the records' do" "$(ts-cat "$T/floats.json")" \
+	'{"best":0.7,"lr":1e-07,"xs":[0.1,2,-0.0],"k":"aé"}'
 st() { local h=$1; printf "$(printf '\\x%02x' "${#h}")\0\0\0\0\0\0\0%s" "$h"; head -c "$2" /dev/zero; }
 st '{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"b":{"dtype":"F32","shape":[3],"data_offsets":[24,36]}}' 36 >"$T/model.safetensors"
 expect_eq "a safetensors file prints its header, not the data" "$(ts-cat "$T/model.safetensors")" \
