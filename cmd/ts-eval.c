@@ -85,7 +85,7 @@ static void open_input(struct input *in, char **files, int nfiles)
 		if (shard_count(in->shard) == 0)
 			die("%s: the %s split is empty", data, split);
 		in->vocab_sha256 = m->vocab_sha256;
-		in->lower = m->lower;
+		in->lower = manifest_lower(m);
 		in->labels = m->labels;
 		in->nlabels = m->nlabels;
 		in->split = sp;

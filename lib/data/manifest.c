@@ -385,3 +385,5 @@ void manifest_free(struct manifest *m)
 	free(m->vocab_sha256);
 	free(m);
 }
+
+int manifest_lower(const struct manifest *m) { return m->vocab_sha256 ? m->lower : -1; }

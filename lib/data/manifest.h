@@ -51,6 +51,9 @@ struct manifest {
 	int nsplits;
 };
 
+/* Whether the data's text was lowercased: 1, 0, or -1 where its tokenizer
+ * is not known (records made from ids, without a vocab's hash). */
+int manifest_lower(const struct manifest *m);
 /* Counts one record into a split's statistics. */
 void manifest_split_add(struct manifest_split *sp, const struct tokrec *t);
 /* Count of one label in a split (0 if never seen). */

@@ -220,7 +220,7 @@ char *vocab_of_model(const char *option, const char *dir, const char *sha256, in
 
 void vocab_save_case(const struct vocab *v, const char *dir, int lower)
 {
-	if (v->hf)
+	if (v->hf || lower < 0)
 		return;
 	char *path = path_join(dir, TOKENIZER_CONFIG);
 	afile_put_text(path, lower ? "{\"do_lower_case\": true}\n" : "{\"do_lower_case\": false}\n");

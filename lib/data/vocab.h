@@ -48,7 +48,7 @@ char *vocab_of_model(const char *option, const char *dir, const char *sha256, in
 /* For v a WordPiece vocab, writes DIR/tokenizer_config.json with lower as
  * its do_lower_case, which transformers reads beside a vocab.txt (true
  * where it is not said); nothing for a tokenizer.json, whose normalizer
- * says it. */
+ * says it, or where lower is -1 (not known). */
 void vocab_save_case(const struct vocab *v, const char *dir, int lower);
 /* Whether the file at path, where there is one, has the SHA-256 sha256. */
 int vocab_file_has_sha256(const char *path, const char *sha256);

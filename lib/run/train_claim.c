@@ -44,9 +44,9 @@ static void keep_vocab(const struct train_config *c, const struct manifest *man)
 {
 	char *copy = vocab_in_dir(c->run, NULL);
 	if (access(copy, F_OK)) {
-		char *src = start_vocab(c, man->vocab_sha256, man->lower);
+		char *src = start_vocab(c, man->vocab_sha256, manifest_lower(man));
 		struct vocab *v = vocab_load(src);
-		save_run_vocab(c, v, man->lower);
+		save_run_vocab(c, v, manifest_lower(man));
 		vocab_free(v);
 		free(src);
 	}
@@ -91,7 +91,8 @@ void claim_run(struct trainer *t, char **ckpt)
 			free(chosen);
 		free(mine);
 	}
-	t->vocab_path = c->resume ? vocab_in_dir(c->run, NULL) : start_vocab(c, t->man->vocab_sha256, t->man->lower);
+	t->vocab_path = c->resume ? vocab_in_dir(c->run, NULL)
+				  : start_vocab(c, t->man->vocab_sha256, manifest_lower(t->man));
 }
 
 /* The line of text that holds offset at: its start, and its length as the
@@ -182,7 +183,8 @@ void open_run(struct trainer *t)
 		char *config = trainer_config_text(t);
 		rundir_create(c->run, config);
 		free(config);
-		save_run_vocab(c, t->vocab, t->man->lower);   /* the one checked: --vocab may be a pipe, read once */
+		/* the vocab checked: --vocab may be a pipe, read once */
+		save_run_vocab(c, t->vocab, manifest_lower(t->man));
 	}
 	comm_barrier(t->comm);
 	check_same_dir(t);

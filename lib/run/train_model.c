@@ -104,7 +104,7 @@ size_t train_count_params(const struct train_config *c)
 	struct manifest *man = manifest_read(c->data);
 	struct vocab *v = NULL;
 	if (!c->init) {
-		char *path = start_vocab(c, NULL, man->lower);
+		char *path = start_vocab(c, NULL, manifest_lower(man));
 		v = vocab_load(path);
 		free(path);
 	}
@@ -205,7 +205,7 @@ static void order_teacher_classes(const struct trainer *t, char *const *names, i
 static void load_teacher(struct trainer *t)
 {
 	const struct train_config *c = t->c;
-	char *vocab = vocab_of_model("--teacher", c->teacher, vocab_sha256(t->vocab), t->man->lower);
+	char *vocab = vocab_of_model("--teacher", c->teacher, vocab_sha256(t->vocab), manifest_lower(t->man));
 	struct vocab *v = vocab_load(vocab);
 	if (strcmp(vocab_sha256(v), vocab_sha256(t->vocab)))
 		die("--teacher %s: its vocab is not the data's", c->teacher);
