@@ -1,6 +1,6 @@
-/* Character classes as HF tokenizers' Rust code sees them (char's
- * is_whitespace, is_alphanumeric, is_numeric; punctuation as the P
- * categories), from utf8proc's tables. */
+/* Character classes as HF tokenizers' Rust code sees them: char's
+ * is_whitespace, is_alphanumeric and is_numeric from utf8proc's tables, and
+ * below those the classes HF takes from older Unicode tables (uclass.c). */
 #ifndef TS_UCLASS_H
 #define TS_UCLASS_H
 #include <stdint.h>
@@ -29,15 +29,6 @@ static inline int uc_alnum(int32_t c)
 	return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO) || uc_numeric(c);
 }
 
-/* ASCII punctuation and the P categories (HF's Punctuation and BERT splits). */
-static inline int uc_punct(int32_t c)
-{
-	if (c < 0x80)
-		return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
-	int k = utf8proc_category(c);
-	return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
-}
-
 /* The code point of the valid UTF-8 character at s; *n its length. */
 static inline int32_t uc_at(const char *s, size_t *n)
 {
@@ -50,4 +41,18 @@ static inline int32_t uc_at(const char *s, size_t *n)
 		return *n = 3, (u[0] & 0x0F) << 12 | (u[1] & 0x3F) << 6 | (u[2] & 0x3F);
 	return *n = 4, (u[0] & 0x07) << 18 | (u[1] & 0x3F) << 12 | (u[2] & 0x3F) << 6 | (u[3] & 0x3F);
 }
+
+/* HF's punctuation, which BERT's pre-tokenizer and the Punctuation one
+ * split on: ASCII's and the P categories of Unicode 9. */
+int uc_punct(int32_t c);
+/* What BertNormalizer's cleaning drops as control (Cc, Cf, Co); c is not ASCII. */
+int uc_control(int32_t c);
+/* Mn, the accents BertNormalizer strips. */
+int uc_nonspacing_mark(int32_t c);
+/* c's canonical combining class in HF's NFD: 0 for a mark it does not know. */
+int uc_combining_class(int32_t c);
+/* Whether HF's NFD knows c's decomposition (a newer one leaves c whole). */
+int uc_nfd_known(int32_t c);
+/* Rust's char::to_lowercase of c, except its one of two characters (U+0130). */
+int32_t uc_lower(int32_t c);
 #endif

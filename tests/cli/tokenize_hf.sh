@@ -81,6 +81,30 @@ if "$PY" "$TOP/tests/cli/hf_variants.py" "$R" "$T/xlm-roberta/tokenizer.json" "$
 else
 	fail "hf_variants.py makes the variant tokenizers"
 fi
+
+# every code point from U+0080 to U+3FFFF between letters, 256 a line: HF
+# takes its character classes from older Unicode than utf8proc's. BERT's
+# tokenizer.json (examples/vocab.txt), and one that splits with the
+# Punctuation pre-tokenizer: a word split where HF's is whole is [UNK]
+# against three ids.
+"$PY" -W ignore - "$TOP/examples/vocab.txt" "$T" <<'PYEOF'
+import sys
+from transformers import BertTokenizerFast
+from tokenizers import pre_tokenizers
+vocab, out = sys.argv[1:3]
+tok = BertTokenizerFast(vocab_file=vocab).backend_tokenizer
+tok.save(out + "/bert.json")
+tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+tok.save(out + "/bert-punct.json")
+cps = [c for c in range(0x80, 0x40000) if not 0xD800 <= c < 0xE000]
+with open(out + "/cp.txt", "w", encoding="utf-8") as f:
+    for i in range(0, len(cps), 256):
+        f.write(" ".join("a" + chr(c) + "b" for c in cps[i:i + 256]) + "\n")
+PYEOF
+for v in bert bert-punct; do
+	parity "$v: every code point" "$T/$v.json" --max-len 0 -f lines "$T/cp.txt" -- --lines "$T/cp.txt"
+done
+
 expect_eq "the header names the tokenizer.json, its sha256, model and special ids" "$(echo hi | ts-tokenize -t "$R" | ts-cat | head -1)" \
 	'{"kind":"tokens","version":1,"vocab":"'"$(sha256sum "$R" | cut -d' ' -f1)"'","vocab_file":"'"$(realpath "$R")"'","tokenizer":{"file":"tokenizer.json","model":"BPE","pad":1,"unk":3,"cls":0,"sep":2,"mask":50264},"labels":[],"max_len":512,"lower":false}'
 expect_eq "XLM-R's: a Unigram" "$(echo hi | ts-tokenize -t "$T/xlm-roberta" | ts-cat | head -1 | grep -o '"tokenizer":{[^}]*}')" \
