@@ -66,6 +66,7 @@ struct item {
 	size_t labels, nlabels;                        /* offsets into the batch's label list */
 	const char *file;                              /* where the item is, for errors found later */
 	uint64_t line;
+	size_t bad_utf8;                               /* invalid UTF-8 the reader replaced */
 };
 
 struct batch {
@@ -180,7 +181,7 @@ static void add_item(struct ctx *c, struct batch *b, const struct in_record *r)
 	grow(&b->items, &b->cap, b->n + 1, sizeof *b->items);
 	struct item *it = &b->items[b->n++];
 	/* work() reads every field, and grow() leaves them unset */
-	*it = (struct item){.file = c->in_name, .line = r->line};
+	*it = (struct item){.file = c->in_name, .line = r->line, .bad_utf8 = r->bad_utf8};
 	it->text = stash(&b->arena, r->text, r->text_n), it->text_n = r->text_n;
 	it->has_pair = r->pair != NULL;
 	if (r->nwords && r->pair)
@@ -267,8 +268,8 @@ static void work(void *slot, int worker, void *ctxp)
 	for (size_t i = 0; i < b->n; i++) {
 		const struct item *it = &b->items[i];
 		a.n = p.n = 0;
-		size_t bad = it->nwords ? encode_words(c, worker, b, it, &a, &tags, &spaced)
-					: encode_text(c, worker, b->arena.s + it->text, it->text_n, &a);
+		size_t bad = it->bad_utf8 + (it->nwords ? encode_words(c, worker, b, it, &a, &tags, &spaced)
+							: encode_text(c, worker, b->arena.s + it->text, it->text_n, &a));
 		if (it->has_pair)
 			bad += encode_text(c, worker, b->arena.s + it->pair, it->pair_n, &p);
 		if (bad && !b->bad_utf8)

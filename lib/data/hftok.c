@@ -425,37 +425,6 @@ void hftok_space_free(struct hftok_space *s)
 	free(s);
 }
 
-/* text as valid UTF-8: itself, or a copy with U+FFFD for each ill-formed
- * sequence (counted in *nbad). */
-static const char *valid_utf8(struct strbuf *copy, const char *text, size_t len, size_t *nbad)
-{
-	const unsigned char *p = (const unsigned char *)text, *end = p + len;
-	size_t bad = 0;
-	while (p < end && !bad)
-		if (*p < 0x80)
-			p++;
-		else
-			utf8_decode(&p, end, &bad);
-	if (!bad)
-		return text;
-	copy->n = 0;
-	p = (const unsigned char *)text;
-	while (p < end) {
-		if (*p < 0x80) {
-			sb_addc(copy, (char)*p++);
-			continue;
-		}
-		const unsigned char *c = p;
-		size_t was = *nbad;
-		utf8_decode(&p, end, nbad);
-		if (*nbad == was)
-			sb_add(copy, c, (size_t)(p - c));
-		else
-			sb_add(copy, "\xef\xbf\xbd", 3);
-	}
-	return copy->s;
-}
-
 /* A stretch of normalized text free of added tokens: its words' ids. */
 static void encode_words(const struct hftok *t, struct hftok_space *sp, const char *s, size_t n, int first,
 			 struct ids *out)
@@ -489,7 +458,7 @@ static void encode_stretch(const struct hftok *t, struct hftok_space *sp, const 
 size_t hftok_encode(const struct hftok *t, struct hftok_space *sp, const char *text, size_t len, struct ids *out)
 {
 	size_t nbad = 0, at = 0;
-	const char *s = valid_utf8(&sp->valid, text, len, &nbad);
+	const char *s = utf8_repair(&sp->valid, text, len, &nbad);
 	size_t n = s == text ? len : sp->valid.n;
 	size_t k = added_empty(t->raw) ? 0 : added_find(t->raw, s, n, &sp->raw, &sp->raw_cap);
 	for (size_t i = 0; i < k; i++) {

@@ -1,6 +1,7 @@
 #include "data/tokinput.h"
 #include "data/csv.h"
 #include "data/textin.h"
+#include "data/utf8.h"
 #include "util/err.h"
 #include "util/strbuf.h"
 #include <float.h>
@@ -22,6 +23,7 @@ struct tokinput {
 	struct in_str *words, *names;   /* a record's words and its list of names */
 	size_t words_cap, names_cap;
 	struct strbuf sentence;         /* CoNLL: the words and tags of a sentence */
+	struct strbuf valid;            /* JSON lines: the line with invalid UTF-8 replaced */
 	uint64_t bytes;
 	char num[32];
 };
@@ -263,6 +265,46 @@ static void json_id(struct tokinput *in, struct in_record *r)
 	}
 }
 
+/* The code unit of the \uXXXX escape at s[i..n), or -1 where there is none. */
+static long escaped_unit(const char *s, size_t n, size_t i)
+{
+	if (i + 6 > n || s[i] != '\\' || s[i + 1] != 'u')
+		return -1;
+	long u = 0;
+	for (size_t k = i + 2; k < i + 6; k++) {
+		int c = s[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				   : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		u = u << 4 | d;
+	}
+	return u;
+}
+
+/* Rewrites each \u escape of a lone surrogate in the JSON line s as the
+ * surrogate's three bytes in UTF-8's pattern, which the UTF-8 repair then
+ * makes three U+FFFD: what HF tokenizers gets from the str that Python's
+ * json.loads makes (Jansson refuses the escape). Returns the new length. */
+static size_t unescape_lone_surrogates(char *s, size_t n)
+{
+	char *first = memchr(s, '\\', n);
+	size_t o = first ? (size_t)(first - s) : n;
+	for (size_t i = o; i < n;) {
+		long u = escaped_unit(s, n, i), low;
+		size_t step = u >= 0 ? 6 : s[i] == '\\' && i + 1 < n ? 2 : 1;   /* an escape whole: \\u is none */
+		if (u >= 0xD800 && u < 0xDC00 && (low = escaped_unit(s, n, i + 6)) >= 0xDC00 && low < 0xE000) {
+			step = 12;   /* a pair: one character */
+		} else if (u >= 0xD800 && u < 0xE000) {
+			s[o++] = (char)0xED, s[o++] = (char)(0x80 | (u >> 6 & 0x3F)), s[o++] = (char)(0x80 | (u & 0x3F));
+			i += 6;
+			continue;
+		}
+		memmove(s + o, s + i, step);
+		o += step, i += step;
+	}
+	return o;
+}
+
 static int next_jsonl(struct tokinput *in, struct in_record *r)
 {
 	size_t n;
@@ -274,8 +316,10 @@ static int next_jsonl(struct tokinput *in, struct in_record *r)
 	in->bytes += n + 1;
 	r->line = textin_lineno(in->lines);
 	json_decref(in->json);
+	n = unescape_lone_surrogates(line, n);
+	const char *text = utf8_repair(&in->valid, line, n, &r->bad_utf8);
 	json_error_t err;
-	in->json = json_loadb(line, n, 0, &err);
+	in->json = json_loadb(text, text == line ? n : in->valid.n, 0, &err);
 	if (!in->json && json_error_code(&err) == json_error_null_character)
 		json_bad(in, "a string holds \\u0000, a NUL character, which no text or name may hold%s", "");
 	if (!in->json)
@@ -406,5 +450,6 @@ void tokinput_close(struct tokinput *in)
 	free(in->words);
 	free(in->names);
 	sb_free(&in->sentence);
+	sb_free(&in->valid);
 	free(in);
 }

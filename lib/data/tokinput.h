@@ -39,6 +39,7 @@ struct in_record {
 	const struct in_str *label_names;
 	size_t label_list_n;                    /* of label_list or label_names */
 	uint64_t line;                          /* where the record began */
+	size_t bad_utf8;                        /* JSON lines: invalid UTF-8 replaced by U+FFFD */
 };
 
 /* Format from a file name's extension, or -1 when it has none we know. */

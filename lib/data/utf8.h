@@ -37,6 +37,11 @@ bad:
 	return 0xFFFD;
 }
 
+/* text[0..len) as valid UTF-8: text itself, or copy->s (copy->n bytes)
+ * with U+FFFD for each ill-formed sequence, counted in *nbad. */
+struct strbuf;
+const char *utf8_repair(struct strbuf *copy, const char *text, size_t len, size_t *nbad);
+
 /* The length of the well-formed UTF-8 character at s (1 for a byte that
  * starts none): for stepping through text already made valid. */
 static inline size_t utf8_len(unsigned char c)
