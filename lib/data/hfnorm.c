@@ -135,14 +135,18 @@ void hfnorm_space_free(struct hfnorm_space *s)
 	free(s);
 }
 
-/* A Unicode normal form of s[0..n), which holds a byte beyond ASCII, into
- * out. */
+/* A Unicode normal form of s[0..n) into out: at most one ASCII character
+ * and then others, through utf8proc where there are others. */
 static void map_form(enum kind form, const char *s, size_t n, struct strbuf *out)
 {
 	static const int opts[] = {
 		[NFC] = UTF8PROC_COMPOSE, [NFD] = UTF8PROC_DECOMPOSE,
 		[NFKC] = UTF8PROC_COMPOSE | UTF8PROC_COMPAT, [NFKD] = UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT,
 	};
+	if (n < 2 && (!n || (unsigned char)*s < 0x80)) {
+		sb_add(out, s, n);
+		return;
+	}
 	utf8proc_uint8_t *dst;
 	utf8proc_ssize_t k = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
 					  (utf8proc_option_t)(opts[form] | UTF8PROC_STABLE));
@@ -152,30 +156,32 @@ static void map_form(enum kind form, const char *s, size_t n, struct strbuf *out
 	free(dst);
 }
 
-/* A Unicode normal form of s into out. ASCII is its own in every form, and
- * no character composes with one before an ASCII character or with an
- * ASCII character after it: so only each run of other characters goes
- * through utf8proc, with the ASCII character before it, which a mark in
- * the run may compose with. */
+/* A Unicode normal form of s into out, as HF's older tables make it. ASCII
+ * is its own in every form, and no character composes with one before an
+ * ASCII character or with an ASCII character after it; a character those
+ * tables do not know is left whole, and nothing reorders or composes across
+ * it. So only the stretches between go through utf8proc, each with the
+ * ASCII character before it, which a mark in it may compose with. */
 static void normal_form(enum kind form, const char *s, size_t n, struct strbuf *out)
 {
-	size_t i = 0;
-	for (;;) {
-		size_t run = i, end;
-		while (run < n && (unsigned char)s[run] < 0x80)
-			run++;
-		if (run == n) {
-			sb_add(out, s + i, n - i);
-			return;
+	size_t from = 0, i = 0, k;   /* s[from..i) waits for utf8proc */
+	while (i < n) {
+		if ((unsigned char)s[i] < 0x80) {
+			size_t end = i + 1;
+			while (end < n && (unsigned char)s[end] < 0x80)
+				end++;
+			map_form(form, s + from, i - from, out);
+			sb_add(out, s + i, end - 1 - i);
+			from = end - 1, i = end;
+		} else if (!uc_normal_forms_known(uc_at(s + i, &k))) {
+			map_form(form, s + from, i - from, out);
+			sb_add(out, s + i, k);
+			from = i += k;
+		} else {
+			i += k;
 		}
-		if (run > i)
-			run--;   /* the ASCII character before the run goes with it */
-		sb_add(out, s + i, run - i);
-		for (end = run + 1; end < n && (unsigned char)s[end] >= 0x80; end++)
-			;
-		map_form(form, s + run, end - run, out);
-		i = end;
 	}
+	map_form(form, s + from, n - from, out);
 }
 
 static void put_cp(struct strbuf *out, int32_t c)
@@ -202,12 +208,9 @@ static void lowercase(const char *s, size_t n, struct strbuf *out)
 static void strip_accents(const char *s, size_t n, struct strbuf *out)
 {
 	size_t k;
-	for (size_t i = 0; i < n; i += k) {
-		int32_t c = uc_at(s + i, &k);
-		int cat = c < 0x80 ? UTF8PROC_CATEGORY_CN : utf8proc_category(c);
-		if (cat < UTF8PROC_CATEGORY_MN || cat > UTF8PROC_CATEGORY_ME)   /* HF drops every mark */
+	for (size_t i = 0; i < n; i += k)
+		if (!uc_combining_mark(uc_at(s + i, &k)))   /* HF drops every mark */
 			sb_add(out, s + i, k);
-	}
 }
 
 static void strip(const struct step *st, const char *s, size_t n, struct strbuf *out)

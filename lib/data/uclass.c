@@ -3,14 +3,14 @@
 #include "data/uclass.h"
 #include <stddef.h>
 
-/* HF takes the categories that decide control characters, punctuation and accents from
- * the unicode_categories 0.1.1 crate (Unicode 9.0 tables), NFD from the
- * unicode-normalization-alignments 0.1.12 crate (Unicode 9.0 decompositions and
- * combining classes) and lowercasing from Rust's std (Unicode 17 in the tokenizers
- * 0.23.3 wheel). utf8proc 2.8 has Unicode 15.0. The generated tables below list every
- * code point where utf8proc's answer is not HF's; test_wordpiece checks all code points
- * against HF (tests/fixtures/tokenize/codepoints.txt), tokenize_hf.sh a BERT
- * tokenizer.json's. */
+/* HF takes the categories that decide control characters, punctuation and BERT's
+ * accents from the unicode_categories 0.1.1 crate (Unicode 9.0 tables), the normal
+ * forms and the marks StripAccents drops from the unicode-normalization-alignments
+ * 0.1.12 crate (Unicode 9.0 decompositions, compositions and combining classes) and
+ * lowercasing from Rust's std (Unicode 17 in the tokenizers 0.23.3 wheel). utf8proc 2.8
+ * has Unicode 15.0. The generated tables below list every code point where utf8proc's
+ * answer is not HF's; test_wordpiece checks all code points against HF
+ * (tests/fixtures/tokenize/codepoints.txt), tokenize_hf.sh tokenizer.json files. */
 
 struct cp_range { int32_t lo, hi; };
 struct cp_delta { struct cp_range r; int32_t delta; };
@@ -100,6 +100,42 @@ static const struct cp_range nfd_unknown[] = {
 	{ 0x11938, 0x11938 },
 };
 
+/* utf8proc and HF disagree on Mn, Mc and Me */
+static const struct cp_range combining_flip[] = {
+	{ 0x7FD, 0x7FD }, { 0x898, 0x89F }, { 0x8CA, 0x8D3 }, { 0x9FE, 0x9FE },
+	{ 0xAFA, 0xAFF }, { 0xB55, 0xB55 }, { 0xC04, 0xC04 }, { 0xC3C, 0xC3C },
+	{ 0xCF3, 0xCF3 }, { 0xD00, 0xD00 }, { 0xD3B, 0xD3C }, { 0xD81, 0xD81 },
+	{ 0xEBA, 0xEBA }, { 0xECE, 0xECE }, { 0x1715, 0x1715 }, { 0x180F, 0x180F },
+	{ 0x1ABF, 0x1ACE }, { 0x1CF2, 0x1CF3 }, { 0x1CF7, 0x1CF7 }, { 0x1DF6, 0x1DFA },
+	{ 0xA82C, 0xA82C }, { 0xA8FF, 0xA8FF }, { 0x10D24, 0x10D27 }, { 0x10EAB, 0x10EAC },
+	{ 0x10EFD, 0x10EFF }, { 0x10F46, 0x10F50 }, { 0x10F82, 0x10F85 }, { 0x11070, 0x11070 },
+	{ 0x11073, 0x11074 }, { 0x110C2, 0x110C2 }, { 0x11145, 0x11146 }, { 0x111C9, 0x111C9 },
+	{ 0x111CE, 0x111CF }, { 0x11241, 0x11241 }, { 0x1133B, 0x1133B }, { 0x1145E, 0x1145E },
+	{ 0x1182C, 0x1183A }, { 0x11930, 0x11935 }, { 0x11937, 0x11938 }, { 0x1193B, 0x1193E },
+	{ 0x11940, 0x11940 }, { 0x11942, 0x11943 }, { 0x119D1, 0x119D7 }, { 0x119DA, 0x119E0 },
+	{ 0x119E4, 0x119E4 }, { 0x11A01, 0x11A0A }, { 0x11A33, 0x11A39 }, { 0x11A3B, 0x11A3E },
+	{ 0x11A47, 0x11A47 }, { 0x11A51, 0x11A5B }, { 0x11A8A, 0x11A99 }, { 0x11D31, 0x11D36 },
+	{ 0x11D3A, 0x11D3A }, { 0x11D3C, 0x11D3D }, { 0x11D3F, 0x11D45 }, { 0x11D47, 0x11D47 },
+	{ 0x11D8A, 0x11D8E }, { 0x11D90, 0x11D91 }, { 0x11D93, 0x11D97 }, { 0x11EF3, 0x11EF6 },
+	{ 0x11F00, 0x11F01 }, { 0x11F03, 0x11F03 }, { 0x11F34, 0x11F3A }, { 0x11F3E, 0x11F42 },
+	{ 0x13440, 0x13440 }, { 0x13447, 0x13455 }, { 0x16F4F, 0x16F4F }, { 0x16F7F, 0x16F87 },
+	{ 0x16FE4, 0x16FE4 }, { 0x16FF0, 0x16FF1 }, { 0x1CF00, 0x1CF2D }, { 0x1CF30, 0x1CF46 },
+	{ 0x1E08F, 0x1E08F }, { 0x1E130, 0x1E136 }, { 0x1E2AE, 0x1E2AE }, { 0x1E2EC, 0x1E2EF },
+	{ 0x1E4EC, 0x1E4EF },
+};
+
+/* compatibility and canonical decompositions HF's NFKD does not know */
+static const struct cp_range nfkd_unknown[] = {
+	{ 0x32FF, 0x32FF }, { 0xA7F2, 0xA7F4 }, { 0xAB69, 0xAB69 }, { 0x10781, 0x10785 },
+	{ 0x10787, 0x107B0 }, { 0x107B2, 0x107BA }, { 0x11938, 0x11938 }, { 0x1E030, 0x1E06D },
+	{ 0x1F16C, 0x1F16C }, { 0x1FBF0, 0x1FBF9 },
+};
+
+/* the second characters of compositions HF's NFC does not know */
+static const struct cp_range compose_unknown[] = {
+	{ 0x11930, 0x11930 },
+};
+
 /* lowercase mappings utf8proc lacks: lo, hi, delta */
 static const struct cp_delta lower_extra[] = {
 	{ { 0x1C89, 0x1C89 }, 0x1 },
@@ -143,6 +179,17 @@ int uc_combining_class(int32_t c)
 int uc_nfd_known(int32_t c)
 {
 	return !IN(c, nfd_unknown);
+}
+
+int uc_combining_mark(int32_t c)
+{
+	int k = utf8proc_category(c);
+	return (k >= UTF8PROC_CATEGORY_MN && k <= UTF8PROC_CATEGORY_ME) != IN(c, combining_flip);
+}
+
+int uc_normal_forms_known(int32_t c)
+{
+	return !IN(c, ccc_unknown) && !IN(c, nfkd_unknown) && !IN(c, compose_unknown);
 }
 
 int32_t uc_lower(int32_t c)

@@ -53,6 +53,12 @@ int uc_nonspacing_mark(int32_t c);
 int uc_combining_class(int32_t c);
 /* Whether HF's NFD knows c's decomposition (a newer one leaves c whole). */
 int uc_nfd_known(int32_t c);
+/* Mn, Mc and Me, the marks the StripAccents normalizer drops. */
+int uc_combining_mark(int32_t c);
+/* Whether HF's NFC, NFD, NFKC and NFKD treat c as utf8proc does. Where not,
+ * c is newer than HF's tables, which leave it whole and reorder or compose
+ * nothing across it. */
+int uc_normal_forms_known(int32_t c);
 /* Rust's char::to_lowercase of c, except its one of two characters (U+0130). */
 int32_t uc_lower(int32_t c);
 #endif

@@ -82,27 +82,38 @@ else
 	fail "hf_variants.py makes the variant tokenizers"
 fi
 
-# every code point from U+0080 to U+3FFFF between letters, 256 a line: HF
-# takes its character classes from older Unicode than utf8proc's. BERT's
-# tokenizer.json (examples/vocab.txt), and one that splits with the
-# Punctuation pre-tokenizer: a word split where HF's is whole is [UNK]
-# against three ids.
-"$PY" -W ignore - "$TOP/examples/vocab.txt" "$T" <<'PYEOF'
+# every code point from U+0080 to U+1FFFF (above are ideographs only)
+# after and before a mark, 128 a line: HF takes its character classes and
+# normal forms from older Unicode than utf8proc's. BERT's tokenizer.json
+# (examples/vocab.txt), and one that splits with the Punctuation
+# pre-tokenizer: a word split where HF's is whole is [UNK] against several
+# ids; ModernBERT's (NFC), and RoBERTa's with each normal form and
+# StripAccents: byte-level, so every character shows.
+"$PY" -W ignore - "$TOP/examples/vocab.txt" "$R" "$T" <<'PYEOF'
 import sys
 from transformers import BertTokenizerFast
-from tokenizers import pre_tokenizers
-vocab, out = sys.argv[1:3]
+from tokenizers import Tokenizer, normalizers, pre_tokenizers
+vocab, roberta, out = sys.argv[1:4]
 tok = BertTokenizerFast(vocab_file=vocab).backend_tokenizer
 tok.save(out + "/bert.json")
 tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
 tok.save(out + "/bert-punct.json")
-cps = [c for c in range(0x80, 0x40000) if not 0xD800 <= c < 0xE000]
+for name in ("NFC", "NFD", "NFKC", "NFKD", "StripAccents"):
+    tok = Tokenizer.from_file(roberta)
+    tok.normalizer = getattr(normalizers, name)()
+    tok.save(out + "/roberta-" + name + ".json")
+cps = [c for c in range(0x80, 0x20000) if not 0xD800 <= c < 0xE000]
 with open(out + "/cp.txt", "w", encoding="utf-8") as f:
-    for i in range(0, len(cps), 256):
-        f.write(" ".join("a" + chr(c) + "b" for c in cps[i:i + 256]) + "\n")
+    for i in range(0, len(cps), 128):
+        f.write(" ".join(f"e{chr(c)}\u0301 e\u0301{chr(c)}" for c in cps[i:i + 128]) + "\n")
 PYEOF
-for v in bert bert-punct; do
+for v in bert bert-punct roberta-NFC roberta-NFD roberta-NFKC roberta-NFKD roberta-StripAccents; do
 	parity "$v: every code point" "$T/$v.json" --max-len 0 -f lines "$T/cp.txt" -- --lines "$T/cp.txt"
+done
+parity "modernbert: every code point" "$F/modernbert/tokenizer.json" --max-len 0 -f lines "$T/cp.txt" -- --lines "$T/cp.txt"
+printf 'e\341\267\266\314\201 \341\253\213\341\252\275 \360\221\244\265\360\221\244\260 \343\213\277\n' >"$T/marks.txt"
+for v in roberta-NFC roberta-NFKC; do
+	parity "$v: new marks, a new composition, a new compatibility character" "$T/$v.json" --max-len 0 -f lines "$T/marks.txt" -- --lines "$T/marks.txt"
 done
 
 expect_eq "the header names the tokenizer.json, its sha256, model and special ids" "$(echo hi | ts-tokenize -t "$R" | ts-cat | head -1)" \
