@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { READ_CHUNK = 1 << 16, WRITE_BUF = 1 << 20 };
@@ -218,16 +219,47 @@ static int take_whole(struct rec_tail *t, msgpack_unpacker *up, long long at,
 	return rc;
 }
 
+/* Whether the file open as fd (-1: none there) is not the one t has read
+ * from: a run dir deleted and made again holds a new file, whose records
+ * do not begin where the old one's left off. */
+static int tail_replaced(const struct rec_tail *t, int fd)
+{
+	struct stat st;
+	unsigned char head[sizeof t->head];
+	if (t->read == 0)
+		return 0;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return 1;
+	return st.st_dev != t->dev || st.st_ino != t->ino || st.st_size < t->read ||
+	       pread(fd, head, (size_t)t->nhead, 0) != t->nhead || memcmp(head, t->head, (size_t)t->nhead);
+}
+
+/* Notes which file t begins to read: fd's, whose first bytes are buf[n]. */
+static void tail_begin(struct rec_tail *t, int fd, const void *buf, size_t n)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0)
+		t->dev = st.st_dev, t->ino = st.st_ino;
+	t->nhead = n < sizeof t->head ? (int)n : (int)sizeof t->head;
+	memcpy(t->head, buf, (size_t)t->nhead);
+}
+
 int rec_tail_read(const char *path, struct rec_tail *t, int (*take)(void *ctx, const msgpack_object *o), void *ctx,
 		  char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return 0;
+	if (fd < 0 && errno != ENOENT) {
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
+	if (tail_replaced(t, fd)) {
+		*t = (struct rec_tail){0};
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	if (fd < 0)
+		return 0;
 	msgpack_unpacker *up = msgpack_unpacker_new(1 << 16);
 	long long at = t->read;
 	while (!rc) {
@@ -240,6 +272,8 @@ int rec_tail_read(const char *path, struct rec_tail *t, int (*take)(void *ctx, c
 		}
 		if (got <= 0)
 			break;
+		if (at == 0)
+			tail_begin(t, fd, msgpack_unpacker_buffer(up), (size_t)got);
 		at += got;
 		msgpack_unpacker_buffer_consumed(up, (size_t)got);
 		rc = take_whole(t, up, at, take, ctx, path, err, errlen);

@@ -24,15 +24,21 @@ void rec_close(struct rec_reader *r);
 _Noreturn void rec_die(const struct rec_reader *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* An append-only file of records read as it grows, like tail -f: how far
- * its whole records have been read. */
+/* An append-only file of records read as it grows, like tail -f: which
+ * file, and how far its whole records have been read. */
 struct rec_tail {
 	long long read;           /* bytes */
 	long records;
+	unsigned long long dev, ino;
+	unsigned char head[64];   /* its first bytes: an inode number freed by a delete is soon another file's */
+	int nhead;
 };
 /* Hands take each whole record appended to path since the last call (none
  * while path does not exist), until take returns nonzero; a record cut short
- * at the end is read again from its start by a later call. Returns 0, or -1
+ * at the end is read again from its start by a later call. Returns 0; 1,
+ * having read nothing, when path is no longer the file read so far (gone,
+ * made again, or cut shorter than what was read), so that the caller forgets
+ * what it took and the next call reads the new file from its start; or -1
  * with why in err when path cannot be read or holds a record that is not
  * msgpack or not a map. */
 int rec_tail_read(const char *path, struct rec_tail *t, int (*take)(void *ctx, const msgpack_object *o), void *ctx,

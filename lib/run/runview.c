@@ -46,13 +46,23 @@ static void read_config(struct run_view *v)
 	snprintf(v->metric, sizeof v->metric, "%s", *metric ? metric : metric_default(task));
 }
 
+/* v as before its first event: all but its dir, its sweep's word on it and
+ * how far to read. */
+static void start_over(struct run_view *v)
+{
+	struct run_view kept = {.dir = v->dir, .until = v->until};
+	memcpy(kept.job_state, v->job_state, sizeof kept.job_state);
+	*v = kept;
+	v->eval_value = v->best_value = v->smooth = NAN;
+	v->best_step = -1;
+	read_config(v);
+}
+
 struct run_view *run_view_open(const char *dir)
 {
 	struct run_view *v = xcalloc(1, sizeof *v);
 	v->dir = xstrdup(dir);
-	v->eval_value = v->best_value = v->smooth = NAN;
-	v->best_step = -1;
-	read_config(v);
+	start_over(v);
 	return v;
 }
 
@@ -185,8 +195,12 @@ int run_view_update(struct run_view *v)
 		return 0;
 	char *path = path_join(v->dir, "events.msgpack");
 	int rc = rec_tail_read(path, &v->tail, take_event, v, v->error, sizeof v->error);
+	if (rc == 1) {   /* the run dir was made again: another run */
+		start_over(v);
+		rc = rec_tail_read(path, &v->tail, take_event, v, v->error, sizeof v->error);
+	}
 	free(path);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 const char *run_view_state(const struct run_view *v)

@@ -46,7 +46,8 @@ struct run_view {
 struct run_view *run_view_open(const char *dir);
 void run_view_free(struct run_view *v);
 /* Reads what was appended since the last call (nothing when the run dir
- * has no events yet): 0, or -1 when the events cannot be read (a record
+ * has no events yet; all again, the view forgotten, when the run dir was
+ * deleted or made again): 0, or -1 when the events cannot be read (a record
  * that is not msgpack or not a map, a failed read), error saying why. */
 int run_view_update(struct run_view *v);
 /* running (its trainer holds the lock), done, stopped (on request or early),

@@ -2,13 +2,17 @@
 # prediction of a recorded run with evaluations and checkpoints, after 10% of
 # its steps, against its real length; the live view in a real terminal
 # (tmux: a 80x24 window, keys, a resize, a stop from the view, NO_COLOR); a
-# run whose trainer is killed shown stale.
+# run dir deleted and made again while shown; a run whose trainer is killed
+# shown stale.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
 tmux_session
 head -n 1001 "$TOP/examples/spamassassin.csv" >"$T/spam.csv"
 ts-tokenize -v "$V" --label label --max-len 64 "$T/spam.csv" | ts-shard -o "$T/data" --seed 3 >/dev/null
 MODEL=(--data "$T/data" --vocab "$V" --layers 2 --hidden 64 --heads 2 --max-pos 64 --batch 16 --seed 1 -j 1 --device cpu)
+# the tiniest model, for the runs whose numbers do not matter
+ts-tokenize -v "$V" --label label --max-len 32 "$T/spam.csv" | ts-shard -o "$T/data32" --seed 3 >/dev/null
+TINY=(--data "$T/data32" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --seed 1 -j 1 --device cpu)
 
 check "a run of 40 steps, evaluated every 20" train "${MODEL[@]}" --max-steps 40 --eval-every 20 --run "$T/r"
 check "--once: a snapshot" ts-top --once "$T/r"
@@ -118,6 +122,23 @@ wait_for "...then its first job" sh -c "$(declare -f screen shows); S=$S; shows 
 mv "$T/sw-002" "$T/sw/job-002"
 wait_for "a sweep's view lists its jobs as they begin" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*sw/job-001 *done' && screen | grep -q '^  .*sw/job-002 *done'"
 tmux send-keys -t "$S" q
+
+# a run dir deleted and made again while the view shows it: the new run,
+# read from its start, not the old one (nor the new one read from where the
+# old one's reading stopped)
+train "${TINY[@]}" --max-steps 12 --run "$T/again" >/dev/null 2>&1
+tmux new-session -d -s "$S" -x 80 -y 24 "TERM=xterm-256color $BIN/ts-top $T/again"
+wait_for "a run shown done" sh -c "$(declare -f screen shows); S=$S; shows '^step 12/12 '"
+rm -rf "$T/again" && train "${TINY[@]}" --max-steps 3 --run "$T/again" >/dev/null 2>&1
+wait_for "...deleted and made again with fewer steps: the new run" sh -c "$(declare -f screen shows); S=$S; shows '^step 3/3 '"
+rm -rf "$T/again" && train "${TINY[@]}" --max-steps 30 --run "$T/again" >/dev/null 2>&1
+wait_for "...and again with more: the new run, readable" sh -c "$(declare -f screen shows); S=$S; shows '^step 30/30 ' && shows '\[done\]'"
+# (a new file may take the inode number of one deleted: the file read is
+# told by its first bytes too)
+cat "$T/r/events.msgpack" >"$T/again/events.msgpack"
+wait_for "...its events written over in place, longer: the new ones" sh -c "$(declare -f screen shows); S=$S; shows '^step 40/40 '"
+tmux send-keys -t "$S" q
+wait_for "...q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
 
 # a run that ends on an error is shown failed: its checkpoint dir made a file mid-run
 train "${MODEL[@]}" --max-steps 1000000 --save-every 30 --run "$T/fails" >/dev/null 2>"$T/fails.err" &
