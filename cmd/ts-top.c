@@ -301,26 +301,61 @@ static void snapshot_json(void)
 
 static int colour;
 
-/* The bytes of the longest start of s that takes at most cols columns (a
- * byte that is no character in the locale counted as one). */
+/* The bytes of the character that s[n] begins with, and in *w the columns
+ * it takes (a byte that is no character in the locale counted as one). */
+static size_t next_char(const char *s, size_t n, mbstate_t *st, int *w)
+{
+	wchar_t wc;
+	size_t k = mbrtowc(&wc, s, n, st);
+	if (k == (size_t)-1 || k == (size_t)-2) {
+		memset(st, 0, sizeof *st);
+		*w = 1;
+		return 1;
+	}
+	*w = wcwidth(wc) < 0 ? 2 : wcwidth(wc);   /* a control character shows as ^X */
+	return k;
+}
+
+/* The bytes of the longest start of s that takes at most cols columns. */
 static int fitting(const char *s, int cols)
 {
 	mbstate_t st = {0};
 	size_t i = 0, n = strlen(s);
 	while (i < n) {
-		wchar_t wc;
-		size_t k = mbrtowc(&wc, s + i, n - i, &st);
-		int w = 1;
-		if (k == (size_t)-1 || k == (size_t)-2)
-			k = 1, memset(&st, 0, sizeof st);
-		else
-			w = wcwidth(wc) < 0 ? 2 : wcwidth(wc);   /* a control character shows as ^X */
+		int w;
+		size_t k = next_char(s + i, n - i, &st, &w);
 		if (w > cols)
 			break;
 		cols -= w;
 		i += k;
 	}
 	return (int)i;
+}
+
+static int columns(const char *s)
+{
+	mbstate_t st = {0};
+	size_t i = 0, n = strlen(s);
+	int cols = 0, w;
+	while (i < n)
+		i += next_char(s + i, n - i, &st, &w), cols += w;
+	return cols;
+}
+
+/* s in cols columns, blanks after it; when longer, its end after a mark
+ * that it was cut: the runs of a sweep differ at their names' ends. */
+static void fit_end(struct strbuf *b, const char *s, int cols)
+{
+	mbstate_t st = {0};
+	size_t i = 0, n = strlen(s);
+	int left = columns(s), w;
+	if (left > cols) {
+		sb_addf(b, "%s", utf8 ? "…" : "...");
+		cols -= utf8 ? 1 : 3;
+		while (i < n && left > cols)
+			i += next_char(s + i, n - i, &st, &w), left -= w;
+	}
+	sb_addf(b, "%s%*s", s + i, cols - left, "");
 }
 
 static void put(int y, const char *s, int attr)
@@ -371,7 +406,34 @@ static void ask_stop(const struct run_view *v)
 		waitpid(pid, &status, 0);
 }
 
-static void draw(int sel, int details, int help)
+/* The first run of the list shown in rows rows, as top was: moved as
+ * little as keeps the selected run sel in sight. */
+static int list_top(int sel, int top, int rows)
+{
+	if (sel < top)
+		return sel;
+	if (sel >= top + rows)
+		return sel - rows + 1;
+	return top;
+}
+
+/* The list of runs from the first one shown, top, in rows rows. */
+static void draw_list(int y, int sel, int top, int rows)
+{
+	for (int r = top; r < nruns && r < top + rows; r++) {
+		struct run_view *v = runs[r];
+		struct strbuf line = {0};
+		sb_addf(&line, "%c ", r == sel ? '>' : ' ');
+		fit_end(&line, v->dir, 36);
+		sb_addf(&line, " %-8s %6ld/%-6ld %s %.4f", run_view_state(v), v->step, v->total_steps, v->metric,
+			v->eval_value);
+		put(y++, line.s, r == sel ? A_REVERSE : 0);
+		sb_free(&line);
+	}
+}
+
+/* The view, the list's first run shown at *top. */
+static void draw(int sel, int *top, int details, int help)
 {
 	erase();
 	int y = 0;
@@ -389,14 +451,10 @@ static void draw(int sel, int details, int help)
 		return;
 	}
 	if (nruns > 1 && !details) {
-		for (int r = 0; r < nruns && y < LINES / 2; r++) {
-			struct run_view *v = runs[r];
-			char line[PATH_MAX + 128];
-			snprintf(line, sizeof line, "%c %-36.36s %-8s %6ld/%-6ld %s %.4f", r == sel ? '>' : ' ', v->dir,
-				 run_view_state(v), v->step, v->total_steps, v->metric, v->eval_value);
-			put(y++, line, r == sel ? A_REVERSE : 0);
-		}
-		y++;
+		int rows = LINES / 2 - y > 1 ? LINES / 2 - y : 1;
+		*top = list_top(sel, *top, rows);
+		draw_list(y, sel, *top, rows);
+		y += (nruns < rows ? nruns : rows) + 1;
 	}
 	if (!nruns) {   /* a sweep whose first job has not begun */
 		put(y, "no job has begun yet", 0);
@@ -437,13 +495,13 @@ static void live(void)
 	}
 	timeout(1000);   /* about once a second */
 	die_hook(end_screen);
-	int sel = 0, details = 0, help = 0;
+	int sel = 0, top = 0, details = 0, help = 0;
 	for (;;) {
 		for (int s = 0; s < nsweeps; s++)
 			sync_sweep(sweeps[s]);
 		for (int r = 0; r < nruns; r++)
 			run_view_update(runs[r]);
-		draw(sel, details, help);
+		draw(sel, &top, details, help);
 		int c = getch();
 		if (c == 'q' || c == 'Q')
 			break;

@@ -123,6 +123,25 @@ mv "$T/sw-002" "$T/sw/job-002"
 wait_for "a sweep's view lists its jobs as they begin" sh -c "$(declare -f screen); S=$S; screen | grep -q '^> .*sw/job-001 *done' && screen | grep -q '^  .*sw/job-002 *done'"
 tmux send-keys -t "$S" q
 
+# a long list: names alike but for their ends, wider characters, more runs
+# than rows
+L=experiments/bert-spam-baseline-lr-sweep-2026
+for i in $(seq -w 1 15); do mkdir -p "$T/$L/trial-$i" && cp "$T/r/events.msgpack" "$T/$L/trial-$i"; done
+mkdir "$T/日本語-ü" "$T/$L/$(printf 'é%.0s' $(seq 40))"
+cp "$T/r/events.msgpack" "$T/日本語-ü" && cp "$T/r/events.msgpack" "$T/$L/$(printf 'é%.0s' $(seq 40))"
+tmux new-session -d -s "$S" -x 80 -y 24 -c "$T" "LC_ALL=C.UTF-8 TERM=xterm-256color $BIN/ts-top 日本語-ü $L/é* $L/trial-*"
+wait_for "a long name: its end kept, marked cut" sh -c "$(declare -f screen shows); S=$S; shows '^  …pam-baseline-lr-sweep-2026/trial-01 *done'"
+# (where the state begins: its column, after the name's wide characters or those cut)
+state_columns() { screen | grep ' done ' | sed 's/ done .*//' | while IFS= read -r l; do printf '%s' "$l" | LC_ALL=C.UTF-8 wc -L; done | sort -u | tr '\n' ' '; }
+expect_eq "names of 2-column and 2-byte characters: the columns line up" "$(state_columns)" "38 "
+check "a long name of 2-byte characters: cut between them" sh -c "$(declare -f screen); S=$S; screen | grep -q '^  …éééé*é done'"
+tmux send-keys -t "$S" Tab Tab Tab Tab Tab Tab Tab Tab Tab Tab Tab Tab Tab Tab Tab Tab
+wait_for "the list scrolls to the selected run, the last of more than fit" sh -c "$(declare -f screen shows); S=$S; shows '^> …pam-baseline-lr-sweep-2026/trial-15 *done' && ! shows 'trial-04'"
+tmux send-keys -t "$S" Tab
+wait_for "...and back to the first" sh -c "$(declare -f screen shows); S=$S; shows '^> 日本語-ü' && shows 'trial-01'"
+tmux send-keys -t "$S" q
+wait_for "...q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
+
 # a run dir deleted and made again while the view shows it: the new run,
 # read from its start, not the old one (nor the new one read from where the
 # old one's reading stopped)
