@@ -122,14 +122,14 @@ static void clock_text(char *out, size_t n, double s)
 	snprintf(out, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-/* The time of day s seconds from now, or "-" as clock_text. */
-static void finish_text(char *out, size_t n, double s)
+/* The time of day s seconds after the moment now, or "-" as clock_text. */
+static void finish_text(char *out, size_t n, double now, double s)
 {
 	if (!(s >= 0) || s > CLOCK_MAX) {
 		snprintf(out, n, "-");
 		return;
 	}
-	time_t at = time(NULL) + (time_t)s;
+	time_t at = (time_t)(now + s);
 	strftime(out, n, "%H:%M", localtime(&at));
 }
 
@@ -193,7 +193,7 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 	clock_text(c, sizeof c, pm);
 	if (!strcmp(state, "running") && left >= 0) {
 		char when[16];
-		finish_text(when, sizeof when, left);
+		finish_text(when, sizeof when, run_view_now(v), left);
 		sb_addf(&lines[n++], "elapsed %s  left %s ± %s  finish at %s", a, b, c, when);
 	} else {
 		sb_addf(&lines[n++], "elapsed %s%s", a, !strcmp(state, "running") ? "  left: known after a few steps" : "");
@@ -243,7 +243,21 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 	return n;
 }
 
-/* The last k (at most 8) lines of the run's log. */
+/* Whether a log line is later than the moment now of a view seen as it
+ * stood after step until: stamped later (in the trainer's whole seconds
+ * and time zone), or naming a later step first (a short run logs many
+ * steps in a second). */
+static int logged_later(const char *line, long until, double now)
+{
+	struct tm tm = {.tm_isdst = -1};
+	if (strptime(line, "%Y-%m-%d %H:%M:%S", &tm) && (double)mktime(&tm) > now)
+		return 1;
+	const char *step = strstr(line, "step ");
+	return step && strtol(step + 5, NULL, 10) > until;
+}
+
+/* The last k (at most 8) lines of the run's log, up to the moment the view
+ * shows. */
 static int log_tail(const struct run_view *v, struct strbuf *lines, int k)
 {
 	char *path = path_join(v->dir, "log/rank-0.log");
@@ -254,7 +268,10 @@ static int log_tail(const struct run_view *v, struct strbuf *lines, int k)
 	char *ring[8] = {0}, *line = NULL;
 	size_t cap = 0;
 	long n = 0;
+	double now = run_view_now(v);
 	while (getline(&line, &cap, f) > 0) {
+		if (v->frozen && logged_later(line, v->until, now))
+			break;   /* the log is in order: the rest is later too */
 		free(ring[n % 8]);
 		line[strcspn(line, "\n")] = 0;
 		ring[n++ % 8] = xstrdup(line);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 /* "key = value" lines of RUN/config, the few read here. */
@@ -222,6 +223,11 @@ const char *run_view_state(const struct run_view *v)
 	if (!strcmp(v->last_event, "failed"))
 		return "failed";
 	return "stale";
+}
+
+double run_view_now(const struct run_view *v)
+{
+	return v->frozen ? v->last_time : (double)time(NULL);
 }
 
 static int by_value(const void *a, const void *b)

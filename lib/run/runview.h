@@ -56,6 +56,9 @@ int run_view_update(struct run_view *v);
  * neither finished nor stopped: the process is gone), new (no events yet),
  * or unreadable (the last update found its events unreadable). */
 const char *run_view_state(const struct run_view *v);
+/* The moment the view shows: the time of its last event for a run seen as
+ * it stood after an earlier step (until), else now. */
+double run_view_now(const struct run_view *v);
 /* Seconds left, with *plus_minus its uncertainty: the steps left at the
  * recent step time, and the evaluations and checkpoints left at the time
  * those so far took. Negative when it cannot tell yet. */

@@ -35,10 +35,21 @@ actual=$(ts-cat "$rec/events.msgpack" | jq -s '(map(select(.event=="done"))[0].t
 predicted=$(ts-top --json --until 20 "$rec" | jq '.[0] | .elapsed_s + .left_s')
 expect_eq "--until 20: the state then, running, not the state now" \
 	"$(ts-top --json --until 20 "$rec" | jq -r '.[0].state') $(ts-top --json "$rec" | jq -r '.[0].state')" "running done"
+# ...as then: finish at its moment (the last event before step 21) and the time left
+moment=$(ts-cat "$rec/events.msgpack" | jq -s '(map(.event == "step" and .step > 20) | index(true)) as $i | .[$i - 1].time')
+left=$(ts-top --json --until 20 "$rec" | jq '.[0].left_s')
+expect_eq "--until 20: the finish counted from step 20's moment, not now" \
+	"$(ts-top --once --until 20 "$rec" | grep -o 'finish at .*')" "finish at $(date -d "@$(awk -v m="$moment" -v l="$left" 'BEGIN { printf "%d", m + l }')" +%H:%M)"
 error=$(awk -v p="$predicted" -v a="$actual" 'BEGIN { printf "%.3f", (p - a) / a }')
 echo "prediction after step 20 of 200: $predicted s for a run of $actual s, error $error"
 check "the prediction after 10% of the steps is within 10% of the run's length" \
 	awk -v e="$error" 'BEGIN { exit !(e <= 0.1 && e >= -0.1) }'
+
+# ...and the log's lines up to then, not the run's end
+train "${TINY[@]}" --max-steps 30 --eval-every 5 --run "$T/r30" >/dev/null 2>&1
+ts-top --once --until 25 "$T/r30" | tail -3 >"$T/log3"
+check "--until 25: the log's last lines end at step 25's evaluation, not at the run's end" sh -c \
+	"tail -1 '$T/log3' | grep -q ' step 25 eval valid' && ! grep -qE 'step (2[6-9]|30)|done at|summary' '$T/log3'"
 
 # a sweep's jobs
 check "a sweep of 2 jobs" timeout 300 ts-sweep -p lr=1e-4,1e-3 --dir "$T/sw" -- ts-train "${MODEL[@]}" --max-steps 4
