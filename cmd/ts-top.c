@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <wchar.h>
+#include <wctype.h>
 
 static int once, as_json;
 static long until;
@@ -39,7 +40,7 @@ static const struct cmd_spec spec = {
 	"ts-top", "Watch training runs and sweeps live.", "DIR...", "dir", opts,
 };
 
-static int utf8;   /* the terminal takes UTF-8: sparklines of blocks */
+static int utf8;   /* the terminal takes UTF-8: sparklines of blocks, a ± */
 
 /* ---- the runs ---- */
 
@@ -194,7 +195,7 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 	if (!strcmp(state, "running") && left >= 0) {
 		char when[16];
 		finish_text(when, sizeof when, run_view_now(v), left);
-		sb_addf(&lines[n++], "elapsed %s  left %s ± %s  finish at %s", a, b, c, when);
+		sb_addf(&lines[n++], "elapsed %s  left %s %s %s  finish at %s", a, b, utf8 ? "±" : "+-", c, when);
 	} else {
 		sb_addf(&lines[n++], "elapsed %s%s", a, !strcmp(state, "running") ? "  left: known after a few steps" : "");
 	}
@@ -318,29 +319,49 @@ static void snapshot_json(void)
 
 static int colour;
 
-/* The bytes of the character that s[n] begins with, and in *w the columns
- * it takes (a byte that is no character in the locale counted as one). */
-static size_t next_char(const char *s, size_t n, mbstate_t *st, int *w)
-{
-	wchar_t wc;
-	size_t k = mbrtowc(&wc, s, n, st);
-	if (k == (size_t)-1 || k == (size_t)-2) {
-		memset(st, 0, sizeof *st);
-		*w = 1;
-		return 1;
-	}
-	*w = wcwidth(wc) < 0 ? 2 : wcwidth(wc);   /* a control character shows as ^X */
-	return k;
-}
-
-/* The bytes of the longest start of s that takes at most cols columns. */
-static int fitting(const char *s, int cols)
+/* s with '?' for each byte that is no character in the locale and each
+ * character it cannot print, so that every character shown takes the
+ * columns wcwidth says (under LANG=C the bytes of a UTF-8 name would reach
+ * the terminal as curses makes them out, in columns no count foresees). */
+static void printable(struct strbuf *b, const char *s)
 {
 	mbstate_t st = {0};
 	size_t i = 0, n = strlen(s);
+	sb_add(b, "", 0);   /* a string, empty too */
+	while (i < n) {
+		wchar_t wc;
+		size_t k = mbrtowc(&wc, s + i, n - i, &st);
+		if (k == (size_t)-1 || k == (size_t)-2) {
+			memset(&st, 0, sizeof st);
+			k = 1, wc = 0;
+		}
+		if (wc && iswprint((wint_t)wc))
+			sb_add(b, s + i, k);
+		else
+			sb_addc(b, '?');
+		i += k;
+	}
+}
+
+/* The bytes of the character that printable text s[n] begins with, and in
+ * *w the columns it takes. */
+static size_t next_char(const char *s, size_t n, int *w)
+{
+	mbstate_t st = {0};
+	wchar_t wc;
+	size_t k = mbrtowc(&wc, s, n, &st);
+	*w = wcwidth(wc);
+	return k;
+}
+
+/* The bytes of the longest start of printable text s that takes at most
+ * cols columns. */
+static int fitting(const char *s, int cols)
+{
+	size_t i = 0, n = strlen(s);
 	while (i < n) {
 		int w;
-		size_t k = next_char(s + i, n - i, &st, &w);
+		size_t k = next_char(s + i, n - i, &w);
 		if (w > cols)
 			break;
 		cols -= w;
@@ -351,37 +372,42 @@ static int fitting(const char *s, int cols)
 
 static int columns(const char *s)
 {
-	mbstate_t st = {0};
 	size_t i = 0, n = strlen(s);
 	int cols = 0, w;
 	while (i < n)
-		i += next_char(s + i, n - i, &st, &w), cols += w;
+		i += next_char(s + i, n - i, &w), cols += w;
 	return cols;
 }
 
-/* s in cols columns, blanks after it; when longer, its end after a mark
- * that it was cut: the runs of a sweep differ at their names' ends. */
+/* s, made printable, in cols columns, blanks after it; when longer, its
+ * end after a mark that it was cut: a sweep's runs differ at their names'
+ * ends. */
 static void fit_end(struct strbuf *b, const char *s, int cols)
 {
-	mbstate_t st = {0};
-	size_t i = 0, n = strlen(s);
-	int left = columns(s), w;
+	struct strbuf p = {0};
+	printable(&p, s);
+	size_t i = 0;
+	int left = columns(p.s), w;
 	if (left > cols) {
 		sb_addf(b, "%s", utf8 ? "…" : "...");
 		cols -= utf8 ? 1 : 3;
-		while (i < n && left > cols)
-			i += next_char(s + i, n - i, &st, &w), left -= w;
+		while (i < p.n && left > cols)
+			i += next_char(p.s + i, p.n - i, &w), left -= w;
 	}
-	sb_addf(b, "%s%*s", s + i, cols - left, "");
+	sb_addf(b, "%s%*s", p.s + i, cols - left, "");
+	sb_free(&p);
 }
 
 static void put(int y, const char *s, int attr)
 {
 	if (y >= LINES)
 		return;
+	struct strbuf p = {0};
+	printable(&p, s);
 	attron(attr);
-	mvaddnstr(y, 0, s, fitting(s, COLS));
+	mvaddnstr(y, 0, p.s, fitting(p.s, COLS));
 	attroff(attr);
+	sb_free(&p);
 }
 
 static int state_colour(const char *state)
@@ -495,9 +521,25 @@ static void end_screen(void)
 		endwin();
 }
 
+/* Curses on the terminal, or a refusal in a line of ts-top's own where it
+ * cannot draw there: a terminal curses does not know, or one that cannot
+ * move its cursor (TERM=dumb would run the whole view together on a line). */
+static void start_screen(void)
+{
+	const char *term = getenv("TERM");
+	SCREEN *screen = newterm(NULL, stdout, stdin);
+	char *cup = screen ? tigetstr("cup") : NULL;
+	if (cup && cup != (char *)-1)
+		return;
+	if (screen)
+		endwin(), delscreen(screen);
+	die("%s%s: cannot drive this terminal: --once or --json work anywhere",
+	    term && *term ? "TERM=" : "TERM unset", term && *term ? term : "");
+}
+
 static void live(void)
 {
-	initscr();
+	start_screen();
 	cbreak();
 	noecho();
 	keypad(stdscr, TRUE);

@@ -74,7 +74,7 @@ echo "$$ $(hostname)" >"$T/huge/lock"
 holder=$!
 wait_for "a lock held on that run" sh -c "! flock -n '$T/huge/lock' true"
 check "a finish beyond any calendar: shown as unknown" sh -c \
-	"timeout 10 ts-top --once '$T/huge' | grep -q '^elapsed 0:00:05  left - ± -  finish at -\$'"
+	"timeout 10 env LC_ALL=C.UTF-8 ts-top --once '$T/huge' | grep -q '^elapsed 0:00:05  left - ± -  finish at -\$'"
 kill "$holder"; wait "$holder" 2>/dev/null
 # counts no long holds, or none at all, read as zero: never a cast out of range
 mkdir "$T/wild"
@@ -82,6 +82,9 @@ printf '%s\n' '{"event":"start","time":0,"total_steps":1e300,"processes":-5,"par
 	'{"event":"step","time":1,"step":1e30,"epoch":1.5,"step_ms":1000}' | ts-cat --from-json -o "$T/wild/events.msgpack"
 expect_eq "counts out of range show as zero" "$(ts-top --json "$T/wild" | jq -c '.[0] | [.step, .epoch, .total_steps, .processes, .params]')" \
 	"[0,0,0,0,0]"
+# LANG=C: ASCII alone, the ± too (a running run, seen as it stood after step 20)
+check "LANG=C: the time left's uncertainty as +-" sh -c "LC_ALL=C ts-top --once --until 20 '$rec' | grep -q '^elapsed .* left .* +- .*  finish at'"
+check "LANG=C: a snapshot in ASCII alone" sh -c "! LC_ALL=C ts-top --once --until 20 '$rec' | grep -qP '[^\\x00-\\x7f]'"
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
 expect_fail "a path that does not exist: the system's reason" 1 "cannot open $T/nothere: No such file or directory" ts-top --once "$T/nothere"
 expect_fail "a file: not a directory" 1 "cannot open $T/data/manifest.json: Not a directory" ts-top --once "$T/data/manifest.json"
@@ -121,6 +124,24 @@ expect_eq "the trainer stopped cleanly, exit 0" "$?" 0
 check "its stop event" sh -c "ts-cat '$T/live/events.msgpack' | jq -r .event | tail -1 | grep -qx stop"
 tmux send-keys -t "$S" q
 wait_for "q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
+
+# terminals it cannot drive: its own line, not curses' (TERM unset), nor a
+# view run together on one line (TERM=dumb)
+for term in "" dumb; do
+	rm -f "$T/term.rc"
+	tmux new-session -d -s "$S" -x 80 -y 24 "env -u TERM ${term:+TERM=$term} timeout --foreground 5 $BIN/ts-top $T/r 2>$T/term.err; echo \$? >$T/term.rc"
+	wait_for "TERM ${term:-unset}: ts-top ends" test -s "$T/term.rc"
+	expect_eq "TERM ${term:-unset}: refused in a line of its own, exit 1" "$(cat "$T/term.rc" "$T/term.err")" \
+		"1
+ts-top: ${term:+TERM=}${term:-TERM unset}: cannot drive this terminal: --once or --json work anywhere"
+	tmux kill-session -t "$S" 2>/dev/null
+done
+# LANG=C: a name of UTF-8 bytes shows a '?' a byte, in as many columns as counted
+mkdir "$T/é-run" && cp "$T/r/events.msgpack" "$T/é-run"
+tmux new-session -d -s "$S" -x 80 -y 24 -c "$T" "LC_ALL=C TERM=xterm-256color $BIN/ts-top é-run r"
+wait_for "LANG=C: a UTF-8 name, a '?' a byte, the columns lined up" sh -c "$(declare -f screen shows); S=$S; shows '^> ??-run  *done' && [ \"\$(screen | awk '/ done / { print index(\$0, \" done \") }' | sort -u)\" = 39 ]"
+tmux send-keys -t "$S" q
+wait_for "...q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
 
 # a sweep's view: a line a job, and the jobs that begin while it shows them
 # (here the sweep's dirs, hidden, then put back)
