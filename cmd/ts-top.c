@@ -10,7 +10,7 @@
 #include "util/opt.h"
 #include "util/strbuf.h"
 #include <curses.h>
-#include <fcntl.h>
+#include <errno.h>
 #include <langinfo.h>
 #include <limits.h>
 #include <locale.h>
@@ -45,26 +45,37 @@ static int utf8;   /* the terminal takes UTF-8: sparklines of blocks, a ± */
 /* ---- the runs ---- */
 
 static struct run_view **runs;
+static char **real_dirs;   /* each run dir's real path: a dir named twice (a sweep's job and itself) is one run */
 static int nruns;
 
-static void add_run(const char *dir)
+/* The run at real path where, or NULL. */
+static struct run_view *run_at_real(const char *where)
 {
+	for (int r = 0; where && r < nruns; r++)
+		if (!strcmp(real_dirs[r], where))
+			return runs[r];
+	return NULL;
+}
+
+/* The run of dir, added unless it is there already, under another name too. */
+static struct run_view *add_run(const char *dir)
+{
+	char *where = realpath(dir, NULL);
+	struct run_view *v = run_at_real(where);
+	if (v) {
+		free(where);
+		return v;
+	}
 	runs = xrealloc(runs, (size_t)(nruns + 1) * sizeof *runs);
+	real_dirs = xrealloc(real_dirs, (size_t)(nruns + 1) * sizeof *real_dirs);
+	real_dirs[nruns] = where ? where : xstrdup(dir);
 	runs[nruns] = run_view_open(dir);
-	runs[nruns++]->until = until;
+	runs[nruns]->until = until;
+	return runs[nruns++];
 }
 
 static char **sweeps;   /* the sweep dirs watched: their jobs join as they begin */
 static int nsweeps;
-
-/* The run of dir, or NULL. */
-static struct run_view *run_at(const char *dir)
-{
-	for (int r = 0; r < nruns; r++)
-		if (!strcmp(runs[r]->dir, dir))
-			return runs[r];
-	return NULL;
-}
 
 /* The jobs of a sweep dir that have begun, each added once, with the
  * state the sweep records for it now. */
@@ -73,11 +84,7 @@ static void sync_sweep(const char *dir)
 	json_t *record, *all = sweep_read(dir, &record);
 	for (size_t i = 0; i < json_array_size(all); i++) {
 		char *job = sweep_job_dir(dir, (int)i);
-		struct run_view *v = run_at(job);
-		if (!v && access(job, F_OK) == 0) {
-			add_run(job);
-			v = runs[nruns - 1];
-		}
+		struct run_view *v = access(job, F_OK) == 0 ? add_run(job) : NULL;
 		if (v)
 			snprintf(v->job_state, sizeof v->job_state, "%s",
 				 json_string_value(json_object_get(json_array_get(all, i), "state")));
@@ -132,6 +139,17 @@ static void finish_text(char *out, size_t n, double now, double s)
 	}
 	time_t at = (time_t)(now + s);
 	strftime(out, n, "%H:%M", localtime(&at));
+}
+
+/* x in format, or "-" while it is not known (NAN, before the first step
+ * or evaluation). */
+static const char *number(char *out, size_t n, const char *format, double x)
+{
+	if (isfinite(x))
+		snprintf(out, n, format, x);
+	else
+		snprintf(out, n, "-");
+	return out;
 }
 
 /* A sparkline of the last width values of hist[n]. */
@@ -199,10 +217,13 @@ static int describe(const struct run_view *v, struct strbuf *lines, int max)
 	} else {
 		sb_addf(&lines[n++], "elapsed %s%s", a, !strcmp(state, "running") ? "  left: known after a few steps" : "");
 	}
-	sb_addf(&lines[n], "speed %.1f samples/s, %.0f tokens/s, %.1f ms a step%s  ", v->samples_per_s, v->tokens_per_s,
-		v->step_ms, mfu(v));
+	char d[32];
+	sb_addf(&lines[n], "speed %s samples/s, %s tokens/s, %s ms a step%s  ", number(a, sizeof a, "%.1f", v->samples_per_s),
+		number(b, sizeof b, "%.0f", v->tokens_per_s), number(c, sizeof c, "%.1f", v->step_ms), mfu(v));
 	sparkline(&lines[n++], v->speed_hist, v->nhist, 24);
-	sb_addf(&lines[n], "loss %.4f (smoothed %.4f), lr %.3g, grad norm %.3g  ", v->loss, v->smooth, v->lr, v->grad_norm);
+	sb_addf(&lines[n], "loss %s (smoothed %s), lr %s, grad norm %s  ", number(a, sizeof a, "%.4f", v->loss),
+		number(b, sizeof b, "%.4f", v->smooth), number(c, sizeof c, "%.3g", v->lr),
+		number(d, sizeof d, "%.3g", v->grad_norm));
 	sparkline(&lines[n++], v->loss_hist, v->nhist, 24);
 	if (isfinite(v->eval_value))
 		sb_addf(&lines[n++], "valid %s %.4f, best %.4f at step %ld", v->metric, v->eval_value, v->best_value,
@@ -417,8 +438,8 @@ static int state_colour(const char *state)
 	return COLOR_PAIR(!strcmp(state, "running") ? 1 : !strcmp(state, "done") ? 2 : 3) | A_BOLD;
 }
 
-/* Asks, then runs ts-stop on the selected run. */
-static void ask_stop(const struct run_view *v)
+/* Whether the user, asked, says to stop the run v. */
+static int ask_stop(const struct run_view *v)
 {
 	put(LINES - 1, "", 0);
 	clrtoeol();
@@ -429,24 +450,41 @@ static void ask_stop(const struct run_view *v)
 	timeout(-1);
 	int c = getch();
 	timeout(1000);
-	if (c != 'y' && c != 'Y')
-		return;
+	return c == 'y' || c == 'Y';
+}
+
+/* Runs ts-stop (this ts-top's, else the PATH's) on the run dir; its last
+ * line, what it did or why it could not (the run does not run), in note. */
+static void run_stop(const char *dir, char *note, size_t n)
+{
 	char self[PATH_MAX] = "", stop[PATH_MAX + 16];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
 	self[len > 0 ? len : 0] = 0;
 	char *slash = strrchr(self, '/');
 	snprintf(stop, sizeof stop, "%.*s/ts-stop", slash ? (int)(slash - self) : 0, self);
-	pid_t pid = fork();
+	int out[2] = {-1, -1};
+	pid_t pid = pipe(out) == 0 ? fork() : -1;
 	if (pid == 0) {
-		int null = open("/dev/null", 1);
-		dup2(null, 1), dup2(null, 2);
-		execl(stop, "ts-stop", v->dir, (char *)NULL);
-		execlp("ts-stop", "ts-stop", v->dir, (char *)NULL);
+		dup2(out[1], 1), dup2(out[1], 2);
+		execl(stop, "ts-stop", dir, (char *)NULL);
+		execlp("ts-stop", "ts-stop", dir, (char *)NULL);
+		fprintf(stderr, "ts-top: cannot run ts-stop: %s\n", strerror(errno));
 		_exit(127);
 	}
+	if (pid < 0) {
+		snprintf(note, n, "ts-top: cannot run ts-stop: %s", strerror(errno));
+		close(out[0]), close(out[1]);   /* -1 (no pipe) closes nothing */
+		return;
+	}
+	close(out[1]);
+	FILE *f = fdopen(out[0], "r");
+	char line[PATH_MAX + 256];
+	while (f && fgets(line, sizeof line, f))
+		snprintf(note, n, "%.*s", (int)strcspn(line, "\n"), line);
+	if (f)
+		fclose(f);
 	int status;
-	if (pid > 0)
-		waitpid(pid, &status, 0);
+	waitpid(pid, &status, 0);
 }
 
 /* The first run of the list shown in rows rows, as top was: moved as
@@ -468,15 +506,17 @@ static void draw_list(int y, int sel, int top, int rows)
 		struct strbuf line = {0};
 		sb_addf(&line, "%c ", r == sel ? '>' : ' ');
 		fit_end(&line, v->dir, 36);
-		sb_addf(&line, " %-8s %6ld/%-6ld %s %.4f", run_view_state(v), v->step, v->total_steps, v->metric,
-			v->eval_value);
+		char value[32];
+		sb_addf(&line, " %-8s %6ld/%-6ld %s %s", run_view_state(v), v->step, v->total_steps, v->metric,
+			number(value, sizeof value, "%.4f", v->eval_value));
 		put(y++, line.s, r == sel ? A_REVERSE : 0);
 		sb_free(&line);
 	}
 }
 
-/* The view, the list's first run shown at *top. */
-static void draw(int sel, int *top, int details, int help)
+/* The view, the list's first run shown at *top, note (if any) on the
+ * last line. */
+static void draw(int sel, int *top, int details, int help, const char *note)
 {
 	erase();
 	int y = 0;
@@ -511,6 +551,8 @@ static void draw(int sel, int *top, int details, int help)
 		put(y++, lines[i].s ? lines[i].s : "", i == 0 ? state_colour(run_view_state(runs[sel])) : 0);
 		sb_free(&lines[i]);
 	}
+	if (*note)
+		put(LINES - 1, note, A_REVERSE);
 	refresh();
 }
 
@@ -555,15 +597,18 @@ static void live(void)
 	timeout(1000);   /* about once a second */
 	die_hook(end_screen);
 	int sel = 0, top = 0, details = 0, help = 0;
+	char note[PATH_MAX + 256] = "";   /* what the last stop did, until the next key */
 	for (;;) {
 		for (int s = 0; s < nsweeps; s++)
 			sync_sweep(sweeps[s]);
 		for (int r = 0; r < nruns; r++)
 			run_view_update(runs[r]);
-		draw(sel, &top, details, help);
+		draw(sel, &top, details, help, note);
 		int c = getch();
 		if (c == 'q' || c == 'Q')
 			break;
+		if (c != ERR && c != KEY_RESIZE)
+			note[0] = 0;
 		help = c == 'h' || c == '?' ? !help : c == ERR || c == KEY_RESIZE ? help : 0;
 		if (!nruns)
 			continue;
@@ -573,8 +618,8 @@ static void live(void)
 			sel = (sel + nruns - 1) % nruns;
 		else if (c == '\n' || c == KEY_ENTER)
 			details = !details;
-		else if (c == 's' || c == 'S')
-			ask_stop(runs[sel]);
+		else if ((c == 's' || c == 'S') && ask_stop(runs[sel]))
+			run_stop(runs[sel]->dir, note, sizeof note);
 	}
 	endwin();
 }

@@ -54,7 +54,9 @@ static void start_over(struct run_view *v)
 	struct run_view kept = {.dir = v->dir, .until = v->until};
 	memcpy(kept.job_state, v->job_state, sizeof kept.job_state);
 	*v = kept;
-	v->eval_value = v->best_value = v->smooth = NAN;
+	/* none of them known before the first step */
+	v->loss = v->smooth = v->lr = v->grad_norm = v->step_ms = v->tokens_per_s = v->samples_per_s = NAN;
+	v->eval_value = v->best_value = NAN;
 	v->best_step = -1;
 	read_config(v);
 }

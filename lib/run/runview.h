@@ -20,7 +20,7 @@ struct run_view {
 	long step, total_steps, steps_per_epoch, epoch, params;
 	int processes;
 	char device[32], last_event[16];
-	double loss, smooth, lr, grad_norm, step_ms, tokens_per_s, samples_per_s;
+	double loss, smooth, lr, grad_norm, step_ms, tokens_per_s, samples_per_s;   /* NAN: not known yet */
 	double samples;                    /* the run's so far, at the last step */
 	double loss_hist[HISTORY], speed_hist[HISTORY];
 	int nhist;

@@ -366,8 +366,8 @@ void remove_tree(const char *path)
 
 char *path_join(const char *dir, const char *name)
 {
-	size_t n = strlen(dir) + strlen(name) + 2;
+	size_t d = strlen(dir), n = d + strlen(name) + 2;
 	char *p = xmalloc(n);
-	snprintf(p, n, "%s/%s", dir, name);
+	snprintf(p, n, "%s%s%s", dir, d && dir[d - 1] == '/' ? "" : "/", name);
 	return p;
 }

@@ -40,7 +40,7 @@ void afile_put_text(const char *path, const char *text);
  * it does. Of two processes writing one path so, one makes it, whole. */
 int afile_put_new(const char *path, const char *text);
 
-/* DIR/name, malloc'd. */
+/* DIR/name, malloc'd: one slash between them, whether dir ends in one or not. */
 char *path_join(const char *dir, const char *name);
 /* Removes a file or a directory and everything in it; errors are ignored. */
 void remove_tree(const char *path);

@@ -1,9 +1,10 @@
 # ts-top: snapshots (--once, --json) of a finished run and a sweep; the time
 # prediction of a recorded run with evaluations and checkpoints, after 10% of
 # its steps, against its real length; the live view in a real terminal
-# (tmux: a 80x24 window, keys, a resize, a stop from the view, NO_COLOR); a
-# run dir deleted and made again while shown; a run whose trainer is killed
-# shown stale.
+# (tmux: a 80x24 window, keys, a resize, a stop from the view, NO_COLOR, a
+# long list of long names, LANG=C, terminals it cannot drive); a run dir
+# deleted and made again while shown; a run whose trainer is killed shown
+# stale.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
 tmux_session
@@ -55,6 +56,10 @@ check "--until 25: the log's last lines end at step 25's evaluation, not at the 
 check "a sweep of 2 jobs" timeout 300 ts-sweep -p lr=1e-4,1e-3 --dir "$T/sw" -- ts-train "${MODEL[@]}" --max-steps 4
 expect_eq "--json of a sweep dir: each job" "$(ts-top --json "$T/sw" | jq -r 'map(.run | sub(".*/"; "")) | join(" ")')" \
 	"job-001 job-002"
+expect_eq "a sweep dir named with a trailing slash: its jobs' paths have no doubled one" \
+	"$(ts-top --json "$T/sw/" | jq -r '.[0].run')" "$T/sw/job-001"
+expect_eq "a job named as a run and in its sweep, either way round: listed once" \
+	"$(ts-top --json "$T/sw" "$T/sw/job-001" | jq length) $(ts-top --json "$T/sw/./job-001" "$T/sw" | jq length)" "2 2"
 # (its data, a train split alone, has a manifest that understates the largest
 # token id, which the trainer finds only as it batches the records, after
 # making its run dir)
@@ -85,6 +90,12 @@ expect_eq "counts out of range show as zero" "$(ts-top --json "$T/wild" | jq -c 
 # LANG=C: ASCII alone, the ± too (a running run, seen as it stood after step 20)
 check "LANG=C: the time left's uncertainty as +-" sh -c "LC_ALL=C ts-top --once --until 20 '$rec' | grep -q '^elapsed .* left .* +- .*  finish at'"
 check "LANG=C: a snapshot in ASCII alone" sh -c "! LC_ALL=C ts-top --once --until 20 '$rec' | grep -qP '[^\\x00-\\x7f]'"
+# a run before its first event: no numbers yet, not zeros or nan
+mkdir "$T/new" && touch "$T/new/config"
+ts-top --once "$T/new" >"$T/new.txt"
+check "a new run: - for the numbers not known yet" sh -c \
+	"grep -qx 'speed - samples/s, - tokens/s, - ms a step  ' '$T/new.txt' && grep -qx 'loss - (smoothed -), lr -, grad norm -  ' '$T/new.txt'"
+expect_eq "a new run: --json gives them as null" "$(ts-top --json "$T/new" | jq -c '.[0] | [.loss, .loss_smoothed, .lr]')" "[null,null,null]"
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
 expect_fail "a path that does not exist: the system's reason" 1 "cannot open $T/nothere: No such file or directory" ts-top --once "$T/nothere"
 expect_fail "a file: not a directory" 1 "cannot open $T/data/manifest.json: Not a directory" ts-top --once "$T/data/manifest.json"
@@ -122,6 +133,10 @@ wait_for "y stops the run, which the view then shows stopped" sh -c "$(declare -
 wait "$trainer"
 expect_eq "the trainer stopped cleanly, exit 0" "$?" 0
 check "its stop event" sh -c "ts-cat '$T/live/events.msgpack' | jq -r .event | tail -1 | grep -qx stop"
+tmux send-keys -t "$S" s
+wait_for "s on a run that does not run asks too" sh -c "$(declare -f screen shows); S=$S; shows 'with a checkpoint? (y/n)'"
+tmux send-keys -t "$S" y
+wait_for "...y shows why it cannot stop it" sh -c "$(declare -f screen shows); S=$S; shows 'no ts-train or ts-sweep is running there'"
 tmux send-keys -t "$S" q
 wait_for "q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
 
@@ -138,7 +153,8 @@ ts-top: ${term:+TERM=}${term:-TERM unset}: cannot drive this terminal: --once or
 done
 # LANG=C: a name of UTF-8 bytes shows a '?' a byte, in as many columns as counted
 mkdir "$T/é-run" && cp "$T/r/events.msgpack" "$T/é-run"
-tmux new-session -d -s "$S" -x 80 -y 24 -c "$T" "LC_ALL=C TERM=xterm-256color $BIN/ts-top é-run r"
+tmux new-session -d -s "$S" -x 80 -y 24 -c "$T" "LC_ALL=C TERM=xterm-256color $BIN/ts-top é-run r new"
+wait_for "the list: a run before its first evaluation shows its metric as -" sh -c "$(declare -f screen shows); S=$S; shows '^  new  *new  *0/0  *accuracy -\$'"
 wait_for "LANG=C: a UTF-8 name, a '?' a byte, the columns lined up" sh -c "$(declare -f screen shows); S=$S; shows '^> ??-run  *done' && [ \"\$(screen | awk '/ done / { print index(\$0, \" done \") }' | sort -u)\" = 39 ]"
 tmux send-keys -t "$S" q
 wait_for "...q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
