@@ -59,7 +59,7 @@ enum { BATCH_RECORDS = 2048, BATCH_BYTES = 1 << 18 };
 struct item {
 	size_t text, text_n, pair, pair_n, id, id_n;  /* offsets into the batch arena */
 	size_t words, nwords;                          /* a list of words: into the batch's word list */
-	int has_pair, id_is_num;
+	int is_words, has_pair, id_is_num;
 	enum label_kind label_kind;
 	int32_t label;
 	double flabel;
@@ -159,7 +159,7 @@ static void set_label(struct ctx *c, struct batch *b, struct item *it, const str
 				: labelmap_id(c->labels, r->label_names[i].s, r->label_names[i].n, name, r->line);
 		break;
 	}
-	if (!r->nwords || it->label_kind == LABEL_NONE)
+	if (!r->is_words || it->label_kind == LABEL_NONE)
 		return;
 	if (it->label_kind != LABEL_LIST)
 		die("%s: line %llu: a list of words takes a list of tags, one a word, not one label", name,
@@ -184,9 +184,9 @@ static void add_item(struct ctx *c, struct batch *b, const struct in_record *r)
 	*it = (struct item){.file = c->in_name, .line = r->line, .bad_utf8 = r->bad_utf8};
 	it->text = stash(&b->arena, r->text, r->text_n), it->text_n = r->text_n;
 	it->has_pair = r->pair != NULL;
-	if (r->nwords && r->pair)
+	if (r->is_words && r->pair)
 		die("%s: line %llu: a list of words has no text pair", tokinput_name(c->in), (unsigned long long)r->line);
-	it->words = b->nword, it->nwords = r->nwords;
+	it->words = b->nword, it->nwords = r->nwords, it->is_words = r->is_words;
 	grow(&b->word, &b->word_cap, 2 * (b->nword + r->nwords), sizeof *b->word);
 	for (size_t i = 0; i < r->nwords; i++, b->nword++) {
 		b->word[2 * b->nword] = stash(&b->arena, r->words[i].s, r->words[i].n);
@@ -240,6 +240,7 @@ static size_t encode_words(const struct ctx *c, int worker, const struct batch *
 	size_t bad = 0;
 	int space = c->hf && hftok_spaced_words(c->hf);
 	tags->n = 0;
+	grow(&tags->v, &tags->cap, 1, sizeof *tags->v);   /* tags, if none, for a list of no words */
 	for (size_t w = 0; w < it->nwords; w++) {
 		const size_t *word = b->word + 2 * (it->words + w);
 		size_t start = a->n;
@@ -268,7 +269,7 @@ static void work(void *slot, int worker, void *ctxp)
 	for (size_t i = 0; i < b->n; i++) {
 		const struct item *it = &b->items[i];
 		a.n = p.n = 0;
-		size_t bad = it->bad_utf8 + (it->nwords ? encode_words(c, worker, b, it, &a, &tags, &spaced)
+		size_t bad = it->bad_utf8 + (it->is_words ? encode_words(c, worker, b, it, &a, &tags, &spaced)
 							: encode_text(c, worker, b->arena.s + it->text, it->text_n, &a));
 		if (it->has_pair)
 			bad += encode_text(c, worker, b->arena.s + it->pair, it->pair_n, &p);
@@ -281,7 +282,7 @@ static void work(void *slot, int worker, void *ctxp)
 		t.flabel = it->flabel;
 		t.labels = it->nlabels ? b->lab + it->labels : NULL;   /* b->lab is NULL until a list label */
 		t.nlabels = it->nlabels;
-		b->records += encode_pack(&c->enc, &a, it->has_pair ? &p : NULL, it->nwords ? tags.v : NULL, &t, &pk);
+		b->records += encode_pack(&c->enc, &a, it->has_pair ? &p : NULL, it->is_words ? tags.v : NULL, &t, &pk);
 	}
 	t.labels = NULL;
 	tokrec_free(&t);

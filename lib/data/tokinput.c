@@ -329,7 +329,7 @@ static int next_jsonl(struct tokinput *in, struct in_record *r)
 	json_t *words = json_object_get(in->json, in->cols.text);
 	if (json_is_array(words)) {
 		r->words = json_strings(in, words, in->cols.text, &in->words, &in->words_cap);
-		r->nwords = json_array_size(words);
+		r->nwords = json_array_size(words), r->is_words = 1;
 		r->text = "", r->text_n = 0;
 	} else {
 		r->text = json_text(in, in->cols.text, &r->text_n);
@@ -418,7 +418,7 @@ static int next_conll(struct tokinput *in, struct in_record *r)
 	free(at);
 	if (!count)
 		return 0;
-	r->text = "", r->words = in->words, r->nwords = count;
+	r->text = "", r->words = in->words, r->nwords = count, r->is_words = 1;
 	if (tagged)
 		r->label_kind = IN_LABEL_NAMES, r->label_names = in->names, r->label_list_n = count;
 	return 1;

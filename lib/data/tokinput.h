@@ -29,8 +29,9 @@ struct in_str {
 struct in_record {
 	const char *text, *pair, *id, *label;   /* pair, id: NULL when absent */
 	size_t text_n, pair_n, id_n, label_n;
-	const struct in_str *words;             /* the text as words (CoNLL, a JSON list), or NULL */
+	const struct in_str *words;             /* the text as words (CoNLL, a JSON list) */
 	size_t nwords;
+	int is_words;                           /* whether it came so: a JSON list may be empty */
 	int id_is_num;
 	enum in_label label_kind;
 	long label_int;

@@ -305,6 +305,16 @@ void batch_check_tokens(const struct batch_source *src, int64_t max_tokens, cons
 	       shard_ntokens(src->shard, first), limit, longest);
 }
 
+void batch_check_records(const struct batch_source *src)
+{
+	if (src->task == TASK_MLM)
+		return;
+	struct batch b = {0};
+	for (uint64_t row = 0; row < shard_count(src->shard); row++)
+		batch_fill(&b, src, &row, 1, 0);
+	batch_free(&b);
+}
+
 void batch_fill(struct batch *b, const struct batch_source *src, const uint64_t *rows, int n, long epoch)
 {
 	int T = 1;

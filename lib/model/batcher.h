@@ -59,6 +59,11 @@ void epoch_order(const struct shard *s, uint64_t seed, long epoch, int B, int gr
  * end of the group that starts at order[at] (of n), after at least one
  * record; the cuts depend on nothing but the order and max_tokens. */
 uint64_t token_group_end(const struct shard *s, const uint64_t *order, uint64_t n, uint64_t at, int64_t max_tokens);
+/* Batches every record of src alone, as training does, so that a record
+ * whose labels, token ids or types cannot train dies before the first step,
+ * not when a batch reaches it hours in; not for mlm, whose records have no
+ * labels (and whose corpora may be large). */
+void batch_check_records(const struct batch_source *src);
 /* Dies naming the source's first record of more than max_tokens tokens,
  * with the longest record's length; limit says what sets max_tokens. */
 void batch_check_tokens(const struct batch_source *src, int64_t max_tokens, const char *limit);

@@ -115,15 +115,18 @@ size_t train_count_params(const struct train_config *c)
 }
 
 /* Token ids index the vocab's tables and the model's embeddings (at least as
- * large): the manifest's word is checked before step 1, every record as it
- * is batched. */
-static void check_ids(struct trainer *t, struct split *sp)
+ * large): the manifest's word is checked before step 1, and the records of
+ * the splits the run batches with their labels (batch_check_records); a test
+ * split the run does not score may be for predictions alone. */
+static void check_records(struct trainer *t, struct split *sp, int batched)
 {
 	if (!sp->shard)
 		return;
 	manifest_check_ids(t->c->data, sp->ms, vocab_size(t->vocab));
 	sp->src.vocab = vocab_size(t->vocab);
 	sp->src.type_vocab = bert_config_of(t->m)->type_vocab;
+	if (batched)
+		batch_check_records(&sp->src);
 }
 
 /* An evaluation that scores nothing would report a loss of 0, the best
@@ -315,7 +318,7 @@ void build_model(struct trainer *t, const char *from)
 	t->labels = t->man->labels;
 	t->nlabels = t->man->nlabels;
 	t->train.src.num_labels = t->valid.src.num_labels = t->test.src.num_labels = t->num_labels;
-	check_ids(t, &t->train), check_ids(t, &t->valid), check_ids(t, &t->test);
+	check_records(t, &t->train, 1), check_records(t, &t->valid, 1), check_records(t, &t->test, c->eval_test);
 	check_scored(t, &t->valid);
 	if (c->eval_test)
 		check_scored(t, &t->test);

@@ -34,6 +34,10 @@ printf '{"tokens": ["alice", "went"]}\n' >"$T/untagged.jsonl"
 check "a word list without tags" ts-tokenize -v "$V" --text tokens -o "$T/untagged.rec" "$T/untagged.jsonl"
 expect_eq "marks each word's first piece -1: predicted, not scored" \
 	"$(ts-cat "$T/untagged.rec" | jq -c 'select(.ids) | .label')" '[-100,-1,-1,-100]'
+printf '{"tokens": [], "tags": []}\n' >"$T/nowords.jsonl"
+expect_eq "a list of no words: a record of no word, as HF aligns it, tagged or not" \
+	"$(for l in "--label tags" ""; do ts-tokenize -v "$V" --text tokens $l "$T/nowords.jsonl" | ts-cat | jq -c 'select(.ids) | .label'; done | tr '\n' ' ')" \
+	'[-100,-100] [-100,-100] '
 printf '{"tokens": ["alice", "went"], "tags": ["B-PER"]}\n' >"$T/short.jsonl"
 expect_fail "words and tags of different counts: refused" 1 "line 1: 2 words but 1 tags" \
 	ts-tokenize -v "$V" --text tokens --label tags "$T/short.jsonl"
@@ -90,8 +94,9 @@ expect_fail "--labels on lines input: refused" 2 "--labels names the classes of 
 	ts-tokenize -v "$V" --labels "$T/tags.txt" -f lines "$T/test.conll"
 printf 'alice B-PER\nwent O\n\nbob\nwent\n\n' >"$T/part.conll"
 ts-tokenize -v "$V" "$T/part.conll" | ts-shard -o "$T/part" --split train=1 >/dev/null
-expect_fail "words without tags do not train" 1 "record [12]: word at token 1 has no tag" \
+expect_fail "words without tags do not train: refused before step 1" 1 "record [12]: word at token 1 has no tag" \
 	train "${TINY[@]}" --data "$T/part" --run "$T/part-run" --task tokcls --max-steps 2
+check "...with no run dir made" test ! -e "$T/part-run"
 expect_eq "the model dir is a BertForTokenClassification" "$(jq -r '.architectures[0]' "$T/tok/best/config.json")" \
 	BertForTokenClassification
 if "$PY" -c 'import transformers' 2>/dev/null; then
