@@ -258,7 +258,7 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 				   bert_config_of(m)->type_vocab, in->origin.files ? &in->origin : NULL};
 	struct predictions *p = predictions_new(in->shard, task, L, threshold, !why);   /* labels the model's */
 	struct eval_result r;
-	struct eval_opts o = {(int)batch, threshold, names, NULL};
+	struct eval_opts o = {(int)batch, threshold, labels_unnamed(names, nnames) ? NULL : names, NULL};
 	evaluate(m, &src, &o, predictions_hook, p, &r);
 	if (merge_folds)
 		predictions_merge_folds(p);

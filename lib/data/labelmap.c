@@ -150,7 +150,7 @@ void labelmap_free(struct labelmap *m)
 	free(m);
 }
 
-static int unnamed(char *const *names, int n)
+int labels_unnamed(char *const *names, int n)
 {
 	char want[32];
 	for (int i = 0; i < n; i++) {
@@ -184,7 +184,7 @@ static void add_names(struct strbuf *b, char *const *names, int n)
 
 char *labels_disagree(char *const *model, int nmodel, char *const *data, int ndata)
 {
-	if (!nmodel || !ndata || unnamed(model, nmodel))
+	if (!nmodel || !ndata || labels_unnamed(model, nmodel))
 		return NULL;
 	int same = nmodel == ndata;
 	for (int i = 0; same && i < nmodel; i++)
@@ -202,7 +202,7 @@ char *labels_disagree(char *const *model, int nmodel, char *const *data, int nda
 
 char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, int32_t *to)
 {
-	int named = nmodel && ndata && !unnamed(model, nmodel), missing = 0;
+	int named = nmodel && ndata && !labels_unnamed(model, nmodel), missing = 0;
 	struct strmap *index = named ? index_names(model, nmodel) : NULL;
 	struct strbuf b = {0};
 	for (int d = 0; d < ndata; d++) {

@@ -25,6 +25,9 @@ int32_t labelmap_find(const struct labelmap *m, const char *name, size_t n);
 void labelmap_names(const struct labelmap *m, char ***names, int *n);
 void labelmap_free(struct labelmap *m);
 
+/* Whether names are LABEL_0, LABEL_1, ...: transformers' for classes it
+ * was never told the names of, which name nothing. */
+int labels_unnamed(char *const *names, int n);
 /* Why a model's class names cannot score or teach the data's: "its labels
  * (a, b) are not the data's (b, a), in that order" (malloc'd); NULL when
  * they are the same list or either side names nothing (no names, or a

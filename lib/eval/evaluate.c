@@ -27,7 +27,7 @@ static void prepare(struct eval_result *r, const struct batch_source *src, const
 	int L = src->num_labels;
 	if (src->task == TASK_CLS || src->task == TASK_TOKCLS)
 		r->conf = confusion_new(L);
-	if (src->task == TASK_TOKCLS)
+	if (src->task == TASK_TOKCLS && o->names)   /* numbered tags name no entity */
 		r->ent = entities_new(o->names, L);
 	if (src->task == TASK_REG) {
 		r->pred = xcalloc(n ? n : 1, sizeof *r->pred);
@@ -66,7 +66,8 @@ static void count_words(struct eval_result *r, const int32_t *labels, int T, con
 			confusion_add(r->conf, truth[n], pred[n]);
 			n++;
 		}
-	entities_add(r->ent, truth, pred, n);
+	if (r->ent)
+		entities_add(r->ent, truth, pred, n);
 	free(truth);
 	free(pred);
 }
@@ -242,6 +243,8 @@ double metric_value(const struct eval_result *r, const char *name)
 	if (r->task == TASK_TOKCLS) {
 		if (!strcmp(name, "accuracy"))
 			return word_accuracy(r);
+		if (!r->ent)
+			return NAN;
 		char **types;
 		struct prf_table *t = entities_table(r->ent, &types);
 		double v = t->micro.f1;
@@ -275,13 +278,15 @@ json_t *eval_json(const struct eval_result *r, char *const *names)
 		set(j, "exact_match", json_number(metric_value(r, "exact-match")));
 		set(j, "threshold", json_number(r->threshold));
 	} else if (r->task == TASK_TOKCLS) {
-		char **types;
-		struct prf_table *t = entities_table(r->ent, &types);
 		j = json_object();
-		set(j, "entities", prf_table_json(t, types));
+		if (r->ent) {
+			char **types;
+			struct prf_table *t = entities_table(r->ent, &types);
+			set(j, "entities", prf_table_json(t, types));
+			prf_table_free(t);
+			free(types);
+		}
 		set(j, "accuracy", json_number(word_accuracy(r)));
-		prf_table_free(t);
-		free(types);
 	} else {
 		j = json_object();
 	}
@@ -317,14 +322,17 @@ void eval_report(FILE *f, const struct eval_result *r, char *const *names)
 		break;
 	}
 	case TASK_TOKCLS: {
-		char **types;
-		struct prf_table *t = entities_table(r->ent, &types);
-		fprintf(f, "entities\n");
-		prf_table_report(f, t, types);
-		prf_table_free(t);
-		free(types);
+		if (r->ent) {
+			char **types;
+			struct prf_table *t = entities_table(r->ent, &types);
+			fprintf(f, "entities\n");
+			prf_table_report(f, t, types);
+			prf_table_free(t);
+			free(types);
+			fprintf(f, "\n");
+		}
 		struct cls_metrics *cm = metrics_compute(r->conf);
-		fprintf(f, "\ntags of words\n");
+		fprintf(f, "tags of words\n");
 		metrics_report(f, cm, r->conf, names);
 		metrics_free(cm);
 		break;

@@ -40,7 +40,7 @@ struct eval_share {
 struct eval_opts {
 	int batch;                 /* records a batch */
 	double threshold;          /* multi */
-	char *const *names;        /* class names (tokcls: the tags), or NULL */
+	char *const *names;        /* class names (tokcls: the tags, whose entities are scored), or NULL */
 	const struct eval_share *share;   /* NULL: this process evaluates it all */
 };
 

@@ -304,6 +304,10 @@ int train_run(const struct train_config *c)
 	build_model(&t, ckpt ? ckpt : c->init);
 	check_same_run(&t);
 	t.metric = c->metric ? c->metric : metric_default(c->task);
+	if (c->task == TASK_TOKCLS && !strcmp(t.metric, "entity-f1") && !t.labels)
+		die("%s numbers its tags, which name no entities: --metric entity-f1 (tokcls's default) needs them "
+		    "named (B-PER, I-LOC, ...: ts-tokenize --labels FILE names numbered tags), or give --metric accuracy",
+		    c->data);
 	build_optimizer(&t);
 	open_run(&t);
 	start_state(&t, &ckpt);

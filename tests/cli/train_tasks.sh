@@ -97,6 +97,19 @@ ts-tokenize -v "$V" "$T/part.conll" | ts-shard -o "$T/part" --split train=1 >/de
 expect_fail "words without tags do not train: refused before step 1" 1 "record [12]: word at token 1 has no tag" \
 	train "${TINY[@]}" --data "$T/part" --run "$T/part-run" --task tokcls --max-steps 2
 check "...with no run dir made" test ! -e "$T/part-run"
+# tags as numbers (a dataset's ner_tags) name no entities: entity F1 is refused, not scored as 0
+for i in $(seq 40); do echo '{"words": ["alice", "went", "to", "paris"], "tags": [1, 0, 0, 2]}'; done >"$T/numbered.jsonl"
+ts-tokenize -v "$V" --text words --label tags "$T/numbered.jsonl" | ts-shard -o "$T/numbered" --split train=.5,valid=.5 >/dev/null
+expect_fail "numbered tags: entity F1, tokcls's default, is refused before a run dir" 1 \
+	"numbered numbers its tags, which name no entities: --metric entity-f1 \(tokcls's default\) needs them named" \
+	train "${TINY[@]}" --data "$T/numbered" --run "$T/num-run" --task tokcls --max-steps 2
+check "...with no run dir made" test ! -e "$T/num-run"
+check "numbered tags: --metric accuracy trains" train "${TINY[@]}" --data "$T/numbered" --run "$T/num-acc" --task tokcls --max-steps 2 --metric accuracy
+expect_eq "...its evaluations score words, and no entities" \
+	"$(ts-cat "$T/num-acc/events.msgpack" | jq -c 'select(.event == "eval") | [has("accuracy"), has("entities")]' | sort -u)" '[true,false]'
+check "ts-eval of its model (classes LABEL_0, ...)" ts-eval -m "$T/num-acc/best" --data "$T/numbered" --split valid
+expect_eq "...scores no entities of the names LABEL_0, ... either" "$(jq -c '[has("accuracy"), has("entities")]' "$T/out")" '[true,false]'
+check "...and its report has the tags of words alone" sh -c "ts-eval -m '$T/num-acc/best' --data '$T/numbered' --split valid --report | head -n 1 | grep -qx 'tags of words'"
 expect_eq "the model dir is a BertForTokenClassification" "$(jq -r '.architectures[0]' "$T/tok/best/config.json")" \
 	BertForTokenClassification
 if "$PY" -c 'import transformers' 2>/dev/null; then
