@@ -61,13 +61,13 @@ expect_eq "a sweep dir named with a trailing slash: its jobs' paths have no doub
 expect_eq "a job named as a run and in its sweep, either way round: listed once" \
 	"$(ts-top --json "$T/sw" "$T/sw/job-001" | jq length) $(ts-top --json "$T/sw/./job-001" "$T/sw" | jq length)" "2 2"
 # (its data, a train split alone, has a manifest that understates the largest
-# token id, which the trainer finds only as it batches the records, after
-# making its run dir)
+# token id, which a masked LM's trainer finds only as it batches the records,
+# after making its run dir: a labelled task's are all batched before)
 awk 'BEGIN { for (r = 0; r < 40; r++) printf "{\"id\":%d,\"ids\":[2,%d,40000,3],\"label\":%d}\n", r, 5 + r, r % 2 }' |
 	ts-cat --from-json | ts-shard -o "$T/bad" --seed 3 --split train=1 >/dev/null 2>&1
 jq '.splits |= with_entries(.value.max_id = 100)' "$T/bad/manifest.json" >"$T/m" && mv "$T/m" "$T/bad/manifest.json"
 check "a sweep whose second job fails after making its run dir" sh -c \
-	"timeout 300 ts-sweep -p data=$T/data,$T/bad --dir '$T/swf' -- ts-train ${MODEL[*]:2} --max-steps 2 >/dev/null 2>&1; test \$? = 1 && test -f '$T/swf/job-002/config'"
+	"timeout 300 ts-sweep -p data=$T/data,$T/bad --dir '$T/swf' -- ts-train ${MODEL[*]:2} --task mlm --max-steps 2 >/dev/null 2>&1; test \$? = 1 && test -f '$T/swf/job-002/config'"
 expect_eq "a sweep job that failed is shown failed, as its sweep says" \
 	"$(ts-top --json "$T/swf" | jq -r 'map(.state) | join(" ")')" "done failed"
 # a running run whose events foretell a finish beyond any calendar: no finish time, no crash
