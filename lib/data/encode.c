@@ -62,12 +62,18 @@ static int32_t *put_ids(int32_t *p, const int32_t *v, size_t from, size_t n)
 	return p + n;
 }
 
+/* The tags a piece of a's tokens keeps: those not left to a neighbour. */
+struct kept {
+	size_t from, to;
+};
+
 /* Fills t with the template around a[a0,a0+na) (and b[b0,b0+nb)) and
- * packs it; with tags, its label is their [a0,a0+na) and -100 at the
- * special tokens. Type ids go in only where one is not 0. */
+ * packs it; with tags, its label is their [a0,a0+na), -100 at the special
+ * tokens and outside [a0+keep.from, a0+keep.to). Type ids go in only where
+ * one is not 0. */
 static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0, size_t na,
-		     const struct ids *b, size_t b0, size_t nb, const int32_t *tags, struct tokrec *t,
-		     msgpack_packer *pk)
+		     const struct ids *b, size_t b0, size_t nb, const int32_t *tags, struct kept keep,
+		     struct tokrec *t, msgpack_packer *pk)
 {
 	const struct template_part *part = b ? o->tpl->pair : o->tpl->single;
 	int nparts = b ? o->tpl->npair : o->tpl->nsingle;
@@ -87,7 +93,7 @@ static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0
 			t->ids[at] = part[i].id;
 		if (labels) {
 			for (size_t j = 0; j < k; j++)
-				labels[at + j] = part[i].id == TPL_A ? tags[a0 + j] : -100;
+				labels[at + j] = part[i].id == TPL_A && j >= keep.from && j < keep.to ? tags[a0 + j] : -100;
 		}
 		memset(t->types_buf + at, part[i].type, k);
 		typed |= part[i].type != 0;
@@ -109,7 +115,10 @@ static void pack_one(const struct encode_opts *o, const struct ids *a, size_t a0
 
 /* Folding cuts the last text (b for pairs, else a) into pieces of room
  * tokens overlapping by stride; a pair's first text is kept whole, cut to half
- * the room when it would leave the second none. */
+ * the room when it would leave the second none. A tag in an overlap is kept
+ * in one piece, so that every word is trained and scored once: the first
+ * half of the overlap (the odd token with it) in the piece before, the rest
+ * in the piece after. */
 static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const struct ids *b,
 			 const int32_t *tags, struct tokrec *t, msgpack_packer *pk)
 {
@@ -121,15 +130,16 @@ static size_t pack_folds(const struct encode_opts *o, const struct ids *a, const
 		room -= na;
 		cut = b;
 	}
-	size_t step = room - (size_t)o->stride;
+	size_t step = room - (size_t)o->stride, half = (size_t)o->stride - (size_t)o->stride / 2;
 	size_t pieces = 0;
 	for (size_t start = 0;; start += step) {
 		size_t len = cut->n - start < room ? cut->n - start : room;
 		t->fold = (int)pieces++;
+		struct kept keep = { start ? half : 0, start + len < cut->n ? step + half : len };
 		if (b)
-			pack_one(o, a, 0, na, b, start, len, NULL, t, pk);
+			pack_one(o, a, 0, na, b, start, len, NULL, keep, t, pk);
 		else
-			pack_one(o, a, start, len, NULL, 0, 0, tags, t, pk);
+			pack_one(o, a, start, len, NULL, 0, 0, tags, keep, t, pk);
 		if (start + len >= cut->n)
 			break;
 	}
@@ -150,6 +160,6 @@ size_t encode_pack(const struct encode_opts *o, const struct ids *a, const struc
 		else if (na > budget)
 			na = budget;
 	}
-	pack_one(o, a, 0, na, b, 0, nb, tags, t, pk);
+	pack_one(o, a, 0, na, b, 0, nb, tags, (struct kept){ 0, na }, t, pk);
 	return 1;
 }

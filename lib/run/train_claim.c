@@ -359,7 +359,7 @@ void start_state(struct trainer *t, char **from)
 	const char *ckpt = *from;
 	if (t->lead && t->c->resume)   /* the steps after the checkpoint come again */
 		tb_restart(t->tb, t->st.step + 1);
-	int end_moved = ckpt && check_kept_options(t, ckpt);
+	int taken_further = ckpt && check_kept_options(t, ckpt);
 	if (ckpt && t->c->resume_changes)
 		check_new_end(t);
 	if (ckpt) {
@@ -375,7 +375,7 @@ void start_state(struct trainer *t, char **from)
 	else if (!t->st.ls.scale)   /* a fresh fp16 run, or one that goes on in fp16 */
 		t->st.ls = (struct loss_scale){ t->c->loss_scale, 0 };
 	plan_steps(t, ckpt);
-	if (end_moved || t->c->resume_changes)   /* a finished run taken further goes on */
+	if (taken_further || t->c->resume_changes)   /* a finished run taken further goes on */
 		t->st.finished = t->st.finished && t->total_steps <= t->st.step;
 	if (ckpt && t->c->resume_changes) {
 		trainer_log(t, "resumed with changes %s: the run ends at step %ld", t->c->resume_changes, t->total_steps);

@@ -50,6 +50,10 @@ expect_fail "--label on CoNLL: refused" 2 "conll input has its words and tags in
 ts-tokenize -v "$V" --max-len 12 --fold "$T/ner.conll" | ts-shard -o "$T/ner" --split train=.8,valid=.2 --seed 1 >/dev/null
 expect_eq "folded sentences keep a tag list the length of their tokens" \
 	"$(ts-cat "$T/ner/train"* | jq -c 'select(.ids) | (.ids | length) == (.label | length)' | sort -u)" true
+ts-tokenize -v "$V" --max-len 8 --fold --stride 3 -o "$T/strided.rec" "$T/ner.conll"
+expect_eq "folded with overlap, each word is tagged in one piece only: trained and scored once" \
+	"$(ts-cat "$T/strided.rec" | jq -s 'map(.label // [] | map(select(. != -100)) | length) | add')" \
+	"$(grep -c . "$T/ner.conll")"
 check "tokcls training" train "${TINY[@]}" --data "$T/ner" --run "$T/tok" --task tokcls --epochs 3 --lr 2e-3 --eval-every 20
 expect_eq "tokcls: best/ follows the entity F1" "$(ts-cat "$T/tok/events.msgpack" | jq -r 'select(.event=="best") | .metric' | sort -u)" entity-f1
 expect_eq "ts-top shows the entity F1 of the best evaluation, as best/ follows it" \
