@@ -587,8 +587,8 @@ static void exchange(const struct comm *c, const char *out, size_t nout, char *i
 		struct pollfd pf[2] = { { right_fd, nout ? POLLOUT : 0, 0 }, { left_fd, nin ? POLLIN : 0, 0 } };
 		double left = deadline - clock_seconds();
 		if (left <= 0 || poll(pf, 2, (int)(left * 1000) + 1) == 0)
-			die("process %d: no answer from process %d in %g s (--comm-timeout); ending the run", c->rank,
-			    nin ? left_rank : right_rank, c->timeout_s);
+			die("process %d: no answer from process %d in %g s (--comm-timeout; it hangs, or one it waits for); "
+			    "ending the run", c->rank, nin ? left_rank : right_rank, c->timeout_s);
 		if (pf[0].revents) {
 			ssize_t k = send(right_fd, out, nout, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (k < 0 && errno != EAGAIN && errno != EINTR)

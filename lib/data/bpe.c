@@ -131,6 +131,10 @@ struct bpe *bpe_new(const struct tjwhere *w, json_t *j)
 	b->fuse_unk = tj_bool(w, j, "fuse_unk", 0);
 	b->byte_fallback = tj_bool(w, j, "byte_fallback", 0);
 	b->ignore_merges = tj_bool(w, j, "ignore_merges", 0);
+	json_t *dropout = json_object_get(j, "dropout");
+	if (dropout && !json_is_null(dropout) && !(json_is_number(dropout) && json_number_value(dropout) == 0))
+		tj_die(w, "\"dropout\" is not supported: records must be the same every time the text is tokenized "
+			  "(make it null)");
 	tokmap_read(w, json_object_get(j, "vocab"), &b->vocab);
 	read_merges(w, json_object_get(j, "merges"), b);
 	if (!b->prefix_n && !b->suffix_n) {   /* GPT-2's byte alphabet lies below U+0800 */

@@ -177,6 +177,12 @@ mutate regex.json 'j["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "
 bad "a regex PCRE2 refuses" "pre_tokenizer: the regex /\(unclosed/ is refused: missing closing parenthesis" "$T/regex.json"
 mutate scripts.json 'j["pre_tokenizer"] = {"type": "UnicodeScripts"}'
 bad "a component TopSpin does not have" "scripts.json: pre_tokenizer 'UnicodeScripts' is not supported" "$T/scripts.json"
+mutate dropout.json 'j["model"]["dropout"] = 0.1'
+bad "BPE dropout, which would tokenize a text otherwise every time" \
+	"dropout.json: model: \"dropout\" is not supported: records must be the same every time" "$T/dropout.json"
+mutate nodropout.json 'j["model"]["dropout"] = 0.0'
+expect_eq "...but a dropout of 0 is none" "$(ts-tokenize -t "$T/nodropout.json" "$F/stress.txt" | ts-cat --no-header | md5sum)" \
+	"$(ts-tokenize -t "$R" "$F/stress.txt" | ts-cat --no-header | md5sum)"
 mutate nomodel.json 'del j["model"]'
 bad "no model" "nomodel.json: model: missing or not an object" "$T/nomodel.json"
 R=$F/modernbert/tokenizer.json mutate tokens.json 'j["post_processor"]["special_tokens"]["[CLS]"]["tokens"] = []'

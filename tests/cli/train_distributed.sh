@@ -472,4 +472,17 @@ wait "$mpirun_pid"
 expect_eq "a process hangs: mpirun exits non-zero" "$(($? != 0))" 1
 check "a process hangs: the other names it" grep -q "process 0: no answer from process 1 in 3 s (--comm-timeout)" "$T/h.out"
 expect_eq "a process hangs: no ts-train left" "$(pgrep -f "ts-train.*$T/h" | wc -l)" 0
+# the same launched by the environment, 3 processes: each hears only from its
+# neighbour, and the one after the stopped process names it
+port=$(free_port)
+for r in 1 2; do envrun3 "$r" "${TINY[@]}" --run "$T/th" --batch 4 --max-steps 100000 --save-every 100000 \
+	--comm-timeout 3 >"$T/th$r.out" 2>&1 & done
+envrun3 0 "${TINY[@]}" --run "$T/th" --batch 4 --max-steps 100000 --save-every 100000 --comm-timeout 3 \
+	>"$T/th0.out" 2>&1 &
+wait_for "a long 3-process TCP run under way" steps_done "$T/th" 3
+kill -STOP $(rank_pid "$T/th" 1)
+wait_for "a process hangs in the TCP ring: the one after it names it, and that it may wait for another" grep -q \
+	"process 2: no answer from process 1 in 3 s (--comm-timeout; it hangs, or one it waits for)" "$T/th2.out"
+kill -9 $(rank_pid "$T/th" 1) 2>/dev/null
+wait
 finish
