@@ -257,6 +257,29 @@ static void watch(const struct sweep_plan *p, struct pruning *pr, struct running
 	free(run);
 }
 
+/* Whether job r, ended with status, found its server gone: ssh failed
+ * (exit 255) before the job's run began there. Its slot would fail every
+ * job left in the queue as fast, so the server is left out, with a warning
+ * that says why. */
+static int server_lost(const struct sweep_plan *p, const struct running *r, int status)
+{
+	const struct sweep_place *pl = &p->places[r->place];
+	if (!pl->host || !WIFEXITED(status) || WEXITSTATUS(status) != 255)
+		return 0;
+	char *run = sweep_job_dir(p->dir, r->job), *config = path_join(run, "config"), *out = xmalloc(strlen(run) + 5);
+	sprintf(out, "%s.out", run);
+	int lost = access(config, F_OK) != 0;
+	if (lost) {   /* ssh's last line, as "ssh: connect to host node2 port 22: Connection refused" */
+		json_t *line = tail_of(out, 1);
+		char *why = xstrdup(json_string_value(line));
+		why[strcspn(why, "\r\n")] = 0;
+		warnx("server %s left out: job %d could not start there: %s", pl->host, r->job + 1, why);
+		json_decref(line), free(why);
+	}
+	free(run), free(config), free(out);
+	return lost;
+}
+
 /* Runs the n jobs ids[] (0-based) with their command lines argvs[], to
  * which the place adds its -j where add_j[] says, as many at a time as the
  * places have slots, recording each in ev; returns sweep_run's result. */
@@ -267,7 +290,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
 	struct launcher l = {p->dir, cwd, p->ssh, p->nssh};
-	int *busy = xcalloc((size_t)p->nplaces, sizeof *busy), slots = 0;
+	int *busy = xcalloc((size_t)p->nplaces, sizeof *busy), *lost = xcalloc((size_t)p->nplaces, sizeof *lost),
+	    slots = 0, places = p->nplaces;
 	for (int k = 0; k < p->nplaces; k++)
 		slots += p->places[k].slots;
 	struct running *run = xcalloc((size_t)slots + 1, sizeof *run);
@@ -277,7 +301,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		if (rundir_stop_requested(p->dir))   /* ts-stop from another machine writes it alone */
 			stop_asked = 1;
 		for (int k = 0; k < p->nplaces && next < n && !stop_asked; k++)
-			while (busy[k] < p->places[k].slots && next < n) {
+			while (!lost[k] && busy[k] < p->places[k].slots && next < n) {
 				const struct sweep_place *pl = &p->places[k];
 				char threads[16], **with = sweep_at(pl, argvs[next], add_j[next], threads);
 				struct running *r = &run[running++];
@@ -299,6 +323,10 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		}
 		for (int i = 0; p->eta > 1 && !stopping && i < running; i++)
 			watch(p, &pr, &run[i], ev);
+		if (!places && !running) {   /* the jobs left stay queued, for --resume */
+			warnx("no server or GPU is left to run the jobs (see the warnings above)");
+			break;
+		}
 		int status;
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 		if (pid < 0 && errno != EINTR)
@@ -313,6 +341,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, clock_seconds() - run[i].began);
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				events_add(ev, "job", rec);
+				if (!lost[run[i].place] && server_lost(p, &run[i], status))
+					lost[run[i].place] = 1, places--;
 				busy[run[i].place]--;
 				run[i] = run[--running];
 				break;
@@ -320,7 +350,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	}
 	events_add(ev, stopping ? "stop" : "done", json_pack("{sI}", "started", (json_int_t)next));
 	rundir_clear_stop(p->dir);   /* acted on, or come with the last job's end */
-	free(run), free(busy);
+	free(run), free(busy), free(lost);
 	if (pr.asha)
 		asha_free(pr.asha);
 	return stopping ? 2 : failed;

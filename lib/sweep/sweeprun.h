@@ -35,7 +35,8 @@ char **sweep_argv(const struct sweep_plan *p, int i);
  * and the jobs' data dirs reachable there, 1 GiB free for the runs: a
  * server that fails is left out with a warning, its cores counted for
  * -j), and runs every job, as many at a time as the places have slots; a
- * job that fails is recorded and the sweep goes on. Returns 0 when all
+ * job that fails is recorded and the sweep goes on, without the server of
+ * a job that ssh could not start. Returns 0 when all
  * finished, 1 when any failed, 2 when stopped (SIGINT, SIGTERM, ts-stop). */
 int sweep_run(struct sweep_plan *p);
 /* Runs again the jobs of the sweep in dir that are not done, where it ran

@@ -106,4 +106,25 @@ stopped() { for j in 1 2; do flock -n "$T/sk/job-00$j/lock" true || return 1; do
 wait_for "...the remote jobs end" stopped
 expect_eq "...each stopped with a checkpoint, to go on from" \
 	"$(for j in 1 2; do s=$(ts-cat "$T/sk/job-00$j/events.msgpack" | jq -r 'select(.event=="stop") | .step'); test -n "$s" && test -d "$T/sk/job-00$j/ckpt/step-$s" && echo "$j"; done | tr '\n' ' ')" "1 2 "
+
+# a server gone mid-sweep (its sshd ended; the session of the job under way
+# lives on): the next job cannot reach it and fails, the server is left out
+# saying why, and the jobs left stay queued for --resume, not each failed as fast
+sweep --servers <(echo "127.0.0.1 1") -p lr=1e-4,2e-4,3e-4,4e-4 --dir "$T/gone" -- "$BIN/ts-train" "${MODEL[@]}" \
+	--vocab "$V" --max-steps 200 --eval-every 100 >/dev/null 2>"$T/gone.err" &
+sweeper=$!
+wait_for "a remote job under way" test -s "$T/gone/job-001/events.msgpack"
+kill "$(cat "$T/sshd.pid")"
+wait "$sweeper"
+expect_eq "a server gone: exit 1, job 1 done, job 2 failed, the others queued" \
+	"$? $(ts-sweep --show "$T/gone" --format json | jq -r 'sort_by(.job) | map("\(.job) \(.state)") | join(";")')" \
+	"1 1 done;2 failed;3 queued;4 queued"
+check "...a warning names the server and ssh's reason" grep -qx \
+	"ts-sweep: server 127.0.0.1 left out: job 2 could not start there: ssh: connect to host 127.0.0.1 port $port: Connection refused" \
+	"$T/gone.err"
+check "...and the last line says none is left" sh -c "tail -n 1 '$T/gone.err' | grep -q 'no server or GPU is left to run the jobs'"
+check "sshd starts again" /usr/sbin/sshd -f "$T/sshd_config" -E "$T/sshd.log"
+wait_for "sshd lets the throw-away key in again" $SSH 127.0.0.1 true
+check "the server back: --resume runs the jobs left" sweep --resume "$T/gone"
+expect_eq "...all 4 done" "$(ts-sweep --show "$T/gone" --format json | jq -r 'map(.state) | unique | join(";")')" done
 finish
