@@ -364,22 +364,24 @@ static struct events *open_records(const char *dir)
 	return ev;
 }
 
-/* The jobs' data dirs (--data), each once. */
+/* The jobs' data dirs, each once: as ts-train takes --data, from the
+ * command, a config file it names (-c) or a spec. */
 static char **data_dirs(const struct sweep_plan *p, int *n)
 {
 	char **v = xcalloc((size_t)p->njobs + 1, sizeof *v);
 	*n = 0;
 	for (int i = 0; i < p->njobs; i++) {
-		const struct sweep_job *j = &p->jobs[i];
-		for (int k = 1; k < j->ncmd; k++) {
-			const char *d = !strcmp(j->cmd[k - 1], "--data") ? j->cmd[k]
-					: !strncmp(j->cmd[k], "--data=", 7) ? j->cmd[k] + 7 : NULL;
-			int seen = 0;
-			for (int m = 0; d && m < *n; m++)
-				seen |= !strcmp(v[m], d);
-			if (d && !seen)
-				v[(*n)++] = (char *)d;
-		}
+		char **argv = sweep_argv(p, i), *d = sweep_option(argv, "data", 0);
+		int seen = 0;
+		for (int m = 0; d && m < *n; m++)
+			seen |= !strcmp(v[m], d);
+		if (d && !seen)
+			v[(*n)++] = d;
+		else
+			free(d);
+		for (char **a = argv; *a; a++)
+			free(*a);
+		free(argv);
 	}
 	return v;
 }
@@ -430,6 +432,8 @@ static int check_server(const struct sweep_plan *p, struct sweep_place *pl, cons
 		warnx("server %s left out: %ld MiB free for the runs, under 1 GiB", pl->host, avail_kb / 1024), ok = 0;
 	if (ok)
 		pl->threads = cores / pl->slots > 1 ? (int)(cores / pl->slots) : 1;
+	for (int i = 0; i < ndata; i++)
+		free(data[i]);
 	free(b.s), free(cmdline.s), free(cmd[p->nssh + 2]), free(cmd), free(data);
 	return ok;
 }

@@ -68,6 +68,11 @@ left_out "no server left: the sweep ends, saying why" "server nosuchhost.invalid
 	--servers <(echo "nosuchhost.invalid") -p lr=1e-4 --dir "$T/s3" -- "$BIN/ts-train" "${MODEL[@]}" --vocab "$V"
 left_out "a data dir the server lacks leaves it out" "server 127.0.0.1 left out: no data dir $T/nodata" \
 	--servers "$T/servers" -p lr=1e-4 --dir "$T/s4" -- "$BIN/ts-train" "${MODEL[@]/$T\/data/$T/nodata}" --vocab "$V"
+printf 'data = %s\n' "$T/nodata" >"$T/nodata.conf"
+left_out "...as does a data dir a spec gives" "server 127.0.0.1 left out: no data dir $T/nodata" \
+	--servers "$T/servers" -p "data=$T/data,$T/nodata" --dir "$T/s5" -- "$BIN/ts-train" "${MODEL[@]:2}" --vocab "$V"
+left_out "...or a config file the command names" "server 127.0.0.1 left out: no data dir $T/nodata" \
+	--servers "$T/servers" -p lr=1e-4 --dir "$T/s7" -- "$BIN/ts-train" -c "$T/nodata.conf" "${MODEL[@]:2}" --vocab "$V"
 expect_fail "a bad servers line" 2 "line 1: not HOST \[SLOTS\]" sweep --servers <(echo "host many") -p lr=1 --dir "$T/s6" \
 	-- "$BIN/ts-train" "${MODEL[@]}"
 
