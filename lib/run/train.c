@@ -132,13 +132,15 @@ static int evaluate_swapped(struct trainer *t)
 	}
 	if (t->lead)
 		run_plots(t->c->run, t->metric);
-	int better = t->st.best_step < 0 || (metric_higher_is_better(t->metric) ? v > t->st.best : v < t->st.best);
+	int better = isfinite(v) &&   /* undefined (Pearson of constant values) is never the best */
+		     (t->st.best_step < 0 || (metric_higher_is_better(t->metric) ? v > t->st.best : v < t->st.best));
 	if (better) {
 		t->st.best = v;
 		t->st.best_step = t->st.step;
 		t->st.bad_evals = 0;
 		save_model(t, "best");
-		trainer_event(t, "best", json_pack("{sI ss sf}", "step", (json_int_t)t->st.step, "metric", t->metric, "value", v));
+		trainer_event(t, "best", json_pack("{sI ss so}", "step", (json_int_t)t->st.step, "metric", t->metric, "value",
+						   json_number(v)));
 		if (t->lead)
 			trainer_log(t, "step %ld: new best %s %.6g, saved best/", t->st.step, t->metric, v);
 		return comm_any(t->comm, 0);
@@ -242,7 +244,11 @@ static void finish(struct trainer *t)
 		rundir_clear_stop(t->c->run);   /* a request that came with the last step */
 	swap_ema(t);
 	save_model(t, "final");
-	if (!t->valid.shard)
+	if (t->valid.shard && t->st.best_step < 0) {
+		trainer_log(t, "no evaluation gave a valid %s (each was nan): best/ is the last model", t->metric);
+		say(t, "no evaluation gave a valid %s (each was nan): best/ is the last model, as final/", t->metric);
+	}
+	if (!t->valid.shard || t->st.best_step < 0)
 		save_model(t, "best");
 	swap_ema(t);
 	double secs = t->st.elapsed_s > 0 ? t->st.elapsed_s : 1e-9;

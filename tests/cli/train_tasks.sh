@@ -147,6 +147,17 @@ expect_eq "reg: mse, rmse, pearson and spearman" "$(jq -c '[.mse == .loss, (.rms
 expect_eq "reg: no perplexity (e to a squared error means nothing)" "$(jq -c 'has("ppl")' "$T/reg.json")" false
 expect_fail "reg: --metric ppl refused" 2 "--metric ppl does not apply to the reg task" \
 	train "${TINY[@]}" --data "$T/reg" --run "$T/reg-ppl" --task reg --metric ppl
+# a valid split whose scores are all one: Pearson is undefined (nan) at every evaluation
+head -n 40 "$T/reg.jsonl" | sed 's/"score": [0-9.]*/"score": 0.5/' >"$T/flat.jsonl"
+ts-tokenize -v "$V" --label score -o "$T/flat.rec" "$T/flat.jsonl"
+ts-tokenize -v "$V" --label score "$T/reg.jsonl" | ts-shard -o "$T/flat" --split "train=rest,valid=@$T/flat.rec" >/dev/null
+check "a valid split of one score, Pearson undefined at every evaluation: the run ends well" \
+	train "${TINY[@]}" --data "$T/flat" --run "$T/flat-run" --task reg --metric pearson --max-steps 6 --eval-every 2
+expect_eq "...saying so, its evaluations' Pearson null, none the best, and best/ the last model" \
+	"$(grep -c "no evaluation gave a valid pearson (each was nan): best/ is the last model" "$T/err") \
+$(ts-cat "$T/flat-run/events.msgpack" | jq -c 'select(.event=="eval") | .pearson' | sort -u) \
+$(ts-cat "$T/flat-run/events.msgpack" | jq -c 'select(.event=="best")' | wc -l) \
+$(cmp -s "$T/flat-run/best/model.safetensors" "$T/flat-run/final/model.safetensors" && echo same)" "1 null 0 same"
 expect_eq "reg: the model dir says regression" "$(jq -c '[.problem_type, .num_labels // (.id2label | length)]' "$T/reg-run/best/config.json")" '["regression",1]'
 # the CPU scores a batch in slices of at most 2,048 tokens: the training
 # records (about 320 of 8 to 12 tokens), shortest first, in one batch go
