@@ -127,6 +127,26 @@ else
 	skip "man pages render without groff warnings (groff is not installed)"
 fi
 
+# .BR and its kin print their arguments with no space between: two words
+# running on as arguments of one print as one word ("fewerthantwo").
+glued_words() {   # FILE: its lines where two plain words are arguments of a font-alternating macro
+	awk '/^\.(BR|RB|BI|IB|IR|RI)( |$)/ {
+		rest = substr($0, 5); n = 0; prev = ""
+		while (rest != "") {
+			sub(/^ +/, "", rest)
+			if (rest == "") break
+			if (substr(rest, 1, 1) == "\"") { match(rest, /^"[^"]*"?/); arg = "\"" }
+			else { match(rest, /^[^ ]+/); arg = substr(rest, 1, RLENGTH) }
+			rest = substr(rest, RLENGTH + 1)
+			if (arg ~ /^[A-Za-z]+$/ && prev ~ /^[A-Za-z]+$/) { print FILENAME ":" FNR ": " $0; break }
+			prev = arg
+		}
+	}' "$1"
+}
+for page in "$MAN"/*.[1-8]; do
+	expect_eq "${page#"$TOP"/}: no words run together in a .BR-like line" "$(glued_words "$page")" ""
+done
+
 # Examples that run: in README.md a ```sh block right after a "<!-- test -->"
 # line, and the ```text block right after a "<!-- output -->" line that follows
 # it, its standard output ("..." in a line stands for any text); in a man page an
