@@ -47,7 +47,7 @@ static const struct opt opts[] = {
 	{0, "resume", OPT_STR, &resume, "DIR", "run a sweep's jobs that are not done, from their checkpoints", "@dir"},
 	{0, "print", OPT_FLAG, &print, NULL, "print the jobs' command lines instead of running them", NULL},
 	{0, "show", OPT_STR, &show, "DIR", "print the leaderboard of a sweep dir", "@dir"},
-	{0, "plot", OPT_STR, &plot, "FILE", "with --show, also plot every job's valid metric over its steps in FILE (SVG)", NULL},
+	{0, "plot", OPT_STR, &plot, "FILE", "with --show, also plot every job's valid metric over its steps in FILE (SVG)", "@file"},
 	{0, "format", OPT_STR, &format, "FMT", "leaderboard as table, tsv or json", "table|tsv|json"},
 	{0, "metric", OPT_STR, &metric, "NAME", "rank by this valid metric (default: ts-train's default for the jobs' task)",
 	 "accuracy|macro-f1|mcc|micro-f1|exact-match|pearson|spearman|entity-f1|loss|ppl"},

@@ -20,7 +20,7 @@ _ts_sweep() {
 	--dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--resume) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--show) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-	--plot) COMPREPLY=(); return ;;
+	--plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--format) COMPREPLY=($(compgen -W "table tsv json" -- "$cur")); return ;;
 	--metric) COMPREPLY=($(compgen -W "accuracy macro-f1 mcc micro-f1 exact-match pearson spearman entity-f1 loss ppl" -- "$cur")); return ;;
 	-c|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;

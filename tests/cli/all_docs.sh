@@ -95,6 +95,9 @@ check_completions() {   # CMD, with the option table in $T/table
 				awk '{ sub(":", "", $2); print "cuda:" $2 }'; } | sort)" ] || wrong_value+=" --$long"
 		fi
 	done <"$T/table"
+	# a FILE or DIR value completes paths, and only a path option refuses an empty one
+	expect_eq "$cmd: every option that takes a FILE or DIR completes paths" \
+		"$(awk -F"$US" '$2 ~ /^(FILE|DIR)$/ && $3 !~ /^@(file|dir)$/ { printf " --%s", $1 }' "$T/table" | sed 's/^ //')" ""
 	expect_eq "$cmd: bash completes options, not values, after a flag" "${wrong_flag# }" ""
 	expect_eq "$cmd: zsh takes no value after a flag" "${wrong_zsh# }" ""
 	expect_eq "$cmd: bash offers an option's choices, or no words for a free value" "${wrong_value# }" ""
