@@ -29,11 +29,11 @@ static int print;
 static const struct opt opts[] = {
 	{'p', "param", OPT_LIST, &params, "SPEC", "KEY=V1,V2 | K1,K2=A1:B1,A2:B2 | KEY=LO:HI[:log] (repeatable)", NULL},
 	{0, "tasks", OPT_STR, &tasks, "FILE", "ts-train command lines, one a line, each a job (and the grid's for each)", "@file"},
-	{0, "random", OPT_INT, &draws, "N", "N random draws instead of the grid", NULL, .min = 0, .max = 100000},
+	{0, "random", OPT_INT, &draws, "N", "N random draws instead of the grid; 0 for the grid", NULL, .min = 0, .max = 100000},
 	{0, "seed", OPT_INT, &seed, "N", "seed of the random draws", NULL, .min = 0, .max = LONG_MAX},
 	{'P', "jobs", OPT_INT, &slots, "N", "jobs at a time on this machine, sharing its cores", NULL,
 	 .min = 1, .max = 1024},
-	{0, "max-params", OPT_INT, &max_params, "N", "skip the jobs whose models have more than N parameters", NULL,
+	{0, "max-params", OPT_INT, &max_params, "N", "skip the jobs whose models have more than N parameters; 0 for no limit", NULL,
 	 .min = 0, .max = LONG_MAX},
 	{0, "prune", OPT_STR, &prune, "HOW", "asha: stop the worse jobs at rungs of their evaluations", "asha"},
 	{0, "eta", OPT_INT, &eta, "N", "with --prune asha, keep 1 job in N at each rung, at N times the steps", NULL,
