@@ -630,6 +630,8 @@ int main(int argc, char **argv)
 	int n = opt_parse(&spec, argc, argv, &dirs);
 	if (n == 0)
 		die_usage("name the run or sweep dirs to watch");
+	if (once && as_json)
+		die_usage("--once and --json are one at a time: a text or a JSON snapshot");
 	if (opt_given(&spec, "until") && !once && !as_json)
 		die_usage("--until goes with --once or --json");
 	setlocale(LC_ALL, "");

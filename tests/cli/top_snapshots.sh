@@ -99,6 +99,7 @@ expect_eq "a new run: --json gives them as null" "$(ts-top --json "$T/new" | jq 
 expect_fail "a dir that is neither" 1 "neither a run dir nor a sweep dir" ts-top --once "$T/data"
 expect_fail "a path that does not exist: the system's reason" 1 "cannot open $T/nothere: No such file or directory" ts-top --once "$T/nothere"
 expect_fail "a file: not a directory" 1 "cannot open $T/data/manifest.json: Not a directory" ts-top --once "$T/data/manifest.json"
+expect_fail "--once with --json: which snapshot is unclear" 2 "--once and --json are one at a time" ts-top --once --json "$T/r"
 expect_fail "--until without --once" 2 "--until goes with --once or --json" ts-top --until 3 "$T/r"
 expect_fail "not a terminal" 1 "standard output is not a terminal" ts-top "$T/r"
 
