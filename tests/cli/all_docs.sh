@@ -221,6 +221,24 @@ n=$(extract_readme "$TOP/README.md" "$T/ex/README")
 [ "$n" -gt 0 ] || fail "README.md has examples marked <!-- test -->"
 expect_eq "every README.md example shows its output" "$(ls "$T/ex/README" | grep -c '\.out$')" "$n"
 run_examples README.md "$n" "$T/ex/README"
+
+# Every field of the events that the README's runs wrote (a run, a stopped and
+# resumed one, one of two processes) is named in ts-train(1)'s entry of its event.
+event_fields() {   # PAGE: "kind field" for each word of each entry of its EVENTS section
+	sed -n '/^\.SH EVENTS/,/^\.SH /p' "$1" | sed 's/\\-/-/g' | awk '
+		/^\.TP/ { getline; kind = ($1 == ".B" && NF == 2) ? $2 : ""; next }
+		/^\.SH/ { kind = "" }
+		kind != "" { n = split($0, w, /[^A-Za-z0-9_]+/); for (i = 1; i <= n; i++) if (w[i] != "") print kind, w[i] }' | sort -u
+}
+undocumented_fields() {   # PAGE EVENTS...: "kind.field" of each field of EVENTS that PAGE does not name
+	local page=$1; shift
+	ts-cat "$@" | jq -r '.event as $e | keys[] | select(. != "event" and . != "time") | "\($e) \(.)"' | sort -u |
+		comm -23 - <(event_fields "$page") | tr ' ' . | tr '\n' ' ' | sed 's/ $//'
+}
+mapfile -t events < <(ls "$T"/ex/README/run/r*/events.msgpack 2>/dev/null)
+if [ ${#events[@]} = 0 ]; then fail "README.md's examples wrote run dirs whose events ts-train(1) must describe"
+else expect_eq "ts-train(1) EVENTS names every field of the events the README's runs wrote" \
+	"$(undocumented_fields "$MAN/ts-train.1" "${events[@]}")" ""; fi
 for page in "$MAN"/*.[1-8]; do
 	base=$(basename "$page")
 	mkdir -p "$T/ex/$base"
