@@ -383,16 +383,17 @@ int main(int argc, char **argv)
 	if (plot && !show)
 		die_usage("--plot goes with --show");
 	if (show) {
-		if (ncmd || params.n || dir || print || resume || tasks || opt_given(&spec, "jobs") || draws ||
-		    servers || gpus || prune || opt_given(&spec, "per-job") || opt_given(&spec, "seed"))
-			die_usage("--show DIR takes only --format, --metric and --plot");
+		opt_only_with(&spec, "show", (const char *const[]){ "format", "metric", "plot", NULL });
+		if (ncmd)
+			die_usage("--show DIR takes no command");
 		print_board(show);
 		close_stdout();
 		return 0;
 	}
 	if (resume) {
-		if (ncmd || params.n || dir || print || draws || tasks || opt_given(&spec, "seed"))
-			die_usage("--resume DIR takes only -P, --format and --metric");
+		opt_only_with(&spec, "resume", (const char *const[]){ "jobs", "format", "metric", NULL });
+		if (ncmd)
+			die_usage("--resume DIR takes no command: its jobs keep theirs");
 		int rc = sweep_resume(resume, opt_given(&spec, "jobs") ? slots : 0);
 		print_board(resume);
 		close_stdout();

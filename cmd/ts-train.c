@@ -269,23 +269,6 @@ static void resolve_defaults(void)
 	}
 }
 
-/* --resume and --replay take no other options but those of allowed, a
- * NULL-terminated list. */
-static void only_with(const char *mode, const char *const *allowed)
-{
-	char but[256] = "";
-	for (int i = 0; allowed[i]; i++)
-		snprintf(but + strlen(but), sizeof but - strlen(but), "%s--%s",
-			 !i ? " but " : allowed[i + 1] ? ", " : " and ", allowed[i]);
-	for (const struct opt *o = opts; o->name; o++) {
-		int ok = !strcmp(o->name, mode);
-		for (int i = 0; allowed[i]; i++)
-			ok |= !strcmp(o->name, allowed[i]);
-		if (opt_given(&spec, o->name) && !ok)
-			die_usage("--%s takes no other options%s (not --%s)", mode, but, o->name);
-	}
-}
-
 /* Paths in the run's config must hold from any working directory. */
 static void absolute(char **path)
 {
@@ -348,7 +331,7 @@ int main(int argc, char **argv)
 	if (opt_parse(&spec, argc, argv, &operands) > 0)
 		die_usage("unexpected argument '%s'", operands[0]);
 	if (replay) {
-		only_with("replay", (const char *const[]){ "threads", NULL });
+		opt_only_with(&spec, "replay", (const char *const[]){ "threads", NULL });
 		omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 		int rc = bug_replay(replay);
 		close_stdout();
@@ -357,8 +340,8 @@ int main(int argc, char **argv)
 	char *changes = NULL;
 	if (resume) {
 		/* the run's own config, but where it runs, its precision, its end and cadence */
-		only_with("resume", (const char *const[]){ "device", "gpus", "net-if", "precision", "epochs", "max-steps",
-							   "eval-every", "save-every", "patience", NULL });
+		opt_only_with(&spec, "resume", (const char *const[]){ "device", "gpus", "net-if", "precision", "epochs",
+									"max-steps", "eval-every", "save-every", "patience", NULL });
 		char *given = precision;   /* this leg's, over the run's */
 		char *path = path_join(resume, "config");
 		if (access(path, F_OK) < 0)

@@ -224,6 +224,21 @@ int opt_given(const struct cmd_spec *spec, const char *name)
 	return o && given[o - spec->opts];
 }
 
+void opt_only_with(const struct cmd_spec *spec, const char *mode, const char *const *allowed)
+{
+	char but[256] = "";
+	for (int i = 0; allowed[i]; i++)
+		snprintf(but + strlen(but), sizeof but - strlen(but), "%s--%s",
+			 !i ? " but " : allowed[i + 1] ? ", " : " and ", allowed[i]);
+	for (const struct opt *o = spec->opts; o->name; o++) {
+		int ok = !strcmp(o->name, mode);
+		for (int i = 0; allowed[i]; i++)
+			ok |= !strcmp(o->name, allowed[i]);
+		if (opt_given(spec, o->name) && !ok)
+			die_usage("--%s takes no other options%s (not --%s)", mode, but, o->name);
+	}
+}
+
 static char *trim(char *s)
 {
 	while (isspace((unsigned char)*s))

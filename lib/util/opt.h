@@ -47,6 +47,9 @@ struct cmd_spec {
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands);
 /* Whether the option was given (on the command line or in a config file). */
 int opt_given(const struct cmd_spec *spec, const char *name);
+/* Dies (exit 2) naming the first option given but mode and those of allowed,
+ * a NULL-terminated list: a mode such as --resume that takes no others. */
+void opt_only_with(const struct cmd_spec *spec, const char *mode, const char *const *allowed);
 /* Dies (exit 2) naming the first string option whose value a config file
  * cannot give back as it is: one with a blank at either end, or a newline or
  * other control character. A command that writes its options calls it before. */
