@@ -45,6 +45,8 @@ int main(int argc, char **argv)
 	int n = opt_parse(&spec, argc, argv, &dirs);
 	if (n == 0)
 		die_usage("name the run or sweep dir to stop");
+	if (opt_given(&spec, "timeout") && !wait_stop)
+		die_usage("--timeout goes with --wait");
 	int failed = 0;
 	for (int i = 0; i < n; i++) {
 		int why = dir_reachable(dirs[i]);

@@ -382,6 +382,8 @@ int main(int argc, char **argv)
 	int ncmd = opt_parse(&spec, argc, argv, &cmd);
 	if (plot && !show)
 		die_usage("--plot goes with --show");
+	if (opt_given(&spec, "eta") && !prune)
+		die_usage("--eta goes with --prune asha");
 	if (show) {
 		opt_only_with(&spec, "show", (const char *const[]){ "format", "metric", "plot", NULL });
 		if (ncmd)

@@ -42,6 +42,7 @@ check "--show --plot of mlm jobs by macro-f1, which their evaluations lack: a pl
 	"timeout 300 ts-sweep -p lr=1e-4 --dir '$T/mlm' -- ts-train ${MODEL[*]} --vocab '$V' --task mlm --max-steps 2 --eval-every 1 >/dev/null &&
 	 ts-sweep --show '$T/mlm' --plot '$T/mlm.svg' --metric macro-f1 >/dev/null && grep -q 'no data yet' '$T/mlm.svg'"
 expect_fail "--plot with an empty path" 2 "^ts-sweep: --plot: the path is empty" sweep --show "$T/g" --plot ""
+expect_fail "--eta without --prune asha: nothing to prune" 2 "--eta goes with --prune asha" ts-sweep --eta 2 -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
 expect_fail "--plot without --show" 2 "--plot goes with --show" ts-sweep --plot "$T/x.svg" -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
 expect_eq "--show as TSV: a header and 6 rows" "$(sweep --show "$T/g" --format tsv | head -1 | cut -f1-4) $(sweep --show "$T/g" --format tsv | wc -l)" \
 	"$(printf 'rank\tjob\tstate\taccuracy') 7"

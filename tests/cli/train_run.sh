@@ -90,6 +90,7 @@ stopped=$(ts-cat "$T/r3/events.msgpack" | jq -c 'select(.event=="stop") | .step'
 [ -n "$stopped" ] && [ "$stopped" -lt 300 ] && pass "stopped mid-run at step $stopped" || fail "stopped mid-run (got '$stopped')"
 [ -d "$T/r3/ckpt/step-$stopped" ] && pass "a checkpoint at the stop" || fail "a checkpoint at the stop"
 expect_fail "ts-stop on a run that is not running" 1 "no ts-train or ts-sweep is running there" ts-stop "$T/r3"
+expect_fail "ts-stop --timeout without --wait: no wait to end" 2 "--timeout goes with --wait" ts-stop --timeout 60 "$T/r3"
 expect_fail "ts-stop on a path that does not exist says so" 1 "cannot open $T/nothere: No such file or directory" ts-stop "$T/nothere"
 # the request is made in place, not renamed from a temp file: a trainer starting
 # with the lock held removes the temp files it finds, ts-stop's among them
