@@ -274,11 +274,13 @@ static int64_t token_tags(const struct batch_source *src, uint64_t row, const st
 }
 
 /* The manifest may not tell the truth about the shard: an id beyond the
- * embeddings would read outside them, as would a token type beyond the
- * model's. */
+ * embeddings (or below them, in a damaged shard) would read outside them, as
+ * would a token type beyond the model's. */
 static void check_ids(const struct batch_source *src, uint64_t row, const struct tokrec *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
+		if (t->ids[i] < 0)
+			die_at(src, row, "token id %d is negative", t->ids[i]);
 		if (t->ids[i] >= src->vocab)
 			die_at(src, row, "token id %d is beyond the vocab's %d tokens", t->ids[i], src->vocab);
 		if (t->types && src->type_vocab > 0 && t->types[i] >= src->type_vocab)

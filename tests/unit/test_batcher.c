@@ -1,7 +1,8 @@
 /* --batch-tokens's groups: the budget met exactly, a record of the whole
  * budget alone, a record that would pass it starting the next group, the
- * last short group, cuts that depend only on the order and the budget, and
- * the refusal of a record longer than the budget. */
+ * last short group, cuts that depend only on the order and the budget, the
+ * refusal of a record longer than the budget, and of a token id below the
+ * vocab in a damaged shard. */
 #include "check.h"
 #include "expect_die.h"
 #include "model/batcher.h"
@@ -91,6 +92,19 @@ static void check_fits(const void *s)
 	batch_check_tokens(&src, 10, "--batch-tokens 10");
 }
 
+/* A shard's one record with token id -5, which ts-shard never writes. */
+static void check_negative_id(const void *path)
+{
+	struct shard_writer *w = shard_create(path);
+	int32_t ids[] = {101, -5, 102};
+	struct tokrec t = {.ids = ids, .n = 3, .label_kind = LABEL_INT, .fold = -1};
+	shard_append(w, &t);
+	shard_commit(w);
+	struct batch_source src = {.shard = shard_open(path), .name = "data/train.shard", .task = TASK_CLS,
+				   .num_labels = 2, .vocab = 200};
+	batch_check_records(&src);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir))
@@ -104,6 +118,9 @@ int main(void)
 	char err[256];
 	CHECK(run_child(check_fits, s, err, sizeof err) == 0 && !*err, "every record within the budget: no error");
 	shard_close(s);
+	free(path);
+	path = path_join(tmpdir, "negative.shard");
+	expect_die("a negative token id", check_negative_id, path, "data/train.shard: record 1: token id -5 is negative");
 	free(path);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
