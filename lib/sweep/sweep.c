@@ -108,6 +108,18 @@ void sweep_parse(const char *text, struct sweep_spec *s)
 	free(vals);
 }
 
+/* Draw x in 4 significant digits, or more where those would take it out of
+ * the range: 0.99996 of ema=0.999:0.99999 is not 1, which --ema refuses. */
+static void draw_text(char *buf, size_t size, double x, const struct sweep_spec *s)
+{
+	for (int digits = 4; digits <= 17; digits++) {
+		snprintf(buf, size, "%.*g", digits, x);
+		double y = strtod(buf, NULL);
+		if ((y >= s->lo && y <= s->hi) || digits == 17)   /* 17 digits give x back */
+			return;
+	}
+}
+
 /* Adds spec s's value v (or a draw from its range) to job j. */
 static void take(struct sweep_job *j, const struct sweep_spec *s, int v, struct rng *r)
 {
@@ -126,7 +138,7 @@ static void take(struct sweep_job *j, const struct sweep_spec *s, int v, struct 
 		if (s->whole)
 			snprintf(buf, sizeof buf, "%.0f", fmin(floor(x), s->hi));
 		else
-			snprintf(buf, sizeof buf, "%.4g", x);
+			draw_text(buf, sizeof buf, fmin(fmax(x, s->lo), s->hi), s);
 		j->opts[j->nopts++] = xstrdup(buf);
 	}
 }

@@ -61,6 +61,12 @@ static void test_random(void)
 	CHECK(low > 160 && low < 240, "log-uniform: %d of 400 rates below 1e-4", low);
 	CHECK(sgd > 160 && sgd < 240, "a list is drawn from too: %d of 400 sgd", sgd);
 	CHECK(same, "the same seed draws the same jobs");
+	const char *near[] = {"ema=0.999:0.99999"};
+	n = make(near, 1, 400, 7, &a);
+	in_range = 1;
+	for (int i = 0; i < n; i++)
+		in_range &= atof(a[i].opts[1]) >= 0.999 && atof(a[i].opts[1]) <= 0.99999;
+	CHECK(in_range, "draws near an end of 5 digits stay within the range, not rounded to 1");
 }
 
 static void parse_one(const void *text)
