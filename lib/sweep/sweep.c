@@ -58,12 +58,13 @@ static void parse_range(const char *text, char **parts, int n, struct sweep_spec
 	s->lo = range_end(text, parts[0], &s->whole);
 	s->hi = range_end(text, parts[1], &s->whole);
 	s->log = n == 3;
+	/* before the ends are compared: as doubles, two ends past 2^53 may be one */
+	if (s->whole && (fabs(s->lo) >= 0x1p53 || fabs(s->hi) >= 0x1p53))   /* drawn as doubles */
+		die_usage("-p %s: a range of whole numbers takes ends below 2^53 (9007199254740992) in size", text);
 	if (!(s->lo < s->hi))
 		die_usage("-p %s: the range's low end is not below its high end", text);
 	if (s->log && s->lo <= 0)
 		die_usage("-p %s: a log range takes positive ends", text);
-	if (s->whole && (fabs(s->lo) >= 0x1p53 || fabs(s->hi) >= 0x1p53))   /* drawn as doubles */
-		die_usage("-p %s: a range of whole numbers takes ends below 2^53 (9007199254740992) in size", text);
 }
 
 void sweep_parse(const char *text, struct sweep_spec *s)

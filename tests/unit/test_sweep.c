@@ -95,6 +95,8 @@ static void test_refused(void)
 	expect_usage("a log range from 0", parse_one, "lr=0:1:log", "a log range takes positive ends");
 	expect_usage("whole ends past 2^53, where doubles skip whole numbers", parse_one, "seed=0:9007199254740993",
 		     "takes ends below 2^53");
+	expect_usage("whole ends past 2^53 that are one as doubles", parse_one,
+		     "seed=9223372036854775806:9223372036854775807", "takes ends below 2^53");
 	expect_usage("a range of 4 parts", parse_one, "lr=1:2:3:4", "a range is LO:HI or LO:HI:log");
 	expect_usage("a range in a grid", grid_of, "lr=1:2", "give --random N");
 }
