@@ -145,10 +145,10 @@ static void finish_text(char *out, size_t n, double now, double s)
  * or evaluation). */
 static const char *number(char *out, size_t n, const char *format, double x)
 {
-	if (isfinite(x))
-		snprintf(out, n, format, x);
-	else
+	if (!isfinite(x))
 		snprintf(out, n, "-");
+	else if (snprintf(out, n, format, x) >= (int)n)   /* cut short, it would read as another number */
+		snprintf(out, n, "%.4g", x);
 	return out;
 }
 

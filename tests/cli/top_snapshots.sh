@@ -87,6 +87,11 @@ printf '%s\n' '{"event":"start","time":0,"total_steps":1e300,"processes":-5,"par
 	'{"event":"step","time":1,"step":1e30,"epoch":1.5,"step_ms":1000}' | ts-cat --from-json -o "$T/wild/events.msgpack"
 expect_eq "counts out of range show as zero" "$(ts-top --json "$T/wild" | jq -c '.[0] | [.step, .epoch, .total_steps, .processes, .params]')" \
 	"[0,0,0,0,0]"
+# a loss too long for its field: shown as %g, not cut short to another number
+mkdir "$T/vast"
+printf '%s\n' '{"event":"start","time":0,"total_steps":10,"processes":1}' \
+	'{"event":"step","time":1,"step":1,"loss":3.4e38,"step_ms":1000}' | ts-cat --from-json -o "$T/vast/events.msgpack"
+check "a loss of 3.4e38 shows as 3.4e+38" sh -c "ts-top --once '$T/vast' | grep -q '^loss 3.4e+38 (smoothed 3.4e+38)'"
 # LANG=C: ASCII alone, the ± too (a running run, seen as it stood after step 20)
 check "LANG=C: the time left's uncertainty as +-" sh -c "LC_ALL=C ts-top --once --until 20 '$rec' | grep -q '^elapsed .* left .* +- .*  finish at'"
 check "LANG=C: a snapshot in ASCII alone" sh -c "! LC_ALL=C ts-top --once --until 20 '$rec' | grep -qP '[^\\x00-\\x7f]'"
