@@ -228,8 +228,10 @@ static float reg_target(const struct batch_source *src, uint64_t row, const stru
 		return 0;
 	need_label(src, row, t, LABEL_FLOAT, 1, "regression");
 	double y = t->label_kind == LABEL_INT ? t->label : t->flabel;
-	if (!isfinite(y) || fabs(y) > 1e30)
+	if (!isfinite(y))
 		die_at(src, row, "label %g is not a finite number", y);
+	if (fabs(y) > 1e30)
+		die_at(src, row, "label %g is beyond 1e30 in size", y);
 	return (float)y;
 }
 

@@ -50,6 +50,10 @@ one() { echo "$1" | msgpack | ts-shard -f -o "$T/x"; }
 expect_fail "a negative label is refused" 1 "record 1: label -1 is out of range" one '{"ids":[101,102],"label":-1}'
 expect_fail "a label above int32 does not wrap" 1 "record 1: label 2147483648 is out of range" one '{"ids":[101,102],"label":2147483648}'
 expect_fail "a negative label in a list other than -1 and -100 is refused" 1 "record 1: label -3 is neither a class" one '{"ids":[101,102],"label":[1,-3]}'
+awk 'BEGIN { for (i = 1; i <= 8; i++) printf "{\"id\":%d,\"ids\":[101,%d,102],\"label\":%s}\n", i, 1000 + i, i == 5 ? "1e31" : "2.5" }' |
+	msgpack | ts-shard -o "$T/vast" --split train=1 >/dev/null
+expect_fail "a regression label of 1e31 is refused as too large, not as not finite" 1 "label 1e\+31 is beyond 1e30 in size" \
+	ts-train --data "$T/vast" --run "$T/r-vast" --vocab "$V" --task reg "${TINY[@]}" --max-steps 1
 echo '{"text":"hi","label":4294967296}' >"$T/big.jsonl"
 expect_fail "ts-tokenize: a label above int32 does not wrap" 1 "big.jsonl: line 1: label 4294967296 is out of range" \
 	ts-tokenize -v "$V" --label label "$T/big.jsonl"
