@@ -13,6 +13,14 @@
 #define HF_NUM_LABELS 2
 #define HF_ELECTRA_EMB 128   /* ElectraConfig's embedding_size */
 
+/* Dies naming key's value as the file gives it (cut short if long) and what
+ * it must be. */
+static _Noreturn void bad_value(const char *path, const char *key, json_t *v, const char *must)
+{
+	char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(9));
+	die("%s: %s %.40s is not %s", path, key, text ? text : "", must);
+}
+
 /* A size from 1 to max; a required one must be there, else dflt. */
 static int size_in(const char *path, json_t *cfg, const char *key, int required, int dflt, int max)
 {
@@ -22,8 +30,11 @@ static int size_in(const char *path, json_t *cfg, const char *key, int required,
 			die("%s: missing key %s", path, key);
 		return dflt;
 	}
-	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
-		die("%s: %s must be an integer from 1 to %d", path, key, max);
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max) {
+		char must[64];
+		snprintf(must, sizeof must, "an integer from 1 to %d", max);
+		bad_value(path, key, v, must);
+	}
 	return (int)json_integer_value(v);
 }
 
@@ -33,8 +44,11 @@ static int index_in(const char *path, json_t *cfg, const char *key, int dflt, in
 	json_t *v = json_object_get(cfg, key);
 	if (!v || json_is_null(v))
 		return dflt;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= n)
-		die("%s: %s must be an integer from 0 to %d", path, key, n - 1);
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= n) {
+		char must[64];
+		snprintf(must, sizeof must, "an integer from 0 to %d", n - 1);
+		bad_value(path, key, v, must);
+	}
 	return (int)json_integer_value(v);
 }
 
@@ -46,8 +60,11 @@ static float number_in(const char *path, json_t *cfg, const char *key, double df
 		return (float)dflt;
 	/* the float the model uses must be in range too: 0.99999999 is 1.0f */
 	double d = json_number_value(v);
-	if (!json_is_number(v) || d < lo || d >= hi || (float)d < lo || (float)d >= hi)
-		die("%s: %s must be a number in [%g, %g)", path, key, lo, hi);
+	if (!json_is_number(v) || d < lo || d >= hi || (float)d < lo || (float)d >= hi) {
+		char must[64];
+		snprintf(must, sizeof must, "a number in [%g, %g)", lo, hi);
+		bad_value(path, key, v, must);
+	}
 	return (float)d;
 }
 

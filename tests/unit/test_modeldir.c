@@ -527,7 +527,11 @@ static void test_bad_dirs(void)
 	expect_die("a label2id that is no object", load_quietly, d, "config.json: label2id must be an object");
 	free(d);
 	d = bad_dir("dropout", "hidden_dropout_prob", "0.99999999");
-	expect_die("a dropout that is 1 as a float", load_quietly, d, "hidden_dropout_prob must be a number in [0, 1)");
+	expect_die("a dropout that is 1 as a float", load_quietly, d, "hidden_dropout_prob 0.99999999 is not a number in [0, 1)");
+	free(d);
+	d = bad_dir("heads-text", "num_attention_heads", "\"2\"");
+	expect_die("a size given as text, named as the file gives it", load_quietly, d,
+		   "config.json: num_attention_heads \"2\" is not an integer from 1 to 65536");
 	free(d);
 
 	d = bad_dir("no-tensor", NULL, NULL);
