@@ -18,13 +18,15 @@ long template_specials(const struct template *t, int pair)
 
 const char *encode_check(const struct encode_opts *o, int pair)
 {
-	static _Thread_local char least[64];
+	static _Thread_local char why[128];
 	long specials = template_specials(o->tpl, pair);
 	if (o->max_len && o->max_len <= specials + (pair && o->fold)) {
 		if (pair)
-			return "--max-len leaves no room for the text pair";
-		snprintf(least, sizeof least, "--max-len must be at least %ld", specials + 1);
-		return least;
+			snprintf(why, sizeof why, "--max-len %ld leaves no room for the text pair (%ld at least)",
+				 o->max_len, specials + 1 + (o->fold != 0));
+		else
+			snprintf(why, sizeof why, "--max-len must be at least %ld", specials + 1);
+		return why;
 	}
 	if (o->fold && !o->max_len)
 		return "--fold needs a --max-len";
@@ -32,8 +34,12 @@ const char *encode_check(const struct encode_opts *o, int pair)
 		return "--stride is the overlap of folded pieces: it goes with --fold";
 	/* a pair's second text always keeps at least half the room */
 	long room = o->max_len - specials;
-	if (o->fold && o->stride >= (pair ? room - room / 2 : room))
-		return "--stride must be smaller than the room left for folded text";
+	long folded = pair ? room - room / 2 : room;
+	if (o->fold && o->stride >= folded) {
+		snprintf(why, sizeof why, "--stride %ld must be smaller than the %ld tokens --max-len %ld leaves for folded text",
+			 o->stride, folded, o->max_len);
+		return why;
+	}
 	return NULL;
 }
 

@@ -118,7 +118,12 @@ printf 'text,label\na,b,c\n' >"$T/ragged.csv"
 expect_fail "a row with too many fields" 1 "ragged.csv: line 2: 3 fields, expected 2" tok "$T/ragged.csv"
 expect_fail "no vocab" 2 "a tokenizer is required: -t tokenizer.json or -v vocab.txt" ts-tokenize "$T/l.csv"
 expect_fail "unknown format" 2 "--format: 'xml' is not one of" tok -f xml "$T/l.csv"
-expect_fail "stride too large" 2 "--stride must be smaller" tok --fold --max-len 8 --stride 6 "$T/l.csv"
+expect_fail "stride too large: the room there is" 2 "--stride 6 must be smaller than the 6 tokens --max-len 8 leaves for folded text" \
+	tok --fold --max-len 8 --stride 6 "$T/l.csv"
+expect_fail "a pair's stride: half the room" 2 "--stride 3 must be smaller than the 3 tokens --max-len 8 leaves" \
+	tok --fold --max-len 8 --stride 3 --text-pair pair "$T/p.csv"
+expect_fail "no room for a pair: the least --max-len" 2 "--max-len 3 leaves no room for the text pair \(4 at least\)" \
+	tok --max-len 3 --text-pair pair "$T/p.csv"
 expect_fail "--stride without --fold, which it is for" 2 "--stride is the overlap of folded pieces: it goes with --fold" \
 	tok --max-len 8 --stride 2 "$T/l.csv"
 expect_fail "unknown extension" 2 "cannot tell the format" tok "$T/notvocab.txt.gz"
