@@ -55,6 +55,16 @@ static void on_stop(int sig)
 	stop_asked = 1;
 }
 
+/* SIGINT and SIGTERM (ts-stop) ask the sweep to stop from the moment it
+ * holds its dir; restart: the calls they interrupt go on (the server
+ * checks' reads), else a wait ends at once. */
+static void catch_stops(int restart)
+{
+	struct sigaction stop = {.sa_handler = on_stop, .sa_flags = restart ? SA_RESTART : 0};
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
+}
+
 /* Job i's options as {"key": "value"}. */
 static json_t *params_json(const struct sweep_job *j)
 {
@@ -286,9 +296,7 @@ static int server_lost(const struct sweep_plan *p, const struct running *r, int 
 static int schedule(const struct sweep_plan *p, const char *cwd, struct events *ev, int n, const int *ids,
 		    char ***argvs, const int *add_j)
 {
-	struct sigaction stop = {.sa_handler = on_stop};   /* no SA_RESTART: a wait ends at once */
-	sigaction(SIGINT, &stop, NULL);
-	sigaction(SIGTERM, &stop, NULL);
+	catch_stops(0);
 	struct launcher l = {p->dir, cwd, p->ssh, p->nssh};
 	int *busy = xcalloc((size_t)p->nplaces, sizeof *busy), *lost = xcalloc((size_t)p->nplaces, sizeof *lost),
 	    slots = 0, places = p->nplaces;
@@ -323,8 +331,9 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		}
 		for (int i = 0; p->eta > 1 && !stopping && i < running; i++)
 			watch(p, &pr, &run[i], ev);
-		if (!places && !running) {   /* the jobs left stay queued, for --resume */
-			warnx("no server or GPU is left to run the jobs (see the warnings above)");
+		if (!running) {   /* stopped before a job began, or no place is left: the jobs left stay queued */
+			if (!stopping)
+				warnx("no server or GPU is left to run the jobs (see the warnings above)");
 			break;
 		}
 		int status;
@@ -561,6 +570,7 @@ int sweep_run(struct sweep_plan *p)
 		if (!unbegun(p->dir))
 			die("%s exists: a sweep makes its dir (choose another --dir, or --resume it)", p->dir);
 	}
+	catch_stops(1);   /* a stop while the servers are checked: every job stays queued */
 	rundir_lock(p->dir, "ts-sweep");
 	cleanup_add(p->dir);   /* until its records are whole, a sweep cut short leaves no dir */
 	char *abs = realpath(p->dir, NULL);
@@ -718,6 +728,7 @@ static void wait_for_trainer(const char *run)
 int sweep_resume(const char *dir, long slots)
 {
 	json_t *sweep, *jobs = sweep_read(dir, &sweep);
+	catch_stops(1);
 	rundir_lock(dir, "ts-sweep");
 	rundir_clear_stop(dir);   /* one left by a sweep killed before it acted */
 	char *abs = realpath(dir, NULL);   /* the jobs start in the sweep's working dir */

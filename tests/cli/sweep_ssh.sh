@@ -98,6 +98,21 @@ expect_eq "--resume: jobs 1 and 2 went on from their checkpoints on the server" 
 	"$(ts-cat "$T/st/jobs.msgpack" | jq -r 'select(.state=="running" and .argv[1]=="--resume") | "\(.job)@\(.host)"' | tr '\n' ' ')" \
 	"1@127.0.0.1 2@127.0.0.1 "
 
+# ts-stop while the sweep still checks its servers (an ssh slow to answer):
+# no job starts, every one stays queued, and --resume runs them
+printf '#!/bin/sh\nsleep 3\nshift 2\nexec sh -c "$*"\n' >"$T/slowssh"   # HOST -- COMMAND
+chmod +x "$T/slowssh"
+timeout 300 ts-sweep --ssh "$T/slowssh" --servers "$T/servers" -p lr=1e-4,2e-4 --dir "$T/early" -- "$BIN/ts-train" \
+	"${MODEL[@]}" --vocab "$V" --max-steps 2 >/dev/null 2>"$T/early.err" &
+sweeper=$!
+wait_for "a sweep checking its server" test -s "$T/early/lock"
+check "ts-stop while the sweep checks its servers" ts-stop "$T/early"
+wait "$sweeper"
+expect_eq "...the sweep ends, exit 0, every job queued" \
+	"$? $(ts-sweep --show "$T/early" --format json | jq -r 'map(.state) | unique | join(";")')" "0 queued"
+check "...and --resume runs them" timeout 300 ts-sweep --resume "$T/early"
+expect_eq "...both done" "$(ts-sweep --show "$T/early" --format json | jq -r 'map(.state) | unique | join(";")')" done
+
 # a sweep killed outright: its remote jobs lose their ssh sessions, and so
 # their standard error's reader, and stop with a checkpoint at their next line
 sweep --servers "$T/servers" -p lr=1e-4,2e-4 --dir "$T/sk" -- "$BIN/ts-train" "${MODEL[@]}" --vocab "$V" \
