@@ -157,10 +157,11 @@ static void plot_jobs(const char *d, const char *name, const struct row *rows, s
 	free(runs), free(names);
 }
 
-static void print_board(const char *d)
+/* The board of the sweep in d; over: the one this ts-sweep ran has ended. */
+static void print_board(const char *d, int over)
 {
 	json_t *sweep, *jobs = sweep_read(d, &sweep);
-	live = rundir_holder(d, NULL) != 0;
+	live = !over && rundir_holder(d, NULL) != 0;
 	size_t n = json_array_size(jobs);
 	struct row *rows = xcalloc(n ? n : 1, sizeof *rows);
 	json_t *keys = json_array();
@@ -388,16 +389,20 @@ int main(int argc, char **argv)
 		opt_only_with(&spec, "show", (const char *const[]){ "format", "metric", "plot", NULL });
 		if (ncmd)
 			die_usage("--show DIR takes no command");
-		print_board(show);
+		print_board(show, 0);
 		close_stdout();
 		return 0;
 	}
 	if (resume) {
-		opt_only_with(&spec, "resume", (const char *const[]){ "jobs", "format", "metric", NULL });
+		opt_only_with(&spec, "resume", (const char *const[]){ "jobs", "format", "metric", "ssh", NULL });
 		if (ncmd)
 			die_usage("--resume DIR takes no command: its jobs keep theirs");
-		int rc = sweep_resume(resume, opt_given(&spec, "jobs") ? slots : 0);
-		print_board(resume);
+		int nssh = 0;
+		char **words = opt_given(&spec, "ssh") ? sweep_words(ssh, &nssh, "--ssh") : NULL;
+		if (words && !nssh)
+			die_usage("--ssh names no command");
+		int rc = sweep_resume(resume, opt_given(&spec, "jobs") ? slots : 0, words, nssh);
+		print_board(resume, 1);
 		close_stdout();
 		return rc == 1;
 	}
@@ -442,7 +447,7 @@ int main(int argc, char **argv)
 	if (!plan.nssh)
 		die_usage("--ssh names no command");
 	int rc = sweep_run(&plan);
-	print_board(dir);
+	print_board(dir, 1);
 	close_stdout();
 	return rc == 1;
 }

@@ -45,7 +45,7 @@ static double range_end(const char *text, const char *v, int *whole)
 	double x = strtod(v, &end);
 	if (!*v || *end || errno || !isfinite(x))
 		die_usage("-p %s: '%s' is not a number (a range is LO:HI or LO:HI:log)", text, v);
-	*whole &= strspn(v, "-0123456789") == strlen(v);
+	*whole &= !strchr(v, '.') && x == floor(x);   /* 64 and 1e3 are, 64.0 and 5e-1 not */
 	return x;
 }
 

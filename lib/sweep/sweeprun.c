@@ -725,7 +725,7 @@ static void wait_for_trainer(const char *run)
 		usleep(100000);
 }
 
-int sweep_resume(const char *dir, long slots)
+int sweep_resume(const char *dir, long slots, char **ssh, int nssh)
 {
 	json_t *sweep, *jobs = sweep_read(dir, &sweep);
 	catch_stops(1);
@@ -740,6 +740,8 @@ int sweep_resume(const char *dir, long slots)
 	struct sweep_plan p = {.dir = dir, .eta = (int)json_integer_value(json_object_get(sweep, "eta")),
 			       .metric = json_string_value(json_object_get(sweep, "metric"))};
 	recorded_places(&p, sweep, slots);
+	if (nssh)   /* this resume's, over the one recorded */
+		p.ssh = ssh, p.nssh = nssh;
 	size_t n = json_array_size(jobs);
 	int *ids = xcalloc(n + 1, sizeof *ids), *add_j = xcalloc(n + 1, sizeof *add_j), todo = 0;
 	char ***argvs = xcalloc(n + 1, sizeof *argvs);

@@ -41,10 +41,11 @@ char **sweep_argv(const struct sweep_plan *p, int i);
 int sweep_run(struct sweep_plan *p);
 /* Runs again the jobs of the sweep in dir that are not done, where it ran
  * them (slots > 0: that many at a time on this machine, for a sweep that
- * ran here): a job whose run began goes on from its checkpoint (ts-train
- * --resume), the others start as they would have; in the sweep's working
- * dir. Returns as sweep_run. */
-int sweep_resume(const char *dir, long slots);
+ * ran here), reaching its servers by ssh[0..nssh) when nssh > 0, else by
+ * the command it recorded: a job whose run began goes on from its
+ * checkpoint (ts-train --resume), the others start as they would have; in
+ * the sweep's working dir. Returns as sweep_run. */
+int sweep_resume(const char *dir, long slots, char **ssh, int nssh);
 /* The records of the sweep in dir: returns each job's merged into one
  * object, in job order, and sets *sweep to the sweep's first record; dies
  * when dir holds no sweep. */

@@ -309,6 +309,6 @@ expect_fail "--show of a dir that is not a sweep" 1 "not a sweep dir" ts-sweep -
 expect_fail "--show with -P, which it does not take" 2 "--show takes no other options but --format, --metric and --plot \\(not --jobs\\)" \
 	ts-sweep --show "$T/g" -P 3
 # the sweep's own places, not the GPUs given: a --gpus ignored would run the jobs on the cores
-expect_fail "--resume with --gpus, which it does not take" 2 "--resume takes no other options but --jobs, --format and --metric \\(not --gpus\\)" \
+expect_fail "--resume with --gpus, which it does not take" 2 "--resume takes no other options but --jobs, --format, --metric and --ssh \\(not --gpus\\)" \
 	ts-sweep --resume "$T/g" --gpus 0
 finish

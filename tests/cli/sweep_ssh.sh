@@ -131,7 +131,7 @@ expect_eq "...each stopped with a checkpoint, to go on from" \
 # lives on): the next job cannot reach it and fails, the server is left out
 # saying why, and the jobs left stay queued for --resume, not each failed as fast
 sweep --servers <(echo "127.0.0.1 1") -p lr=1e-4,2e-4,3e-4,4e-4 --dir "$T/gone" -- "$BIN/ts-train" "${MODEL[@]}" \
-	--vocab "$V" --max-steps 200 --eval-every 100 >/dev/null 2>"$T/gone.err" &
+	--vocab "$V" --max-steps 200 --eval-every 100 >"$T/gone.out" 2>"$T/gone.err" &
 sweeper=$!
 wait_for "a remote job under way" test -s "$T/gone/job-001/events.msgpack"
 kill "$(cat "$T/sshd.pid")"
@@ -143,8 +143,13 @@ check "...a warning names the server and ssh's reason" grep -qx \
 	"ts-sweep: server 127.0.0.1 left out: job 2 could not start there: ssh: connect to host 127.0.0.1 port $port: Connection refused" \
 	"$T/gone.err"
 check "...and the last line says none is left" sh -c "tail -n 1 '$T/gone.err' | grep -q 'no server or GPU is left to run the jobs'"
-check "sshd starts again" /usr/sbin/sshd -f "$T/sshd_config" -E "$T/sshd.log"
-wait_for "sshd lets the throw-away key in again" $SSH 127.0.0.1 true
-check "the server back: --resume runs the jobs left" sweep --resume "$T/gone"
+check "...its board, the sweep over, tells no time left to run" sh -c "grep -q '2 queued' '$T/gone.out' && ! grep -q 'min left' '$T/gone.out'"
+# back on another port: --resume --ssh reaches it there, over the command recorded
+port2=$(free_port)
+sed "s/^Port $port\$/Port $port2/" "$T/sshd_config" >"$T/sshd_config2"
+check "sshd starts again, on another port" /usr/sbin/sshd -f "$T/sshd_config2" -E "$T/sshd.log"
+SSH2=${SSH/-p $port /-p $port2 }
+wait_for "sshd lets the throw-away key in again" $SSH2 127.0.0.1 true
+check "the server back: --resume --ssh runs the jobs left" timeout 300 ts-sweep --ssh "$SSH2" --resume "$T/gone"
 expect_eq "...all 4 done" "$(ts-sweep --show "$T/gone" --format json | jq -r 'map(.state) | unique | join(";")')" done
 finish

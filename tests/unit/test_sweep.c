@@ -4,6 +4,7 @@
 #include "expect_die.h"
 #include "sweep/sweep.h"
 #include "util/err.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,15 @@ static void test_random(void)
 	for (int i = 0; i < n; i++)
 		in_range &= atof(a[i].opts[1]) >= 0.999 && atof(a[i].opts[1]) <= 0.99999;
 	CHECK(in_range, "draws near an end of 5 digits stay within the range, not rounded to 1");
+	const char *powers[] = {"max-steps=1e3:1e5", "dropout=0.0:1.0"};
+	n = make(powers, 2, 100, 7, &a);
+	whole = 1;
+	int fractions = 0;
+	for (int i = 0; i < n; i++) {
+		whole &= strspn(a[i].opts[1], "0123456789") == strlen(a[i].opts[1]);
+		fractions += atof(a[i].opts[3]) != floor(atof(a[i].opts[3]));
+	}
+	CHECK(whole && fractions == 100, "ends of 1e3 are whole, draws of them too; ends written 0.0 are not");
 }
 
 static void parse_one(const void *text)
