@@ -162,17 +162,20 @@ static int graph_shapes(const struct train_config *c)
 }
 
 /* Refuses a model, or a model with a batch of the longest records, that
- * would not fit in memory: fp32 parameters, gradients and two optimizer
- * moments (with --zero 1, of this process's shard), the parameters' copy in
+ * would not fit in memory: fp32 parameters, gradients, the optimizer's
+ * moments (with --zero 1, of this process's shard: two for adamw, adam and
+ * lamb, one or none for sgd) and the moving average, the parameters' copy in
  * acts where they are not floats, then the activations (and VAT's). With
  * --batch-tokens N, ceil(N / T) records of the longest T tokens bound both
  * a micro-batch's tokens and its sum of squared lengths. */
 static void check_memory(const struct trainer *t, const struct bert_config *mc, size_t numel)
 {
 	const struct train_config *c = t->c;
-	double moments = c->zero ? 2.0 / c->comm->size : 2.0;
+	const struct optim_config *o = &c->optim;
+	double moments = o->kind != OPTIM_SGD ? 2 : o->momentum != 0;
+	double kept = (c->zero ? moments / c->comm->size : moments) + (o->ema > 0);
 	double copy = acts_are_floats(c->be) ? 0 : (double)c->be->act_size;
-	double state = ((2 + moments) * sizeof(float) + copy) * (double)numel;
+	double state = ((2 + kept) * sizeof(float) + copy) * (double)numel;
 	memory_check(c->be, "model", state, "parameters, gradients and optimizer state");
 	uint32_t longest = longest_record(t->man);
 	int T = longest < 1 ? 1 : longest > (uint32_t)mc->max_pos ? mc->max_pos : (int)longest;

@@ -23,6 +23,12 @@ expect_eq "--count-params of the largest model: 51548902719490" \
 	"$(train --data "$T/data" --init "$T/hfhuge" --count-params 2>&1)" 51548902719490
 expect_fail "--init: a model too big for memory is refused before it is made" 1 "model: needs 825 TB for parameters, gradients and optimizer state" \
 	train --data "$T/data" --init "$T/hfhuge" --run "$T/huge" --max-steps 1 -j 1
+expect_fail "with sgd and no momentum, the optimizer keeps no moment" 1 "model: needs 412 TB for parameters, gradients and optimizer state" \
+	train --data "$T/data" --init "$T/hfhuge" --run "$T/huge" --max-steps 1 -j 1 --optimizer sgd --momentum 0
+expect_fail "with sgd, one" 1 "model: needs 619 TB for parameters, gradients and optimizer state" \
+	train --data "$T/data" --init "$T/hfhuge" --run "$T/huge" --max-steps 1 -j 1 --optimizer sgd
+expect_fail "with --ema, the average besides" 1 "model: needs 1.0 PB for parameters, gradients and optimizer state" \
+	train --data "$T/data" --init "$T/hfhuge" --run "$T/huge" --max-steps 1 -j 1 --ema 0.9
 expect_fail "ts-eval refuses it before it is made" 1 "model: needs 412 TB for parameters and gradients" \
 	timeout 60 ts-eval -m "$T/hfhuge" --data "$T/data" --split test -j 1
 
