@@ -218,6 +218,8 @@ static void check_options(void)
 		die_usage("--multi-label goes with --task cls, not %s", task);
 	if (threshold != 0.5 && !multi_label)
 		die_usage("--threshold goes with --multi-label");
+	if (warmup > 1 && warmup != floor(warmup) && !resume)   /* a run begun before goes on as it began */
+		die_usage("--warmup %g: from 1 on, a whole number of steps", warmup);
 	if (zero && ema > 0)
 		die_usage("--zero 1 does not go with --ema: the moving average needs the whole parameters");
 	if ((teacher != NULL) + (rdrop > 0) + (vat > 0) > 1)

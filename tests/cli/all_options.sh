@@ -55,6 +55,8 @@ refused "--dropout -0.1 is refused" "--dropout: -0.1 is out of range" train "${T
 refused "--mask-prob 0 is refused" "--mask-prob: 0 is out of range \(above 0 to below 1\)" train "${TINY[@]}" --run "$T/m1" --mask-prob 0
 refused "--mask-prob 1 is refused" "--mask-prob: 1 is out of range" train "${TINY[@]}" --run "$T/m2" --mask-prob 1
 refused "--warmup -1 is refused" "--warmup: -1 is out of range" train "${TINY[@]}" --run "$T/w1" --warmup -1
+refused "--warmup 1.5 is refused, not taken as 1 step" "--warmup 1.5: from 1 on, a whole number of steps" \
+	train "${TINY[@]}" --run "$T/w5" --warmup 1.5
 refused "--end-lr-ratio 1.5 is refused" "--end-lr-ratio: 1.5 is out of range \(0 to 1\)" train "${TINY[@]}" --run "$T/w2" --end-lr-ratio 1.5
 refused "--clip -1 is refused" "--clip: -1 is out of range" train "${TINY[@]}" --run "$T/w3" --clip -1
 refused "--weight-decay -0.01 is refused" "--weight-decay: -0.01 is out of range" train "${TINY[@]}" --run "$T/w4" --weight-decay -0.01
