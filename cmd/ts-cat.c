@@ -29,6 +29,8 @@ int main(int argc, char **argv)
 {
 	char **files;
 	int n = opt_parse(&spec, argc, argv, &files);
+	if (from_json && no_header)
+		die_usage("--no-header leaves headers out of the JSON printed; the records --from-json writes need theirs");
 	static char *dash[] = {"-"};
 	if (n == 0) {
 		files = dash;

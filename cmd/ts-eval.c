@@ -241,8 +241,9 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 			  task == TASK_REG ? "regression" : "multi-label");
 	if (opt_given(&spec, "threshold") && task != TASK_MULTI)
 		die_usage("--threshold is for multi-label models");
-	if (opt_given(&spec, "mask-prob") || opt_given(&spec, "whole-word") || opt_given(&spec, "max-ngram"))
-		die_usage("--mask-prob, --whole-word and --max-ngram are for masked language models");
+	if (opt_given(&spec, "mask-prob") || opt_given(&spec, "whole-word") || opt_given(&spec, "max-ngram") ||
+	    opt_given(&spec, "seed"))
+		die_usage("--mask-prob, --whole-word, --max-ngram and --seed are for masked language models");
 	if (names && nnames != bert_config_of(m)->num_labels)
 		names = NULL, nnames = 0;
 	/* the data's classes become the model's by name: scored, or named in CSV,

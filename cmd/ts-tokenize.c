@@ -101,6 +101,8 @@ struct ctx {
 	FILE *spool;   /* records wait here when label names are found on the way */
 	int header_due;   /* the header goes out before the first record: empty input writes nothing */
 	uint64_t records, bad_utf8;
+	enum label_kind kind;   /* the first label's: every label is of its kind */
+	char *kind_at;          /* "FILE: line N" of the first label */
 	struct progress *prog;
 	uint64_t done_bytes, total_bytes;
 };
@@ -132,6 +134,24 @@ static int open_next(struct ctx *c)
 	return 1;
 }
 
+/* A class, a number and a list are labels of three tasks: one stream holds
+ * one of them (a number written whole, 3 among 2.5s, is a class otherwise). */
+static void check_kind(struct ctx *c, enum label_kind k, const char *name, uint64_t line)
+{
+	static const char *const kinds[] = { "", "a class", "a list", "a number" };
+	if (!c->kind) {
+		c->kind = k;
+		c->kind_at = xmalloc(strlen(name) + 32);
+		sprintf(c->kind_at, "%s: line %llu", name, (unsigned long long)line);
+		return;
+	}
+	if (k == c->kind)
+		return;
+	int numbers = (k == LABEL_FLOAT && c->kind == LABEL_INT) || (k == LABEL_INT && c->kind == LABEL_FLOAT);
+	die("%s: line %llu: the label is %s, but %s's is %s%s", name, (unsigned long long)line, kinds[k], c->kind_at,
+	    kinds[c->kind], numbers ? " (--numeric-labels reads every label as a number)" : "");
+}
+
 static void set_label(struct ctx *c, struct batch *b, struct item *it, const struct in_record *r)
 {
 	const char *name = tokinput_name(c->in);
@@ -159,6 +179,8 @@ static void set_label(struct ctx *c, struct batch *b, struct item *it, const str
 				: labelmap_id(c->labels, r->label_names[i].s, r->label_names[i].n, name, r->line);
 		break;
 	}
+	if (it->label_kind != LABEL_NONE)
+		check_kind(c, it->label_kind, name, r->line);
 	if (!r->is_words || it->label_kind == LABEL_NONE)
 		return;
 	if (it->label_kind != LABEL_LIST)

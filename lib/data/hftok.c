@@ -174,9 +174,10 @@ static void put_part(const struct tjwhere *w, struct template_part *parts, int *
 static int32_t named_id(const struct tjwhere *w, json_t *j, const char *key)
 {
 	json_t *v = json_object_get(j, key), *id = json_array_get(v, 1);
-	if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(id) || json_integer_value(id) < 0 ||
-	    json_integer_value(id) >= 1 << 24)
+	if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(id))
 		tj_die(w, "\"%s\" is not a token and its id", key);
+	if (json_integer_value(id) < 0 || json_integer_value(id) >= 1 << 24)
+		tj_die(w, "\"%s\": the id %lld is outside 0..16777215", key, (long long)json_integer_value(id));
 	return (int32_t)json_integer_value(id);
 }
 

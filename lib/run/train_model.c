@@ -238,7 +238,8 @@ static void check_model(const struct trainer *t, const struct bert_config *mc, c
 {
 	const struct train_config *c = t->c;
 	if (c->freeze_layers > mc->layers)
-		die_usage("--freeze-layers %ld: the model has %d layers", c->freeze_layers, mc->layers);
+		die_usage("--freeze-layers %ld: the model has %d layer%s", c->freeze_layers, mc->layers,
+			  mc->layers == 1 ? "" : "s");
 	if (from && mc->vocab < vocab_size(t->vocab))
 		die("%s: the model's vocab_size %d is smaller than the vocab's %d tokens", from, mc->vocab,
 		    vocab_size(t->vocab));

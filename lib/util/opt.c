@@ -302,7 +302,7 @@ static void each_setting(const char *path, void (*use)(void *ctx, const char *ke
 		if (!*s || *s == '#')
 			continue;
 		char *eq = strchr(s, '=');
-		if (!eq)
+		if (!eq || eq == s)
 			bad("expected 'key = value', got '%s'%s", s, "");
 		*eq = 0;
 		use(ctx, trim(s), trim(eq + 1));

@@ -36,6 +36,9 @@ expect_fail "an integer beyond int64 is refused, not rounded" 1 "line 1: not JSO
 	sh -c 'echo "{\"id\":9223372036854775808}" | ts-cat --from-json'
 echo '[1,2]' >"$T/arr.jsonl"
 expect_fail "JSON that is not an object" 1 "line 1: not a JSON object" ts-cat --from-json "$T/arr.jsonl"
+expect_fail "--no-header with --from-json: refused, the records need their header" 2 \
+	"--no-header leaves headers out of the JSON printed; the records --from-json writes need theirs" \
+	ts-cat --from-json --no-header "$T/arr.jsonl"
 expect_fail "missing file" 1 "cannot open $T/nope: No such file" ts-cat "$T/nope"
 expect_fail "unknown option suggests the nearest" 2 "unknown option '--recrods'; did you mean '--records'" ts-cat --recrods 2
 expect_fail "bad number" 2 "takes a whole number" ts-cat -n x

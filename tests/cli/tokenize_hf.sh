@@ -183,6 +183,9 @@ bad "BPE dropout, which would tokenize a text otherwise every time" \
 mutate nodropout.json 'j["model"]["dropout"] = 0.0'
 expect_eq "...but a dropout of 0 is none" "$(ts-tokenize -t "$T/nodropout.json" "$F/stress.txt" | ts-cat --no-header | md5sum)" \
 	"$(ts-tokenize -t "$R" "$F/stress.txt" | ts-cat --no-header | md5sum)"
+mutate clsid.json 'j["post_processor"]["cls"] = ["<s>", -3]'
+bad "a post-processor's token of an id out of range" "clsid.json: post_processor: \"cls\": the id -3 is outside 0..16777215" \
+	"$T/clsid.json"
 mutate nomodel.json 'del j["model"]'
 bad "no model" "nomodel.json: model: missing or not an object" "$T/nomodel.json"
 R=$F/modernbert/tokenizer.json mutate tokens.json 'j["post_processor"]["special_tokens"]["[CLS]"]["tokens"] = []'

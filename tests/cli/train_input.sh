@@ -104,7 +104,7 @@ refused "$T/r3" "--init of the cased model on lowercased data" 1 "cased-run/fina
 	--data "$T/data" --init "$T/cased-run/final" --max-steps 1 -j 1
 check "it trains on the cased data" train --data "$T/cased" --init "$T/cased-run/final" --run "$T/cased-2" --max-steps 1 -j 1
 
-refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layers" "${TINY[@]}" --max-steps 1 --freeze-layers 3
+refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layer;" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
 mkdir -p "$T/short" && cp "$T/empty/final/"* "$T/short/" && rm "$T/short/digests.json" && sed -i 's/"max_position_embeddings": 32/"max_position_embeddings": 16/' "$T/short/config.json"
 refused "$T/r6" "an --init model of fewer positions than the data's records" 1 "data holds records of up to 32 tokens but the model takes 16" \

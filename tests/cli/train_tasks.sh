@@ -188,6 +188,14 @@ expect_same "a CSV's numbers are the labels JSON's numbers give" "$(ts-cat --no-
 printf '{"text": "good", "y": 3}\n{"text": "bad", "y": "-2.5"}\n' >"$T/ints.jsonl"
 expect_eq "--numeric-labels: JSON integers and numbers in strings are numbers too" \
 	"$(ts-tokenize -v "$V" --label y --numeric-labels "$T/ints.jsonl" | ts-cat --no-header | jq -c .label | paste -sd' ')" "3 -2.5"
+printf '{"text": "good", "y": 2.5}\n{"text": "bad", "y": 3}\n' >"$T/mixed.jsonl"
+expect_fail "JSON numbers of which one is whole (a class otherwise): refused where it is, saying how" 1 \
+	"mixed.jsonl: line 2: the label is a class, but .*mixed.jsonl: line 1's is a number \(--numeric-labels reads every label as a number\)$" \
+	ts-tokenize -v "$V" --label y -o "$T/mixed.rec" "$T/mixed.jsonl"
+check "...and no output is left" test ! -e "$T/mixed.rec"
+printf '{"text": "good", "y": ["a"]}\n{"text": "bad", "y": "b"}\n' >"$T/mixed2.jsonl"
+expect_fail "a list of classes, then one class: refused" 1 "mixed2.jsonl: line 2: the label is a class, but .*line 1's is a list$" \
+	ts-tokenize -v "$V" --label y "$T/mixed2.jsonl"
 ts-tokenize -v "$V" --label score "$T/reg.csv" | ts-shard -o "$T/reg-names" --split train=.8,valid=.2 --seed 1 >/dev/null
 expect_fail "--task reg on a CSV's numbers read as class names: refused, saying how" 1 \
 	"reg-names: the labels are the names of [0-9]+ classes, not numbers; --task reg takes a number a record" \
@@ -247,8 +255,11 @@ expect_fail "a metric of another task: refused" 2 "--metric pearson does not app
 	train "${TINY[@]}" --data "$T/multi" --run "$T/bad" --task cls --multi-label --metric pearson
 expect_fail "ts-eval --threshold on a regression model: refused" 2 "--threshold is for multi-label models" \
 	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --threshold 0.3
-expect_fail "ts-eval --mask-prob on a regression model: refused" 2 "--mask-prob, --whole-word and --max-ngram are for masked language models" \
-	ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid --mask-prob 0.3
+for o in "--mask-prob 0.3" "--seed 4"; do
+	expect_fail "ts-eval $o on a regression model: refused" 2 \
+		"--mask-prob, --whole-word, --max-ngram and --seed are for masked language models" \
+		ts-eval -m "$T/reg-run/best" --data "$T/reg" --split valid $o
+done
 
 # --- sentence pairs: does the second text name the first's colour? ---
 awk "$RAND"' BEGIN { seed(9); split("red green blue black white", c, " "); print "a,b,label"

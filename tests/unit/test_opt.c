@@ -120,6 +120,10 @@ static void test_config_file(void)
 	fputs("count = 2\n\n  rate=0.5\n# count = 9\ncount  = 3\n", f);
 	fclose(f);
 	expect_refused("-c", cfg, ": line 5: 'count' is set again; line 1 set it first");
+	f = fopen(cfg, "w");
+	fputs(" = 5\n", f);
+	fclose(f);
+	expect_refused("-c", cfg, ": line 1: expected 'key = value', got '= 5'");   /* not a key '' */
 	unlink(cfg);
 	expect_refused("-c", "/", "cannot read config file /: Is a directory");   /* a usage error, as a missing one */
 }
