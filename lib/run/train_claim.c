@@ -331,11 +331,12 @@ static int check_kept_options(struct trainer *t, const char *ckpt)
 
 /* A resume's new --max-steps or --epochs must not end the run before
  * the step it is at: refused before the run's log or events say anything,
- * and the run left as it was (a finished run is not marked failed). */
+ * and the run left as it was (a finished run is not marked failed). The
+ * state's epoch counts from 0 and keeps an epoch's end in it. */
 static void check_new_end(struct trainer *t)
 {
 	const struct train_state *st = &t->st;
-	if (t->c->max_steps > 0 ? st->step <= t->c->max_steps : st->epoch <= t->c->epochs)
+	if (t->c->max_steps > 0 ? st->step <= t->c->max_steps : st->epoch < t->c->epochs)
 		return;
 	trainer_record_failures(NULL);
 	die("%s: --%s %ld ends the run before step %ld, where it is", t->c->run,

@@ -233,6 +233,14 @@ expect_fail "cut short: an end before the step the run is at is refused" 1 \
 expect_eq "refused: the config as it was" "$(grep '^max-steps =' "$T/cut/config")" "max-steps = 4"
 check "refused: the finished run's events as they were (no failure recorded)" cmp "$T/cut/events.msgpack" "$T/cut.events"
 check "refused: its log as it was" cmp "$T/cut/log/rank-0.log" "$T/cut.log"
+# an end in epochs before the epoch the run is in: the run taken to 12 steps is at step 2
+# of its second epoch, killed after its last checkpoint
+rm -rf "$T/ep" && cp -r "$T/x12" "$T/ep" && rm -rf "$T/ep/final" && keep_events "$T/ep" '!/"event":"done"/'
+cp "$T/ep/config" "$T/ep.config" && cp "$T/ep/events.msgpack" "$T/ep.events"
+expect_fail "in its second epoch: --epochs 1 is refused" 1 \
+	"^ts-train: $T/ep: --epochs 1 ends the run before step 12, where it is$" train --resume "$T/ep" --epochs 1
+expect_eq "refused: no final/, the config and events as they were" \
+	"$(ls -d "$T/ep/final" 2>/dev/null)$(cmp "$T/ep/config" "$T/ep.config" && cmp "$T/ep/events.msgpack" "$T/ep.events" && echo same)" same
 
 # RUN/config edited by hand: an option the run trained with is refused, naming it, with
 # the run left as it was; where its files are now and its threads may change
