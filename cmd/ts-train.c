@@ -346,6 +346,8 @@ int main(int argc, char **argv)
 									"max-steps", "eval-every", "save-every", "patience", NULL });
 		char *given = precision;   /* this leg's, over the run's */
 		char *path = path_join(resume, "config");
+		if (access(resume, F_OK) < 0)
+			die("%s:", resume);
 		if (access(path, F_OK) < 0)
 			die("%s: not a run dir (no config file)", resume);
 		changes = read_resumed_config(path);

@@ -18,12 +18,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop_signal;
+static int says_stop;   /* process 0: a Control-C is answered */
 
+/* A stop at the step's end; a second Control-C quits at once, the run left
+ * to resume from its last checkpoint, as after a crash. */
 static void on_stop_signal(int sig)
 {
-	(void)sig;
+	static const char line[] = "ts-train: stopping after this step (Control-C again quits now; --resume goes on "
+				   "from the last checkpoint)\n";
+	if (sig == SIGINT && stop_signal) {
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+	}
+	if (sig == SIGINT && says_stop && write(STDERR_FILENO, line, sizeof line - 1) < 0)
+		says_stop = 0;   /* nothing more to do: the stop goes on */
 	stop_signal = 1;
 }
 
@@ -302,6 +313,7 @@ int train_run(const struct train_config *c)
 	 * behind standard error, an ssh session gone): each stops the run at
 	 * the step's end with a checkpoint, where it can resume */
 	int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	says_stop = t.lead;
 	for (size_t i = 0; i < sizeof stops / sizeof *stops; i++)
 		signal(stops[i], on_stop_signal);
 	open_data(&t);

@@ -73,6 +73,23 @@ check "ts-train: the run resumes after SIGINT" timeout --preserve-status -k 300 
 again=$(ts-cat "$T/r/events.msgpack" | jq -c 'select(.event=="stop") | .step' | tail -n 1)
 [ "$again" -gt "$stopped" ] && pass "ts-train: the resumed run went on from step $stopped to $again" \
 	|| fail "ts-train: the resumed run went on from step $stopped (stopped at '$again')"
+# a second Control-C quits at once (a step of this model takes about a second),
+# leaving the run to resume from its last checkpoint as after a crash
+SLOW=(ts-train --data "$T/data" --vocab "$V" --layers 4 --hidden 512 --heads 8 --ffn 2048 --max-pos 32 --batch 80
+	-j 2 --max-steps 5000 --save-every 1 --eval-every 5000)
+"${SLOW[@]}" --run "$T/q" >/dev/null 2>"$T/q.err" &
+pid=$!
+wait_for sh -c "ts-cat '$T/q/events.msgpack' 2>/dev/null | grep -q checkpoint" || fail "a slow run under way"
+kill -INT $pid
+sleep 0.3
+kill -INT $pid
+wait $pid
+expect_eq "a second Control-C: the run quits at once, killed by SIGINT, no stop event" \
+	"$? $(ts-cat "$T/q/events.msgpack" | grep -c '"stop"')" "130 0"
+check "...the first said a second would" grep -q "stopping after this step (Control-C again quits now" "$T/q.err"
+last=$(ts-cat "$T/q/events.msgpack" | jq -r 'select(.event=="checkpoint") | .step' | tail -n 1)
+check "...and the run resumes from its last checkpoint" timeout 300 ts-train --resume "$T/q" --max-steps $((last + 1))
+check "...at it" grep -q "resumed from .*step-$last at step $last" "$T/q/log/rank-0.log"
 # a lost connection or terminal stops it the same way: its standard error a
 # pipe that nothing reads any more (an ssh session gone: SIGPIPE), SIGHUP
 LOST=(ts-train --data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 -j 2

@@ -213,6 +213,8 @@ expect_fail "a run dir that holds a run" 1 "already holds a run" train "${TINY[@
 mkdir -p "$T/broken" && cp "$T/r1/final/config.json" "$T/r1/final/vocab.txt" "$T/broken/" && printf 'garbage' >"$T/broken/model.safetensors"
 expect_fail "a corrupt safetensors header" 1 "corrupt safetensors header" train --data "$T/data" --init "$T/broken" --run "$T/b3" --max-steps 1 -j 2
 expect_fail "resume of a dir without a run" 1 "not a run dir" train --resume "$T/data"
+expect_fail "resume of a dir that does not exist: said so" 1 "^ts-train: $T/nosuch: No such file or directory$" \
+	train --resume "$T/nosuch"
 # a full disk: the first checkpoint fits, the second does not
 if mkdir -p "$T/full" && mount -t tmpfs -o size=18m tmpfs "$T/full" 2>/dev/null; then
 	train "${TINY[@]}" --run "$T/full/r" --max-steps 3 --save-every 1 --keep 1 >/dev/null 2>"$T/full.err"; rc=$?
