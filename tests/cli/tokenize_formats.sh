@@ -66,8 +66,11 @@ check "an error on a terminal clears the line first" grep -q $'^\r\033\\[Kts-tok
 printf 'id,text,label\nx1,good,"me\nh\033[2J"\n' >"$T/l3.csv"
 expect_fail "a label of a newline and an escape: the error one line, the terminal sent nothing" 1 \
 	"l3.csv: line [0-9]+: label 'me\\\\nh\\\\x1b\\[2J' is not in" tok --label label --labels "$T/names" "$T/l3.csv"
-printf '{"text":"hi","label":3,"id":7}\n{"text":"yo","label":[1,0],"id":"b"}\n{"text":"ok","label":0.5,"id":9}\n' >"$T/j.jsonl"
-expect_eq "JSONL: int, list and float labels; int and string ids" "$(tok --label label --id id "$T/j.jsonl" | body | tr '\n' ' ')" \
+printf '{"text":"hi","label":3,"id":7}\n' >"$T/j1.jsonl"
+printf '{"text":"yo","label":[1,0],"id":"b"}\n' >"$T/j2.jsonl"
+printf '{"text":"ok","label":0.5,"id":9}\n' >"$T/j3.jsonl"
+expect_eq "JSONL: int, list and float labels (a stream of each); int and string ids" \
+	"$(for j in 1 2 3; do tok --label label --id id "$T/j$j.jsonl" | body; done | tr '\n' ' ')" \
 	'{"id":7,"ids":[101,7632,102],"label":3} {"id":"b","ids":[101,10930,102],"label":[1,0]} {"id":9,"ids":[101,7929,102],"label":0.5} '
 printf 'text\tlabel\n"tab\tinside"\tz\n' >"$T/t.tsv"
 expect_eq "TSV with a quoted tab" "$(tok "$T/t.tsv" | body)" '{"id":0,"ids":[101,21628,2503,102]}'
