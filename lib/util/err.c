@@ -1,5 +1,6 @@
 #include "util/err.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -126,10 +127,16 @@ void warnx(const char *fmt, ...)
 	va_end(ap);
 }
 
+void open_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd ? O_RDONLY : O_WRONLY) != fd)
+			die("cannot open /dev/null in place of descriptor %d:", fd);
+}
+
 void close_stdout(void)
 {
-	/* EBADF: stdout was closed to begin with and nothing was written to it */
-	if (fflush(stdout) || ferror(stdout) || (fclose(stdout) && errno != EBADF))
+	if (fflush(stdout) || ferror(stdout) || fclose(stdout))
 		die("write standard output:");
 }
 

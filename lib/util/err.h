@@ -32,6 +32,10 @@ void die_tell(void (*fn)(const char *message));
  * one line and sends the terminal nothing, in out of n bytes (cut to fit). */
 void escape_controls(const char *s, char *out, size_t n);
 
+/* Opens a standard descriptor the caller closed (cmd >&-) on /dev/null, the
+ * wrong way round, so that using it fails (EBADF), instead of the next file
+ * opened taking its number and getting the output or the messages. */
+void open_std_fds(void);
 /* Flushes and closes standard output; dies if a write to it failed, so a
  * full disk is an error, not silent truncation. Every command calls it last. */
 void close_stdout(void);

@@ -499,6 +499,7 @@ static void check_ranges(const struct cmd_spec *spec)
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands)
 {
 	ts_prog = spec->name;
+	open_std_fds();
 	check_ranges(spec);
 	for (int i = 0; spec->opts[i].name; i++)
 		defaults[i] = value_text(&spec->opts[i]);

@@ -96,6 +96,15 @@ expect_fail "ts-eval --predict >/dev/full" 1 "write standard output: No space le
 expect_fail "ts-eval --predict -o FILE, its metrics >/dev/full" 1 "write standard output: No space left on device" \
 	to_full ts-eval -m "$T/run/final" --data "$T/data" --predict -o "$T/full-pred.msgpack"
 check "...and no file of predictions appears" test ! -e "$T/full-pred.msgpack"
+# A standard descriptor closed (>&-, 2>&-): its use fails, and the next file
+# opened, taking its number, gets nothing meant for it (the records in
+# ts-tokenize's spool, ts-train's messages in its run's lock)
+closed_out() { "$@" >&-; }
+expect_fail "ts-tokenize >&-" 1 "write standard output: Bad file descriptor" closed_out "${TOK[@]}"
+expect_fail "ts-cat >&-" 1 "write standard output: Bad file descriptor" closed_out ts-cat "$T/tok.msgpack"
+train --data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 \
+	--batch 8 --max-steps 2 -j 2 --run "$T/noerr" >/dev/null 2>&-
+expect_eq "ts-train 2>&-: its lock holds its pid and host, no messages" "$(grep -c ts-train "$T/noerr/lock")" 0
 # ts-stop prints when it finds a trainer: the lock held here stands in for one
 mkdir "$T/held" && exec 9>"$T/held/lock" && flock 9
 expect_fail "ts-stop >/dev/full" 1 "write standard output: No space left on device" to_full ts-stop "$T/held"
