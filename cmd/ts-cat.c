@@ -36,6 +36,8 @@ int main(int argc, char **argv)
 		files = dash;
 		n = 1;
 	}
+	for (int i = 0; i < n; i++)
+		check_not_input(output, "the input", files[i]);
 	struct afile *out = afile_open(output);
 	struct cat_opts co = {max_records, no_header};
 	for (int i = 0; i < n && co.left != 0; i++) {

@@ -293,6 +293,19 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 	return 0;
 }
 
+/* The predictions' file destroys none of the files they are made from. */
+static void check_output(char **files, int nfiles)
+{
+	if (!strcmp(output, "-"))
+		return;
+	if (lies_in(output, model))
+		die("cannot write %s: it is in the model dir %s", output, model);
+	if (data && lies_in(output, data))
+		die("cannot write %s: it is in the data dir %s", output, data);
+	for (int i = 0; i < nfiles; i++)
+		check_not_input(output, "the input", files[i]);
+}
+
 int main(int argc, char **argv)
 {
 	char **files;
@@ -305,6 +318,7 @@ int main(int argc, char **argv)
 		die_usage("--csv goes with --predict");
 	if (opt_given(&spec, "output") && !predict)
 		die_usage("-o goes with --predict");
+	check_output(files, nfiles);
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 	modeldir_verify("-m", model);
 	char *config = path_join(model, "config.json"), **names = NULL;

@@ -364,6 +364,13 @@ static void check_inputs(const struct splitspec *sp, char **files, int nfiles, i
 		die_usage("standard input is read once: as '-' among the FILE operands (or none given) or as one part's @-");
 }
 
+/* An input in the data dir that --force replaces would go with it. */
+static void check_not_replaced(const char *file)
+{
+	if (force && file && strcmp(file, "-") && lies_in(file, output))
+		die("cannot replace %s: the input %s is in it", output, file);
+}
+
 int main(int argc, char **argv)
 {
 	char **files;
@@ -378,6 +385,11 @@ int main(int argc, char **argv)
 	struct splitspec sp;
 	splitspec_parse(split, &sp);
 	check_inputs(&sp, files, nfiles, given);
+	for (int i = 0; i < nfiles; i++)
+		check_not_replaced(files[i]);
+	for (int i = 0; i < sp.n; i++)
+		check_not_replaced(sp.parts[i].file);
+	check_not_replaced(vocab_path);
 	struct adir *dir = adir_begin(output, force, "manifest.json");
 
 	/* a pile a file's part, one for the shares: the memory divided among them */

@@ -495,6 +495,11 @@ int main(int argc, char **argv)
 			c.hfs[i] = hftok_space_new();
 		else
 			c.wp[i] = wp_new(c.vocab, cased);
+	for (int i = 0; i < c.nfiles; i++)
+		check_not_input(output, "the input", c.files[i]);
+	check_not_input(output, "the tokenizer", c.hf ? hftok_path(c.hf) : vocab_path);
+	if (labels_file)
+		check_not_input(output, "the labels file", labels_file);
 	c.out = afile_open(output);
 	if (show_tokens) {
 		/* no header: the lines are for reading */

@@ -129,6 +129,26 @@ struct afile *afile_open(const char *path)
 	return f;
 }
 
+void check_not_input(const char *output, const char *what, const char *input)
+{
+	struct stat o, i;
+	if (!strcmp(output, "-") || !strcmp(input, "-") || stat(output, &o) < 0 || stat(input, &i) < 0)
+		return;
+	if (S_ISREG(o.st_mode) && o.st_dev == i.st_dev && o.st_ino == i.st_ino)
+		die("cannot write %s: it is %s %s", output, what, input);
+}
+
+int lies_in(const char *path, const char *dir)
+{
+	char *p = resolve_links(path), *in = realpath(dirname(p), NULL), *d = realpath(dir, NULL);
+	size_t n = d ? strlen(d) : 0;
+	int lies = in && d && !strncmp(in, d, n) && (in[n] == '/' || !in[n] || n == 1);
+	free(p);
+	free(in);
+	free(d);
+	return lies;
+}
+
 int open_regular(const char *path, off_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO: no wait for a writer */

@@ -49,6 +49,14 @@ void make_parents(const char *path);
 /* Copies a file atomically. */
 void afile_copy(const char *from, const char *to);
 
+/* Dies "cannot write OUTPUT: it is WHAT INPUT" where output names the file
+ * input, itself, through a link or as a hard link: writing it would destroy
+ * an input. "-" names no file. */
+void check_not_input(const char *output, const char *what, const char *input);
+/* Whether path, its links followed, lies in dir or in a dir below it (path's
+ * own dir and dir exist). */
+int lies_in(const char *path, const char *dir);
+
 /* Opens path for reading, *size its bytes; dies "cannot open PATH: why", or
  * "PATH: not a regular file" for a directory, FIFO or device. */
 int open_regular(const char *path, off_t *size);

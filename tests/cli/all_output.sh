@@ -54,6 +54,32 @@ for c in cat tokenize; do
 done
 expect_fail "-o a closed descriptor" 1 "cannot write /dev/fd/9: Bad file descriptor" out cat /dev/fd/9
 
+# An output that is an input, by its name, a symlink or a hard link: refused,
+# the input left whole
+cp "$T/small.csv" "$T/in.csv" && cp "$T/tok.msgpack" "$T/in.msgpack" && cp "$V" "$T/vocab.txt"
+ln -s in.msgpack "$T/in.link" && ln "$T/in.msgpack" "$T/in.hard"
+for o in in.msgpack in.link in.hard; do
+	expect_fail "ts-cat -o $o, its input" 1 "cannot write $T/$o: it is the input $T/in.msgpack" \
+		ts-cat -o "$T/$o" "$T/in.msgpack"
+done
+expect_fail "ts-tokenize -o its input" 1 "cannot write $T/in.csv: it is the input" \
+	ts-tokenize -v "$V" --label label -o "$T/in.csv" "$T/in.csv"
+expect_fail "ts-tokenize -o its vocab" 1 "cannot write $T/vocab.txt: it is the tokenizer" \
+	ts-tokenize -v "$T/vocab.txt" --label label -o "$T/vocab.txt" "$T/in.csv"
+check "...the inputs left whole" cmp "$T/in.csv" "$T/small.csv"
+check "...the inputs left whole (records)" cmp "$T/in.msgpack" "$T/tok.msgpack"
+check "...the inputs left whole (vocab)" cmp "$T/vocab.txt" "$V"
+cp -r "$T/run/final" "$T/model"
+expect_fail "ts-eval --predict -o a file of its model" 1 "cannot write $T/model/model.safetensors: it is in the model dir" \
+	ts-eval -m "$T/model" --data "$T/data" --predict -o "$T/model/model.safetensors"
+expect_fail "ts-eval --predict -o a file of its data dir" 1 "cannot write $T/data/test.shard: it is in the data dir" \
+	ts-eval -m "$T/model" --data "$T/data" --predict -o "$T/data/test.shard"
+check "...the model left whole" ts-eval -m "$T/model" --data "$T/data"
+cp -r "$T/data" "$T/data2" && cp "$T/tok.msgpack" "$T/data2/"
+expect_fail "ts-shard --force -o the dir its input is in" 1 "cannot replace $T/data2: the input $T/data2/tok.msgpack is in it" \
+	ts-shard --force -o "$T/data2" "$T/data2/tok.msgpack"
+check "...the input left" cmp "$T/data2/tok.msgpack" "$T/tok.msgpack"
+
 mkdir "$T/dir" && ln -s dir "$T/dirlink"
 check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
 check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"
