@@ -117,6 +117,8 @@ struct afile *afile_open(const char *path)
 		return f;
 	}
 	f->path = resolve_links(path);
+	if (exists && access(f->path, W_OK) < 0)   /* a read-only file is not replaced, as > would not */
+		die("cannot write %s:", path);
 	size_t n = strlen(f->path) + 32;
 	f->tmp = xmalloc(n);
 	snprintf(f->tmp, n, "%s.tmp.%ld", f->path, (long)getpid());

@@ -80,6 +80,13 @@ expect_fail "ts-shard --force -o the dir its input is in" 1 "cannot replace $T/d
 	ts-shard --force -o "$T/data2" "$T/data2/tok.msgpack"
 check "...the input left" cmp "$T/data2/tok.msgpack" "$T/tok.msgpack"
 
+# A read-only file is not replaced, as > would not replace it (root's > writes
+# it, so as root the command runs as nobody)
+as_user() { if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
+chmod 755 "$T" && mkdir -m 777 "$T/ro" && as_user sh -c 'echo old >"$1" && chmod 444 "$1"' sh "$T/ro/x"
+expect_fail "ts-cat -o a read-only file" 1 "cannot write $T/ro/x: Permission denied" as_user ts-cat -o "$T/ro/x" "$T/tok.msgpack"
+expect_eq "...which is left as it was" "$(cat "$T/ro/x")" old
+
 mkdir "$T/dir" && ln -s dir "$T/dirlink"
 check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
 check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"
