@@ -389,6 +389,8 @@ int main(int argc, char **argv)
 		opt_only_with(&spec, "show", (const char *const[]){ "format", "metric", "plot", NULL });
 		if (ncmd)
 			die_usage("--show DIR takes no command");
+		if (plot && lies_in(plot, show))   /* its job log or a job's files, written over */
+			die("cannot write %s: it is in the sweep dir %s", plot, show);
 		print_board(show, 0);
 		close_stdout();
 		return 0;

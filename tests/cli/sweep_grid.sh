@@ -41,6 +41,10 @@ print(len(ET.parse(sys.argv[1]).getroot().findall("{http://www.w3.org/2000/svg}p
 check "--show --plot of mlm jobs by macro-f1, which their evaluations lack: a plot without lines" sh -c \
 	"timeout 300 ts-sweep -p lr=1e-4 --dir '$T/mlm' -- ts-train ${MODEL[*]} --vocab '$V' --task mlm --max-steps 2 --eval-every 1 >/dev/null &&
 	 ts-sweep --show '$T/mlm' --plot '$T/mlm.svg' --metric macro-f1 >/dev/null && grep -q 'no data yet' '$T/mlm.svg'"
+cp "$T/g/jobs.msgpack" "$T/jobs.kept"
+expect_fail "--plot onto the job log: refused" 1 "cannot write $T/g/jobs.msgpack: it is in the sweep dir" \
+	sweep --show "$T/g" --plot "$T/g/jobs.msgpack"
+check "...the job log left whole" cmp "$T/g/jobs.msgpack" "$T/jobs.kept"
 expect_fail "--plot with an empty path" 2 "^ts-sweep: --plot: the path is empty" sweep --show "$T/g" --plot ""
 expect_fail "--eta without --prune asha: nothing to prune" 2 "--eta goes with --prune asha" ts-sweep --eta 2 -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
 expect_fail "--plot without --show" 2 "--plot goes with --show" ts-sweep --plot "$T/x.svg" -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
