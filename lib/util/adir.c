@@ -115,6 +115,9 @@ static void replace(const char *tmp, const char *path)
 
 void adir_commit(struct adir *d)
 {
+	struct stat st;   /* the dir it replaces, empty or old, keeps its permissions (a private one stays so) */
+	if (stat(d->path, &st) == 0 && chmod(d->tmp, st.st_mode & 07777) < 0)
+		die("cannot set the permissions of %s:", d->tmp);
 	if (d->replace_old)
 		replace(d->tmp, d->path);
 	else if (rename(d->tmp, d->path) < 0)

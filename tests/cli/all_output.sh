@@ -87,6 +87,14 @@ chmod 755 "$T" && mkdir -m 777 "$T/ro" && as_user sh -c 'echo old >"$1" && chmod
 expect_fail "ts-cat -o a read-only file" 1 "cannot write $T/ro/x: Permission denied" as_user ts-cat -o "$T/ro/x" "$T/tok.msgpack"
 expect_eq "...which is left as it was" "$(cat "$T/ro/x")" old
 
+# A dir replaced keeps its permissions, as a file does: a private one stays private
+mkdir -m 700 "$T/private"
+check "ts-shard -o an empty private dir" ts-shard -o "$T/private" "$T/tok.msgpack"
+expect_eq "...which stays private" "$(stat -c %a "$T/private")" 700
+chmod 750 "$T/private"
+check "ts-shard --force over a data dir of mode 750" ts-shard --force -o "$T/private" "$T/tok.msgpack"
+expect_eq "...which keeps it" "$(stat -c %a "$T/private")" 750
+
 mkdir "$T/dir" && ln -s dir "$T/dirlink"
 check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
 check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"
