@@ -383,7 +383,7 @@ static void consume(void *slot, void *ctxp)
 		show_records(c, b);
 	} else if (c->spool) {
 		if (fwrite(b->out.data, 1, b->out.size, c->spool) != b->out.size)
-			die("cannot write a temporary file:");
+			die("cannot write a temporary file in %s:", temp_dir());
 	} else if (b->out.size) {
 		if (c->header_due)
 			write_header(c);
@@ -398,11 +398,11 @@ static void copy_spool(struct ctx *c)
 	/* the last piece is still in the stream's buffer, and rewind() would
 	 * write it without a word on a full disk */
 	if (fflush(c->spool) == EOF || fseek(c->spool, 0, SEEK_SET) < 0)
-		die("cannot write a temporary file:");
+		die("cannot write a temporary file in %s:", temp_dir());
 	while ((n = fread(buf, 1, sizeof buf, c->spool)) > 0)
 		afile_write(c->out, buf, n);
 	if (ferror(c->spool))
-		die("cannot read a temporary file:");
+		die("cannot read a temporary file in %s:", temp_dir());
 	fclose(c->spool);
 }
 
@@ -504,8 +504,7 @@ int main(int argc, char **argv)
 	if (show_tokens) {
 		/* no header: the lines are for reading */
 	} else if ((label_col || any_conll(c.files, c.nfiles)) && !labels_file) {
-		if (!(c.spool = tmpfile()))
-			die("cannot create a temporary file:");
+		c.spool = temp_file();
 	} else {
 		c.header_due = 1;
 	}

@@ -9,8 +9,7 @@
  * a fixed name there could be a symlink another user planted. Malloc'd. */
 static char *make_private_dir(void)
 {
-	const char *tmp = getenv("TMPDIR");
-	tmp = tmp && *tmp ? tmp : "/tmp";
+	const char *tmp = temp_dir();
 	char *dir = path_join(tmp, "ts-records-XXXXXX");
 	if (!mkdtemp(dir))
 		die("cannot create a temporary directory in %s:", tmp);

@@ -151,6 +151,24 @@ int lies_in(const char *path, const char *dir)
 	return lies;
 }
 
+const char *temp_dir(void)
+{
+	const char *dir = getenv("TMPDIR");
+	return dir && *dir ? dir : "/tmp";
+}
+
+FILE *temp_file(void)
+{
+	char *path = path_join(temp_dir(), "ts-XXXXXX");
+	int fd = mkstemp(path);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w+");
+	if (!f)
+		die("cannot create a temporary file in %s:", temp_dir());
+	unlink(path);
+	free(path);
+	return f;
+}
+
 int open_regular(const char *path, off_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO: no wait for a writer */

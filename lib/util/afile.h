@@ -8,6 +8,7 @@
 #ifndef TS_AFILE_H
 #define TS_AFILE_H
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct afile {
@@ -56,6 +57,12 @@ void check_not_input(const char *output, const char *what, const char *input);
 /* Whether path, its links followed, lies in dir or in a dir below it (path's
  * own dir and dir exist). */
 int lies_in(const char *path, const char *dir);
+
+/* The dir for temporary files: $TMPDIR, or /tmp. */
+const char *temp_dir(void);
+/* A temporary file of no name in temp_dir, open for reading and writing;
+ * dies naming the dir. */
+FILE *temp_file(void);
 
 /* Opens path for reading, *size its bytes; dies "cannot open PATH: why", or
  * "PATH: not a regular file" for a directory, FIFO or device. */

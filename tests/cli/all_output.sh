@@ -87,6 +87,12 @@ chmod 755 "$T" && mkdir -m 777 "$T/ro" && as_user sh -c 'echo old >"$1" && chmod
 expect_fail "ts-cat -o a read-only file" 1 "cannot write $T/ro/x: Permission denied" as_user ts-cat -o "$T/ro/x" "$T/tok.msgpack"
 expect_eq "...which is left as it was" "$(cat "$T/ro/x")" old
 
+# ts-tokenize holds the records in a temporary file until it knows the label
+# names: in $TMPDIR, as ts-eval's, so that a small /tmp can be passed over
+expect_fail "ts-tokenize's temporary file in \$TMPDIR" 1 "cannot create a temporary file in $T/none: No such file" \
+	env TMPDIR="$T/none" "${TOK[@]}"
+check "...and with \$TMPDIR a dir, the same records" cmp <(TMPDIR="$T" "${TOK[@]}") "$T/tok.msgpack"
+
 # A dir replaced keeps its permissions, as a file does: a private one stays private
 mkdir -m 700 "$T/private"
 check "ts-shard -o an empty private dir" ts-shard -o "$T/private" "$T/tok.msgpack"
