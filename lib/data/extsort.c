@@ -65,8 +65,10 @@ struct extsort *extsort_new(const char *tmpdir, size_t mem_bytes)
 		mem_bytes = 1 << 20;
 	struct extsort *s = xcalloc(1, sizeof *s);
 	s->tmpdir = xstrdup(tmpdir);
-	s->keys_cap = mem_bytes / 4 / sizeof *s->keys;
-	s->arena_cap = mem_bytes - s->keys_cap * sizeof *s->keys;
+	/* the keys get an eighth and the copy of them qsort may take (glibc's
+	 * sorts by merging) another, so that sorting a full chunk stays within it */
+	s->keys_cap = mem_bytes / 8 / sizeof *s->keys;
+	s->arena_cap = mem_bytes - 2 * s->keys_cap * sizeof *s->keys;
 	s->fanin = (mem_bytes - WRITE_BUF) / READ_BUF;
 	if (s->fanin < 2)
 		s->fanin = 2;

@@ -236,4 +236,17 @@ echo "    the same input as two parts of their own, --mem 8: max RSS $((rss / 10
 if [ "$rss" -lt $((base + 16 * 1024)) ]; then pass "parts of their own files: RSS stays within --mem plus 8 MiB"
 else fail "parts of their own files: RSS stays within --mem plus 8 MiB (RSS $rss KiB, idle $base KiB)"; fi
 expect_eq "both parts are all there" "$(m '[.splits[].count] | join(" ")' "$T/large2")" "125000 125000"
+# Short records (19 tokens, 96 bytes in the sort): the sort's keys, and the
+# copy of them qsort may take, fill up as fast as its records.
+awk 'BEGIN { for (k = 0; k < 1000; k++) { s = "{\"id\":" k ",\"ids\":[101"
+	for (i = 0; i < 17; i++) s = s "," (k * 131 + i * 17) % 30000 + 200
+	print s ",102],\"label\":" k % 2 "}" } }' | records "$T/chunk.msgpack"
+for i in $(seq 600); do cat "$T/chunk.msgpack"; done >"$T/short.msgpack"
+ASAN_OPTIONS=${ASAN_OPTIONS:-}:quarantine_size_mb=0:thread_local_quarantine_size_kb=0 \
+	/usr/bin/time -f %M ts-shard -o "$T/short" --mem 64 "$T/short.msgpack" 2>"$T/rss"
+rss=$(tail -1 "$T/rss")
+echo "    short records, $(($(stat -c %s "$T/short.msgpack") / 1048576)) MiB, --mem 64: max RSS $((rss / 1024)) MiB"
+if [ "$rss" -lt $((base + 72 * 1024)) ]; then pass "short records: RSS stays within --mem plus 8 MiB"
+else fail "short records: RSS stays within --mem plus 8 MiB (RSS $rss KiB, idle $base KiB)"; fi
+expect_eq "the short records are all there" "$(m '[.splits[].count] | add' "$T/short")" 600000
 finish
