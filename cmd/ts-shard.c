@@ -175,10 +175,13 @@ struct pile {
 	int shuffled;
 };
 
-static void add_record(struct inputs *in, struct pile *p)
+static void add_record(struct inputs *in, struct pile *p, const struct rec_reader *r)
 {
 	uint64_t i = extsort_count(p->sort);
 	size_t size = shard_rec_size(&in->t);
+	if (size > extsort_max_item(p->sort))
+		rec_die(r, "it takes %zu bytes, more than the shuffle's memory holds (%zu): give a larger --mem", size,
+			extsort_max_item(p->sort));
 	grow(&in->buf, &in->cap, size, 1);
 	shard_rec_encode(&in->t, in->buf);
 	uint64_t key = !p->shuffled ? i : rng_hash((uint64_t)seed, dedupe ? content_hash(&in->t) : i);
@@ -204,7 +207,7 @@ static void read_file(struct inputs *in, const char *path, struct pile *p)
 		tokrec_unpack(r, o, &in->t);
 		check_record(r, in);
 		check_seen(in);
-		add_record(in, p);
+		add_record(in, p, r);
 	}
 	rec_close(r);
 }

@@ -180,6 +180,8 @@ static void room_for(struct extsort *s, size_t n)
 	}
 }
 
+size_t extsort_max_item(const struct extsort *s) { return s->arena_cap; }
+
 void extsort_add(struct extsort *s, uint64_t key, uint64_t seq, const void *data, uint32_t len)
 {
 	if (s->sealed)

@@ -21,6 +21,8 @@ struct extsort_item {
 struct extsort;
 /* Temp files go in tmpdir; mem_bytes is the budget (at least 1 MiB). */
 struct extsort *extsort_new(const char *tmpdir, size_t mem_bytes);
+/* The largest item the budget holds. */
+size_t extsort_max_item(const struct extsort *s);
 /* Dies if one item does not fit in the budget. */
 void extsort_add(struct extsort *s, uint64_t key, uint64_t seq, const void *data, uint32_t len);
 /* Ends the input (on the first call) and starts the ordered output from its

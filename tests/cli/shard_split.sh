@@ -144,6 +144,11 @@ expect_fail "counts above the records" 1 "--split asks for 2000 records but ther
 	ts-shard -o "$T/x" --split a=1000,b=1000 "$T/a.msgpack"
 expect_fail "-o is required" 2 "-o DIR is required" ts-shard "$T/a.msgpack"
 expect_fail "--mem must be positive" 2 "--mem: 0 is out of range \(1 to " ts-shard -o "$T/x" --mem 0 "$T/a.msgpack"
+awk 'BEGIN { s = "{\"id\":7,\"ids\":[101"; for (i = 0; i < 300000; i++) s = s ",200"; print s ",102]}" }' |
+	records "$T/huge.msgpack"
+expect_fail "a record larger than the sort's memory: named, with the way out" 1 \
+	"huge.msgpack: record 1: it takes 1200024 bytes, more than the shuffle's memory holds \(786432\): give a larger --mem" \
+	ts-shard -o "$T/x" --mem 1 "$T/a.msgpack" "$T/huge.msgpack"
 expect_eq "still nothing left behind" "$(ls -d "$T"/x* 2>/dev/null)" ""
 
 # An existing dir: refused when not empty, replaced with --force only when it is a data dir.
