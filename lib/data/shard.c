@@ -176,8 +176,10 @@ static const char *check_header(const uint8_t *h, size_t size)
 	uint64_t count = get_u64(h + H_COUNT), index = get_u64(h + H_INDEX);
 	if (get_u64(h + H_DATA) != SHARD_HEADER_SIZE)
 		return "corrupt header (data offset)";
-	if (index < SHARD_HEADER_SIZE || index % 8 || index > size)
+	if (index < SHARD_HEADER_SIZE || index % 8)
 		return "corrupt header (index offset)";
+	if (index > size)
+		return "the index is past the end of the file (truncated?)";
 	if (count > (size - index) / SHARD_INDEX_ENTRY || index + count * SHARD_INDEX_ENTRY != size)
 		return "index does not match the file size (truncated?)";
 	return NULL;

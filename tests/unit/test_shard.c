@@ -276,8 +276,10 @@ static void test_corrupt(void)
 	expect_corrupt("newer version", 8, &v2, 4, -1, "bad.shard: unknown shard version");
 	expect_corrupt("unknown flags", 12, &v2, 4, -1, "bad.shard: unknown shard version or flags");
 	expect_corrupt("truncated index", 0, NULL, 0, (long)n - 5, "bad.shard: index does not match the file size");
+	expect_corrupt("cut short before its index", 0, NULL, 0, 100,
+		       "bad.shard: the index is past the end of the file (truncated?)");
 	expect_corrupt("shorter than a header", 0, NULL, 0, 40, "bad.shard: not a shard file (too short)");
-	expect_corrupt("index offset outside the file", 24, &off_bad, 8, -1, "bad.shard: corrupt header");
+	expect_corrupt("index offset outside the file", 24, &off_bad, 8, -1, "bad.shard: the index is past the end");
 	expect_corrupt("record offset outside the data", index + 5 * 16, &off_bad, 8, -1,
 		       "bad.shard: record 4: corrupt shard: offset outside the data");
 	expect_corrupt("misaligned record offset", index + 16, &off_odd, 8, -1, "bad.shard: record 0: corrupt shard");
