@@ -243,7 +243,7 @@ void shard_get(const struct shard *s, uint64_t i, struct tokrec *out)
 	if (!why && out->n != get_u32(e + 8))
 		why = "token count differs from the index";
 	if (why)
-		die("%s: record %llu: corrupt shard: %s", s->path, (unsigned long long)i, why);
+		die("%s: record %llu: corrupt shard: %s", s->path, (unsigned long long)i + 1, why);
 	if (s->relabel)
 		tokrec_relabel(out, s->relabel, s->nrelabel);
 }

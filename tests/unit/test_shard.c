@@ -281,12 +281,12 @@ static void test_corrupt(void)
 	expect_corrupt("shorter than a header", 0, NULL, 0, 40, "bad.shard: not a shard file (too short)");
 	expect_corrupt("index offset outside the file", 24, &off_bad, 8, -1, "bad.shard: the index is past the end");
 	expect_corrupt("record offset outside the data", index + 5 * 16, &off_bad, 8, -1,
-		       "bad.shard: record 4: corrupt shard: offset outside the data");
-	expect_corrupt("misaligned record offset", index + 16, &off_odd, 8, -1, "bad.shard: record 0: corrupt shard");
+		       "bad.shard: record 5: corrupt shard: offset outside the data");
+	expect_corrupt("misaligned record offset", index + 16, &off_odd, 8, -1, "bad.shard: record 1: corrupt shard");
 	expect_corrupt("token count past the record", rec3, &big, 4, -1,
-		       "bad.shard: record 3: corrupt shard: token ids run past the record");
+		       "bad.shard: record 4: corrupt shard: token ids run past the record");
 	expect_corrupt("index count differs from the record", index + 3 * 16 + 8, &big, 4, -1,
-		       "bad.shard: record 3: corrupt shard");
+		       "bad.shard: record 4: corrupt shard");
 	char *missing = path_join(tmpdir, "nope.shard");
 	expect_die("missing file", open_and_read_all, missing, "cannot open");
 	if (mkfifo(missing, 0644) < 0)
