@@ -157,14 +157,20 @@ static const struct cmd_spec spec = {
 	"       ts-train --resume RUN [OPTION]...\n       ts-train --replay RUN/bug/step-N",
 };
 
+static char *run_precision;   /* --resume: its config's, which a leg's --precision leaves there */
+
 /* The run's config file records every option but the ones naming the run,
- * the devices and the network interface, which a resumed run may change. */
+ * the devices and the network interface, which a resumed run may change,
+ * and a resumed leg's own precision. */
 static void write_config(FILE *f)
 {
 	char *saved_run = run, *saved_resume = resume, *saved_device = device, *saved_gpus = gpus, *saved_net_if = net_if;
+	char *saved_precision = precision;
 	run = resume = device = gpus = net_if = NULL;
+	precision = run_precision ? run_precision : precision;
 	opt_write_config(&spec, f);
 	run = saved_run, resume = saved_resume, device = saved_device, gpus = saved_gpus, net_if = saved_net_if;
+	precision = saved_precision;
 }
 
 /* Without --precision: bf16 on a GPU that has it, else fp32, saying so (when
@@ -353,6 +359,7 @@ int main(int argc, char **argv)
 		changes = read_resumed_config(path);
 		free(path);
 		run = resume;
+		run_precision = precision;
 		precision = given ? given : precision;
 	}
 	resolve_defaults();

@@ -96,6 +96,12 @@ if grep -qw 'avx512_bf16\|amx_bf16' /proc/cpuinfo; then
 	expect_eq "and trained to the end" "$(losses "$T/moved" | tail -1 | cut -d' ' -f1)" \
 		"$(losses "$T/bf16" | tail -1 | cut -d' ' -f1)"
 	expect_eq "the run's config still says bf16" "$(grep '^precision' "$T/moved/config")" "precision = bf16"
+	cp -r "$T/bf16" "$T/moved2" && rm -rf "$T/moved2/final" "$T/moved2/ckpt/step-60" "$T/moved2/ckpt/step-90"
+	keep_events "$T/moved2" '{print} /"event":"checkpoint"/ {exit}'
+	check "resumed with --precision fp32 and a change the config records" \
+		no_bf16 ts-train --resume "$T/moved2" --device cpu --precision fp32 --eval-every 45
+	expect_eq "its config records the change, and still says bf16" \
+		"$(grep -E '^(precision|eval-every)' "$T/moved2/config")" "$(printf 'eval-every = 45\nprecision = bf16')"
 else
 	expect_fail "bf16 on a CPU without it: refused in one line" 1 "neither AVX512-BF16 nor AMX-BF16" \
 		ts-train "${SMALL[@]}" --run "$T/nobf" --epochs 1 --precision bf16
