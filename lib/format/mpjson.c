@@ -24,8 +24,11 @@ void mp_to_json(const msgpack_object *o, struct strbuf *b)
 	switch (o->type) {
 	case MSGPACK_OBJECT_NIL: sb_add(b, "null", 4); break;
 	case MSGPACK_OBJECT_BOOLEAN: o->via.boolean ? sb_add(b, "true", 4) : sb_add(b, "false", 5); break;
-	case MSGPACK_OBJECT_POSITIVE_INTEGER: sb_addf(b, "%llu", (unsigned long long)o->via.u64); break;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: sb_addf(b, "%lld", (long long)o->via.i64); break;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: sb_add_uint(b, o->via.u64); break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		sb_addc(b, '-');
+		sb_add_uint(b, -(uint64_t)o->via.i64);
+		break;
 	case MSGPACK_OBJECT_FLOAT32: json_add_double(b, o->via.f64, 1); break;
 	case MSGPACK_OBJECT_FLOAT64: json_add_double(b, o->via.f64, 0); break;
 	case MSGPACK_OBJECT_STR: sb_add_json_str(b, o->via.str.ptr, o->via.str.size); break;
@@ -34,8 +37,11 @@ void mp_to_json(const msgpack_object *o, struct strbuf *b)
 		const unsigned char *p = (const unsigned char *)(o->type == MSGPACK_OBJECT_BIN ? o->via.bin.ptr : o->via.ext.ptr);
 		uint32_t n = o->type == MSGPACK_OBJECT_BIN ? o->via.bin.size : o->via.ext.size;
 		sb_addc(b, '[');
-		for (uint32_t i = 0; i < n; i++)
-			sb_addf(b, i ? ",%u" : "%u", p[i]);
+		for (uint32_t i = 0; i < n; i++) {
+			if (i)
+				sb_addc(b, ',');
+			sb_add_uint(b, p[i]);
+		}
 		sb_addc(b, ']');
 		break;
 	}

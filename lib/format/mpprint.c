@@ -213,15 +213,6 @@ static void print_bytes(struct mpprint *p, uint32_t len)
 
 /* Token ids are most of what a stream holds: printf would make printing
  * them five times slower. */
-static void add_uint(struct strbuf *b, uint64_t v)
-{
-	char d[20], *end = d + sizeof d, *s = end;
-	do
-		*--s = (char)('0' + v % 10);
-	while (v /= 10);
-	sb_add(b, s, (size_t)(end - s));
-}
-
 static void print_token(struct mpprint *p, const struct token *t, int depth);
 
 static void print_value(struct mpprint *p, int depth)
@@ -263,11 +254,11 @@ static void print_token(struct mpprint *p, const struct token *t, int depth)
 	switch (t->kind) {
 	case NIL: sb_add(p->b, "null", 4); break;
 	case BOOL: t->u ? sb_add(p->b, "true", 4) : sb_add(p->b, "false", 5); break;
-	case UINT: add_uint(p->b, t->u); break;
+	case UINT: sb_add_uint(p->b, t->u); break;
 	case INT:
 		if (t->i < 0)
 			sb_addc(p->b, '-');
-		add_uint(p->b, t->i < 0 ? -(uint64_t)t->i : (uint64_t)t->i);
+		sb_add_uint(p->b, t->i < 0 ? -(uint64_t)t->i : (uint64_t)t->i);
 		break;
 	case F32: {
 		uint32_t bits = (uint32_t)t->u;

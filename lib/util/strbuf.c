@@ -17,6 +17,15 @@ void sb_add(struct strbuf *b, const void *p, size_t n)
 
 void sb_addc(struct strbuf *b, char c) { sb_add(b, &c, 1); }
 
+void sb_add_uint(struct strbuf *b, uint64_t v)
+{
+	char d[20], *end = d + sizeof d, *s = end;
+	do
+		*--s = (char)('0' + v % 10);
+	while (v /= 10);
+	sb_add(b, s, (size_t)(end - s));
+}
+
 void sb_addf(struct strbuf *b, const char *fmt, ...)
 {
 	va_list ap;
