@@ -80,9 +80,9 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 	snprintf(d->tmp, n, "%s.tmp.%ld", d->path, (long)getpid());
 	remove_tree(d->tmp);   /* a leftover of a crashed process with our pid */
 	make_parents(d->tmp);
+	cleanup_add(d->tmp);   /* first, so that no signal can come between */
 	if (mkdir(d->tmp, 0755) < 0)
 		die("cannot create %s:", d->tmp);
-	cleanup_add(d->tmp);
 	return d;
 }
 
