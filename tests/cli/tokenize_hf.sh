@@ -181,8 +181,8 @@ mutate dropout.json 'j["model"]["dropout"] = 0.1'
 bad "BPE dropout, which would tokenize a text otherwise every time" \
 	"dropout.json: model: \"dropout\" is not supported: records must be the same every time" "$T/dropout.json"
 mutate nodropout.json 'j["model"]["dropout"] = 0.0'
-expect_eq "...but a dropout of 0 is none" "$(ts-tokenize -t "$T/nodropout.json" "$F/stress.txt" | ts-cat --no-header | md5sum)" \
-	"$(ts-tokenize -t "$R" "$F/stress.txt" | ts-cat --no-header | md5sum)"
+expect_same "...but a dropout of 0 is none" "$(ts-tokenize -t "$T/nodropout.json" "$F/stress.txt" | ts-cat --no-header)" \
+	"$(ts-tokenize -t "$R" "$F/stress.txt" | ts-cat --no-header)"
 mutate clsid.json 'j["post_processor"]["cls"] = ["<s>", -3]'
 bad "a post-processor's token of an id out of range" "clsid.json: post_processor: \"cls\": the id -3 is outside 0..16777215" \
 	"$T/clsid.json"
