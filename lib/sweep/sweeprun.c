@@ -267,26 +267,24 @@ static void watch(const struct sweep_plan *p, struct pruning *pr, struct running
 	free(run);
 }
 
-/* Whether job r, ended with status, found its server gone: ssh failed
- * (exit 255) before the job's run began there. Its slot would fail every
- * job left in the queue as fast, so the server is left out, with a warning
- * that says why. */
-static int server_lost(const struct sweep_plan *p, const struct running *r, int status)
+/* Whether job r, whose end is recorded in rec, found its server gone: ssh
+ * failed (exit 255) before the job's run began there. Its slot would fail
+ * every job left in the queue as fast, so the server is left out, with a
+ * warning that says why. */
+static int server_lost(const struct sweep_plan *p, const struct running *r, const json_t *rec)
 {
 	const struct sweep_place *pl = &p->places[r->place];
-	if (!pl->host || !WIFEXITED(status) || WEXITSTATUS(status) != 255)
+	if (!pl->host || json_integer_value(json_object_get(rec, "exit")) != 255)
 		return 0;
-	char *run = sweep_job_dir(p->dir, r->job), *config = path_join(run, "config"), *out = xmalloc(strlen(run) + 5);
-	sprintf(out, "%s.out", run);
+	char *run = sweep_job_dir(p->dir, r->job), *config = path_join(run, "config");
 	int lost = access(config, F_OK) != 0;
 	if (lost) {   /* ssh's last line, as "ssh: connect to host node2 port 22: Connection refused" */
-		json_t *line = tail_of(out, 1);
-		char *why = xstrdup(json_string_value(line));
-		why[strcspn(why, "\r\n")] = 0;
-		warnx("server %s left out: job %d could not start there: %s", pl->host, r->job + 1, why);
-		json_decref(line), free(why);
+		const char *tail = json_string_value(json_object_get(rec, "tail")), *why = strrchr(tail, '\n');
+		why = why ? why + 1 : tail;
+		warnx("server %s left out: job %d could not start there: %.*s", pl->host, r->job + 1,
+		      (int)strcspn(why, "\r"), why);
 	}
-	free(run), free(config), free(out);
+	free(run), free(config);
 	return lost;
 }
 
@@ -299,7 +297,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	catch_stops(0);
 	struct launcher l = {p->dir, cwd, p->ssh, p->nssh};
 	int *busy = xcalloc((size_t)p->nplaces, sizeof *busy), *lost = xcalloc((size_t)p->nplaces, sizeof *lost),
-	    slots = 0, places = p->nplaces;
+	    slots = 0;
 	for (int k = 0; k < p->nplaces; k++)
 		slots += p->places[k].slots;
 	struct running *run = xcalloc((size_t)slots + 1, sizeof *run);
@@ -349,9 +347,9 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 			if (run[i].pid == pid) {
 				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, clock_seconds() - run[i].began);
 				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
+				if (!lost[run[i].place] && server_lost(p, &run[i], rec))
+					lost[run[i].place] = 1;
 				events_add(ev, "job", rec);
-				if (!lost[run[i].place] && server_lost(p, &run[i], status))
-					lost[run[i].place] = 1, places--;
 				busy[run[i].place]--;
 				run[i] = run[--running];
 				break;
