@@ -205,7 +205,9 @@ static void print_bytes(struct mpprint *p, uint32_t len)
 {
 	sb_addc(p->b, '[');
 	for (uint32_t i = 0; i < len; i++) {
-		sb_addf(p->b, i ? ",%u" : "%u", (unsigned)take(p, 1));
+		if (i)
+			sb_addc(p->b, ',');
+		sb_add_uint(p->b, take(p, 1));
 		spill(p);
 	}
 	sb_addc(p->b, ']');

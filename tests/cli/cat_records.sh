@@ -14,6 +14,8 @@ expect_eq "-n counts records, not the header" "$(ts-cat -n 1 "$T/s.msgpack" | wc
 expect_eq "--no-header" "$(ts-cat --no-header -n 1 "$T/s.msgpack")" '{"id":0,"ids":[101,7592,102],"label":1}'
 expect_eq "reads standard input" "$(ts-cat --no-header - <"$T/s.msgpack" | wc -l)" 3
 expect_eq "floats keep their shortest form" "$(echo '{"x":0.1,"y":3.0,"z":-1e-7}' | ts-cat --from-json | ts-cat)" '{"x":0.1,"y":3.0,"z":-1e-07}'
+expect_eq "bytes and extension values print as arrays of their bytes" \
+	"$(printf '\x82\xa1a\xc4\x03\x00\x01\xff\xa1b\xd4\x05\x07' | ts-cat)" '{"a":[0,1,255],"b":[7]}'
 expect_eq "unicode passes through" "$(echo '{"t":"héllo \u00e9 \"q\""}' | ts-cat --from-json | ts-cat)" '{"t":"héllo é \"q\""}'
 printf '\x81\xa1t\xa3a\x00b' >"$T/nul.msgpack"
 expect_eq "a NUL in a string goes to JSON and back" "$(ts-cat "$T/nul.msgpack" | ts-cat --from-json | od -An -tx1)" "$(od -An -tx1 <"$T/nul.msgpack")"
