@@ -39,7 +39,7 @@ struct events *events_open(const char *path)
 {
 	struct events *e = xcalloc(1, sizeof *e);
 	e->path = xstrdup(path);
-	e->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	e->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
 	if (e->fd < 0)
 		die("cannot open %s:", path);
 	recover(e);

@@ -89,7 +89,7 @@ static void write_event(struct tboard *tb, double wall_time, int64_t step, int f
 
 struct tboard *tb_open(const char *dir)
 {
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 		die("cannot create %s:", dir);
 	char host[HOST_NAME_MAX + 1] = "localhost", name[HOST_NAME_MAX + 64];
 	gethostname(host, sizeof host);

@@ -35,7 +35,7 @@ char *bug_dump(const struct bug_step *s)
 	char name[48];
 	snprintf(name, sizeof name, "bug/step-%ld", s->step);
 	char *bug = path_join(s->run, "bug"), *dir = path_join(s->run, name);
-	mkdir(bug, 0755);
+	mkdir(bug, 0777);
 	struct adir *d = adir_begin(dir, 1, NULL);
 	modeldir_write(adir_tmp(d), s->m, s->labels, s->nlabels, s->vocab);
 	char *path = path_join(adir_tmp(d), "batch.msgpack");

@@ -15,7 +15,7 @@
 
 static void make_dir(const char *path)
 {
-	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+	if (mkdir(path, 0777) < 0 && errno != EEXIST)
 		die("cannot create %s:", path);
 }
 
@@ -28,7 +28,7 @@ static void read_lock(int fd, char text[RUNDIR_LOCK_TEXT])
 void rundir_lock(const char *dir, const char *holder)
 {
 	char *path = path_join(dir, "lock");
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd < 0)
 		die("cannot open %s:", path);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -212,7 +212,7 @@ long rundir_request_stop(const char *dir)
 	char *stop = path_join(dir, "stop");
 	/* made in place: the trainer, starting with the lock held, removes the
 	 * temp files it finds, and a rename's would be among them */
-	int s = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	int s = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
 	if (s < 0 || close(s) < 0)
 		die("cannot create %s:", stop);
 	free(stop);

@@ -84,7 +84,7 @@ void run_plots(const char *run, const char *metric)
 			acc = 0.9 * acc + 0.1 * loss.y[i], w = 0.9 * w + 0.1;
 		smooth[i] = w > 0 ? acc / w : NAN;
 	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 		die("cannot create %s:", dir);
 	char *path = path_join(dir, "loss.svg"), title[64];
 	struct series l[3] = {{"train loss", loss.x, loss.y, loss.n}, {"train loss, smoothed", loss.x, smooth, loss.n},

@@ -160,7 +160,7 @@ pid_t launch_start(const struct launcher *l, const struct sweep_place *pl, int i
 {
 	char *run = sweep_job_dir(l->dir, i), *out = xmalloc(strlen(run) + 5);
 	sprintf(out, "%s.out", run);
-	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0)
 		die("cannot create %s:", out);
 	fflush(NULL);
@@ -198,7 +198,7 @@ pid_t launch_start(const struct launcher *l, const struct sweep_place *pl, int i
 static void stop_remote(const char *dir, int i)
 {
 	char *run = sweep_job_dir(dir, i);
-	if (mkdir(run, 0755) < 0 && errno != EEXIST)
+	if (mkdir(run, 0777) < 0 && errno != EEXIST)
 		die("cannot create %s:", run);
 	if (!rundir_request_stop(run)) {
 		char *stop = path_join(run, "stop");

@@ -562,7 +562,7 @@ int sweep_run(struct sweep_plan *p)
 	for (int i = 0; i < p->njobs; i++)
 		argvs[i] = sweep_argv(p, i), sizes[i] = probe_job(cwd, argvs[i], i);
 	make_parents(p->dir);
-	if (mkdir(p->dir, 0755) < 0) {
+	if (mkdir(p->dir, 0777) < 0) {
 		if (errno != EEXIST)
 			die("cannot create %s:", p->dir);
 		if (!unbegun(p->dir))

@@ -81,7 +81,7 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 	remove_tree(d->tmp);   /* a leftover of a crashed process with our pid */
 	make_parents(d->tmp);
 	cleanup_add(d->tmp);   /* first, so that no signal can come between */
-	if (mkdir(d->tmp, 0755) < 0)
+	if (mkdir(d->tmp, 0777) < 0)
 		die("cannot create %s:", d->tmp);
 	return d;
 }

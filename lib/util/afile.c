@@ -123,7 +123,7 @@ struct afile *afile_open(const char *path)
 	f->tmp = xmalloc(n);
 	snprintf(f->tmp, n, "%s.tmp.%ld", f->path, (long)getpid());
 	cleanup_add(f->tmp);   /* first, so that no signal can come between */
-	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (f->fd < 0)   /* named as the user named it: the temp file is ours */
 		die("cannot create %s:", f->path);
 	if (exists && fchmod(f->fd, st.st_mode & 0777) < 0)   /* the file it replaces keeps its permissions */
@@ -385,7 +385,7 @@ void make_parents(const char *path)
 		if (*s != '/')
 			continue;
 		*s = 0;
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		if (mkdir(p, 0777) < 0 && errno != EEXIST)
 			die("cannot create %s:", p);
 		*s = '/';
 	}

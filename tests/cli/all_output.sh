@@ -101,6 +101,15 @@ chmod 750 "$T/private"
 check "ts-shard --force over a data dir of mode 750" ts-shard --force -o "$T/private" "$T/tok.msgpack"
 expect_eq "...which keeps it" "$(stat -c %a "$T/private")" 750
 
+# New outputs take their modes from the umask, as cp's do: a group that shares
+# a project dir (umask 002) can write them
+(umask 002 && ts-cat -o "$T/shared.msgpack" "$T/tok.msgpack" && ts-shard -o "$T/shared" "$T/tok.msgpack" &&
+	train --data "$T/shared" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 \
+		--batch 8 --max-steps 1 -j 2 --run "$T/sharedrun" 2>/dev/null)
+expect_eq "with umask 002, new files and dirs are group-writable" \
+	"$(stat -c %a "$T/shared.msgpack" "$T/shared" "$T/shared/manifest.json" "$T/sharedrun" "$T/sharedrun/events.msgpack" \
+		"$T/sharedrun/final" "$T/sharedrun/final/model.safetensors" | sort -u | tr '\n' ' ')" "664 775 "
+
 mkdir "$T/dir" && ln -s dir "$T/dirlink"
 check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
 check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"
