@@ -276,9 +276,7 @@ struct shard_writer {
  * size takes bounded memory. */
 static int open_index_file(const char *path, char **name)
 {
-	size_t n = strlen(path) + 40;
-	*name = xmalloc(n);
-	snprintf(*name, n, "%s.index.tmp.%ld", path, (long)getpid());
+	*name = beside(path, "index.tmp");
 	int fd = open(*name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		die("cannot create %s:", *name);

@@ -75,9 +75,7 @@ struct adir *adir_begin(const char *dir, int replace, const char *marker)
 	if (!has_own_name(d->path))
 		die("cannot write a dir as %s: its name must not be ., .. or /", dir);
 	d->replace_old = check_target(d->path, replace, marker);
-	size_t n = strlen(d->path) + 32;
-	d->tmp = xmalloc(n);
-	snprintf(d->tmp, n, "%s.tmp.%ld", d->path, (long)getpid());
+	d->tmp = beside(d->path, "tmp");
 	remove_tree(d->tmp);   /* a leftover of a crashed process with our pid */
 	make_parents(d->tmp);
 	cleanup_add(d->tmp);   /* first, so that no signal can come between */
@@ -98,9 +96,7 @@ static void replace(const char *tmp, const char *path)
 	}
 	if (errno != EINVAL && errno != ENOSYS)
 		die("cannot replace %s with %s:", path, tmp);
-	size_t n = strlen(path) + 32;
-	char *old = xmalloc(n);
-	snprintf(old, n, "%s.old.%ld", path, (long)getpid());
+	char *old = beside(path, "old");
 	if (rename(path, old) < 0)
 		die("cannot move the old %s aside:", path);
 	if (rename(tmp, path) < 0) {

@@ -119,9 +119,7 @@ struct afile *afile_open(const char *path)
 	f->path = resolve_links(path);
 	if (exists && access(f->path, W_OK) < 0)   /* a read-only file is not replaced, as > would not */
 		die("cannot write %s:", path);
-	size_t n = strlen(f->path) + 32;
-	f->tmp = xmalloc(n);
-	snprintf(f->tmp, n, "%s.tmp.%ld", f->path, (long)getpid());
+	f->tmp = beside(f->path, "tmp");
 	cleanup_add(f->tmp);   /* first, so that no signal can come between */
 	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (f->fd < 0)   /* named as the user named it: the temp file is ours */
@@ -129,6 +127,22 @@ struct afile *afile_open(const char *path)
 	if (exists && fchmod(f->fd, st.st_mode & 0777) < 0)   /* the file it replaces keeps its permissions */
 		die("cannot set the permissions of %s:", f->tmp);
 	return f;
+}
+
+char *beside(const char *path, const char *tag)
+{
+	char suffix[48];
+	size_t ns = (size_t)snprintf(suffix, sizeof suffix, ".%s.%ld", tag, (long)getpid());
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	size_t keep = strlen(base);
+	if (keep + ns > NAME_MAX)   /* cut, a character whole */
+		for (keep = NAME_MAX - ns; keep && (base[keep] & 0xc0) == 0x80; keep--)
+			;
+	size_t head = (size_t)(base - path) + keep;
+	char *s = xmalloc(head + ns + 1);
+	memcpy(s, path, head);
+	memcpy(s + head, suffix, ns + 1);
+	return s;
 }
 
 void check_not_input(const char *output, const char *what, const char *input)

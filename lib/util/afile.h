@@ -50,6 +50,9 @@ void make_parents(const char *path);
 /* Copies a file atomically. */
 void afile_copy(const char *from, const char *to);
 
+/* PATH.TAG.PID, beside path: its name cut where the whole would pass NAME_MAX
+ * (malloc'd). */
+char *beside(const char *path, const char *tag);
 /* Dies "cannot write OUTPUT: it is WHAT INPUT" where output names the file
  * input, itself, through a link or as a hard link: writing it would destroy
  * an input. "-" names no file. */

@@ -110,6 +110,14 @@ expect_eq "with umask 002, new files and dirs are group-writable" \
 	"$(stat -c %a "$T/shared.msgpack" "$T/shared" "$T/shared/manifest.json" "$T/sharedrun" "$T/sharedrun/events.msgpack" \
 		"$T/sharedrun/final" "$T/sharedrun/final/model.safetensors" | sort -u | tr '\n' ' ')" "664 775 "
 
+# A name as long as the file system allows: the temp name beside it is cut, not refused
+long=$(printf 'n%.0s' {1..250})é
+check "ts-cat -o a name of 252 bytes" ts-cat -o "$T/$long" "$T/tok.msgpack"
+check "...written whole" cmp "$T/$long" <(ts-cat "$T/tok.msgpack")
+check "ts-shard -o a dir named so" ts-shard -o "$T/d$long" "$T/tok.msgpack"
+check "ts-shard --force over it" ts-shard --force -o "$T/d$long" "$T/tok.msgpack"
+expect_eq "...nothing else left beside them" "$(ls "$T" | grep -c "^d\?$long")" 2
+
 mkdir "$T/dir" && ln -s dir "$T/dirlink"
 check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
 check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"
