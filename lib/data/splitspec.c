@@ -83,6 +83,17 @@ static int last_share(const struct splitspec *s)
 	return last;
 }
 
+/* The share that takes what the fractions' rounding leaves: the last one
+ * that asks for some, or -1. */
+static int remainder_share(const struct splitspec *s)
+{
+	int last = -1;
+	for (int i = 0; i < s->n; i++)
+		if (s->parts[i].is_rest || s->parts[i].num)
+			last = i;
+	return last;
+}
+
 int splitspec_shares(const struct splitspec *s)
 {
 	int n = 0;
@@ -103,7 +114,7 @@ static void check_parts(const struct splitspec *s)
 				die_usage("--split: '%s' named twice", p->name);
 		if (p->is_rest && i != last)
 			die_usage("--split: only the last share may be 'rest'");
-		if (p->is_rest || p->file)
+		if (p->is_rest || p->file || (!p->den && !p->count))   /* 0 is a count and a fraction */
 			continue;
 		fractions += p->den != 0;
 		counts += p->den == 0;
@@ -139,7 +150,7 @@ void splitspec_parse(const char *text, struct splitspec *s)
 void splitspec_counts(const struct splitspec *s, uint64_t total, uint64_t *counts)
 {
 	unsigned __int128 sum = 0;
-	int by_fraction = 0, last = last_share(s);
+	int by_fraction = 0, last = remainder_share(s);
 	for (int i = 0; i < s->n; i++)
 		by_fraction |= s->parts[i].den != 0;
 	for (int i = 0; i < s->n; i++) {

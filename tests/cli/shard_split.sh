@@ -95,6 +95,11 @@ expect_eq "fractions round down, the last split takes the rest" "$(m '[.splits[]
 ts-shard -o "$T/c4" --split train=1.0,test=0.0 "$T/a.msgpack"
 expect_eq "an empty split gets a valid empty shard" "$(stat -c %s "$T/c4/test.shard") $(ts-cat "$T/c4/test.shard" | wc -l)" "64 0"
 
+ts-shard -o "$T/c5" --split train=0.3333,valid=0.6667,test=0 "$T/a.msgpack"
+expect_eq "a split of 0 among fractions is empty: the rounding's rest goes to the last that asks for some" \
+	"$(m '[.splits[].count] | join(" ")' "$T/c5")" "333 667 0"
+ts-shard -o "$T/c6" --split train=0.3333,valid=0.6667,test=0.0 "$T/a.msgpack"
+expect_eq "...as does a fraction of 0" "$(m '[.splits[].count] | join(" ")' "$T/c6")" "333 667 0"
 # Refusals: one line, exit 1 (2 for usage), nothing left behind.
 { header "$(printf 'cd%.0s' {1..32})"; gen 5; } | records "$T/b.msgpack"
 expect_fail "streams with another vocab are refused" 1 \
