@@ -61,7 +61,10 @@ int main(int argc, char **argv)
 			failed = 1;
 			continue;
 		}
-		printf("%s: stop requested (pid %ld)\n", dirs[i], pid);
+		if (pid > 0)
+			printf("%s: stop requested (pid %ld)\n", dirs[i], pid);
+		else
+			printf("%s: stop requested\n", dirs[i]);
 	}
 	fflush(stdout);
 	time_t give_up = time(NULL) + timeout_s;

@@ -182,8 +182,8 @@ long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1])
 	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
 		read_lock(fd, buf);
 		char their[HOST_NAME_MAX + 1] = "";
-		if (sscanf(buf, "%ld %64s", &pid, their) < 1 || pid <= 0)
-			pid = -1;
+		if (sscanf(buf, "%ld %64s", &pid, their) < 1 || pid <= 0 || pid != (pid_t)pid)
+			pid = -1;   /* no pid: 4294967296 + N would signal process N */
 		if (host)
 			strcpy(host, their);
 	}
@@ -219,5 +219,5 @@ long rundir_request_stop(const char *dir)
 	gethostname(host, sizeof host);
 	if (pid > 0 && !strcmp(host, their) && kill((pid_t)pid, SIGTERM) < 0 && errno != ESRCH)
 		die("cannot signal pid %ld:", pid);
-	return pid > 0 ? pid : 1;
+	return pid;
 }

@@ -31,11 +31,12 @@ void rundir_lock(const char *dir, const char *holder);
 int rundir_stop_requested(const char *dir);
 void rundir_clear_stop(const char *dir);
 /* Writes the stop file and sends SIGTERM to the trainer holding the lock, if
- * it runs on this machine; returns its pid, or 0 when no trainer runs there. */
+ * it runs on this machine; returns its pid, -1 when the lock names none, or 0
+ * when no trainer runs there. */
 long rundir_request_stop(const char *dir);
 /* Whether a process holds dir's lock (a ts-train or ts-sweep runs there):
- * 0 when none, else its pid, -1 when it has not written it yet; host, when
- * given, gets the host it wrote. */
+ * 0 when none, else its pid, -1 when it has not written it yet (or wrote
+ * what is no pid); host, when given, gets the host it wrote. */
 long rundir_holder(const char *dir, char host[HOST_NAME_MAX + 1]);
 /* The text of dir's lock: "PID HOST\n" of the process that took it last,
  * "" where there is none. */

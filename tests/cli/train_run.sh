@@ -102,6 +102,16 @@ exec 8<&-
 check "its request is there" test -e "$T/held/stop"
 check "made in place" grep -qF "$T/held/stop\", O_WRONLY|O_CREAT" "$T/stop.trace"
 check "no temp file renamed to it" bash -c "! grep -q 'stop.tmp' '$T/stop.trace'"
+# a lock naming 2^32 + N names no process: as a pid_t it is N, a bystander here
+# (and 2^32 - 1 is -1, every process of the user)
+sleep 60 & bystander=$!
+mkdir "$T/wild" && echo "$((4294967296 + bystander)) $(hostname)" >"$T/wild/lock" && exec 8<"$T/wild/lock" && flock 8
+expect_eq "ts-stop on a lock naming pid 2^32 + N names no pid" "$(ts-stop "$T/wild")" \
+	"$T/wild: stop requested"
+exec 8<&-
+check "...and process N is not signalled" kill -0 "$bystander"
+kill "$bystander"
+wait "$bystander" 2>/dev/null
 check "a run never stopped, to compare with" train "${TINY[@]}" --run "$T/r3full" --max-steps 300 --eval-every 100 --keep 1
 check "resume after ts-stop" train --resume "$T/r3" --device cpu
 expect_eq "ts-stop and resume: the same losses as a run never stopped" "$(losses "$T/r3")" "$(losses "$T/r3full")"
