@@ -3,6 +3,7 @@
 #include "util/cleanup.h"
 #include "util/err.h"
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* A private dir under $TMPDIR (default /tmp), removed if the command dies:
@@ -45,6 +46,9 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 				continue;
 			}
 			tokrec_unpack(r, o, &t);
+			if (strlen(t.id) > SHARD_MAX_ID)
+				rec_die(r, "id is %zu bytes long; shards hold ids of at most %d bytes", strlen(t.id),
+					SHARD_MAX_ID);
 			label_union_record(&u, r, &t);
 			shard_append(w, &t);
 			grow(&origin->file, &cap_file, rows + 1, sizeof *origin->file);

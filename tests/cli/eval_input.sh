@@ -208,6 +208,10 @@ expect_fail "an error names the record's place in its file" 1 "bad3.mp: record 3
 	eval1 -m "$HF/tiny-cls" "$T/bad3.mp"
 expect_fail "an error names the file that holds the record" 1 "bad3.mp: record 3: label 7 is out of range" \
 	eval1 -m "$HF/tiny-cls" "$T/r.mp" "$T/bad3.mp"
+printf '{"id":"a","ids":[2,5,3]}\n{"id":"%s","ids":[2,6,3]}\n' "$(head -c 70000 /dev/zero | tr '\0' x)" |
+	cat1 --from-json -o "$T/longid.mp"
+expect_fail "an id too long for the shard names its file and record" 1 \
+	"longid.mp: record 2: id is 70000 bytes long; shards hold ids of at most 65535 bytes" eval1 -m "$HF/tiny-cls" "$T/longid.mp"
 
 # -o is for predictions
 expect_fail "ts-eval -o without --predict is a usage error" 2 "-o goes with --predict" \
