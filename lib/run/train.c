@@ -353,6 +353,8 @@ int train_run(const struct train_config *c)
 	int stopped = 0;
 	while (!t.st.finished && t.st.step < t.total_steps) {
 		double s0 = clock_seconds();
+		struct comm_stats before;   /* the evaluations', checkpoints' and checks' since the last step */
+		comm_take_stats(&before);
 		struct step_result r;
 		train_step(&t, &r);
 		t.st.step++;

@@ -56,9 +56,11 @@ expect_eq "one writer: the start event counts the processes" \
 	"$(ts-cat "$T/p2/events.msgpack" | jq -r 'select(.event=="start") | .processes')" 2
 params=$(ts-cat "$T/p2/events.msgpack" | jq -r 'select(.event=="start") | .params')
 expect_eq "network statistics: every step sums the gradient (4 bytes a parameter), partly behind the backward pass, and names the slowest process" \
-	"$(ts-cat "$T/p2/events.msgpack" | jq -r --argjson p "$params" 'select(.event=="step") |
-		.comm | (.bytes >= 4 * $p and .busbw_gbs > 0 and .ms > .exposed_ms and (.slowest == 0 or .slowest == 1))' |
-		sort | uniq -c | awk '{print $1, $2}')" "20 true"
+	"$(ts-cat "$T/p2/events.msgpack" | jq -r --argjson p "$params" 'select(.event=="step") | .step_ms as $ms |
+		.comm | (.bytes >= 4 * $p and .busbw_gbs > 0 and .ms > .exposed_ms and (.slowest == 0 or .slowest == 1) and
+		.exposed_ms < $ms and .slowest_compute_ms > 0)' | sort | uniq -c | awk '{print $1, $2}')" "20 true"
+expect_eq "network statistics: a step's own collectives, not those of the start or the evaluation before it" \
+	"$(ts-cat "$T/p2/events.msgpack" | jq -r 'select(.event=="step") | .comm.bytes' | sort -u | wc -l)" 1
 check "network statistics in the log" grep -q "collectives .* ms (.* ms exposed), .* bytes, bus .* GB/s; slowest process" \
 	"$T/p2/log/rank-0.log"
 expect_eq "1 process: no network statistics" "$(ts-cat "$T/p1/events.msgpack" | jq -r 'select(.event=="step") | .comm' | sort -u)" null
