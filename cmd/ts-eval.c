@@ -318,6 +318,8 @@ int main(int argc, char **argv)
 		die_usage("--csv goes with --predict");
 	if (opt_given(&spec, "output") && !predict)
 		die_usage("-o goes with --predict");
+	if (report && predict && !strcmp(output, "-"))
+		die_usage("--report with --predict needs -o FILE: the predictions take standard output");
 	check_output(files, nfiles);
 	omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
 	modeldir_verify("-m", model);

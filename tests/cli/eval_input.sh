@@ -216,4 +216,9 @@ expect_fail "an id too long for the shard names its file and record" 1 \
 # -o is for predictions
 expect_fail "ts-eval -o without --predict is a usage error" 2 "-o goes with --predict" \
 	eval1 -m "$HF/tiny-cls" -o "$T/metrics.json" "$T/r.mp"
+expect_fail "ts-eval --report --predict without -o: refused, not a report left out" 2 "--report with --predict needs -o FILE" \
+	eval1 -m "$HF/tiny-cls" --report --predict "$T/r.mp"
+check "ts-eval --report --predict -o FILE" eval1 -m "$HF/tiny-cls" --report --predict -o "$T/pred.mp" "$T/r.mp"
+expect_eq "the report on standard output, the predictions in FILE" \
+	"$(grep -c '^confusion matrix' "$T/out") $(cat1 "$T/pred.mp" | grep -c '"pred"')" "1 3"
 finish
