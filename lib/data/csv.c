@@ -1,4 +1,5 @@
 #include "data/csv.h"
+#include "data/utf8.h"
 #include "util/err.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -34,8 +35,7 @@ static void skip_bom(struct csv *c)
 {
 	while (c->end < 3 && refill(c))
 		;
-	if (c->end >= 3 && !memcmp(c->buf, "\xef\xbb\xbf", 3))
-		c->pos = c->consumed = 3;
+	c->pos = c->consumed = utf8_bom(c->name, c->buf, c->end);
 }
 
 struct csv *csv_open(const char *path, char delim)

@@ -1,4 +1,5 @@
 #include "data/textin.h"
+#include "data/utf8.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,10 @@ char *textin_line(struct textin *t, size_t *n)
 			die("read %s:", t->name);
 		return NULL;
 	}
-	if (!t->lineno++ && len >= 3 && !memcmp(t->line, "\xef\xbb\xbf", 3))   /* a byte order mark */
-		memmove(t->line, t->line + 3, (size_t)(len -= 3) + 1);
+	if (!t->lineno++) {
+		size_t bom = utf8_bom(t->name, t->line, (size_t)len);
+		memmove(t->line, t->line + bom, (size_t)(len -= (ssize_t)bom) + 1);
+	}
 	if (len && t->line[len - 1] == '\n')
 		t->line[--len] = 0;
 	if (len && t->line[len - 1] == '\r')

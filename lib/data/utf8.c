@@ -1,5 +1,7 @@
 #include "data/utf8.h"
+#include "util/err.h"
 #include "util/strbuf.h"
+#include <string.h>
 
 const char *utf8_repair(struct strbuf *copy, const char *text, size_t len, size_t *nbad)
 {
@@ -28,4 +30,12 @@ const char *utf8_repair(struct strbuf *copy, const char *text, size_t len, size_
 			sb_add(copy, "\xef\xbf\xbd", 3);
 	}
 	return copy->s;
+}
+
+size_t utf8_bom(const char *name, const char *s, size_t n)
+{
+	if (n >= 2 && (!memcmp(s, "\xff\xfe", 2) || !memcmp(s, "\xfe\xff", 2)))
+		die("%s: UTF-16 text (it starts with a UTF-16 byte order mark): convert it to UTF-8, as "
+		    "iconv -f UTF-16 -t UTF-8 does", name);
+	return n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3) ? 3 : 0;
 }

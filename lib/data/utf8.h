@@ -42,6 +42,11 @@ bad:
 struct strbuf;
 const char *utf8_repair(struct strbuf *copy, const char *text, size_t len, size_t *nbad);
 
+/* The length of the UTF-8 byte order mark that starts file name's text
+ * s[0..n): 3, or 0 where there is none. One of UTF-16 (or UTF-32) is
+ * refused: that text is no UTF-8 to mend, and would become NULs and U+FFFD. */
+size_t utf8_bom(const char *name, const char *s, size_t n);
+
 /* The length of the well-formed UTF-8 character at s (1 for a byte that
  * starts none): for stepping through text already made valid. */
 static inline size_t utf8_len(unsigned char c)

@@ -59,6 +59,13 @@ expect_eq "a BOM before --labels' names" "$(tok --label label --labels "$T/bom-n
 expect_eq "a BOM before a vocab.txt" "$(echo hello | ts-tokenize -v "$T/bom-vocab.txt" | body)" '{"id":0,"ids":[101,7592,102]}'
 printf '\357\273\277max-len = 4\n' >"$T/bom.conf"
 expect_eq "a BOM before a config file" "$(echo 'hello world again' | tok -c "$T/bom.conf" | body)" '{"id":0,"ids":[101,7592,2088,102]}'
+# UTF-16 text (Excel's "Unicode Text", Windows PowerShell's >) is no UTF-8 to
+# mend: refused, where its NULs and byte order mark became records and tokens
+printf '\377\376h\0i\0\n\0y\0o\0\n\0' >"$T/u16.txt"
+expect_fail "UTF-16 text is refused" 1 "u16.txt: UTF-16 text \(it starts with a UTF-16 byte order mark\)" \
+	tok -o "$T/u16.mp" "$T/u16.txt"
+printf '\377\376t\0e\0x\0t\0\n\0h\0i\0\n\0' >"$T/u16.csv"
+expect_fail "a UTF-16 CSV is refused, not read for a column it cannot name" 1 "u16.csv: UTF-16 text" tok "$T/u16.csv"
 # on a terminal an error first clears the line a progress meter may have left
 printf 'text\n"unterminated\n' >"$T/unterminated.csv"
 script -qec "ts-tokenize -v '$V' -o '$T/u.rec' '$T/unterminated.csv'" /dev/null >"$T/tty.out"
