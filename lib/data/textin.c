@@ -39,6 +39,8 @@ char *textin_line(struct textin *t, size_t *n)
 	if (!t->lineno++) {
 		size_t bom = utf8_bom(t->name, t->line, (size_t)len);
 		memmove(t->line, t->line + bom, (size_t)(len -= (ssize_t)bom) + 1);
+		if (bom && !len)   /* a file of the mark alone holds no line */
+			return NULL;
 	}
 	if (len && t->line[len - 1] == '\n')
 		t->line[--len] = 0;

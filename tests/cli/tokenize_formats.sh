@@ -59,6 +59,8 @@ expect_eq "a BOM before --labels' names" "$(tok --label label --labels "$T/bom-n
 expect_eq "a BOM before a vocab.txt" "$(echo hello | ts-tokenize -v "$T/bom-vocab.txt" | body)" '{"id":0,"ids":[101,7592,102]}'
 printf '\357\273\277max-len = 4\n' >"$T/bom.conf"
 expect_eq "a BOM before a config file" "$(echo 'hello world again' | tok -c "$T/bom.conf" | body)" '{"id":0,"ids":[101,7592,2088,102]}'
+printf '\357\273\277' >"$T/bom-only.txt"
+expect_fail "a file of a byte order mark only is empty, not one empty text" 1 "bom-only.txt: empty input" tok "$T/bom-only.txt"
 # UTF-16 text (Excel's "Unicode Text", Windows PowerShell's >) is no UTF-8 to
 # mend: refused, where its NULs and byte order mark became records and tokens
 printf '\377\376h\0i\0\n\0y\0o\0\n\0' >"$T/u16.txt"
