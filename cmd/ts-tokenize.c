@@ -471,6 +471,9 @@ int main(int argc, char **argv)
 		die_usage("--numeric-labels reads the labels of --label COL");
 	if (numeric_labels && labels_file)
 		die_usage("--numeric-labels and --labels are one at a time: numbers name no classes");
+	for (int i = 0, stdin_seen = 0; i < c.nfiles; i++)
+		if (!strcmp(c.files[i], "-") && stdin_seen++)
+			die_usage("standard input is read once: '-' is named twice");
 	for (int i = 0; labels_file && !strcmp(labels_file, "-") && i < c.nfiles; i++)
 		if (!strcmp(c.files[i], "-"))
 			die_usage("standard input is read once: as --labels - or as the input ('-', or no FILE)");

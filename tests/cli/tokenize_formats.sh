@@ -46,6 +46,8 @@ printf 'ham\nspam\n' >"$T/hamspam"
 expect_eq "with --labels, numbers index its names" \
 	"$(tok --label label --labels "$T/hamspam" "$T/mixed1.jsonl" | body | grep -o '"label":[0-9]' | tr '\n' ' ')" \
 	'"label":1 "label":0 ' 
+expect_fail "standard input named twice as an input" 2 "standard input is read once: '-' is named twice" \
+	tok -f csv - - <"$T/l.csv"
 expect_fail "--labels - with the input on standard input too" 2 "standard input is read once: as --labels - or as the input" \
 	tok --label label --labels - -f csv <"$T/l.csv"
 # a byte order mark at the start of a JSON lines file, a --labels file, a
