@@ -145,13 +145,18 @@ static int split(struct csv *c, size_t e)
 				p += *p == '"';
 			}
 			p++;
-			if (p < end && *p != c->delim)
+			if (p < end && *p != c->delim && *p != '\r')
 				die("%s: line %llu: text after a closing quote", c->name, (unsigned long long)c->line);
 		} else {
-			while (p < end && *p != c->delim)
+			while (p < end && *p != c->delim && *p != '\r')
 				p++;
 			w = p;
 		}
+		/* as a line end before LF only: else old Mac line ends made one
+		 * record, and a doubled CR a label 'pos\r' beside 'pos' */
+		if (p < end && *p == '\r')
+			die("%s: line %llu: a CR outside quotes that ends no line (line ends are LF or CR LF)", c->name,
+			    (unsigned long long)c->line);
 		add_field(c, &nf, start, (size_t)(w - start));
 		if (p >= end)
 			break;

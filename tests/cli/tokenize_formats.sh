@@ -130,6 +130,13 @@ echo '{"%s%n%s": 1}' >"$T/pct.jsonl"
 expect_fail "JSONL field names are shown as they are" 1 "line 1: no field 'text' \(fields: %s%n%s\)" tok "$T/pct.jsonl"
 printf 'text,label\na,b,c\n' >"$T/ragged.csv"
 expect_fail "a row with too many fields" 1 "ragged.csv: line 2: 3 fields, expected 2" tok "$T/ragged.csv"
+# a CR is a line end only before LF: a doubled one made the label 'pos\r', a class
+# of its own beside 'pos', and an old Mac CSV (CR line ends) one record, its header
+printf 'text,label\r\nhello,pos\r\r\nbye,pos\r\n' >"$T/crcr.csv"
+expect_fail "a CR before CR LF, refused" 1 "crcr.csv: line 2: a CR outside quotes that ends no line" \
+	tok --label label "$T/crcr.csv"
+printf 'text,label\r"hello","pos"\r' >"$T/mac.csv"
+expect_fail "CR line ends, refused as such" 1 "mac.csv: line 1: a CR outside quotes that ends no line" tok "$T/mac.csv"
 expect_fail "no vocab" 2 "a tokenizer is required: -t tokenizer.json or -v vocab.txt" ts-tokenize "$T/l.csv"
 expect_fail "unknown format" 2 "--format: 'xml' is not one of" tok -f xml "$T/l.csv"
 expect_fail "stride too large: the room there is" 2 "--stride 6 must be smaller than the 6 tokens --max-len 8 leaves for folded text" \

@@ -89,5 +89,12 @@ int main(void)
 	path = write_tmp("a,b\n\"x\"y,3\n");
 	expect_die("text after a closing quote", read_all, path, "line 2: text after a closing quote");
 	unlink(path);
+	path = write_tmp("a,b\r1,2\r");
+	expect_die("a CR that ends no line", read_all, path, "line 1: a CR outside quotes that ends no line");
+	unlink(path);
+	path = write_tmp("a,b\n\"x\"\r,3\n");
+	expect_die("a CR after a closing quote", read_all, path, "line 2: a CR outside quotes that ends no line");
+	unlink(path);
+	CHECK(!strcmp(render("a,b\n\"x\ry\",\"z\r\"\r\n", ','), "1:a|b;2:x\ry|z\r;"), "a CR inside quotes is data");
 	CHECK_DONE();
 }
