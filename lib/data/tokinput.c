@@ -322,6 +322,8 @@ static int next_jsonl(struct tokinput *in, struct in_record *r)
 	in->json = json_loadb(text, text == line ? n : in->valid.n, 0, &err);
 	if (!in->json && json_error_code(&err) == json_error_null_character)
 		json_bad(in, "a string holds \\u0000, a NUL character, which no text or name may hold%s", "");
+	if (!in->json && json_error_code(&err) == json_error_premature_end_of_input)
+		json_bad(in, "not JSON: %s (the line ends inside it: JSON lines hold one whole object a line)", err.text);
 	if (!in->json)
 		json_bad(in, "not JSON: %s", err.text);
 	if (!json_is_object(in->json))

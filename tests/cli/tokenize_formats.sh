@@ -124,6 +124,12 @@ expect_fail "JSONL text with \\u0000: said plainly" 1 "nul.jsonl: line 1: a stri
 printf '{"text":"a","id":1.5}\n' >"$T/fid.jsonl"
 expect_fail "a JSONL id of a fraction: what an id may be" 1 "fid.jsonl: line 1: field 'id' is not a string or a whole number" \
 	tok --id id -o "$T/fid.mp" "$T/fid.jsonl"
+printf '[\n  {"text": "a"}\n]\n' >"$T/pretty.json"
+expect_fail "JSON spread over lines: said, where 'not JSON' said the file was none" 1 \
+	"pretty.json: line 1: not JSON: .* \(the line ends inside it: JSON lines hold one whole object a line\)" tok "$T/pretty.json"
+printf '{"text": "a"} x\n' >"$T/trail.jsonl"
+expect_fail "JSONL with text after the object: no such hint" 1 "trail.jsonl: line 1: not JSON: end of file expected near 'x'$" \
+	tok "$T/trail.jsonl"
 printf '{"txt": "a"}\n' >"$T/miss.jsonl"
 expect_fail "JSONL missing field names the fields" 1 "line 1: no field 'text' \(fields: txt\)" tok "$T/miss.jsonl"
 echo '{"%s%n%s": 1}' >"$T/pct.jsonl"
