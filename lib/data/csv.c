@@ -12,7 +12,7 @@ enum { CHUNK = 1 << 20 };
 enum scan_state { START, PLAIN, QUOTED, QUOTE };
 
 struct csv {
-	int fd, eof;
+	int fd, eof, begun;   /* begun: the byte order mark looked for */
 	char *name;
 	char delim;
 	char *buf;
@@ -53,7 +53,6 @@ struct csv *csv_open(const char *path, char delim)
 	}
 	c->cap = CHUNK;
 	c->buf = xmalloc(c->cap + 1);
-	skip_bom(c);
 	return c;
 }
 
@@ -186,6 +185,10 @@ static int parse(struct csv *c)
 
 int csv_next(struct csv *c, struct csv_field **fields)
 {
+	if (!c->begun) {   /* here, not in csv_open: a reader that dies there is lost to csv_close */
+		c->begun = 1;
+		skip_bom(c);
+	}
 	for (;;) {
 		while (c->pos < c->end && (c->buf[c->pos] == '\n' || c->buf[c->pos] == '\r')) {
 			c->line += c->buf[c->pos] == '\n';

@@ -11,7 +11,8 @@ struct csv;
 struct csv *csv_open(const char *path, char delim);   /* "-" is standard input */
 /* Reads the next record; returns its field count, or -1 at the end. Fields
  * stay valid until the next call. Dies naming the file and line on an
- * unterminated quote or text after a closing quote. */
+ * unterminated quote, text after a closing quote, a CR that ends no line or a
+ * UTF-16 byte order mark. */
 int csv_next(struct csv *c, struct csv_field **fields);
 /* Line on which the last record began (1-based); bytes consumed so far. */
 uint64_t csv_line(const struct csv *c);
