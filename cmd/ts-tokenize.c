@@ -460,6 +460,8 @@ int main(int argc, char **argv)
 {
 	struct ctx c = {0};
 	c.nfiles = opt_parse(&spec, argc, argv, &c.files);
+	opt_instead(&spec, "vocab", (const char *const[]){ "tokenizer", NULL });   /* -c FILE -t: the command line's */
+	opt_instead(&spec, "tokenizer", (const char *const[]){ "vocab", "cased", NULL });
 	check_options();
 	static char *dash[] = {"-"};
 	if (c.nfiles == 0)

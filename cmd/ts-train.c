@@ -338,6 +338,11 @@ int main(int argc, char **argv)
 	comm_tell_refusal();
 	if (opt_parse(&spec, argc, argv, &operands) > 0)
 		die_usage("unexpected argument '%s'", operands[0]);
+	/* -c RUN/config --epochs 1: the command line's end, batching or model, not the file's */
+	opt_instead(&spec, "epochs", (const char *const[]){ "max-steps", NULL });
+	opt_instead(&spec, "batch", (const char *const[]){ "batch-tokens", NULL });
+	opt_instead(&spec, "batch-tokens", (const char *const[]){ "batch", NULL });
+	opt_instead(&spec, "init", (const char *const[]){ "arch", "vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL });
 	if (replay) {
 		opt_only_with(&spec, "replay", (const char *const[]){ "threads", NULL });
 		omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());

@@ -16,6 +16,9 @@ static char *defaults[MAX_OPTS];   /* each option's value before any was read: -
 static const char *source;   /* "FILE: line N: " while reading a config file */
 static int source_line;      /* its N */
 static int set_on[MAX_OPTS]; /* the line of the config file being read that set each option; 0: none */
+static unsigned char on_line[MAX_OPTS];   /* given on the command line, not (only) by a config file */
+/* each option's value before any was read, for opt_instead to put back */
+static union { int flag; long i; double x; char *s; struct strlist l; } initial[MAX_OPTS];
 
 static const struct opt *opts_builtin(void)
 {
@@ -211,17 +214,41 @@ static void set_value(const struct opt *o, const char *v)
 	}
 }
 
-static void mark_given(const struct cmd_spec *spec, const struct opt *o)
+static void mark_given(const struct cmd_spec *spec, const struct opt *o, int by_line)
 {
 	ptrdiff_t i = o - spec->opts;
 	if (i >= 0 && i < MAX_OPTS)
-		given[i] = 1;
+		given[i] = 1, on_line[i] |= by_line;
+}
+
+static size_t value_size(const struct opt *o)
+{
+	static const size_t size[] = {
+		[OPT_FLAG] = sizeof(int), [OPT_INT] = sizeof(long), [OPT_FLOAT] = sizeof(double),
+		[OPT_STR] = sizeof(char *), [OPT_LIST] = sizeof(struct strlist),
+	};
+	return size[o->type];
 }
 
 int opt_given(const struct cmd_spec *spec, const char *name)
 {
 	const struct opt *o = find_long(spec, name, strlen(name));
 	return o && given[o - spec->opts];
+}
+
+void opt_instead(const struct cmd_spec *spec, const char *name, const char *const *others)
+{
+	const struct opt *o = find_long(spec, name, strlen(name));
+	if (!o || !on_line[o - spec->opts])
+		return;
+	for (int k = 0; others[k]; k++) {
+		const struct opt *x = find_long(spec, others[k], strlen(others[k]));
+		ptrdiff_t i = x - spec->opts;
+		if (given[i] && !on_line[i]) {
+			memcpy(x->dest, &initial[i], value_size(x));
+			given[i] = 0;
+		}
+	}
 }
 
 void opt_only_with(const struct cmd_spec *spec, const char *mode, const char *const *allowed)
@@ -325,7 +352,7 @@ static void set_setting(void *spec_, const char *key, const char *val)
 	if (i < MAX_OPTS)
 		set_on[i] = source_line;
 	set_value(o, val);
-	mark_given(spec, o);
+	mark_given(spec, o, 0);
 }
 
 void opt_read_config(const struct cmd_spec *spec, const char *path)
@@ -501,8 +528,10 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 	ts_prog = spec->name;
 	open_std_fds();
 	check_ranges(spec);
-	for (int i = 0; spec->opts[i].name; i++)
+	for (int i = 0; spec->opts[i].name; i++) {
 		defaults[i] = value_text(&spec->opts[i]);
+		memcpy(&initial[i], spec->opts[i].dest, value_size(&spec->opts[i]));
+	}
 	cleanup_on_signals();
 	read_configs(spec, argc, argv);
 	char **ops = *operands = xcalloc((size_t)argc + 1, sizeof *ops);
@@ -530,7 +559,7 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 			if (!o)
 				unknown(spec, name, "option", "--");
 			take_value(o, eq ? eq + 1 : NULL, &i, argc, argv, a);
-			mark_given(spec, o);
+			mark_given(spec, o, 1);
 		} else {
 			for (char *p = a + 1; *p; p++) {
 				if (*p == 'h')
@@ -547,11 +576,11 @@ int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operan
 				char shown[3] = {'-', *p, 0};
 				if (o->type != OPT_FLAG) {
 					take_value(o, p[1] ? p + 1 : NULL, &i, argc, argv, shown);
-					mark_given(spec, o);
+					mark_given(spec, o, 1);
 					break;
 				}
 				*(int *)o->dest = 1;
-				mark_given(spec, o);
+				mark_given(spec, o, 1);
 			}
 		}
 	}

@@ -47,6 +47,11 @@ struct cmd_spec {
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands);
 /* Whether the option was given (on the command line or in a config file). */
 int opt_given(const struct cmd_spec *spec, const char *name);
+/* Where the command line gives option name, which stands instead of others
+ * (a NULL-terminated list), those of them that only a config file gave go
+ * back to their defaults, as the command line wins: -c RUN/config --epochs 1
+ * over the config's max-steps. */
+void opt_instead(const struct cmd_spec *spec, const char *name, const char *const *others);
 /* Dies (exit 2) naming the first option given but mode and those of allowed,
  * a NULL-terminated list: a mode such as --resume that takes no others. */
 void opt_only_with(const struct cmd_spec *spec, const char *mode, const char *const *allowed);

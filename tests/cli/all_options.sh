@@ -101,6 +101,20 @@ refused "ts-shard -c: mem = 0 is refused" "mem.conf: line 1: --mem: 0 is out of 
 printf 'run =\n' >"$T/run.conf"
 refused "-c: an empty run path is refused" "run.conf: line 1: --run: the path is empty" train --data "$T/data" -c "$T/run.conf"
 
+# the command line wins, also where its option stands instead of one the file gives
+printf 'max-steps = 2\nbatch = 8\nlayers = 1\nhidden = 32\nheads = 2\nffn = 64\nmax-pos = 32\n' >"$T/end.conf"
+FROM=(--data "$T/data" --vocab "$V" -j 2 --device cpu -c "$T/end.conf")
+train "${FROM[@]}" --run "$T/c6" --epochs 1 >/dev/null 2>&1
+expect_eq "-c with max-steps = 2, --epochs 1: the run ends by epochs" "$(grep '^max-steps = ' "$T/c6/config")" "max-steps = 0"
+check "-c with batch = 8, --batch-tokens 64: the run batches by tokens" \
+	train "${FROM[@]}" --run "$T/c7" --batch-tokens 64 --max-steps 1
+train --data "$T/data" --init "$T/n2/final" --task mlm -j 2 --device cpu -c "$T/end.conf" --run "$T/c8" >/dev/null 2>&1
+expect_eq "-c with a model's shape, --init: the model is --init's" "$(grep -cE '^(layers|vocab) = ' "$T/c8/config")" 0
+printf 'vocab = %s\ncased = true\n' "$V" >"$T/tok.conf"
+expect_eq "ts-tokenize -c with a vocab, -t: the tokenizer.json tokenizes" \
+	"$(echo 'Hello world' | ts-tokenize -c "$T/tok.conf" -t "$TOP/examples/roberta-base" --show-tokens)" \
+	'{"id":0,"tokens":["<s>","Hello","Ġworld","</s>"]}'
+
 # a run's own config, read back by --resume
 mkdir -p "$T/r1" && touch "$T/r1/stop"
 train "${TINY[@]}" --run "$T/r1" --max-steps 4 >/dev/null 2>&1
