@@ -318,6 +318,8 @@ int main(int argc, char **argv)
 		die_usage("--csv goes with --predict");
 	if (opt_given(&spec, "output") && !predict)
 		die_usage("-o goes with --predict");
+	if (opt_given(&spec, "split") && !data)
+		die_usage("--split goes with --data: record files are read whole");
 	if (report && predict && !strcmp(output, "-"))
 		die_usage("--report with --predict needs -o FILE: the predictions take standard output");
 	check_output(files, nfiles);

@@ -221,4 +221,6 @@ expect_fail "ts-eval --report --predict without -o: refused, not a report left o
 check "ts-eval --report --predict -o FILE" eval1 -m "$HF/tiny-cls" --report --predict -o "$T/pred.mp" "$T/r.mp"
 expect_eq "the report on standard output, the predictions in FILE" \
 	"$(grep -c '^confusion matrix' "$T/out") $(cat1 "$T/pred.mp" | grep -c '"pred"')" "1 3"
+expect_fail "ts-eval --split with record files is a usage error, not ignored" 2 "--split goes with --data" \
+	eval1 -m "$HF/tiny-cls" --split valid "$T/r.mp"
 finish
