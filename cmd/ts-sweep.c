@@ -385,6 +385,8 @@ int main(int argc, char **argv)
 		die_usage("--plot goes with --show");
 	if (opt_given(&spec, "eta") && !prune)
 		die_usage("--eta goes with --prune asha");
+	if (opt_given(&spec, "seed") && !draws)
+		die_usage("--seed goes with --random: a grid draws nothing");
 	if (show) {
 		opt_only_with(&spec, "show", (const char *const[]){ "format", "metric", "plot", NULL });
 		if (ncmd)

@@ -47,6 +47,7 @@ expect_fail "--plot onto the job log: refused" 1 "cannot write $T/g/jobs.msgpack
 check "...the job log left whole" cmp "$T/g/jobs.msgpack" "$T/jobs.kept"
 expect_fail "--plot with an empty path" 2 "^ts-sweep: --plot: the path is empty" sweep --show "$T/g" --plot ""
 expect_fail "--eta without --prune asha: nothing to prune" 2 "--eta goes with --prune asha" ts-sweep --eta 2 -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
+expect_fail "--seed without --random: nothing to draw" 2 "--seed goes with --random" ts-sweep --seed 2 -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
 expect_fail "--plot without --show" 2 "--plot goes with --show" ts-sweep --plot "$T/x.svg" -p lr=1 --dir "$T/u0" -- "${TRAIN[@]}"
 expect_eq "--show as TSV: a header and 6 rows" "$(sweep --show "$T/g" --format tsv | head -1 | cut -f1-4) $(sweep --show "$T/g" --format tsv | wc -l)" \
 	"$(printf 'rank\tjob\tstate\taccuracy') 7"
