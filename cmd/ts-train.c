@@ -222,7 +222,7 @@ static void check_options(void)
 			  hidden, heads, hidden / heads, arch);
 	if (multi_label && strcmp(task, "cls"))
 		die_usage("--multi-label goes with --task cls, not %s", task);
-	if (threshold != 0.5 && !multi_label)
+	if ((threshold != 0.5 || opt_on_line(&spec, "threshold")) && !multi_label)
 		die_usage("--threshold goes with --multi-label");
 	if (warmup > 1 && warmup != floor(warmup) && !resume)   /* a run begun before goes on as it began */
 		die_usage("--warmup %g: from 1 on, a whole number of steps", warmup);
@@ -248,6 +248,17 @@ static void check_options(void)
 		die_usage("--label-smoothing is for the cross-entropy of cls, tokcls and mlm");
 	if (zero && !strcmp(optimizer, "lamb"))
 		die_usage("--zero 1 takes adamw, adam or sgd: lamb's trust ratio needs whole tensors");
+	/* the run's config records these whatever the run, so a file may hold them where they do not apply;
+	 * the command line may not */
+	if (opt_on_line(&spec, "momentum") && strcmp(optimizer, "sgd"))
+		die_usage("--momentum is for --optimizer sgd, not %s", optimizer);
+	if ((opt_on_line(&spec, "betas") || opt_on_line(&spec, "eps")) && !strcmp(optimizer, "sgd"))
+		die_usage("--betas and --eps are for --optimizer adamw, adam and lamb, not sgd");
+	if (opt_on_line(&spec, "end-lr-ratio") && !strcmp(decay, "constant"))
+		die_usage("--end-lr-ratio is where a decay ends, and --decay constant has none");
+	if ((opt_on_line(&spec, "mask-prob") || opt_on_line(&spec, "whole-word") || opt_on_line(&spec, "max-ngram")) &&
+	    strcmp(task, "mlm"))
+		die_usage("--mask-prob, --whole-word and --max-ngram are for --task mlm, not %s", task);
 	if (metric && !metric_known(metric, task_of()))
 		die_usage("--metric %s does not apply to the %s task", metric, task_name(task_of()));
 }

@@ -236,6 +236,12 @@ int opt_given(const struct cmd_spec *spec, const char *name)
 	return o && given[o - spec->opts];
 }
 
+int opt_on_line(const struct cmd_spec *spec, const char *name)
+{
+	const struct opt *o = find_long(spec, name, strlen(name));
+	return o && on_line[o - spec->opts];
+}
+
 void opt_instead(const struct cmd_spec *spec, const char *name, const char *const *others)
 {
 	const struct opt *o = find_long(spec, name, strlen(name));

@@ -47,6 +47,8 @@ struct cmd_spec {
 int opt_parse(const struct cmd_spec *spec, int argc, char **argv, char ***operands);
 /* Whether the option was given (on the command line or in a config file). */
 int opt_given(const struct cmd_spec *spec, const char *name);
+/* Whether the command line gave the option (not only a config file). */
+int opt_on_line(const struct cmd_spec *spec, const char *name);
 /* Where the command line gives option name, which stands instead of others
  * (a NULL-terminated list), those of them that only a config file gave go
  * back to their defaults, as the command line wins: -c RUN/config --epochs 1

@@ -110,6 +110,22 @@ check "-c with batch = 8, --batch-tokens 64: the run batches by tokens" \
 	train "${FROM[@]}" --run "$T/c7" --batch-tokens 64 --max-steps 1
 train --data "$T/data" --init "$T/n2/final" --task mlm -j 2 --device cpu -c "$T/end.conf" --run "$T/c8" >/dev/null 2>&1
 expect_eq "-c with a model's shape, --init: the model is --init's" "$(grep -cE '^(layers|vocab) = ' "$T/c8/config")" 0
+# an option that does not apply to the run: refused on the command line, taken from a file
+refused "--momentum with adamw is refused" "--momentum is for --optimizer sgd, not adamw" \
+	train "${TINY[@]}" --run "$T/na1" --momentum 0.5
+refused "--eps with sgd is refused" "--betas and --eps are for --optimizer adamw, adam and lamb, not sgd" \
+	train "${TINY[@]}" --run "$T/na2" --optimizer sgd --eps 1e-6
+refused "--betas with sgd is refused" "--betas and --eps are for" train "${TINY[@]}" --run "$T/na3" --optimizer sgd --betas 0.9,0.99
+refused "--end-lr-ratio with --decay constant is refused" "--end-lr-ratio is where a decay ends, and --decay constant has none" \
+	train "${TINY[@]}" --run "$T/na4" --decay constant --end-lr-ratio 0.1
+refused "--threshold 0.5 without --multi-label is refused" "--threshold goes with --multi-label" \
+	train "${TINY[@]}" --run "$T/na7" --threshold 0.5
+for o in "--mask-prob 0.2" --whole-word "--max-ngram 3"; do
+	refused "$o with --task cls is refused" "--mask-prob, --whole-word and --max-ngram are for --task mlm, not cls" \
+		train "${TINY[@]}" --run "$T/na5" $o
+done
+printf 'momentum = 0.5\nmask-prob = 0.2\n' >"$T/many.conf"
+check "a file may hold them, for other runs" train "${TINY[@]}" --run "$T/na6" -c "$T/many.conf" --max-steps 1
 printf 'vocab = %s\ncased = true\n' "$V" >"$T/tok.conf"
 expect_eq "ts-tokenize -c with a vocab, -t: the tokenizer.json tokenizes" \
 	"$(echo 'Hello world' | ts-tokenize -c "$T/tok.conf" -t "$TOP/examples/roberta-base" --show-tokens)" \

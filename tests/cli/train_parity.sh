@@ -70,11 +70,12 @@ EOF
 
 # case NAME DATA ARGS...: a ts-train run from DATA's model dir, kept in
 # $T/cases for the reference to run the same options
-OPTS=(--dropout 0 --lr 2e-3 --betas 0.85,0.99 --eps 1e-6 --weight-decay 0.1 --warmup 3 --decay linear --clip 1
-	--max-steps 15 --seed 3 -j 1)
+OPTS=(--dropout 0 --lr 2e-3 --weight-decay 0.1 --warmup 3 --decay linear --clip 1 --max-steps 15 --seed 3 -j 1)
+ADAM=(--betas 0.85,0.99 --eps 1e-6)   # not for sgd, which refuses them
 case_() {
 	local name=$1 data=$2; shift 2
 	local args=(--init "$T/model-$data" --data "$T/$data" "${OPTS[@]}" "$@")
+	case " $* " in *" --optimizer sgd "*) ;; *) args+=("${ADAM[@]}") ;; esac
 	check "ts-train $name" train --run "$T/run-$name" "${args[@]}"
 	echo "$name ${args[*]}" >>"$T/cases"
 }
@@ -125,10 +126,12 @@ def cat(path):
 
 def options(argv):
     p = argparse.ArgumentParser()
-    for o in ["--init", "--data", "--betas", "--decay"]:
+    for o in ["--init", "--data", "--decay"]:
         p.add_argument(o, required=True)
-    for o in ["--lr", "--eps", "--weight-decay", "--warmup", "--clip", "--dropout"]:
+    for o in ["--lr", "--weight-decay", "--warmup", "--clip", "--dropout"]:
         p.add_argument(o, type=float, required=True)
+    p.add_argument("--betas", default="0.9,0.999")
+    p.add_argument("--eps", type=float, default=1e-8)
     for o in ["--batch", "--max-steps", "--seed", "-j"]:
         p.add_argument(o, type=int, required=True)
     p.add_argument("--task", default="cls")
