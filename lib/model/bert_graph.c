@@ -1593,7 +1593,7 @@ void bert_backward(struct bert *m, float scale)
 	} else if (!m->frozen_embeddings) {
 		embeddings_backward(m, dh);
 	} else if (m->c.task == TASK_MLM)   /* the decoder's gradient went to the word embeddings */
-		m->be->zero(m->g.word, (size_t)m->c.vocab * C * sizeof(float));
+		m->be->zero(m->g.word, (size_t)m->c.vocab * bert_emb_width(&m->c) * sizeof(float));
 	bucket_complete(m, L + 1);
 }
 

@@ -232,6 +232,19 @@ for name in a:
     frozen = name.startswith("model.embeddings.") or name.startswith("model.layers.0.")
     assert (a[name] == b[name]).all() == frozen, name
 EOF
+# ELECTRA's word embeddings are narrower than its layers: freezing them for mlm
+# leaves the layers and the head to learn
+check "electra-mlm: --freeze-embeddings" train --data "$T/electra-mlm/data" --init "$T/electra-mlm/run/final" \
+	--task mlm --run "$T/electra-frozen" --max-steps 2 --batch 16 --seed 1 -j 2 --freeze-embeddings
+check "electra-mlm: the embeddings and their projection are the start's, bit for bit; every other tensor learnt" \
+	"$py" - "$T/electra-mlm/run/final/model.safetensors" "$T/electra-frozen/final/model.safetensors" <<'EOF'
+import sys
+from safetensors.numpy import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+for name in a:
+    frozen = name.startswith("electra.embeddings")
+    assert (a[name] == b[name]).all() == frozen, name
+EOF
 check "roberta-scratch: --resume from its checkpoint goes on to a second epoch" \
 	train --resume "$T/roberta-scratch/run" --epochs 2
 expect_eq "roberta-scratch: its final model is still RoBERTa's" \
