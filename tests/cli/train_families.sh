@@ -218,6 +218,19 @@ expect_eq "distilbert: the teacher changes each step's loss" \
 expect_fail "distilbert: a RoBERTa teacher, of another vocab: refused" 1 "--teacher .*: its vocab is not the data's" \
 	train --data "$T/distilbert/data" --init "$T/distilbert/run/final" --run "$T/kd-bad" --max-steps 4 \
 	--teacher "$T/roberta/run/final"
+# a teacher of the vocab with fewer positions than the records have: refused before a
+# run dir is made, not at the first step
+"$py" - "$T/short" <<'EOF' && cp "$TOP/examples/vocab.txt" "$T/short/"
+import sys, torch, transformers
+c = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                            intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
+transformers.BertForSequenceClassification(c).save_pretrained(sys.argv[1], safe_serialization=True)
+EOF
+expect_fail "distilbert: a teacher of 64 positions for records of 128 tokens: refused" 1 \
+	"--teacher .*short: .* holds records of up to 128 tokens but the teacher takes 64" \
+	train --data "$T/distilbert/data" --init "$T/distilbert/run/final" --run "$T/kd-short" --max-steps 4 \
+	--teacher "$T/short"
+check "...no run dir" test ! -e "$T/kd-short"
 # freezing a pre-norm family: ModernBERT's layer 1 begins with its attn_norm, which
 # TopSpin keeps at the end of layer 0: it trains with layer 1
 check "modernbert: --freeze-embeddings --freeze-layers 1" train --data "$mb/data" --init "$mb/run/final" \
