@@ -225,6 +225,9 @@ static void load_teacher(struct trainer *t)
 	if (tc.task != c->task || (c->task != TASK_MLM && tc.num_labels != t->num_labels))
 		die("--teacher %s: a model of task %s and %d labels, where the run trains task %s and %d", c->teacher,
 		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
+	if (c->task == TASK_MLM && tc.vocab != bert_config_of(t->m)->vocab)
+		die("--teacher %s: a masked LM of vocab_size %d, where the run's model has %d", c->teacher, tc.vocab,
+		    bert_config_of(t->m)->vocab);
 	if ((int64_t)longest_record(t->man) > bert_positions(&tc))
 		die("--teacher %s: %s holds records of up to %u tokens but the teacher takes %d", c->teacher, c->data,
 		    longest_record(t->man), bert_positions(&tc));

@@ -231,6 +231,19 @@ expect_fail "distilbert: a teacher of 64 positions for records of 128 tokens: re
 	train --data "$T/distilbert/data" --init "$T/distilbert/run/final" --run "$T/kd-short" --max-steps 4 \
 	--teacher "$T/short"
 check "...no run dir" test ! -e "$T/kd-short"
+# a masked LM teacher whose vocab_size is padded beyond the vocab's tokens predicts other
+# words than the student: refused before a run dir is made
+"$py" - "$T/wide" <<'EOF' && cp "$TOP/examples/vocab.txt" "$T/wide/"
+import sys, torch, transformers
+c = transformers.BertConfig(vocab_size=30528, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                            intermediate_size=64, max_position_embeddings=130, pad_token_id=0)
+transformers.BertForMaskedLM(c).save_pretrained(sys.argv[1], safe_serialization=True)
+EOF
+expect_fail "distilbert-mlm: a masked LM teacher of vocab_size 30528: refused" 1 \
+	"--teacher .*wide: a masked LM of vocab_size 30528, where the run's model has 30522" \
+	train --data "$T/distilbert-mlm/data" --init "$T/distilbert-mlm/run/final" --task mlm --run "$T/kd-wide" \
+	--max-steps 4 --teacher "$T/wide"
+check "...no run dir" test ! -e "$T/kd-wide"
 # freezing a pre-norm family: ModernBERT's layer 1 begins with its attn_norm, which
 # TopSpin keeps at the end of layer 0: it trains with layer 1
 check "modernbert: --freeze-embeddings --freeze-layers 1" train --data "$mb/data" --init "$mb/run/final" \
