@@ -169,10 +169,14 @@ static uint64_t content_hash(const struct tokrec *t)
 }
 
 /* A sort of records: shuffled by the seed (and with --dedupe met by their
- * tokens), or in the order they come. */
+ * tokens), or in the order they come. The pieces of a folded text follow
+ * its first under the first's key (they come in a row), so that they stay
+ * together: a text split between train and test would be learnt from and
+ * then scored. */
 struct pile {
 	struct extsort *sort;
 	int shuffled;
+	uint64_t text_key;   /* the key of the last piece 0 */
 };
 
 static void add_record(struct inputs *in, struct pile *p, const struct rec_reader *r)
@@ -184,7 +188,11 @@ static void add_record(struct inputs *in, struct pile *p, const struct rec_reade
 			extsort_max_item(p->sort));
 	grow(&in->buf, &in->cap, size, 1);
 	shard_rec_encode(&in->t, in->buf);
-	uint64_t key = !p->shuffled ? i : rng_hash((uint64_t)seed, dedupe ? content_hash(&in->t) : i);
+	uint64_t key = !p->shuffled ? i
+		       : in->t.fold > 0 ? p->text_key
+		       : rng_hash((uint64_t)seed, dedupe ? content_hash(&in->t) : i);
+	if (in->t.fold == 0)
+		p->text_key = key;
 	extsort_add(p->sort, key, i, in->buf, (uint32_t)size);
 }
 
@@ -218,7 +226,8 @@ struct reader {
 	struct extsort *sort;
 	int dedupe;                /* --dedupe, on a shuffled pile */
 	struct tokrec t, other;
-	uint64_t key;
+	uint64_t key;              /* t's */
+	int held;                  /* t is read but not taken: the next record */
 	struct { void *data; uint32_t len; } *kept;   /* records kept under key */
 	size_t nkept, cap;
 };
@@ -264,11 +273,15 @@ static int is_duplicate(struct reader *rd, const struct extsort_item *it)
 
 static int next_record(struct reader *rd)
 {
+	if (rd->held)
+		return rd->held = 0, 1;
 	struct extsort_item it;
 	while (extsort_next(rd->sort, &it)) {
 		decode(it.data, it.len, &rd->t);
-		if (!rd->dedupe || !is_duplicate(rd, &it))
+		if (!rd->dedupe || !is_duplicate(rd, &it)) {
+			rd->key = it.key;
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -277,6 +290,7 @@ static void rewind_records(struct reader *rd)
 {
 	extsort_rewind(rd->sort);
 	forget_kept(rd);
+	rd->held = 0;
 }
 
 static uint64_t count_kept(struct reader *rd)
@@ -288,7 +302,8 @@ static uint64_t count_kept(struct reader *rd)
 	return n;
 }
 
-/* Split i's shard in the data dir's temp dir: the next count records of rd. */
+/* Split i's shard in the data dir's temp dir: the next count records of rd,
+ * and the pieces left of the last one's text. */
 static void write_split(struct reader *rd, const char *name, uint64_t count, const char *dir, struct manifest_split *s)
 {
 	s->name = xstrdup(name);
@@ -296,7 +311,16 @@ static void write_split(struct reader *rd, const char *name, uint64_t count, con
 	sprintf(s->file, "%s.shard", s->name);
 	char *path = manifest_shard_path(dir, s);
 	struct shard_writer *w = shard_create(path);
-	for (uint64_t j = 0; j < count && next_record(rd); j++) {
+	uint64_t j = 0;
+	for (; j < count && next_record(rd); j++) {
+		shard_append(w, &rd->t);
+		manifest_split_add(s, &rd->t);
+	}
+	for (uint64_t key = rd->key; j && next_record(rd); j++) {
+		if (rd->t.fold <= 0 || rd->key != key) {
+			rd->held = 1;
+			break;
+		}
 		shard_append(w, &rd->t);
 		manifest_split_add(s, &rd->t);
 	}

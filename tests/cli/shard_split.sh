@@ -100,6 +100,28 @@ expect_eq "a split of 0 among fractions is empty: the rounding's rest goes to th
 	"$(m '[.splits[].count] | join(" ")' "$T/c5")" "333 667 0"
 ts-shard -o "$T/c6" --split train=0.3333,valid=0.6667,test=0.0 "$T/a.msgpack"
 expect_eq "...as does a fraction of 0" "$(m '[.splits[].count] | join(" ")' "$T/c6")" "333 667 0"
+
+# The pieces of a folded text (text k cut into k % 5 + 1) stay together in one
+# split, in order: a text cut between train and test would be learnt, then scored
+awk 'BEGIN { for (k = 0; k < 300; k++) for (f = 0; f <= k % 5; f++)
+	printf "{\"id\":%d,\"ids\":[101,%d,%d,102],\"label\":%d,\"fold\":%d}\n", k, k, f, k % 2, f }' |
+	{ header "$AB"; cat; } | records "$T/folded.msgpack"
+texts_whole() {   # texts_whole DIR: each split's ids, each text's pieces in a row, whole ("ok" or what is not)
+	for s in "$1"/*.shard; do ts-cat "$s" | jq -r '"\(.id) \(.fold)"'; echo end; done | awk '
+		$1 == "end" { last = ""; next }
+		{ if ($1 in seen && $1 != last) { print "text " $1 " in two places"; bad = 1 }
+		  if ($2 != ($1 == last ? f + 1 : 0)) { print "text " $1 " piece " $2 " out of order"; bad = 1 }
+		  seen[$1] = 1; last = $1; f = $2; n++ }
+		END { if (!bad) print n == 900 ? "ok" : n " pieces" }'
+}
+ts-shard -o "$T/fo1" "$T/folded.msgpack"
+expect_eq "folded texts: each in one split, its pieces in a row and in order" "$(texts_whole "$T/fo1")" ok
+expect_eq "...a split ends after a text's last piece, a little past its share" \
+	"$(m '[.splits[].count] | add' "$T/fo1") $(m '.splits.train.count >= 720' "$T/fo1")" "900 true"
+ts-shard -o "$T/fo2" --split valid=7,test=11,train=rest "$T/folded.msgpack"
+expect_eq "...with counts too" "$(texts_whole "$T/fo2")" ok
+ts-shard -o "$T/fo3" --dedupe "$T/folded.msgpack"
+expect_eq "...and with --dedupe (no two texts alike)" "$(texts_whole "$T/fo3")" ok
 # Refusals: one line, exit 1 (2 for usage), nothing left behind.
 { header "$(printf 'cd%.0s' {1..32})"; gen 5; } | records "$T/b.msgpack"
 expect_fail "streams with another vocab are refused" 1 \
