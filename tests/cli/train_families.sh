@@ -220,12 +220,15 @@ expect_fail "distilbert: a RoBERTa teacher, of another vocab: refused" 1 "--teac
 	--teacher "$T/roberta/run/final"
 # a teacher of the vocab with fewer positions than the records have: refused before a
 # run dir is made, not at the first step
-"$py" - "$T/short" <<'EOF' && cp "$TOP/examples/vocab.txt" "$T/short/"
+tiny_teacher() {   # tiny_teacher DIR CLASS VOCAB_SIZE POSITIONS: a random BERT of the example vocab
+	"$py" - "$@" <<'EOF' && cp "$TOP/examples/vocab.txt" "$1/"
 import sys, torch, transformers
-c = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
-                            intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
-transformers.BertForSequenceClassification(c).save_pretrained(sys.argv[1], safe_serialization=True)
+c = transformers.BertConfig(vocab_size=int(sys.argv[3]), hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                            intermediate_size=64, max_position_embeddings=int(sys.argv[4]), pad_token_id=0)
+getattr(transformers, sys.argv[2])(c).save_pretrained(sys.argv[1], safe_serialization=True)
 EOF
+}
+tiny_teacher "$T/short" BertForSequenceClassification 30522 64
 expect_fail "distilbert: a teacher of 64 positions for records of 128 tokens: refused" 1 \
 	"--teacher .*short: .* holds records of up to 128 tokens but the teacher takes 64" \
 	train --data "$T/distilbert/data" --init "$T/distilbert/run/final" --run "$T/kd-short" --max-steps 4 \
@@ -233,12 +236,7 @@ expect_fail "distilbert: a teacher of 64 positions for records of 128 tokens: re
 check "...no run dir" test ! -e "$T/kd-short"
 # a masked LM teacher whose vocab_size is padded beyond the vocab's tokens predicts other
 # words than the student: refused before a run dir is made
-"$py" - "$T/wide" <<'EOF' && cp "$TOP/examples/vocab.txt" "$T/wide/"
-import sys, torch, transformers
-c = transformers.BertConfig(vocab_size=30528, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
-                            intermediate_size=64, max_position_embeddings=130, pad_token_id=0)
-transformers.BertForMaskedLM(c).save_pretrained(sys.argv[1], safe_serialization=True)
-EOF
+tiny_teacher "$T/wide" BertForMaskedLM 30528 130
 expect_fail "distilbert-mlm: a masked LM teacher of vocab_size 30528: refused" 1 \
 	"--teacher .*wide: a masked LM of vocab_size 30528, where the run's model has 30522" \
 	train --data "$T/distilbert-mlm/data" --init "$T/distilbert-mlm/run/final" --task mlm --run "$T/kd-wide" \

@@ -50,6 +50,14 @@ static void read_all(const void *path)
 		;
 }
 
+/* Checks that reading text dies with a message holding why. */
+static void refused(const char *name, const char *text, const char *why)
+{
+	char *path = write_tmp(text);
+	expect_die(name, read_all, path, why);
+	unlink(path);
+}
+
 int main(void)
 {
 	CHECK(!strcmp(render("a,b\n1,2\n", ','), "1:a|b;2:1|2;"), "plain records");
@@ -83,18 +91,10 @@ int main(void)
 	unlink(path);
 	free(s);
 
-	path = write_tmp("a,b\n1,\"open\n2,3\n");
-	expect_die("unterminated quote names the line", read_all, path, "line 2: unterminated quote");
-	unlink(path);
-	path = write_tmp("a,b\n\"x\"y,3\n");
-	expect_die("text after a closing quote", read_all, path, "line 2: text after a closing quote");
-	unlink(path);
-	path = write_tmp("a,b\r1,2\r");
-	expect_die("a CR that ends no line", read_all, path, "line 1: a CR outside quotes that ends no line");
-	unlink(path);
-	path = write_tmp("a,b\n\"x\"\r,3\n");
-	expect_die("a CR after a closing quote", read_all, path, "line 2: a CR outside quotes that ends no line");
-	unlink(path);
+	refused("unterminated quote names the line", "a,b\n1,\"open\n2,3\n", "line 2: unterminated quote");
+	refused("text after a closing quote", "a,b\n\"x\"y,3\n", "line 2: text after a closing quote");
+	refused("a CR that ends no line", "a,b\r1,2\r", "line 1: a CR outside quotes that ends no line");
+	refused("a CR after a closing quote", "a,b\n\"x\"\r,3\n", "line 2: a CR outside quotes that ends no line");
 	CHECK(!strcmp(render("a,b\n\"x\ry\",\"z\r\"\r\n", ','), "1:a|b;2:x\ry|z\r;"), "a CR inside quotes is data");
 	CHECK_DONE();
 }
