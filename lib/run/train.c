@@ -131,7 +131,10 @@ static int evaluate_swapped(struct trainer *t)
 	struct eval_result r;
 	json_t *j = eval_split(t, &t->valid, "valid", &r);
 	double v = metric_value(&r, t->metric);
-	say(t, "step %ld/%ld: valid %s %.4f, loss %.4f", t->st.step, t->total_steps, t->metric, v, r.loss);
+	if (strcmp(t->metric, "loss"))
+		say(t, "step %ld/%ld: valid %s %.4f, loss %.4f", t->st.step, t->total_steps, t->metric, v, r.loss);
+	else
+		say(t, "step %ld/%ld: valid loss %.4f", t->st.step, t->total_steps, v);
 	char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	trainer_log(t, "step %ld eval valid %s %.6g: %s", t->st.step, t->metric, v, text);
 	free(text);

@@ -157,6 +157,9 @@ check "no valid split: the run ends" train "${TINY[@]}" --data "$T/novalid" --ru
 expect_eq "no valid split: no evaluation" "$(ts-cat "$T/e2/events.msgpack" | jq -c 'select(.event=="eval")' | wc -l)" 0
 check "no valid split: best/ is the final model" cmp "$T/e2/best/model.safetensors" "$T/e2/final/model.safetensors"
 check "--patience: the run ends" train "${TINY[@]}" --run "$T/e3" --max-steps 50 --eval-every 1 --patience 2 --lr 1e-9 --metric loss --warmup 0
+expect_eq "...its progress, by --metric loss, says the valid loss once" \
+	"$(grep -c 'valid loss [0-9.]*$' "$T/err") $(grep -c 'valid loss [0-9.]*, loss' "$T/err")" \
+	"$(ts-cat "$T/e3/events.msgpack" | jq -c 'select(.event=="eval")' | wc -l) 0"
 es=$(ts-cat "$T/e3/events.msgpack" | jq -c 'select(.event=="early_stop") | .step')
 [ -n "$es" ] && [ "$es" -lt 50 ] && pass "--patience stops early (step $es)" || fail "--patience stops early (got '$es')"
 check "--metric ppl is known" train "${TINY[@]}" --run "$T/e4" --max-steps 1 --metric ppl
