@@ -92,6 +92,13 @@ mkdir "$T/vast"
 printf '%s\n' '{"event":"start","time":0,"total_steps":10,"processes":1}' \
 	'{"event":"step","time":1,"step":1,"loss":3.4e38,"step_ms":1000}' | ts-cat --from-json -o "$T/vast/events.msgpack"
 check "a loss of 3.4e38 shows as 3.4e+38" sh -c "ts-top --once '$T/vast' | grep -q '^loss 3.4e+38 (smoothed 3.4e+38)'"
+# a run dir named in Latin-1 and a device that is not UTF-8: --json lists the
+# run all the same, with U+FFFD for each byte that is no character
+latin=$T/caf$(printf '\351')
+mkdir "$latin"
+printf '\x82\xa5event\xa5start\xa6device\xa3c\xffu' >"$latin/events.msgpack"   # {"event": "start", "device": "c\xffu"}
+expect_eq "--json: a run whose dir and device are not UTF-8" \
+	"$(ts-top --json "$T/vast" "$latin" | jq -r 'map("\(.run) \(.device)") | join(",")')" "$T/vast ,$T/caf� c�u"
 # LANG=C: ASCII alone, the ± too (a running run, seen as it stood after step 20)
 check "LANG=C: the time left's uncertainty as +-" sh -c "LC_ALL=C ts-top --once --until 20 '$rec' | grep -q '^elapsed .* left .* +- .*  finish at'"
 check "LANG=C: a snapshot in ASCII alone" sh -c "! LC_ALL=C ts-top --once --until 20 '$rec' | grep -qP '[^\\x00-\\x7f]'"
