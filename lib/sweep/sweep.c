@@ -136,8 +136,8 @@ static void take(struct sweep_job *j, const struct sweep_spec *s, int v, struct 
 		double hi = s->whole ? s->hi + 1 : s->hi, u = rng_uniform(r);
 		double x = s->log ? exp(log(s->lo) + u * (log(hi) - log(s->lo))) : s->lo + u * (hi - s->lo);
 		char buf[64];
-		if (s->whole)
-			snprintf(buf, sizeof buf, "%.0f", fmin(floor(x), s->hi));
+		if (s->whole)   /* exp(log(lo)) may be below lo */
+			snprintf(buf, sizeof buf, "%.0f", fmax(fmin(floor(x), s->hi), s->lo));
 		else
 			draw_text(buf, sizeof buf, fmin(fmax(x, s->lo), s->hi), s);
 		j->opts[j->nopts++] = xstrdup(buf);
