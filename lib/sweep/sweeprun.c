@@ -491,6 +491,16 @@ static void read_all(int fd, char *buf, size_t size)
 	buf[got] = 0;
 }
 
+/* Dies unless s is UTF-8: the records are JSON, which holds nothing else,
+ * and a word left out of them would resume another command. */
+static void need_utf8(const char *what, const char *s)
+{
+	json_t *j = json_string(s);
+	if (!j)
+		die("%s: '%s' is not UTF-8, which jobs.msgpack cannot record", what, s);
+	json_decref(j);
+}
+
 /* Asks ts-train --count-params in cwd for job i's model: returns its
  * parameters, or -1 when ts-train cannot tell here (a data dir only the
  * servers have: the job will say why); dies with ts-train's own line when
@@ -557,10 +567,23 @@ int sweep_run(struct sweep_plan *p)
 	char *cwd = getcwd(NULL, 0);
 	if (!cwd)
 		die("cannot name the working dir:");
+	need_utf8("the working dir", cwd);
+	for (int k = 0; k < p->nssh; k++)
+		need_utf8("--ssh", p->ssh[k]);
+	for (int k = 0; k < p->nplaces; k++)
+		if (p->places[k].host)
+			need_utf8("--servers", p->places[k].host);
 	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
 	long *sizes = xcalloc((size_t)p->njobs + 1, sizeof *sizes);
+	for (int i = 0; i < p->njobs; i++) {
+		char what[32];
+		argvs[i] = sweep_argv(p, i);
+		snprintf(what, sizeof what, "job %d", i + 1);
+		for (char **a = argvs[i]; *a; a++)
+			need_utf8(what, *a);
+	}
 	for (int i = 0; i < p->njobs; i++)
-		argvs[i] = sweep_argv(p, i), sizes[i] = probe_job(cwd, argvs[i], i);
+		sizes[i] = probe_job(cwd, argvs[i], i);
 	make_parents(p->dir);
 	if (mkdir(p->dir, 0777) < 0) {
 		if (errno != EEXIST)

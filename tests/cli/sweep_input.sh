@@ -67,6 +67,10 @@ expect_fail "-p: an option in two specs" 2 "-p: option lr is given twice" \
 	sweep -p lr=1e-4,1e-2 -p lr=5e-3 --dir "$T/u1" -- ts-train "${MODEL[@]}" --max-steps 1
 expect_fail "-p: an option twice in a group" 2 "-p: option lr is given twice" \
 	sweep -p lr,lr=1:2 --dir "$T/u2" -- ts-train "${MODEL[@]}" --max-steps 1
+# a word not UTF-8 (a data dir named in Latin-1) the JSON records would leave
+# out, and a resume would run another command
+expect_fail "a job's word not UTF-8: refused" 1 "' is not UTF-8, which jobs.msgpack cannot record$" \
+	sweep -p lr=1e-4 --dir "$T/u6" -- ts-train --data "$T/dat$(printf '\351')" --max-steps 1
 check "nothing written for them" sh -c "! ls -d '$T'/u* 2>/dev/null"
 # -p threads: each job's own, as ts-train -j in the command is; -P 1024 would give each 1 core
 sweep --print -P 1024 -p threads=2,3 --dir "$T/u3" -- ts-train "${BASE[@]}" >"$T/print.txt"
