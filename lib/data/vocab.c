@@ -156,14 +156,15 @@ void vocab_save(const struct vocab *v, const char *path)
 	afile_commit(f);
 }
 
-/* The whole file at path; its length in *len. */
+/* The whole file at path, in a buffer of its size (a vocab keeps it); its
+ * length in *len. */
 static char *read_file(const char *path, size_t *len)
 {
 	struct strbuf b = {0};
 	if (sb_add_file(&b, path))
 		die("%s:", path);
 	*len = b.n;
-	return b.s;
+	return xrealloc(b.s, b.n + 1);
 }
 
 int vocab_file_has_sha256(const char *path, const char *sha256)
@@ -387,12 +388,12 @@ struct vocab *vocab_load(const char *path)
 			die("%s: line %d: duplicate token '%s' (first on line %d)", path, id + 1,
 			    v->tokens[id], old + 1);
 	}
-	index_lengths(v);
 	for (int i = 0; i < VOCAB_NSPECIAL; i++) {
 		v->special[i] = vocab_id(v, special_names[i], strlen(special_names[i]));
 		if (v->special[i] < 0)
 			die("%s: not a WordPiece vocab: no %s token", path, special_names[i]);
 	}
+	index_lengths(v);
 	return v;
 }
 
