@@ -174,10 +174,15 @@ static void require_bool(const char *path, json_t *cfg, const char *key, int wan
 }
 
 /* A rotary base: rope_parameters' of the layer kind (transformers 5's
- * config.json), or the older key old, or dflt. */
-static float rope_theta(const char *path, json_t *cfg, const char *kind, const char *old, double dflt)
+ * config.json), or the older key old, or dflt; old's null is if_null where
+ * that is above 0 (transformers reads a null local_rope_theta as the
+ * global base). */
+static float rope_theta(const char *path, json_t *cfg, const char *kind, const char *old, double dflt,
+			double if_null)
 {
 	json_t *p = json_object_get(json_object_get(cfg, "rope_parameters"), kind);
+	if (!p && if_null > 0 && json_is_null(json_object_get(cfg, old)))
+		return (float)if_null;
 	if (!p)
 		return number_in(path, cfg, old, dflt, 1, 1e30);
 	require_string(path, p, "rope_type", "default", ", plain rotary positions");
@@ -224,8 +229,9 @@ static void read_modernbert(const char *path, json_t *cfg, struct bert_config *c
 		die("%s: classifier_pooling must be \"cls\" or \"mean\"", path);
 	c->mean_pool = !strcmp(how, "mean");
 	const struct family *f = family_of(c->family);
-	c->rope_global = rope_theta(path, cfg, "full_attention", "global_rope_theta", f->rope_global);
-	c->rope_local = rope_theta(path, cfg, "sliding_attention", "local_rope_theta", f->rope_local);
+	c->rope_global = rope_theta(path, cfg, "full_attention", "global_rope_theta", f->rope_global, 0);
+	c->rope_local = rope_theta(path, cfg, "sliding_attention", "local_rope_theta", f->rope_local,
+				   c->rope_global);
 	c->local_window = size_in(path, cfg, "local_attention", 0, f->local_window, INT32_MAX);
 	if (c->local_window < 2)
 		die("%s: local_attention must be 2 or more: a window of 1 is the token alone", path);

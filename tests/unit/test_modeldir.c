@@ -449,6 +449,19 @@ static void test_null_label2id(void)
 	free(d);
 }
 
+/* A local_rope_theta of null, as transformers 4.48 reads it, is the global
+ * base: its local layers turn as its global ones. */
+static void test_null_local_rope(void)
+{
+	char *d = bad_copy("modernbert-cls", "mb-null-rope", "local_rope_theta", "null");
+	struct bert *m = modeldir_load(d, backend_cpu(), TASK_CLS, 0, &(uint64_t){SEED}, NULL, NULL);
+	const struct bert_config *c = bert_config_of(m);
+	CHECK(c->rope_local == c->rope_global, "a local_rope_theta of null: the global base %g (%g)",
+	      (double)c->rope_global, (double)c->rope_local);
+	bert_free(m);
+	free(d);
+}
+
 static void test_bad_dirs(void)
 {
 	char *d = bad_dir("no-hidden", "hidden_size", NULL);
@@ -606,6 +619,7 @@ int main(int argc, char **argv)
 	test_save();
 	test_bare_encoders();
 	test_null_label2id();
+	test_null_local_rope();
 	test_config_round_trip();
 	test_bad_dirs();
 	remove_all(tmpdir);
