@@ -286,8 +286,8 @@ static void check_ids(const struct batch_source *src, uint64_t row, const struct
 		if (t->ids[i] >= src->vocab)
 			die_at(src, row, "token id %d is beyond the vocab's %d tokens", t->ids[i], src->vocab);
 		if (t->types && src->type_vocab > 0 && t->types[i] >= src->type_vocab)
-			die_at(src, row, "token type %d is beyond the model's %d token types", t->types[i],
-			       src->type_vocab);
+			die_at(src, row, "token type %d is beyond %s %d token types", t->types[i],
+			       src->type_owner ? src->type_owner : "the model's", src->type_vocab);
 	}
 }
 

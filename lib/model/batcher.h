@@ -47,6 +47,7 @@ struct batch_source {
 	int32_t vocab;             /* token ids must be below this: the model's embeddings */
 	int32_t type_vocab;        /* token types must be below this, where the model has them (> 0) */
 	const struct row_origin *origin;   /* NULL: the shard's rows are the records errors name */
+	const char *type_owner;    /* whose token types type_vocab gives, for errors: "the model's" when NULL */
 };
 
 /* The record order of an epoch: batch b holds order[b*B, (b+1)*B). With

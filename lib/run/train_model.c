@@ -125,6 +125,9 @@ static void check_records(struct trainer *t, struct split *sp, int batched)
 	manifest_check_ids(t->c->data, sp->ms, vocab_size(t->vocab));
 	sp->src.vocab = vocab_size(t->vocab);
 	sp->src.type_vocab = bert_config_of(t->m)->type_vocab;
+	int32_t teacher_types = t->teacher && sp == &t->train ? bert_config_of(t->teacher)->type_vocab : 0;
+	if (teacher_types && (!sp->src.type_vocab || teacher_types < sp->src.type_vocab))   /* it reads train's batches */
+		sp->src.type_vocab = teacher_types, sp->src.type_owner = "the --teacher's";
 	if (batched)
 		batch_check_records(&sp->src);
 }

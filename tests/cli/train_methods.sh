@@ -74,6 +74,16 @@ expect_eq "the teacher changes the losses" "$(losses "$T/kd" | cut -d' ' -f2 | g
 check "a masked language model" train "${STUDENT[@]}" --run "$T/mlm" --max-steps 1 --task mlm
 expect_fail "a teacher of another task: refused" 1 "--teacher .*: a model of task mlm and .* labels, where the run trains task cls and 2" \
 	train "${STUDENT[@]}" --run "$T/bad-teacher" --teacher "$T/mlm/final"
+# pair records hold token type 1, which a teacher of RoBERTa's one token type cannot read:
+# refused before the run, naming the teacher, not at step 1 as the model's
+ts-tokenize -v "$V" --id id --text-pair text --label label --max-len 32 "$T/small.csv" |
+	ts-shard -o "$T/pairs" --seed 3 >/dev/null
+check "a teacher of one token type" train --data "$T/data" --vocab "$V" --arch roberta --layers 1 --hidden 32 \
+	--heads 2 --ffn 64 --max-pos 34 --batch 8 -j 2 --run "$T/rteacher" --max-steps 1
+expect_fail "...for pair records: refused" 1 "pairs/train.shard: record 1: token type 1 is beyond the --teacher's 1 token types" \
+	train --data "$T/pairs" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 -j 2 \
+	--run "$T/kd-pairs" --teacher "$T/rteacher/final"
+check "...no run dir" test ! -e "$T/kd-pairs"
 expect_fail "--kd-alpha without --teacher: refused" 2 "--kd-alpha and --kd-temp go with --teacher" \
 	train "${STUDENT[@]}" --run "$T/bad" --kd-alpha 0.3
 expect_fail "two regularizers at once: refused" 2 "--teacher, --rdrop and --vat are one at a time" \
