@@ -72,6 +72,6 @@ struct shard *shard_from_streams(char **files, int n, char **vocab_sha256, char 
 	free(from);
 	tokrec_free(&t);
 	if (shard_count(s) == 0)
-		die("%s: no records", n == 1 ? files[0] : "the inputs");
+		die("%s: no records", n == 1 ? origin->files[0] : "the inputs");
 	return s;
 }

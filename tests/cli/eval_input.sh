@@ -24,6 +24,10 @@ printf '{"ids":[2,99999,3]}\n' | cat1 --from-json -o "$T/far.mp"
 TMPDIR=$T/tmpd eval1 -m "$HF/tiny-cls" --predict "$T/far.mp" >/dev/null 2>&1
 expect_eq "the temporary dir is gone after an error too" "$(ls -A "$T/tmpd")" ""
 
+# an empty standard input is named as other errors name it
+expect_fail "an empty standard input is refused by its name" 1 "^ts-eval: standard input: no records$" \
+	eval1 -m "$HF/tiny-cls" </dev/null
+
 # --merge-folds merges the folded pieces of an id, never records that were not folded
 expect_eq "--merge-folds keeps unfolded records that share ids apart" \
 	"$(eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/r.mp" "$T/r.mp" | cat1 | wc -l)" 6
