@@ -2,10 +2,12 @@
 #include "data/labelmap.h"
 #include "util/afile.h"
 #include "util/err.h"
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MANIFEST_FORMAT "topspin-data"
 #define MANIFEST_FILE "manifest.json"
@@ -337,8 +339,13 @@ struct manifest *manifest_read(const char *dir)
 {
 	char *path = join(dir, MANIFEST_FILE);
 	FILE *f = fopen(path, "r");
-	if (!f)
+	struct stat st;
+	if (!f && errno != ENOENT && errno != ENOTDIR)
 		die("cannot open %s:", path);
+	if (!f && stat(dir, &st))
+		die("cannot open %s:", dir);
+	if (!f)   /* a token stream given for its data dir, say */
+		die("%s: not a data dir (no %s; ts-shard makes one from token records)", dir, MANIFEST_FILE);
 	json_error_t err;
 	json_t *root = json_loadf(f, 0, &err);
 	fclose(f);

@@ -28,6 +28,10 @@ expect_eq "the temporary dir is gone after an error too" "$(ls -A "$T/tmpd")" ""
 expect_fail "an empty standard input is refused by its name" 1 "^ts-eval: standard input: no records$" \
 	eval1 -m "$HF/tiny-cls" </dev/null
 
+# a token stream given as --data: not a data dir, said so
+expect_fail "a token stream as --data is not a data dir" 1 "r.mp: not a data dir \(no manifest.json; ts-shard makes one" \
+	eval1 -m "$HF/tiny-cls" --data "$T/r.mp"
+
 # --merge-folds merges the folded pieces of an id, never records that were not folded
 expect_eq "--merge-folds keeps unfolded records that share ids apart" \
 	"$(eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/r.mp" "$T/r.mp" | cat1 | wc -l)" 6
