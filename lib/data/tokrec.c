@@ -264,7 +264,7 @@ static void unpack_id(const struct rec_reader *r, const msgpack_object *o, struc
 {
 	char num[32];
 	if (!o) {
-		int n = snprintf(num, sizeof num, "%llu", (unsigned long long)rec_number(r) - 1);
+		int n = snprintf(num, sizeof num, "%llu", (unsigned long long)t->unpacked);
 		tokrec_set_id(t, num, (size_t)n, 1);
 	} else if (o->type == MSGPACK_OBJECT_STR) {
 		/* ids are C strings from here on: a NUL would cut them short */
@@ -308,6 +308,7 @@ void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct t
 	if (!ids)
 		rec_die(r, "no 'ids' field (is this a token stream?)");
 	unpack_id(r, mp_get(o, "id"), t);
+	t->unpacked++;
 	t->n = unpack_ints(r, ids, &t->ids, &t->cap_ids, "ids", "token id", 0);
 	if (t->n == 0)
 		rec_die(r, "'ids' is empty");

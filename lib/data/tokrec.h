@@ -55,6 +55,7 @@ struct tokrec {
 	int fold;                /* piece index, -1 when not folded */
 	uint8_t *types_buf;      /* storage behind types */
 	size_t cap_ids, cap_types, cap_labels, cap_id;
+	uint64_t unpacked;       /* records unpacked into it: the id of the next if it has none */
 };
 void tokrec_pack(msgpack_packer *pk, const struct tokrec *t);
 void tokrec_unpack(const struct rec_reader *r, const msgpack_object *o, struct tokrec *t);

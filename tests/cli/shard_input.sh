@@ -101,6 +101,14 @@ done
 check "records in range before the header are kept" shard -o "$T/fine" "$T/fine.msgpack" "$T/header.msgpack"
 expect_eq "all of them" "$(jq .records_in "$T/fine/manifest.json")" 3
 
+# records without ids are numbered as ts-tokenize numbers them: from 0 over all
+# inputs, a header left out, whether or not a stream has one
+tok "$T/two.csv" | timeout 20 ts-cat | jq -c 'del(.id)' | msgpack -o "$T/noid-h.msgpack"
+tok "$T/two.csv" | timeout 20 ts-cat --no-header | jq -c 'del(.id)' | msgpack -o "$T/noid.msgpack"
+shard -o "$T/noid" "$T/noid-h.msgpack" "$T/noid.msgpack" >/dev/null
+expect_eq "records without ids: numbered from 0 over the inputs, headers left out" \
+	"$(timeout 20 ts-cat "$T/noid/train.shard" | jq -r .id | sort -n | paste -sd' ')" "0 1 2 3"
+
 # a data dir cannot be renamed to . or ..
 mkdir "$T/here"
 in_here() ( cd "$T/here" && "$@" )
