@@ -10,6 +10,7 @@
 #include "run/rundir.h"
 #include "run/runplots.h"
 #include "util/afile.h"
+#include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include <math.h>
@@ -24,14 +25,17 @@ static volatile sig_atomic_t stop_signal;
 static int says_stop;   /* process 0: a Control-C is answered */
 
 /* A stop at the step's end; a second Control-C quits at once, the run left
- * to resume from its last checkpoint, as after a crash. */
+ * to resume from its last checkpoint, as after a crash, without the temp
+ * dir of a checkpoint it was writing. */
 static void on_stop_signal(int sig)
 {
 	static const char line[] = "ts-train: stopping after this step (Control-C again quits now; --resume goes on "
 				   "from the last checkpoint)\n";
 	if (sig == SIGINT && stop_signal) {
+		cleanup_run();
 		signal(SIGINT, SIG_DFL);
-		raise(SIGINT);
+		raise(SIGINT);   /* taken when the handler returns, SIGINT blocked in it */
+		return;
 	}
 	if (sig == SIGINT && says_stop && write(STDERR_FILENO, line, sizeof line - 1) < 0)
 		says_stop = 0;   /* nothing more to do: the stop goes on */

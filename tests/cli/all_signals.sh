@@ -74,19 +74,22 @@ again=$(ts-cat "$T/r/events.msgpack" | jq -c 'select(.event=="stop") | .step' | 
 [ "$again" -gt "$stopped" ] && pass "ts-train: the resumed run went on from step $stopped to $again" \
 	|| fail "ts-train: the resumed run went on from step $stopped (stopped at '$again')"
 # a second Control-C quits at once (a step of this model takes about a second),
-# leaving the run to resume from its last checkpoint as after a crash
+# here in the middle of the checkpoint the first asked for, leaving the run to
+# resume from its last checkpoint as after a crash, without that one's temp dir
 SLOW=(ts-train --data "$T/data" --vocab "$V" --layers 4 --hidden 512 --heads 8 --ffn 2048 --max-pos 32 --batch 80
 	-j 2 --max-steps 5000 --save-every 1 --eval-every 5000)
 "${SLOW[@]}" --run "$T/q" >/dev/null 2>"$T/q.err" &
 pid=$!
 wait_for sh -c "ts-cat '$T/q/events.msgpack' 2>/dev/null | grep -q checkpoint" || fail "a slow run under way"
 kill -INT $pid
-sleep 0.3
+for _ in $(seq 3000); do compgen -G "$T/q/ckpt/*.tmp.*" >/dev/null && break; sleep 0.01; done
 kill -INT $pid
 wait $pid
 expect_eq "a second Control-C: the run quits at once, killed by SIGINT, no stop event" \
 	"$? $(ts-cat "$T/q/events.msgpack" | grep -c '"stop"')" "130 0"
 check "...the first said a second would" grep -q "stopping after this step (Control-C again quits now" "$T/q.err"
+expect_eq "...only the first" "$(grep -c "stopping after this step" "$T/q.err")" 1
+expect_eq "...and the checkpoint it was writing leaves no temp dir" "$(ls "$T/q/ckpt" | grep -c '\.tmp\.')" 0
 last=$(ts-cat "$T/q/events.msgpack" | jq -r 'select(.event=="checkpoint") | .step' | tail -n 1)
 check "...and the run resumes from its last checkpoint" timeout 300 ts-train --resume "$T/q" --max-steps $((last + 1))
 check "...at it" grep -q "resumed from .*step-$last at step $last" "$T/q/log/rank-0.log"
