@@ -438,6 +438,38 @@ static int state_colour(const char *state)
 	return COLOR_PAIR(!strcmp(state, "running") ? 1 : !strcmp(state, "done") ? 2 : 3) | A_BOLD;
 }
 
+/* The terminal given back as it was, before a fatal error's line. */
+static void end_screen(void)
+{
+	if (!isendwin())
+		endwin();
+}
+
+static volatile sig_atomic_t quit_signal;
+
+static void on_quit_signal(int sig) { quit_signal = sig; }
+
+/* Control-C, SIGTERM and SIGHUP end the view as they end other commands,
+ * but with the terminal given back as it was (echo, its own screen, the
+ * cursor): the handler notes the signal, and the wait for a key, which it
+ * interrupts, gives way to quit_on_signal. */
+static void catch_quits(void)
+{
+	struct sigaction a = {.sa_handler = on_quit_signal};
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], &a, NULL);
+}
+
+static void quit_on_signal(void)
+{
+	if (!quit_signal)
+		return;
+	end_screen();
+	signal(quit_signal, SIG_DFL);
+	raise(quit_signal);
+}
+
 /* Whether the user, asked, says to stop the run v. */
 static int ask_stop(const struct run_view *v)
 {
@@ -449,6 +481,7 @@ static int ask_stop(const struct run_view *v)
 	refresh();
 	timeout(-1);
 	int c = getch();
+	quit_on_signal();
 	timeout(1000);
 	return c == 'y' || c == 'Y';
 }
@@ -556,13 +589,6 @@ static void draw(int sel, int *top, int details, int help, const char *note)
 	refresh();
 }
 
-/* The terminal given back as it was, before a fatal error's line. */
-static void end_screen(void)
-{
-	if (!isendwin())
-		endwin();
-}
-
 /* Curses on the terminal, or a refusal in a line of ts-top's own where it
  * cannot draw there: a terminal curses does not know, or one that cannot
  * move its cursor (TERM=dumb would run the whole view together on a line). */
@@ -596,6 +622,7 @@ static void live(void)
 	}
 	timeout(1000);   /* about once a second */
 	die_hook(end_screen);
+	catch_quits();
 	int sel = 0, top = 0, details = 0, help = 0;
 	char note[PATH_MAX + 256] = "";   /* what the last stop did, until the next key */
 	for (;;) {
@@ -605,6 +632,7 @@ static void live(void)
 			run_view_update(runs[r]);
 		draw(sel, &top, details, help, note);
 		int c = getch();
+		quit_on_signal();
 		if (c == 'q' || c == 'Q')
 			break;
 		if (c != ERR && c != KEY_RESIZE)

@@ -152,6 +152,15 @@ tmux send-keys -t "$S" y
 wait_for "...y shows why it cannot stop it" sh -c "$(declare -f screen shows); S=$S; shows 'no ts-train or ts-sweep is running there'"
 tmux send-keys -t "$S" q
 wait_for "q quits" sh -c "! tmux has-session -t $S 2>/dev/null"
+# Control-C ends it, the terminal given back as it was: echo and lines, as
+# the shell that goes on (here one that ignores Control-C itself) finds them
+tmux new-session -d -s "$S" -x 80 -y 24 "trap '' INT; TERM=xterm-256color $BIN/ts-top $T/r; echo \$? >$T/int.rc; stty -a >$T/int.stty"
+wait_for "a view to interrupt" sh -c "$(declare -f screen shows); S=$S; shows 'q quit'"
+tmux send-keys -t "$S" C-c
+wait_for "Control-C ends it" test -s "$T/int.stty"
+expect_eq "...killed by SIGINT, the terminal echoing again by lines" \
+	"$(cat "$T/int.rc") $(grep -oE '(^| )-?(echo|icanon)( |$)' "$T/int.stty" | tr -d ' ' | sort | tr '\n' ' ')" "130 echo icanon "
+wait_for "...and its session ends" sh -c "! tmux has-session -t $S 2>/dev/null"
 
 # terminals it cannot drive: its own line, not curses' (TERM unset), nor a
 # view run together on one line (TERM=dumb)
