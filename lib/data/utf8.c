@@ -32,6 +32,16 @@ const char *utf8_repair(struct strbuf *copy, const char *text, size_t len, size_
 	return copy->s;
 }
 
+json_t *utf8_json(const char *s)
+{
+	struct strbuf copy = {0};
+	size_t nbad = 0;
+	const char *t = utf8_repair(&copy, s, strlen(s), &nbad);
+	json_t *j = json_stringn(t, t == s ? strlen(s) : copy.n);
+	sb_free(&copy);
+	return j;
+}
+
 size_t utf8_bom(const char *name, const char *s, size_t n)
 {
 	if (n >= 2 && (!memcmp(s, "\xff\xfe", 2) || !memcmp(s, "\xfe\xff", 2)))

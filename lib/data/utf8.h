@@ -3,6 +3,7 @@
 #ifndef TS_UTF8_H
 #define TS_UTF8_H
 #include <stddef.h>
+#include <jansson.h>
 #include <stdint.h>
 
 /* Decodes one code point at *p (p < end, *p >= 0x80) and advances *p. An ill-formed
@@ -41,6 +42,10 @@ bad:
  * with U+FFFD for each ill-formed sequence, counted in *nbad. */
 struct strbuf;
 const char *utf8_repair(struct strbuf *copy, const char *text, size_t len, size_t *nbad);
+
+/* s as a JSON string, which must be UTF-8: a path named in another encoding
+ * (Latin-1) with U+FFFD for what is not, where json_string would give NULL. */
+json_t *utf8_json(const char *s);
 
 /* The length of the UTF-8 byte order mark that starts file name's text
  * s[0..n): 3, or 0 where there is none. One of UTF-16 (or UTF-32) is

@@ -1,4 +1,5 @@
 #include "run/checkpoint.h"
+#include "data/utf8.h"
 #include "format/dirdigest.h"
 #include "format/safetensors.h"
 #include "model/modeldir.h"
@@ -225,7 +226,7 @@ char *checkpoint_intact(const char *dir, json_t *skipped, const char *after)
 		if (steps[i] < below && !why)
 			found = path;
 		else if (why)
-			json_array_append_new(skipped, json_pack("{ss ss}", "checkpoint", path, "why", why));
+			json_array_append_new(skipped, json_pack("{so ss}", "checkpoint", utf8_json(path), "why", why));
 		if (!found)
 			free(path);
 		free(why);

@@ -5,7 +5,6 @@
 #include "format/rec.h"
 #include "util/afile.h"
 #include "util/err.h"
-#include "util/strbuf.h"
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -301,24 +300,12 @@ double run_view_left(const struct run_view *v, double *plus_minus)
 	return mean * (double)n + eval * (double)evals + ckpt * (double)ckpts;
 }
 
-/* s as a JSON string, which must be UTF-8: a dir named in another encoding
- * or a damaged log's device with U+FFFD for what is not. */
-static json_t *text(const char *s)
-{
-	struct strbuf copy = {0};
-	size_t nbad = 0;
-	const char *t = utf8_repair(&copy, s, strlen(s), &nbad);
-	json_t *j = json_stringn(t, t == s ? strlen(s) : copy.n);
-	sb_free(&copy);
-	return j;
-}
-
 json_t *run_view_json(const struct run_view *v)
 {
 	double pm = 0, left = strcmp(run_view_state(v), "running") ? -1 : run_view_left(v, &pm);   /* as the text's */
-	json_t *j = json_pack("{so ss sI sI sI si so sI}", "run", text(v->dir), "state", run_view_state(v), "step",
+	json_t *j = json_pack("{so ss sI sI sI si so sI}", "run", utf8_json(v->dir), "state", run_view_state(v), "step",
 			      (json_int_t)v->step, "total_steps", (json_int_t)v->total_steps, "epoch", (json_int_t)v->epoch,
-			      "processes", v->processes, "device", text(v->device), "params", (json_int_t)v->params);
+			      "processes", v->processes, "device", utf8_json(v->device), "params", (json_int_t)v->params);
 	double elapsed = v->elapsed_s + (v->last_time > v->start_time ? v->last_time - v->start_time : 0);
 	json_object_set_new(j, "elapsed_s", json_real(elapsed));
 	json_object_set_new(j, "left_s", left >= 0 ? json_real(left) : json_null());
@@ -331,7 +318,7 @@ json_t *run_view_json(const struct run_view *v)
 	};
 	for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
 		json_object_set_new(j, nums[i].k, isfinite(nums[i].x) ? json_real(nums[i].x) : json_null());
-	json_object_set_new(j, "metric", text(v->metric));
+	json_object_set_new(j, "metric", utf8_json(v->metric));
 	json_object_set_new(j, "best_step", json_integer(v->best_step));
 	if (v->has_comm)
 		json_object_set_new(j, "comm", json_pack("{sf sf sf si}", "ms", v->comm_ms, "exposed_ms", v->exposed_ms,

@@ -4,6 +4,7 @@
  * here, until its end or a stop. */
 #include "run/train.h"
 #include "run/trainer.h"
+#include "data/utf8.h"
 #include "eval/evaluate.h"
 #include "format/mpjson.h"
 #include "model/modeldir.h"
@@ -344,7 +345,7 @@ int train_run(const struct train_config *c)
 		return 0;
 	}
 	if (ckpt) {
-		json_t *resume = json_pack("{sI ss sI sI sI ss}", "step", (json_int_t)t.st.step, "from", ckpt,
+		json_t *resume = json_pack("{sI so sI sI sI ss}", "step", (json_int_t)t.st.step, "from", utf8_json(ckpt),
 					   "total_steps", (json_int_t)t.total_steps, "steps_per_epoch",
 					   (json_int_t)t.steps_per_epoch, "processes", (json_int_t)t.comm->size,
 					   "device", c->be->name);

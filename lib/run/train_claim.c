@@ -3,6 +3,7 @@
  * from its newest whole checkpoint. */
 #include "run/trainer.h"
 #include "run/train.h"
+#include "data/utf8.h"
 #include "data/vocab.h"
 #include "run/rundir.h"
 #include "util/afile.h"
@@ -229,7 +230,7 @@ static void load_checkpoint(struct trainer *t, char **ckpt)
 	size_t known = json_array_size(t->passed_over);
 	char *why = t->lead ? checkpoint_confirm(*ckpt) : NULL, *next = NULL;
 	if (why) {
-		json_array_append_new(t->passed_over, json_pack("{ss ss}", "checkpoint", *ckpt, "why", why));
+		json_array_append_new(t->passed_over, json_pack("{so ss}", "checkpoint", utf8_json(*ckpt), "why", why));
 		next = checkpoint_intact(t->c->run, t->passed_over, *ckpt);
 		say_passed_over(t, known);
 		free(why);

@@ -299,6 +299,17 @@ rm -rf "$T/x" && cp -r "$T/d" "$T/x" && rm -rf "$T/x/final" && keep_events "$T/x
 expect_fail "no whole checkpoint left: the error names each and why" 1 \
 	"$T/x: no intact checkpoint to resume from: $T/x/ckpt/step-6 \(state.json has 0 bytes where [0-9]+ were written\), $T/x/ckpt/step-3 \(optimizer.safetensors: No such file or directory\)$" \
 	train --resume "$T/x"
+# a run dir named in Latin-1: the events and the refusal name its checkpoints with U+FFFD for the byte
+L=$T/l$'\xe9' && rm -rf "$L" && cp -r "$T/d" "$L" && rm -rf "$L/final" && keep_events "$L" '!/"event":"done"/'
+: >"$L/ckpt/step-6/state.json"
+check "a run dir named in Latin-1 with a damaged checkpoint: --resume passes over it" train --resume "$L"
+expect_eq "a run dir named in Latin-1: the resume event keeps its step, checkpoints and device" \
+	"$(ts-cat "$L/events.msgpack" | jq -rs 'map(select(.event == "resume")) | last | .step, .from, .total_steps, .device, .passed_over[0].checkpoint')" \
+	"$(printf '%s\n' 3 "$T/l�/ckpt/step-3" 6 cpu "$T/l�/ckpt/step-6")"
+rm -rf "$L/final" && keep_events "$L" '!/"event":"done"/' && : >"$L/ckpt/step-6/state.json" && rm "$L/ckpt/step-3/state.json"
+expect_fail "a run dir named in Latin-1 with no whole checkpoint: the error names each and why" 1 \
+	"no intact checkpoint to resume from: .*/ckpt/step-6 \(state.json has 0 bytes.*/ckpt/step-3 \(state.json: No such file" \
+	train --resume "$L"
 cp -r "$T/r0/best" "$T/bad-best" && printf x | dd of="$T/bad-best/model.safetensors" bs=1 seek=5000 conv=notrunc 2>/dev/null
 expect_fail "a damaged model dir: ts-eval refuses it in one line" 1 \
 	"^ts-eval: $T/bad-best: damaged: model.safetensors differs from what was written" ts-eval -m "$T/bad-best" --data "$T/data"
