@@ -366,7 +366,7 @@ static void print_jobs(const struct sweep_plan *plan)
 		char **job = sweep_argv(plan, i), threads[16];
 		char **v = sweep_at(&here, job, !sweep_gives(job, "threads", 'j'), threads);
 		for (char **a = v; *a; a++) {
-			char *q = sweep_quote(*a);
+			char *q = shell_quote(*a);
 			printf("%s%s", a == v ? "" : " ", q);
 			free(q);
 		}

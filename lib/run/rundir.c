@@ -2,6 +2,7 @@
 #include "util/adir.h"
 #include "util/afile.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,7 @@ void rundir_lock(const char *dir, const char *holder)
 
 static _Noreturn void holds_a_run(const char *dir)
 {
-	die("%s already holds a run; continue it with --resume %s or choose another --run", dir, dir);
+	die("%s already holds a run; continue it with --resume %s or choose another --run", dir, shell_quote(dir));
 }
 
 /* Whether name is a temp file or dir of afile or adir, or an old dir adir

@@ -14,6 +14,7 @@
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -307,8 +308,10 @@ static void stop_now(struct trainer *t)
 {
 	save_checkpoint(t);
 	trainer_event(t, "stop", json_pack("{sI}", "step", (json_int_t)t->st.step));
-	trainer_log(t, "stopped at step %ld on request; resume with ts-train --resume %s", t->st.step, t->c->run);
-	say(t, "stopped at step %ld; continue with ts-train --resume %s", t->st.step, t->c->run);
+	char *run = shell_quote(t->c->run);
+	trainer_log(t, "stopped at step %ld on request; resume with ts-train --resume %s", t->st.step, run);
+	say(t, "stopped at step %ld; continue with ts-train --resume %s", t->st.step, run);
+	free(run);
 }
 
 int train_run(const struct train_config *c)

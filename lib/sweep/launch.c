@@ -58,11 +58,11 @@ static void on_stop(int sig)
 static char *remote_command(const char *cwd, char **argv)
 {
 	struct strbuf b = {0};
-	char *q = sweep_quote(cwd);
+	char *q = shell_quote(cwd);
 	sb_addf(&b, "cd %s && exec", q);
 	free(q);
 	for (; *argv; argv++) {
-		q = sweep_quote(*argv);
+		q = shell_quote(*argv);
 		sb_addf(&b, " %s", q);
 		free(q);
 	}

@@ -190,22 +190,6 @@ int sweep_jobs(const struct sweep_spec *specs, int nspecs, long draws, uint64_t 
 	return (int)n;
 }
 
-char *sweep_quote(const char *s)
-{
-	if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=+,-@%") == strlen(s))
-		return xstrdup(s);
-	struct strbuf b = {0};
-	sb_addc(&b, '\'');
-	for (const char *p = s; *p; p++)
-		if (*p == '\'')
-			sb_add(&b, "'\\''", 4);
-		else
-			sb_addc(&b, *p);
-	sb_addc(&b, '\'');
-	sb_addc(&b, 0);
-	return b.s;
-}
-
 char **sweep_words(const char *line, int *n, const char *where)
 {
 	char **v = NULL;

@@ -50,7 +50,4 @@ int sweep_gives(char **argv, const char *name, char letter);
 /* The -j of a job when slots jobs share this machine's cores (those this
  * process may use): at least 1. */
 int sweep_threads(int slots);
-/* A value for a command line: as it is when the shell would take it so,
- * else in single quotes. */
-char *sweep_quote(const char *s);
 #endif

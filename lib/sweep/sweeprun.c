@@ -400,15 +400,15 @@ static int check_server(const struct sweep_plan *p, struct sweep_place *pl, cons
 	int ndata;
 	char **data = data_dirs(p, &ndata);
 	struct strbuf b = {0};
-	char *q = sweep_quote(abs);
+	char *q = shell_quote(abs);
 	sb_addf(&b, "test -d %s || { echo 'the sweep dir is not shared'; exit 1; };", q);
 	free(q);
 	for (int i = 0; i < ndata; i++) {
-		q = sweep_quote(data[i]);
+		q = shell_quote(data[i]);
 		sb_addf(&b, "test -r %s/manifest.json || { echo 'no data dir %s'; exit 1; };", q, q);
 		free(q);
 	}
-	q = sweep_quote(abs);
+	q = shell_quote(abs);
 	sb_addf(&b, "nproc && df -Pk %s | tail -n 1", q);
 	free(q);
 	sb_addc(&b, 0);
@@ -417,7 +417,7 @@ static int check_server(const struct sweep_plan *p, struct sweep_place *pl, cons
 	char **cmd = launch_placed(&l, pl, argv);
 	struct strbuf cmdline = {0};
 	for (char **a = cmd; *a; a++) {
-		char *w = sweep_quote(*a);
+		char *w = shell_quote(*a);
 		sb_addf(&cmdline, "%s%s", a == cmd ? "" : " ", w);
 		free(w);
 	}

@@ -123,3 +123,19 @@ void sb_free(struct strbuf *b)
 	free(b->s);
 	memset(b, 0, sizeof *b);
 }
+
+char *shell_quote(const char *s)
+{
+	if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=+,-@%") == strlen(s))
+		return xstrdup(s);
+	struct strbuf b = {0};
+	sb_addc(&b, '\'');
+	for (const char *p = s; *p; p++)
+		if (*p == '\'')
+			sb_add(&b, "'\\''", 4);
+		else
+			sb_addc(&b, *p);
+	sb_addc(&b, '\'');
+	sb_addc(&b, 0);
+	return b.s;
+}

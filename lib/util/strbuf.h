@@ -21,4 +21,7 @@ void sb_add_double(struct strbuf *b, double v, int is_f32);
  * opened; dies where it cannot be read. */
 int sb_add_file(struct strbuf *b, const char *path);
 void sb_free(struct strbuf *b);
+/* A value for a command line: as it is when the shell would take it so,
+ * else in single quotes; malloc'd. */
+char *shell_quote(const char *s);
 #endif

@@ -39,6 +39,14 @@ expect_eq "a stop event at step 1" "$(ts-cat "$T/r2/events.msgpack" | jq -c 'sel
 check "resume continues the run" train --resume "$T/r2" --device cpu
 expect_eq "stopped and resumed: the same losses, step for step" "$(losses "$T/r2")" "$(losses "$T/r1")"
 check "the resumed model is the same bytes" cmp "$T/r2/final/model.safetensors" "$T/r1/final/model.safetensors"
+# a run dir named with a blank and a quote: the commands the messages give run as they are
+mkdir -p "$T/my run's" && touch "$T/my run's/stop"
+train "${TINY[@]}" --run "$T/my run's" --max-steps 2 2>"$T/err" >/dev/null
+expect_eq "stopped: the command to continue quotes the run dir" "$(sed -n 's/.*; continue with //p' "$T/err")" \
+	"ts-train --resume '$T/my run'\\''s'"
+check "stopped: that command resumes the run" eval "timeout 300 $(sed -n 's/.*; continue with //p' "$T/err")"
+expect_fail "a run dir that holds a run: the command to continue quotes it" 1 "continue it with --resume '$T/my run'\\\\''s' or" \
+	train "${TINY[@]}" --run "$T/my run's" --max-steps 2
 
 expect_eq "--recompute: the same losses, step for step" \
 	"$(train "${TINY[@]}" --run "$T/rre" --max-steps 12 --eval-every 4 --recompute 2>/dev/null && losses "$T/rre")" \

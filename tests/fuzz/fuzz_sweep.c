@@ -3,10 +3,11 @@
  * specs, NUL-separated. The jobs of specs that parse must each take every
  * option once, in the specs' order, with one of its values or a draw within
  * its range (a whole number for a range of whole numbers); each value, and
- * each spec, quoted for a shell (sweep_quote) must split back (sweep_words)
+ * each spec, quoted for a shell (shell_quote) must split back (sweep_words)
  * to itself. */
 #include "fuzz.h"
 #include "sweep/sweep.h"
+#include "util/strbuf.h"
 #include <math.h>
 
 enum { MAX_SPECS = 8, MAX_JOBS = 1000 };
@@ -31,7 +32,7 @@ static void free_words(char **w, int n)
 /* s quoted splits back into s alone. */
 static void check_quote(const char *s)
 {
-	char *q = sweep_quote(s);
+	char *q = shell_quote(s);
 	int n;
 	char **w = sweep_words(q, &n, "quoted");
 	if (n != 1 || strcmp(w[0], s))

@@ -3,6 +3,7 @@
 #include "check.h"
 #include "expect_die.h"
 #include "sweep/sweep.h"
+#include "util/strbuf.h"
 #include "util/err.h"
 #include <math.h>
 #include <stdlib.h>
@@ -116,13 +117,13 @@ static void test_refused(void)
 
 static void test_quote(void)
 {
-	char *q = sweep_quote("plain-1e-4/x.y:z=1,2");
+	char *q = shell_quote("plain-1e-4/x.y:z=1,2");
 	CHECK(!strcmp(q, "plain-1e-4/x.y:z=1,2"), "a plain word stays: %s", q);
 	free(q);
-	q = sweep_quote("a b's $x;");
+	q = shell_quote("a b's $x;");
 	CHECK(!strcmp(q, "'a b'\\''s $x;'"), "the others in single quotes: %s", q);
 	free(q);
-	q = sweep_quote("");
+	q = shell_quote("");
 	CHECK(!strcmp(q, "''"), "the empty word: %s", q);
 	free(q);
 }
