@@ -1,6 +1,7 @@
 #include "util/err.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,17 +41,21 @@ void escape_controls(const char *s, char *out, size_t n)
 	out[o] = 0;
 }
 
+/* A message's room: a few paths of up to PATH_MAX bytes and the words
+ * around them, so that a deep path does not cut off the why after it. */
+enum { MSG_MAX = 4 * PATH_MAX };
+
 /* One line: "prog: message[: errno text][hint]"; the message (without prog
  * and hint) left in line. On a terminal, the line a progress meter may have
  * left unfinished is cleared first. */
-static void vmsg(const char *fmt, va_list ap, int err, const char *hint, char line[2048])
+static void vmsg(const char *fmt, va_list ap, int err, const char *hint, char line[MSG_MAX])
 {
-	char raw[2048];
+	char raw[MSG_MAX];
 	vsnprintf(raw, sizeof raw, fmt, ap);
 	size_t n = strlen(raw);
 	if (n && raw[n - 1] == ':')
 		snprintf(raw + n, sizeof raw - n, " %s", strerror(err));
-	escape_controls(raw, line, 2048);
+	escape_controls(raw, line, MSG_MAX);
 	fprintf(stderr, "%s%s: %s%s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", ts_prog, line, hint);
 }
 
@@ -95,7 +100,7 @@ void die(const char *fmt, ...)
 	begin_ending(EXIT_BAD_INPUT);
 	va_list ap;
 	va_start(ap, fmt);
-	char line[2048];
+	char line[MSG_MAX];
 	vmsg(fmt, ap, err, "", line);
 	va_end(ap);
 	finish(EXIT_BAD_INPUT, line);
@@ -111,7 +116,7 @@ void die_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	char hint[128];
 	snprintf(hint, sizeof hint, "; see '%s --help'", ts_prog);
-	char line[2048];
+	char line[MSG_MAX];
 	vmsg(fmt, ap, err, hint, line);
 	va_end(ap);
 	finish(EXIT_USAGE, line);
@@ -122,7 +127,7 @@ void warnx(const char *fmt, ...)
 	int err = errno;
 	va_list ap;
 	va_start(ap, fmt);
-	char line[2048];
+	char line[MSG_MAX];
 	vmsg(fmt, ap, err, "", line);
 	va_end(ap);
 }

@@ -42,6 +42,9 @@ expect_fail "--no-header with --from-json: refused, the records need their heade
 	"--no-header leaves headers out of the JSON printed; the records --from-json writes need theirs" \
 	ts-cat --from-json --no-header "$T/arr.jsonl"
 expect_fail "missing file" 1 "cannot open $T/nope: No such file" ts-cat "$T/nope"
+deep=$T$(printf '/%0200d' $(seq 19))   # near PATH_MAX: 19 dirs of 200 bytes
+mkdir -p "$deep" && expect_fail "a missing file deep in dirs: the error names it whole and says why" 1 \
+	"cannot open $deep/nope: No such file or directory$" ts-cat "$deep/nope"
 expect_fail "unknown option suggests the nearest" 2 "unknown option '--recrods'; did you mean '--records'" ts-cat --recrods 2
 expect_fail "bad number" 2 "takes a whole number" ts-cat -n x
 ts-cat --from-json -o "$T/out.msgpack" "$T/bad.jsonl" 2>/dev/null
