@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,7 +325,7 @@ static void each_setting(const char *path, void (*use)(void *ctx, const char *ke
 {
 	if (!*path)
 		die_usage("--config: the path is empty");
-	char where[512], *next;
+	char where[PATH_MAX + 32], *next;
 	int ln = 1;
 	for (char *line = config_text(path); line; line = next, ln++) {
 		if ((next = strchr(line, '\n')))

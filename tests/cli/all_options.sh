@@ -90,6 +90,9 @@ refused "-c: keep = 4294967296 is refused with file and line" "keep.conf: line 1
 printf '# spans\ntask = mlm\nmax-ngram = 2000000000\n' >"$T/ngram.conf"
 refused "-c: max-ngram = 2000000000 is refused" "ngram.conf: line 3: --max-ngram: 2000000000 is out of range" \
 	train "${TINY[@]}" --run "$T/c2" -c "$T/ngram.conf"
+deep=$T$(printf '/%0100d' $(seq 6)) && mkdir -p "$deep" && printf 'layers = 2\nlayer = 3\n' >"$deep/key.conf"
+refused "-c FILE deep in dirs: the error names it whole, with its line" "^ts-train: $deep/key.conf: line 2: unknown key 'layer'" \
+	train "${TINY[@]}" --run "$T/c5" -c "$deep/key.conf"
 printf 'lr = nan\n' >"$T/lr.conf"
 refused "-c: lr = nan is refused" "lr.conf: line 1: --lr takes a number, not 'nan'" train "${TINY[@]}" --run "$T/c3" -c "$T/lr.conf"
 printf 'betas = nan,0.9\n' >"$T/betas.conf"
