@@ -789,6 +789,13 @@ int sweep_resume(const char *dir, long slots, char **ssh, int nssh)
 				free(*w);
 			free(words);
 		} else {
+			/* its run dir is in the sweep dir, which may have moved since */
+			for (char **w = words; *w; w++)
+				if (!strcmp(*w, "--run") && w[1]) {
+					free(w[1]);
+					w[1] = run, run = NULL;
+					break;
+				}
 			argvs[todo] = words;
 			add_j[todo] = !sweep_gives(words, "threads", 'j');
 			free(run);

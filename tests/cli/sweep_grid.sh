@@ -124,6 +124,7 @@ expect_eq "a stop in the middle: jobs 1 and 2 stopped, job 3 never started" \
 check "a stop in the middle: each stopped job checkpointed" sh -c "ts-cat '$T/s/job-001/events.msgpack' | grep -q '\"stop\"'"
 check "a stop in the middle: the sweep records the stop" sh -c "ts-cat '$T/s/jobs.msgpack' | jq -r .event | tail -1 | grep -qx stop"
 
+cp -r "$T/s" "$T/s-copy"
 # --resume: the stopped jobs go on from their checkpoints, the others start, the done ones rest
 check "--resume the stopped sweep" sweep --resume "$T/s"
 expect_eq "--resume: all 3 done" \
@@ -144,6 +145,12 @@ sweep --resume "$T/f" >/dev/null 2>&1
 expect_eq "--resume: a failed job runs again, a done one does not" \
 	"$(ts-cat "$T/f/jobs.msgpack" | jq -r 'select(.state=="running") | .job' | sort -n | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')" \
 	"1x1 2x2 3x1 "
+# a stopped sweep moved elsewhere: the jobs not begun run in their dirs' new place
+mv "$T/s-copy" "$T/moved"
+check "a stopped sweep moved: --resume" sweep --resume "$T/moved"
+expect_eq "a stopped sweep moved: job 3, never begun, ran in its dir there, none made where the sweep was" \
+	"$(sweep --show "$T/moved" --format json | jq -r '.[] | select(.job == 3) | .state') $(ls "$T/moved/job-003/final" 2>/dev/null | grep -c safetensors) $(test -e "$T/s-copy" && echo remade || echo none)" \
+	"done 1 none"
 expect_fail "--resume of a sweep that runs" 1 "is in use by another ts-sweep" sh -c \
 	"flock '$T/g/lock' sleep 2 & sleep 0.5; ts-sweep --resume '$T/g'"
 
