@@ -758,6 +758,8 @@ int sweep_resume(const char *dir, long slots, char **ssh, int nssh)
 	const char *cwd = json_string_value(json_object_get(sweep, "cwd"));
 	if (!cwd)
 		die("%s: jobs.msgpack: the sweep record lacks its working dir", dir);
+	if (access(cwd, X_OK) < 0)   /* every job would fail as it starts */
+		die("%s: the working dir its jobs start in, %s:", dir, cwd);
 	struct sweep_plan p = {.dir = dir, .eta = (int)json_integer_value(json_object_get(sweep, "eta")),
 			       .metric = json_string_value(json_object_get(sweep, "metric"))};
 	recorded_places(&p, sweep, slots);

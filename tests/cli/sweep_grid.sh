@@ -151,6 +151,10 @@ check "a stopped sweep moved: --resume" sweep --resume "$T/moved"
 expect_eq "a stopped sweep moved: job 3, never begun, ran in its dir there, none made where the sweep was" \
 	"$(sweep --show "$T/moved" --format json | jq -r '.[] | select(.job == 3) | .state') $(ls "$T/moved/job-003/final" 2>/dev/null | grep -c safetensors) $(test -e "$T/s-copy" && echo remade || echo none)" \
 	"done 1 none"
+# a sweep whose working dir is gone: --resume refuses in one line, where each job failed as it started
+mkdir "$T/wd" && (cd "$T/wd" && sweep -p max-pos=32,8 --dir "$T/fw" -- "${TRAIN[@]}" >/dev/null 2>&1); rmdir "$T/wd"
+expect_fail "--resume of a sweep whose working dir is gone: refused, naming it" 1 \
+	"^ts-sweep: $T/fw: the working dir its jobs start in, $T/wd: No such file or directory$" sweep --resume "$T/fw"
 expect_fail "--resume of a sweep that runs" 1 "is in use by another ts-sweep" sh -c \
 	"flock '$T/g/lock' sleep 2 & sleep 0.5; ts-sweep --resume '$T/g'"
 
