@@ -14,6 +14,7 @@
 #include "util/err.h"
 #include "util/opt.h"
 #include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -296,6 +297,17 @@ static void absolute(char **path)
 		*path = abs;
 }
 
+/* A resumed run reads its data, --init and --teacher where RUN/config says:
+ * one moved since is named as the config's, which is where to say so. */
+static void check_moved(void)
+{
+	const char *key[] = { "data", "init", "teacher" }, *path[] = { data, init, teacher };
+	for (int i = 0; i < 3; i++)
+		if (path[i] && access(path[i], F_OK) < 0)
+			die("%s/config: %s = %s: %s; where it has moved, set %s there", run, key[i], path[i],
+			    strerror(errno), key[i]);
+}
+
 /* From scratch, the vocab ts-shard kept in the data dir, if it did. */
 static void default_vocab(void)
 {
@@ -382,6 +394,8 @@ int main(int argc, char **argv)
 	check_options();
 	if (!vocab && !init && !resume)
 		default_vocab();
+	if (resume)
+		check_moved();
 	absolute(&data);
 	absolute(&init);
 	absolute(&teacher);

@@ -259,6 +259,10 @@ edited "a dropped line" '/^seed = /d'
 expect_fail "a dropped option: its default refused" 1 "config: seed = 0, but .* was made with seed = 5" \
 	train --resume "$T/e"
 mv "$T/data" "$T/data-moved"
+edited "the data moved, the config not edited" ""
+expect_fail "the data moved, the config not edited: refused, naming the config's line" 1 \
+	"^ts-train: $T/e/config: data = $T/data: No such file or directory; where it has moved, set data there$" \
+	train --resume "$T/e" --max-steps 6
 edited "the data moved" "s|^data = .*|data = $T/data-moved|; s/^threads = 2$/threads = 1/"
 check "the data moved and fewer threads: resumed" train --resume "$T/e" --max-steps 6
 mv "$T/data-moved" "$T/data"
