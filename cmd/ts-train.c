@@ -303,9 +303,11 @@ static void check_moved(void)
 {
 	const char *key[] = { "data", "init", "teacher" }, *path[] = { data, init, teacher };
 	for (int i = 0; i < 3; i++)
-		if (path[i] && access(path[i], F_OK) < 0)
-			die("%s/config: %s = %s: %s; where it has moved, set %s there", run, key[i], path[i],
-			    strerror(errno), key[i]);
+		if (path[i] && access(path[i], F_OK) < 0) {
+			const char *why = strerror(errno);
+			die("%s: %s = %s: %s; where it has moved, set %s there", path_join(run, "config"), key[i],
+			    path[i], why, key[i]);
+		}
 }
 
 /* From scratch, the vocab ts-shard kept in the data dir, if it did. */

@@ -301,7 +301,9 @@ static void finish(struct trainer *t)
 		      (double)t->st.samples / secs, (double)t->st.tokens / secs, best);
 	} else
 		trainer_log(t, "done at step %ld (%ld skipped)", t->st.step, t->st.skipped);
-	say(t, "done at step %ld; the model is in %s/best", t->st.step, t->c->run);
+	char *best = path_join(t->c->run, "best");
+	say(t, "done at step %ld; the model is in %s", t->st.step, best);
+	free(best);
 }
 
 static void stop_now(struct trainer *t)

@@ -322,8 +322,8 @@ static int check_kept_options(struct trainer *t, const char *ckpt)
 	if (key) {
 		trainer_record_failures(NULL);
 		char *a = said(now, key), *b = said(was.s, key);
-		die("%s/config: %s, but %s was made with %s: a resumed run keeps its options (for others, start a new run "
-		    "with --init %s)", t->c->run, a, ckpt, b, shell_quote(ckpt));
+		die("%s: %s, but %s was made with %s: a resumed run keeps its options (for others, start a new run "
+		    "with --init %s)", path_join(t->c->run, "config"), a, ckpt, b, shell_quote(ckpt));
 	}
 	int moved = kept && end_moved(now, was.s);
 	sb_free(&was), free(now), free(path);

@@ -45,6 +45,9 @@ train "${TINY[@]}" --run "$T/my run's" --max-steps 2 2>"$T/err" >/dev/null
 expect_eq "stopped: the command to continue quotes the run dir" "$(sed -n 's/.*; continue with //p' "$T/err")" \
 	"ts-train --resume '$T/my run'\\''s'"
 check "stopped: that command resumes the run" eval "timeout 300 $(sed -n 's/.*; continue with //p' "$T/err")"
+train "${TINY[@]}" --run "$T/slash/" --max-steps 1 2>"$T/err" >/dev/null
+expect_eq "a run dir named with a trailing slash: its model is named with no doubled one" "$(tail -n 1 "$T/err")" \
+	"ts-train: done at step 1; the model is in $T/slash/best"
 expect_fail "a run dir that holds a run: the command to continue quotes it" 1 "continue it with --resume '$T/my run'\\\\''s' or" \
 	train "${TINY[@]}" --run "$T/my run's" --max-steps 2
 
