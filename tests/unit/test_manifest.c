@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char tmpdir[] = "/tmp/ts-test-manifest.XXXXXX";
 
@@ -286,7 +287,10 @@ static void test_bad(void)
 	char nowhere[300];
 	snprintf(nowhere, sizeof nowhere, "%s/none", tmpdir);
 	expect_die("missing manifest", read_it, nowhere, "cannot open");
-	expect_die("missing manifest names the file", read_it, nowhere, "none/manifest.json: No such file");
+	expect_die("a missing data dir is named", read_it, nowhere, "none: No such file or directory");
+	snprintf(nowhere, sizeof nowhere, "%s/empty", tmpdir);
+	mkdir(nowhere, 0700);
+	expect_die("a dir without a manifest is no data dir", read_it, nowhere, "empty: not a data dir (no manifest.json");
 	expect_bad("{\"format\":", "manifest.json: line 1: not valid JSON");
 	expect_bad("[]", "manifest.json: not a JSON object");
 	expect_bad("{\"format\":\"other\"}", "not a TopSpin data manifest (format 'other')");
