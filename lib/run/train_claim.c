@@ -352,18 +352,22 @@ void start_state(struct trainer *t, char **from)
 	if (t->lead) {
 		t->ev = events_open(events);
 		trainer_record_failures(t->ev);
-		char *tb = path_join(t->c->run, "tb");
-		t->tb = tb_open(tb);
-		free(tb);
 	}
 	if (*from)
 		load_checkpoint(t, from);
 	const char *ckpt = *from;
-	if (t->lead && t->c->resume)   /* the steps after the checkpoint come again */
-		tb_restart(t->tb, t->st.step + 1);
 	int taken_further = ckpt && check_kept_options(t, ckpt);
 	if (ckpt && t->c->resume_changes)
 		check_new_end(t);
+	if (ckpt)
+		check_processes(t);
+	if (t->lead) {   /* a TensorBoard file of the leg's own, once it is not refused */
+		char *tb = path_join(t->c->run, "tb");
+		t->tb = tb_open(tb);
+		free(tb);
+		if (t->c->resume)   /* the steps after the checkpoint come again */
+			tb_restart(t->tb, t->st.step + 1);
+	}
 	if (ckpt) {
 		size_t i;
 		json_t *p;

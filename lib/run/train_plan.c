@@ -98,20 +98,26 @@ double sched_position(const struct trainer *t)
 	return t->st.sched_pos + (double)(t->st.step - t->st.sched_step) * t->pace;
 }
 
+/* A --bucket run, whose order depends on the micro-batch, resumes on as
+ * many processes as it trained on: another number is refused before the
+ * run's log or events say anything, and the run is left as it was. */
+void check_processes(const struct trainer *t)
+{
+	int was = t->st.processes, now = t->comm->size;
+	if (!t->c->bucket || was == now)
+		return;
+	trainer_record_failures(NULL);
+	die("%s: a --bucket run resumes on as many processes as it trained on (%d), not %d", t->c->run, was, now);
+}
+
 /* A run resumed on another number of processes goes on from the same
  * record of the epoch, in micro-batches of --batch records or of a
  * --batch-tokens group a process (whose cuts the processes do not move), and
  * its schedule goes on from where it was at the pace that ends it with the
- * data; but a --bucket run, whose order depends on the micro-batch, resumes
- * on as many. */
+ * data. */
 static void resize(struct trainer *t)
 {
 	int was = t->st.processes, now = t->comm->size;
-	if (t->c->bucket) {
-		trainer_record_failures(NULL);   /* refused: the run stays as it was */
-		die("%s: a --bucket run resumes on as many processes as it trained on (%d), not %d", t->c->run, was,
-		    now);
-	}
 	t->pace = sched_pace(t, was);
 	t->st.sched_pos = sched_position(t);
 	t->st.sched_step = t->st.step;

@@ -96,6 +96,7 @@ void use_order(struct trainer *t, long epoch);
 uint64_t micro_batch(const struct trainer *t, uint64_t at, int processes, int rank, uint64_t *lo,
 		    uint64_t *hi);
 double sched_position(const struct trainer *t);
+void check_processes(const struct trainer *t);
 void plan_steps(struct trainer *t, const char *ckpt);
 
 /* train_step.c: a step */

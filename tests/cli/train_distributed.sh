@@ -151,9 +151,13 @@ check "resumed 1 -> 2: still in warmup, the lr of the 30 steps planned at pace 2
 check "2 processes, --bucket: 6 steps" mpi 2 "${TINY[@]}" --run "$T/b2" --batch 8 --max-steps 6 --save-every 3 --keep 5 --bucket
 cut_to "$T/b2" "$T/b21" 3
 cp "$T/b21/events.msgpack" "$T/b21.events"
+cp "$T/b21/log/rank-0.log" "$T/b21.log"
+b21_tb=$(ls "$T/b21/tb")
 expect_fail "a --bucket run resumed on another number of processes: refused" 1 \
 	"a --bucket run resumes on as many processes as it trained on \(2\), not 1" train --resume "$T/b21" --device cpu
 check "...and left as it was: no failure recorded" cmp "$T/b21/events.msgpack" "$T/b21.events"
+check "...nor a resume in its log" cmp "$T/b21/log/rank-0.log" "$T/b21.log"
+expect_eq "...nor a TensorBoard file of a resume" "$(ls "$T/b21/tb")" "$b21_tb"
 
 # ZeRO-1: each process keeps the moments of, and updates, its shard; the
 # gradient is reduce-scattered and the shards all-gathered
