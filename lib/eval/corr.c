@@ -52,8 +52,19 @@ static double *ranks(const double *v, size_t n)
 	return r;
 }
 
+static int any_nan(const double *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (isnan(v[i]))
+			return 1;
+	return 0;
+}
+
+/* A NaN has no rank: scipy's default propagates it. */
 double spearman(const double *x, const double *y, size_t n)
 {
+	if (any_nan(x, n) || any_nan(y, n))
+		return NAN;
 	double *rx = ranks(x, n), *ry = ranks(y, n);
 	double rho = pearson(rx, ry, n);
 	free(rx);

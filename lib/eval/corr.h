@@ -1,6 +1,7 @@
 /* Correlation of predictions with the truth, as scipy.stats computes it:
  * Pearson's r, and Spearman's rho (Pearson's r of the ranks, ties taking
- * their mean rank). Both are NaN when either side is constant or n < 2. */
+ * their mean rank). Both are NaN when either side is constant, holds a NaN,
+ * or n < 2. */
 #ifndef TS_CORR_H
 #define TS_CORR_H
 #include <stddef.h>

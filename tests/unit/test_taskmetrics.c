@@ -20,6 +20,9 @@ static void test_corr(void)
 	      "a falling series: rho -1, r %.7f", pearson(x, rev, 5));
 	CHECK(isnan(pearson(x, flat, 5)) && isnan(spearman(flat, y, 5)) && isnan(pearson(x, y, 1)),
 	      "a constant side or a single pair: NaN, as scipy");
+	double hole[] = {1, NAN, 3, 4, 2};
+	CHECK(isnan(spearman(hole, y, 5)) && isnan(spearman(x, hole, 5)) && isnan(pearson(hole, y, 5)),
+	      "a NaN on either side (a diverged model's prediction): NaN, as scipy, not a rank among numbers");
 }
 
 static void test_prf_table(void)
