@@ -8,6 +8,7 @@
 #include "device/gpus.h"
 #include "eval/evaluate.h"
 #include "eval/predictions.h"
+#include "format/mpjson.h"
 #include "model/hfconfig.h"
 #include "model/modeldir.h"
 #include "util/afile.h"
@@ -273,7 +274,7 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		} else {
 			json_t *j = metrics_json(cm, c, names);
 			if (!merge_folds)
-				json_object_set_new(j, "loss", json_real(r.loss));
+				json_object_set_new(j, "loss", json_number(r.loss));   /* NaN: null */
 			json_object_set_new(j, "records", json_integer((json_int_t)p->n));
 			print_json(j);
 			json_decref(j);

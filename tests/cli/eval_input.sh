@@ -231,4 +231,23 @@ expect_eq "the report on standard output, the predictions in FILE" \
 	"$(grep -c '^confusion matrix' "$T/out") $(cat1 "$T/pred.mp" | grep -c '"pred"')" "1 3"
 expect_fail "ts-eval --split with record files is a usage error, not ignored" 2 "--split goes with --data" \
 	eval1 -m "$HF/tiny-cls" --split valid "$T/r.mp"
+# a diverged model (a NaN in its head) scores NaN, written null as every
+# other task writes it, never a rank that NaNs were sorted into
+nan_head() {
+	cp -r "$HF/tiny-$1" "$T/nan-$1" && "$PY" - "$T/nan-$1/model.safetensors" <<'PY'
+import json, struct, sys
+f = open(sys.argv[1], "r+b")
+n = struct.unpack("<Q", f.read(8))[0]
+f.seek(8 + n + json.loads(f.read(n))["classifier.bias"]["data_offsets"][0])
+f.write(struct.pack("<f", float("nan")))
+PY
+}
+nan_head reg && nan_head cls
+printf '%s\n' '{"kind":"tokens","version":1,"max_len":32,"lower":true}' '{"id":"a","ids":[2,5,6,3],"label":0.5}' \
+	'{"id":"b","ids":[2,7,8,9,3],"label":1.5}' '{"id":"c","ids":[2,10,3],"label":-1.5}' '{"id":"d","ids":[2,11,3],"label":2.5}' |
+	cat1 --from-json -o "$T/reg.mp"
+expect_eq "regression: its correlations are null" \
+	"$(eval1 -m "$T/nan-reg" "$T/reg.mp" | jq -c '[.pearson, .spearman, .mse]')" '[null,null,null]'
+expect_eq "classifier: its loss is null, not left out" "$(eval1 -m "$T/nan-cls" "$T/r.mp" | jq -c '[has("loss"), .loss]')" \
+	'[true,null]'
 finish
