@@ -288,6 +288,22 @@ static int server_lost(const struct sweep_plan *p, const struct running *r, cons
 	return lost;
 }
 
+/* Says on standard error that the job whose end rec records failed: how
+ * it ended, and where its output is. */
+static void say_failed(const char *dir, const json_t *rec)
+{
+	int job = (int)json_integer_value(json_object_get(rec, "job"));
+	char *run = sweep_job_dir(dir, job - 1);
+	const json_t *sig = json_object_get(rec, "signal");
+	if (sig)
+		warnx("job %d failed: killed by signal %d (%s); its output is in %s.out", job, (int)json_integer_value(sig),
+		      strsignal((int)json_integer_value(sig)), run);
+	else
+		warnx("job %d failed: exit status %d; its output is in %s.out", job,
+		      (int)json_integer_value(json_object_get(rec, "exit")), run);
+	free(run);
+}
+
 /* Runs the n jobs ids[] (0-based) with their command lines argvs[], to
  * which the place adds its -j where add_j[] says, as many at a time as the
  * places have slots, recording each in ev; returns sweep_run's result. */
@@ -346,7 +362,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		for (int i = 0; i < running; i++)
 			if (run[i].pid == pid) {
 				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, clock_seconds() - run[i].began);
-				failed |= !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
+				if (!strcmp(json_string_value(json_object_get(rec, "state")), "failed"))
+					say_failed(p->dir, rec), failed = 1;
 				if (!lost[run[i].place] && server_lost(p, &run[i], rec))
 					lost[run[i].place] = 1;
 				events_add(ev, "job", rec);
@@ -360,7 +377,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	free(run), free(busy), free(lost);
 	if (pr.asha)
 		asha_free(pr.asha);
-	return stopping ? 2 : failed;
+	return failed ? 1 : stopping ? 2 : 0;
 }
 
 static struct events *open_records(const char *dir)

@@ -36,8 +36,9 @@ char **sweep_argv(const struct sweep_plan *p, int i);
  * server that fails is left out with a warning, its cores counted for
  * -j), and runs every job, as many at a time as the places have slots; a
  * job that fails is recorded and the sweep goes on, without the server of
- * a job that ssh could not start. Returns 0 when all
- * finished, 1 when any failed, 2 when stopped (SIGINT, SIGTERM, ts-stop). */
+ * a job that ssh could not start; a line on standard error names each
+ * job that fails. Returns 1 when any failed (stopped or not), else 2 when
+ * stopped (SIGINT, SIGTERM, SIGHUP, ts-stop), else 0. */
 int sweep_run(struct sweep_plan *p);
 /* Runs again the jobs of the sweep in dir that are not done, where it ran
  * them (slots > 0: that many at a time on this machine, for a sweep that

@@ -85,6 +85,8 @@ expect_eq "a failing job: the sweep exits 1" "$?" 1
 expect_eq "a failing job: the others are done" "$(states "$T/f" | tr '\n' ';')" "1 done;2 failed;3 done;"
 expect_eq "a failing job: its exit status and its last lines are recorded" \
 	"$(ts-cat "$T/f/jobs.msgpack" | jq -r 'select(.job==2 and .state=="failed") | "\(.exit) \(.tail | test("--max-pos 8"))"')" "2 true"
+expect_eq "a failing job: a line on standard error names it, its exit status and its output" \
+	"$(grep -cxF "ts-sweep: job 2 failed: exit status 2; its output is in $T/f/job-002.out" "$T/f.out")" 1
 
 # --print | xargs does the same work
 sweep --print -P 2 -p lr=1e-4,1e-3 --dir "$T/x" -- "${TRAIN[@]}" >"$T/jobs.txt"

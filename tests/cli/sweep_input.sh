@@ -62,6 +62,17 @@ expect_eq "...exit 0, job 1 stopped, job 2 never started, the stop recorded, the
 	"$? $(states "$T/oh" | tr '\n' ';') $(test -e "$T/oh/job-002" && echo started)$(ts-cat "$T/oh/jobs.msgpack" | jq -r .event | tail -1) $(test -e "$T/oh/stop" && echo left)" \
 	"0 1 stopped; stop "
 
+# a job that failed before a stop: the exit status still says a job failed
+sweep -P 2 -p max-pos=32,8 --dir "$T/fs" -- "${LONG[@]}" >/dev/null 2>"$T/fs.err" &
+sweeper=$!
+wait_for "a failed job, then a stop: job 2 failed, job 1 under way" sh -c \
+	"$(declare -f states steps_in); states '$T/fs' | grep -qx '2 failed' && steps_in '$T/fs/job-001'"
+check "a failed job, then a stop: ts-stop" timeout 60 ts-stop "$T/fs"
+wait "$sweeper"
+expect_eq "a failed job, then a stop: exit 1, job 1 stopped, job 2 failed, its line on standard error" \
+	"$? $(states "$T/fs" | tr '\n' ';') $(grep -c "^ts-sweep: job 2 failed: exit status 2; its output is in $T/fs/job-002.out$" "$T/fs.err")" \
+	"1 1 stopped;2 failed; 1"
+
 # an option in two specs, or twice in one, would have one value win silently
 expect_fail "-p: an option in two specs" 2 "-p: option lr is given twice" \
 	sweep -p lr=1e-4,1e-2 -p lr=5e-3 --dir "$T/u1" -- ts-train "${MODEL[@]}" --max-steps 1
