@@ -96,13 +96,15 @@ static int free_port(void)
 }
 
 /* In a job's own process: starts its k processes as a launch by the
- * environment (as torchrun would), passes a stop on to them, and returns
- * the first failure's exit status, else 0. */
+ * environment (as torchrun would), passes a stop (SIGINT, SIGTERM, or
+ * SIGHUP as a terminal closed sends it) on to them, and returns the first
+ * failure's exit status, else 0. */
 static int lead(char **argv, int k)
 {
 	struct sigaction stop = {.sa_handler = on_stop};
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
+	sigaction(SIGHUP, &stop, NULL);
 	char port[16], size[16];
 	snprintf(port, sizeof port, "%d", free_port());
 	snprintf(size, sizeof size, "%d", k);
@@ -113,7 +115,7 @@ static int lead(char **argv, int k)
 		if ((kids[r] = fork()) < 0)
 			die("cannot start a job's process:");
 		if (kids[r] == 0) {
-			signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+			signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL);
 			setenv("WORLD_SIZE", size, 1), setenv("LOCAL_WORLD_SIZE", size, 1);
 			setenv("RANK", rank, 1), setenv("LOCAL_RANK", rank, 1);
 			setenv("MASTER_ADDR", "127.0.0.1", 1), setenv("MASTER_PORT", port, 1);
@@ -168,7 +170,7 @@ pid_t launch_start(const struct launcher *l, const struct sweep_place *pl, int i
 	if (pid < 0)
 		die("cannot start a job:");
 	if (pid == 0) {
-		signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL);
 		stop_with(sweep);
 		int null = open("/dev/null", O_RDONLY);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)

@@ -55,14 +55,15 @@ static void on_stop(int sig)
 	stop_asked = 1;
 }
 
-/* SIGINT and SIGTERM (ts-stop) ask the sweep to stop from the moment it
- * holds its dir; restart: the calls they interrupt go on (the server
- * checks' reads), else a wait ends at once. */
+/* SIGINT, SIGTERM (ts-stop) and SIGHUP (its terminal closed) ask the
+ * sweep to stop from the moment it holds its dir; restart: the calls they
+ * interrupt go on (the server checks' reads), else a wait ends at once. */
 static void catch_stops(int restart)
 {
 	struct sigaction stop = {.sa_handler = on_stop, .sa_flags = restart ? SA_RESTART : 0};
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
+	sigaction(SIGHUP, &stop, NULL);
 }
 
 /* Job i's options as {"key": "value"}. */

@@ -62,6 +62,30 @@ expect_eq "...exit 0, job 1 stopped, job 2 never started, the stop recorded, the
 	"$? $(states "$T/oh" | tr '\n' ';') $(test -e "$T/oh/job-002" && echo started)$(ts-cat "$T/oh/jobs.msgpack" | jq -r .event | tail -1) $(test -e "$T/oh/stop" && echo left)" \
 	"0 1 stopped; stop "
 
+# SIGHUP (the terminal closed) stops the sweep as SIGTERM does: its job checkpoints, no other starts
+sweep -p lr=1e-4,1e-3 --dir "$T/hup" -- "${LONG[@]}" >/dev/null 2>&1 &
+sweeper=$!
+wait_for "SIGHUP: the sweep's job 1 under way" steps_in "$T/hup/job-001"
+kill -HUP "$(cut -d' ' -f1 "$T/hup/lock")"
+wait_for "SIGHUP: the sweep ends" ended "$T/hup"
+ended "$T/hup" || kill "$sweeper"
+wait "$sweeper"
+rc=$?
+stopped=$(ts-cat "$T/hup/job-001/events.msgpack" | jq -r 'select(.event=="stop") | .step')
+expect_eq "SIGHUP: exit 0, job 1 stopped with a checkpoint, job 2 never started, the stop recorded" \
+	"$rc $(states "$T/hup" | tr '\n' ';') $(test -d "$T/hup/job-001/ckpt/step-$stopped" && echo ckpt) $(test -e "$T/hup/job-002" && echo started)$(ts-cat "$T/hup/jobs.msgpack" | jq -r .event | tail -1)" \
+	"0 1 stopped; ckpt stop"
+# a hang-up of the sweep's whole process group, as a terminal closed sends it, with
+# jobs of 2 processes: the process that leads each job passes the stop on, not dying of it
+sweep -p lr=1e-4 --per-job 2 --dir "$T/hupg" -- "${LONG[@]}" >/dev/null 2>&1 &
+sweeper=$!
+wait_for "SIGHUP to the group: the job of 2 processes under way" steps_in "$T/hupg/job-001"
+kill -HUP -- -"$(ps -o pgid= -p "$(cut -d' ' -f1 "$T/hupg/lock")" | tr -d ' ')"
+wait_for "SIGHUP to the group: the sweep ends" ended "$T/hupg"
+ended "$T/hupg" || kill "$sweeper"
+wait "$sweeper"
+expect_eq "SIGHUP to the group: exit 0, the job stopped, not failed" "$? $(states "$T/hupg")" "0 1 stopped"
+
 # a job that failed before a stop: the exit status still says a job failed
 sweep -P 2 -p max-pos=32,8 --dir "$T/fs" -- "${LONG[@]}" >/dev/null 2>"$T/fs.err" &
 sweeper=$!
