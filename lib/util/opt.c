@@ -498,8 +498,8 @@ static void read_configs(const struct cmd_spec *spec, int argc, char **argv)
 			return;
 		const char *a = argv[i];
 		if (!strcmp(a, "-c") || !strcmp(a, "--config")) {
-			if (i + 1 >= argc)
-				die_usage("%s needs a value", a);
+			if (i + 1 >= argc || !strcmp(argv[i + 1], "--"))
+				bad("%s needs a value%s", a, i + 1 < argc ? " (-- ends the options)" : "");
 			opt_read_config(spec, argv[++i]);
 		} else if (!strncmp(a, "--config=", 9)) {
 			opt_read_config(spec, a + 9);
@@ -516,8 +516,8 @@ static int take_value(const struct opt *o, const char *inline_val, int *i, int a
 		return *(int *)o->dest = 1, 0;
 	if (inline_val)
 		return set_value(o, inline_val), 0;
-	if (*i + 1 >= argc)
-		bad("%s needs a value%s", shown, "");
+	if (*i + 1 >= argc || !strcmp(argv[*i + 1], "--"))   /* a value does not take the end of the options */
+		bad("%s needs a value%s", shown, *i + 1 < argc ? " (-- ends the options)" : "");
 	set_value(o, argv[++*i]);
 	return 0;
 }

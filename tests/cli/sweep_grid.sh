@@ -324,6 +324,10 @@ expect_fail "not ts-train" 2 "ts-sweep runs ts-train" ts-sweep -p lr=1 --dir "$T
 expect_fail "an existing sweep dir" 1 "exists: a sweep makes its dir" ts-sweep -p lr=1 --dir "$T/g" -- "${TRAIN[@]}"
 check "nothing written for the usage errors" sh -c "! ls -d '$T'/u* 2>/dev/null"
 expect_fail "--show of a dir that is not a sweep" 1 "not a sweep dir" ts-sweep --show "$T/data"
+expect_fail "--show -- DIR: -- ends the options, it is no sweep dir" 2 "^ts-sweep: --show needs a value \\(-- ends the options\\)" \
+	ts-sweep --show -- "$T/g"
+expect_fail "--dir -- before the command: no sweep dir named --" 2 "^ts-sweep: --dir needs a value \\(-- ends the options\\)" \
+	ts-sweep -p lr=1 --dir -- "${TRAIN[@]}"
 expect_fail "--show with -P, which it does not take" 2 "--show takes no other options but --format, --metric and --plot \\(not --jobs\\)" \
 	ts-sweep --show "$T/g" -P 3
 # the sweep's own places, not the GPUs given: a --gpus ignored would run the jobs on the cores

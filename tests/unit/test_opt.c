@@ -104,6 +104,9 @@ static void test_empty_paths(void)
 	expect_refused("--out=", NULL, "--out: the path is empty");
 	expect_refused("", NULL, "an argument is an empty path");
 	expect_refused("-c", "", "--config: the path is empty");
+	expect_refused("--out", "--", "--out needs a value (-- ends the options)");
+	expect_refused("-o", "--", "-o needs a value (-- ends the options)");
+	expect_refused("-c", "--", "-c needs a value (-- ends the options)");
 	parse2("--label", "");
 	CHECK(label && !*label, "an empty string that is not a path is taken");
 }
