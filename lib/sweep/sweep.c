@@ -121,6 +121,14 @@ static void draw_text(char *buf, size_t size, double x, const struct sweep_spec 
 	}
 }
 
+/* Uniform in [0, 1) with a double's 53 bits: a float's 24 would put the
+ * draws of a range on a grid (a range of 2^40 whole numbers: multiples of
+ * 2^16 alone). */
+static double draw_unit(struct rng *r)
+{
+	return (double)(rng_u64(r) >> 11) * 0x1p-53;
+}
+
 /* Adds spec s's value v (or a draw from its range) to job j. */
 static void take(struct sweep_job *j, const struct sweep_spec *s, int v, struct rng *r)
 {
@@ -133,7 +141,7 @@ static void take(struct sweep_job *j, const struct sweep_spec *s, int v, struct 
 		}
 		/* whole numbers: each from lo to hi as likely (on :log, as log-uniform
 		 * on [lo, hi + 1) puts it), hi included */
-		double hi = s->whole ? s->hi + 1 : s->hi, u = rng_uniform(r);
+		double hi = s->whole ? s->hi + 1 : s->hi, u = draw_unit(r);
 		double x = s->log ? exp(log(s->lo) + u * (log(hi) - log(s->lo))) : s->lo + u * (hi - s->lo);
 		char buf[64];
 		if (s->whole)   /* exp(log(lo)) may be below lo */

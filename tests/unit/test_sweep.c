@@ -69,9 +69,16 @@ static void test_random(void)
 	for (int i = 0; i < n; i++)
 		in_range &= atof(a[i].opts[1]) >= 0.999 && atof(a[i].opts[1]) <= 0.99999;
 	CHECK(in_range, "draws near an end of 5 digits stay within the range, not rounded to 1");
-	const char *low_end[] = {"accum=5:12:log"};   /* seed 2296's draw 357 is the lowest, and exp(log(5)) < 5 */
+	const char *low_end[] = {"accum=5:12:log"};   /* seed 2296's draw 357 is the lowest, 5.00000002 */
 	n = make(low_end, 1, 357, 2296, &a);
 	CHECK(!strcmp(a[356].opts[1], "5"), "a whole log range's lowest draw is its low end, 5 (%s)", a[356].opts[1]);
+	const char *wide[] = {"seed=0:1099511627775"};   /* 2^40 whole numbers */
+	n = make(wide, 1, 200, 7, &a);
+	int coarse = 0;
+	for (int i = 0; i < n; i++)
+		coarse += atoll(a[i].opts[1]) % 65536 == 0;
+	CHECK(coarse < 5, "a range of 2^40 whole numbers draws from all of them, not 24 bits' multiples of 2^16 (%d of 200)",
+	      coarse);
 	const char *powers[] = {"max-steps=1e3:1e5", "dropout=0.0:1.0"};
 	n = make(powers, 2, 100, 7, &a);
 	whole = 1;
