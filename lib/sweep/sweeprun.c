@@ -55,15 +55,18 @@ static void on_stop(int sig)
 	stop_asked = 1;
 }
 
-/* SIGINT, SIGTERM (ts-stop) and SIGHUP (its terminal closed) ask the
- * sweep to stop from the moment it holds its dir; restart: the calls they
- * interrupt go on (the server checks' reads), else a wait ends at once. */
+/* SIGINT, SIGTERM (ts-stop), SIGHUP (its terminal closed) and SIGPIPE
+ * (its standard error a pipe nothing reads any more) ask the sweep to stop
+ * from the moment it holds its dir, as they ask ts-train; restart: the
+ * calls they interrupt go on (the server checks' reads), else a wait ends
+ * at once. */
 static void catch_stops(int restart)
 {
 	struct sigaction stop = {.sa_handler = on_stop, .sa_flags = restart ? SA_RESTART : 0};
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
 	sigaction(SIGHUP, &stop, NULL);
+	sigaction(SIGPIPE, &stop, NULL);
 }
 
 /* Job i's options as {"key": "value"}. */
@@ -289,19 +292,16 @@ static int server_lost(const struct sweep_plan *p, const struct running *r, cons
 	return lost;
 }
 
-/* Says on standard error that the job whose end rec records failed: how
- * it ended, and where its output is. */
-static void say_failed(const char *dir, const json_t *rec)
+/* Says on standard error that job i, ended with status, failed: how, and
+ * where its output is. */
+static void say_failed(const char *dir, int i, int status)
 {
-	int job = (int)json_integer_value(json_object_get(rec, "job"));
-	char *run = sweep_job_dir(dir, job - 1);
-	const json_t *sig = json_object_get(rec, "signal");
-	if (sig)
-		warnx("job %d failed: killed by signal %d (%s); its output is in %s.out", job, (int)json_integer_value(sig),
-		      strsignal((int)json_integer_value(sig)), run);
+	char *run = sweep_job_dir(dir, i);
+	if (WIFSIGNALED(status))
+		warnx("job %d failed: killed by signal %d (%s); its output is in %s.out", i + 1, WTERMSIG(status),
+		      strsignal(WTERMSIG(status)), run);
 	else
-		warnx("job %d failed: exit status %d; its output is in %s.out", job,
-		      (int)json_integer_value(json_object_get(rec, "exit")), run);
+		warnx("job %d failed: exit status %d; its output is in %s.out", i + 1, WEXITSTATUS(status), run);
 	free(run);
 }
 
@@ -363,11 +363,12 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		for (int i = 0; i < running; i++)
 			if (run[i].pid == pid) {
 				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, clock_seconds() - run[i].began);
-				if (!strcmp(json_string_value(json_object_get(rec, "state")), "failed"))
-					say_failed(p->dir, rec), failed = 1;
+				int job_failed = !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				if (!lost[run[i].place] && server_lost(p, &run[i], rec))
 					lost[run[i].place] = 1;
 				events_add(ev, "job", rec);
+				if (job_failed)   /* once recorded: a closed standard error stops the sweep */
+					say_failed(p->dir, run[i].job, status), failed = 1;
 				busy[run[i].place]--;
 				run[i] = run[--running];
 				break;
@@ -375,6 +376,7 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 	}
 	events_add(ev, stopping ? "stop" : "done", json_pack("{sI}", "started", (json_int_t)next));
 	rundir_clear_stop(p->dir);   /* acted on, or come with the last job's end */
+	signal(SIGPIPE, SIG_DFL);   /* the board to a closed pipe ends the command, as any output does */
 	free(run), free(busy), free(lost);
 	if (pr.asha)
 		asha_free(pr.asha);

@@ -97,6 +97,13 @@ expect_eq "a failed job, then a stop: exit 1, job 1 stopped, job 2 failed, its l
 	"$? $(states "$T/fs" | tr '\n' ';') $(grep -c "^ts-sweep: job 2 failed: exit status 2; its output is in $T/fs/job-002.out$" "$T/fs.err")" \
 	"1 1 stopped;2 failed; 1"
 
+# standard error a pipe closed early (2>&1 | head -1): the sweep stops at its next line, as
+# ts-train does, its records whole
+sweep -p max-pos=8,8,8,8,32 --dir "$T/pipe" -- ts-train "${MODEL[@]}" --max-steps 2 2>&1 | head -n 1 >"$T/pipe.head"
+expect_eq "standard error closed early: its first line kept; the job whose line found it closed recorded, then the stop" \
+	"$(cat "$T/pipe.head") | $(states "$T/pipe" | tr '\n' ';') $(ts-cat "$T/pipe/jobs.msgpack" | jq -r .event | tail -1)" \
+	"ts-sweep: job 1 failed: exit status 2; its output is in $T/pipe/job-001.out | 1 failed;2 failed; stop"
+
 # an option in two specs, or twice in one, would have one value win silently
 expect_fail "-p: an option in two specs" 2 "-p: option lr is given twice" \
 	sweep -p lr=1e-4,1e-2 -p lr=5e-3 --dir "$T/u1" -- ts-train "${MODEL[@]}" --max-steps 1
