@@ -522,10 +522,12 @@ static void need_utf8(const char *what, const char *s)
 }
 
 /* Asks ts-train --count-params in cwd for job i's model: returns its
- * parameters, or -1 when ts-train cannot tell here (a data dir only the
- * servers have: the job will say why); dies with ts-train's own line when
- * it refuses the job's options, before anything is made. */
-static long probe_job(const char *cwd, char **argv, int i)
+ * parameters, or -1 when ts-train cannot tell here (a data dir or a
+ * ts-train only the servers have: the job will say why); dies with
+ * ts-train's own line when it refuses the job's options, or, when the jobs
+ * run here alone, with why its command cannot run, before anything is
+ * made. */
+static long probe_job(const char *cwd, char **argv, int i, int here_alone)
 {
 	int len = 0, out[2], err[2];
 	while (argv[len])
@@ -544,6 +546,7 @@ static long probe_job(const char *cwd, char **argv, int i)
 		if (null < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0 || dup2(null, 0) < 0 || chdir(cwd) < 0)
 			_exit(127);
 		execvp(v[0], v);
+		dprintf(2, "cannot run %s: %s\n", v[0], strerror(errno));
 		_exit(127);
 	}
 	close(out[1]), close(err[1]);
@@ -554,7 +557,8 @@ static long probe_job(const char *cwd, char **argv, int i)
 	int status;
 	waitpid(pid, &status, 0);
 	free(v);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE) {
+	int unrun = here_alone && WIFEXITED(status) && WEXITSTATUS(status) == 127 && !strncmp(why, "cannot run ", 11);
+	if (unrun || (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE)) {
 		why[strcspn(why, "\n")] = 0;
 		char *hint = strstr(why, "; see 'ts-train --help'");
 		if (hint)
@@ -590,9 +594,10 @@ int sweep_run(struct sweep_plan *p)
 	need_utf8("the working dir", cwd);
 	for (int k = 0; k < p->nssh; k++)
 		need_utf8("--ssh", p->ssh[k]);
+	int here_alone = 1;
 	for (int k = 0; k < p->nplaces; k++)
 		if (p->places[k].host)
-			need_utf8("--servers", p->places[k].host);
+			need_utf8("--servers", p->places[k].host), here_alone = 0;
 	char ***argvs = xcalloc((size_t)p->njobs + 1, sizeof *argvs);
 	long *sizes = xcalloc((size_t)p->njobs + 1, sizeof *sizes);
 	for (int i = 0; i < p->njobs; i++) {
@@ -603,7 +608,7 @@ int sweep_run(struct sweep_plan *p)
 			need_utf8(what, *a);
 	}
 	for (int i = 0; i < p->njobs; i++)
-		sizes[i] = probe_job(cwd, argvs[i], i);
+		sizes[i] = probe_job(cwd, argvs[i], i, here_alone);
 	make_parents(p->dir);
 	if (mkdir(p->dir, 0777) < 0) {
 		if (errno != EEXIST)

@@ -321,6 +321,9 @@ expect_eq "...no sweep dir is left" "$(test -e "$T/u7" && echo left || echo none
 expect_fail "a --run of the command's own" 2 "gives each job its own run dir: drop --run" \
 	ts-sweep -p lr=1 --dir "$T/u5" -- "${TRAIN[@]}" --run "$T/r"
 expect_fail "not ts-train" 2 "ts-sweep runs ts-train" ts-sweep -p lr=1 --dir "$T/u6" -- echo hi
+expect_fail "a ts-train that is not there: refused before the sweep dir is made, not each job failed" 2 \
+	"^ts-sweep: job 1: cannot run $T/nowhere/ts-train: No such file or directory; see 'ts-sweep --help'\$" \
+	ts-sweep -p lr=1,2 --dir "$T/u10" -- "$T/nowhere/ts-train" "${MODEL[@]}"
 expect_fail "an existing sweep dir" 1 "exists: a sweep makes its dir" ts-sweep -p lr=1 --dir "$T/g" -- "${TRAIN[@]}"
 check "nothing written for the usage errors" sh -c "! ls -d '$T'/u* 2>/dev/null"
 expect_fail "--show of a dir that is not a sweep" 1 "not a sweep dir" ts-sweep --show "$T/data"
