@@ -242,25 +242,27 @@ static void print_board(const char *d, int over)
 /* ---- running ---- */
 
 /* A job's command: ts-train, with no --run or --resume of its own; where
- * says where it came from. */
+ * says where it came from (a task file's line), NULL: the command line. */
 static void check_command(char **cmd, int n, const char *where)
 {
 	char *name = xstrdup(cmd[0]);
+	const char *sep = where ? ": " : "";
+	where = where ? where : "";
 	if (strcmp(basename(name), "ts-train"))
-		die_usage("%sts-sweep runs ts-train, not %s", where, cmd[0]);
+		die_usage("%s%sts-sweep runs ts-train, not %s", where, sep, cmd[0]);
 	free(name);
 	for (int i = 1; i < n && strcmp(cmd[i], "--"); i++)
 		if (!strcmp(cmd[i], "--run") || !strncmp(cmd[i], "--run=", 6) || !strcmp(cmd[i], "--resume") ||
 		    !strncmp(cmd[i], "--resume=", 9))
-			die_usage("%sts-sweep gives each job its own run dir: drop %s from the ts-train arguments", where,
-				  cmd[i]);
+			die_usage("%s%sts-sweep gives each job its own run dir: drop %s from the ts-train arguments", where,
+				  sep, cmd[i]);
 }
 
 /* A line of a --tasks or --servers file: its words and where it is. */
 struct line {
 	char **w;
 	int n;
-	char where[128];   /* "--OPT FILE: line N" */
+	char *where;   /* "--OPT FILE: line N" */
 };
 
 /* The lines of the file given to --opt, split into words as a shell would,
@@ -277,10 +279,15 @@ static struct line *read_lines(const char *opt, const char *path, int *count)
 	*count = 0;
 	for (long no = 1; getline(&text, &len, f) > 0; no++) {
 		struct line l;
-		snprintf(l.where, sizeof l.where, "--%s %.60s: line %ld", opt, path, no);
+		struct strbuf where = {0};
+		sb_addf(&where, "--%s %s: line %ld", opt, path, no);
+		sb_addc(&where, 0);
+		l.where = where.s;
 		l.w = sweep_words(text, &l.n, l.where);
-		if (!l.n || l.w[0][0] == '#')
+		if (!l.n || l.w[0][0] == '#') {
+			sb_free(&where);
 			continue;
+		}
 		grow(&v, &cap, (size_t)*count + 1, sizeof *v);
 		v[(*count)++] = l;
 	}
@@ -304,12 +311,9 @@ static char ***commands(char **cmd, int ncmd, int *n, int **lens)
 	char ***all = xcalloc((size_t)*n, sizeof *all);
 	*lens = xcalloc((size_t)*n, sizeof **lens);
 	for (int i = 0; i < *n; i++) {
-		char where[160] = "";
-		if (l)
-			snprintf(where, sizeof where, "%s: ", l[i].where);
 		all[i] = l ? l[i].w : cmd;
 		(*lens)[i] = l ? l[i].n : ncmd;
-		check_command(all[i], (*lens)[i], where);
+		check_command(all[i], (*lens)[i], l ? l[i].where : NULL);
 	}
 	free(l);
 	return all;

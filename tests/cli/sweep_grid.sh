@@ -74,6 +74,10 @@ expect_eq "--tasks: each job has its line's options and the grid's" \
 printf 'ts-train --data x\n\necho hi\n' >"$T/bad-tasks.txt"
 expect_fail "--tasks: a line that is not ts-train, named" 2 "--tasks .*bad-tasks.txt: line 3: ts-sweep runs ts-train, not echo" \
 	ts-sweep --tasks "$T/bad-tasks.txt" --dir "$T/u7"
+long=$T/$(printf 'd%.0s' {1..80})
+mkdir "$long" && printf 'ts-train --data x\n\necho hi\n' >"$long/bad-tasks.txt"
+expect_fail "--tasks in a dir of a long name: the whole path named" 2 \
+	"^ts-sweep: --tasks $long/bad-tasks.txt: line 3: ts-sweep runs ts-train, not echo" ts-sweep --tasks "$long/bad-tasks.txt" --dir "$T/u11"
 printf "ts-train --data 'x\n" >"$T/bad-tasks.txt"
 expect_fail "--tasks: an unclosed quote, named" 2 "line 1: the quote ' is not closed" \
 	ts-sweep --tasks "$T/bad-tasks.txt" --dir "$T/u8"
