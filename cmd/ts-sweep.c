@@ -420,9 +420,10 @@ int main(int argc, char **argv)
 		die_usage("--tasks FILE names the commands: no command after --");
 	if (!dir)
 		die_usage("a sweep dir is required: --dir DIR");
-	if (per_job > 1 && (print || (servers && !opt_given(&spec, "jobs") && !gpus)))
-		die_usage("--per-job runs jobs of several processes on this machine's cores or GPUs: not with %s",
-			  print ? "--print" : "only --servers");
+	if (print)   /* where the jobs run and which are stopped is for what runs the lines to say */
+		opt_only_with(&spec, "print", (const char *const[]){ "param", "tasks", "random", "seed", "jobs", "dir", NULL });
+	if (per_job > 1 && servers && !opt_given(&spec, "jobs") && !gpus)
+		die_usage("--per-job runs jobs of several processes on this machine's cores or GPUs: not with only --servers");
 	if (!params.n && !tasks)
 		die_usage("no parameter to sweep: -p KEY=V1,V2");
 	struct sweep_spec *specs = xcalloc((size_t)params.n + 1, sizeof *specs);

@@ -325,6 +325,9 @@ expect_eq "...no sweep dir is left" "$(test -e "$T/u7" && echo left || echo none
 expect_fail "a --run of the command's own" 2 "gives each job its own run dir: drop --run" \
 	ts-sweep -p lr=1 --dir "$T/u5" -- "${TRAIN[@]}" --run "$T/r"
 expect_fail "not ts-train" 2 "ts-sweep runs ts-train" ts-sweep -p lr=1 --dir "$T/u6" -- echo hi
+expect_fail "--print with --gpus, which its command lines would not run on" 2 \
+	"--print takes no other options but --param, --tasks, --random, --seed, --jobs and --dir \\(not --gpus\\)" \
+	ts-sweep --print --gpus 0 -p lr=1 --dir "$T/u12" -- "${TRAIN[@]}"
 expect_fail "a ts-train that is not there: refused before the sweep dir is made, not each job failed" 2 \
 	"^ts-sweep: job 1: cannot run $T/nowhere/ts-train: No such file or directory; see 'ts-sweep --help'\$" \
 	ts-sweep -p lr=1,2 --dir "$T/u10" -- "$T/nowhere/ts-train" "${MODEL[@]}"
