@@ -165,16 +165,25 @@ static json_t *outcome(const char *run, int *stopped)
 	return best;
 }
 
+/* Whether a job that ended with status, while the sweep stopped, died of
+ * a stop (its own or, a job of several processes, its processes' exit
+ * status 128 plus it) before its trainer could catch it. */
+static int died_of_stop(int status)
+{
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) - 128 : 0;
+	return sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+}
+
 /* The record of job i's end: failed, pruned, stopped (on request: its run
- * ends in a stop, whoever asked) or done. */
-static json_t *ended(const char *dir, int i, int status, int pruned, double took)
+ * ends in a stop, whoever asked, or it died of the sweep's stop) or done. */
+static json_t *ended(const char *dir, int i, int status, int pruned, int stopping, double took)
 {
 	char *run = sweep_job_dir(dir, i), *out = xmalloc(strlen(run) + 5);
 	sprintf(out, "%s.out", run);
-	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0, stopped;
+	int cut = stopping && died_of_stop(status), ok = (WIFEXITED(status) && WEXITSTATUS(status) == 0) || cut, stopped;
 	json_t *best = outcome(run, &stopped);
-	json_t *rec = json_pack("{sI ss sf}", "job", (json_int_t)i + 1,
-				"state", !ok ? "failed" : pruned ? "pruned" : stopped ? "stopped" : "done", "seconds", took);
+	json_t *rec = json_pack("{sI ss sf}", "job", (json_int_t)i + 1, "state",
+				!ok ? "failed" : pruned ? "pruned" : stopped || cut ? "stopped" : "done", "seconds", took);
 	if (WIFEXITED(status))
 		json_object_set_new(rec, "exit", json_integer(WEXITSTATUS(status)));
 	else
@@ -362,7 +371,8 @@ static int schedule(const struct sweep_plan *p, const char *cwd, struct events *
 		}
 		for (int i = 0; i < running; i++)
 			if (run[i].pid == pid) {
-				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, clock_seconds() - run[i].began);
+				json_t *rec = ended(p->dir, run[i].job, status, run[i].pruned, stopping,
+							   clock_seconds() - run[i].began);
 				int job_failed = !strcmp(json_string_value(json_object_get(rec, "state")), "failed");
 				if (!lost[run[i].place] && server_lost(p, &run[i], rec))
 					lost[run[i].place] = 1;

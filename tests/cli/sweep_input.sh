@@ -104,6 +104,22 @@ expect_eq "standard error closed early: its first line kept; the job whose line 
 	"$(cat "$T/pipe.head") | $(states "$T/pipe" | tr '\n' ';') $(ts-cat "$T/pipe/jobs.msgpack" | jq -r .event | tail -1)" \
 	"ts-sweep: job 1 failed: exit status 2; its output is in $T/pipe/job-001.out | 1 failed;2 failed; stop"
 
+# a job stopped before its trainer catches the signal (one that dies of SIGTERM, as ts-train
+# does in its first moments) is stopped, not failed
+mkdir "$T/early" && cat >"$T/early/ts-train" <<'EOF'
+#!/bin/sh
+case " $* " in *" --count-params "*) echo 1000; exit;; esac
+exec sleep 60
+EOF
+chmod +x "$T/early/ts-train"
+PATH=$T/early:$PATH sweep -p lr=1e-4,1e-3 --dir "$T/es" -- ts-train --data "$T/data" >/dev/null 2>"$T/es.err" &
+sweeper=$!
+wait_for "a job that dies of the stop: under way" sh -c "ts-cat '$T/es/jobs.msgpack' | grep -q '\"running\"'"
+check "a job that dies of the stop: ts-stop" timeout 60 ts-stop "$T/es"
+wait "$sweeper"
+expect_eq "a job that dies of the stop: exit 0, the job stopped, no line says it failed" \
+	"$? $(states "$T/es" | tr '\n' ';') $(grep -c failed "$T/es.err")" "0 1 stopped; 0"
+
 # an option in two specs, or twice in one, would have one value win silently
 expect_fail "-p: an option in two specs" 2 "-p: option lr is given twice" \
 	sweep -p lr=1e-4,1e-2 -p lr=5e-3 --dir "$T/u1" -- ts-train "${MODEL[@]}" --max-steps 1
