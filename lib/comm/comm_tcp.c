@@ -3,7 +3,7 @@
  * and its WORLD_SIZE); process 0 answers with HELLO and its WORLD_SIZE and,
  * once all have come, where each one listens (the address it saw the
  * process come from), and each process connects to the next one, making a
- * ring. A process that cannot start (a bad option, a bad variable) says
+ * ring, and says HELLO and its rank there. A process that cannot start (a bad option, a bad variable) says
  * so instead: to process 0 as a hello of REFUSED with its message, and
  * process 0 to the others as its answer; all end at once, naming it.
  * A sum is a ring all-reduce: the data in n chunks, each summed once
@@ -269,21 +269,29 @@ struct pending {
 	double since;
 };
 
-/* Drops a connection that is no process of this run, with a line on
- * stderr naming where it came from (the first STRAYS_TOLD; then one more
- * line for all the rest). */
-static void drop_stray(struct pending *p, int port, const char *why, long *strays)
+/* Closes connection fd, which is no process of this run, with a line on
+ * stderr naming where it came (at) and from where (the first STRAYS_TOLD;
+ * then one more line for all the rest). */
+static void drop_connection(int fd, const struct sockaddr_storage *from, socklen_t len, const char *at,
+			    const char *why, long *strays)
 {
 	char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
-	getnameinfo((struct sockaddr *)&p->from, p->len, host, sizeof host, serv, sizeof serv,
+	getnameinfo((const struct sockaddr *)from, len, host, sizeof host, serv, sizeof serv,
 		    NI_NUMERICHOST | NI_NUMERICSERV);
 	if (++*strays <= STRAYS_TOLD)
-		warnx("process 0: dropped a connection at port %d (MASTER_PORT) from %s port %s: %s", port, host,
-		      serv, why);
+		warnx("process %d: dropped a connection at %s from %s port %s: %s", self_rank, at, host, serv, why);
 	else if (*strays == STRAYS_TOLD + 1)
-		warnx("process 0: more connections that are no ts-train processes came at port %d: dropping "
-		      "them without a word", port);
-	close(p->fd);
+		warnx("process %d: more connections that are no ts-train processes came at %s: dropping them "
+		      "without a word", self_rank, at);
+	close(fd);
+}
+
+/* drop_connection of a connection at MASTER_PORT. */
+static void drop_stray(struct pending *p, int port, const char *why, long *strays)
+{
+	char at[48];
+	snprintf(at, sizeof at, "port %d (MASTER_PORT)", port);
+	drop_connection(p->fd, &p->from, p->len, at, why, strays);
 }
 
 /* Process 0, a whole hello in p: 1 when it was process r's (its connection
@@ -400,6 +408,36 @@ static void gather_peers(struct comm *c, int master, int port, struct peer *peer
 	}
 }
 
+/* The previous process's connection at listener ring (at port): one that
+ * says no hello (a port scanner, a health check) is dropped, and the
+ * listener waits on for the previous process until the deadline. */
+static int accept_left(const struct comm *c, int ring, int port, double deadline)
+{
+	char at[64];
+	snprintf(at, sizeof at, "port %d (where process %d connects to it)", port, left_rank);
+	long strays = 0;
+	for (;;) {
+		struct sockaddr_storage from;
+		socklen_t len;
+		int fd = accept_by(ring, deadline, &from, &len);
+		if (fd < 0 && clock_seconds() < deadline)
+			continue;   /* a signal, or one gone before it was taken */
+		if (fd < 0)
+			die("process %d: process %d did not connect in %g s", c->rank, left_rank, c->timeout_s);
+		int32_t hello[2];
+		int rc = move_by(fd, hello, sizeof hello, 0, fmin(deadline, clock_seconds() + HELLO_S));
+		if (!rc && hello[0] == HELLO && hello[1] != left_rank)
+			die("process %d: process %d connected where %d should", c->rank, hello[1], left_rank);
+		if (!rc && hello[0] == HELLO)
+			return fd;
+		drop_connection(fd, &from, len, at,
+				rc == -1   ? "it said nothing in time"
+				: rc == -2 ? "it closed the connection before it said who it is"
+					   : "it is no ts-train process (it did not say hello)",
+				&strays);
+	}
+}
+
 /* Names the network interface whose address socket fd leaves from. */
 static void interface_of(int fd, char *name, size_t len)
 {
@@ -488,16 +526,9 @@ static void tcp_open(struct comm *c, const struct transport *under)
 	right_fd = connect_by((struct sockaddr *)&peers[right_rank].addr, peers[right_rank].len, deadline);
 	if (right_fd < 0)
 		die("process %d: cannot reach process %d in %g s", c->rank, right_rank, c->timeout_s);
-	int32_t me = c->rank, them = -1;
-	move_all(right_fd, &me, sizeof me, 1, deadline, right_rank);
-	struct sockaddr_storage from;
-	socklen_t len;
-	left_fd = accept_by(ring, deadline, &from, &len);
-	if (left_fd < 0)
-		die("process %d: process %d did not connect in %g s", c->rank, left_rank, c->timeout_s);
-	move_all(left_fd, &them, sizeof them, 0, deadline, left_rank);
-	if (them != left_rank)
-		die("process %d: process %d connected where %d should", c->rank, them, left_rank);
+	int32_t hello[2] = { HELLO, c->rank };
+	move_all(right_fd, hello, sizeof hello, 1, deadline, right_rank);
+	left_fd = accept_left(c, ring, ring_port, deadline);
 	int on = 1;
 	setsockopt(left_fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 	close(ring);

@@ -362,6 +362,36 @@ expect_fail "junk from MASTER_PORT: process 1 refuses it at once" 1 \
 	"^ts-train: process 1: something that is no ts-train process of this version answered at 127.0.0.1:$port \(MASTER_ADDR, MASTER_PORT\)$" \
 	envrun 1 "${TINY[@]}" --run "$T/j" --max-steps 2 --comm-timeout 30
 wait $!
+# strangers at the port where process 1 waits for process 0 to connect (a scan of
+# every port, a health check): dropped with a line naming where each came from,
+# and the run goes on when process 0 comes
+# ports_of PID: the ports process PID listens at
+ports_of() {
+	local i
+	for i in $(find "/proc/$1/fd" -lname 'socket:*' -printf '%l\n' 2>/dev/null | tr -dc '0-9\n'); do
+		awk -v i="$i" '$4 == "0A" && $10 == i { sub(/.*:/, "", $2); print $2 }' /proc/net/tcp /proc/net/tcp6
+	done | while read -r h; do echo $((16#$h)); done
+}
+ring_port() { for p in $(rank_pid "$T/ring" 1); do ports_of "$p"; done | grep .; }
+port=$(free_port)
+envrun 1 "${TINY[@]}" --run "$T/ring" --max-steps 2 --comm-timeout 30 >"$T/ring1.out" 2>&1 &
+p1=$!
+wait_for "process 1 listens for process 0" eval 'ring_port >/dev/null'
+timeout 60 "${TS_PYTHON:-python3}" -c 'import socket, sys, time
+a = ("127.0.0.1", int(sys.argv[1]))
+socket.create_connection(a).close()
+s = socket.create_connection(a); s.sendall(b"GET / HTTP/1.0\r\n\r\n"); time.sleep(30)' "$(ring_port)" &
+strays=$!
+sleep 1
+check "strangers where process 1 waits for process 0: process 0 joins" \
+	envrun 0 "${TINY[@]}" --run "$T/ring" --max-steps 2 --comm-timeout 30
+wait "$p1"
+expect_eq "strangers where process 1 waits for process 0: process 1 exits 0" "$?" 0
+kill "$strays" 2>/dev/null; wait "$strays" 2>/dev/null
+expect_eq "strangers where process 1 waits for process 0: it names each, and where it came from" \
+	"$(sed 's/port [0-9]*/port N/g' "$T/ring1.out")" \
+	"ts-train: process 1: dropped a connection at port N (where process 0 connects to it) from 127.0.0.1 port N: it closed the connection before it said who it is
+ts-train: process 1: dropped a connection at port N (where process 0 connects to it) from 127.0.0.1 port N: it is no ts-train process (it did not say hello)"
 # process 0's host drops the handshake (a listener whose backlog is full, as an overloaded
 # or firewalled host): process 1 gives up at --comm-timeout, not after the kernel's retries
 port=$(free_port)
