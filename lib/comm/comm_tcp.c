@@ -34,6 +34,7 @@
 enum { MAX_PROCESSES = 65536 };
 static const int32_t HELLO = 0x54537031;   /* "TSp1": a ts-train process, this version of the join */
 static const int32_t REFUSED = 0x54537030; /* "TSp0": the process cannot start; its message follows */
+static const int32_t TAKEN = 0x54537032;   /* "TSp2": process 0's answer to a process whose rank has come */
 enum { MAX_MESSAGE = 2048, REFUSAL_S = 5 };
 /* Process 0 keeps at most PENDING_MAX connections that have not said who
  * they are, each at most HELLO_S seconds (a process says it at once), and
@@ -269,15 +270,22 @@ struct pending {
 	double since;
 };
 
+/* The address and port of a connection's other end, as numbers. */
+static void name_of(const struct sockaddr_storage *from, socklen_t len, char host[NI_MAXHOST], char serv[NI_MAXSERV])
+{
+	strcpy(host, "?"), strcpy(serv, "?");
+	getnameinfo((const struct sockaddr *)from, len, host, NI_MAXHOST, serv, NI_MAXSERV,
+		    NI_NUMERICHOST | NI_NUMERICSERV);
+}
+
 /* Closes connection fd, which is no process of this run, with a line on
  * stderr naming where it came (at) and from where (the first STRAYS_TOLD;
  * then one more line for all the rest). */
 static void drop_connection(int fd, const struct sockaddr_storage *from, socklen_t len, const char *at,
 			    const char *why, long *strays)
 {
-	char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
-	getnameinfo((const struct sockaddr *)from, len, host, sizeof host, serv, sizeof serv,
-		    NI_NUMERICHOST | NI_NUMERICSERV);
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+	name_of(from, len, host, serv);
 	if (++*strays <= STRAYS_TOLD)
 		warnx("process %d: dropped a connection at %s from %s port %s: %s", self_rank, at, host, serv, why);
 	else if (*strays == STRAYS_TOLD + 1)
@@ -294,8 +302,23 @@ static void drop_stray(struct pending *p, int port, const char *why, long *stray
 	drop_connection(p->fd, &p->from, p->len, at, why, strays);
 }
 
+/* Process 0: answers a process whose rank r has come already (RANK given
+ * twice, or a process of another run at the same MASTER_ADDR:MASTER_PORT)
+ * that it has, and drops it: the run goes on without it. */
+static void turn_away(struct pending *p, int r, double deadline)
+{
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+	int32_t answer[2] = { TAKEN, r };
+	name_of(&p->from, p->len, host, serv);
+	warnx("process 0: turned away a second process %d from %s port %s (RANK given twice, or a process of "
+	      "another run at MASTER_PORT)", r, host, serv);
+	move_by(p->fd, answer, sizeof answer, 1, fmin(deadline, clock_seconds() + HELLO_S));
+	close(p->fd);
+}
+
 /* Process 0, a whole hello in p: 1 when it was process r's (its connection
- * then in fds[r], its address in peers[r]), 0 for a stranger, dropped.
+ * then in fds[r], its address in peers[r]), 0 for a stranger or a second
+ * process r, dropped.
  * Dies for what only a process of another run or version could say, or a
  * process that could not start. */
 static int welcome(const struct comm *c, struct pending *p, int port, int *fds, struct peer *peers,
@@ -319,9 +342,12 @@ static int welcome(const struct comm *c, struct pending *p, int port, int *fds, 
 		move_all(p->fd, answer, sizeof answer, 1, deadline, hello[1]);
 		die("process 0: process %d came with WORLD_SIZE=%d, this one has %d", hello[1], hello[3], c->size);
 	}
-	if (hello[1] < 1 || hello[1] >= c->size || fds[hello[1]] || hello[2] < 1 || hello[2] > 65535)
-		die("process 0: a process came as rank %d of %d, which is taken or out of range (RANK)",
-		    hello[1], c->size);
+	if (hello[1] < 1 || hello[1] >= c->size || hello[2] < 1 || hello[2] > 65535)
+		die("process 0: a process came as rank %d of %d, which is out of range (RANK)", hello[1], c->size);
+	if (fds[hello[1]]) {
+		turn_away(p, hello[1], deadline);
+		return 0;
+	}
 	fds[hello[1]] = p->fd;
 	seen[hello[1]] = 1;
 	peers[hello[1]].addr = p->from;
@@ -512,6 +538,9 @@ static void tcp_open(struct comm *c, const struct transport *under)
 			read_message(fd, answer[1], deadline, 0, why);
 			die("process %d: process 0 could not start: %s", c->rank, why);
 		}
+		if (answer[0] == TAKEN)
+			die("process %d: process 0 has a process %d already (RANK given twice, or a process of another "
+			    "run at MASTER_ADDR:MASTER_PORT)", c->rank, c->rank);
 		if (answer[0] != HELLO)
 			die("process %d: something that is no ts-train process of this version answered at %s:%s "
 			    "(MASTER_ADDR, MASTER_PORT)", c->rank, host, port);

@@ -277,6 +277,29 @@ wait $!
 expect_eq "other WORLD_SIZEs: process 1 exits 1, saying why" "$? $(cat "$T/w1.out")" \
 	"1 ts-train: process 1: WORLD_SIZE=3 here, 2 at process 0"
 check "other WORLD_SIZEs: refused within 15 s, not after --comm-timeout (30 s)" test $((SECONDS - start)) -lt 15
+# a second process 1 while process 0 waits for process 2 (RANK given twice, or a
+# process of another run started at the same MASTER_ADDR:MASTER_PORT): it is turned
+# away at once, saying why, and the run goes on
+port=$(free_port)
+envrun3 0 "${TINY[@]}" --run "$T/dup" --max-steps 2 --comm-timeout 30 >"$T/dup0.out" 2>&1 &
+p0=$!
+envrun3 1 "${TINY[@]}" --run "$T/dup" --max-steps 2 --comm-timeout 30 >"$T/dup1.out" 2>&1 &
+p1=$!
+wait_for "process 0 listens at MASTER_PORT" listens "$port"
+sleep 1
+start=$SECONDS
+expect_fail "a second process 1: turned away" 1 \
+	"^ts-train: process 1: process 0 has a process 1 already \(RANK given twice, or a process of another run at MASTER_ADDR:MASTER_PORT\)$" \
+	envrun3 1 "${TINY[@]}" --run "$T/dup" --max-steps 2 --comm-timeout 30
+check "a second process 1: turned away within 10 s, not after --comm-timeout (30 s)" test $((SECONDS - start)) -lt 10
+check "a second process 1: then process 2 comes, and the run trains" \
+	envrun3 2 "${TINY[@]}" --run "$T/dup" --max-steps 2 --comm-timeout 30
+wait "$p0"; rc0=$?
+wait "$p1"; rc1=$?
+expect_eq "a second process 1: processes 0 and 1 exit 0" "$rc0 $rc1" "0 0"
+check "a second process 1: process 0 names it" grep -q \
+	"^ts-train: process 0: turned away a second process 1 from 127.0.0.1 port [0-9]* (RANK given twice, or a process of another run at MASTER_PORT)$" \
+	"$T/dup0.out"
 # LOCAL_RANK without LOCAL_WORLD_SIZE, as launches by hand give it: the
 # processes of each machine are counted
 # local_envrun LOCAL_RANK RANK ARGS...
