@@ -32,9 +32,11 @@
 #include <unistd.h>
 
 enum { MAX_PROCESSES = 65536 };
-static const int32_t HELLO = 0x54537031;   /* "TSp1": a ts-train process, this version of the join */
+/* "TSp2": a ts-train process, this version of the join ("TSp1": before
+ * the processes said HELLO to each other in the ring) */
+static const int32_t HELLO = 0x54537032;
 static const int32_t REFUSED = 0x54537030; /* "TSp0": the process cannot start; its message follows */
-static const int32_t TAKEN = 0x54537032;   /* "TSp2": process 0's answer to a process whose rank has come */
+static const int32_t TAKEN = 0x54537054;   /* "TSpT": process 0's answer to a process whose rank has come */
 enum { MAX_MESSAGE = 2048, REFUSAL_S = 5 };
 /* Process 0 keeps at most PENDING_MAX connections that have not said who
  * they are, each at most HELLO_S seconds (a process says it at once), and

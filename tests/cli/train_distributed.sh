@@ -300,6 +300,20 @@ expect_eq "a second process 1: processes 0 and 1 exit 0" "$rc0 $rc1" "0 0"
 check "a second process 1: process 0 names it" grep -q \
 	"^ts-train: process 0: turned away a second process 1 from 127.0.0.1 port [0-9]* (RANK given twice, or a process of another run at MASTER_PORT)$" \
 	"$T/dup0.out"
+# a process 1 of the version before, whose processes connected to each other in
+# the ring otherwise: process 0 refuses it at once
+port=$(free_port)
+envrun 0 "${TINY[@]}" --run "$T/old" --max-steps 2 --comm-timeout 30 >"$T/old0.out" 2>&1 &
+p0=$!
+wait_for "process 0 listens at MASTER_PORT" listens "$port"
+start=$SECONDS
+timeout 60 "${TS_PYTHON:-python3}" -c 'import socket, struct, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(struct.pack("<4i", 0x54537031, 1, 5555, 2)); s.recv(16)' "$port"
+wait "$p0"
+expect_eq "a process of the version before: process 0 refuses it, in a line" "$? $(cat "$T/old0.out")" \
+	"1 ts-train: process 0: a ts-train process of another version connected at port $port (MASTER_PORT)"
+check "a process of the version before: refused within 10 s, not after --comm-timeout (30 s)" test $((SECONDS - start)) -lt 10
 # LOCAL_RANK without LOCAL_WORLD_SIZE, as launches by hand give it: the
 # processes of each machine are counted
 # local_envrun LOCAL_RANK RANK ARGS...
