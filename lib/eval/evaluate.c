@@ -54,8 +54,84 @@ static void count_multi(struct eval_result *r, const float *logits, const float 
 	r->exact += all_right;
 }
 
-/* A tokcls record: the words' tags (one logit row each, in order). */
-static void count_words(struct eval_result *r, const int32_t *labels, int T, const float *logits, int L)
+/* tokcls: the pieces of a folded text are one sequence of words for the
+ * entities, as an entity may run across a cut (where pieces overlap, a tag is
+ * in one piece only). The words of folded records wait here, in a row at
+ * their text's place, until every piece is scored; a text's pieces are
+ * records in a row, as ts-tokenize and ts-shard keep them. */
+struct folded {
+	uint64_t *at;              /* per record: its first word's place, or NOT_HELD (not folded) */
+	uint64_t *first, *len;     /* per folded text: its words' place and count */
+	uint64_t ntexts, words;
+	double *tags;              /* per word: truth * (k + 1) + pred + 1; 0 where not scored here */
+};
+static const uint64_t NOT_HELD = UINT64_MAX;
+
+/* Whether record t goes on the text of the record before it, prev. */
+static int continues(const struct tokrec *t, const struct tokrec *prev)
+{
+	return t->fold > 0 && prev->fold == t->fold - 1 && t->id_is_num == prev->id_is_num && !strcmp(t->id, prev->id);
+}
+
+static uint64_t words_of(const struct tokrec *t)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; t->label_kind == LABEL_LIST && i < t->nlabels; i++)
+		n += t->labels[i] != TAG_NONE;
+	return n;
+}
+
+/* The places of the words of s's folded texts. */
+static void folded_init(struct folded *f, const struct shard *s)
+{
+	uint64_t n = shard_count(s), m = n ? n : 1;
+	memset(f, 0, sizeof *f);
+	f->at = xmalloc(m * sizeof *f->at);
+	f->first = xmalloc(m * sizeof *f->first);
+	f->len = xcalloc(m, sizeof *f->len);
+	struct tokrec rec[2] = {{0}};
+	for (uint64_t i = 0; i < n; i++) {
+		struct tokrec *t = &rec[i % 2], *prev = &rec[(i + 1) % 2];   /* prev: record i - 1 */
+		shard_get(s, i, t);
+		f->at[i] = t->fold < 0 ? NOT_HELD : f->words;
+		if (t->fold < 0)
+			continue;
+		if (!i || !continues(t, prev))
+			f->first[f->ntexts++] = f->words;
+		uint64_t w = words_of(t);
+		f->words += w;
+		f->len[f->ntexts - 1] += w;
+	}
+	tokrec_free(&rec[0]);
+	tokrec_free(&rec[1]);
+	f->tags = xcalloc(f->words ? f->words : 1, sizeof *f->tags);
+}
+
+/* The entities of the folded texts, once every piece is scored. */
+static void folded_add(struct folded *f, struct entities *e)
+{
+	for (uint64_t x = 0; x < f->ntexts; x++) {
+		int n = (int)f->len[x];
+		int32_t *truth = xmalloc(((size_t)n + 1) * sizeof *truth), *pred = xmalloc(((size_t)n + 1) * sizeof *pred);
+		for (int w = 0; w < n; w++) {
+			int64_t v = (int64_t)f->tags[f->first[x] + (uint64_t)w] - 1;
+			truth[w] = (int32_t)(v / (e->k + 1)), pred[w] = (int32_t)(v % (e->k + 1));
+		}
+		entities_add(e, truth, pred, n);
+		free(truth);
+		free(pred);
+	}
+}
+
+static void folded_free(struct folded *f)
+{
+	free(f->at), free(f->first), free(f->len), free(f->tags);
+}
+
+/* A tokcls record, row of the shard: the words' tags (one logit row each, in
+ * order); its entities now, or with its text's (f). */
+static void count_words(struct eval_result *r, struct folded *f, uint64_t row, const int32_t *labels, int T,
+			const float *logits, int L)
 {
 	int32_t *truth = xmalloc(((size_t)T + 1) * sizeof *truth), *pred = xmalloc(((size_t)T + 1) * sizeof *pred);
 	int n = 0;
@@ -66,14 +142,18 @@ static void count_words(struct eval_result *r, const int32_t *labels, int T, con
 			confusion_add(r->conf, truth[n], pred[n]);
 			n++;
 		}
-	if (r->ent)
+	if (r->ent && f->at[row] != NOT_HELD)
+		for (int w = 0; w < n; w++)
+			f->tags[f->at[row] + (uint64_t)w] = (double)truth[w] * (L + 1) + pred[w] + 1;
+	else if (r->ent)
 		entities_add(r->ent, truth, pred, n);
 	free(truth);
 	free(pred);
 }
 
 /* Scores a batch whose records sit at positions at.. of the split's order. */
-static void score(struct eval_result *r, const struct batch *b, const float *logits, uint64_t at, int L)
+static void score(struct eval_result *r, struct folded *f, const struct batch *b, const float *logits, uint64_t at,
+		  int L)
 {
 	size_t row = 0;
 	for (int i = 0; i < b->B; i++) {
@@ -90,7 +170,7 @@ static void score(struct eval_result *r, const struct batch *b, const float *log
 			break;
 		case TASK_TOKCLS: {
 			const int32_t *labels = b->labels + (size_t)i * b->T;
-			count_words(r, labels, b->T, logits + row * L, L);
+			count_words(r, f, b->rows[i], labels, b->T, logits + row * L, L);
 			for (int t = 0; t < b->T; t++)
 				row += labels[t] != TAG_NONE;
 			break;
@@ -149,6 +229,9 @@ void evaluate(struct bert *m, const struct batch_source *src, const struct eval_
 	sort_shard = src->shard;
 	qsort(order, n, sizeof *order, by_length);
 	prepare(out, src, o, n);
+	struct folded f = {0};
+	if (out->ent)
+		folded_init(&f, src->shard);
 	int W = bert_logit_width(bert_config_of(m));
 	struct batch b = {0};
 	double loss = 0;
@@ -164,13 +247,18 @@ void evaluate(struct bert *m, const struct batch_source *src, const struct eval_
 			out->count += count;
 			out->records += (int64_t)(e - s);
 			const float *logits = bert_logits(m);
-			score(out, &b, logits, s, W);
+			score(out, &f, &b, logits, s, W);
 			if (hook)
 				hook(&b, logits, ctx);
 		}
 	}
 	if (parts > 1)
 		sum_over(o->share, &loss, out, n);
+	if (parts > 1 && f.words)   /* each word was scored by one process, 0 elsewhere */
+		o->share->sum(o->share->ctx, f.tags, (int)f.words);
+	if (out->ent)
+		folded_add(&f, out->ent);
+	folded_free(&f);
 	out->loss = out->count ? loss / (double)out->count : 0;
 	batch_free(&b);
 	free(order);

@@ -42,6 +42,24 @@ expect_eq "--merge-folds merges the pieces of each id" \
 expect_fail "--merge-folds refuses a piece that appears twice" 1 "id 'a': piece 0 appears twice \(ids must be unique across the inputs\)" \
 	eval1 -m "$HF/tiny-cls" --merge-folds --predict "$T/folds.mp" "$T/folds.mp"
 
+# a tokcls model on folded text: an entity that runs across a cut is one entity, as
+# in the text whole, and every word is scored once (tags B-X, I-X, O for seqeval)
+cp -r "$HF/tiny-tokcls" "$T/bio"
+"$PY" -c 'import json, sys
+p = sys.argv[1] + "/config.json"; c = json.load(open(p))
+c["id2label"] = {"0": "B-X", "1": "I-X", "2": "O"}; c["label2id"] = {v: int(k) for k, v in c["id2label"].items()}
+json.dump(c, open(p, "w"))' "$T/bio"
+printf 'ba\tB-X\nbe\tI-X\nbi\tI-X\nbo\tI-X\nbu\tI-X\nda\tO\n\nde\tO\ndi\tB-X\n\n' >"$T/bio.conll"
+ts-tokenize -v "$T/bio/vocab.txt" --max-len 4 --fold -o "$T/cut.mp" "$T/bio.conll"
+ts-tokenize -v "$T/bio/vocab.txt" --max-len 5 --fold --stride 1 -o "$T/over.mp" "$T/bio.conll"
+for f in cut over; do
+	eval1 -m "$T/bio" "$T/$f.mp" | jq -c '[.predicted, .entities.classes.X.support]' >"$T/$f.json"
+done
+expect_eq "tokcls on folded text: entities across a cut counted once (2), every word once (8)" \
+	"$(cat "$T/cut.json") $(cat "$T/over.json")" "[8,2] [8,2]"
+expect_eq "and the words' tags predicted, by text, as many as whole" \
+	"$(eval1 -m "$T/bio" --predict "$T/cut.mp" | cat1 | jq -s -c 'map(.pred | length) | add')" 8
+
 # labels of another task's data: refused, naming what they are, before any is scored
 printf '%s\n' '{"kind":"tokens","version":1,"labels":[],"max_len":32,"lower":true}' \
 	'{"id":"a","ids":[2,5,6,3],"label":0.5}' '{"id":"b","ids":[2,7,3],"label":-1.25}' | cat1 --from-json -o "$T/nums.mp"
