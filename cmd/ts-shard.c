@@ -311,16 +311,14 @@ static void write_split(struct reader *rd, const char *name, uint64_t count, con
 	sprintf(s->file, "%s.shard", s->name);
 	char *path = manifest_shard_path(dir, s);
 	struct shard_writer *w = shard_create(path);
-	uint64_t j = 0;
-	for (; j < count && next_record(rd); j++) {
-		shard_append(w, &rd->t);
-		manifest_split_add(s, &rd->t);
-	}
-	for (uint64_t key = rd->key; j && next_record(rd); j++) {
-		if (rd->t.fold <= 0 || rd->key != key) {
+	uint64_t key = 0;
+	for (uint64_t j = 0; next_record(rd); j++) {
+		int goes_on = j && rd->t.fold > 0 && rd->key == key;   /* a later piece of the text before */
+		if (j >= count && !goes_on) {
 			rd->held = 1;
 			break;
 		}
+		key = rd->key;
 		shard_append(w, &rd->t);
 		manifest_split_add(s, &rd->t);
 	}
