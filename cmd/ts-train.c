@@ -158,6 +158,9 @@ static const struct cmd_spec spec = {
 	"       ts-train --resume RUN [OPTION]...\n       ts-train --replay RUN/bug/step-N",
 };
 
+/* The options of a model from scratch, which --init's model dir stands instead of. */
+static const char *const shape[] = {"arch", "vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL};
+
 static char *run_precision;   /* --resume: its config's, which a leg's --precision leaves there */
 
 /* The run's config file records every option but the ones naming the run,
@@ -211,7 +214,6 @@ static void check_options(void)
 		die_usage("--loss-scale %g: not a power of two", loss_scale);
 	if (!run && !count_params)
 		die_usage("a run dir is required: --run DIR");
-	static const char *const shape[] = {"arch", "vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL};
 	for (int i = 0; init && !resume && shape[i]; i++)
 		if (opt_given(&spec, shape[i]))
 			die_usage("--%s is for a model from scratch: --init's model dir has its own", shape[i]);
@@ -367,7 +369,7 @@ int main(int argc, char **argv)
 	opt_instead(&spec, "epochs", (const char *const[]){ "max-steps", NULL });
 	opt_instead(&spec, "batch", (const char *const[]){ "batch-tokens", NULL });
 	opt_instead(&spec, "batch-tokens", (const char *const[]){ "batch", NULL });
-	opt_instead(&spec, "init", (const char *const[]){ "arch", "vocab", "layers", "hidden", "heads", "ffn", "max-pos", NULL });
+	opt_instead(&spec, "init", shape);
 	if (replay) {
 		opt_only_with(&spec, "replay", (const char *const[]){ "threads", NULL });
 		omp_set_num_threads(threads ? (int)threads : omp_get_num_procs());
