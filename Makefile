@@ -15,10 +15,13 @@ TEST_DEPS := openmpi-bin procps tmux jq xxhash zsh groff-base time iproute2 open
         python3-venv python3-torch ca-certificates clang libclang-rt-14-dev
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-math-errno -fopenmp -Ilib -I$(OPENBLAS_INC) \
+# Every warning in the project's own sources is an error (make WERROR= for none);
+# the libraries' headers come in as system headers, whose warnings are theirs.
+# Option tables give ranges (struct opt's last fields) to numeric options only.
+WERROR ?= -Werror
+WARN := -Wall -Wextra -Wno-missing-field-initializers $(WERROR)
+CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -fno-math-errno -fopenmp -Ilib -isystem $(OPENBLAS_INC) \
           -DTS_VERSION='"$(VERSION)"'
-# option tables give ranges (struct opt's last fields) to numeric options only
-CFLAGS += -Wno-missing-field-initializers
 # Every command is linked against the libraries any command uses; --as-needed (not
 # every compiler's default, nor gcc's with -fsanitize) keeps only those it calls.
 LIBNAMES := -lmsgpackc -lpcre2-8 -lutf8proc -ljansson -lnettle -lxxhash -lncursesw -ltinfo
@@ -50,7 +53,7 @@ endif
 ifneq ($(STATIC),1)
 MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
 ifneq ($(MPI_CFLAGS),)
-CFLAGS += -DTS_MPI=1 $(MPI_CFLAGS)
+CFLAGS += -DTS_MPI=1 $(patsubst -I%,-isystem %,$(MPI_CFLAGS))
 LDLIBS += $(shell pkg-config --libs ompi-c)
 endif
 endif
@@ -74,7 +77,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
 NVFLAGS := -O3 -std=c++17 -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
            -gencode arch=compute_90,code=sm_90 \
            -Werror all-warnings -Xcompiler -Wall,-Wextra -Ilib -Ikernels
-CFLAGS += -DTS_GPU=1 -Ikernels -I$(CUDA_HOME)/include
+CFLAGS += -DTS_GPU=1 -Ikernels -isystem $(CUDA_HOME)/include
 ifeq ($(STATIC),1)
 # the CUDA runtime and the C++ runtime inside; cuBLAS (loaded when the GPU
 # backend opens, as cuDNN and NCCL are) and the driver come from the GPU
@@ -260,7 +263,8 @@ clean:
 FUZZ_CC ?= clang
 FUZZ_SECS ?= 60
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fopenmp -Wno-pass-failed -Ilib -I$(OPENBLAS_INC) \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fopenmp $(WARN) -Wno-pass-failed -Ilib \
+               -isystem $(OPENBLAS_INC) \
                -DTS_VERSION='"$(VERSION)"' $(FUZZ_SAN)
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
