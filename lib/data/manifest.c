@@ -1,5 +1,6 @@
 #include "data/manifest.h"
 #include "data/labelmap.h"
+#include "format/jsonwide.h"
 #include "util/afile.h"
 #include "util/err.h"
 #include <errno.h>
@@ -347,7 +348,7 @@ struct manifest *manifest_read(const char *dir)
 	if (!f)   /* a token stream given for its data dir, say */
 		die("%s: not a data dir (no %s; ts-shard makes one from token records)", dir, MANIFEST_FILE);
 	json_error_t err;
-	json_t *root = json_loadf(f, 0, &err);
+	json_t *root = json_loadfd_wide(fileno(f), path, 0, &err);
 	fclose(f);
 	if (!root)
 		die("%s: line %d: not valid JSON: %s", path, err.line, err.text);

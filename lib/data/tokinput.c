@@ -2,6 +2,7 @@
 #include "data/csv.h"
 #include "data/textin.h"
 #include "data/utf8.h"
+#include "format/jsonwide.h"
 #include "util/err.h"
 #include "util/strbuf.h"
 #include <float.h>
@@ -181,13 +182,21 @@ static const char *json_text(struct tokinput *in, const char *key, size_t *n)
 	return json_string_value(v);
 }
 
+/* Whether x is an integer beyond 64 bits, which comes as a real
+ * (format/jsonwide.h). */
+static int beyond_64(const json_t *x) { return json_is_real(x) && fabs(json_real_value(x)) >= 0x1p63; }
+
 /* A class id: records carry them as int32, and none is negative. */
 static long json_class(struct tokinput *in, const json_t *x)
 {
 	json_int_t v = json_integer_value(x);
-	if (v < 0 || v > INT32_MAX) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "label %lld is out of range (0 to %d)", (long long)v, INT32_MAX);
+	if (beyond_64(x) || v < 0 || v > INT32_MAX) {
+		char num[32], msg[128];
+		if (beyond_64(x))
+			snprintf(num, sizeof num, "%.17g", json_real_value(x));
+		else
+			snprintf(num, sizeof num, "%lld", (long long)v);
+		snprintf(msg, sizeof msg, "label %s is out of range (0 to %d)", num, INT32_MAX);
 		json_bad(in, "%s", msg);
 	}
 	return (long)v;
@@ -226,7 +235,7 @@ static void json_label(struct tokinput *in, struct in_record *r)
 			json_bad(in, "field '%s' is a number beyond a float's range", in->cols.label);
 	} else if (in->cols.numeric) {
 		json_bad(in, "field '%s' is not a number (--numeric-labels)", in->cols.label);
-	} else if (json_is_integer(v)) {
+	} else if (json_is_integer(v) || beyond_64(v)) {
 		r->label_kind = IN_LABEL_INT, r->label_int = json_class(in, v);
 	} else if (json_is_real(v)) {
 		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_real_value(v);
@@ -241,7 +250,7 @@ static void json_label(struct tokinput *in, struct in_record *r)
 		json_t *x;
 		grow(&in->list, &in->list_cap, json_array_size(v), sizeof *in->list);
 		json_array_foreach(v, i, x) {
-			if (!json_is_integer(x))
+			if (!json_is_integer(x) && !beyond_64(x))
 				json_bad(in, "field '%s' is a list of something other than integers or strings",
 					 in->cols.label);
 			in->list[i] = json_class(in, x);
@@ -258,6 +267,9 @@ static void json_id(struct tokinput *in, struct in_record *r)
 	if (v && json_is_integer(v)) {
 		r->id_n = (size_t)snprintf(in->num, sizeof in->num, "%lld", (long long)json_integer_value(v));
 		r->id = in->num, r->id_is_num = 1;
+	} else if (beyond_64(v)) {
+		json_bad(in, "field '%s' is a whole number beyond 64 bits (-2^63 to 2^63-1): write it as a string",
+			 in->cols.id);
 	} else if (v && !json_is_string(v)) {
 		json_bad(in, "field '%s' is not a string or a whole number", in->cols.id);
 	} else {
@@ -319,7 +331,7 @@ static int next_jsonl(struct tokinput *in, struct in_record *r)
 	n = unescape_lone_surrogates(line, n);
 	const char *text = utf8_repair(&in->valid, line, n, &r->bad_utf8);
 	json_error_t err;
-	in->json = json_loadb(text, text == line ? n : in->valid.n, 0, &err);
+	in->json = json_loadb_wide(text, text == line ? n : in->valid.n, 0, &err);
 	if (!in->json && json_error_code(&err) == json_error_null_character)
 		json_bad(in, "a string holds \\u0000, a NUL character, which no text or name may hold%s", "");
 	if (!in->json && json_error_code(&err) == json_error_premature_end_of_input)

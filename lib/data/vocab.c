@@ -3,10 +3,12 @@
  * "##" + piece without building the string. */
 #include "data/vocab.h"
 #include "data/hftok.h"
+#include "format/jsonwide.h"
 #include "util/afile.h"
 #include "util/digest.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,10 +193,14 @@ char *vocab_in_dir(const char *dir, const char *sha256)
 static int dir_lowercases(const char *dir)
 {
 	char *path = path_join(dir, TOKENIZER_CONFIG);
+	struct strbuf text = {0};
+	if (sb_add_file(&text, path) && errno != ENOENT)
+		die("cannot open %s:", path);
 	json_error_t err;
-	json_t *j = json_load_file(path, 0, &err), *lower = json_object_get(j, "do_lower_case");
-	if (!j && access(path, F_OK) == 0)
+	json_t *j = text.s ? json_loadb_wide(text.s, text.n, 0, &err) : NULL, *lower = json_object_get(j, "do_lower_case");
+	if (!j && text.s)
 		die("%s: line %d: %s", path, err.line, err.text);
+	sb_free(&text);
 	if (lower && !json_is_boolean(lower))
 		die("%s: do_lower_case must be true or false", path);
 	int says = lower ? json_is_true(lower) : -1;

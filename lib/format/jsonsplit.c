@@ -1,5 +1,6 @@
 #include "format/jsonsplit.h"
 #include "format/jsonarena.h"
+#include "format/jsonwide.h"
 #include "util/err.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -147,7 +148,7 @@ json_t *json_loadb_halves(const char *text, size_t n, size_t flags, const char *
 	size_t ve = v == NONE || (text[v] != '[' && text[v] != '{') ? NONE : skip_value(text, n, v);
 	size_t comma = ve == NONE || ve - v < SPLIT_FROM ? NONE : middle_comma(text, v, ve);
 	if (comma == NONE)
-		return json_loadb(text, n, flags, err);
+		return json_loadb_wide(text, n, flags, err);
 	int array = text[v] == '[';
 	size_t nrest, n1, n2;
 	char *rest = joined(text, v, array ? "[]" : "{}", 2, text + ve, n - ve, &nrest);
@@ -175,5 +176,5 @@ json_t *json_loadb_halves(const char *text, size_t n, size_t flags, const char *
 		return root;
 	}
 	json_decref(root);
-	return json_loadb(text, n, flags, err);   /* its own message, or its own tree */
+	return json_loadb_wide(text, n, flags, err);   /* its own message, or its own tree */
 }

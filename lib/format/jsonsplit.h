@@ -5,12 +5,13 @@
  * first reads the rest of the text and the other run, and joined into the
  * tree the rest makes: the tree json_loadb gives, in the same order.
  * Where anything is amiss (no such value, a text that is not JSON, a key
- * twice) the text is read whole by json_loadb, for its own answer. */
+ * twice, an integer beyond 64 bits) the text is read whole by
+ * json_loadb_wide (format/jsonwide.h), for its own answer. */
 #ifndef TS_JSONSPLIT_H
 #define TS_JSONSPLIT_H
 #include <jansson.h>
 
-/* json_loadb(text, n, flags, err), the value at the root's member outer's
+/* json_loadb_wide(text, n, flags, err), the value at the root's member outer's
  * member inner read in two halves; *halved (where not NULL) says whether
  * it was. The calling thread's JSON arena (format/jsonarena.h) must be
  * open: the second thread's values join it. */

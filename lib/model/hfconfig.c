@@ -1,4 +1,5 @@
 #include "model/hfconfig.h"
+#include "format/jsonwide.h"
 #include "util/afile.h"
 #include "util/err.h"
 #include <errno.h>
@@ -279,7 +280,7 @@ void hfconfig_read(const char *path, struct bert_config *c, char ***labels, int 
 	off_t size;
 	int fd = open_regular(path, &size);
 	json_error_t jerr;
-	json_t *cfg = json_loadfd(fd, 0, &jerr);
+	json_t *cfg = json_loadfd_wide(fd, path, 0, &jerr);
 	close(fd);
 	if (!cfg)
 		die("%s:%d: %s", path, jerr.line, jerr.text);

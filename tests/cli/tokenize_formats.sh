@@ -124,6 +124,22 @@ expect_fail "JSONL text with \\u0000: said plainly" 1 "nul.jsonl: line 1: a stri
 printf '{"text":"a","id":1.5}\n' >"$T/fid.jsonl"
 expect_fail "a JSONL id of a fraction: what an id may be" 1 "fid.jsonl: line 1: field 'id' is not a string or a whole number" \
 	tok --id id -o "$T/fid.mp" "$T/fid.jsonl"
+# integers past 64 bits, which Python writes and jansson alone refuses
+printf '{"text":"hi","label":1,"views":123456789012345678901234567890,"id":9223372036854775807,"x":{"y":[-99999999999999999999]}}\n' >"$T/big.jsonl"
+expect_eq "JSONL: an integer past 64 bits in a field not read is no matter; an id of 2^63-1 stays exact" \
+	"$(tok --label label --id id "$T/big.jsonl" | body)" '{"id":9223372036854775807,"ids":[101,7632,102],"label":1}'
+printf '{"text":"a","id":123456789012345678901234567890}\n' >"$T/bigid.jsonl"
+expect_fail "a JSONL id past 64 bits: said so, and how to keep it" 1 \
+	"bigid.jsonl: line 1: field 'id' is a whole number beyond 64 bits \(-2\^63 to 2\^63-1\): write it as a string$" \
+	tok --id id -o "$T/bigid.mp" "$T/bigid.jsonl"
+printf '{"text":"a","label":123456789012345678901234567890}\n' >"$T/biglabel.jsonl"
+expect_fail "a JSONL class label past 64 bits: out of range" 1 \
+	"biglabel.jsonl: line 1: label 1.2345678901234568e\+29 is out of range \(0 to 2147483647\)$" \
+	tok --label label -o "$T/biglabel.mp" "$T/biglabel.jsonl"
+printf '{"text":"a","label":[0,18446744073709551616]}\n' >"$T/biglist.jsonl"
+expect_fail "one in a list of labels: the same" 1 \
+	"biglist.jsonl: line 1: label 1.8446744073709552e\+19 is out of range \(0 to 2147483647\)$" \
+	tok --label label -o "$T/biglabel.mp" "$T/biglist.jsonl"
 printf '[\n  {"text": "a"}\n]\n' >"$T/pretty.json"
 expect_fail "JSON spread over lines: said, where 'not JSON' said the file was none" 1 \
 	"pretty.json: line 1: not JSON: .* \(the line ends inside it: JSON lines hold one whole object a line\)" tok "$T/pretty.json"

@@ -136,6 +136,13 @@ expect_eq "JSON lines: lone surrogates become U+FFFD as HF has them, counted" \
 expect_fail "JSON lines: --strict refuses a lone surrogate" 1 "sur.jsonl: line 1: invalid UTF-8" ts-tokenize --strict -t "$R" "$T/sur.jsonl"
 expect_eq "a dir that holds a tokenizer.json" "$(echo 'Hello world' | ts-tokenize -t "$F/roberta-base" | ts-cat --no-header)" \
 	'{"id":0,"ids":[0,31414,232,2]}'
+# integers past 64 bits (Python's int(1e30)): no matter where unread, refused where read
+sed '0,/{/s//{"unread": 1000000000000000019884624838656,/' "$R" >"$T/big-unread.json"
+expect_eq "a tokenizer.json with an unread key past 64 bits" "$(echo 'Hello world' | ts-tokenize -t "$T/big-unread.json" | ts-cat --no-header)" \
+	'{"id":0,"ids":[0,31414,232,2]}'
+sed 's/"Hello":31414/"Hello":100000000000000000000/' "$R" >"$T/big-id.json"
+expect_fail "a vocab id past 64 bits is out of range" 1 "big-id.json: model: vocab: the id of 'Hello' is not a whole number in 0\.\.16777215$" \
+	ts-tokenize -t "$T/big-id.json" -f lines /dev/null
 expect_eq "--show-tokens prints the pieces" "$(echo 'Hello world <mask>' | ts-tokenize -t "$R" --show-tokens)" \
 	'{"id":0,"tokens":["<s>","Hello","Ġworld","<mask>","</s>"]}'
 expect_eq "--show-tokens with a vocab.txt" "$(echo 'Hello world' | ts-tokenize -v "$TOP/examples/vocab.txt" --show-tokens)" \

@@ -103,6 +103,30 @@ expect_fail "ts-eval of the cased model on lowercased data is refused" 1 \
 refused "$T/r3" "--init of the cased model on lowercased data" 1 "cased-run/final: its tokenizer_config.json has do_lower_case false" \
 	--data "$T/data" --init "$T/cased-run/final" --max-steps 1 -j 1
 check "it trains on the cased data" train --data "$T/cased" --init "$T/cased-run/final" --run "$T/cased-2" --max-steps 1 -j 1
+# --- a model dir as transformers saves it: tokenizer_config.json's model_max_length is int(1e30), past 64 bits ---
+"${TS_PYTHON:-python3}" -c '
+import sys, torch
+from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+tok = BertTokenizer(sys.argv[1])
+torch.manual_seed(0)
+BertForMaskedLM(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=64)).save_pretrained(sys.argv[2])
+tok.save_pretrained(sys.argv[2])
+' "$V" "$T/hf" 2>/dev/null
+expect_eq "transformers writes a model_max_length of int(1e30)" \
+	"$(grep -o '"model_max_length": [0-9]*' "$T/hf/tokenizer_config.json")" '"model_max_length": 1000000000000000019884624838656'
+check "--init of it trains" train --data "$T/data" --init "$T/hf" --run "$T/hf-run" --max-steps 1 -j 1
+check "ts-eval evaluates it" timeout 60 ts-eval -m "$T/hf" --data "$T/data" -j 1
+mkdir -p "$T/hf-cased" && cp "$T/hf/"* "$T/hf-cased/" && sed -i 's/"do_lower_case": true/"do_lower_case": false/' "$T/hf-cased/tokenizer_config.json"
+refused "$T/r3" "and its do_lower_case is still read beside" 1 "hf-cased: its tokenizer_config.json has do_lower_case false" \
+	--data "$T/data" --init "$T/hf-cased" --max-steps 1 -j 1
+mkdir -p "$T/hf-big" && cp "$T/hf/"* "$T/hf-big/" && sed -i 's/^{/{"unread": 123456789012345678901234567890, "unread_neg": -99999999999999999999,/' "$T/hf-big/config.json"
+check "a config.json key past 64 bits that TopSpin does not read is no matter" \
+	train --data "$T/data" --init "$T/hf-big" --run "$T/hf-big-run" --max-steps 1 -j 1
+sed -i 's/"max_position_embeddings": 64/"max_position_embeddings": 100000000000000000000/' "$T/hf-big/config.json"
+refused "$T/r3" "one it reads is refused, naming the key and its range" 1 \
+	"hf-big/config.json: max_position_embeddings 1e20 is not an integer from 1 to [0-9]+$" \
+	--data "$T/data" --init "$T/hf-big" --max-steps 1 -j 1
 
 refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layer;" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16

@@ -5,6 +5,7 @@
 #include "data/splitspec.h"
 #include "expect_die.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,26 @@ static void test_max_id(void)
 	manifest_free(m);
 }
 
+/* A key TopSpin does not read may hold an integer past 64 bits, as Python
+ * writes one: the manifest still reads. */
+static void test_wide_unread(void)
+{
+	struct manifest *m = sample();
+	manifest_write(tmpdir, m);
+	char path[256];
+	snprintf(path, sizeof path, "%s/manifest.json", tmpdir);
+	struct strbuf b = {0};
+	sb_add_file(&b, path);
+	FILE *f = fopen(path, "w");
+	fprintf(f, "{\"note\": 1000000000000000019884624838656, %s", b.s + 1);
+	fclose(f);
+	sb_free(&b);
+	struct manifest *r = manifest_read(tmpdir);
+	CHECK(manifest_split(r, "train")->count == 7, "an unread key past 64 bits is no matter");
+	manifest_free(r);
+	manifest_free(m);
+}
+
 static void read_it(const void *dir)
 {
 	manifest_read(dir);
@@ -306,6 +327,8 @@ static void test_bad(void)
 	expect_bad(text, "split 't': 'file' is not a file name in the data dir");
 	snprintf(text, sizeof text, "%s,\"splits\":{\"t\":{\"file\":\"t.shard\",\"count\":-1}}}", head);
 	expect_bad(text, "split 't': 'count' is negative");
+	snprintf(text, sizeof text, "%s,\"splits\":{\"t\":{\"file\":\"t.shard\",\"count\":18446744073709551616}}}", head);
+	expect_bad(text, "split 't': 'count' is missing or not a whole number");
 	snprintf(text, sizeof text, "%s,\"splits\":{\"t\":{\"file\":\"t.shard\",\"count\":1,\"tokens\":1,"
 		 "\"max_tokens\":1,\"length_hist\":[[3,1]]}}}", head);
 	expect_bad(text, "'length_hist' entry 1 is not [power of two, count]");
@@ -328,6 +351,7 @@ int main(void)
 	test_ids_without_names();
 	test_many_labels();
 	test_max_id();
+	test_wide_unread();
 	test_bad();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
