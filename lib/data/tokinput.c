@@ -162,6 +162,13 @@ static _Noreturn void json_bad(struct tokinput *in, const char *fmt, const char 
 	die("%s: line %llu: %s", textin_name(in->lines), (unsigned long long)textin_lineno(in->lines), msg);
 }
 
+/* Refuses a null: Python's NaN and infinities too (format/jsonwide.h). */
+static void not_null(struct tokinput *in, const json_t *v, const char *key)
+{
+	if (json_is_null(v))
+		json_bad(in, "field '%s' is null, NaN or infinite", key);
+}
+
 static const char *json_text(struct tokinput *in, const char *key, size_t *n)
 {
 	json_t *v = json_object_get(in->json, key);
@@ -176,6 +183,7 @@ static const char *json_text(struct tokinput *in, const char *key, size_t *n)
 		sb_free(&b);
 		json_bad(in, "%s", msg);
 	}
+	not_null(in, v, key);
 	if (!json_is_string(v))
 		json_bad(in, "field '%s' is not a string", key);
 	*n = json_string_length(v);
@@ -220,6 +228,7 @@ static const struct in_str *json_strings(struct tokinput *in, json_t *v, const c
 static void json_label(struct tokinput *in, struct in_record *r)
 {
 	json_t *v = json_object_get(in->json, in->cols.label);
+	not_null(in, v, in->cols.label);
 	if (!v) {
 		json_text(in, in->cols.label, &r->label_n);   /* dies naming the fields */
 	} else if (json_is_string(v)) {
@@ -264,6 +273,7 @@ static void json_label(struct tokinput *in, struct in_record *r)
 static void json_id(struct tokinput *in, struct in_record *r)
 {
 	json_t *v = json_object_get(in->json, in->cols.id);
+	not_null(in, v, in->cols.id);
 	if (v && json_is_integer(v)) {
 		r->id_n = (size_t)snprintf(in->num, sizeof in->num, "%lld", (long long)json_integer_value(v));
 		r->id = in->num, r->id_is_num = 1;
@@ -331,7 +341,7 @@ static int next_jsonl(struct tokinput *in, struct in_record *r)
 	n = unescape_lone_surrogates(line, n);
 	const char *text = utf8_repair(&in->valid, line, n, &r->bad_utf8);
 	json_error_t err;
-	in->json = json_loadb_wide(text, text == line ? n : in->valid.n, 0, &err);
+	in->json = json_loadb_python(text, text == line ? n : in->valid.n, 0, &err);
 	if (!in->json && json_error_code(&err) == json_error_null_character)
 		json_bad(in, "a string holds \\u0000, a NUL character, which no text or name may hold%s", "");
 	if (!in->json && json_error_code(&err) == json_error_premature_end_of_input)

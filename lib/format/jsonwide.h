@@ -10,7 +10,11 @@
 
 /* json_loadb, integers beyond 64 bits read as reals. */
 json_t *json_loadb_wide(const char *text, size_t n, size_t flags, json_error_t *err);
-/* The same of what is left to read at fd (the file name, for a read error,
+/* json_loadb_wide, and NaN, Infinity and -Infinity (which Python's json
+ * writes for the floats JSON lacks) and reals beyond a double's range read
+ * as null: for JSON lines, whose every field read refuses a null. */
+json_t *json_loadb_python(const char *text, size_t n, size_t flags, json_error_t *err);
+/* json_loadb_wide of what is left to read at fd (the file name, for a read error,
  * which dies). */
 json_t *json_loadfd_wide(int fd, const char *name, size_t flags, json_error_t *err);
 #endif

@@ -140,6 +140,19 @@ printf '{"text":"a","label":[0,18446744073709551616]}\n' >"$T/biglist.jsonl"
 expect_fail "one in a list of labels: the same" 1 \
 	"biglist.jsonl: line 1: label 1.8446744073709552e\+19 is out of range \(0 to 2147483647\)$" \
 	tok --label label -o "$T/biglabel.mp" "$T/biglist.jsonl"
+# the floats JSON lacks, which Python's json.dumps writes: NaN, Infinity, -Infinity
+printf '{"text":"hi","label":1,"score":NaN,"x":[Infinity,-Infinity,1e400]}\n' >"$T/nan.jsonl"
+expect_eq "JSONL: NaN, Infinity and a real past a double in fields not read are no matter" \
+	"$(tok --label label "$T/nan.jsonl" | body)" '{"id":0,"ids":[101,7632,102],"label":1}'
+printf '{"text":"hi","label":NaN}\n' >"$T/nanlabel.jsonl"
+expect_fail "a NaN label: said so" 1 "nanlabel.jsonl: line 1: field 'label' is null, NaN or infinite$" \
+	tok --label label --numeric-labels -o "$T/nan.mp" "$T/nanlabel.jsonl"
+printf '{"text":-Infinity}\n' >"$T/inftext.jsonl"
+expect_fail "an infinite text: the same" 1 "inftext.jsonl: line 1: field 'text' is null, NaN or infinite$" \
+	tok -o "$T/nan.mp" "$T/inftext.jsonl"
+printf '{"text":"a", "b": NaNa}\n' >"$T/nana.jsonl"
+expect_fail "a word that is none of them is not JSON" 1 "nana.jsonl: line 1: not JSON: invalid token near 'NaNa'$" \
+	tok -o "$T/nan.mp" "$T/nana.jsonl"
 printf '[\n  {"text": "a"}\n]\n' >"$T/pretty.json"
 expect_fail "JSON spread over lines: said, where 'not JSON' said the file was none" 1 \
 	"pretty.json: line 1: not JSON: .* \(the line ends inside it: JSON lines hold one whole object a line\)" tok "$T/pretty.json"

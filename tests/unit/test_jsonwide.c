@@ -1,7 +1,8 @@
 /* json_loadb_wide (lib/format/jsonwide.c): integers beyond 64 bits, which
  * jansson refuses, are read as reals, in any key and at any depth; the
  * integers within 64 bits stay exact; strings, their escapes, and other
- * errors are as json_loadb gives them. */
+ * errors are as json_loadb gives them. json_loadb_python reads Python's
+ * NaN and infinities as null. */
 #include "format/jsonwide.h"
 #include "check.h"
 #include <stdint.h>
@@ -49,6 +50,21 @@ int main(void)
 	      "an integer beyond a double too is refused (%s)", err.text);
 	CHECK(!load("{\"n\": 99999999999999999999", &err) && json_error_code(&err) == json_error_premature_end_of_input,
 	      "a text cut short is said to be");
+
+	const char *py = "{\"a\": NaN, \"b\": [Infinity, -Infinity, 1e400, -1e400, 1e-400, 5e-324], \"c\": \"NaN\", "
+			 "\"d\": 99999999999999999999}";
+	j = json_loadb_python(py, strlen(py), 0, &err);
+	json_t *l = json_object_get(j, "b");
+	CHECK(j && json_is_null(json_object_get(j, "a")) && json_is_null(json_array_get(l, 0)) &&
+	      json_is_null(json_array_get(l, 1)) && json_is_null(json_array_get(l, 2)) && json_is_null(json_array_get(l, 3)),
+	      "json_loadb_python: NaN, the infinities and reals past a double are null");
+	CHECK(json_real_value(json_array_get(l, 4)) == 0 && json_real_value(json_array_get(l, 5)) == 5e-324 &&
+	      !strcmp(json_string_value(json_object_get(j, "c")), "NaN") && json_real_value(json_object_get(j, "d")) == 1e20,
+	      "an underflow is 0, a denormal itself, a string NaN a string, a wide integer a real");
+	json_decref(j);
+	CHECK(!load(py, &err) && strstr(err.text, "invalid token"), "json_loadb_wide leaves NaN to jansson (%s)", err.text);
+	CHECK(!json_loadb_python("[NaNa]", 6, 0, &err) && strstr(err.text, "near 'NaNa'"),
+	      "a word NaN begins is not NaN, and is named as written (%s)", err.text);
 
 	int fds[2];
 	const char *text = "{\"max\": 1000000000000000019884624838656, \"n\": 3}";
