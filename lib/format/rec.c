@@ -78,6 +78,7 @@ static void fill(struct rec_reader *r)
  * bytes do not hold all of it, or NOT_MSGPACK. Found without allocating: a
  * header that claims 4 billion entries costs nothing until they come. */
 enum { NOT_MSGPACK = -1 };
+enum { MP_MAX_DEPTH = 32 };   /* msgpack-c's MSGPACK_EMBED_STACK_SIZE, in no header of its API */
 static int64_t whole_object(const unsigned char *p, size_t n)
 {
 	size_t at = 0;
@@ -157,8 +158,10 @@ const msgpack_object *rec_next(struct rec_reader *r)
 			r->n++;
 			rec_die(r, "malformed msgpack");
 		}
-		if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
-			die("%s: out of memory", r->name);
+		if (ret == MSGPACK_UNPACK_NOMEM_ERROR) {   /* or its stack of open maps and lists is full */
+			r->n++;
+			rec_die(r, "nested deeper than %d levels, or out of memory", MP_MAX_DEPTH);
+		}
 		if (r->eof) {
 			size_t tail = msgpack_unpacker_message_size(&r->up);
 			if (tail > 0 && !r->torn_ok) {

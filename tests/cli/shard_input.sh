@@ -92,6 +92,10 @@ for order in "far-id header" "header far-id"; do
 		"far-id.msgpack: record 1: token id 999999 is beyond the vocab's 30522 tokens" \
 		shard -o "$T/o-$1" "$T/$1.msgpack" "$T/$2.msgpack"
 done
+deep=$(printf '[%.0s' $(seq 40))1$(printf ']%.0s' $(seq 40))
+echo '{"id":0,"ids":[101,102],"label":1,"extra":'"$deep"'}' | msgpack -o "$T/deep.msgpack"
+expect_fail "a record nested deeper than the reader's 32 levels: said so, not 'out of memory'" 1 \
+	"deep.msgpack: record 1: nested deeper than 32 levels, or out of memory$" shard -o "$T/o-deep" "$T/deep.msgpack"
 for order in "far-label header" "header far-label"; do
 	set -- $order
 	expect_fail "a label beyond the names is refused ($1 first)" 1 \
