@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -109,9 +110,23 @@ static void widen(const char *s, size_t n, int python, struct strbuf *b)
 	sb_add(b, s + from, n - from);
 }
 
+/* The error of a text that opens with a UTF-8 byte order mark, which
+ * jansson refuses naming the invisible character (as Python's json does,
+ * and so transformers). */
+static void say_bom(json_error_t *err)
+{
+	char code = err->text[JSON_ERROR_TEXT_LENGTH - 1];
+	snprintf(err->text, JSON_ERROR_TEXT_LENGTH - 1, "a UTF-8 byte order mark opens it, which JSON does not allow");
+	err->text[JSON_ERROR_TEXT_LENGTH - 1] = code;
+}
+
 static json_t *load(const char *text, size_t n, size_t flags, int python, json_error_t *err)
 {
 	json_t *j = json_loadb(text, n, flags, err);
+	if (!j && n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
+		say_bom(err);
+		return NULL;
+	}
 	enum json_error_code code = j ? json_error_unknown : json_error_code(err);
 	if (code != json_error_numeric_overflow && !(python && code == json_error_invalid_syntax))
 		return j;

@@ -123,6 +123,10 @@ refused "$T/r3" "and its do_lower_case is still read beside" 1 "hf-cased: its to
 mkdir -p "$T/hf-big" && cp "$T/hf/"* "$T/hf-big/" && sed -i 's/^{/{"unread": 123456789012345678901234567890, "unread_neg": -99999999999999999999,/' "$T/hf-big/config.json"
 check "a config.json key past 64 bits that TopSpin does not read is no matter" \
 	train --data "$T/data" --init "$T/hf-big" --run "$T/hf-big-run" --max-steps 1 -j 1
+mkdir -p "$T/hf-bom" && cp "$T/hf/"* "$T/hf-bom/" && { printf '\357\273\277'; cat "$T/hf/config.json"; } >"$T/hf-bom/config.json"
+refused "$T/r3" "a config.json that opens with a byte order mark (transformers refuses it too): said so" 1 \
+	"hf-bom/config.json:1: a UTF-8 byte order mark opens it, which JSON does not allow$" \
+	--data "$T/data" --init "$T/hf-bom" --max-steps 1 -j 1
 sed -i 's/"max_position_embeddings": 64/"max_position_embeddings": 100000000000000000000/' "$T/hf-big/config.json"
 refused "$T/r3" "one it reads is refused, naming the key and its range" 1 \
 	"hf-big/config.json: max_position_embeddings 1e20 is not an integer from 1 to [0-9]+$" \

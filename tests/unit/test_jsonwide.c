@@ -66,6 +66,9 @@ int main(void)
 	CHECK(!json_loadb_python("[NaNa]", 6, 0, &err) && strstr(err.text, "near 'NaNa'"),
 	      "a word NaN begins is not NaN, and is named as written (%s)", err.text);
 
+	CHECK(!load("\xEF\xBB\xBF{}", &err) && !strcmp(err.text, "a UTF-8 byte order mark opens it, which JSON does not allow") &&
+	      json_error_code(&err) == json_error_invalid_syntax, "a byte order mark is said to be one (%s)", err.text);
+
 	int fds[2];
 	const char *text = "{\"max\": 1000000000000000019884624838656, \"n\": 3}";
 	CHECK(!pipe(fds) && write(fds[1], text, strlen(text)) == (ssize_t)strlen(text) && !close(fds[1]) &&
