@@ -4,6 +4,7 @@
 #include "util/rng.h"
 #include "util/strbuf.h"
 #include <errno.h>
+#include <float.h>
 #include <sched.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,14 +38,17 @@ static int option_name(const char *k)
 	return 1;
 }
 
-/* A range's end: a finite number. */
+/* A range's end: a finite number, 0 or of a normal double's size. */
 static double range_end(const char *text, const char *v, int *whole)
 {
 	char *end;
 	errno = 0;
 	double x = strtod(v, &end);
-	if (!*v || *end || errno || !isfinite(x))
+	if (!*v || *end || (!isfinite(x) && errno != ERANGE))
 		die_usage("-p %s: '%s' is not a number (a range is LO:HI or LO:HI:log)", text, v);
+	if (errno == ERANGE)
+		die_usage("-p %s: '%s' is out of a double's range (0, or %.2g to %.2g in size)", text, v, DBL_MIN,
+			  DBL_MAX);
 	*whole &= !strchr(v, '.') && x == floor(x);   /* 64 and 1e3 are, 64.0 and 5e-1 not */
 	return x;
 }

@@ -316,6 +316,9 @@ expect_fail "an option name with dashes" 2 "'--lr' is not a ts-train option name
 	ts-sweep -p --lr=1 --dir "$T/u3" -- "${TRAIN[@]}"
 expect_fail "a group with a missing value" 2 "'1e-4' has 1 value for 2 options" \
 	ts-sweep -p lr,warmup=1e-4 --dir "$T/u4" -- "${TRAIN[@]}"
+expect_fail "a range end past a double's range: said so, not called no number" 2 \
+	"^ts-sweep: -p lr=1e-400:1: '1e-400' is out of a double's range \\(0, or 2.2e-308 to 1.8e\\+308 in size\\)" \
+	ts-sweep --random 2 -p lr=1e-400:1 --dir "$T/u13" -- "${TRAIN[@]}"
 expect_fail "a value ts-train refuses: named with its job, before the sweep dir is made" 2 \
 	"^ts-sweep: job 2: ts-train: --batch takes a whole number, not 'x'; see 'ts-sweep --help'\$" \
 	ts-sweep -p batch=8,x --dir "$T/u7" -- "${TRAIN[@]}"

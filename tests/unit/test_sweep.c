@@ -112,6 +112,9 @@ static void test_refused(void)
 	expect_usage("an empty value", parse_one, "lr=1,,2", "an empty value");
 	expect_usage("a group's value short", parse_one, "lr,warmup=1:2,3", "'3' has 1 value for 2 options");
 	expect_usage("a range of words", parse_one, "lr=a:b", "'a' is not a number");
+	expect_usage("a range end past a double", parse_one, "lr=1:1e999", "'1e999' is out of a double's range");
+	expect_usage("a range end below a normal double", parse_one, "lr=1e-400:1", "'1e-400' is out of a double's range");
+	expect_usage("an infinite range end", parse_one, "lr=1:inf", "'inf' is not a number");
 	expect_usage("a range backwards", parse_one, "lr=2:1", "low end is not below its high end");
 	expect_usage("a log range from 0", parse_one, "lr=0:1:log", "a log range takes positive ends");
 	expect_usage("whole ends past 2^53, where doubles skip whole numbers", parse_one, "seed=0:9007199254740993",
