@@ -356,6 +356,8 @@ static struct sweep_place *places(int *n)
 		long k = l[i].n > 1 ? strtol(l[i].w[1], &end, 10) : 1;
 		if (l[i].n > 2 || (end && (*end || end == l[i].w[1])) || k < 1 || k > 1024)
 			die_usage("%s: not HOST [SLOTS] with SLOTS from 1 to 1024", l[i].where);
+		if (l[i].w[0][0] == '-')   /* ssh would read it as an option */
+			die_usage("%s: '%s' is not a host name", l[i].where, l[i].w[0]);
 		grow(&v, &cap, (size_t)*n + 1, sizeof *v);
 		v[(*n)++] = (struct sweep_place){l[i].w[0], (int)k, 0, NULL, 1};
 	}

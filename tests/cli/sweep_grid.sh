@@ -319,6 +319,9 @@ expect_fail "a group with a missing value" 2 "'1e-4' has 1 value for 2 options" 
 expect_fail "a range end past a double's range: said so, not called no number" 2 \
 	"^ts-sweep: -p lr=1e-400:1: '1e-400' is out of a double's range \\(0, or 2.2e-308 to 1.8e\\+308 in size\\)" \
 	ts-sweep --random 2 -p lr=1e-400:1 --dir "$T/u13" -- "${TRAIN[@]}"
+expect_fail "a servers host that begins with -: no host name, not left for ssh to read as an option" 2 \
+	"^ts-sweep: --servers .*: line 2: '-oProxyCommand=x' is not a host name" \
+	ts-sweep --servers <(printf 'node1 2\n-oProxyCommand=x\n') -p lr=1 --dir "$T/u14" -- "${TRAIN[@]}"
 expect_fail "a value ts-train refuses: named with its job, before the sweep dir is made" 2 \
 	"^ts-sweep: job 2: ts-train: --batch takes a whole number, not 'x'; see 'ts-sweep --help'\$" \
 	ts-sweep -p batch=8,x --dir "$T/u7" -- "${TRAIN[@]}"
