@@ -322,6 +322,9 @@ expect_fail "a range end past a double's range: said so, not called no number" 2
 expect_fail "a servers host that begins with -: no host name, not left for ssh to read as an option" 2 \
 	"^ts-sweep: --servers .*: line 2: '-oProxyCommand=x' is not a host name" \
 	ts-sweep --servers <(printf 'node1 2\n-oProxyCommand=x\n') -p lr=1 --dir "$T/u14" -- "${TRAIN[@]}"
+expect_fail "a servers line with a # after its words: no comment, refused as ts-sweep(1) says" 2 \
+	"^ts-sweep: --servers .*: line 2: not HOST \\[SLOTS\\]" \
+	ts-sweep --servers <(printf '  # the big one:\nnode1 4 # big\n') -p lr=1 --dir "$T/u15" -- "${TRAIN[@]}"
 expect_fail "a value ts-train refuses: named with its job, before the sweep dir is made" 2 \
 	"^ts-sweep: job 2: ts-train: --batch takes a whole number, not 'x'; see 'ts-sweep --help'\$" \
 	ts-sweep -p batch=8,x --dir "$T/u7" -- "${TRAIN[@]}"
