@@ -12,6 +12,7 @@
 #include "comm/comm_tcp.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,7 @@ enum { MAX_MESSAGE = 2048, REFUSAL_S = 5 };
  * they are, each at most HELLO_S seconds (a process says it at once), and
  * names the first STRAYS_TOLD strangers it drops. */
 enum { PENDING_MAX = 64, HELLO_S = 10, STRAYS_TOLD = 10 };
+enum { MISSING_TOLD = 5 };   /* the processes that did not come, named at --comm-timeout */
 
 /* Where a process listens, as process 0 tells the others. */
 struct peer {
@@ -379,6 +381,22 @@ static int hear(const struct comm *c, struct pending *pend, int *n, int i, int p
 	return came;
 }
 
+/* Process 0, when --comm-timeout is up: dies naming the first
+ * MISSING_TOLD processes that did not come (fds[r] 0), then their count. */
+static void die_missing(const struct comm *c, const int *fds, int came)
+{
+	struct strbuf who = {0};
+	int missing = 0;
+	for (int r = 1; r < c->size; r++)
+		if (!fds[r] && ++missing <= MISSING_TOLD)
+			sb_addf(&who, "%s%d", missing > 1 ? ", " : "", r);
+	if (missing > MISSING_TOLD)
+		sb_addf(&who, " and %d more", missing - MISSING_TOLD);
+	sb_addc(&who, 0);
+	die("process 0: only %d of %d processes came in %g s (--comm-timeout); missing: process%s %s", came, c->size,
+	    c->timeout_s, missing > 1 ? "es" : "", who.s);
+}
+
 /* Process 0: takes every other process's rank and port, answers with the
  * table; counts the strangers it dropped in c->strays. */
 static void gather_peers(struct comm *c, int master, int port, struct peer *peers, double deadline)
@@ -392,8 +410,7 @@ static void gather_peers(struct comm *c, int master, int port, struct peer *peer
 	while (came < c->size) {
 		double now = clock_seconds(), wake = deadline;
 		if (now >= deadline)
-			die("process 0: only %d of %d processes came in %g s (--comm-timeout)", came, c->size,
-			    c->timeout_s);
+			die_missing(c, fds, came);
 		for (int i = n - 1; i >= 0; i--)   /* the last moves down to fill a gap: from the top */
 			if (now - pend[i].since > HELLO_S) {
 				drop_stray(&pend[i], port, "it said nothing in time", &strays);

@@ -265,6 +265,13 @@ expect_fail "launched by the environment: a MASTER_PORT with a blank before it" 
 expect_fail "launched by the environment: process 0 never comes" 1 \
 	"process 1: cannot reach process 0 at 127.0.0.1:$port in 2 s \(MASTER_ADDR, MASTER_PORT\)" \
 	envrun 1 "${TINY[@]}" --run "$T/e3" --max-steps 2 --comm-timeout 2
+# process 1 never comes: process 0 names it when --comm-timeout is up
+port=$(free_port)
+envrun3 2 "${TINY[@]}" --run "$T/miss" --max-steps 2 --comm-timeout 2 >/dev/null 2>&1 &
+expect_fail "launched by the environment: process 0 names the process that did not come" 1 \
+	"^ts-train: process 0: only 2 of 3 processes came in 2 s \(--comm-timeout\); missing: process 1$" \
+	envrun3 0 "${TINY[@]}" --run "$T/miss" --max-steps 2 --comm-timeout 2
+wait $!
 # processes launched with other WORLD_SIZEs, and something else at
 # MASTER_PORT: refused at once, not after --comm-timeout
 port=$(free_port)
