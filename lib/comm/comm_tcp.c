@@ -508,6 +508,21 @@ static void interface_of(int fd, char *name, size_t len)
 	freeifaddrs(all);
 }
 
+/* getaddrinfo of MASTER_ADDR host at port, a TCP one; an IPv6 address in
+ * brackets ([::1], as torchrun takes it) without them. */
+static int master_addr(const char *host, const char *port, struct addrinfo **ai)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	char bare[NI_MAXHOST];
+	size_t n = strlen(host);
+	if (n > 2 && n - 2 < sizeof bare && host[0] == '[' && host[n - 1] == ']') {
+		memcpy(bare, host + 1, n - 2);
+		bare[n - 2] = 0;
+		host = bare;
+	}
+	return getaddrinfo(host, port, &hints, ai);
+}
+
 static void tcp_open(struct comm *c, const struct transport *under)
 {
 	(void)under;
@@ -525,8 +540,8 @@ static void tcp_open(struct comm *c, const struct transport *under)
 		return;
 	const char *host = env_str("MASTER_ADDR"), *port = env_str("MASTER_PORT");
 	env_int("MASTER_PORT", 1, 65535, 0);
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	int rc = getaddrinfo(host, port, &hints, &ai);
+	struct addrinfo *ai;
+	int rc = master_addr(host, port, &ai);
 	if (rc)
 		die("MASTER_ADDR=%s: %s", host, gai_strerror(rc));
 	double deadline = clock_seconds() + c->timeout_s;
@@ -638,9 +653,9 @@ void tcp_refuse(const char *message)
 		return;
 	long size = env_int_or_none("WORLD_SIZE", 2, MAX_PROCESSES), rank = env_int_or_none("RANK", 0, size - 1);
 	const char *host = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	struct addrinfo *ai;
 	if (size < 0 || rank < 0 || !host || !port || env_int_or_none("MASTER_PORT", 1, 65535) < 0 ||
-	    getaddrinfo(host, port, &hints, &ai))
+	    master_addr(host, port, &ai))
 		return;
 	int32_t len = (int32_t)strnlen(message, MAX_MESSAGE);
 	double deadline = clock_seconds() + REFUSAL_S;

@@ -211,6 +211,11 @@ envrun() {
 		timeout 300 ts-train "$@"
 }
 envrun3() { WORLD=3 envrun "$@"; }
+# envrun6 RANK ARGS...: envrun at MASTER_ADDR=[::1]
+envrun6() {
+	local r=$1; shift
+	env -u OMPI_COMM_WORLD_SIZE WORLD_SIZE=2 RANK="$r" MASTER_ADDR='[::1]' MASTER_PORT="$port" timeout 300 ts-train "$@"
+}
 port=$(free_port)
 envrun 1 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 >"$T/e1.out" 2>&1 &
 check "launched by the environment: process 0" envrun 0 "${TINY[@]}" --run "$T/e2" --batch 8 --max-steps 12 \
@@ -272,6 +277,14 @@ expect_fail "launched by the environment: process 0 names the process that did n
 	"^ts-train: process 0: only 2 of 3 processes came in 2 s \(--comm-timeout\); missing: process 1$" \
 	envrun3 0 "${TINY[@]}" --run "$T/miss" --max-steps 2 --comm-timeout 2
 wait $!
+# MASTER_ADDR as torchrun users write an IPv6 address: in brackets
+port=$(free_port)
+envrun6 1 "${TINY[@]}" --run "$T/v6" --batch 8 --max-steps 12 --eval-every 6 --save-every 6 \
+	>/dev/null 2>&1 &
+check "MASTER_ADDR=[::1]: the brackets of an IPv6 address are taken off" envrun6 0 "${TINY[@]}" --run "$T/v6" \
+	--batch 8 --max-steps 12 --eval-every 6 --save-every 6
+wait $!
+expect_eq "MASTER_ADDR=[::1]: process 1 exits 0, with the losses of 127.0.0.1" "$? $(losses "$T/v6")" "0 $(losses "$T/e2")"
 # processes launched with other WORLD_SIZEs, and something else at
 # MASTER_PORT: refused at once, not after --comm-timeout
 port=$(free_port)
