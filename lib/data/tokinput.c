@@ -244,12 +244,12 @@ static void json_label(struct tokinput *in, struct in_record *r)
 			json_bad(in, "field '%s' is a number beyond a float's range", in->cols.label);
 	} else if (in->cols.numeric) {
 		json_bad(in, "field '%s' is not a number (--numeric-labels)", in->cols.label);
+	} else if (json_is_real(v) && fabs(json_real_value(v)) > FLT_MAX) {
+		json_bad(in, "field '%s' is a number beyond a float's range", in->cols.label);
 	} else if (json_is_integer(v) || beyond_64(v)) {
 		r->label_kind = IN_LABEL_INT, r->label_int = json_class(in, v);
 	} else if (json_is_real(v)) {
 		r->label_kind = IN_LABEL_FLOAT, r->label_float = json_real_value(v);
-		if (fabs(r->label_float) > FLT_MAX)
-			json_bad(in, "field '%s' is a number beyond a float's range", in->cols.label);
 	} else if (json_is_array(v) && json_is_string(json_array_get(v, 0))) {
 		r->label_kind = IN_LABEL_NAMES, r->label_names = json_strings(in, v, in->cols.label, &in->names,
 									       &in->names_cap);
