@@ -58,6 +58,31 @@ expect_fail() {
 wait_for() { local n=$1; shift; for _ in $(seq 400); do "$@" 2>/dev/null && { pass "$n"; return; }; sleep 0.05; done; fail "$n"; }
 # train ARGS...: ts-train under a time limit, so a hung run fails its test instead of hanging it
 train() { timeout 300 ts-train "$@"; }
+# stop_after N CMD...: CMD, a ts-train, stopped on request after its Nth step, as a
+# stop request made then would stop it: an access() preloaded in it finds RUN/stop
+# from its (N+1)th look on, the one before step N+1 (a request made before the run
+# began stops it before its first step)
+stop_after() {
+	if [ ! -f "$T/stop_after.so" ]; then
+		cat >"$T/stop_after.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+int access(const char *path, int mode)
+{
+	static int looks;
+	size_t n = strlen(path);
+	if (n > 5 && !strcmp(path + n - 5, "/stop") && ++looks > atoi(getenv("TS_STOP_AFTER")))
+		return 0;
+	return ((int (*)(const char *, int))dlsym(RTLD_NEXT, "access"))(path, mode);
+}
+EOF
+		${CC:-cc} -shared -fPIC -o "$T/stop_after.so" "$T/stop_after.c" -ldl || return 1
+	fi
+	TS_STOP_AFTER=$1 LD_PRELOAD=$T/stop_after.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"${@:2}"
+}
 # kill_trainer RUNDIR: a crash: SIGKILL to the ts-train holding the run's lock, if one does
 kill_trainer() { flock -n "$1/lock" true || kill -9 "$(cut -d' ' -f1 "$1/lock")"; wait; }
 # losses RUNDIR: "step loss" a line, the last step event of each step winning

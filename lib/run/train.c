@@ -24,19 +24,22 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t run_kept;   /* from the making or taking of the run dir on */
 static int says_stop;   /* process 0: a Control-C is answered */
 
-/* A stop at the step's end; a second Control-C quits at once, the run left
- * to resume from its last checkpoint, as after a crash, without the temp
- * dir of a checkpoint it was writing. */
+/* A stop at the step's end (or before the first); a second Control-C quits
+ * at once, the run left to resume from its last checkpoint, as after a
+ * crash, without the temp dir of a checkpoint it was writing. Before the run
+ * dir is made, the first quits so: a run stopped then leaves nothing, as one
+ * refused does. */
 static void on_stop_signal(int sig)
 {
 	static const char line[] = "ts-train: stopping after this step (Control-C again quits now; --resume goes on "
 				   "from the last checkpoint)\n";
-	if (sig == SIGINT && stop_signal) {
+	if (!run_kept || (sig == SIGINT && stop_signal)) {
 		cleanup_run();
-		signal(SIGINT, SIG_DFL);
-		raise(SIGINT);   /* taken when the handler returns, SIGINT blocked in it */
+		signal(sig, SIG_DFL);
+		raise(sig);   /* taken when the handler returns, sig blocked in it */
 		return;
 	}
 	if (sig == SIGINT && says_stop && write(STDERR_FILENO, line, sizeof line - 1) < 0)
@@ -318,7 +321,7 @@ static void stop_now(struct trainer *t)
 
 int train_run(const struct train_config *c)
 {
-	struct trainer t = {.c = c, .comm = c->comm, .lead = c->comm->rank == 0, .saved_step = -1};
+	struct trainer t = {.c = c, .comm = c->comm, .lead = c->comm->rank == 0};
 	char *ckpt;
 	if (!c->be->host)
 		comm_use_gpu(c->comm);
@@ -340,8 +343,10 @@ int train_run(const struct train_config *c)
 		    "named (B-PER, I-LOC, ...: ts-tokenize --labels FILE names numbered tags), or give --metric accuracy",
 		    c->data);
 	build_optimizer(&t);
+	run_kept = 1;
 	open_run(&t);
 	start_state(&t, &ckpt);
+	t.saved_step = t.st.step;   /* a stop before the first step has nothing new to save */
 	/* killed after its last checkpoint, a finished run still lacks final/ or its done event */
 	if (comm_any(t.comm, t.lead && t.st.finished && events_last_is(t.ev, "done"))) {
 		if (t.lead)
@@ -365,6 +370,11 @@ int train_run(const struct train_config *c)
 	double elapsed0 = t.st.elapsed_s;
 	int stopped = 0;
 	while (!t.st.finished && t.st.step < t.total_steps) {
+		if (comm_any(t.comm, stop_signal || (t.lead && rundir_stop_requested(c->run)))) {
+			stop_now(&t);
+			stopped = 1;
+			break;
+		}
 		double s0 = clock_seconds();
 		struct comm_stats before;   /* the evaluations', checkpoints' and checks' since the last step */
 		comm_take_stats(&before);
@@ -378,12 +388,6 @@ int train_run(const struct train_config *c)
 		log_step(&t, &r, clock_seconds() - s0);
 		if (at_step_end(&t))
 			break;
-		int stop = comm_any(t.comm, stop_signal || (t.lead && rundir_stop_requested(c->run)));
-		if (stop && t.st.step < t.total_steps) {
-			stop_now(&t);
-			stopped = 1;
-			break;
-		}
 	}
 	if (!stopped)
 		finish(&t);

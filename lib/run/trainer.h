@@ -58,7 +58,7 @@ struct trainer {
 	const char *metric;
 	double t0;
 	long steps_this_process;
-	long saved_step;       /* step of the last checkpoint written, -1 for none */
+	long saved_step;       /* step of the last checkpoint written, or of the state the run started from */
 	struct progress *prog;
 	json_t *passed_over;   /* checkpoints --resume passed over, damaged: {checkpoint, why} */
 };

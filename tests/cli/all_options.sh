@@ -135,16 +135,14 @@ expect_eq "ts-tokenize -c with a vocab, -t: the tokenizer.json tokenizes" \
 	'{"id":0,"tokens":["<s>","Hello","Ġworld","</s>"]}'
 
 # a run's own config, read back by --resume
-mkdir -p "$T/r1" && touch "$T/r1/stop"
-train "${TINY[@]}" --run "$T/r1" --max-steps 4 >/dev/null 2>&1
+stop_after 1 train "${TINY[@]}" --run "$T/r1" --max-steps 4 >/dev/null 2>&1
 sed -i 's/^keep = .*/keep = 4294967296/' "$T/r1/config"
 refused "--resume: keep = 4294967296 in the run's config is refused" "config: line [0-9]+: --keep: 4294967296 is out of range" \
 	train --resume "$T/r1"
 [ -n "$(ls "$T/r1/ckpt")" ] && pass "the refused resume deletes no checkpoint" || fail "the refused resume deletes no checkpoint"
 
 # a default that means "not set" (--dropout from --init) stays out of the config, so the run resumes
-mkdir -p "$T/r2" && touch "$T/r2/stop"
-train --data "$T/data" --init "$T/n2/final" --task mlm --run "$T/r2" --batch 8 -j 2 --max-steps 3 >/dev/null 2>&1
+stop_after 1 train --data "$T/data" --init "$T/n2/final" --task mlm --run "$T/r2" --batch 8 -j 2 --max-steps 3 >/dev/null 2>&1
 expect_eq "a run from --init without --dropout writes no dropout" "$(grep -c '^dropout' "$T/r2/config")" 0
 check "that run resumes" train --resume "$T/r2" --device cpu
 

@@ -103,14 +103,12 @@ total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 2
 check "GPU: ${CHECKS[16]} ($(peak_of "$T/gpu") MiB of $total)" awk -v p="$(peak_of "$T/gpu")" -v t="$total" \
 	-v c="$(peak_of "$T/cpu")" 'BEGIN { exit !(p + 0 > 0 && p + 0 < t + 0 && c == "none") }'
 
-mkdir -p "$T/stop" && touch "$T/stop/stop"
-train "${BERT[@]}" --run "$T/stop" --device cuda >/dev/null 2>&1
+stop_after 1 train "${BERT[@]}" --run "$T/stop" --device cuda >/dev/null 2>&1
 train --resume "$T/stop" --device cuda >/dev/null 2>&1 || fail "the GPU resume"
 expect_eq "GPU: ${CHECKS[1]}" "$(losses "$T/stop")" "$(losses "$T/gpu")"
 check "GPU: ${CHECKS[2]}" cmp "$T/stop/final/model.safetensors" "$T/gpu/final/model.safetensors"
 
-mkdir -p "$T/move" && touch "$T/move/stop"
-train "${BERT[@]}" --run "$T/move" --device cuda >/dev/null 2>&1
+stop_after 1 train "${BERT[@]}" --run "$T/move" --device cuda >/dev/null 2>&1
 check "GPU: ${CHECKS[3]}" train --resume "$T/move" --device cpu
 
 acc() { ts-eval -m "$1" --data "$T/data" --device "$2" | jq -r .accuracy; }
@@ -157,14 +155,12 @@ check "GPU: ${CHECKS[17]} (fp32: $(attention "$T/long-fp32"); bf16: $(attention 
 	'BEGIN { split(f, x, " "); split(b, y, " "); exit !(x[1] + x[2] == 0 && x[3] > 0 &&
 		(cudnn ? y[1] + y[2] > 0 : y[1] + y[2] == 0 && y[3] > 0)) }'
 
-mkdir -p "$T/stop16" && touch "$T/stop16/stop"
-train "${LONG[@]}" --precision bf16 --run "$T/stop16" --max-steps 12 >/dev/null 2>&1
+stop_after 1 train "${LONG[@]}" --precision bf16 --run "$T/stop16" --max-steps 12 >/dev/null 2>&1
 train --resume "$T/stop16" >/dev/null 2>&1 || fail "the bf16 resume"
 train "${LONG[@]}" --precision bf16 --run "$T/whole16" --max-steps 12 >/dev/null 2>&1
 check "GPU: ${CHECKS[11]}" test "$(losses "$T/stop16")" = "$(losses "$T/whole16")" -a -n "$(losses "$T/whole16")" \
 	-a "$(sha256sum <"$T/stop16/final/model.safetensors")" = "$(sha256sum <"$T/whole16/final/model.safetensors")"
-mkdir -p "$T/move16" && touch "$T/move16/stop"
-train "${LONG[@]}" --precision bf16 --run "$T/move16" --max-steps 12 >/dev/null 2>&1
+stop_after 1 train "${LONG[@]}" --precision bf16 --run "$T/move16" --max-steps 12 >/dev/null 2>&1
 train --resume "$T/move16" --device cpu --precision fp32 >/dev/null 2>&1
 check "GPU: ${CHECKS[12]}" test "$(ts-cat "$T/move16/events.msgpack" | jq -r 'select(.event=="resume") | .device')" = cpu \
 	-a -s "$T/move16/final/model.safetensors"
@@ -175,8 +171,7 @@ scales() { ts-cat "$1/events.msgpack" | jq -r 'select(.event=="step") | "\(.step
 # the first step overflows at 2^24; each overflow halves the scale; the last step is taken
 check "GPU: ${CHECKS[14]}" awk 'NR == 1 { ok = $2 == 16777216 && $3 == "true" } $3 == "true" { o++ } NR > 1 && p3 == "true" { ok = ok && $2 == p2 / 2 }
 	{ p2 = $2; p3 = $3 } END { exit !(ok && NR == 30 && o >= 1 && $3 == "false") }' <(scales "$T/over")
-mkdir -p "$T/stopfp16" && touch "$T/stopfp16/stop"
-train "${LONG[@]}" --precision fp16 --loss-scale 16777216 --run "$T/stopfp16" --max-steps 30 >/dev/null 2>&1
+stop_after 1 train "${LONG[@]}" --precision fp16 --loss-scale 16777216 --run "$T/stopfp16" --max-steps 30 >/dev/null 2>&1
 train --resume "$T/stopfp16" >/dev/null 2>&1 || fail "the fp16 resume"
 check "GPU: ${CHECKS[15]}" test "$(scales "$T/stopfp16")" = "$(scales "$T/over")" -a -n "$(scales "$T/over")" \
 	-a "$(losses "$T/stopfp16")" = "$(losses "$T/over")"

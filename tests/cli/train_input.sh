@@ -52,8 +52,8 @@ expect_fail "--run naming a link to nothing is refused, saying so" 1 "dangling i
 mkdir "$T/empty"
 check "--run into an empty dir trains" train "${TINY[@]}" --run "$T/empty" --max-steps 1
 mkdir "$T/stop" && touch "$T/stop/stop"
-check "--run into a dir that holds a stop request alone trains, and stops" train "${TINY[@]}" --run "$T/stop" --max-steps 4
-expect_eq "at step 1" "$(ts-cat "$T/stop/events.msgpack" | jq -c 'select(.event=="stop") | .step')" 1
+check "--run into a dir that holds a stop request alone makes the run, and stops" train "${TINY[@]}" --run "$T/stop" --max-steps 4
+expect_eq "before its first step" "$(ts-cat "$T/stop/events.msgpack" | jq -c 'select(.event=="stop") | .step')" 0
 # a run whose making was cut short right after its config appeared
 mkdir "$T/cut" && cp "$T/empty/config" "$T/cut/"
 check "a run dir of a config alone resumes" train --resume "$T/cut" --device cpu
@@ -241,9 +241,8 @@ check "from scratch without a shape" train --data "$T/data" --run "$T/dflt" --ma
 expect_eq "records the default shape" "$(grep -E '^(layers|hidden|heads|ffn|max-pos|dropout) =' "$T/dflt/config" | tr '\n' ' ')" \
 	"layers = 4 hidden = 256 heads = 4 ffn = 1024 max-pos = 512 dropout = 0.1 "
 # runs made before recorded every option: --resume still takes them
-for r in old old-init; do mkdir -p "$T/$r" && touch "$T/$r/stop"; done
-train "${TINY[@]}" --run "$T/old" --max-steps 4 2>/dev/null
-train --data "$T/data" --init "$T/empty/final" --run "$T/old-init" --max-steps 4 -j 1 2>/dev/null
+stop_after 1 train "${TINY[@]}" --run "$T/old" --max-steps 4 2>/dev/null
+stop_after 1 train --data "$T/data" --init "$T/empty/final" --run "$T/old-init" --max-steps 4 -j 1 2>/dev/null
 printf 'kd-alpha = 0.5\nkd-temp = 2\nvat-xi = 0.001\nvat-iters = 1\n' | tee -a "$T/old/config" >>"$T/old-init/config"
 printf 'layers = 4\nhidden = 256\nheads = 4\nffn = 1024\nmax-pos = 512\n' >>"$T/old-init/config"
 for ck in "$T"/old*/ckpt/step-*; do   # whose checkpoints kept no run.config

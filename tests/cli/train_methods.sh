@@ -56,8 +56,7 @@ check "the checkpoints keep the average" sh -c "ts-cat '$T/ema/ckpt/step-12/opti
 check "the same run without it" train "${TINY[@]}" --run "$T/noema" --max-steps 12 --eval-every 4
 expect_eq "the same training losses: the average does not train" "$(losses "$T/ema")" "$(losses "$T/noema")"
 check "final/ is the average, not the last weights" sh -c "! cmp -s '$T/ema/final/model.safetensors' '$T/noema/final/model.safetensors'"
-mkdir -p "$T/ema2" && touch "$T/ema2/stop"
-check "--ema: a run stopped at step 1" train "${TINY[@]}" --run "$T/ema2" --max-steps 12 --eval-every 4 --ema 0.9
+check "--ema: a run stopped at step 1" stop_after 1 train "${TINY[@]}" --run "$T/ema2" --max-steps 12 --eval-every 4 --ema 0.9
 check "resumes" train --resume "$T/ema2"
 check "to the same average, bit for bit" cmp "$T/ema2/final/model.safetensors" "$T/ema/final/model.safetensors"
 expect_fail "--ema with --zero 1: refused" 2 "--zero 1 does not go with --ema" \
@@ -94,8 +93,7 @@ check "--rdrop 1" train "${STUDENT[@]}" --run "$T/rdrop" --max-steps 6 --rdrop 1
 expect_eq "R-Drop changes the losses" "$(losses "$T/rdrop" | cut -d' ' -f2 | grep -cvxF -f <(losses "$T/alone" | cut -d' ' -f2))" 6
 check "--vat 1" train "${STUDENT[@]}" --run "$T/vat" --max-steps 6 --eval-every 3 --vat 1 --vat-iters 2
 expect_eq "VAT adds its divergence to the losses" "$(paste -d' ' <(losses "$T/vat") <(losses "$T/alone") | awk '$2 > $4' | wc -l)" 6
-mkdir -p "$T/vat2" && touch "$T/vat2/stop"
-check "--vat: a run stopped at step 1" train "${STUDENT[@]}" --run "$T/vat2" --max-steps 6 --eval-every 3 --vat 1 --vat-iters 2
+check "--vat: a run stopped at step 1" stop_after 1 train "${STUDENT[@]}" --run "$T/vat2" --max-steps 6 --eval-every 3 --vat 1 --vat-iters 2
 check "resumes" train --resume "$T/vat2"
 expect_eq "to the same losses" "$(losses "$T/vat2")" "$(losses "$T/vat")"
 check "and the same model, bit for bit" cmp "$T/vat2/final/model.safetensors" "$T/vat/final/model.safetensors"

@@ -27,8 +27,7 @@ expect_eq "loss.svg: every step's loss, raw and smoothed, and each valid loss" "
 expect_eq "metric.svg: the accuracy at each evaluation, valid and test" "$(points "$T/r/plots/metric.svg" | tr '\n' ';')" \
 	"valid 2;test 2;"
 expect_eq "lr.svg: every step's learning rate" "$(points "$T/r/plots/lr.svg")" "learning rate 8"
-mkdir -p "$T/s" && touch "$T/s/stop"
-train "${TINY[@]}" --run "$T/s" >/dev/null 2>&1
+stop_after 1 train "${TINY[@]}" --run "$T/s" >/dev/null 2>&1
 check "a stopped run resumes" train --resume "$T/s"
 expect_eq "after a resume the plots hold every step" "$(points "$T/s/plots/loss.svg" | head -1)" "train loss 8"
 finish

@@ -46,8 +46,7 @@ check "TensorBoard reads valid and test metrics at each evaluation" sh -c \
 	"[ \$(grep -c '^valid/accuracy ' '$T/tb.txt') = 2 ] && [ \$(grep -c '^test/macro/f1 ' '$T/tb.txt') = 2 ]"
 check "every scalar TensorBoard reads is the events log's, at the same step" diff "$T/tb.txt" "$T/log.txt"
 
-mkdir -p "$T/s" && touch "$T/s/stop"
-train "${TINY[@]}" --run "$T/s" >/dev/null 2>&1
+stop_after 1 train "${TINY[@]}" --run "$T/s" >/dev/null 2>&1
 sleep 1   # the resumed run's file is named by another second
 check "a stopped run resumes" train --resume "$T/s"
 expect_eq "a resumed run adds an event file" "$(ls "$T/s/tb" | grep -c '^events\.out\.tfevents\.')" 2

@@ -1,0 +1,82 @@
+# ts-train's start: a stop asked for before its first step, and the checks a
+# run passes before its run dir is made.
+. "$(dirname "$0")/../lib.sh"
+V=$TOP/examples/vocab.txt
+export OMP_NUM_THREADS=2
+head -n 101 "$TOP/examples/spamassassin.csv" >"$T/small.csv"
+ts-tokenize -v "$V" --id id --label label --max-len 32 "$T/small.csv" >"$T/tok.msgpack"
+ts-shard -o "$T/data" --seed 3 "$T/tok.msgpack" >/dev/null
+TINY=(--data "$T/data" --layers 1 --hidden 32 --heads 2 --ffn 64 --max-pos 32 --batch 8 --seed 5 -j 2
+	--max-steps 6 --eval-every 3)
+events() { ts-cat "$1/events.msgpack" | jq -r .event | tr '\n' ' '; }
+alive() { kill -0 "$1" 2>/dev/null; }
+# preloaded LIB CMD...: CMD with LIB preloaded (under ASan too, whose runtime
+# would otherwise refuse to come after it)
+preloaded() { LD_PRELOAD=$1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "${@:2}"; }
+check "a run to compare with" train "${TINY[@]}" --vocab "$V" --run "$T/ref"
+
+# a stop before the run dir is made ends ts-train at once by the signal and
+# leaves nothing: here it waits to read its --vocab from a pipe
+for sig in INT TERM; do
+	mkfifo "$T/v.$sig"
+	ts-train "${TINY[@]}" --vocab "$T/v.$sig" --run "$T/pre.$sig" >/dev/null 2>&1 &
+	pid=$!
+	exec 3>"$T/v.$sig"
+	for _ in $(seq 100); do ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "v\.$sig" && break; sleep 0.05; done
+	kill -"$sig" $pid
+	for _ in $(seq 50); do alive $pid || break; sleep 0.1; done
+	alive $pid && { fail "SIG$sig before the run dir is made: ts-train ends within 5 s"; kill -9 $pid; }
+	wait $pid; rc=$?
+	exec 3>&-
+	expect_eq "SIG$sig before the run dir is made: ended by it, and no run dir" \
+		"$rc $(ls -d "$T/pre.$sig" 2>/dev/null)" "$((128 + $(kill -l $sig))) "
+done
+
+# a stop request in the dir before the run begins: the run is made, and stops
+# before its first step with no checkpoint; --resume then trains it from step 0
+mkdir "$T/s" && touch "$T/s/stop"
+check "a stop request before the run: it exits 0" train "${TINY[@]}" --vocab "$V" --run "$T/s"
+cp "$T/err" "$T/s.err"
+expect_eq "...stopped before its first step, at step 0, with no checkpoint" \
+	"$(events "$T/s")$(ts-cat "$T/s/events.msgpack" | jq -r 'select(.event == "stop") | .step') $(ls -A "$T/s/ckpt")" \
+	"start stop 0 "
+check "...saying so, and how to go on" grep -qF "stopped at step 0; continue with ts-train --resume $T/s" "$T/s.err"
+check "...and --resume trains it from step 0" train --resume "$T/s"
+expect_same "...to the model of the run never stopped" "$(losses "$T/s")" "$(losses "$T/ref")"
+
+# SIGINT once the run dir is made, before the first step, placed by an open()
+# that raises it as the event log first opens: the same stop, in a new run and in a
+# resumed one, which keeps its checkpoint as it was
+cat >"$T/intev.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+static int opened(const char *sym, const char *path, int flags, va_list ap)
+{
+	static int raised;
+	size_t n = strlen(path);
+	if (n > 15 && !strcmp(path + n - 15, "/events.msgpack") && !raised++)
+		raise(SIGINT);
+	return ((int (*)(const char *, int, ...))dlsym(RTLD_NEXT, sym))(path, flags, va_arg(ap, int));
+}
+int open(const char *path, int flags, ...) { va_list ap; va_start(ap, flags); int fd = opened("open", path, flags, ap); va_end(ap); return fd; }
+int open64(const char *path, int flags, ...) { va_list ap; va_start(ap, flags); int fd = opened("open64", path, flags, ap); va_end(ap); return fd; }
+EOF
+${CC:-cc} -shared -fPIC -o "$T/intev.so" "$T/intev.c" -ldl
+check "SIGINT before the first step: it exits 0" preloaded "$T/intev.so" train "${TINY[@]}" --vocab "$V" --run "$T/i"
+expect_eq "...stopped at step 0, with no checkpoint" \
+	"$(events "$T/i")$(ts-cat "$T/i/events.msgpack" | jq -r 'select(.event == "stop") | .step') $(ls -A "$T/i/ckpt")" \
+	"start stop 0 "
+cp -r "$T/ref" "$T/j" && rm -rf "$T/j/final" "$T/j/best" "$T/j/ckpt/step-6"
+keep_events "$T/j" '{print} /"event":"checkpoint"/ {exit}'
+check "SIGINT before a resumed run's first step: it exits 0" preloaded "$T/intev.so" train --resume "$T/j"
+expect_eq "...stopped at the checkpoint's step, the checkpoint as it was" \
+	"$(events "$T/j" | awk '{print $(NF-1), $NF}') $(ts-cat "$T/j/events.msgpack" | jq -r 'select(.event == "stop") | .step') $(ls -A "$T/j/ckpt")" \
+	"resume stop 3 step-3"
+check "...and it resumes from there" train --resume "$T/j"
+expect_same "...to the model of the run never stopped" "$(losses "$T/j")" "$(losses "$T/ref")"
+check "...the same final model" cmp "$T/j/final/model.safetensors" "$T/ref/final/model.safetensors"
+finish
