@@ -299,12 +299,13 @@ static void absolute(char **path)
 		*path = abs;
 }
 
-/* A resumed run reads its data, --init and --teacher where RUN/config says:
- * one moved since is named as the config's, which is where to say so. */
+/* A resumed run reads its data and --teacher where RUN/config says: one
+ * moved since is named as the config's, which is where to say so. Its
+ * --init it reads only where it has no checkpoint yet (train_run checks). */
 static void check_moved(void)
 {
-	const char *key[] = { "data", "init", "teacher" }, *path[] = { data, init, teacher };
-	for (int i = 0; i < 3; i++)
+	const char *key[] = { "data", "teacher" }, *path[] = { data, teacher };
+	for (int i = 0; i < 2; i++)
 		if (path[i] && access(path[i], F_OK) < 0) {
 			const char *why = strerror(errno);
 			die("%s: %s = %s: %s; where it has moved, set %s there", path_join(run, "config"), key[i],
@@ -404,7 +405,7 @@ int main(int argc, char **argv)
 	absolute(&init);
 	absolute(&teacher);
 	absolute(&vocab);
-	if (init)
+	if (init && !resume)
 		modeldir_verify("--init", init);
 	if (teacher)
 		modeldir_verify("--teacher", teacher);

@@ -5,6 +5,7 @@
 #include "run/train.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
+#include "model/modeldir.h"
 #include "run/rundir.h"
 #include "util/afile.h"
 #include "util/digest.h"
@@ -38,6 +39,18 @@ static void save_run_vocab(const struct train_config *c, const struct vocab *v, 
 	free(copy);
 }
 
+/* A resumed run goes back to what it began from (RUN/config's key, at path)
+ * only where it must, saying why: one moved since is named as the config
+ * names it, which is where to say so. */
+static void check_source(const struct train_config *c, const char *key, const char *path, const char *why)
+{
+	if (path && access(path, F_OK) < 0) {
+		const char *error = strerror(errno);
+		die("%s: %s = %s: %s; %s: where it has moved, set %s there", path_join(c->run, "config"), key, path,
+		    error, why, key);
+	}
+}
+
 /* A resumed run keeps the copy of the vocab it made when it began (so that
  * checkpoints can come and go), or, killed before it made one, makes it now
  * from the vocab it began with. */
@@ -45,6 +58,8 @@ static void keep_vocab(const struct train_config *c, const struct manifest *man)
 {
 	char *copy = vocab_in_dir(c->run, NULL);
 	if (access(copy, F_OK)) {
+		check_source(c, c->init ? "init" : "vocab", c->init ? c->init : c->vocab,
+			     "the run has no copy of its vocab yet and makes it from there");
 		char *src = start_vocab(c, man->vocab_sha256, manifest_lower(man));
 		struct vocab *v = vocab_load(src);
 		save_run_vocab(c, v, manifest_lower(man));
@@ -91,6 +106,10 @@ void claim_run(struct trainer *t, char **ckpt)
 		else
 			free(chosen);
 		free(mine);
+	}
+	if (c->resume && !*ckpt && c->init) {   /* a checkpoint has all the weights it needs of --init */
+		check_source(c, "init", c->init, "with no checkpoint yet the run starts again from it");
+		modeldir_verify("--init", c->init);
 	}
 	t->vocab_path = c->resume ? vocab_in_dir(c->run, NULL)
 				  : start_vocab(c, t->man->vocab_sha256, manifest_lower(t->man));

@@ -1,5 +1,5 @@
-# ts-train's start: a stop asked for before its first step, and the checks a
-# run passes before its run dir is made.
+# ts-train's start: a stop asked for before its first step, and what a
+# resumed run needs of what it began from.
 . "$(dirname "$0")/../lib.sh"
 V=$TOP/examples/vocab.txt
 export OMP_NUM_THREADS=2
@@ -79,4 +79,28 @@ expect_eq "...stopped at the checkpoint's step, the checkpoint as it was" \
 check "...and it resumes from there" train --resume "$T/j"
 expect_same "...to the model of the run never stopped" "$(losses "$T/j")" "$(losses "$T/ref")"
 check "...the same final model" cmp "$T/j/final/model.safetensors" "$T/ref/final/model.safetensors"
+
+# a run from --init resumes from its checkpoint, which holds all its weights, when
+# the --init dir has gone since; without a checkpoint it starts again from --init,
+# and so needs it, and says so
+cp -r "$T/ref/best" "$T/init"
+FROM=(--data "$T/data" --init "$T/init" --batch 8 --seed 5 -j 2 --max-steps 6 --eval-every 3)
+check "a run from --init to compare with" train "${FROM[@]}" --run "$T/fref"
+cp -r "$T/fref" "$T/f" && rm -rf "$T/f/final" "$T/f/best" "$T/f/ckpt/step-6"
+keep_events "$T/f" '{print} /"event":"checkpoint"/ {exit}'
+cp -r "$T/f" "$T/f0" && rm -rf "$T/f0/ckpt/step-3"
+mv "$T/init" "$T/init-gone"
+check "--init gone: the run resumes from its checkpoint" train --resume "$T/f"
+expect_same "...to the model of the run never stopped" "$(losses "$T/f")" "$(losses "$T/fref")"
+check "...the same final model" cmp "$T/f/final/model.safetensors" "$T/fref/final/model.safetensors"
+expect_fail "--init gone, no checkpoint: refused, naming the config's line and why it is needed" 1 \
+	"^ts-train: $T/f0/config: init = $T/init: No such file or directory; with no checkpoint yet the run starts again from it: where it has moved, set init there$" \
+	train --resume "$T/f0"
+cp -r "$T/f" "$T/fv" && rm "$T/fv/vocab.txt" "$T/fv/tokenizer_config.json"
+expect_fail "--init gone, no copy of the vocab in the run (killed as it began): refused, saying why" 1 \
+	"^ts-train: $T/fv/config: init = $T/init: No such file or directory; the run has no copy of its vocab yet and makes it from there: where it has moved, set init there$" \
+	train --resume "$T/fv"
+sed -i "s|^init = .*|init = $T/init-gone|" "$T/f0/config"
+check "...with init set where it has moved, it starts again" train --resume "$T/f0"
+expect_same "...to the model of the run never stopped" "$(losses "$T/f0")" "$(losses "$T/fref")"
 finish
