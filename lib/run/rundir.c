@@ -88,8 +88,23 @@ static int may_precede_a_run(const char *name)
 	return !strcmp(name, "stop") || (!strncmp(name, "config.tmp.", 11) && is_leftover(name));
 }
 
+/* The most a run adds to its dir's path: /tb/events.out.tfevents.TIME.HOST.PID
+ * with a host name of HOST_NAME_MAX bytes, 108 bytes, rounded up. */
+enum { RUN_ROOM = 128 };
+
+/* A run dir whose path leaves no room below PATH_MAX for the files a run
+ * makes in it would fail partway, its dir half made: refused first. */
+static void check_room(const char *dir)
+{
+	size_t n = strlen(dir), most = PATH_MAX - 1 - RUN_ROOM;
+	if (n > most)
+		die("%s: a path of %zu bytes leaves no room for the files of a run in it (a run dir's path may have up "
+		    "to %zu)", dir, n, most);
+}
+
 void rundir_check_new(const char *dir)
 {
+	check_room(dir);
 	char *config = path_join(dir, "config");
 	if (access(config, F_OK) == 0)
 		holds_a_run(dir);
@@ -141,6 +156,7 @@ void rundir_unmake(const char *dir) { remove_entries(dir, not_a_stop); }
 
 void rundir_attach(const char *dir)
 {
+	check_room(dir);
 	char *config = path_join(dir, "config");
 	if (access(config, F_OK) < 0)
 		die("%s: not a run dir (no config file)", dir);

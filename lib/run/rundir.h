@@ -9,7 +9,8 @@
  * or holds a stop request (ts-stop and ts-sweep may ask a run to stop
  * before it starts) and the temp config of a trainer killed before it made
  * the run, alone. A dir that holds a run, or anything else, is refused:
- * nothing of the user's is ever overwritten. */
+ * nothing of the user's is ever overwritten; so is a path too long for the
+ * files of a run (PATH_MAX less 128 bytes). */
 void rundir_check_new(const char *dir);
 /* Makes a new run dir where rundir_check_new allows one, with config as
  * its config file (and log/, ckpt/), taking its lock; removes the temp
@@ -19,7 +20,8 @@ void rundir_create(const char *dir, const char *config);
  * stop request stays), leaving the dir to take the run once more. */
 void rundir_unmake(const char *dir);
 /* Takes the lock of an existing run (for --resume) and removes the temp
- * files and dirs a killed trainer left there. */
+ * files and dirs a killed trainer left there; refuses, first, a path too
+ * long for the files of a run, as rundir_check_new does. */
 void rundir_attach(const char *dir);
 
 #define RUNDIR_LOCK_TEXT (HOST_NAME_MAX + 32)

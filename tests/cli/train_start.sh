@@ -103,4 +103,30 @@ expect_fail "--init gone, no copy of the vocab in the run (killed as it began): 
 sed -i "s|^init = .*|init = $T/init-gone|" "$T/f0/config"
 check "...with init set where it has moved, it starts again" train --resume "$T/f0"
 expect_same "...to the model of the run never stopped" "$(losses "$T/f0")" "$(losses "$T/fref")"
+
+# a run dir's path must leave room (128 bytes) below PATH_MAX (4096) for the
+# files a run makes in it: a longer one is refused before anything is made,
+# where a run would have failed partway and left its dir half made; one of
+# the longest trains and resumes
+long() {   # long DIR N: DIR/ddd.../r, N bytes long
+	local p=$1
+	while [ $((${#p} + 201)) -lt "$2" ]; do p=$p/$(printf '%0200d' 0); done
+	printf '%s/%s' "$p" "$(printf '%*s' $(($2 - ${#p} - 1)) '' | tr ' ' r)"
+}
+for n in 4060 3968; do
+	L=$(long "$T/deep" $n)
+	expect_fail "a --run of $n bytes: refused in one line" 1 \
+		"^ts-train: $L: a path of $n bytes leaves no room for the files of a run in it \(a run dir's path may have up to 3967\)$" \
+		train "${TINY[@]}" --vocab "$V" --run "$L"
+	expect_eq "...and nothing made" "$(ls -A "$T/deep" 2>/dev/null)" ""
+done
+L=$(long "$T/deep" 3967)
+check "a --run of 3967 bytes trains, and stops on request" stop_after 4 train "${TINY[@]}" --vocab "$V" --run "$L"
+check "...and resumes" train --resume "$L"
+expect_same "...to the model of the run never stopped" "$(losses "$L")" "$(losses "$T/ref")"
+cp -r "$T/ref" "$T/mv" && keep_events "$T/mv" '!/"event":"done"/' && rm -rf "$T/mv/final"
+L=$(long "$T/deep" 3970) && mv "$T/mv" "$L" && cp "$L/events.msgpack" "$T/mv.events"
+expect_fail "a run dir moved to a path of 3970 bytes: --resume refused in one line" 1 \
+	"^ts-train: $L: a path of 3970 bytes leaves no room" train --resume "$L"
+check "...the run as it was" cmp "$L/events.msgpack" "$T/mv.events"
 finish
