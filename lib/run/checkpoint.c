@@ -7,7 +7,9 @@
 #include "util/afile.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -114,16 +116,21 @@ static void state_read(const char *path, int64_t records, struct train_state *s)
 	json_decref(j);
 }
 
-static int step_of(const char *name)
+/* The step of a checkpoint's dir name, "step-N" with N as checkpoint_save
+ * writes it (no sign, blank or leading zero), a long; -1 for another name. */
+static long step_of(const char *name)
 {
-	int step, len;
-	if (sscanf(name, "step-%d%n", &step, &len) == 1 && name[len] == 0)
-		return step;
-	return -1;
+	const char *digits = name + 5;
+	if (strncmp(name, "step-", 5) || !isdigit((unsigned char)*digits) || (*digits == '0' && digits[1]))
+		return -1;
+	char *end;
+	errno = 0;
+	long step = strtol(digits, &end, 10);
+	return *end || errno == ERANGE ? -1 : step;
 }
 
 /* Steps of the complete checkpoints, newest first. */
-static int list_steps(const char *ckdir, int **steps)
+static int list_steps(const char *ckdir, long **steps)
 {
 	DIR *d = opendir(ckdir);
 	int n = 0;
@@ -132,7 +139,7 @@ static int list_steps(const char *ckdir, int **steps)
 	if (!d)
 		return 0;
 	for (struct dirent *e; (e = readdir(d));) {
-		int s = step_of(e->d_name);
+		long s = step_of(e->d_name);
 		if (s < 0)
 			continue;
 		grow(steps, &cap, (size_t)n + 1, sizeof **steps);
@@ -141,7 +148,7 @@ static int list_steps(const char *ckdir, int **steps)
 	closedir(d);
 	for (int i = 1; i < n; i++)   /* insertion sort, newest first */
 		for (int j = i; j > 0 && (*steps)[j] > (*steps)[j - 1]; j--) {
-			int t = (*steps)[j];
+			long t = (*steps)[j];
 			(*steps)[j] = (*steps)[j - 1];
 			(*steps)[j - 1] = t;
 		}
@@ -153,10 +160,11 @@ static int list_steps(const char *ckdir, int **steps)
  * --resume to remove, not a checkpoint with files missing. */
 static void prune(const char *ckdir, int keep)
 {
-	int *steps, n = list_steps(ckdir, &steps);
+	long *steps;
+	int n = list_steps(ckdir, &steps);
 	for (int i = keep; i < n; i++) {
 		char name[32], aside[64];
-		snprintf(name, sizeof name, "step-%d", steps[i]);
+		snprintf(name, sizeof name, "step-%ld", steps[i]);
 		snprintf(aside, sizeof aside, "%s.old.%ld", name, (long)getpid());
 		char *p = path_join(ckdir, name), *q = path_join(ckdir, aside);
 		if (rename(p, q) == 0)
@@ -218,10 +226,11 @@ static char *damage(const char *ck, int heads)
 char *checkpoint_intact(const char *dir, json_t *skipped, const char *after)
 {
 	char *ck = path_join(dir, "ckpt"), *found = NULL;
-	int *steps, n = list_steps(ck, &steps), below = after ? step_of(strrchr(after, '/') + 1) : INT_MAX;
+	long *steps, below = after ? step_of(strrchr(after, '/') + 1) : LONG_MAX;
+	int n = list_steps(ck, &steps);
 	for (int i = 0; i < n && !found; i++) {
 		char name[32];
-		snprintf(name, sizeof name, "step-%d", steps[i]);
+		snprintf(name, sizeof name, "step-%ld", steps[i]);
 		char *path = path_join(ck, name), *why = steps[i] < below ? damage(path, !after) : NULL;
 		if (steps[i] < below && !why)
 			found = path;

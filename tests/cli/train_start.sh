@@ -104,6 +104,22 @@ sed -i "s|^init = .*|init = $T/init-gone|" "$T/f0/config"
 check "...with init set where it has moved, it starts again" train --resume "$T/f0"
 expect_same "...to the model of the run never stopped" "$(losses "$T/f0")" "$(losses "$T/fref")"
 
+# checkpoints past step 2^31 (a long run of small steps): found, resumed from and
+# pruned by their full step; names that only look like a step's are no checkpoints
+cp -r "$T/ref" "$T/big" && rm -rf "$T/big/final" && keep_events "$T/big" '!/"event":"done"/'
+mv "$T/big/ckpt/step-6" "$T/big/ckpt/step-4000000000"
+jq '.step = 4000000000' "$T/ref/ckpt/step-6/state.json" >"$T/big/ckpt/step-4000000000/state.json"
+redigest "$T/big/ckpt/step-4000000000"
+for odd in step-05 step-+7 "step- 8" step-99999999999999999999; do cp -r "$T/ref/ckpt/step-3" "$T/big/ckpt/$odd"; done
+check "a checkpoint at step 4000000000: --resume --max-steps 4000000002" \
+	timeout 60 ts-train --resume "$T/big" --max-steps 4000000002
+expect_eq "...resumed from it, and no other passed over" \
+	"$(ts-cat "$T/big/events.msgpack" | jq -r 'select(.event == "resume") | "\(.step) \(.from) \(.passed_over)"')" \
+	"4000000000 $T/big/ckpt/step-4000000000 null"
+expect_eq "...done at step 4000000002, the newest 3 checkpoints kept, the odd names left alone" \
+	"$(ts-cat "$T/big/events.msgpack" | jq -r 'select(.event == "done") | .step') $(ls "$T/big/ckpt" | tr '\n' '|')" \
+	"4000000002 step- 8|step-+7|step-05|step-3|step-4000000000|step-4000000002|step-99999999999999999999|"
+
 # a run dir's path must leave room (128 bytes) below PATH_MAX (4096) for the
 # files a run makes in it: a longer one is refused before anything is made,
 # where a run would have failed partway and left its dir half made; one of
