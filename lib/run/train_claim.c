@@ -5,6 +5,7 @@
 #include "run/train.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
+#include "format/rec.h"
 #include "model/modeldir.h"
 #include "run/rundir.h"
 #include "util/afile.h"
@@ -79,6 +80,36 @@ static void say_passed_over(const struct trainer *t, size_t from)
 	}
 }
 
+/* rec_tail_read's take: keeps in *last the path of each checkpoint event,
+ * forgotten at a start (a run killed before its first checkpoint starts
+ * again). */
+static int take_checkpoint(void *last, const msgpack_object *o)
+{
+	const msgpack_object *ev = mp_get(o, "event"), *path = mp_get(o, "path");
+	char **p = last;
+	if (mp_str_is(ev, "start") || (mp_str_is(ev, "checkpoint") && path && path->type == MSGPACK_OBJECT_STR)) {
+		free(*p);
+		*p = mp_str_is(ev, "start") ? NULL : strndup(path->via.str.ptr, path->via.str.size);
+	}
+	return 0;
+}
+
+/* A run with no checkpoint left whose events say it wrote one had them
+ * removed (by hand, to free the disk): going on would train it again from
+ * step 0, its evaluations replacing its best/. Refused, where a run killed
+ * before its first checkpoint starts again. (A log that cannot be read is
+ * for events_open to name.) */
+static void check_none_removed(const char *run)
+{
+	char *events = path_join(run, "events.msgpack"), *last = NULL, err[256];
+	struct rec_tail tail = {0};
+	if (rec_tail_read(events, &tail, take_checkpoint, &last, err, sizeof err) == 0 && last)
+		die("%s: no checkpoint is left in ckpt/, where the run wrote %s: --resume would train it again from "
+		    "step 0, over its best/ and final/ (to train one of its models further, start a new run with --init)",
+		    run, last);
+	free(events);
+}
+
 /* Process 0 takes over the dir of a resumed run, which the other processes
  * then find as it left it, or checks that a new run may be made where
  * --run says. Sets *ckpt to the checkpoint a resumed run goes on from: NULL
@@ -99,6 +130,8 @@ void claim_run(struct trainer *t, char **ckpt)
 	t->passed_over = json_array();
 	if (c->resume) {   /* process 0 verifies the checkpoints, and all take its choice */
 		char *mine = t->lead ? checkpoint_intact(c->run, t->passed_over, NULL) : NULL;
+		if (t->lead && !mine)
+			check_none_removed(c->run);
 		say_passed_over(t, 0);
 		char *chosen = comm_lead_text(t->comm, mine ? mine : "");
 		if (*chosen)

@@ -88,7 +88,7 @@ FROM=(--data "$T/data" --init "$T/init" --batch 8 --seed 5 -j 2 --max-steps 6 --
 check "a run from --init to compare with" train "${FROM[@]}" --run "$T/fref"
 cp -r "$T/fref" "$T/f" && rm -rf "$T/f/final" "$T/f/best" "$T/f/ckpt/step-6"
 keep_events "$T/f" '{print} /"event":"checkpoint"/ {exit}'
-cp -r "$T/f" "$T/f0" && rm -rf "$T/f0/ckpt/step-3"
+cp -r "$T/f" "$T/f0" && rm -rf "$T/f0/ckpt/step-3" && keep_events "$T/f0" '/"event":"checkpoint"/ {exit} {print}'
 mv "$T/init" "$T/init-gone"
 check "--init gone: the run resumes from its checkpoint" train --resume "$T/f"
 expect_same "...to the model of the run never stopped" "$(losses "$T/f")" "$(losses "$T/fref")"
@@ -103,6 +103,17 @@ expect_fail "--init gone, no copy of the vocab in the run (killed as it began): 
 sed -i "s|^init = .*|init = $T/init-gone|" "$T/f0/config"
 check "...with init set where it has moved, it starts again" train --resume "$T/f0"
 expect_same "...to the model of the run never stopped" "$(losses "$T/f0")" "$(losses "$T/fref")"
+
+# every checkpoint removed by hand (to free the disk): --resume would train the run
+# again from step 0 over its best/ and final/; refused, the run left as it was
+cp -r "$T/ref" "$T/rm" && rm -rf "$T/rm/ckpt" && cp "$T/rm/events.msgpack" "$T/rm.events"
+for more in "" "--max-steps 12"; do
+	expect_fail "every checkpoint removed: --resume${more:+ $more} refused, naming the last the run wrote" 1 \
+		"^ts-train: $T/rm: no checkpoint is left in ckpt/, where the run wrote ckpt/step-6: --resume would train it again from step 0, over its best/ and final/ \(to train one of its models further, start a new run with --init\)$" \
+		train --resume "$T/rm" $more
+done
+check "...its best/ as it was" cmp "$T/rm/best/model.safetensors" "$T/ref/best/model.safetensors"
+check "...its events as they were" cmp "$T/rm/events.msgpack" "$T/rm.events"
 
 # checkpoints past step 2^31 (a long run of small steps): found, resumed from and
 # pruned by their full step; names that only look like a step's are no checkpoints
