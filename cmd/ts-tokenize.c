@@ -101,6 +101,8 @@ struct ctx {
 	FILE *spool;   /* records wait here when label names are found on the way */
 	int header_due;   /* the header goes out before the first record: empty input writes nothing */
 	uint64_t records, bad_utf8;
+	const char *bad_file;   /* where the first invalid UTF-8 was */
+	uint64_t bad_line;
 	enum label_kind kind;   /* the first label's: every label is of its kind */
 	char *kind_at;          /* "FILE: line N" of the first label */
 	struct progress *prog;
@@ -377,6 +379,10 @@ static void consume(void *slot, void *ctxp)
 		const struct item *bad = &b->items[b->first_bad];
 		die("%s: line %llu: invalid UTF-8", bad->file, (unsigned long long)bad->line);
 	}
+	if (b->bad_utf8 && !c->bad_utf8) {
+		c->bad_file = b->items[b->first_bad].file;
+		c->bad_line = b->items[b->first_bad].line;
+	}
 	c->records += b->records;
 	c->bad_utf8 += b->bad_utf8;
 	if (show_tokens) {
@@ -389,6 +395,17 @@ static void consume(void *slot, void *ctxp)
 			write_header(c);
 		afile_write(c->out, b->out.data, b->out.size);
 	}
+}
+
+/* The one warning for the invalid UTF-8 replaced, naming where the first was. */
+static void warn_bad_utf8(const struct ctx *c)
+{
+	if (c->bad_utf8 == 1)
+		warnx("%s: line %llu: replaced an invalid UTF-8 sequence with U+FFFD", c->bad_file,
+		      (unsigned long long)c->bad_line);
+	else if (c->bad_utf8)
+		warnx("replaced %llu invalid UTF-8 sequences with U+FFFD, the first in %s: line %llu",
+		      (unsigned long long)c->bad_utf8, c->bad_file, (unsigned long long)c->bad_line);
 }
 
 static void copy_spool(struct ctx *c)
@@ -532,8 +549,7 @@ int main(int argc, char **argv)
 		copy_spool(&c);
 	}
 	afile_commit(c.out);
-	if (c.bad_utf8)
-		warnx("replaced %llu invalid UTF-8 sequences with U+FFFD", (unsigned long long)c.bad_utf8);
+	warn_bad_utf8(&c);
 	close_stdout();
 	return 0;
 }

@@ -107,12 +107,15 @@ printf 'text\n' >"$T/hdr.csv"
 expect_fail "header but no records" 1 "empty input" tok -o "$T/o2" "$T/hdr.csv"
 expect_eq "no output file for an empty input" "$(ls -A "$T" | grep -c '^\.\?o2')" 0
 printf 'text\nok \xff\xfe bytes\n' >"$T/utf.csv"
-expect_eq "invalid UTF-8 is replaced and counted" "$(tok "$T/utf.csv" 2>"$T/w" | body; cat "$T/w")" \
-	"$(printf '{"id":0,"ids":[101,7929,27507,102]}\nts-tokenize: replaced 2 invalid UTF-8 sequences with U+FFFD')"
+expect_eq "invalid UTF-8 is replaced and counted, the first named" "$(tok "$T/utf.csv" 2>"$T/w" | body; sed "s|$T/||" "$T/w")" \
+	"$(printf '{"id":0,"ids":[101,7929,27507,102]}\nts-tokenize: replaced 2 invalid UTF-8 sequences with U+FFFD, the first in utf.csv: line 2')"
 expect_fail "--strict refuses invalid UTF-8" 1 "utf.csv: line 2: invalid UTF-8" tok --strict "$T/utf.csv"
 printf '{"text":"caf\xe9 ok"}\n' >"$T/utf.jsonl"
-expect_eq "JSON lines: invalid UTF-8 is replaced and counted, not refused as JSON" "$(tok "$T/utf.jsonl" 2>"$T/w" | body; cat "$T/w")" \
-	"$(printf '{"id":0,"ids":[101,24689,7929,102]}\nts-tokenize: replaced 1 invalid UTF-8 sequences with U+FFFD')"
+expect_eq "JSON lines: invalid UTF-8 is replaced and named, not refused as JSON" "$(tok "$T/utf.jsonl" 2>"$T/w" | body; sed "s|$T/||" "$T/w")" \
+	"$(printf '{"id":0,"ids":[101,24689,7929,102]}\nts-tokenize: utf.jsonl: line 1: replaced an invalid UTF-8 sequence with U+FFFD')"
+printf 'fine\nstill fine\nbad \xff\n' | tok --format lines - 2>"$T/w" >/dev/null
+expect_eq "invalid UTF-8 on standard input is named so" "$(cat "$T/w")" \
+	"ts-tokenize: standard input: line 3: replaced an invalid UTF-8 sequence with U+FFFD"
 expect_fail "JSON lines: --strict refuses invalid UTF-8" 1 "utf.jsonl: line 1: invalid UTF-8" tok --strict "$T/utf.jsonl"
 printf 'hello\nworld\n' >"$T/notvocab.txt"
 expect_fail "a vocab that is not one" 1 "notvocab.txt" ts-tokenize -v "$T/notvocab.txt" "$T/l.csv"
