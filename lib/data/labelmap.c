@@ -200,6 +200,39 @@ char *labels_disagree(char *const *model, int nmodel, char *const *data, int nda
 	return b.s;
 }
 
+enum { NAMES_SHOWN = 10 };   /* a list of missing names stops there: there may be thousands */
+
+/* Adds to b "x, y, ... (N in all)": the names of have[0..nhave) that other
+ * (an index of names) lacks; returns how many. */
+static int add_missing(struct strbuf *b, char *const *have, int nhave, const struct strmap *other)
+{
+	int missing = 0;
+	for (int i = 0; i < nhave; i++)
+		if (name_in(other, have[i]) < 0 && missing++ < NAMES_SHOWN)
+			sb_addf(b, "%s%s", missing > 1 ? ", " : "", have[i]);
+	if (missing > NAMES_SHOWN)
+		sb_addf(b, ", ... (%d in all)", missing);
+	return missing;
+}
+
+char *labels_missing(char *const *model, int nmodel, char *const *data, int ndata)
+{
+	if (!nmodel || !ndata || labels_unnamed(model, nmodel))
+		return NULL;
+	struct strmap *mi = index_names(model, nmodel), *di = index_names(data, ndata);
+	struct strbuf its = {0}, datas = {0}, b = {0};
+	int lacks = add_missing(&datas, data, ndata, mi), extra = add_missing(&its, model, nmodel, di);
+	if (lacks)
+		sb_addf(&b, "it has no %s", datas.s);
+	if (extra)
+		sb_addf(&b, "%sthe data has no %s", lacks ? "; " : "", its.s);
+	sb_free(&its);
+	sb_free(&datas);
+	strmap_free(mi);
+	strmap_free(di);
+	return b.s;
+}
+
 char *labels_map(char *const *model, int nmodel, char *const *data, int ndata, int32_t *to)
 {
 	int named = nmodel && ndata && !labels_unnamed(model, nmodel), missing = 0;

@@ -34,6 +34,10 @@ int labels_unnamed(char *const *names, int n);
  * model's LABEL_0, LABEL_1, ... as transformers names classes it was never
  * told). */
 char *labels_disagree(char *const *model, int nmodel, char *const *data, int ndata);
+/* Which class names one side has and the other lacks: "it has no x, y;
+ * the data has no a" (malloc'd, ten names of each at most); NULL when
+ * each has all the other's or either names nothing (as labels_disagree). */
+char *labels_missing(char *const *model, int nmodel, char *const *data, int ndata);
 /* How the data's class ids become the model's, by name: to[d] is the
  * model's id of the data's class d (d itself where either side names
  * nothing, as labels_disagree). Returns NULL, or why not (malloc'd): "it

@@ -209,6 +209,19 @@ static void order_teacher_classes(const struct trainer *t, char *const *names, i
 	free(why);
 }
 
+/* A teacher of the run's task must know the data's classes: the same
+ * names, where both name them, and as many. */
+static void check_teacher_labels(const struct trainer *t, const struct bert_config *tc, char *const *names, int n)
+{
+	const struct manifest *m = t->man;
+	char *why = labels_missing(names, n, m->labels, m->nlabels);
+	if (why)
+		die("--teacher %s: its labels are not the data's: %s", t->c->teacher, why);
+	if (tc->num_labels != t->num_labels)
+		die("--teacher %s: a model of %d label%s, where the data has %d", t->c->teacher, tc->num_labels,
+		    tc->num_labels == 1 ? "" : "s", t->num_labels);
+}
+
 /* --teacher: a model of the task and classes of the run, on its device,
  * tokenized with its vocab; it only predicts. */
 static void load_teacher(struct trainer *t)
@@ -225,9 +238,11 @@ static void load_teacher(struct trainer *t)
 	int n;
 	hfconfig_read(config, &tc, &names, &n);
 	free(config);
-	if (tc.task != c->task || (c->task != TASK_MLM && tc.num_labels != t->num_labels))
-		die("--teacher %s: a model of task %s and %d labels, where the run trains task %s and %d", c->teacher,
-		    task_name(tc.task), tc.num_labels, task_name(c->task), t->num_labels);
+	if (tc.task != c->task)
+		die("--teacher %s: a model of task %s, where the run trains task %s", c->teacher, task_name(tc.task),
+		    task_name(c->task));
+	if (c->task != TASK_MLM)
+		check_teacher_labels(t, &tc, names, n);
 	if (c->task == TASK_MLM && tc.vocab != bert_config_of(t->m)->vocab)
 		die("--teacher %s: a masked LM of vocab_size %d, where the run's model has %d", c->teacher, tc.vocab,
 		    bert_config_of(t->m)->vocab);

@@ -204,9 +204,18 @@ check "so does the same teacher with its rows swapped by hand" train "${KD[@]}" 
 expect_eq "the teacher's rows put in the data's order: the same losses" "$(losses "$T/kd-flip")" "$(losses "$T/kd-swap")"
 check "and the same model" cmp "$T/kd-flip/final/model.safetensors" "$T/kd-swap/final/model.safetensors"
 printf 'text,label\na,x\nb,y\n' | ts-tokenize -v "$V" --label label -f csv | ts-shard -o "$T/xy" --split train=1 >/dev/null
-refused "$T/r8" "a teacher of other classes is refused" 1 \
-	"--teacher .*/empty/final: its labels \(spam, ham\) are not the data's \(x, y\), in that order" \
+refused "$T/r8" "a teacher of other classes is refused, saying which" 1 \
+	"--teacher .*/empty/final: its labels are not the data's: it has no x, y; the data has no spam, ham$" \
 	"${TINY[@]}" --data "$T/xy" --max-pos 32 --max-steps 1 --teacher "$T/empty/final"
+printf 'text,label\na,spam\nb,ham\nc,eggs\n' | ts-tokenize -v "$V" --label label -f csv | ts-shard -o "$T/eggs" --split train=1 >/dev/null
+refused "$T/r8" "a teacher that lacks one of the data's classes is refused, naming it" 1 \
+	"--teacher .*/empty/final: its labels are not the data's: it has no eggs$" \
+	"${TINY[@]}" --data "$T/eggs" --max-pos 32 --max-steps 1 --teacher "$T/empty/final"
+{ echo text,label; for i in $(seq 12); do echo "a,c$i"; done; } | ts-tokenize -v "$V" --label label -f csv |
+	ts-shard -o "$T/many" --split train=1 >/dev/null
+refused "$T/r8" "of many classes it lacks, ten are named and the number given" 1 \
+	"its labels are not the data's: it has no c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, ... \(12 in all\); the data has no spam, ham$" \
+	"${TINY[@]}" --data "$T/many" --max-pos 32 --max-steps 1 --teacher "$T/empty/final"
 check "a teacher of the data's classes in their order distils" train "${TINY[@]}" --run "$T/kd" --max-steps 1 --teacher "$T/empty/final"
 mkdir "$T/bare" && cp "$T/empty/final/"* "$T/bare/" && rm "$T/bare/digests.json" &&
 	"${TS_PYTHON:-python3}" - "$T/bare/model.safetensors" <<'PY'
@@ -222,6 +231,9 @@ check "the same model starts a run with --init, its head new" train --data "$T/d
 mkdir "$T/unnamed" && cp "$T/empty/final/"* "$T/unnamed/" && rm "$T/unnamed/digests.json" && sed -i 's/"spam"/"LABEL_0"/g; s/"ham"/"LABEL_1"/g' "$T/unnamed/config.json"
 check "a teacher of classes never named (LABEL_0, ...) distils" \
 	train "${TINY[@]}" --data "$T/flipped" --run "$T/kd2" --max-steps 1 --teacher "$T/unnamed"
+refused "$T/r12" "a teacher of classes never named, but fewer than the data's, is refused" 1 \
+	"--teacher .*/unnamed: a model of 2 labels, where the data has 3$" \
+	"${TINY[@]}" --data "$T/eggs" --max-pos 32 --max-steps 1 --teacher "$T/unnamed"
 
 # --- a run's own config repeats it: it records only the options that apply ---
 check "-c RUN/config --run NEW repeats a run" train -c "$T/empty/config" --run "$T/again"
