@@ -22,14 +22,14 @@ const char *precision_name(enum precision p)
 const char *precision_lacking(enum precision p, int sm)
 {
 	if (sm == 0 && p == PREC_TF32)
-		return "tf32 is the tensor cores' format of a GPU; the CPU trains in fp32 or bf16";
+		return "tf32 is the tensor cores' format of a GPU; the CPU runs fp32 or bf16";
 	if (sm == 0 && p == PREC_FP16)
-		return "fp16 (with loss scaling) is a GPU's; the CPU trains in fp32 or bf16";
+		return "fp16 is a GPU's format; the CPU runs fp32 or bf16";
 	if (sm == 0)
 		return NULL;
 	if ((p == PREC_TF32 || p == PREC_BF16) && sm < SM_TENSOR_FLOATS)
-		return p == PREC_BF16 ? "bf16 needs an sm_80 GPU or later (A100, H100); fp32 trains here"
-				      : "tf32 needs an sm_80 GPU or later (A100, H100); fp32 trains here";
+		return p == PREC_BF16 ? "bf16 needs an sm_80 GPU or later (A100, H100); --precision fp32 runs here"
+				      : "tf32 needs an sm_80 GPU or later (A100, H100); --precision fp32 runs here";
 	return NULL;
 }
 

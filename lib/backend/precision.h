@@ -9,7 +9,7 @@ enum precision precision_parse(const char *name);
 /* The name precision_parse takes. */
 const char *precision_name(enum precision p);
 /* Why a device of compute capability sm (75 for sm_75; 0: the CPU) cannot
- * train at p, or NULL when it can. */
+ * compute at p, or NULL when it can: in words for training and evaluating alike. */
 const char *precision_lacking(enum precision p, int sm);
 /* The precision a device trains at unless told: bf16 on a GPU that has it
  * (sm_80 on), else fp32. */

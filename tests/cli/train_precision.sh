@@ -114,16 +114,19 @@ check "the refused run left no run dir" test ! -e "$T/hidden"
 expect_fail "an unknown precision: a usage error" 2 "'fp8' is not one of fp32|tf32|bf16|fp16" \
 	ts-train "${SMALL[@]}" --run "$T/fp8" --epochs 1 --precision fp8
 expect_fail "tf32 on the CPU: refused in one line" 1 \
-	"^ts-train: --precision tf32 on --device cpu: tf32 is the tensor cores' format of a GPU; the CPU trains in fp32 or bf16$" \
+	"^ts-train: --precision tf32 on --device cpu: tf32 is the tensor cores' format of a GPU; the CPU runs fp32 or bf16$" \
 	ts-train "${SMALL[@]}" --run "$T/tf32" --epochs 1 --precision tf32
-expect_fail "fp16 on the CPU: refused in one line" 1 "^ts-train: --precision fp16 on --device cpu: fp16" \
+expect_fail "fp16 on the CPU: refused in one line" 1 "^ts-train: --precision fp16 on --device cpu: fp16 is a GPU's format; the CPU runs fp32 or bf16$" \
 	ts-train "${SMALL[@]}" --run "$T/fp16" --epochs 1 --precision fp16
 expect_same "ts-eval on the CPU: fp32 by default, the same output as --precision fp32" \
 	"$(ts-eval -m "$T/fp32/final" --data "$T/data" --device cpu)" \
 	"$(ts-eval -m "$T/fp32/final" --data "$T/data" --device cpu --precision fp32)"
-expect_fail "ts-eval --precision tf32 on the CPU: refused in one line" 1 \
-	"^ts-eval: --precision tf32 on --device cpu: tf32 is the tensor cores' format of a GPU" \
+expect_fail "ts-eval --precision tf32 on the CPU: refused in one line that speaks of no training" 1 \
+	"^ts-eval: --precision tf32 on --device cpu: tf32 is the tensor cores' format of a GPU; the CPU runs fp32 or bf16$" \
 	ts-eval -m "$T/fp32/final" --data "$T/data" --device cpu --precision tf32
+expect_fail "ts-eval --precision fp16 on the CPU: so is fp16, without the loss scaling of a training" 1 \
+	"^ts-eval: --precision fp16 on --device cpu: fp16 is a GPU's format; the CPU runs fp32 or bf16$" \
+	ts-eval -m "$T/fp32/final" --data "$T/data" --device cpu --precision fp16
 expect_fail "ts-eval with an unknown precision: a usage error" 2 "'fp8' is not one of fp32\|tf32\|bf16\|fp16" \
 	ts-eval -m "$T/fp32/final" --data "$T/data" --precision fp8
 check "the refused runs left no run dir" test ! -e "$T/tf32" -a ! -e "$T/fp16"
