@@ -50,24 +50,41 @@ static int parse_count(const char *v, uint64_t *count)
 	return 1;
 }
 
-static void parse_part(struct split_part *p, const char *item)
+/* The form a --split takes, for the messages about a part not in it. */
+#define SPLIT_EXAMPLE "train=0.8,valid=0.1,test=0.1"
+
+/* A part without '=': after a file's part, the comma cut the file's path. */
+static _Noreturn void not_name_value(const char *item, const struct split_part *before)
+{
+	if (before && before->file)
+		die_usage("--split: '%s' is not NAME=VALUE: the comma after '%s' ends its path (give a path without "
+			  "commas)", item, before->text);
+	die_usage("--split: '%s' is not NAME=VALUE, as in " SPLIT_EXAMPLE, item);
+}
+
+/* Parses item into p; before is the part before it, or NULL. */
+static void parse_part(struct split_part *p, const char *item, const struct split_part *before)
 {
 	const char *eq = strchr(item, '=');
 	if (!eq)
-		die_usage("--split: '%s' is not NAME=VALUE", item);
+		not_name_value(item, before);
 	size_t len = (size_t)(eq - item);
+	if (!len)
+		die_usage("--split: '%s' has no NAME before '='", item);
 	if (!valid_name(item, len))
-		die_usage("--split: bad name '%.*s' (use letters, digits, '_' and '-')", (int)len, item);
+		die_usage("--split: bad name '%.*s' (use up to %d letters, digits, '_' and '-')", (int)len, item, MAX_NAME);
+	p->text = xstrdup(item);
 	p->name = strndup(item, len);
 	const char *v = eq + 1;
 	if (v[0] == '@') {
 		if (!v[1])
-			die_usage("--split: '%s=@' names no file", p->name);
+			die_usage("--split: '%s' names no file: give NAME=@FILE", item);
 		p->file = xstrdup(v + 1);
 	} else if (!strcmp(v, "rest")) {
 		p->is_rest = 1;
 	} else if (!parse_fraction(v, &p->num, &p->den) && !parse_count(v, &p->count)) {
-		die_usage("--split: '%s' of '%s' is neither a fraction (0.8), a count (500) nor 'rest'", v, p->name);
+		die_usage("--split: '%s' of '%s' is neither a fraction (0.8), a count (500), 'rest' nor @FILE%s", v,
+			  p->name, strchr(v, '=') ? ": parts are separated by commas" : "");
 	}
 	if (p->den && p->num > p->den)
 		die_usage("--split: fraction %s of '%s' is more than 1", v, p->name);
@@ -106,27 +123,31 @@ int splitspec_shares(const struct splitspec *s)
 static void check_parts(const struct splitspec *s)
 {
 	double sum = 0;
-	int fractions = 0, counts = 0, last = last_share(s);
+	int last = last_share(s);
+	const struct split_part *fraction = NULL, *count = NULL;   /* the first of each */
 	for (int i = 0; i < s->n; i++) {
 		const struct split_part *p = &s->parts[i];
 		for (int j = 0; j < i; j++)
 			if (!strcmp(p->name, s->parts[j].name))
 				die_usage("--split: '%s' named twice", p->name);
 		if (p->is_rest && i != last)
-			die_usage("--split: only the last share may be 'rest'");
+			die_usage("--split: '%s' is not the last share: only the last may be 'rest'", p->text);
 		if (p->is_rest || p->file || (!p->den && !p->count))   /* 0 is a count and a fraction */
 			continue;
-		fractions += p->den != 0;
-		counts += p->den == 0;
+		if (p->den && !fraction)
+			fraction = p;
+		if (!p->den && !count)
+			count = p;
 		if (p->den)
 			sum += (double)p->num / (double)p->den;
 	}
-	if (fractions && counts)
-		die_usage("--split: mixes fractions and counts");
+	if (fraction && count)
+		die_usage("--split: '%s' is a count and '%s' a fraction: give every share as a fraction or every one as "
+			  "a count", count->text, fraction->text);
 	int rest = last >= 0 && s->parts[last].is_rest;
-	if (fractions && !rest && fabs(sum - 1) > 1e-6)
+	if (fraction && !rest && fabs(sum - 1) > 1e-6)
 		die_usage("--split: the fractions sum to %g, not 1", sum);
-	if (fractions && rest && sum > 1 + 1e-6)
+	if (fraction && rest && sum > 1 + 1e-6)
 		die_usage("--split: the fractions before 'rest' sum to %g, more than 1", sum);
 }
 
@@ -135,14 +156,14 @@ void splitspec_parse(const char *text, struct splitspec *s)
 	memset(s, 0, sizeof *s);
 	size_t len = strlen(text);
 	if (!len || text[0] == ',' || text[len - 1] == ',' || strstr(text, ",,"))
-		die_usage("--split: empty part in '%s'", text);
+		die_usage("--split: an empty part in '%s': give NAME=VALUE,..., as in " SPLIT_EXAMPLE, text);
 	int items = 1;
 	for (const char *p = text; *p; p++)
 		items += *p == ',';
 	s->parts = xcalloc((size_t)items, sizeof *s->parts);
 	char *copy = xstrdup(text), *save = NULL;
 	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save), s->n++)
-		parse_part(&s->parts[s->n], item);
+		parse_part(&s->parts[s->n], item, s->n ? &s->parts[s->n - 1] : NULL);
 	free(copy);
 	check_parts(s);
 }
@@ -176,6 +197,7 @@ void splitspec_counts(const struct splitspec *s, uint64_t total, uint64_t *count
 void splitspec_free(struct splitspec *s)
 {
 	for (int i = 0; i < s->n; i++) {
+		free(s->parts[i].text);
 		free(s->parts[i].name);
 		free(s->parts[i].file);
 	}

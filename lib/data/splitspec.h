@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct split_part {
+	char *text;               /* the part as given ("train=0.8"), for messages */
 	char *name;
 	int is_rest;
 	uint64_t count;           /* a count */

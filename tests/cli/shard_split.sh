@@ -166,7 +166,22 @@ expect_fail "a missing file" 1 "cannot open $T/nope.msgpack" ts-shard -o "$T/x" 
 expect_eq "no data dir and no temp dir left after failures" "$(ls -d "$T"/x* 2>/dev/null)" ""
 expect_fail "fractions that do not sum to 1" 2 "--split: the fractions sum to 0.9, not 1" \
 	ts-shard -o "$T/x" --split train=0.8,test=0.1 "$T/a.msgpack"
-expect_fail "a malformed --split" 2 "--split: 'x' of 'train' is neither" ts-shard -o "$T/x" --split train=x "$T/a.msgpack"
+# each malformed --split says what is wrong in it, and the form it should have
+bad_split() { expect_fail "$1" 2 "^ts-shard: --split: $2; see 'ts-shard --help'\$" ts-shard -o "$T/x" --split "$3" "$T/a.msgpack"; }
+bad_split "a value of no kind" "'x' of 'train' is neither a fraction \(0\.8\), a count \(500\), 'rest' nor @FILE" train=x
+bad_split "a part without =" "'valid' is not NAME=VALUE, as in train=0\.8,valid=0\.1,test=0\.1" train=0.8,valid
+bad_split "another sign than =" "'train:0\.8' is not NAME=VALUE, as in train=0\.8,valid=0\.1,test=0\.1" train:0.8,valid:0.2
+bad_split "a comma in a file's path" \
+	"'b' is not NAME=VALUE: the comma after 'train=@a' ends its path \(give a path without commas\)" 'train=@a,b'
+bad_split "no name" "'=0\.5' has no NAME before '='" =0.5,valid=0.5
+bad_split "@ without a file" "'train=@' names no file: give NAME=@FILE" train=@
+bad_split "an empty part" "an empty part in 'train=1,': give NAME=VALUE,\.\.\., as in train=0\.8,valid=0\.1,test=0\.1" train=1,
+bad_split "parts not separated by commas" \
+	"'0\.8;valid=0\.2' of 'train' is neither a fraction \(0\.8\), a count \(500\), 'rest' nor @FILE: parts are separated by commas" \
+	'train=0.8;valid=0.2'
+bad_split "rest before the last share" "'train=rest' is not the last share: only the last may be 'rest'" train=rest,valid=.2
+bad_split "fractions and counts mixed" "'train=2' is a count and 'valid=0\.5' a fraction: give every share as a fraction or every one as a count" \
+	train=2,valid=0.5
 expect_fail "counts above the records" 1 "--split asks for 2000 records but there are only 1000" \
 	ts-shard -o "$T/x" --split a=1000,b=1000 "$T/a.msgpack"
 expect_fail "-o is required" 2 "-o DIR is required" ts-shard "$T/a.msgpack"
