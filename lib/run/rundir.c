@@ -113,8 +113,6 @@ void rundir_check_new(const char *dir)
 	if (stat(dir, &st) < 0) {
 		if (errno != ENOENT)
 			die("cannot stat %s:", dir);
-		if (lstat(dir, &st) == 0)
-			die("%s is a symbolic link to %s, which does not exist", dir, resolve_links(dir));
 	} else if (!S_ISDIR(st.st_mode)) {
 		die("%s exists and is not a directory", dir);
 	} else if (!dir_empty_but(dir, may_precede_a_run)) {
@@ -135,13 +133,27 @@ static void take(const char *dir)
 	}
 }
 
+/* Where the run dir dir is made: the target of a symbolic link, which
+ * a link to nothing yet names (as ts-shard -o DIR makes it). */
+static char *made_at(const char *dir)
+{
+	char *given = xstrdup(dir);
+	for (size_t n = strlen(given); n > 1 && given[n - 1] == '/'; n--)
+		given[n - 1] = 0;
+	char *at = resolve_links(given);
+	free(given);
+	return at;
+}
+
 /* The config comes first, whole, and only once: from then on the dir is a
  * run, which --resume can take whenever the rest is cut short. */
 void rundir_create(const char *dir, const char *config)
 {
 	rundir_check_new(dir);
-	make_parents(dir);
-	make_dir(dir);
+	char *at = made_at(dir);
+	make_parents(at);
+	make_dir(at);
+	free(at);
 	char *path = path_join(dir, "config");
 	if (!afile_put_new(path, config))
 		holds_a_run(dir);

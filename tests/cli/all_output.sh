@@ -122,6 +122,15 @@ mkdir "$T/dir" && ln -s dir "$T/dirlink"
 check "ts-shard -o a symlink to a dir" ts-shard -o "$T/dirlink" "$T/tok.msgpack"
 check "ts-shard -o a symlink: the link stays a link" test -L "$T/dirlink"
 check "ts-shard -o a symlink: the dir it names is written" test -f "$T/dir/manifest.json"
+# a symlink to nothing yet: its target is made, by ts-shard -o and ts-train --run alike
+ln -s newdata "$T/datalink" && ln -s newrun/ "$T/runlink"
+check "ts-shard -o a dangling symlink" ts-shard -o "$T/datalink/" "$T/tok.msgpack"
+check "ts-shard -o a dangling symlink: the link stays a link, the dir it names made" test -L "$T/datalink" -a -f "$T/newdata/manifest.json"
+check "ts-train --run a dangling symlink" train --data "$T/data" --vocab "$V" --layers 1 --hidden 32 --heads 2 --ffn 64 \
+	--max-pos 32 --batch 8 --max-steps 1 -j 2 --run "$T/runlink/"
+check "ts-train --run a dangling symlink: the link stays a link, the run made where it points" \
+	test -L "$T/runlink" -a -f "$T/newrun/config" -a -f "$T/newrun/final/model.safetensors"
+check "...and resumes through it" train --resume "$T/runlink" --max-steps 2
 
 # Copies of /dev/null and /dev/full in $T: a regression replaces these, not the real ones.
 if mknod "$T/null" c 1 3 2>/dev/null && mknod "$T/full" c 1 7 2>/dev/null && echo x >"$T/null" 2>/dev/null; then
