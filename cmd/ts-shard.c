@@ -440,7 +440,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < nfiles; i++)
 			read_file(&in, files[i], &pool);
 		if (!extsort_count(pool.sort))
-			die("no records in the input");
+			die("%s: no records", nfiles > 1 ? "the inputs" : strcmp(files[0], "-") ? files[0] : "standard input");
 		m->records_in += extsort_count(pool.sort);
 	}
 	m->seed = seed;

@@ -147,8 +147,10 @@ expect_fail "a label name given twice is refused" 1 "twice.msgpack: record 1: he
 expect_fail "a negative fold is refused" 1 "fold.msgpack: record 3: fold -3 is out of range" \
 	ts-shard -o "$T/x" "$T/fold.msgpack"
 header "$AB" | records "$T/empty.msgpack"
-expect_fail "an input without records is refused" 1 "ts-shard: no records in the input" ts-shard -o "$T/x" "$T/empty.msgpack"
-expect_fail "an empty standard input is refused" 1 "no records in the input" ts-shard -o "$T/x" </dev/null
+expect_fail "an input without records is refused, named" 1 "^ts-shard: $T/empty.msgpack: no records$" ts-shard -o "$T/x" "$T/empty.msgpack"
+expect_fail "an empty standard input is refused, named so" 1 "^ts-shard: standard input: no records$" ts-shard -o "$T/x" </dev/null
+expect_fail "inputs without records, all of them" 1 "^ts-shard: the inputs: no records$" \
+	ts-shard -o "$T/x" "$T/empty.msgpack" - </dev/null
 head -c -5 "$T/a.msgpack" >"$T/trunc.msgpack"
 expect_fail "a truncated stream names the record" 1 "trunc.msgpack: record 1001: truncated stream" \
 	ts-shard -o "$T/x" "$T/trunc.msgpack"
