@@ -233,6 +233,30 @@ static void copy_tensors(struct bert *m, const struct st_file *st, const char *p
 	free(t);
 }
 
+/* Whether dir holds name. */
+static int holds(const char *dir, const char *name)
+{
+	char *p = path_join(dir, name);
+	int there = access(p, F_OK) == 0;
+	free(p);
+	return there;
+}
+
+/* A dir without config.json given for a model: a run dir or a data dir is
+ * named as what it is (a slip of RUN for RUN/best, of -m for --data). */
+static void check_has_config(const char *option, const char *dir)
+{
+	if (holds(dir, "config.json"))
+		return;
+	if (holds(dir, "config") && (holds(dir, "best") || holds(dir, "final"))) {
+		char *model = path_join(dir, holds(dir, "best") ? "best" : "final");
+		die("%s %s: a run dir, not a model: its model is in %s", option, dir, model);
+	}
+	if (holds(dir, "manifest.json"))
+		die("%s %s: a data dir, not a model (give it as --data)", option, dir);
+	die("%s %s: no config.json: not a model dir (RUN/best, a checkpoint, a Hugging Face model's)", option, dir);
+}
+
 void modeldir_verify(const char *option, const char *dir)
 {
 	static const char *const weights[] = { "model.safetensors", NULL };   /* modeldir_load's */
@@ -241,6 +265,7 @@ void modeldir_verify(const char *option, const char *dir)
 		die("%s %s:", option, dir);
 	if (!S_ISDIR(st.st_mode))
 		die("%s %s: not a directory: a model is a dir (RUN/final, a checkpoint, a Hugging Face model's)", option, dir);
+	check_has_config(option, dir);
 	char *why;
 	if (dirdigest_check(dir, weights, 0, &why) == DIGESTS_BAD)
 		die("%s: damaged: %s; if that file was edited on purpose, remove %s/%s", dir, why, dir, DIGESTS_FILE);

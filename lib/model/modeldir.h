@@ -6,9 +6,9 @@
 #include <stdint.h>
 
 /* Dies in one line, naming option (the one that gave DIR), where DIR is no
- * dir or its files differ from the digests it was saved with
- * (format/dirdigest.h); a dir without them (one transformers saved)
- * passes. A program verifies each model dir it is given once, before it
+ * dir, has no config.json (a run dir or a data dir named as one), or its
+ * files differ from the digests it was saved with (format/dirdigest.h); a
+ * dir without them (one transformers saved) passes. A program verifies each model dir it is given once, before it
  * reads a byte of it; the weights read for the check are kept for
  * modeldir_load, which comes next. */
 void modeldir_verify(const char *option, const char *dir);

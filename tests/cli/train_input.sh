@@ -79,6 +79,16 @@ refused "$T/r3" "--init of a model's file, not its dir: said so" 1 \
 	--data "$T/data" --init "$T/empty/final/model.safetensors" --max-steps 1 -j 1
 expect_fail "ts-eval -m of a model's file: the same" 1 "^ts-eval: -m .*/final/config.json: not a directory: a model is a dir" \
 	timeout 60 ts-eval -m "$T/empty/final/config.json" --data "$T/data" -j 1
+expect_fail "ts-eval -m of a run dir: the model in it named" 1 "^ts-eval: -m $T/empty: a run dir, not a model: its model is in $T/empty/best$" \
+	timeout 60 ts-eval -m "$T/empty" --data "$T/data" -j 1
+refused "$T/r3" "--init of a run dir: the same" 1 "^ts-train: --init $T/empty: a run dir, not a model: its model is in $T/empty/best$" \
+	--data "$T/data" --init "$T/empty" --max-steps 1 -j 1
+expect_fail "ts-eval -m of a data dir: said so" 1 "^ts-eval: -m $T/data: a data dir, not a model \(give it as --data\)$" \
+	timeout 60 ts-eval -m "$T/data" --data "$T/data" -j 1
+mkdir "$T/nomodel" && cp "$V" "$T/nomodel/"
+expect_fail "ts-eval -m of a dir with no config.json: said so" 1 \
+	"^ts-eval: -m $T/nomodel: no config.json: not a model dir \(RUN/best, a checkpoint, a Hugging Face model's\)$" \
+	timeout 60 ts-eval -m "$T/nomodel" --data "$T/data" -j 1
 # --- the case of the text: a model keeps whether its data was lowercased, as transformers reads it ---
 ts-tokenize -v "$V" --cased --id id --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/cased" --seed 3 >/dev/null
 check "a run on text tokenized with --cased" train "${TINY[@]}" --data "$T/cased" --run "$T/cased-run" --max-steps 1
