@@ -13,6 +13,7 @@
 #include "util/ordered.h"
 #include "util/progress.h"
 #include "util/strbuf.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,11 @@ static enum in_format format_for(const char *path)
 		return (enum in_format)format_parse(format);
 	if (!strcmp(path, "-"))
 		return FMT_LINES;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {   /* no name of a dir tells a format */
+		errno = EISDIR;
+		die("read %s:", path);
+	}
 	int f = format_from_name(path);
 	if (f < 0)
 		die_usage("%s: cannot tell the format from the name; give --format", path);

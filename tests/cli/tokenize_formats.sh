@@ -186,6 +186,10 @@ expect_fail "no room for a pair: the least --max-len" 2 "--max-len 3 leaves no r
 expect_fail "--stride without --fold, which it is for" 2 "--stride is the overlap of folded pieces: it goes with --fold" \
 	tok --max-len 8 --stride 2 "$T/l.csv"
 expect_fail "unknown extension" 2 "cannot tell the format" tok "$T/notvocab.txt.gz"
+mkdir "$T/texts.d"
+expect_fail "a dir for a file: said to be one, not that its name tells no format" 1 "^ts-tokenize: read $T/texts.d: Is a directory$" \
+	tok "$T/texts.d"
+expect_fail "so with --format" 1 "^ts-tokenize: read $T/texts.d: Is a directory$" tok --format lines "$T/texts.d"
 mkfifo "$T/fifo"
 sleep 10 >"$T/fifo" &
 writer=$!
