@@ -319,7 +319,7 @@ struct hftok *hftok_parse(const char *name, const char *bytes, size_t n)
 	json_t *root = json_loadb_halves(bytes, n, JSON_REJECT_DUPLICATES, "model", "vocab", &err, NULL);
 	struct tjwhere w = {t->path, NULL};
 	if (!root)
-		die("%s: line %d: %s", t->path, err.line, err.text);
+		die("%s: line %d: not JSON: %s", t->path, err.line, err.text);
 	if (!json_is_object(root))
 		tj_die(&w, "not a JSON object");
 	w.part = "added_tokens";

@@ -202,4 +202,6 @@ bad "a 100 MB file" "huge.json: 104857600 bytes, more than a tokenizer.json hold
 bad "a device" "/dev/null: not a regular file" /dev/null
 mkdir "$T/empty"
 bad "a dir without one" "empty/tokenizer.json: No such file" "$T/empty"
+printf 'text,label\nhi,x\n' >"$T/text.csv"
+bad "a file that is not JSON: said so, with jansson's why" "text.csv: line 1: not JSON: '.' or '.' expected near 'text'$" "$T/text.csv"
 finish
