@@ -144,6 +144,14 @@ static msgpack_unpack_return next_whole(msgpack_unpacker *up, msgpack_unpacked *
 	return len ? msgpack_unpacker_next(up, u) : MSGPACK_UNPACK_CONTINUE;
 }
 
+/* Whether the first record is a byte of ASCII, as a msgpack int: a file of
+ * text (CSV, JSON lines) given where records belong. */
+static int starts_as_text(const struct rec_reader *r)
+{
+	const msgpack_object *o = &r->res.data;
+	return r->n == 1 && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 >= '\t' && o->via.u64 < 0x7f;
+}
+
 const msgpack_object *rec_next(struct rec_reader *r)
 {
 	for (;;) {
@@ -151,7 +159,7 @@ const msgpack_object *rec_next(struct rec_reader *r)
 		if (ret == MSGPACK_UNPACK_SUCCESS) {
 			r->n++;
 			if (r->res.data.type != MSGPACK_OBJECT_MAP)
-				rec_die(r, "not a map");
+				rec_die(r, "not a map%s", starts_as_text(r) ? ": it looks like text, not msgpack records" : "");
 			return &r->res.data;
 		}
 		if (ret == MSGPACK_UNPACK_PARSE_ERROR) {

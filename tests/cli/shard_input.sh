@@ -14,6 +14,14 @@ expect_fail "ts-shard of a shard" 1 "d1/train.shard: a shard of a data dir, not 
 expect_fail "ts-eval of a shard: --data named" 1 "d1/train.shard: a shard of a data dir, not a token stream: give the dir as --data DIR" \
 	timeout 60 ts-eval -m "$FIX/hf/tiny-cls" "$T/d1/train.shard"
 
+# text given where token records belong: said to look like text
+printf 'text,label\nhello,x\n' >"$T/hello.csv"
+expect_fail "ts-shard of a CSV" 1 "^ts-shard: $T/hello.csv: record 1: not a map: it looks like text, not msgpack records$" \
+	shard -o "$T/d3" "$T/hello.csv"
+expect_fail "ts-eval of JSON lines, from standard input" 1 \
+	"^ts-eval: standard input: record 1: not a map: it looks like text, not msgpack records$" \
+	timeout 60 ts-eval -m "$FIX/hf/tiny-cls" <<<'{"text":"hello"}'
+
 # -o /dev/stdout into a pipe is written in place; a replaced file keeps its permissions
 to_pipe() ( set -o pipefail; echo hi | tok -o /dev/stdout | timeout 60 ts-cat --no-header )
 check "-o /dev/stdout into a pipe" to_pipe
