@@ -218,7 +218,9 @@ char *vocab_of_model(const char *option, const char *dir, const char *sha256, in
 		die("%s %s: no tokenizer.json or vocab.txt: a model dir holds the vocab its model was trained on", option,
 		    dir);
 	}
-	int says = strcmp(vocab_file_name_at(path), "vocab.txt") ? -1 : dir_lowercases(dir);
+	/* the case matters only for the data's own vocab: of another, that is what is wrong with it */
+	int own = !sha256 || vocab_file_has_sha256(path, sha256);
+	int says = strcmp(vocab_file_name_at(path), "vocab.txt") || !own ? -1 : dir_lowercases(dir);
 	if (lower >= 0 && says >= 0 && says != lower)
 		die("%s %s: its %s has do_lower_case %s, but the data was tokenized %s", option, dir, TOKENIZER_CONFIG,
 		    says ? "true" : "false", lower ? "lowercased (ts-tokenize --cased keeps the case)" : "with --cased");

@@ -40,9 +40,10 @@ const char *vocab_file_name(const struct vocab *v);
 char *vocab_in_dir(const char *dir, const char *sha256);
 /* vocab_in_dir of a model dir, which must hold one of them: else dies
  * saying so (or that dir is not there), naming the option that gave it.
- * Dies too where that is a vocab.txt and the dir's tokenizer_config.json
- * says to lowercase otherwise than lower does (whether the data was
- * lowercased; -1 where that is not known). */
+ * Dies too where that is a vocab.txt, the data's own (of sha256, where
+ * given), and the dir's tokenizer_config.json says to lowercase otherwise
+ * than lower does (whether the data was lowercased; -1 where that is not
+ * known). */
 char *vocab_of_model(const char *option, const char *dir, const char *sha256, int lower);
 #define TOKENIZER_CONFIG "tokenizer_config.json"
 /* For v a WordPiece vocab, writes DIR/tokenizer_config.json with lower as

@@ -138,6 +138,13 @@ sed -i 's/"max_position_embeddings": 64/"max_position_embeddings": 1000000000000
 refused "$T/r3" "one it reads is refused, naming the key and its range" 1 \
 	"hf-big/config.json: max_position_embeddings 1e20 is not an integer from 1 to [0-9]+$" \
 	--data "$T/data" --init "$T/hf-big" --max-steps 1 -j 1
+# data of another tokenizer, which keeps the case as RoBERTa's does: refused for its vocab, not its case
+ts-tokenize -t "$TOP/examples/roberta-base" --label label --max-len 32 "$T/small.csv" | ts-shard -o "$T/roberta" --seed 3 >/dev/null
+expect_fail "ts-eval of the lowercasing model on data of another vocab: the vocab named, not the case" 1 \
+	"^ts-eval: $T/roberta/test.shard was tokenized with another vocab \(sha256 .*\) than .*/empty/final/vocab.txt \(sha256 .*\)$" \
+	timeout 60 ts-eval -m "$T/empty/final" --data "$T/roberta" -j 1
+refused "$T/r3" "--init of it: the same" 1 "^ts-train: $T/roberta was tokenized with another vocab \(sha256 .*\) than .*/empty/final/vocab.txt" \
+	--data "$T/roberta" --init "$T/empty/final" --max-steps 1 -j 1
 
 refused "$T/r4" "--freeze-layers beyond the model's layers" 2 "--freeze-layers 3: the model has 1 layer;" "${TINY[@]}" --max-steps 1 --freeze-layers 3
 refused "$T/r5" "--max-pos below the data's records" 2 "--max-pos 16: .*data holds records of up to 32 tokens" "${TINY[@]}" --max-steps 1 --max-pos 16
