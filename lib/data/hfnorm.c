@@ -190,7 +190,8 @@ static void put_cp(struct strbuf *out, int32_t c)
 	sb_add(out, u, (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)u));
 }
 
-/* Rust's to_lowercase of each character: İ becomes i and a combining dot. */
+/* Rust's to_lowercase of each character, as the current tokenizers has it (uc_lower):
+ * İ becomes i and a combining dot. */
 static void lowercase(const char *s, size_t n, struct strbuf *out)
 {
 	size_t k;
@@ -201,7 +202,7 @@ static void lowercase(const char *s, size_t n, struct strbuf *out)
 		else if (c == 0x130)
 			sb_add(out, "i\xcc\x87", 3);
 		else
-			put_cp(out, utf8proc_tolower(c));
+			put_cp(out, uc_lower(c));
 	}
 }
 
