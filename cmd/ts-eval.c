@@ -35,7 +35,7 @@ static const struct opt opts[] = {
 	{0, "predict", OPT_FLAG, &predict, NULL, "write a prediction record per input record", NULL},
 	{0, "csv", OPT_FLAG, &csv, NULL, "with --predict, write CSV", NULL},
 	{0, "report", OPT_FLAG, &report, NULL, "print a readable report with the confusion matrix", NULL},
-	{0, "merge-folds", OPT_FLAG, &merge_folds, NULL, "merge folded pieces per id (mean of logits)", NULL},
+	{0, "merge-folds", OPT_FLAG, &merge_folds, NULL, "merge the folded pieces of an id (mean of logits; tags joined)", NULL},
 	{0, "threshold", OPT_FLOAT, &threshold, "P", "multi-label: a class is predicted at this probability", NULL,
 	 .fmin = 0, .fmax = 1, .open = OPEN_MIN | OPEN_MAX},
 	{0, "batch", OPT_INT, &batch, "N", "records a batch", NULL,
@@ -235,9 +235,10 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 	int L = bert_logit_width(bert_config_of(m)), all = !other && all_labelled(in->shard, task);
 	if (!all && !predict)
 		die("%s: some records have no label: only --predict works without labels", in->name);
-	if (merge_folds && task == TASK_TOKCLS)
-		die_usage("--merge-folds is for models that predict a record, not its words");
-	if (merge_folds && task != TASK_CLS && !predict)
+	if (merge_folds && task == TASK_TOKCLS && !predict)
+		die_usage("--merge-folds of a token classifier goes with --predict: its metrics join a text's pieces "
+			  "already");
+	if (merge_folds && task != TASK_CLS && task != TASK_TOKCLS && !predict)
 		die_usage("--merge-folds of a %s model goes with --predict: its metrics are by record",
 			  task == TASK_REG ? "regression" : "multi-label");
 	if (opt_given(&spec, "threshold") && task != TASK_MULTI)
@@ -264,7 +265,7 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 	evaluate(m, &src, &o, predictions_hook, p, &r);
 	if (merge_folds)
 		predictions_merge_folds(p);
-	if (scored && task != TASK_CLS && !merge_folds)
+	if (scored && task != TASK_CLS && (!merge_folds || task == TASK_TOKCLS))   /* tokcls's: by word, merged or not */
 		print_metrics(&r, names);
 	if (scored && task == TASK_CLS) {
 		struct confusion *c = predictions_confusion(p);

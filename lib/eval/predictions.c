@@ -4,6 +4,7 @@
 #include "util/afile.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,48 @@ static uint64_t fold_group(const struct predictions *p, uint64_t i, struct label
 	return g;
 }
 
+/* tokcls: a text's pieces are records in a row, fold 0, 1, 2, ... (each
+ * word's tag is in one piece only); record i joins group g (ng: a new one),
+ * whose last piece so far is folds[g]. */
+static void check_piece(const struct predictions *p, uint64_t i, uint64_t g, uint64_t ng)
+{
+	if (g != ng && g + 1 != ng)
+		die("id '%s': piece %d is apart from the others (a text's pieces must be records in a row)", p->ids[i],
+		    p->folds[i]);
+	int want = g == ng ? 0 : p->folds[g] + 1;
+	if (p->folds[i] >= 0 && p->folds[i] != want)
+		die("id '%s': piece %d comes where piece %d should (a text's pieces must be in fold order)", p->ids[i],
+		    p->folds[i], want);
+}
+
+/* tokcls: record i's tags, the words of its text's next piece, joined to
+ * those of group g (ng: a new one). */
+static void join_tags(struct predictions *p, uint64_t i, uint64_t g, uint64_t ng)
+{
+	check_piece(p, i, g, ng);
+	int32_t *tags = p->tags[i];
+	p->tags[i] = NULL;
+	if (g == ng) {
+		p->tags[g] = tags, p->ntags[g] = p->ntags[i];
+		return;
+	}
+	if (p->ntags[i] > INT_MAX - p->ntags[g])
+		die("id '%s': more than %d words", p->ids[i], INT_MAX);
+	p->tags[g] = xrealloc(p->tags[g], ((size_t)p->ntags[g] + (size_t)p->ntags[i] + 1) * sizeof **p->tags);
+	memcpy(p->tags[g] + p->ntags[g], tags, (size_t)p->ntags[i] * sizeof *tags);
+	p->ntags[g] += p->ntags[i];
+	p->folds[g] = p->folds[i];
+	free(tags);
+}
+
+/* Record i's logits added to its group's sum, sum + g * L, and counted. */
+static void add_logits(const struct predictions *p, uint64_t i, float *sum, uint64_t *count)
+{
+	for (int k = 0; k < p->L; k++)
+		sum[k] += p->logits[i * (size_t)p->L + k];
+	(*count)++;
+}
+
 void predictions_merge_folds(struct predictions *p)
 {
 	struct labelmap *ids = labelmap_new(), *pieces = labelmap_new();
@@ -97,6 +140,10 @@ void predictions_merge_folds(struct predictions *p)
 			    p->labels[i]);
 		if (g != ng && p->labels[i] >= 0)   /* pieces without a label take the others' */
 			p->labels[g] = p->labels[i];
+		if (p->task == TASK_TOKCLS)
+			join_tags(p, i, g, ng);
+		else
+			add_logits(p, i, sum + g * L, count + g);
 		if (g == ng) {
 			p->labels[ng] = p->labels[i];
 			p->folds[ng] = p->folds[i];
@@ -108,11 +155,8 @@ void predictions_merge_folds(struct predictions *p)
 			}
 			ng++;
 		}
-		for (size_t k = 0; k < L; k++)
-			sum[g * L + k] += p->logits[i * L + k];
-		count[g]++;
 	}
-	for (uint64_t g = 0; g < ng; g++)
+	for (uint64_t g = 0; p->task != TASK_TOKCLS && g < ng; g++)
 		for (size_t k = 0; k < L; k++)
 			p->logits[g * L + k] = sum[g * L + k] / (float)count[g];
 	for (uint64_t i = ng; i < p->n; i++)

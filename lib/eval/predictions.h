@@ -27,10 +27,12 @@ struct predictions *predictions_new(const struct shard *s, enum bert_task task, 
 /* An eval_hook: keeps the logits of each row of the batch. */
 void predictions_hook(const struct batch *b, const float *logits, void *ctx);
 /* Replaces the folded pieces of each id by one record with the mean of
- * their logits, in order of first appearance; a record that was not folded
- * stays as it is, even where another shares its id (the number 7 and the
- * string "7" are two ids). A group is labelled when any piece is. Dies when
- * the same piece of an id appears twice, or two pieces have other labels. */
+ * their logits (tokcls: their words' tags joined in fold order), in order of
+ * first appearance; a record that was not folded stays as it is, even where
+ * another shares its id (the number 7 and the string "7" are two ids). A
+ * group is labelled when any piece is. Dies when the same piece of an id
+ * appears twice, or two pieces have other labels, or (tokcls) a text's
+ * pieces are not records in a row, fold 0, 1, 2, .... */
 void predictions_merge_folds(struct predictions *p);
 struct confusion *predictions_confusion(const struct predictions *p);
 /* Writes msgpack records, or CSV: cls {id, label, pred, pred_name, logits,

@@ -59,6 +59,41 @@ expect_eq "tokcls on folded text: entities across a cut counted once (2), every 
 	"$(cat "$T/cut.json") $(cat "$T/over.json")" "[8,2] [8,2]"
 expect_eq "and the words' tags predicted, by text, as many as whole" \
 	"$(eval1 -m "$T/bio" --predict "$T/cut.mp" | cat1 | jq -s -c 'map(.pred | length) | add')" 8
+# --merge-folds of a tokcls model: a row per text, the tags of its pieces joined in
+# fold order, a tag a word as the whole text has; where the text fits in one piece
+# (the model sees what it sees whole), the row is the whole text's
+printf 'ba\tB-X\nbe\tI-X\nbi\tI-X\nbo\tI-X\nbu\tI-X\nda\tO\nde\tO\ndi\tB-X\ndo\tO\ndu\tI-X\n\nde\tO\ndi\tB-X\n\n' >"$T/long.conll"
+ts-tokenize -v "$T/bio/vocab.txt" --max-len 6 --fold --stride 2 -o "$T/long.mp" "$T/long.conll"
+ts-tokenize -v "$T/bio/vocab.txt" -o "$T/whole.mp" "$T/long.conll"
+eval1 -m "$T/bio" --merge-folds --predict "$T/long.mp" | cat1 >"$T/merged.jsonl"
+eval1 -m "$T/bio" --predict "$T/long.mp" | cat1 >"$T/pieces.jsonl"
+eval1 -m "$T/bio" --predict "$T/whole.mp" | cat1 >"$T/whole.jsonl"
+expect_eq "tokcls --merge-folds: the text folded in 4 pieces and the one in 1, a row each" \
+	"$(jq -c .id "$T/merged.jsonl" | paste -sd' ') $(jq -s -c 'map(.id) | group_by(.) | map(length)' "$T/pieces.jsonl")" \
+	"0 1 [4,1]"
+expect_same "and a row's tags are its pieces', joined in fold order" "$(jq -c .pred "$T/merged.jsonl")" \
+	"$(jq -s -c 'reduce .[] as $r ([]; if $r.id == (.[-1][0] // null) then .[-1][1] += $r.pred else . + [[$r.id, $r.pred]] end) | .[][1]' "$T/pieces.jsonl")"
+expect_eq "a tag a word, as the whole text's" \
+	"$(jq -c '.pred | length' "$T/merged.jsonl" | paste -sd' ')" "$(jq -c '.pred | length' "$T/whole.jsonl" | paste -sd' ')"
+expect_same "the text of one piece: the whole text's row" "$(sed -n 2p "$T/merged.jsonl")" "$(sed -n 2p "$T/whole.jsonl")"
+expect_eq "in CSV, a line per text" "$(eval1 -m "$T/bio" --merge-folds --predict --csv "$T/long.mp" | cut -d, -f1 | paste -sd' ')" \
+	'id "0" "1"'
+eval1 -m "$T/bio" --merge-folds --predict -o "$T/mp.mp" "$T/long.mp" >"$T/mmetrics.json"
+expect_same "its metrics (with -o) are those without --merge-folds" "$(cat "$T/mmetrics.json")" \
+	"$(eval1 -m "$T/bio" "$T/long.mp")"
+expect_fail "tokcls --merge-folds goes with --predict" 2 "merge-folds of a token classifier goes with --predict" \
+	eval1 -m "$T/bio" --merge-folds "$T/long.mp"
+tag() { printf '{"id":"%s","ids":[2,5,3],"label":[-100,0,-100],"fold":%s}\n' "$@"; }
+{ tag a 0; tag b 0; tag a 1; } | cat1 --from-json -o "$T/apart.mp"
+{ tag a 1; tag a 0; } | cat1 --from-json -o "$T/back.mp"
+{ tag a 0; tag a 2; } | cat1 --from-json -o "$T/gap.mp"
+expect_fail "tokcls --merge-folds: a text's pieces apart, refused" 1 \
+	"^ts-eval: id 'a': piece 1 is apart from the others \(a text's pieces must be records in a row\)$" \
+	eval1 -m "$T/bio" --merge-folds --predict "$T/apart.mp"
+expect_fail "pieces out of fold order, refused" 1 "^ts-eval: id 'a': piece 1 comes where piece 0 should" \
+	eval1 -m "$T/bio" --merge-folds --predict "$T/back.mp"
+expect_fail "a piece missing, refused" 1 "^ts-eval: id 'a': piece 2 comes where piece 1 should" \
+	eval1 -m "$T/bio" --merge-folds --predict "$T/gap.mp"
 
 # labels of another task's data: refused, naming what they are, before any is scored
 printf '%s\n' '{"kind":"tokens","version":1,"labels":[],"max_len":32,"lower":true}' \
