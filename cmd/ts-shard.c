@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char *output, *vocab_path, *split = "train=0.8,valid=0.1,test=0.1";
@@ -374,19 +375,62 @@ static void write_splits(const struct splitspec *sp, struct pile *piles, struct 
 	free(counts);
 }
 
-/* Inputs for the shares, and files of parts of their own; standard input
- * (FILE operands' '-', none given, or one part's @-) read at most once. */
+struct input_file {
+	dev_t dev;
+	ino_t ino;
+	int order;   /* in the command line: parts' files, then FILE operands */
+	const char *path;
+};
+
+/* qsort's order: by file, then as given. */
+static int by_identity(const void *a, const void *b)
+{
+	const struct input_file *x = a, *y = b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->order - y->order;
+}
+
+/* The same file given twice, by one name or two, would put each of its
+ * records in the data dir twice, across its splits too: refused. (One
+ * that cannot be read is read_file's to name.) */
+static void check_each_once(const char **paths, int n)
+{
+	struct input_file *f = xcalloc((size_t)n + 1, sizeof *f);
+	int known = 0;
+	struct stat st;
+	for (int i = 0; i < n; i++)
+		if (strcmp(paths[i], "-") && stat(paths[i], &st) == 0)
+			f[known++] = (struct input_file){st.st_dev, st.st_ino, i, paths[i]};
+	qsort(f, (size_t)known, sizeof *f, by_identity);
+	for (int i = 1; i < known; i++)
+		if (f[i - 1].dev == f[i].dev && f[i - 1].ino == f[i].ino)
+			die_usage("%s and %s are the same file: its records would be read twice, in more than one split",
+				  f[i - 1].path, f[i].path);
+	free(f);
+}
+
+/* Inputs for the shares, and files of parts of their own, each read once;
+ * standard input (FILE operands' '-', none given, or one part's @-) too. */
 static void check_inputs(const struct splitspec *sp, char **files, int nfiles, int given)
 {
-	int shares = splitspec_shares(sp), stdin_uses = 0;
+	int shares = splitspec_shares(sp), stdin_uses = 0, n = 0;
 	if (!shares && given)
 		die_usage("every part of --split names its file: there are no shares to divide the FILE operands");
+	const char **paths = xcalloc((size_t)sp->n + (size_t)nfiles + 1, sizeof *paths);
 	for (int i = 0; i < sp->n; i++)
-		stdin_uses += sp->parts[i].file && !strcmp(sp->parts[i].file, "-");
+		if (sp->parts[i].file)
+			paths[n++] = sp->parts[i].file;
 	for (int i = 0; shares && i < nfiles; i++)
-		stdin_uses += !strcmp(files[i], "-");
+		paths[n++] = files[i];
+	for (int i = 0; i < n; i++)
+		stdin_uses += !strcmp(paths[i], "-");
 	if (stdin_uses > 1)
 		die_usage("standard input is read once: as '-' among the FILE operands (or none given) or as one part's @-");
+	check_each_once(paths, n);
+	free(paths);
 }
 
 /* An input in the data dir that --force replaces would go with it. */

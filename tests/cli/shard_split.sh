@@ -79,8 +79,9 @@ ts-shard -o "$T/dd" --dedupe --split all=1.0 "$T/dup.msgpack"
 expect_eq "--dedupe drops exact duplicates only" "$(m '[.records_in, .duplicates_dropped, .splits.all.count] | join(" ")' "$T/dd")" "220 100 120"
 expect_eq "--dedupe keeps the first of each" "$(ids_of "$T/dd/all.shard" | awk '$1 < 1000' | sort -n)" "$(seq 0 99)"
 expect_eq "--dedupe records the choice" "$(m .dedupe "$T/dd")" true
-ts-shard -o "$T/dd2" --dedupe --mem 1 --split all=1.0 "$T/dup.msgpack" "$T/mid.msgpack" "$T/mid.msgpack"
-ts-shard -o "$T/dd3" --dedupe --mem 64 --split all=1.0 "$T/dup.msgpack" "$T/mid.msgpack" "$T/mid.msgpack"
+cp "$T/mid.msgpack" "$T/mid-copy.msgpack"
+ts-shard -o "$T/dd2" --dedupe --mem 1 --split all=1.0 "$T/dup.msgpack" "$T/mid.msgpack" "$T/mid-copy.msgpack"
+ts-shard -o "$T/dd3" --dedupe --mem 64 --split all=1.0 "$T/dup.msgpack" "$T/mid.msgpack" "$T/mid-copy.msgpack"
 check "--dedupe is independent of --mem too" cmp "$T/dd2/all.shard" "$T/dd3/all.shard"
 expect_eq "--dedupe over files" "$(m '[.records_in, .splits.all.count] | join(" ")' "$T/dd2")" "80220 40120"
 
@@ -244,11 +245,21 @@ expect_eq "train and valid divide the inputs, test is its file" \
 	"$(m '[.splits.train.count, .splits.valid.count, .splits.test.count] | join(" ")' "$T/cm")" "180 20 41"
 expect_eq "the parts in the order --split gives them" "$(m '.splits | keys_unsorted | join(" ")' "$T/cm")" "train valid test"
 cat "$T/a.msgpack" "$T/a.msgpack" >"$T/twice-a.msgpack"
-check "--dedupe with parts of their own files" ts-shard -o "$T/cdd" --dedupe --split train=@"$T/twice-a.msgpack",test=@"$T/twice-a.msgpack"
+cp "$T/twice-a.msgpack" "$T/twice-a2.msgpack"
+check "--dedupe with parts of their own files" ts-shard -o "$T/cdd" --dedupe --split train=@"$T/twice-a.msgpack",test=@"$T/twice-a2.msgpack"
 expect_eq "--dedupe drops repeats in train, the part shuffled; test keeps its file as it is" \
 	"$(m '[.splits.train.count, .splits.test.count, .records_in, .duplicates_dropped] | join(" ")' "$T/cdd")" "1000 2000 4000 1000"
 expect_fail "every part a file, and FILE operands: refused" 2 "every part of --split names its file" \
 	ts-shard -o "$T/x" --split train=@"$T/train.rec",test=@"$T/test.rec" "$T/dev.rec"
+expect_fail "one file for two parts: refused, naming it as given" 2 \
+	"^ts-shard: $T/a.msgpack and $T/./a.msgpack are the same file: its records would be read twice, in more than one split; see" \
+	ts-shard -o "$T/x" --split train=@"$T/a.msgpack",test=@"$T/./a.msgpack"
+ln -sf a.msgpack "$T/a-link.msgpack"
+expect_fail "a part's file among the FILE operands, by a link: refused" 2 "a.msgpack and .*a-link.msgpack are the same file" \
+	ts-shard -o "$T/x" --split train=1.0,test=@"$T/a.msgpack" "$T/b.msgpack" "$T/a-link.msgpack"
+expect_fail "a FILE operand twice: refused" 2 "b.msgpack and .*b.msgpack are the same file" \
+	ts-shard -o "$T/x" "$T/b.msgpack" "$T/b.msgpack"
+check "and nothing made" test ! -e "$T/x"
 expect_fail "standard input for two parts: refused" 2 "standard input is read once" \
 	ts-shard -o "$T/x" --split train=@-,test=@- </dev/null
 expect_fail "standard input for a part and the shares: refused" 2 "standard input is read once" \
@@ -278,10 +289,11 @@ echo "    input $((size / 1048576)) MiB, --mem 8: max RSS $((rss / 1024)) MiB (i
 if [ "$size" -gt 40000000 ] && [ "$rss" -lt $((base + 16 * 1024)) ]; then pass "RSS stays within --mem plus 8 MiB on a 6x larger input"
 else fail "RSS stays within --mem plus 8 MiB on a 6x larger input (input $size bytes, RSS $rss KiB, idle $base KiB)"; fi
 expect_eq "the large input is all there" "$(m '[.splits[].count] | add' "$T/large")" 125000
+cp "$T/large.msgpack" "$T/large-copy.msgpack"
 ASAN_OPTIONS=${ASAN_OPTIONS:-}:quarantine_size_mb=0:thread_local_quarantine_size_kb=0 \
-	/usr/bin/time -f %M ts-shard -o "$T/large2" --mem 8 --split train=@"$T/large.msgpack",test=@"$T/large.msgpack" 2>"$T/rss"
+	/usr/bin/time -f %M ts-shard -o "$T/large2" --mem 8 --split train=@"$T/large.msgpack",test=@"$T/large-copy.msgpack" 2>"$T/rss"
 rss=$(tail -1 "$T/rss")
-echo "    the same input as two parts of their own, --mem 8: max RSS $((rss / 1024)) MiB"
+echo "    one input and its copy as two parts of their own, --mem 8: max RSS $((rss / 1024)) MiB"
 if [ "$rss" -lt $((base + 16 * 1024)) ]; then pass "parts of their own files: RSS stays within --mem plus 8 MiB"
 else fail "parts of their own files: RSS stays within --mem plus 8 MiB (RSS $rss KiB, idle $base KiB)"; fi
 expect_eq "both parts are all there" "$(m '[.splits[].count] | join(" ")' "$T/large2")" "125000 125000"
