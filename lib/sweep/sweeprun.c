@@ -826,6 +826,9 @@ int sweep_resume(const char *dir, long slots, char **ssh, int nssh)
 				free(*w);
 			free(words);
 		} else {
+			/* a stop asked of it before it made its run (launch.c's
+			 * stop_remote) was for the sweep's last leg, not this one */
+			rundir_clear_stop(run);
 			/* its run dir is in the sweep dir, which may have moved since */
 			for (char **w = words; *w; w++)
 				if (!strcmp(*w, "--run") && w[1]) {

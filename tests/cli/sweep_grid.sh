@@ -153,8 +153,10 @@ expect_eq "--resume: a failed job runs again, a done one does not" \
 	"1x1 2x2 3x1 "
 # a stopped sweep moved elsewhere: the jobs not begun run in their dirs' new place
 mv "$T/s-copy" "$T/moved"
+# and job 3 holds a stop file alone, as a stop leaves a job at a server that never made its run: that leg's
+mkdir "$T/moved/job-003" && touch "$T/moved/job-003/stop"
 check "a stopped sweep moved: --resume" sweep --resume "$T/moved"
-expect_eq "a stopped sweep moved: job 3, never begun, ran in its dir there, none made where the sweep was" \
+expect_eq "a stopped sweep moved: job 3, never begun, ran to its end in its dir there (the stop left there not heard), none made where the sweep was" \
 	"$(sweep --show "$T/moved" --format json | jq -r '.[] | select(.job == 3) | .state') $(ls "$T/moved/job-003/final" 2>/dev/null | grep -c safetensors) $(test -e "$T/s-copy" && echo remade || echo none)" \
 	"done 1 none"
 # a sweep whose working dir is gone: --resume refuses in one line, where each job failed as it started
