@@ -129,9 +129,16 @@ static int move_by(int fd, void *buf, size_t n, int out, double deadline)
 	while (n) {
 		struct pollfd pf = { fd, (short)(out ? POLLOUT : POLLIN), 0 };
 		double left = deadline - clock_seconds();
-		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0)
+		int ready = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+		if (ready == 0)
 			return -1;
-		ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready < 0)
+			return -2;
+		/* never waiting in the call itself, where no deadline holds: a
+		 * peer that stops reading takes part of a large send, then none */
+		ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(fd, p, n, MSG_DONTWAIT);
 		if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
 			return -2;
 		if (k > 0)
