@@ -74,7 +74,7 @@ static _Noreturn void unknown(const struct cmd_spec *spec, const char *name, con
 	}
 	char msg[256];
 	if (best)
-		snprintf(msg, sizeof msg, "unknown %s '%s%s'; did you mean '%s%s'?", what, dashes, name, dashes, best);
+		snprintf(msg, sizeof msg, "unknown %s '%s%s' (did you mean '%s%s'?)", what, dashes, name, dashes, best);
 	else
 		snprintf(msg, sizeof msg, "unknown %s '%s%s'", what, dashes, name);
 	die_usage("%s%s", source ? source : "", msg);

@@ -330,7 +330,7 @@ expect_fail "a servers line with a # after its words: no comment, refused as ts-
 expect_fail "a value ts-train refuses: named with its job, before the sweep dir is made" 2 \
 	"^ts-sweep: job 2: ts-train: --batch takes a whole number, not 'x'; see 'ts-sweep --help'\$" \
 	ts-sweep -p batch=8,x --dir "$T/u7" -- "${TRAIN[@]}"
-expect_fail "a misspelt option: ts-train's suggestion" 2 "job 1: ts-train: unknown option '--lrr'; did you mean '--lr'\\?" \
+expect_fail "a misspelt option: ts-train's suggestion" 2 "job 1: ts-train: unknown option '--lrr' \\(did you mean '--lr'\\?\\); see" \
 	ts-sweep -p lrr=1e-4 --dir "$T/u7" -- "${TRAIN[@]}"
 expect_eq "...no sweep dir is left" "$(test -e "$T/u7" && echo left || echo none)" none
 expect_fail "a --run of the command's own" 2 "gives each job its own run dir: drop --run" \

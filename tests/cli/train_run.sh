@@ -230,9 +230,9 @@ expect_eq "scored by name: the metrics and predictions of the file numbered as t
 	"$(ts-eval -m "$T/r1/final" "$T/numbered.rec"; ts-eval -m "$T/r1/final" --predict --csv "$T/numbered.rec")"
 expect_eq "its confusion matrix counts 20 ham and 20 spam" \
 	"$(ts-eval -m "$T/r1/final" "$T/hamfirst.rec" | jq -c '[.confusion[] | add]')" "[20,20]"
-expect_fail "an unknown option suggests the nearest" 2 "unknown option '--epoch'; did you mean '--epochs'" train --epoch 3
+expect_fail "an unknown option suggests the nearest" 2 "unknown option '--epoch' \\(did you mean '--epochs'\\?\\); see 'ts-train --help'$" train --epoch 3
 printf 'layer = 2\n' >"$T/bad.conf"
-expect_fail "an unknown config key" 2 "bad.conf: line 1: unknown key 'layer'; did you mean 'layers'" train -c "$T/bad.conf"
+expect_fail "an unknown config key" 2 "bad.conf: line 1: unknown key 'layer' \\(did you mean 'layers'\\?\\)" train -c "$T/bad.conf"
 expect_fail "a run dir that holds a run" 1 "already holds a run" train "${TINY[@]}" --run "$T/r1" --max-steps 1
 mkdir -p "$T/broken" && cp "$T/r1/final/config.json" "$T/r1/final/vocab.txt" "$T/broken/" && printf 'garbage' >"$T/broken/model.safetensors"
 expect_fail "a corrupt safetensors header" 1 "corrupt safetensors header" train --data "$T/data" --init "$T/broken" --run "$T/b3" --max-steps 1 -j 2
