@@ -106,8 +106,8 @@ static void check_vocab(struct input *in, int32_t model_vocab)
 	char *path = vocab_of_model("-m", model, in->vocab_sha256, in->lower);
 	struct vocab *v = vocab_load(path);
 	if (in->vocab_sha256 && strcmp(in->vocab_sha256, vocab_sha256(v)))
-		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)", in->name,
-		    in->vocab_sha256, path, vocab_sha256(v));
+		die("%s was tokenized with another vocab (sha256 %.12s…) than %s (sha256 %.12s…)",
+		    data ? data : in->name, in->vocab_sha256, path, vocab_sha256(v));   /* its manifest's */
 	in->vocab = vocab_size(v) < model_vocab ? vocab_size(v) : model_vocab;
 	if (in->split)
 		manifest_check_ids(data, in->split, in->vocab);
