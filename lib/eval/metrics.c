@@ -141,23 +141,33 @@ json_t *metrics_json(const struct cls_metrics *m, const struct confusion *c, cha
 	return j;
 }
 
-/* Columns count code points, as Python pads: labels may be UTF-8; their
- * control characters are shown escaped, which keeps a row on its line. */
+/* s as the report shows it: its control characters escaped, which keeps a
+ * row on its line; a name of any length whole. */
+static char *shown_name(const char *s)
+{
+	size_t n = 4 * strlen(s) + 6;   /* a byte becomes at most \xNN */
+	char *out = xmalloc(n);
+	escape_controls(s, out, n);
+	return out;
+}
+
+/* Columns count code points, as Python pads: labels may be UTF-8. */
 static int text_width(const char *s)
 {
-	char shown[1024];
-	escape_controls(s, shown, sizeof shown);
+	char *shown = shown_name(s);
 	int n = 0;
 	for (const char *p = shown; *p; p++)
 		n += ((unsigned char)*p & 0xc0) != 0x80;
+	free(shown);
 	return n;
 }
 
 static void put_right(FILE *f, const char *s, int width)
 {
-	char shown[1024];
-	escape_controls(s, shown, sizeof shown);
-	fprintf(f, "%*s%s", width > text_width(s) ? width - text_width(s) : 0, "", shown);
+	char *shown = shown_name(s);
+	int w = text_width(s);
+	fprintf(f, "%*s%s", width > w ? width - w : 0, "", shown);
+	free(shown);
 }
 
 /* One line of the classification report; NULL p leaves precision and recall
