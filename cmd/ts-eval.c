@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 						precision_default(device_sm(dev)));
 	struct bert *m = modeldir_load(model, be, bc.task, 0, NULL, NULL, NULL);
 	bert_set_forward_only(m);
-	if (!nnames && in.nlabels)
+	if (labels_unnamed(names, nnames) && in.nlabels)   /* LABEL_0, LABEL_1, ... name nothing */
 		names = in.labels, nnames = in.nlabels;
 	int rc = bc.task == TASK_MLM ? eval_mlm(m, &in) : eval_classifier(m, &in, names, nnames);
 	close_stdout();

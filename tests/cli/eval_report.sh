@@ -51,4 +51,18 @@ expect_eq "the report's table is scikit-learn's, long and Unicode names whole an
 	"$(head -n 9 "$T/report.txt")" "$(cat "$T/want.txt")"
 expect_eq "the confusion matrix names the long class whole, in its row and its column" \
 	"$(grep -c 'x\{1500\}END' "$T/report.txt")" 3
+# a model's LABEL_0, LABEL_1, ... name nothing: the data's names are the classes'
+cp -r "$HF/tiny-cls" "$T/numbered"
+"$PY" -c 'import json, sys
+p = sys.argv[1] + "/config.json"; c = json.load(open(p))
+c["id2label"] = {str(i): "LABEL_%d" % i for i in range(3)}; c["label2id"] = {v: int(k) for k, v in c["id2label"].items()}
+json.dump(c, open(p, "w"))' "$T/numbered"
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","neu","pos"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":0}' '{"id":"b","ids":[2,7,8,9,3],"label":1}' '{"id":"c","ids":[2,10,3],"label":2}' |
+	ts-cat --from-json -o "$T/named.mp"
+expect_eq "a model of LABEL_k classes: the JSON names the data's classes" \
+	"$(eval1 -m "$T/numbered" "$T/named.mp" | jq -c '[.labels, (.classes | keys)]')" '[["neg","neu","pos"],["neg","neu","pos"]]'
+expect_eq "and so do the report, its confusion matrix and the CSV's header" \
+	"$(eval1 -m "$T/numbered" --report "$T/named.mp" | grep -c 'neg\|LABEL') $(eval1 -m "$T/numbered" --predict --csv "$T/named.mp" | head -n 1)" \
+	"3 id,label,pred,prob_neg,prob_neu,prob_pos"
 finish
