@@ -250,7 +250,7 @@ static int eval_classifier(struct bert *m, const struct input *in, char **names,
 		names = NULL, nnames = 0;
 	/* the data's classes become the model's by name: scored, or named in CSV,
 	 * each must be one the model knows */
-	int scored = all && (!predict || strcmp(output, "-")), named = scored || (all && csv && task == TASK_CLS);
+	int scored = all && (!predict || strcmp(output, "-")), named = scored || (csv && task == TASK_CLS);
 	int32_t *to = xmalloc(((size_t)in->nlabels + 1) * sizeof *to);
 	char *why = labels_map(names, nnames, in->labels, in->nlabels, to);
 	if (why && named)

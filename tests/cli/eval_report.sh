@@ -65,4 +65,16 @@ expect_eq "a model of LABEL_k classes: the JSON names the data's classes" \
 expect_eq "and so do the report, its confusion matrix and the CSV's header" \
 	"$(eval1 -m "$T/numbered" --report "$T/named.mp" | grep -c 'neg\|LABEL') $(eval1 -m "$T/numbered" --predict --csv "$T/named.mp" | head -n 1)" \
 	"3 id,label,pred,prob_neg,prob_neu,prob_pos"
+# CSV names the true classes: a class the model does not know is an error there,
+# where some records have no label too, not a label column left blank
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["neg","zzz"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":0}' '{"id":"b","ids":[2,7,8,9,3],"label":1}' '{"id":"c","ids":[2,10,3]}' |
+	ts-cat --from-json -o "$T/unknown.mp"
+expect_fail "CSV of partly labelled records: a class the model does not know is an error" 1 "zzz" \
+	eval1 -m "$HF/tiny-cls" --predict --csv -o "$T/unknown.csv" "$T/unknown.mp"
+check "...and no CSV is left" test ! -e "$T/unknown.csv"
+printf '%s\n' '{"kind":"tokens","version":1,"labels":["pos","neg"],"max_len":32,"lower":true}' \
+	'{"id":"a","ids":[2,5,6,3],"label":1}' '{"id":"b","ids":[2,7,8,9,3]}' | ts-cat --from-json -o "$T/partly.mp"
+expect_eq "CSV of partly labelled records names each label, blank where there is none" \
+	"$(eval1 -m "$HF/tiny-cls" --predict --csv "$T/partly.mp" | cut -d, -f1,2 | paste -sd' ')" 'id,label "a",neg "b",'
 finish
